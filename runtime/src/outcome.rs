@@ -1,0 +1,182 @@
+//! What an eval returns: [`EvalOutcome`], serialised to the JSON shape that `codemode run --json`
+//! prints and the MCP server returns as structured content.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The full result of one eval: value or error, captured logs, the ledger of tool calls, stats.
+///
+/// Serialises to exactly:
+/// `{"ok", "result", "error", "logs", "tool_calls", "stats"}` (see the crate docs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalOutcome {
+    /// `true` when the script finished and its result was JSON-serialisable.
+    pub ok: bool,
+    /// The script's result (`undefined` becomes `null`); `null` when `ok` is false.
+    pub result: Value,
+    /// Why the eval failed; `None` when `ok`.
+    pub error: Option<EvalError>,
+    /// `console.*` output, in order.
+    pub logs: Vec<LogEntry>,
+    /// Every tool call the script attempted, in order of start (the ledger).
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Resource use.
+    pub stats: EvalStats,
+}
+
+/// Why an eval failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalError {
+    /// The class of failure.
+    pub kind: ErrorKind,
+    /// Human-readable message.
+    pub message: String,
+    /// 1-based line in the user's code, when known.
+    pub line: Option<u32>,
+    /// 1-based column in the user's code, when known.
+    pub column: Option<u32>,
+    /// The JS stack, with positions in the user's code, when there is one.
+    pub stack: Option<String>,
+}
+
+impl EvalError {
+    /// An error with no position.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        EvalError { kind, message: message.into(), line: None, column: None, stack: None }
+    }
+}
+
+/// The class of an eval failure: each limit has its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The code does not parse.
+    Syntax,
+    /// The script threw (or its promise rejected), or its result is not JSON-serialisable.
+    Exception,
+    /// The fuel budget (WebAssembly instructions) ran out.
+    OutOfFuel,
+    /// The script needed more memory than allowed.
+    MemoryLimit,
+    /// The wall-clock timeout passed (time in tool calls included).
+    Timeout,
+    /// Logs and result together exceeded the output limit.
+    OutputLimit,
+    /// Recursion went deeper than the stack allows.
+    StackOverflow,
+    /// The script attempted more tool calls than allowed.
+    ToolLimit,
+    /// Something went wrong in the sandbox itself (a bug, or a malformed guest).
+    Internal,
+}
+
+impl ErrorKind {
+    /// The snake_case name used in JSON and in CLI messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Syntax => "syntax",
+            ErrorKind::Exception => "exception",
+            ErrorKind::OutOfFuel => "out_of_fuel",
+            ErrorKind::MemoryLimit => "memory_limit",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::OutputLimit => "output_limit",
+            ErrorKind::StackOverflow => "stack_overflow",
+            ErrorKind::ToolLimit => "tool_limit",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One `console.*` line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// Which console method.
+    pub level: LogLevel,
+    /// The arguments, formatted (objects as JSON) and joined with spaces.
+    pub message: String,
+}
+
+/// A console method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLevel {
+    /// `console.log`
+    Log,
+    /// `console.info`
+    Info,
+    /// `console.warn`
+    Warn,
+    /// `console.error`
+    Error,
+    /// `console.debug`
+    Debug,
+}
+
+impl LogLevel {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Log => "log",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+            LogLevel::Debug => "debug",
+        }
+    }
+}
+
+/// One entry of the ledger: a tool call the script attempted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// 1-based, in order of start; the same as [`crate::CallContext::call_id`].
+    pub id: u64,
+    /// The name the script called.
+    pub tool: String,
+    /// How it ended. A call still running when the eval ended is recorded as `error` with
+    /// reason `"unfinished: …"` (it may or may not have had its effect).
+    pub status: CallStatus,
+    /// For `error` and `denied`: why.
+    pub reason: Option<String>,
+    /// From start to settlement, in milliseconds.
+    pub duration_ms: f64,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// The tool returned a value.
+    Ok,
+    /// The tool failed, does not exist, or did not finish.
+    Error,
+    /// A policy refused the call; the tool was never reached.
+    Denied,
+}
+
+impl CallStatus {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Ok => "ok",
+            CallStatus::Error => "error",
+            CallStatus::Denied => "denied",
+        }
+    }
+}
+
+/// Resource use of one eval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct EvalStats {
+    /// WebAssembly fuel consumed (0 when fuel metering is off).
+    pub fuel_used: u64,
+    /// Wall-clock time of the whole eval, tool calls included, in milliseconds.
+    pub wall_ms: f64,
+    /// The largest linear memory the guest reached, in bytes.
+    pub memory_peak_bytes: u64,
+}
