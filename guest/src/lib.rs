@@ -1,1 +1,7 @@
+//! The codemode guest: QuickJS (javy) for wasm32-wasip1, JS semantics only.
+//!
+//! [`abi`] is the only place that touches raw pointers and host imports; [`engine`] drives the
+//! JS runtime; `prelude.js` defines `codemode`, `console`, the error classes and result encoding.
 
+mod abi;
+mod engine;

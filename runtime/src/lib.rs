@@ -1,8 +1,63 @@
-//! codemode's sandbox runtime (work in progress).
+//! # codemode-runtime
+//!
+//! The sandbox at the heart of codemode: JavaScript (QuickJS, built with javy) running in a
+//! fresh WebAssembly instance (wasmtime) per eval, with fuel, memory, wall-clock, output and
+//! tool-call limits, no ambient authority (no files, network, environment or clock beyond
+//! `Date`), and tool calls that cross into the host concurrently.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use codemode_runtime::{EvalOptions, FnTools, Runtime, RuntimeConfig};
+//! use serde_json::json;
+//!
+//! let runtime = Runtime::new(&RuntimeConfig::default())?;
+//! let tools = FnTools::new().sync_tool("double", |args| Ok(json!(args["n"].as_i64().unwrap_or(0) * 2)));
+//! let outcome = runtime
+//!     .eval("const [a, b] = await Promise.all([codemode.double({n: 1}), codemode.double({n: 2})]); a + b",
+//!           &EvalOptions::default(), &tools)
+//!     .await;
+//! assert!(outcome.ok);
+//! assert_eq!(outcome.result, json!(6));
+//! assert_eq!(outcome.tool_calls.len(), 2);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Core concepts
+//! - [`Runtime`]: one engine, the compiled guest (cached on disk), a pool of instance slots.
+//!   Clone it freely; run many evals at once on tokio.
+//! - [`Runtime::eval`] takes the code, [`EvalOptions`] (the limits) and a [`ToolHost`] (what
+//!   `codemode.<name>(args)` reaches) and returns an [`EvalOutcome`]: result or error, logs,
+//!   the ledger of tool calls, stats. It never panics on guest input.
+//! - A [`ToolHost`] receives a [`CallContext`] with the eval and call ids; layers (policies,
+//!   audit, approval) wrap one `ToolHost` in another.
+//!
+//! ## Code forms
+//! The code is either one expression — typically `async () => { ... }`, which is called and
+//! awaited — or a script body that may use top-level `await` and `return`; without `return`,
+//! the value of the last expression statement is the result. Line and column numbers in errors
+//! refer to the user's code.
+//!
+//! ## Limits
+//! See [`EvalOptions`] for each limit and its default, and [`ErrorKind`] for what each produces.
+
+mod abi;
 mod clock;
+mod config;
+mod error;
+mod eval;
+mod limits;
+mod module_cache;
 mod outcome;
+mod runtime;
+mod state;
+mod suggest;
 mod tool;
 
+pub use abi::{ABI_VERSION, MAX_TOOL_ARGS_BYTES, MAX_TOOL_NAME_BYTES};
 pub use clock::TimeoutPause;
+pub use config::{RuntimeConfig, default_cache_dir};
+pub use error::RuntimeError;
+pub use limits::*;
 pub use outcome::*;
+pub use runtime::{GUEST_WASM, Runtime};
 pub use tool::*;

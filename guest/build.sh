@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the codemode guest (QuickJS via javy) for wasm32-wasip1 with Debian's second Rust toolchain,
+# as described in shared/guest-toolchain.md, and writes guest/codemode_guest.wasm.
+#
+#   guest/build.sh           build and replace the committed module
+#   guest/build.sh --check   rebuild from source in a temporary folder; fail unless byte-identical
+#
+# The host never needs this: `cargo build`/`cargo test` use the committed .wasm.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+mode="${1:-build}"
+case "$mode" in build|--check) ;; *) echo "usage: guest/build.sh [--check]" >&2; exit 2 ;; esac
+
+packages=(rustc-web cargo-web rust-web-src wasi-libc clang-16 lld-16 libclang-rt-16-dev-wasm32)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "guest/build.sh: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+std_src="$(ls -d /usr/src/rustc-*/library 2>/dev/null | sort -V | tail -n 1)"
+[ -n "$std_src" ] || { echo "guest/build.sh: rust-web-src did not install the std sources" >&2; exit 1; }
+
+build_in() { # $1 = a folder holding Cargo.toml, Cargo.lock, src/
+  local dir="$1"
+  (
+    cd "$dir"
+    export RUSTC=/usr/bin/rustc
+    export RUSTC_BOOTSTRAP=1
+    export __CARGO_TESTS_ONLY_SRC_ROOT="$std_src"
+    export CARGO_TARGET_DIR="$dir/target"
+    # Paths are remapped so that the module does not depend on where it was built.
+    export RUSTFLAGS="-C linker=/usr/lib/llvm-16/bin/wasm-ld -C link-self-contained=no \
+      -L /usr/lib/wasm32-wasi -C link-arg=/usr/lib/wasm32-wasi/crt1-reactor.o \
+      -C link-arg=-zstack-size=1048576 \
+      --remap-path-prefix=$dir=/guest --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo \
+      --remap-path-prefix=$std_src=/rust/library"
+    export RQUICKJS_SYS_NO_WASI_SDK=1
+    export LIBCLANG_PATH=/usr/lib/llvm-16/lib
+    export CC_wasm32_wasip1=/usr/bin/clang-16
+    export AR_wasm32_wasip1=/usr/lib/llvm-16/bin/llvm-ar
+    # -UEMSCRIPTEN: rquickjs-sys defines EMSCRIPTEN for WASI, which turns off QuickJS's
+    # computed-goto dispatch (~25% slower); see shared/notes/perf-facts.md.
+    export CFLAGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr -UEMSCRIPTEN -ffile-prefix-map=${CARGO_HOME:-$HOME/.cargo}=/cargo"
+    export BINDGEN_EXTRA_CLANG_ARGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr"
+    /usr/bin/cargo build --quiet --locked --release -Zbuild-std=std,panic_abort --target wasm32-wasip1
+  )
+  echo "$dir/target/wasm32-wasip1/release/codemode_guest.wasm"
+}
+
+if [ "$mode" = build ]; then
+  out="$(build_in "$here")"
+  cp "$out" "$here/codemode_guest.wasm"
+  echo "guest/build.sh: wrote guest/codemode_guest.wasm ($(wc -c < "$here/codemode_guest.wasm") bytes, sha256 $(sha256sum "$here/codemode_guest.wasm" | cut -c1-16))" >&2
+else
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  cp -r "$here/Cargo.toml" "$here/Cargo.lock" "$here/src" "$tmp/"
+  out="$(build_in "$tmp")"
+  if cmp -s "$out" "$here/codemode_guest.wasm"; then
+    echo "guest/build.sh --check: the committed module is reproducible ($(sha256sum "$out" | cut -c1-16))" >&2
+  else
+    echo "guest/build.sh --check: FAILED: rebuilding from source gives $(sha256sum "$out" | cut -c1-16), the committed module is $(sha256sum "$here/codemode_guest.wasm" | cut -c1-16)" >&2
+    echo "  (rebuild with guest/build.sh and commit guest/codemode_guest.wasm)" >&2
+    exit 1
+  fi
+fi

@@ -1,0 +1,102 @@
+//! The host↔guest ABI, version 1: every raw import and export lives here (see ../ABI.md).
+//!
+//! The guest trusts the host (the host owns the sandbox); the host validates everything the guest
+//! passes. Pointers are offsets into this module's exported `memory`.
+
+use crate::engine;
+
+/// Bumped on every incompatible change; the host refuses a guest with another version.
+pub const ABI_VERSION: u32 = 1;
+
+/// `cm_run` / `cm_resume` result: the script finished and `finish` was called.
+pub const STATUS_DONE: u32 = 0;
+/// `cm_run` / `cm_resume` result: the script waits on tool calls; call `cm_resume` for one.
+pub const STATUS_PENDING: u32 = 1;
+
+#[link(wasm_import_module = "codemode")]
+unsafe extern "C" {
+    /// Starts tool call `name(args_json)`; returns its id (≥ 1). Never blocks.
+    #[link_name = "call_start"]
+    fn host_call_start(name_ptr: *const u8, name_len: usize, args_ptr: *const u8, args_len: usize) -> u32;
+    /// One console line at `level` (0 log, 1 info, 2 warn, 3 error, 4 debug).
+    #[link_name = "log"]
+    fn host_log(level: u32, ptr: *const u8, len: usize);
+    /// The final outcome envelope (JSON), called exactly once per run.
+    #[link_name = "finish"]
+    fn host_finish(ptr: *const u8, len: usize);
+}
+
+pub fn call_start(name: &str, args_json: &str) -> u32 {
+    // SAFETY: both slices are valid for their lengths for the duration of the call.
+    unsafe { host_call_start(name.as_ptr(), name.len(), args_json.as_ptr(), args_json.len()) }
+}
+
+pub fn log(level: u32, message: &str) {
+    // SAFETY: as above.
+    unsafe { host_log(level, message.as_ptr(), message.len()) }
+}
+
+pub fn finish(envelope: &str) {
+    // SAFETY: as above.
+    unsafe { host_finish(envelope.as_ptr(), envelope.len()) }
+}
+
+/// The ABI version this guest speaks.
+#[unsafe(export_name = "cm_abi_version")]
+pub extern "C" fn cm_abi_version() -> u32 {
+    ABI_VERSION
+}
+
+/// Creates the JS runtime and evaluates the prelude. Idempotent. Snapshotting tools run it at
+/// build time; otherwise the host calls it once per instance before `cm_run`.
+#[unsafe(export_name = "cm_init")]
+pub extern "C" fn cm_init() {
+    engine::init();
+}
+
+/// Allocates `len` bytes for the host to write an input into; the next `cm_run`/`cm_resume` that
+/// receives the pointer takes ownership and frees it.
+#[unsafe(export_name = "cm_alloc")]
+pub extern "C" fn cm_alloc(len: usize) -> *mut u8 {
+    let mut buf = Vec::<u8>::with_capacity(len.max(1));
+    let ptr = buf.as_mut_ptr();
+    std::mem::forget(buf);
+    ptr
+}
+
+/// Takes back a buffer handed out by `cm_alloc`.
+///
+/// # Safety
+/// `ptr`/`len` must come from one `cm_alloc(len)` call, written by the host, not yet taken.
+unsafe fn take(ptr: *mut u8, len: usize) -> Vec<u8> {
+    // SAFETY: per the function contract; capacity was `len.max(1)`.
+    unsafe {
+        let mut v = Vec::from_raw_parts(ptr, 0, len.max(1));
+        v.set_len(len);
+        v
+    }
+}
+
+/// Runs the user's code (UTF-8, in a `cm_alloc` buffer) with a QuickJS heap limit in bytes
+/// (0 = none). Returns [`STATUS_DONE`] or [`STATUS_PENDING`].
+///
+/// # Safety
+/// See [`take`].
+#[unsafe(export_name = "cm_run")]
+pub unsafe extern "C" fn cm_run(code_ptr: *mut u8, code_len: usize, heap_limit: usize) -> u32 {
+    // SAFETY: forwarded contract.
+    let code = unsafe { take(code_ptr, code_len) };
+    engine::run(code, heap_limit)
+}
+
+/// Settles tool call `id`: `ok` = 1 resolves with the JSON value in the buffer, `ok` = 0 rejects
+/// with the error object described by the JSON in the buffer. Returns like `cm_run`.
+///
+/// # Safety
+/// See [`take`].
+#[unsafe(export_name = "cm_resume")]
+pub unsafe extern "C" fn cm_resume(id: u32, ok: u32, ptr: *mut u8, len: usize) -> u32 {
+    // SAFETY: forwarded contract.
+    let payload = unsafe { take(ptr, len) };
+    engine::resume(id, ok != 0, payload)
+}

@@ -1,0 +1,196 @@
+//! Drives the QuickJS runtime: code forms, the job loop, settling tool calls.
+
+use std::cell::{Cell, RefCell};
+
+use javy::quickjs::{qjs, Ctx, Function, Object, Persistent, Value};
+use javy::{Config, Runtime};
+
+use crate::abi;
+
+const PRELUDE: &str = include_str!("prelude.js");
+const FILE_NAME: &std::ffi::CStr = c"script.js";
+const PRELUDE_FILE: &std::ffi::CStr = c"codemode:prelude";
+
+/// Tool calls that the host has not settled yet.
+struct Engine {
+    runtime: Runtime,
+    internals: Persistent<Object<'static>>,
+}
+
+thread_local! {
+    static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
+    static OUTSTANDING: Cell<u32> = const { Cell::new(0) };
+}
+
+pub fn init() {
+    ENGINE.with(|slot| {
+        if slot.borrow().is_some() {
+            return;
+        }
+        let mut config = Config::default();
+        config.text_encoding(true);
+        let runtime = Runtime::new(config).expect("creating the QuickJS runtime");
+        let internals = runtime
+            .context()
+            .with(|cx| -> javy::quickjs::Result<Persistent<Object<'static>>> {
+                let factory: Function = eval_raw(&cx, PRELUDE.as_bytes(), PRELUDE_FILE, 0)
+                    .map_err(|_| javy::quickjs::Error::Exception)?
+                    .get()?;
+                let host_call = Function::new(cx.clone(), |name: String, args: String| -> u32 {
+                    OUTSTANDING.with(|n| n.set(n.get() + 1));
+                    abi::call_start(&name, &args)
+                })?;
+                let host_log = Function::new(cx.clone(), |level: u32, message: String| abi::log(level, &message))?;
+                let host_finish = Function::new(cx.clone(), |envelope: String| abi::finish(&envelope))?;
+                let internals: Object = factory.call((host_call, host_log, host_finish))?;
+                Ok(Persistent::save(&cx, internals))
+            })
+            .expect("evaluating the codemode prelude");
+        *slot.borrow_mut() = Some(Engine { runtime, internals });
+    });
+}
+
+/// `JS_Eval` on a NUL-terminated copy of `src`: returns the value or the pending exception.
+fn eval_raw<'js>(cx: &Ctx<'js>, src: &[u8], file: &std::ffi::CStr, flags: i32) -> Result<Value<'js>, Value<'js>> {
+    let mut buf = Vec::with_capacity(src.len() + 1);
+    buf.extend_from_slice(src);
+    buf.push(0);
+    // SAFETY: `buf` is NUL-terminated with `src.len()` bytes before the NUL, as JS_Eval requires
+    // (interior NULs are fine: the length is explicit); the returned value is owned.
+    let value = unsafe {
+        let raw = qjs::JS_Eval(cx.as_raw().as_ptr(), buf.as_ptr().cast(), src.len() as _, file.as_ptr(), flags);
+        Value::from_raw(cx.clone(), raw)
+    };
+    if value.is_exception() { Err(cx.catch()) } else { Ok(value) }
+}
+
+/// Runs a function compiled with `JS_EVAL_FLAG_COMPILE_ONLY`.
+fn eval_function<'js>(cx: &Ctx<'js>, compiled: Value<'js>) -> Result<Value<'js>, Value<'js>> {
+    // SAFETY: JS_EvalFunction takes ownership of `compiled` (hence into_raw-like dup below is not
+    // needed: we forget our handle after passing the raw value); the result is owned.
+    let value = unsafe {
+        let raw = compiled.as_raw();
+        std::mem::forget(compiled);
+        Value::from_raw(cx.clone(), qjs::JS_EvalFunction(cx.as_raw().as_ptr(), raw))
+    };
+    if value.is_exception() { Err(cx.catch()) } else { Ok(value) }
+}
+
+const COMPILE: i32 = (qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_STRICT | qjs::JS_EVAL_FLAG_COMPILE_ONLY) as i32;
+const ASYNC: i32 = qjs::JS_EVAL_FLAG_ASYNC as i32;
+
+/// Mode numbers understood by the prelude's `start`.
+const MODE_SCRIPT: i32 = 1;
+
+/// Compiles the code as a script with top-level `await` (its completion value is the result; a
+/// function value, e.g. `async () => {...}`, is called and awaited by the prelude), or, when it
+/// uses top-level `return`, as the body of an async function. Nothing runs until it compiles.
+fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, i32, i32), (Value<'js>, i32)> {
+    let script_error = match eval_raw(cx, code, FILE_NAME, COMPILE | ASYNC) {
+        Ok(f) => return Ok((f, MODE_SCRIPT, 0)),
+        Err(e) => e,
+    };
+    let is_return = script_error
+        .as_object()
+        .and_then(|o| o.get::<_, String>("message").ok())
+        .is_some_and(|m| m.contains("return not in a function"));
+    if !is_return {
+        return Err((script_error, 0));
+    }
+    // A declaration, not a parenthesised function expression: QuickJS keeps exact positions
+    // inside declarations. The script's completion value is the function, which `start` calls.
+    let wrapped = [b"async function codemode_main() {\n".as_slice(), code, b"\n}\ncodemode_main"].concat();
+    match eval_raw(cx, &wrapped, FILE_NAME, COMPILE | ASYNC) {
+        Ok(f) => Ok((f, MODE_SCRIPT, 1)),
+        Err(e) => Err((e, 1)),
+    }
+}
+
+/// Calls one of the prelude's entry points. They catch everything themselves; an exception here
+/// could only come from the memory limit, and then `drive` reports the missing result.
+fn call_internal<'js, A: javy::quickjs::function::IntoArgs<'js>>(internals: &Object<'js>, name: &str, args: A) {
+    if let Ok(f) = internals.get::<_, Function>(name) {
+        let _ = f.call::<_, ()>(args);
+    }
+}
+
+fn with_engine<R>(f: impl FnOnce(&Engine) -> R) -> R {
+    init();
+    ENGINE.with(|slot| f(slot.borrow().as_ref().expect("initialised above")))
+}
+
+pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
+    OUTSTANDING.with(|n| n.set(0));
+    with_engine(|engine| {
+        let qrt = engine.runtime.context().runtime();
+        // QuickJS counts its own allocations; 0 means no limit beyond the linear memory's.
+        qrt.set_memory_limit(if heap_limit == 0 { usize::MAX } else { heap_limit });
+        engine.runtime.context().with(|cx| {
+            let internals = engine.internals.clone().restore(&cx).expect("prelude internals");
+            match compile(&cx, &code) {
+                Ok((compiled, mode, offset)) => match eval_function(&cx, compiled) {
+                    Ok(value) => call_internal(&internals, "start", (mode, value, offset)),
+                    Err(e) => {
+                        call_internal(&internals, "setLineOffset", (offset,));
+                        call_internal(&internals, "fail", (e, "exception"));
+                    }
+                },
+                Err((e, offset)) => {
+                    call_internal(&internals, "setLineOffset", (offset,));
+                    call_internal(&internals, "fail", (e, "syntax"));
+                }
+            }
+        });
+        drive(engine)
+    })
+}
+
+pub fn resume(id: u32, ok: bool, payload: Vec<u8>) -> u32 {
+    OUTSTANDING.with(|n| n.set(n.get().saturating_sub(1)));
+    with_engine(|engine| {
+        engine.runtime.context().with(|cx| {
+            let internals = engine.internals.clone().restore(&cx).expect("prelude internals");
+            let settle: Function = internals.get("settle").expect("prelude settle");
+            // The host sends UTF-8 JSON; a lossy conversion can only change invalid bytes.
+            let json = String::from_utf8_lossy(&payload);
+            let _ = settle.call::<_, ()>((id, ok, json.as_ref()));
+        });
+        drive(engine)
+    })
+}
+
+/// Runs promise jobs until none is left, then reports whether the script finished.
+fn drive(engine: &Engine) -> u32 {
+    engine.runtime.context().with(|cx| {
+        let internals = engine.internals.clone().restore(&cx).expect("prelude internals");
+        let is_finished: Function = internals.get("isFinished").expect("prelude isFinished");
+        loop {
+            while cx.execute_pending_job() {}
+            if is_finished.call::<_, bool>(()).unwrap_or(false) {
+                return abi::STATUS_DONE;
+            }
+            if OUTSTANDING.with(|n| n.get()) > 0 {
+                return abi::STATUS_PENDING;
+            }
+            // Nothing can ever settle the script's promise: no job is queued and no tool call is
+            // in flight. Report it instead of hanging.
+            let fail: Function = internals.get("fail").expect("prelude fail");
+            let error = javy::quickjs::Exception::from_message(
+                cx.clone(),
+                "the script awaits a promise that can never settle (no tool call is in flight)",
+            )
+            .map(|e| e.into_value())
+            .unwrap_or_else(|_| Value::new_undefined(cx.clone()));
+            let _ = fail.call::<_, ()>((error, "exception"));
+            if !is_finished.call::<_, bool>(()).unwrap_or(false) {
+                // Not even the failure could be reported (the heap is exhausted): say so from Rust.
+                abi::finish(concat!(
+                    r#"{"ok":false,"error":{"kind":"memory_limit","message":"#,
+                    r#""the script ran out of memory before it could finish","#,
+                    r#""line":null,"column":null,"stack":null}}"#
+                ));
+                return abi::STATUS_DONE;
+            }
+        }
+    })
+}

@@ -1,0 +1,209 @@
+// The codemode prelude: evaluated once per instance (at snapshot time when snapshotted), before
+// any user code. It receives the three host functions and returns the internal entry points the
+// Rust side keeps; nothing here is reachable from user code except `codemode`, `console` and the
+// three error classes.
+(function (hostCall, hostLog, hostFinish) {
+  "use strict";
+
+  const FILE = "script.js";
+  const POSITION = /script\.js:(\d+):(\d+)/;
+  const POSITIONS = /script\.js:(\d+):(\d+)/g;
+  // Lines the wrapper put before the user's code; set by `start`.
+  let lineOffset = 0;
+
+  const wellFormed = (s) => (typeof s.toWellFormed === "function" ? s.toWellFormed() : s);
+
+  class ToolError extends Error {
+    constructor(message, tool, data) {
+      super(message);
+      this.tool = tool;
+      if (data !== undefined && data !== null) this.data = data;
+    }
+  }
+  class UnknownToolError extends ToolError {}
+  class ToolCallDeniedError extends Error {
+    constructor(message, toolName, reason) {
+      super(message);
+      this.toolName = toolName;
+      this.tool = toolName;
+      this.reason = reason;
+    }
+  }
+  for (const C of [ToolError, UnknownToolError, ToolCallDeniedError]) {
+    Object.defineProperty(C.prototype, "name", { value: C.name, writable: true, configurable: true });
+    Object.defineProperty(globalThis, C.name, { value: C, writable: true, configurable: true });
+  }
+
+  // ---- tool calls -----------------------------------------------------------------------------
+  const pending = new Map();
+
+  function call(name, args) {
+    let json;
+    try {
+      json = args === undefined ? "{}" : JSON.stringify(args);
+    } catch (e) {
+      return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable: ${e.message}`));
+    }
+    if (json === undefined) {
+      return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable (got a ${typeof args})`));
+    }
+    return new Promise((resolve, reject) => {
+      const id = hostCall(wellFormed(name), json);
+      pending.set(id, { resolve, reject, name });
+    });
+  }
+
+  const codemode = new Proxy(Object.create(null), {
+    get(_target, prop) {
+      // `then` must stay undefined, or `await codemode` would call a tool named "then".
+      if (typeof prop !== "string" || prop === "then") return undefined;
+      return (args) => call(prop, args);
+    },
+    has(_target, prop) {
+      return typeof prop === "string" && prop !== "then";
+    },
+    set() { return false; },
+    defineProperty() { return false; },
+    deleteProperty() { return false; },
+    setPrototypeOf() { return false; },
+  });
+  Object.defineProperty(globalThis, "codemode", { value: codemode, writable: false, configurable: false });
+
+  function settle(id, ok, json) {
+    const p = pending.get(id);
+    if (p === undefined) return;
+    pending.delete(id);
+    let value;
+    try {
+      value = JSON.parse(json);
+    } catch (e) {
+      p.reject(new ToolError(`codemode.${p.name}: the host sent invalid JSON: ${e.message}`, p.name));
+      return;
+    }
+    if (ok) {
+      p.resolve(value);
+    } else if (value.type === "denied") {
+      p.reject(new ToolCallDeniedError(value.message, p.name, value.reason));
+    } else if (value.type === "not_found") {
+      p.reject(new UnknownToolError(value.message, p.name));
+    } else {
+      p.reject(new ToolError(value.message, p.name, value.data));
+    }
+  }
+
+  // ---- console --------------------------------------------------------------------------------
+  // Positions refer to the user's code, and the prelude's own frames are left out.
+  function fixStack(stack) {
+    if (typeof stack !== "string") return null;
+    return stack
+      .split("\n")
+      .filter((line) => !line.includes("codemode:prelude"))
+      .join("\n")
+      .replace(POSITIONS, (_m, l, c) => `${FILE}:${Math.max(1, l - lineOffset)}:${c}`);
+  }
+
+  function format(v) {
+    switch (typeof v) {
+      case "string": return v;
+      case "undefined": return "undefined";
+      case "function": return `[Function ${v.name || "anonymous"}]`;
+      case "bigint": return `${v}n`;
+      case "symbol": return v.toString();
+      case "object":
+        if (v === null) return "null";
+        if (v instanceof Error) {
+          const head = `${v.name}: ${v.message}`;
+          const stack = fixStack(v.stack);
+          return stack ? `${head}\n${stack.replace(/\n$/, "")}` : head;
+        }
+        try {
+          const s = JSON.stringify(v);
+          if (s !== undefined) return s;
+        } catch (_) { /* circular or BigInt inside: fall back to String() */ }
+        try { return String(v); } catch (_) { return "[object]"; }
+      default: return String(v);
+    }
+  }
+
+  const console = {};
+  ["log", "info", "warn", "error", "debug"].forEach((method, level) => {
+    console[method] = (...args) => { hostLog(level, wellFormed(args.map(format).join(" "))); };
+  });
+  Object.defineProperty(globalThis, "console", { value: console, writable: true, configurable: true });
+
+  // ---- results --------------------------------------------------------------------------------
+  let finished = false;
+
+  function finish(envelope) {
+    if (finished) return;
+    finished = true;
+    hostFinish(envelope);
+  }
+
+  function errorEnvelope(e, kind) {
+    let message;
+    let stack = null;
+    if (e instanceof Error || (e !== null && typeof e === "object" && typeof e.message === "string")) {
+      const name = typeof e.name === "string" && e.name ? e.name : "Error";
+      message = `${name}: ${e.message}`;
+      stack = fixStack(e.stack);
+      if (kind === "exception" && name === "InternalError" && e.message === "out of memory") kind = "memory_limit";
+    } else {
+      message = `Uncaught ${format(e)}`;
+    }
+    const m = stack === null ? null : POSITION.exec(stack);
+    const error = {
+      kind,
+      message: wellFormed(message),
+      line: m ? Number(m[1]) : null,
+      column: m ? Number(m[2]) : null,
+      stack: stack === null || stack === "" ? null : wellFormed(stack),
+    };
+    return JSON.stringify({ ok: false, error });
+  }
+
+  function fail(e, kind) {
+    let envelope;
+    try {
+      envelope = errorEnvelope(e, kind);
+    } catch (_) {
+      envelope = JSON.stringify({ ok: false, error: { kind, message: "the script failed with an error that cannot be described", line: null, column: null, stack: null } });
+    }
+    finish(envelope);
+  }
+
+  function succeed(value) {
+    if (value === undefined) value = null;
+    let json;
+    try {
+      json = JSON.stringify(value);
+    } catch (e) {
+      fail(new TypeError(`the result is not JSON-serialisable: ${e.message}`), "exception");
+      return;
+    }
+    if (json === undefined) {
+      fail(new TypeError(`the result is not JSON-serialisable (got a ${typeof value})`), "exception");
+      return;
+    }
+    finish(`{"ok":true,"result":${json}}`);
+  }
+
+  // mode 1: the code was a script, `value` is the promise of `{ value: completion }`;
+  function start(mode, value, offset) {
+    lineOffset = offset;
+    (async () => {
+      let v = value;
+      if (mode === 1) v = (await v).value;
+      if (typeof v === "function") v = v();
+      return await v;
+    })().then(succeed, (e) => fail(e, "exception"));
+  }
+
+  return {
+    start,
+    settle,
+    fail,
+    isFinished: () => finished,
+    setLineOffset: (n) => { lineOffset = n; },
+  };
+})

@@ -1,0 +1,165 @@
+//! The host side of the guest ABI (version 1, see guest/ABI.md): the `codemode` imports and the
+//! typed handles to the guest's exports. Every pointer, length and string the guest passes is
+//! validated here; a malformed call ends the eval with [`ErrorKind::Internal`], never a panic.
+
+use wasmtime::{Caller, Instance, Linker, Memory, Store, TypedFunc};
+
+use crate::outcome::{ErrorKind, EvalError, LogEntry, LogLevel};
+use crate::state::{HostState, StartedCall};
+
+/// The ABI version this host speaks; the guest's `cm_abi_version` must return it.
+pub const ABI_VERSION: u32 = 1;
+/// Import module name of the host functions.
+pub const IMPORT_MODULE: &str = "codemode";
+/// `cm_run`/`cm_resume`: the script finished (and called `finish`).
+pub const STATUS_DONE: u32 = 0;
+/// `cm_run`/`cm_resume`: the script waits on tool calls.
+pub const STATUS_PENDING: u32 = 1;
+
+/// Longest tool name accepted from the guest.
+pub const MAX_TOOL_NAME_BYTES: usize = 1024;
+/// Largest tool-call argument document accepted from the guest: 8 MiB. Bigger payloads are
+/// almost certainly a runaway script, and the host would hold a copy per call in flight.
+pub const MAX_TOOL_ARGS_BYTES: usize = 8 << 20;
+
+/// Adds the `codemode` imports to `linker`.
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.func_wrap(IMPORT_MODULE, "call_start", call_start)?;
+    linker.func_wrap(IMPORT_MODULE, "log", log)?;
+    linker.func_wrap(IMPORT_MODULE, "finish", finish)?;
+    Ok(())
+}
+
+/// Ends the eval from inside a host import: remember why, then trap.
+fn abort(caller: &mut Caller<'_, HostState>, error: EvalError) -> wasmtime::Error {
+    let message = error.message.clone();
+    if caller.data().abort.is_none() {
+        caller.data_mut().abort = Some(error);
+    }
+    wasmtime::format_err!("{message}")
+}
+
+fn malformed(caller: &mut Caller<'_, HostState>, what: &str) -> wasmtime::Error {
+    abort(caller, EvalError::new(ErrorKind::Internal, format!("malformed host call from the guest: {what}")))
+}
+
+/// Copies `len` bytes at `ptr` out of the guest's memory, or explains why not.
+fn read_bytes(caller: &mut Caller<'_, HostState>, ptr: u32, len: u32, what: &str) -> wasmtime::Result<Vec<u8>> {
+    let Some(memory) = caller.get_export("memory").and_then(|e| e.into_memory()) else {
+        return Err(malformed(caller, "the guest exports no memory"));
+    };
+    let data = memory.data(&*caller);
+    let (start, len) = (ptr as usize, len as usize);
+    match start.checked_add(len).and_then(|end| data.get(start..end)) {
+        Some(bytes) => Ok(bytes.to_vec()),
+        None => {
+            let size = data.len();
+            Err(malformed(caller, &format!("{what} at {start}+{len} lies outside the guest's memory ({size} bytes)")))
+        }
+    }
+}
+
+fn read_string(caller: &mut Caller<'_, HostState>, ptr: u32, len: u32, what: &str) -> wasmtime::Result<String> {
+    let bytes = read_bytes(caller, ptr, len, what)?;
+    String::from_utf8(bytes).map_err(|e| malformed(caller, &format!("{what} is not valid UTF-8 ({e})")))
+}
+
+fn call_start(mut caller: Caller<'_, HostState>, name_ptr: u32, name_len: u32, args_ptr: u32, args_len: u32) -> wasmtime::Result<u32> {
+    if name_len as usize > MAX_TOOL_NAME_BYTES {
+        return Err(malformed(&mut caller, &format!("a tool name of {name_len} bytes (at most {MAX_TOOL_NAME_BYTES})")));
+    }
+    if args_len as usize > MAX_TOOL_ARGS_BYTES {
+        let error = EvalError::new(
+            ErrorKind::Exception,
+            format!("tool-call arguments of {args_len} bytes exceed the {MAX_TOOL_ARGS_BYTES}-byte limit"),
+        );
+        return Err(abort(&mut caller, error));
+    }
+    let name = read_string(&mut caller, name_ptr, name_len, "the tool name")?;
+    let args_json = read_string(&mut caller, args_ptr, args_len, "the tool arguments")?;
+    let state = caller.data_mut();
+    if let Some(max) = state.max_tool_calls
+        && state.next_call_id > max
+    {
+        let error = EvalError::new(
+            ErrorKind::ToolLimit,
+            format!("the script attempted more than {max} tool calls (the call to `{name}` was refused)"),
+        );
+        return Err(abort(&mut caller, error));
+    }
+    let id = state.next_call_id;
+    state.next_call_id += 1;
+    state.started.push(StartedCall { id, name, args_json });
+    // Ids are 1-based and bounded by max_tool_calls or by memory long before u32::MAX.
+    Ok(u32::try_from(id).unwrap_or(u32::MAX))
+}
+
+fn log(mut caller: Caller<'_, HostState>, level: u32, ptr: u32, len: u32) -> wasmtime::Result<()> {
+    let level = match level {
+        0 => LogLevel::Log,
+        1 => LogLevel::Info,
+        2 => LogLevel::Warn,
+        3 => LogLevel::Error,
+        4 => LogLevel::Debug,
+        other => return Err(malformed(&mut caller, &format!("log level {other}"))),
+    };
+    if let Err(e) = caller.data_mut().charge_output(u64::from(len) + 1) {
+        return Err(abort(&mut caller, e));
+    }
+    let message = read_string(&mut caller, ptr, len, "a log message")?;
+    caller.data_mut().logs.push(LogEntry { level, message });
+    Ok(())
+}
+
+fn finish(mut caller: Caller<'_, HostState>, ptr: u32, len: u32) -> wasmtime::Result<()> {
+    if caller.data().finished.is_some() {
+        return Err(malformed(&mut caller, "`finish` called twice"));
+    }
+    let envelope = read_bytes(&mut caller, ptr, len, "the outcome")?;
+    caller.data_mut().finished = Some(envelope);
+    Ok(())
+}
+
+/// Typed handles to the guest's exports.
+pub struct GuestExports {
+    pub memory: Memory,
+    pub alloc: TypedFunc<u32, u32>,
+    pub run: TypedFunc<(u32, u32, u32), u32>,
+    pub resume: TypedFunc<(u32, u32, u32, u32), u32>,
+}
+
+impl GuestExports {
+    /// Looks the exports up and checks the ABI version; runs `_initialize` and `cm_init` when the
+    /// module has them (a snapshotted module has neither).
+    pub fn bind(store: &mut Store<HostState>, instance: &Instance) -> wasmtime::Result<Self> {
+        let version = instance.get_typed_func::<(), u32>(&mut *store, "cm_abi_version")?.call(&mut *store, ())?;
+        if version != ABI_VERSION {
+            wasmtime::bail!("the guest speaks ABI version {version}, this host speaks {ABI_VERSION}");
+        }
+        if let Ok(init) = instance.get_typed_func::<(), ()>(&mut *store, "_initialize") {
+            init.call(&mut *store, ())?;
+        }
+        if let Ok(init) = instance.get_typed_func::<(), ()>(&mut *store, "cm_init") {
+            init.call(&mut *store, ())?;
+        }
+        let memory = instance
+            .get_memory(&mut *store, "memory")
+            .ok_or_else(|| wasmtime::format_err!("the guest exports no memory"))?;
+        Ok(GuestExports {
+            memory,
+            alloc: instance.get_typed_func(&mut *store, "cm_alloc")?,
+            run: instance.get_typed_func(&mut *store, "cm_run")?,
+            resume: instance.get_typed_func(&mut *store, "cm_resume")?,
+        })
+    }
+
+    /// Copies `bytes` into a fresh guest buffer and returns its pointer.
+    pub fn write(&self, store: &mut Store<HostState>, bytes: &[u8]) -> wasmtime::Result<u32> {
+        let len = u32::try_from(bytes.len()).map_err(|_| wasmtime::format_err!("input of {} bytes is too large", bytes.len()))?;
+        let ptr = self.alloc.call(&mut *store, len)?;
+        self.memory.write(&mut *store, ptr as usize, bytes).map_err(|_| {
+            wasmtime::format_err!("the guest's cm_alloc returned a buffer outside its memory")
+        })?;
+        Ok(ptr)
+    }
+}

@@ -1,0 +1,411 @@
+//! One eval: a fresh instance, the guest-driven event loop, tool calls in flight, the ledger.
+//!
+//! The guest never blocks in a host call: `call_start` queues a call and returns. When the guest
+//! has nothing left to run it returns `PENDING` from `cm_run`/`cm_resume`; the host then awaits
+//! whichever tool call finishes first and resumes the guest with it. So un-awaited calls run
+//! concurrently, a call may take minutes (a human deciding) while the instance costs only its
+//! memory, and the store stays synchronous (no fiber stacks).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wasmtime::{Store, Trap};
+
+use crate::abi::{GuestExports, STATUS_DONE, STATUS_PENDING};
+use crate::clock::EvalClock;
+use crate::outcome::{CallStatus, ErrorKind, EvalError, EvalOutcome, EvalStats, ToolCallRecord};
+use crate::runtime::Runtime;
+use crate::state::{HostState, MemoryLimiter, StartedCall};
+use crate::tool::{BoxFuture, CallContext, EvalId, ToolError, ToolHost};
+use crate::{EvalOptions, suggest};
+
+/// Fuel given to the guest's own initialisation (not counted in `fuel_used`).
+const INIT_FUEL: u64 = 2_000_000_000;
+
+type CallFuture<'a> = BoxFuture<'a, (u64, Result<Value, ToolError>)>;
+
+/// The outcome envelope the guest passes to `finish`.
+#[derive(Deserialize)]
+struct Envelope {
+    ok: bool,
+    #[serde(default)]
+    result: Value,
+    error: Option<EvalError>,
+}
+
+pub(crate) async fn run<T: ToolHost + ?Sized>(
+    runtime: &Runtime,
+    id: EvalId,
+    code: &str,
+    options: &EvalOptions,
+    tools: &T,
+) -> EvalOutcome {
+    let started = Instant::now();
+    let clock = Arc::new(EvalClock::new(options.timeout));
+    let mut eval = Eval {
+        id,
+        clock: clock.clone(),
+        options,
+        tools,
+        ledger: Vec::new(),
+        call_started: Vec::new(),
+        queued: VecDeque::new(),
+        in_flight: FuturesUnordered::new(),
+    };
+
+    // Waiting for a free instance slot counts against the timeout.
+    let permit = match with_deadline(&clock, runtime.inner.slots.clone().acquire_owned()).await {
+        Some(Ok(permit)) => permit,
+        Some(Err(_)) => return eval.failed(EvalError::new(ErrorKind::Internal, "the runtime is shutting down"), started, None),
+        None => return eval.failed(timeout_error(options), started, None),
+    };
+
+    let mut store = match new_store(runtime, options) {
+        Ok(store) => store,
+        Err(e) => return eval.failed(e, started, None),
+    };
+    let result = eval.drive(runtime, &mut store, code).await;
+    let outcome = eval.finish(result, &mut store, started).await;
+    drop(store);
+    drop(permit);
+    outcome
+}
+
+fn timeout_error(options: &EvalOptions) -> EvalError {
+    let limit = options.timeout.map(|t| format!(" of {}", human_duration(t))).unwrap_or_default();
+    EvalError::new(ErrorKind::Timeout, format!("the script exceeded its wall-clock timeout{limit}"))
+}
+
+fn human_duration(d: Duration) -> String {
+    if d.as_millis() % 1000 == 0 { format!("{}s", d.as_secs()) } else { format!("{}ms", d.as_millis()) }
+}
+
+fn new_store(runtime: &Runtime, options: &EvalOptions) -> Result<Store<HostState>, EvalError> {
+    let limit = options.memory.min(runtime.inner.config.max_memory);
+    let state = HostState {
+        // No preopens, no env, no args, no stdin; stdout/stderr go nowhere (console is an import).
+        wasi: wasmtime_wasi::WasiCtxBuilder::new().build_p1(),
+        memory: MemoryLimiter { limit: usize::try_from(limit).unwrap_or(usize::MAX), peak: 0, refused: false },
+        started: Vec::new(),
+        next_call_id: 1,
+        max_tool_calls: options.max_tool_calls.filter(|&n| n > 0),
+        logs: Vec::new(),
+        output_used: 0,
+        max_output: options.max_output,
+        finished: None,
+        abort: None,
+    };
+    let mut store = Store::new(&runtime.inner.engine, state);
+    store.limiter(|s| &mut s.memory);
+    if runtime.inner.config.fuel {
+        store.set_fuel(INIT_FUEL).map_err(|e| internal("setting fuel", &e))?;
+    }
+    Ok(store)
+}
+
+fn internal(what: &str, e: &wasmtime::Error) -> EvalError {
+    EvalError::new(ErrorKind::Internal, format!("{what}: {e:#}"))
+}
+
+struct Eval<'a, T: ?Sized> {
+    id: EvalId,
+    clock: Arc<EvalClock>,
+    options: &'a EvalOptions,
+    tools: &'a T,
+    ledger: Vec<ToolCallRecord>,
+    /// Start instant of each call, indexed like `ledger`.
+    call_started: Vec<Option<Instant>>,
+    queued: VecDeque<(u64, Result<Value, ToolError>, String)>,
+    in_flight: FuturesUnordered<CallFuture<'a>>,
+}
+
+impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
+    /// Runs the guest to completion. `Ok(envelope bytes)` when the script finished.
+    async fn drive(&mut self, runtime: &Runtime, store: &mut Store<HostState>, code: &str) -> Result<Vec<u8>, EvalError> {
+        let fuel = runtime.inner.config.fuel;
+        let tick = runtime.inner.config.epoch_tick;
+        self.set_deadline(store, tick);
+        let instance = runtime.inner.pre.instantiate(&mut *store).map_err(|e| self.classify(store, e))?;
+        let guest = GuestExports::bind(store, &instance).map_err(|e| self.classify(store, e))?;
+        if fuel {
+            store.set_fuel(self.options.fuel.unwrap_or(u64::MAX)).map_err(|e| internal("setting fuel", &e))?;
+        }
+        let heap_limit = heap_limit(store.data().memory.limit);
+        let code_ptr = guest.write(store, code.as_bytes()).map_err(|e| self.classify(store, e))?;
+        self.set_deadline(store, tick);
+        let mut status = guest
+            .run
+            .call(&mut *store, (code_ptr, code.len() as u32, heap_limit))
+            .map_err(|e| self.classify(store, e))?;
+        loop {
+            self.take_started_calls(store);
+            match status {
+                STATUS_DONE => {
+                    return store.data_mut().finished.take().ok_or_else(|| {
+                        EvalError::new(ErrorKind::Internal, "the guest returned without reporting an outcome")
+                    });
+                }
+                STATUS_PENDING => {}
+                other => return Err(EvalError::new(ErrorKind::Internal, format!("the guest returned unknown status {other}"))),
+            }
+            self.launch_queued();
+            let Some((call_id, result)) = self.next_completion().await? else {
+                return Err(EvalError::new(
+                    ErrorKind::Internal,
+                    "the guest waits on tool calls but none is in flight",
+                ));
+            };
+            let (ok, payload) = self.settle(call_id, result, store.data().memory.limit);
+            let ptr = guest.write(store, &payload).map_err(|e| self.classify(store, e))?;
+            self.set_deadline(store, tick);
+            status = guest
+                .resume
+                .call(&mut *store, (u32::try_from(call_id).unwrap_or(u32::MAX), ok as u32, ptr, payload.len() as u32))
+                .map_err(|e| self.classify(store, e))?;
+        }
+    }
+
+    fn set_deadline(&self, store: &mut Store<HostState>, tick: Duration) {
+        let ticks = match self.clock.remaining() {
+            Some(left) => (left.as_nanos() / tick.as_nanos().max(1)) as u64 + 1,
+            None => u64::MAX / 2,
+        };
+        store.set_epoch_deadline(ticks);
+    }
+
+    /// Moves the calls the guest just started into the queue (and the ledger).
+    fn take_started_calls(&mut self, store: &mut Store<HostState>) {
+        for StartedCall { id, name, args_json } in store.data_mut().started.drain(..) {
+            self.ledger.push(ToolCallRecord {
+                id,
+                tool: name.clone(),
+                status: CallStatus::Error,
+                reason: Some("not started: the eval ended first".into()),
+                duration_ms: 0.0,
+            });
+            self.call_started.push(None);
+            let args = serde_json::from_str::<Value>(&args_json)
+                .map_err(|e| ToolError::failed(format!("the arguments to `{name}` could not be read: {e}")));
+            self.queued.push_back((id, args, name));
+        }
+    }
+
+    fn launch_queued(&mut self) {
+        let max = self.options.max_concurrent_tool_calls.max(1);
+        while self.in_flight.len() < max {
+            let Some((id, args, name)) = self.queued.pop_front() else { break };
+            let index = (id - 1) as usize;
+            self.call_started[index] = Some(Instant::now());
+            self.ledger[index].reason = Some("unfinished: the eval ended while the call was in flight (it may or may not have taken effect)".into());
+            let tools = self.tools;
+            let cx = CallContext { eval_id: self.id, call_id: id, clock: self.clock.clone() };
+            self.in_flight.push(Box::pin(async move {
+                let result = match args {
+                    Ok(args) => tools.call(&name, args, &cx).await,
+                    Err(e) => Err(e),
+                };
+                (id, result)
+            }));
+        }
+    }
+
+    /// Waits for the next tool call to finish, within the wall-clock budget.
+    async fn next_completion(&mut self) -> Result<Option<(u64, Result<Value, ToolError>)>, EvalError> {
+        if self.in_flight.is_empty() {
+            return Ok(None);
+        }
+        match with_deadline(&self.clock, self.in_flight.next()).await {
+            Some(done) => Ok(done),
+            None => Err(timeout_error(self.options)),
+        }
+    }
+
+    /// Records a finished call in the ledger and encodes what the guest receives.
+    fn settle(&mut self, id: u64, result: Result<Value, ToolError>, memory_limit: usize) -> (bool, Vec<u8>) {
+        let index = (id - 1) as usize;
+        let duration_ms = self.call_started[index].map_or(0.0, |t| t.elapsed().as_secs_f64() * 1000.0);
+        let record = &mut self.ledger[index];
+        record.duration_ms = duration_ms;
+        let tool = record.tool.clone();
+        let result = result.and_then(|value| match serde_json::to_vec(&value) {
+            // A result larger than the whole sandbox cannot be delivered: say so instead of
+            // letting the guest die of it.
+            Ok(bytes) if bytes.len() >= memory_limit => Err(ToolError::failed(format!(
+                "the result of `{tool}` ({} bytes) does not fit in the eval's memory limit ({memory_limit} bytes)",
+                bytes.len()
+            ))),
+            Ok(bytes) => Ok(bytes),
+            Err(e) => Err(ToolError::failed(format!("the result of `{tool}` cannot be encoded: {e}"))),
+        });
+        match result {
+            Ok(bytes) => {
+                record.status = CallStatus::Ok;
+                record.reason = None;
+                (true, bytes)
+            }
+            Err(error) => {
+                let payload = match &error {
+                    ToolError::NotFound { tool } => {
+                        let names = self.tools.tool_names();
+                        let near = suggest::closest(tool, &names, 3);
+                        let hint = if near.is_empty() {
+                            if names.is_empty() { " (no tools are available)".to_string() } else { String::new() }
+                        } else {
+                            format!("; did you mean {}?", near.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+                        };
+                        json!({"type": "not_found", "message": format!("unknown tool `{tool}`{hint}")})
+                    }
+                    ToolError::Failed { message, data } => json!({"type": "failed", "message": message, "data": data}),
+                    ToolError::Denied { reason, message, .. } => {
+                        json!({"type": "denied", "message": message, "reason": reason})
+                    }
+                };
+                record.status = if matches!(error, ToolError::Denied { .. }) { CallStatus::Denied } else { CallStatus::Error };
+                record.reason = Some(match &error {
+                    ToolError::Denied { reason, .. } => reason.clone(),
+                    _ => payload["message"].as_str().unwrap_or_default().to_string(),
+                });
+                (false, serde_json::to_vec(&payload).unwrap_or_else(|_| b"{}".to_vec()))
+            }
+        }
+    }
+
+    /// After the script finished: let calls it started but did not await run to their end, so
+    /// the ledger says what really happened.
+    async fn drain_unawaited(&mut self) {
+        loop {
+            self.launch_queued();
+            match self.next_completion().await {
+                Ok(Some((id, result))) => {
+                    self.settle(id, result, usize::MAX);
+                }
+                Ok(None) | Err(_) => return,
+            }
+        }
+    }
+
+    fn classify(&self, store: &mut Store<HostState>, error: wasmtime::Error) -> EvalError {
+        if let Some(reason) = store.data_mut().abort.take() {
+            return reason;
+        }
+        let refused = store.data().memory.refused;
+        let limit = store.data().memory.limit;
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => EvalError::new(
+                ErrorKind::OutOfFuel,
+                format!("the script ran out of fuel ({} instructions)", self.options.fuel.unwrap_or(0)),
+            ),
+            Some(Trap::Interrupt) => timeout_error(self.options),
+            Some(Trap::StackOverflow) => stack_overflow(),
+            _ if refused => memory_limit(limit),
+            // The guest's C stack lies at the bottom of its memory: overflowing it wraps below
+            // address 0, which is the only way this guest reads out of bounds.
+            Some(Trap::MemoryOutOfBounds) => stack_overflow(),
+            _ => EvalError::new(ErrorKind::Internal, format!("the sandbox failed: {error:#}")),
+        }
+    }
+
+    async fn finish(mut self, result: Result<Vec<u8>, EvalError>, store: &mut Store<HostState>, started: Instant) -> EvalOutcome {
+        let envelope = result.and_then(|bytes| {
+            serde_json::from_slice::<Envelope>(&bytes)
+                .map_err(|e| EvalError::new(ErrorKind::Exception, format!("the result could not be read: {e}")))
+        });
+        let (ok, value, error) = match envelope {
+            Ok(Envelope { ok: true, result, .. }) => {
+                let size = serde_json::to_vec(&result).map_or(0, |b| b.len() as u64);
+                match store.data_mut().charge_output(size) {
+                    Ok(()) => (true, result, None),
+                    Err(e) => (false, Value::Null, Some(e)),
+                }
+            }
+            Ok(Envelope { error, .. }) => (
+                false,
+                Value::Null,
+                Some(error.unwrap_or_else(|| EvalError::new(ErrorKind::Internal, "the guest reported a failure without an error"))),
+            ),
+            Err(e) => (false, Value::Null, Some(e)),
+        };
+        if ok {
+            // Un-awaited calls still running: the script is done, but their effects are not.
+            self.drain_unawaited().await;
+        }
+        self.outcome(ok, value, error, store, started)
+    }
+
+    fn outcome(&mut self, ok: bool, result: Value, error: Option<EvalError>, store: &mut Store<HostState>, started: Instant) -> EvalOutcome {
+        let fuel_used = match (store.get_fuel(), self.options.fuel) {
+            (Ok(left), Some(budget)) => budget.saturating_sub(left),
+            (Ok(left), None) => u64::MAX - left,
+            (Err(_), _) => 0,
+        };
+        let state = store.data_mut();
+        EvalOutcome {
+            ok,
+            result,
+            error,
+            logs: std::mem::take(&mut state.logs),
+            tool_calls: std::mem::take(&mut self.ledger),
+            stats: EvalStats {
+                fuel_used,
+                wall_ms: started.elapsed().as_secs_f64() * 1000.0,
+                memory_peak_bytes: state.memory.peak as u64,
+            },
+        }
+    }
+
+    fn failed(mut self, error: EvalError, started: Instant, _store: Option<()>) -> EvalOutcome {
+        EvalOutcome {
+            ok: false,
+            result: Value::Null,
+            error: Some(error),
+            logs: Vec::new(),
+            tool_calls: std::mem::take(&mut self.ledger),
+            stats: EvalStats { fuel_used: 0, wall_ms: started.elapsed().as_secs_f64() * 1000.0, memory_peak_bytes: 0 },
+        }
+    }
+}
+
+/// The QuickJS heap limit for a linear-memory limit: leave room for the C stack, static data
+/// and the Rust side's buffers, so QuickJS reports "out of memory" (catchable, with a position)
+/// before the allocator has to fail.
+fn heap_limit(memory_limit: usize) -> u32 {
+    const RESERVED: usize = 3 << 20;
+    u32::try_from(memory_limit.saturating_sub(RESERVED).max(1 << 20)).unwrap_or(u32::MAX)
+}
+
+fn stack_overflow() -> EvalError {
+    EvalError::new(ErrorKind::StackOverflow, "the script exceeded the maximum call stack size (too deep recursion)")
+}
+
+fn memory_limit(limit: usize) -> EvalError {
+    EvalError::new(ErrorKind::MemoryLimit, format!("the script exceeded its memory limit of {limit} bytes"))
+}
+
+/// Awaits `fut` unless the eval's clock runs out first (`None`). Pauses of the clock (a human
+/// deciding) are honoured: the deadline moves while paused.
+async fn with_deadline<F: std::future::Future>(clock: &EvalClock, fut: F) -> Option<F::Output> {
+    tokio::pin!(fut);
+    loop {
+        let changed = clock.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let sleep = match (clock.is_paused(), clock.remaining()) {
+            (true, _) | (_, None) => None,
+            (false, Some(left)) => Some(left),
+        };
+        tokio::select! {
+            biased;
+            out = &mut fut => return Some(out),
+            _ = &mut changed => continue,
+            _ = tokio::time::sleep(sleep.unwrap_or_default()), if sleep.is_some() => {
+                if !clock.is_paused() && clock.remaining() == Some(Duration::ZERO) {
+                    return None;
+                }
+            }
+        }
+    }
+}

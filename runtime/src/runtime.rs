@@ -1,0 +1,149 @@
+//! [`Runtime`]: one engine, the compiled guest, the instance pool, the epoch ticker.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use wasmtime::{Engine, InstanceAllocationStrategy, InstancePre, Linker, OptLevel, PoolingAllocationConfig};
+
+use crate::config::RuntimeConfig;
+use crate::error::RuntimeError;
+use crate::state::HostState;
+use crate::tool::{EvalId, ToolHost};
+use crate::{EvalOptions, EvalOutcome, abi, module_cache};
+
+/// The committed guest module (built by guest/build.sh).
+pub const GUEST_WASM: &[u8] = include_bytes!("../../guest/codemode_guest.wasm");
+
+/// Runs scripts in fresh, isolated sandboxes. Cheap to clone (`Arc` inside), `Send + Sync`:
+/// build one per process and share it.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use codemode_runtime::{EvalOptions, NoTools, Runtime, RuntimeConfig};
+/// let runtime = Runtime::new(&RuntimeConfig::default())?;
+/// let outcome = runtime.eval("1 + 2", &EvalOptions::default(), &NoTools).await;
+/// assert_eq!(outcome.result, serde_json::json!(3));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) engine: Engine,
+    pub(crate) pre: InstancePre<HostState>,
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    pub(crate) config: RuntimeConfig,
+    next_eval_id: AtomicU64,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("config", &self.inner.config).finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Builds the engine and compiles (or loads from the cache) the guest.
+    ///
+    /// # Errors
+    /// [`RuntimeError`] when the engine cannot be configured (e.g. the pool cannot reserve its
+    /// address space) or the guest does not compile or link.
+    pub fn new(config: &RuntimeConfig) -> Result<Self, RuntimeError> {
+        Self::with_guest(config, GUEST_WASM)
+    }
+
+    /// Like [`Runtime::new`] with another guest module (same ABI). For tests and experiments.
+    pub fn with_guest(config: &RuntimeConfig, wasm: &[u8]) -> Result<Self, RuntimeError> {
+        let engine = Engine::new(&engine_config(config)).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let module = module_cache::load(&engine, wasm, config.cache_dir.as_deref())?;
+        let mut linker: Linker<HostState> = Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut HostState| &mut s.wasi)
+            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        abi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        let pre = linker.instantiate_pre(&module).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        spawn_epoch_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone());
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                engine,
+                pre,
+                slots: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_evals as usize)),
+                config: config.clone(),
+                next_eval_id: AtomicU64::new(1),
+                ticker_stop,
+            }),
+        })
+    }
+
+    /// A fresh eval id, for callers that must know it before the eval starts (audit, approvals).
+    pub fn allocate_eval_id(&self) -> EvalId {
+        EvalId(self.inner.next_eval_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Evaluates `code` in a fresh sandbox; tool calls go to `tools`. Never panics on guest
+    /// input: every failure is an [`EvalOutcome`] with `ok: false`.
+    pub async fn eval<T: ToolHost + ?Sized>(&self, code: &str, options: &EvalOptions, tools: &T) -> EvalOutcome {
+        let id = self.allocate_eval_id();
+        self.eval_with_id(id, code, options, tools).await
+    }
+
+    /// [`Runtime::eval`] with an id from [`Runtime::allocate_eval_id`].
+    pub async fn eval_with_id<T: ToolHost + ?Sized>(
+        &self,
+        id: EvalId,
+        code: &str,
+        options: &EvalOptions,
+        tools: &T,
+    ) -> EvalOutcome {
+        crate::eval::run(self, id, code, options, tools).await
+    }
+
+    /// The configuration this runtime was built with.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+}
+
+fn engine_config(config: &RuntimeConfig) -> wasmtime::Config {
+    let mut cfg = wasmtime::Config::new();
+    cfg.epoch_interruption(true)
+        .consume_fuel(config.fuel)
+        .max_wasm_stack(config.max_wasm_stack)
+        .cranelift_opt_level(OptLevel::Speed)
+        .memory_init_cow(true);
+    if config.pooling {
+        let n = config.max_concurrent_evals;
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_core_instances(n)
+            .total_memories(n)
+            .total_tables(n)
+            .total_stacks(n)
+            .total_component_instances(0)
+            .max_memory_size(config.max_memory as usize);
+        cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    cfg
+}
+
+/// Advances the engine's epoch every `tick` so that running guest code notices its deadline.
+fn spawn_epoch_ticker(engine: Engine, tick: std::time::Duration, stop: Arc<AtomicBool>) {
+    let spawned = std::thread::Builder::new().name("codemode-epoch".into()).spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(tick);
+            engine.increment_epoch();
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the epoch thread ({e}): timeouts will only hold while scripts wait on tools");
+    }
+}

@@ -1,0 +1,67 @@
+//! What one eval's `Store` holds.
+
+use wasmtime::ResourceLimiter;
+use wasmtime_wasi::p1::WasiP1Ctx;
+
+use crate::outcome::{ErrorKind, EvalError, LogEntry};
+
+/// A tool call the guest started and the host has not picked up yet.
+#[derive(Debug)]
+pub struct StartedCall {
+    pub id: u64,
+    pub name: String,
+    pub args_json: String,
+}
+
+/// Per-eval host state, reached from host imports through `Caller`.
+pub struct HostState {
+    pub wasi: WasiP1Ctx,
+    pub memory: MemoryLimiter,
+    pub started: Vec<StartedCall>,
+    pub next_call_id: u64,
+    pub max_tool_calls: Option<u64>,
+    pub logs: Vec<LogEntry>,
+    pub output_used: u64,
+    pub max_output: u64,
+    pub finished: Option<Vec<u8>>,
+    /// Set by a host import that ends the eval (then it traps): the real reason.
+    pub abort: Option<EvalError>,
+}
+
+impl HostState {
+    /// Counts `bytes` of output against the limit.
+    pub fn charge_output(&mut self, bytes: u64) -> Result<(), EvalError> {
+        self.output_used = self.output_used.saturating_add(bytes);
+        if self.output_used > self.max_output {
+            return Err(EvalError::new(
+                ErrorKind::OutputLimit,
+                format!("the script's output (logs and result) exceeded {} bytes", self.max_output),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Caps linear memory and remembers the peak and whether growth was refused.
+#[derive(Debug)]
+pub struct MemoryLimiter {
+    pub limit: usize,
+    pub peak: usize,
+    pub refused: bool,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.limit {
+            self.refused = true;
+            return Ok(false);
+        }
+        self.peak = self.peak.max(desired).max(current);
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        // The guest never grows its table at run time; bound it anyway.
+        Ok(desired <= 100_000)
+    }
+}
