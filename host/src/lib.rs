@@ -1,1 +1,4 @@
-//! x
+//! codemode-host: wiring — the MCP server, upstream MCP clients, elicitation, hot reload, the CLI.
+
+pub mod cli;
+pub mod upstream;

@@ -40,11 +40,22 @@ fn abort(caller: &mut Caller<'_, HostState>, error: EvalError) -> wasmtime::Erro
 }
 
 fn malformed(caller: &mut Caller<'_, HostState>, what: &str) -> wasmtime::Error {
-    abort(caller, EvalError::new(ErrorKind::Internal, format!("malformed host call from the guest: {what}")))
+    abort(
+        caller,
+        EvalError::new(
+            ErrorKind::Internal,
+            format!("malformed host call from the guest: {what}"),
+        ),
+    )
 }
 
 /// Copies `len` bytes at `ptr` out of the guest's memory, or explains why not.
-fn read_bytes(caller: &mut Caller<'_, HostState>, ptr: u32, len: u32, what: &str) -> wasmtime::Result<Vec<u8>> {
+fn read_bytes(
+    caller: &mut Caller<'_, HostState>,
+    ptr: u32,
+    len: u32,
+    what: &str,
+) -> wasmtime::Result<Vec<u8>> {
     let Some(memory) = caller.get_export("memory").and_then(|e| e.into_memory()) else {
         return Err(malformed(caller, "the guest exports no memory"));
     };
@@ -54,24 +65,44 @@ fn read_bytes(caller: &mut Caller<'_, HostState>, ptr: u32, len: u32, what: &str
         Some(bytes) => Ok(bytes.to_vec()),
         None => {
             let size = data.len();
-            Err(malformed(caller, &format!("{what} at {start}+{len} lies outside the guest's memory ({size} bytes)")))
+            Err(malformed(
+                caller,
+                &format!("{what} at {start}+{len} lies outside the guest's memory ({size} bytes)"),
+            ))
         }
     }
 }
 
-fn read_string(caller: &mut Caller<'_, HostState>, ptr: u32, len: u32, what: &str) -> wasmtime::Result<String> {
+fn read_string(
+    caller: &mut Caller<'_, HostState>,
+    ptr: u32,
+    len: u32,
+    what: &str,
+) -> wasmtime::Result<String> {
     let bytes = read_bytes(caller, ptr, len, what)?;
-    String::from_utf8(bytes).map_err(|e| malformed(caller, &format!("{what} is not valid UTF-8 ({e})")))
+    String::from_utf8(bytes)
+        .map_err(|e| malformed(caller, &format!("{what} is not valid UTF-8 ({e})")))
 }
 
-fn call_start(mut caller: Caller<'_, HostState>, name_ptr: u32, name_len: u32, args_ptr: u32, args_len: u32) -> wasmtime::Result<u32> {
+fn call_start(
+    mut caller: Caller<'_, HostState>,
+    name_ptr: u32,
+    name_len: u32,
+    args_ptr: u32,
+    args_len: u32,
+) -> wasmtime::Result<u32> {
     if name_len as usize > MAX_TOOL_NAME_BYTES {
-        return Err(malformed(&mut caller, &format!("a tool name of {name_len} bytes (at most {MAX_TOOL_NAME_BYTES})")));
+        return Err(malformed(
+            &mut caller,
+            &format!("a tool name of {name_len} bytes (at most {MAX_TOOL_NAME_BYTES})"),
+        ));
     }
     if args_len as usize > MAX_TOOL_ARGS_BYTES {
         let error = EvalError::new(
             ErrorKind::Exception,
-            format!("tool-call arguments of {args_len} bytes exceed the {MAX_TOOL_ARGS_BYTES}-byte limit"),
+            format!(
+                "tool-call arguments of {args_len} bytes exceed the {MAX_TOOL_ARGS_BYTES}-byte limit"
+            ),
         );
         return Err(abort(&mut caller, error));
     }
@@ -83,13 +114,19 @@ fn call_start(mut caller: Caller<'_, HostState>, name_ptr: u32, name_len: u32, a
     {
         let error = EvalError::new(
             ErrorKind::ToolLimit,
-            format!("the script attempted more than {max} tool calls (the call to `{name}` was refused)"),
+            format!(
+                "the script attempted more than {max} tool calls (the call to `{name}` was refused)"
+            ),
         );
         return Err(abort(&mut caller, error));
     }
     let id = state.next_call_id;
     state.next_call_id += 1;
-    state.started.push(StartedCall { id, name, args_json });
+    state.started.push(StartedCall {
+        id,
+        name,
+        args_json,
+    });
     // Ids are 1-based and bounded by max_tool_calls or by memory long before u32::MAX.
     Ok(u32::try_from(id).unwrap_or(u32::MAX))
 }
@@ -132,9 +169,13 @@ impl GuestExports {
     /// Looks the exports up and checks the ABI version; runs `_initialize` and `cm_init` when the
     /// module has them (a snapshotted module has neither).
     pub fn bind(store: &mut Store<HostState>, instance: &Instance) -> wasmtime::Result<Self> {
-        let version = instance.get_typed_func::<(), u32>(&mut *store, "cm_abi_version")?.call(&mut *store, ())?;
+        let version = instance
+            .get_typed_func::<(), u32>(&mut *store, "cm_abi_version")?
+            .call(&mut *store, ())?;
         if version != ABI_VERSION {
-            wasmtime::bail!("the guest speaks ABI version {version}, this host speaks {ABI_VERSION}");
+            wasmtime::bail!(
+                "the guest speaks ABI version {version}, this host speaks {ABI_VERSION}"
+            );
         }
         if let Ok(init) = instance.get_typed_func::<(), ()>(&mut *store, "_initialize") {
             init.call(&mut *store, ())?;
@@ -155,11 +196,14 @@ impl GuestExports {
 
     /// Copies `bytes` into a fresh guest buffer and returns its pointer.
     pub fn write(&self, store: &mut Store<HostState>, bytes: &[u8]) -> wasmtime::Result<u32> {
-        let len = u32::try_from(bytes.len()).map_err(|_| wasmtime::format_err!("input of {} bytes is too large", bytes.len()))?;
+        let len = u32::try_from(bytes.len())
+            .map_err(|_| wasmtime::format_err!("input of {} bytes is too large", bytes.len()))?;
         let ptr = self.alloc.call(&mut *store, len)?;
-        self.memory.write(&mut *store, ptr as usize, bytes).map_err(|_| {
-            wasmtime::format_err!("the guest's cm_alloc returned a buffer outside its memory")
-        })?;
+        self.memory
+            .write(&mut *store, ptr as usize, bytes)
+            .map_err(|_| {
+                wasmtime::format_err!("the guest's cm_alloc returned a buffer outside its memory")
+            })?;
         Ok(ptr)
     }
 }

@@ -66,7 +66,9 @@ impl EvalClock {
             s.pauses += 1;
         }
         self.changed.notify_waiters();
-        TimeoutPause { clock: self.clone() }
+        TimeoutPause {
+            clock: self.clone(),
+        }
     }
 
     fn unpause(&self) {

@@ -60,7 +60,13 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
     // Waiting for a free instance slot counts against the timeout.
     let permit = match with_deadline(&clock, runtime.inner.slots.clone().acquire_owned()).await {
         Some(Ok(permit)) => permit,
-        Some(Err(_)) => return eval.failed(EvalError::new(ErrorKind::Internal, "the runtime is shutting down"), started, None),
+        Some(Err(_)) => {
+            return eval.failed(
+                EvalError::new(ErrorKind::Internal, "the runtime is shutting down"),
+                started,
+                None,
+            );
+        }
         None => return eval.failed(timeout_error(options), started, None),
     };
 
@@ -76,12 +82,22 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
 }
 
 fn timeout_error(options: &EvalOptions) -> EvalError {
-    let limit = options.timeout.map(|t| format!(" of {}", human_duration(t))).unwrap_or_default();
-    EvalError::new(ErrorKind::Timeout, format!("the script exceeded its wall-clock timeout{limit}"))
+    let limit = options
+        .timeout
+        .map(|t| format!(" of {}", human_duration(t)))
+        .unwrap_or_default();
+    EvalError::new(
+        ErrorKind::Timeout,
+        format!("the script exceeded its wall-clock timeout{limit}"),
+    )
 }
 
 fn human_duration(d: Duration) -> String {
-    if d.as_millis() % 1000 == 0 { format!("{}s", d.as_secs()) } else { format!("{}ms", d.as_millis()) }
+    if d.as_millis() % 1000 == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
 }
 
 fn new_store(runtime: &Runtime, options: &EvalOptions) -> Result<Store<HostState>, EvalError> {
@@ -89,7 +105,11 @@ fn new_store(runtime: &Runtime, options: &EvalOptions) -> Result<Store<HostState
     let state = HostState {
         // No preopens, no env, no args, no stdin; stdout/stderr go nowhere (console is an import).
         wasi: wasmtime_wasi::WasiCtxBuilder::new().build_p1(),
-        memory: MemoryLimiter { limit: usize::try_from(limit).unwrap_or(usize::MAX), peak: 0, refused: false },
+        memory: MemoryLimiter {
+            limit: usize::try_from(limit).unwrap_or(usize::MAX),
+            peak: 0,
+            refused: false,
+        },
         started: Vec::new(),
         next_call_id: 1,
         max_tool_calls: options.max_tool_calls.filter(|&n| n > 0),
@@ -102,7 +122,9 @@ fn new_store(runtime: &Runtime, options: &EvalOptions) -> Result<Store<HostState
     let mut store = Store::new(&runtime.inner.engine, state);
     store.limiter(|s| &mut s.memory);
     if runtime.inner.config.fuel {
-        store.set_fuel(INIT_FUEL).map_err(|e| internal("setting fuel", &e))?;
+        store
+            .set_fuel(INIT_FUEL)
+            .map_err(|e| internal("setting fuel", &e))?;
     }
     Ok(store)
 }
@@ -125,17 +147,30 @@ struct Eval<'a, T: ?Sized> {
 
 impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
     /// Runs the guest to completion. `Ok(envelope bytes)` when the script finished.
-    async fn drive(&mut self, runtime: &Runtime, store: &mut Store<HostState>, code: &str) -> Result<Vec<u8>, EvalError> {
+    async fn drive(
+        &mut self,
+        runtime: &Runtime,
+        store: &mut Store<HostState>,
+        code: &str,
+    ) -> Result<Vec<u8>, EvalError> {
         let fuel = runtime.inner.config.fuel;
         let tick = runtime.inner.config.epoch_tick;
         self.set_deadline(store, tick);
-        let instance = runtime.inner.pre.instantiate(&mut *store).map_err(|e| self.classify(store, e))?;
+        let instance = runtime
+            .inner
+            .pre
+            .instantiate(&mut *store)
+            .map_err(|e| self.classify(store, e))?;
         let guest = GuestExports::bind(store, &instance).map_err(|e| self.classify(store, e))?;
         if fuel {
-            store.set_fuel(self.options.fuel.unwrap_or(u64::MAX)).map_err(|e| internal("setting fuel", &e))?;
+            store
+                .set_fuel(self.options.fuel.unwrap_or(u64::MAX))
+                .map_err(|e| internal("setting fuel", &e))?;
         }
         let heap_limit = heap_limit(store.data().memory.limit);
-        let code_ptr = guest.write(store, code.as_bytes()).map_err(|e| self.classify(store, e))?;
+        let code_ptr = guest
+            .write(store, code.as_bytes())
+            .map_err(|e| self.classify(store, e))?;
         self.set_deadline(store, tick);
         let mut status = guest
             .run
@@ -146,11 +181,19 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             match status {
                 STATUS_DONE => {
                     return store.data_mut().finished.take().ok_or_else(|| {
-                        EvalError::new(ErrorKind::Internal, "the guest returned without reporting an outcome")
+                        EvalError::new(
+                            ErrorKind::Internal,
+                            "the guest returned without reporting an outcome",
+                        )
                     });
                 }
                 STATUS_PENDING => {}
-                other => return Err(EvalError::new(ErrorKind::Internal, format!("the guest returned unknown status {other}"))),
+                other => {
+                    return Err(EvalError::new(
+                        ErrorKind::Internal,
+                        format!("the guest returned unknown status {other}"),
+                    ));
+                }
             }
             self.launch_queued();
             let Some((call_id, result)) = self.next_completion().await? else {
@@ -160,11 +203,21 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                 ));
             };
             let (ok, payload) = self.settle(call_id, result, store.data().memory.limit);
-            let ptr = guest.write(store, &payload).map_err(|e| self.classify(store, e))?;
+            let ptr = guest
+                .write(store, &payload)
+                .map_err(|e| self.classify(store, e))?;
             self.set_deadline(store, tick);
             status = guest
                 .resume
-                .call(&mut *store, (u32::try_from(call_id).unwrap_or(u32::MAX), ok as u32, ptr, payload.len() as u32))
+                .call(
+                    &mut *store,
+                    (
+                        u32::try_from(call_id).unwrap_or(u32::MAX),
+                        ok as u32,
+                        ptr,
+                        payload.len() as u32,
+                    ),
+                )
                 .map_err(|e| self.classify(store, e))?;
         }
     }
@@ -179,7 +232,12 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
 
     /// Moves the calls the guest just started into the queue (and the ledger).
     fn take_started_calls(&mut self, store: &mut Store<HostState>) {
-        for StartedCall { id, name, args_json } in store.data_mut().started.drain(..) {
+        for StartedCall {
+            id,
+            name,
+            args_json,
+        } in store.data_mut().started.drain(..)
+        {
             self.ledger.push(ToolCallRecord {
                 id,
                 tool: name.clone(),
@@ -188,8 +246,9 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                 duration_ms: 0.0,
             });
             self.call_started.push(None);
-            let args = serde_json::from_str::<Value>(&args_json)
-                .map_err(|e| ToolError::failed(format!("the arguments to `{name}` could not be read: {e}")));
+            let args = serde_json::from_str::<Value>(&args_json).map_err(|e| {
+                ToolError::failed(format!("the arguments to `{name}` could not be read: {e}"))
+            });
             self.queued.push_back((id, args, name));
         }
     }
@@ -197,12 +256,18 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
     fn launch_queued(&mut self) {
         let max = self.options.max_concurrent_tool_calls.max(1);
         while self.in_flight.len() < max {
-            let Some((id, args, name)) = self.queued.pop_front() else { break };
+            let Some((id, args, name)) = self.queued.pop_front() else {
+                break;
+            };
             let index = (id - 1) as usize;
             self.call_started[index] = Some(Instant::now());
             self.ledger[index].reason = Some("unfinished: the eval ended while the call was in flight (it may or may not have taken effect)".into());
             let tools = self.tools;
-            let cx = CallContext { eval_id: self.id, call_id: id, clock: self.clock.clone() };
+            let cx = CallContext {
+                eval_id: self.id,
+                call_id: id,
+                clock: self.clock.clone(),
+            };
             self.in_flight.push(Box::pin(async move {
                 let result = match args {
                     Ok(args) => tools.call(&name, args, &cx).await,
@@ -214,7 +279,9 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
     }
 
     /// Waits for the next tool call to finish, within the wall-clock budget.
-    async fn next_completion(&mut self) -> Result<Option<(u64, Result<Value, ToolError>)>, EvalError> {
+    async fn next_completion(
+        &mut self,
+    ) -> Result<Option<(u64, Result<Value, ToolError>)>, EvalError> {
         if self.in_flight.is_empty() {
             return Ok(None);
         }
@@ -225,9 +292,15 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
     }
 
     /// Records a finished call in the ledger and encodes what the guest receives.
-    fn settle(&mut self, id: u64, result: Result<Value, ToolError>, memory_limit: usize) -> (bool, Vec<u8>) {
+    fn settle(
+        &mut self,
+        id: u64,
+        result: Result<Value, ToolError>,
+        memory_limit: usize,
+    ) -> (bool, Vec<u8>) {
         let index = (id - 1) as usize;
-        let duration_ms = self.call_started[index].map_or(0.0, |t| t.elapsed().as_secs_f64() * 1000.0);
+        let duration_ms =
+            self.call_started[index].map_or(0.0, |t| t.elapsed().as_secs_f64() * 1000.0);
         let record = &mut self.ledger[index];
         record.duration_ms = duration_ms;
         let tool = record.tool.clone();
@@ -253,23 +326,44 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                         let names = self.tools.tool_names();
                         let near = suggest::closest(tool, &names, 3);
                         let hint = if near.is_empty() {
-                            if names.is_empty() { " (no tools are available)".to_string() } else { String::new() }
+                            if names.is_empty() {
+                                " (no tools are available)".to_string()
+                            } else {
+                                String::new()
+                            }
                         } else {
-                            format!("; did you mean {}?", near.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+                            format!(
+                                "; did you mean {}?",
+                                near.iter()
+                                    .map(|n| format!("`{n}`"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
                         };
                         json!({"type": "not_found", "message": format!("unknown tool `{tool}`{hint}")})
                     }
-                    ToolError::Failed { message, data } => json!({"type": "failed", "message": message, "data": data}),
-                    ToolError::Denied { reason, message, .. } => {
+                    ToolError::Failed { message, data } => {
+                        json!({"type": "failed", "message": message, "data": data})
+                    }
+                    ToolError::Denied {
+                        reason, message, ..
+                    } => {
                         json!({"type": "denied", "message": message, "reason": reason})
                     }
                 };
-                record.status = if matches!(error, ToolError::Denied { .. }) { CallStatus::Denied } else { CallStatus::Error };
+                record.status = if matches!(error, ToolError::Denied { .. }) {
+                    CallStatus::Denied
+                } else {
+                    CallStatus::Error
+                };
                 record.reason = Some(match &error {
                     ToolError::Denied { reason, .. } => reason.clone(),
                     _ => payload["message"].as_str().unwrap_or_default().to_string(),
                 });
-                (false, serde_json::to_vec(&payload).unwrap_or_else(|_| b"{}".to_vec()))
+                (
+                    false,
+                    serde_json::to_vec(&payload).unwrap_or_else(|_| b"{}".to_vec()),
+                )
             }
         }
     }
@@ -297,7 +391,10 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         match error.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) => EvalError::new(
                 ErrorKind::OutOfFuel,
-                format!("the script ran out of fuel ({} instructions)", self.options.fuel.unwrap_or(0)),
+                format!(
+                    "the script ran out of fuel ({} instructions)",
+                    self.options.fuel.unwrap_or(0)
+                ),
             ),
             Some(Trap::Interrupt) => timeout_error(self.options),
             Some(Trap::StackOverflow) => stack_overflow(),
@@ -305,17 +402,31 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             // The guest's C stack lies at the bottom of its memory: overflowing it wraps below
             // address 0, which is the only way this guest reads out of bounds.
             Some(Trap::MemoryOutOfBounds) => stack_overflow(),
-            _ => EvalError::new(ErrorKind::Internal, format!("the sandbox failed: {error:#}")),
+            _ => EvalError::new(
+                ErrorKind::Internal,
+                format!("the sandbox failed: {error:#}"),
+            ),
         }
     }
 
-    async fn finish(mut self, result: Result<Vec<u8>, EvalError>, store: &mut Store<HostState>, started: Instant) -> EvalOutcome {
+    async fn finish(
+        mut self,
+        result: Result<Vec<u8>, EvalError>,
+        store: &mut Store<HostState>,
+        started: Instant,
+    ) -> EvalOutcome {
         let envelope = result.and_then(|bytes| {
-            serde_json::from_slice::<Envelope>(&bytes)
-                .map_err(|e| EvalError::new(ErrorKind::Exception, format!("the result could not be read: {e}")))
+            serde_json::from_slice::<Envelope>(&bytes).map_err(|e| {
+                EvalError::new(
+                    ErrorKind::Exception,
+                    format!("the result could not be read: {e}"),
+                )
+            })
         });
         let (ok, value, error) = match envelope {
-            Ok(Envelope { ok: true, result, .. }) => {
+            Ok(Envelope {
+                ok: true, result, ..
+            }) => {
                 let size = serde_json::to_vec(&result).map_or(0, |b| b.len() as u64);
                 match store.data_mut().charge_output(size) {
                     Ok(()) => (true, result, None),
@@ -325,7 +436,12 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             Ok(Envelope { error, .. }) => (
                 false,
                 Value::Null,
-                Some(error.unwrap_or_else(|| EvalError::new(ErrorKind::Internal, "the guest reported a failure without an error"))),
+                Some(error.unwrap_or_else(|| {
+                    EvalError::new(
+                        ErrorKind::Internal,
+                        "the guest reported a failure without an error",
+                    )
+                })),
             ),
             Err(e) => (false, Value::Null, Some(e)),
         };
@@ -336,7 +452,14 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         self.outcome(ok, value, error, store, started)
     }
 
-    fn outcome(&mut self, ok: bool, result: Value, error: Option<EvalError>, store: &mut Store<HostState>, started: Instant) -> EvalOutcome {
+    fn outcome(
+        &mut self,
+        ok: bool,
+        result: Value,
+        error: Option<EvalError>,
+        store: &mut Store<HostState>,
+        started: Instant,
+    ) -> EvalOutcome {
         let fuel_used = match (store.get_fuel(), self.options.fuel) {
             (Ok(left), Some(budget)) => budget.saturating_sub(left),
             (Ok(left), None) => u64::MAX - left,
@@ -364,7 +487,11 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             error: Some(error),
             logs: Vec::new(),
             tool_calls: std::mem::take(&mut self.ledger),
-            stats: EvalStats { fuel_used: 0, wall_ms: started.elapsed().as_secs_f64() * 1000.0, memory_peak_bytes: 0 },
+            stats: EvalStats {
+                fuel_used: 0,
+                wall_ms: started.elapsed().as_secs_f64() * 1000.0,
+                memory_peak_bytes: 0,
+            },
         }
     }
 }
@@ -378,11 +505,17 @@ fn heap_limit(memory_limit: usize) -> u32 {
 }
 
 fn stack_overflow() -> EvalError {
-    EvalError::new(ErrorKind::StackOverflow, "the script exceeded the maximum call stack size (too deep recursion)")
+    EvalError::new(
+        ErrorKind::StackOverflow,
+        "the script exceeded the maximum call stack size (too deep recursion)",
+    )
 }
 
 fn memory_limit(limit: usize) -> EvalError {
-    EvalError::new(ErrorKind::MemoryLimit, format!("the script exceeded its memory limit of {limit} bytes"))
+    EvalError::new(
+        ErrorKind::MemoryLimit,
+        format!("the script exceeded its memory limit of {limit} bytes"),
+    )
 }
 
 /// Awaits `fut` unless the eval's clock runs out first (`None`). Pauses of the clock (a human

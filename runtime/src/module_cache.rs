@@ -12,7 +12,11 @@ use crate::error::RuntimeError;
 
 /// Loads the compiled guest from `cache_dir`, or compiles it and stores it there.
 /// A cache that cannot be read or written only costs time: it never fails the load.
-pub fn load(engine: &Engine, wasm: &[u8], cache_dir: Option<&Path>) -> Result<Module, RuntimeError> {
+pub fn load(
+    engine: &Engine,
+    wasm: &[u8],
+    cache_dir: Option<&Path>,
+) -> Result<Module, RuntimeError> {
     let Some(dir) = cache_dir else {
         return compile(engine, wasm);
     };
@@ -41,7 +45,11 @@ fn store(module: &Module, dir: &Path, path: &Path) -> std::io::Result<()> {
     let bytes = module.serialize().map_err(std::io::Error::other)?;
     std::fs::create_dir_all(dir)?;
     // Write then rename, so a concurrent reader never sees half a file.
-    let tmp = dir.join(format!(".{}.{}.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("guest"), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("guest"),
+        std::process::id()
+    ));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }

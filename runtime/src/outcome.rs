@@ -42,7 +42,13 @@ pub struct EvalError {
 impl EvalError {
     /// An error with no position.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        EvalError { kind, message: message.into(), line: None, column: None, stack: None }
+        EvalError {
+            kind,
+            message: message.into(),
+            line: None,
+            column: None,
+            stack: None,
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use wasmtime::{Engine, InstanceAllocationStrategy, InstancePre, Linker, OptLevel, PoolingAllocationConfig};
+use wasmtime::{
+    Engine, InstanceAllocationStrategy, InstancePre, Linker, OptLevel, PoolingAllocationConfig,
+};
 
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -47,7 +49,9 @@ impl Drop for Inner {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("config", &self.inner.config).finish_non_exhaustive()
+        f.debug_struct("Runtime")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -63,13 +67,16 @@ impl Runtime {
 
     /// Like [`Runtime::new`] with another guest module (same ABI). For tests and experiments.
     pub fn with_guest(config: &RuntimeConfig, wasm: &[u8]) -> Result<Self, RuntimeError> {
-        let engine = Engine::new(&engine_config(config)).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let engine = Engine::new(&engine_config(config))
+            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let module = module_cache::load(&engine, wasm, config.cache_dir.as_deref())?;
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut HostState| &mut s.wasi)
             .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         abi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
-        let pre = linker.instantiate_pre(&module).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        let pre = linker
+            .instantiate_pre(&module)
+            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone());
@@ -77,7 +84,9 @@ impl Runtime {
             inner: Arc::new(Inner {
                 engine,
                 pre,
-                slots: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_evals as usize)),
+                slots: Arc::new(tokio::sync::Semaphore::new(
+                    config.max_concurrent_evals as usize,
+                )),
                 config: config.clone(),
                 next_eval_id: AtomicU64::new(1),
                 ticker_stop,
@@ -92,7 +101,12 @@ impl Runtime {
 
     /// Evaluates `code` in a fresh sandbox; tool calls go to `tools`. Never panics on guest
     /// input: every failure is an [`EvalOutcome`] with `ok: false`.
-    pub async fn eval<T: ToolHost + ?Sized>(&self, code: &str, options: &EvalOptions, tools: &T) -> EvalOutcome {
+    pub async fn eval<T: ToolHost + ?Sized>(
+        &self,
+        code: &str,
+        options: &EvalOptions,
+        tools: &T,
+    ) -> EvalOutcome {
         let id = self.allocate_eval_id();
         self.eval_with_id(id, code, options, tools).await
     }
@@ -137,13 +151,17 @@ fn engine_config(config: &RuntimeConfig) -> wasmtime::Config {
 
 /// Advances the engine's epoch every `tick` so that running guest code notices its deadline.
 fn spawn_epoch_ticker(engine: Engine, tick: std::time::Duration, stop: Arc<AtomicBool>) {
-    let spawned = std::thread::Builder::new().name("codemode-epoch".into()).spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(tick);
-            engine.increment_epoch();
-        }
-    });
+    let spawned = std::thread::Builder::new()
+        .name("codemode-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(tick);
+                engine.increment_epoch();
+            }
+        });
     if let Err(e) = spawned {
-        tracing::error!("cannot start the epoch thread ({e}): timeouts will only hold while scripts wait on tools");
+        tracing::error!(
+            "cannot start the epoch thread ({e}): timeouts will only hold while scripts wait on tools"
+        );
     }
 }

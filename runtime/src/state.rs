@@ -35,7 +35,10 @@ impl HostState {
         if self.output_used > self.max_output {
             return Err(EvalError::new(
                 ErrorKind::OutputLimit,
-                format!("the script's output (logs and result) exceeded {} bytes", self.max_output),
+                format!(
+                    "the script's output (logs and result) exceeded {} bytes",
+                    self.max_output
+                ),
             ));
         }
         Ok(())
@@ -51,7 +54,12 @@ pub struct MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.limit {
             self.refused = true;
             return Ok(false);
@@ -60,7 +68,12 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         // The guest never grows its table at run time; bound it anyway.
         Ok(desired <= 100_000)
     }

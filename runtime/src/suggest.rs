@@ -22,7 +22,11 @@ pub fn closest(name: &str, candidates: &[String], max: usize) -> Vec<String> {
         })
         .collect();
     scored.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-    scored.into_iter().take(max).map(|(_, c)| c.clone()).collect()
+    scored
+        .into_iter()
+        .take(max)
+        .map(|(_, c)| c.clone())
+        .collect()
 }
 
 fn levenshtein(a: &str, b: &str) -> usize {
@@ -33,7 +37,11 @@ fn levenshtein(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let cur = row[j + 1];
-            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(cur).min(row[j])
+            };
             prev = cur;
         }
     }
@@ -50,7 +58,12 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        let tools = names(&["fs__read_file", "fs__write_file", "time__get_current_time", "echo"]);
+        let tools = names(&[
+            "fs__read_file",
+            "fs__write_file",
+            "time__get_current_time",
+            "echo",
+        ]);
         let cases: &[(&str, &[&str])] = &[
             ("fs__read_fil", &["fs__read_file"]),
             ("FS__READ_FILE", &["fs__read_file"]),
@@ -60,7 +73,11 @@ mod tests {
         ];
         for (name, want) in cases {
             let got = closest(name, &tools, 3);
-            assert_eq!(got.first().map(String::as_str), want.first().copied(), "{name}: {got:?}");
+            assert_eq!(
+                got.first().map(String::as_str),
+                want.first().copied(),
+                "{name}: {got:?}"
+            );
         }
     }
 

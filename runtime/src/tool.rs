@@ -19,7 +19,9 @@ use crate::clock::{EvalClock, TimeoutPause};
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Identifies one evaluation. Unique within a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct EvalId(pub u64);
 
@@ -44,7 +46,11 @@ impl CallContext {
     /// Builds a context outside an eval, for testing a [`ToolHost`] on its own: its timeout
     /// pauses are no-ops.
     pub fn detached(eval_id: EvalId, call_id: u64) -> Self {
-        CallContext { eval_id, call_id, clock: Arc::new(EvalClock::new(None)) }
+        CallContext {
+            eval_id,
+            call_id,
+            clock: Arc::new(EvalClock::new(None)),
+        }
     }
 
     /// Stops the eval's wall-clock timeout from counting while the returned guard lives.
@@ -101,7 +107,10 @@ pub enum ToolError {
 impl ToolError {
     /// A [`ToolError::Failed`] with just a message.
     pub fn failed(message: impl Into<String>) -> Self {
-        ToolError::Failed { message: message.into(), data: None }
+        ToolError::Failed {
+            message: message.into(),
+            data: None,
+        }
     }
 }
 
@@ -162,7 +171,11 @@ impl ToolHost for NoTools {
         _args: Value,
         _cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(async move { Err(ToolError::NotFound { tool: name.to_string() }) })
+        Box::pin(async move {
+            Err(ToolError::NotFound {
+                tool: name.to_string(),
+            })
+        })
     }
     fn tool_names(&self) -> Vec<String> {
         Vec::new()
@@ -191,7 +204,9 @@ pub struct FnTools {
 
 impl fmt::Debug for FnTools {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FnTools").field("tools", &self.tools.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("FnTools")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -207,7 +222,8 @@ impl FnTools {
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
     {
-        self.tools.insert(name.into(), Arc::new(move |v| Box::pin(f(v))));
+        self.tools
+            .insert(name.into(), Arc::new(move |v| Box::pin(f(v))));
         self
     }
 
@@ -233,7 +249,11 @@ impl ToolHost for FnTools {
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         match self.tools.get(name) {
             Some(f) => f(args),
-            None => Box::pin(async move { Err(ToolError::NotFound { tool: name.to_string() }) }),
+            None => Box::pin(async move {
+                Err(ToolError::NotFound {
+                    tool: name.to_string(),
+                })
+            }),
         }
     }
     fn tool_names(&self) -> Vec<String> {
