@@ -1,0 +1,363 @@
+//! `get_tools`: TypeScript declarations generated from the tools' JSON Schemas, with doc comments
+//! from their descriptions, so a model can write correct calls without seeing raw schemas.
+
+use serde_json::Value;
+
+use super::ToolInfo;
+
+/// Schemas nest at most this deep in the output; deeper parts become `unknown`.
+const MAX_DEPTH: usize = 12;
+
+/// Whether `name` can follow a `.` in JS (`codemode.name`).
+pub(crate) fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+fn member(name: &str) -> String {
+    if is_identifier(name) {
+        name.to_string()
+    } else {
+        serde_json::to_string(name).unwrap_or_default()
+    }
+}
+
+/// How a script calls the tool, with its required argument names:
+/// `await codemode.fs__read_file({ path })` or `await codemode["a-b"]({})`.
+pub fn js_call_form(tool: &ToolInfo) -> String {
+    let callee = if is_identifier(&tool.name) {
+        format!("codemode.{}", tool.name)
+    } else {
+        format!(
+            "codemode[{}]",
+            serde_json::to_string(&tool.name).unwrap_or_default()
+        )
+    };
+    let required: Vec<String> = tool.input_schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).map(member).collect())
+        .unwrap_or_default();
+    let args = if required.is_empty() {
+        "{}".to_string()
+    } else {
+        format!("{{ {} }}", required.join(", "))
+    };
+    format!("await {callee}({args})")
+}
+
+/// A `declare const codemode: { … }` block declaring each tool as a method.
+pub fn declarations(tools: &[ToolInfo]) -> String {
+    let mut out = String::from("declare const codemode: {\n");
+    for tool in tools {
+        doc_comment(&mut out, &tool.description, 1);
+        let input = ts_type(&tool.input_schema, &tool.input_schema, 1, 0);
+        let output = tool
+            .output_schema
+            .as_ref()
+            .map_or_else(|| "unknown".to_string(), |s| ts_type(s, s, 1, 0));
+        out.push_str(&format!(
+            "  {}(args: {input}): Promise<{output}>;\n",
+            member(&tool.name)
+        ));
+    }
+    out.push_str("};\n");
+    out
+}
+
+fn doc_comment(out: &mut String, text: &str, indent: usize) {
+    let text = text.trim();
+    if text.is_empty() {
+        return;
+    }
+    let pad = "  ".repeat(indent);
+    let text = text.replace("*/", "*\\/");
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() == 1 {
+        out.push_str(&format!("{pad}/** {} */\n", lines[0]));
+    } else {
+        out.push_str(&format!("{pad}/**\n"));
+        for line in lines {
+            out.push_str(&format!("{pad} * {}\n", line.trim_end()).replace(" * \n", " *\n"));
+        }
+        out.push_str(&format!("{pad} */\n"));
+    }
+}
+
+/// Resolves a local `$ref` (`#/$defs/x`, `#/definitions/x`) against the root schema.
+fn resolve<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    reference
+        .strip_prefix('#')
+        .and_then(|pointer| root.pointer(pointer))
+}
+
+fn ts_type(schema: &Value, root: &Value, indent: usize, depth: usize) -> String {
+    if depth > MAX_DEPTH {
+        return "unknown".into();
+    }
+    let Some(obj) = schema.as_object() else {
+        // `true` accepts anything; `false` nothing.
+        return if schema == &Value::Bool(false) {
+            "never".into()
+        } else {
+            "unknown".into()
+        };
+    };
+    if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
+        return match resolve(root, reference) {
+            Some(target) if target != schema => ts_type(target, root, indent, depth + 1),
+            _ => "unknown".into(),
+        };
+    }
+    if let Some(value) = obj.get("const") {
+        return serde_json::to_string(value).unwrap_or_else(|_| "unknown".into());
+    }
+    if let Some(values) = obj.get("enum").and_then(Value::as_array) {
+        let parts: Vec<String> = values
+            .iter()
+            .filter_map(|v| serde_json::to_string(v).ok())
+            .collect();
+        return if parts.is_empty() {
+            "never".into()
+        } else {
+            parts.join(" | ")
+        };
+    }
+    for (key, joiner) in [("anyOf", " | "), ("oneOf", " | "), ("allOf", " & ")] {
+        if let Some(variants) = obj.get(key).and_then(Value::as_array) {
+            let parts: Vec<String> = variants
+                .iter()
+                .map(|v| wrap(ts_type(v, root, indent, depth + 1)))
+                .collect();
+            if !parts.is_empty() {
+                return parts.join(joiner);
+            }
+        }
+    }
+    match obj.get("type") {
+        Some(Value::Array(types)) => {
+            let parts: Vec<String> = types
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|t| {
+                    let mut single = obj.clone();
+                    single.insert("type".into(), Value::String(t.into()));
+                    wrap(ts_type(&Value::Object(single), root, indent, depth + 1))
+                })
+                .collect();
+            if parts.is_empty() {
+                "unknown".into()
+            } else {
+                parts.join(" | ")
+            }
+        }
+        Some(Value::String(t)) => match t.as_str() {
+            "string" => "string".into(),
+            "number" | "integer" => "number".into(),
+            "boolean" => "boolean".into(),
+            "null" => "null".into(),
+            "array" => array_type(obj, root, indent, depth),
+            "object" => object_type(obj, root, indent, depth),
+            _ => "unknown".into(),
+        },
+        _ if obj.contains_key("properties") => object_type(obj, root, indent, depth),
+        _ if obj.contains_key("items") => array_type(obj, root, indent, depth),
+        _ => "unknown".into(),
+    }
+}
+
+fn wrap(t: String) -> String {
+    if t.contains(" | ") || t.contains(" & ") {
+        format!("({t})")
+    } else {
+        t
+    }
+}
+
+fn array_type(
+    obj: &serde_json::Map<String, Value>,
+    root: &Value,
+    indent: usize,
+    depth: usize,
+) -> String {
+    match obj.get("items") {
+        Some(Value::Array(tuple)) => {
+            let parts: Vec<String> = tuple
+                .iter()
+                .map(|v| ts_type(v, root, indent, depth + 1))
+                .collect();
+            format!("[{}]", parts.join(", "))
+        }
+        Some(items) => format!("{}[]", wrap(ts_type(items, root, indent, depth + 1))),
+        None => "unknown[]".into(),
+    }
+}
+
+fn object_type(
+    obj: &serde_json::Map<String, Value>,
+    root: &Value,
+    indent: usize,
+    depth: usize,
+) -> String {
+    let properties = obj.get("properties").and_then(Value::as_object);
+    let additional = obj.get("additionalProperties");
+    if properties.is_none_or(|p| p.is_empty()) {
+        return match additional {
+            Some(Value::Bool(false)) => "{}".into(),
+            Some(schema @ Value::Object(_)) => {
+                format!(
+                    "{{ [key: string]: {} }}",
+                    ts_type(schema, root, indent, depth + 1)
+                )
+            }
+            _ => "{ [key: string]: unknown }".into(),
+        };
+    }
+    let required: Vec<&str> = obj
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let pad = "  ".repeat(indent + 1);
+    let mut out = String::from("{\n");
+    for (name, schema) in properties.into_iter().flatten() {
+        let mut doc = schema
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if let Some(default) = schema.get("default") {
+            let default = serde_json::to_string(default).unwrap_or_default();
+            doc = if doc.is_empty() {
+                format!("Default: {default}")
+            } else {
+                format!("{doc} (default: {default})")
+            };
+        }
+        doc_comment(&mut out, &doc, indent + 1);
+        let optional = if required.contains(&name.as_str()) {
+            ""
+        } else {
+            "?"
+        };
+        out.push_str(&format!(
+            "{pad}{}{optional}: {};\n",
+            member(name),
+            ts_type(schema, root, indent + 1, depth + 1)
+        ));
+    }
+    if let Some(schema @ Value::Object(_)) = additional {
+        out.push_str(&format!(
+            "{pad}[key: string]: unknown | {};\n",
+            ts_type(schema, root, indent + 1, depth + 1)
+        ));
+    }
+    out.push_str(&format!("{}}}", "  ".repeat(indent)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, input: Value, output: Option<Value>) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: "Reads a file.\nSecond line.".into(),
+            input_schema: input,
+            output_schema: output,
+        }
+    }
+
+    #[test]
+    fn types_from_schemas() {
+        let root = json!({});
+        let cases: &[(Value, &str)] = &[
+            (json!({"type": "string"}), "string"),
+            (json!({"type": "integer"}), "number"),
+            (json!({"type": ["string", "null"]}), "string | null"),
+            (json!({"enum": ["a", "b"]}), "\"a\" | \"b\""),
+            (json!({"const": 3}), "3"),
+            (
+                json!({"type": "array", "items": {"type": "number"}}),
+                "number[]",
+            ),
+            (
+                json!({"type": "array", "items": {"anyOf": [{"type": "number"}, {"type": "string"}]}}),
+                "(number | string)[]",
+            ),
+            (json!({"type": "object"}), "{ [key: string]: unknown }"),
+            (
+                json!({"type": "object", "additionalProperties": {"type": "number"}}),
+                "{ [key: string]: number }",
+            ),
+            (json!(true), "unknown"),
+            (json!({"$ref": "#/nowhere"}), "unknown"),
+        ];
+        for (schema, want) in cases {
+            assert_eq!(ts_type(schema, &root, 0, 0), *want, "{schema}");
+        }
+    }
+
+    #[test]
+    fn declaration_block() {
+        let input = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Where"},
+                "head": {"type": "number", "default": 10},
+                "odd-name": {"$ref": "#/$defs/mode"}
+            },
+            "required": ["path"],
+            "$defs": {"mode": {"enum": ["r", "w"]}}
+        });
+        let output = json!({"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]});
+        let text = declarations(&[
+            tool("fs__read_file", input.clone(), Some(output)),
+            tool("a-b", json!({"type": "object"}), None),
+        ]);
+        assert!(text.starts_with("declare const codemode: {\n"), "{text}");
+        assert!(
+            text.contains("    /** Where */\n    path: string;\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    /** Default: 10 */\n    head?: number;\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    \"odd-name\"?: \"r\" | \"w\";\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("}): Promise<{\n    content: string;\n  }>;\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  \"a-b\"(args: { [key: string]: unknown }): Promise<unknown>;\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  /**\n   * Reads a file.\n   * Second line.\n   */\n"),
+            "{text}"
+        );
+        assert_eq!(
+            js_call_form(&tool("fs__read_file", input, None)),
+            "await codemode.fs__read_file({ path })"
+        );
+        assert_eq!(
+            js_call_form(&tool("a-b", json!({}), None)),
+            "await codemode[\"a-b\"]({})"
+        );
+    }
+
+    #[test]
+    fn deep_schemas_are_cut() {
+        let mut schema = json!({"type": "string"});
+        for _ in 0..40 {
+            schema = json!({"type": "array", "items": schema});
+        }
+        assert!(ts_type(&schema, &schema, 0, 0).contains("unknown"));
+    }
+}
