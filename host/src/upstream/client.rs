@@ -1,0 +1,116 @@
+//! Our side of one upstream connection: the rmcp [`ClientHandler`] that declares the
+//! elicitation capability, forwards `elicitation/create` to an [`UpstreamElicitation`], and
+//! reports `notifications/tools/list_changed`.
+
+use std::sync::{Arc, RwLock};
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, FormElicitationCapability, Implementation, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::{ClientHandler, ErrorData as McpError};
+use tokio::sync::{Notify, watch};
+
+use codemode_runtime::BoxFuture;
+
+/// Answers the `elicitation/create` requests upstream servers send while one of their tools
+/// runs (form mode: "please confirm", "which account?").
+///
+/// The pool declares form elicitation to every upstream, so servers that offer tools only to
+/// clients able to ask a human (e.g. server-everything's `trigger-elicitation-request`) show
+/// them. Time the handler takes does not count against the call's timeout.
+pub trait UpstreamElicitation: Send + Sync {
+    /// Asks the human on behalf of upstream `server`. `Err` reaches the server as a JSON-RPC
+    /// internal error carrying the message; prefer `Ok` with
+    /// [`ElicitationAction::Decline`] or [`ElicitationAction::Cancel`] for "no answer".
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'a, Result<ElicitResult, String>>;
+}
+
+/// The default [`UpstreamElicitation`]: declines every request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeclineElicitation;
+
+impl UpstreamElicitation for DeclineElicitation {
+    fn elicit<'a>(
+        &'a self,
+        _server: &'a str,
+        _params: ElicitRequestParams,
+    ) -> BoxFuture<'a, Result<ElicitResult, String>> {
+        Box::pin(async { Ok(ElicitResult::new(ElicitationAction::Decline)) })
+    }
+}
+
+/// The pool's current elicitation handler, swappable at run time.
+pub(crate) type SharedElicitation = Arc<RwLock<Arc<dyn UpstreamElicitation>>>;
+
+/// The rmcp client handler of one connection attempt to one upstream.
+pub(crate) struct UpstreamClient {
+    pub(crate) server: Arc<str>,
+    pub(crate) elicitation: SharedElicitation,
+    /// Signalled on `notifications/tools/list_changed`.
+    pub(crate) tools_changed: Arc<Notify>,
+    /// Number of elicitations of this server being answered now.
+    pub(crate) eliciting: Arc<watch::Sender<usize>>,
+}
+
+/// Counts one elicitation in progress while alive.
+struct Eliciting<'a>(&'a watch::Sender<usize>);
+
+impl<'a> Eliciting<'a> {
+    fn start(count: &'a watch::Sender<usize>) -> Self {
+        count.send_modify(|n| *n += 1);
+        Eliciting(count)
+    }
+}
+
+impl Drop for Eliciting<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+impl ClientHandler for UpstreamClient {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        let mut info = Implementation::new("codemode", env!("CARGO_PKG_VERSION"));
+        info.title = Some("codemode (MCP proxy)".into());
+        // The `initialize` lifecycle: ask for its newest version, which every upstream in
+        // tests/peers speaks (asking for 2026-07-28 in `initialize` makes some servers guess).
+        ClientConfig::new(capabilities, info)
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        let handler = self
+            .elicitation
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let _counted = Eliciting::start(&self.eliciting);
+        // The server may cancel its request, or the connection may end: then the handler's
+        // future is dropped (which should withdraw the question from the human).
+        tokio::select! {
+            answer = handler.elicit(&self.server, request) => {
+                answer.map_err(|e| McpError::internal_error(e, None))
+            }
+            _ = context.ct.cancelled() => {
+                Err(McpError::internal_error("the elicitation request was cancelled", None))
+            }
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.notify_one();
+    }
+}

@@ -1,0 +1,369 @@
+//! One upstream server kept alive: a supervisor task connects, lists the tools, re-lists them on
+//! `notifications/tools/list_changed`, and restarts the server with exponential backoff when
+//! the connection dies. Calls go through [`Upstream::call`].
+
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use rmcp::Peer;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool};
+use rmcp::service::{QuitReason, RoleClient, ServiceError};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use codemode_runtime::{CallContext, ToolError};
+
+use super::client::{SharedElicitation, UpstreamClient};
+use super::convert;
+use super::spec::UpstreamSpec;
+use super::transport::{self, Session};
+
+/// First wait before a restart; doubles per failure up to [`MAX_BACKOFF`].
+const MIN_BACKOFF: Duration = Duration::from_millis(100);
+/// Longest wait between restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A connection that lived this long resets the backoff.
+const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+
+/// One named upstream: its spec, its live state, and the token that stops its supervisor.
+pub(crate) struct Upstream {
+    pub(crate) name: Arc<str>,
+    pub(crate) spec: UpstreamSpec,
+    state: RwLock<State>,
+    /// Elicitations of this server being answered now (calls pause their timeouts meanwhile).
+    eliciting: Arc<watch::Sender<usize>>,
+    /// The pool's "combined tool list changed" counter.
+    pool_changed: Arc<watch::Sender<u64>>,
+    shutdown: CancellationToken,
+    /// Becomes true when the first connection attempt has finished, either way.
+    attempted: watch::Sender<bool>,
+}
+
+#[derive(Default)]
+struct State {
+    /// `Some` while connected.
+    peer: Option<Peer<RoleClient>>,
+    /// The last tool list seen; kept while restarting so the listing doesn't flap.
+    tools: Arc<Vec<Tool>>,
+    last_error: Option<String>,
+    pid: Option<u32>,
+    /// Sessions established so far; also identifies the current one.
+    connects: u64,
+}
+
+/// A snapshot of one upstream, from [`UpstreamPool::status`](super::UpstreamPool::status).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UpstreamStatus {
+    /// The server's name.
+    pub name: String,
+    /// Whether a session is up now.
+    pub connected: bool,
+    /// Number of tools in its (last known) list.
+    pub tools: usize,
+    /// Why the last connection attempt failed or the last session ended, if one did.
+    pub last_error: Option<String>,
+    /// The pid of the current child process (stdio servers, while connected).
+    pub pid: Option<u32>,
+    /// How many sessions have been established so far (2 after one restart).
+    pub connects: u64,
+}
+
+impl Upstream {
+    /// Creates the upstream and starts its supervisor under `shutdown`.
+    pub(crate) fn start(
+        name: &str,
+        spec: UpstreamSpec,
+        elicitation: SharedElicitation,
+        pool_changed: Arc<watch::Sender<u64>>,
+        shutdown: CancellationToken,
+    ) -> Arc<Self> {
+        let up = Arc::new(Upstream {
+            name: name.into(),
+            spec,
+            state: RwLock::default(),
+            eliciting: Arc::new(watch::Sender::new(0)),
+            pool_changed,
+            shutdown,
+            attempted: watch::Sender::new(false),
+        });
+        tokio::spawn(up.clone().supervise(elicitation));
+        up
+    }
+
+    /// Stops the supervisor; the session (and child) goes away in the background.
+    pub(crate) fn stop(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Waits until the first connection attempt has finished (or the upstream stopped).
+    pub(crate) async fn first_attempt(&self) {
+        let mut rx = self.attempted.subscribe();
+        tokio::select! {
+            _ = rx.wait_for(|done| *done) => {}
+            _ = self.shutdown.cancelled() => {}
+        }
+    }
+
+    fn state(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn update<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        f(&mut self.state.write().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The last known tools.
+    pub(crate) fn tools(&self) -> Arc<Vec<Tool>> {
+        self.state().tools.clone()
+    }
+
+    pub(crate) fn status(&self) -> UpstreamStatus {
+        let s = self.state();
+        UpstreamStatus {
+            name: self.name.to_string(),
+            connected: s.peer.is_some(),
+            tools: s.tools.len(),
+            last_error: s.last_error.clone(),
+            pid: s.pid,
+            connects: s.connects,
+        }
+    }
+
+    /// Replaces the tool list; bumps the pool's counter when it changed.
+    fn set_tools(&self, tools: Vec<Tool>) {
+        let changed = self.update(|s| {
+            let changed = *s.tools != tools;
+            if changed {
+                s.tools = Arc::new(tools);
+            }
+            changed
+        });
+        if changed {
+            self.pool_changed.send_modify(|g| *g += 1);
+        }
+    }
+
+    async fn supervise(self: Arc<Self>, elicitation: SharedElicitation) {
+        let mut backoff = MIN_BACKOFF;
+        while !self.shutdown.is_cancelled() {
+            let tools_changed = Arc::new(Notify::new());
+            let client = UpstreamClient {
+                server: self.name.clone(),
+                elicitation: elicitation.clone(),
+                tools_changed: tools_changed.clone(),
+                eliciting: self.eliciting.clone(),
+            };
+            let started = tokio::select! {
+                r = tokio::time::timeout(self.spec.startup_timeout, self.open(client)) => r,
+                _ = self.shutdown.cancelled() => break,
+            };
+            let error = match started {
+                Ok(Ok((session, tools, pid))) => {
+                    let since = Instant::now();
+                    self.update(|s| {
+                        s.peer = Some(session.peer().clone());
+                        s.pid = pid;
+                        s.last_error = None;
+                        s.connects += 1;
+                    });
+                    self.set_tools(tools);
+                    self.attempted.send_replace(true);
+                    let ended = self.run(session, &tools_changed).await;
+                    self.update(|s| {
+                        s.peer = None;
+                        s.pid = None;
+                    });
+                    if since.elapsed() >= HEALTHY_AFTER {
+                        backoff = MIN_BACKOFF;
+                    }
+                    ended
+                }
+                Ok(Err(e)) => e,
+                Err(_) => format!("it did not start within {:?}", self.spec.startup_timeout),
+            };
+            if self.shutdown.is_cancelled() {
+                break;
+            }
+            tracing::warn!(server = %self.name, error = %error, retry_in = ?backoff,
+                "upstream MCP server is down; restarting");
+            self.update(|s| s.last_error = Some(error));
+            self.attempted.send_replace(true);
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = self.shutdown.cancelled() => break,
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+        self.update(|s| {
+            s.peer = None;
+            s.pid = None;
+        });
+        self.attempted.send_replace(true);
+    }
+
+    /// Connects and lists the tools.
+    async fn open(
+        &self,
+        client: UpstreamClient,
+    ) -> Result<(Session, Vec<Tool>, Option<u32>), String> {
+        let (session, pid) = transport::connect(&self.spec.transport, client).await?;
+        let tools = session
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("listing its tools failed: {e}"))?;
+        Ok((session, tools, pid))
+    }
+
+    /// Serves one session until it ends (returns why) or the upstream is stopped. Dropping
+    /// the session on stop closes it in the background (stdin closed, then the child killed).
+    async fn run(&self, session: Session, tools_changed: &Notify) -> String {
+        let peer = session.peer().clone();
+        let ended = session.waiting();
+        tokio::pin!(ended);
+        loop {
+            tokio::select! {
+                quit = &mut ended => return ended_because(quit),
+                _ = self.shutdown.cancelled() => return "stopped".into(),
+                _ = tools_changed.notified() => {
+                    let listed = tokio::select! {
+                        r = tokio::time::timeout(self.spec.call_timeout, peer.list_all_tools()) => r,
+                        _ = self.shutdown.cancelled() => return "stopped".into(),
+                    };
+                    match listed {
+                        Ok(Ok(tools)) => self.set_tools(tools),
+                        Ok(Err(e)) => tracing::warn!(server = %self.name, error = %e,
+                            "re-listing tools after list_changed failed"),
+                        Err(_) => tracing::warn!(server = %self.name,
+                            "re-listing tools after list_changed timed out"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The current session's peer and number, if connected and `tool` is one of its tools.
+    fn connected_peer(
+        &self,
+        qualified: &str,
+        tool: &str,
+    ) -> Result<(Peer<RoleClient>, u64), ToolError> {
+        let session = {
+            let s = self.state();
+            if let Some(peer) = &s.peer
+                && !peer.is_transport_closed()
+            {
+                if !s.tools.iter().any(|t| t.name == tool) {
+                    return Err(ToolError::NotFound {
+                        tool: qualified.to_string(),
+                    });
+                }
+                return Ok((peer.clone(), s.connects));
+            }
+            s.connects
+        };
+        self.mark_closed(session);
+        let s = self.state();
+        let why = s.last_error.as_deref().unwrap_or("still starting");
+        let what = if self.shutdown.is_cancelled() {
+            "stopped"
+        } else {
+            "restarting"
+        };
+        Err(ToolError::failed(format!(
+            "upstream server `{}` is not connected ({what}; last error: {why})",
+            self.name
+        )))
+    }
+
+    /// Marks session number `session` as gone, if it is still the current one.
+    fn mark_closed(&self, session: u64) {
+        self.update(|s| {
+            if s.connects == session && s.peer.is_some() {
+                s.peer = None;
+                s.pid = None;
+                s.last_error = Some("the server closed the connection".into());
+            }
+        });
+    }
+
+    /// Calls `tool` with `args` (checked to be an object); `qualified` is the script's name
+    /// for it, used in messages.
+    pub(crate) async fn call(
+        &self,
+        qualified: &str,
+        tool: &str,
+        args: Value,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        let server = &*self.name;
+        let (peer, session) = self.connected_peer(qualified, tool)?;
+        let arguments = convert::arguments(qualified, args)?;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let timeout = self.spec.call_timeout;
+        let answer = deadline(peer.call_tool_once(params), timeout, &self.eliciting, cx).await;
+        match answer {
+            None => Err(ToolError::failed(format!(
+                "upstream server `{server}` did not answer `{tool}` within {timeout:?}"
+            ))),
+            Some(Ok(CallToolResponse::Complete(result))) => convert::tool_result(result),
+            Some(Ok(_)) => Err(ToolError::failed(format!(
+                "upstream server `{server}` answered `{tool}` with a result kind codemode does \
+                 not support (input_required or task)"
+            ))),
+            Some(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                // Calls made from now on fail fast, even before the supervisor notices.
+                self.mark_closed(session);
+                Err(ToolError::failed(format!(
+                    "upstream server `{server}` closed the connection during `{tool}`"
+                )))
+            }
+            Some(Err(ServiceError::McpError(e))) => Err(ToolError::Failed {
+                message: format!("upstream server `{server}` refused `{tool}`: {}", e.message),
+                data: Some(json!({ "code": e.code.0, "data": e.data })),
+            }),
+            Some(Err(e)) => Err(ToolError::failed(format!(
+                "upstream server `{server}` failed `{tool}`: {e}"
+            ))),
+        }
+    }
+}
+
+/// Why a session ended, for [`UpstreamStatus::last_error`] and error messages.
+fn ended_because(quit: Result<QuitReason, tokio::task::JoinError>) -> String {
+    match quit {
+        Ok(QuitReason::Closed) => "the server closed the connection".into(),
+        Ok(QuitReason::JoinError(e)) | Err(e) => format!("the session task failed: {e}"),
+        Ok(other) => format!("the session ended ({other:?})"),
+    }
+}
+
+/// Runs `fut` for at most `timeout`, not counting time while `eliciting` is non-zero (the
+/// server waits on a human then); the eval's own timeout is paused for that time too.
+/// `None` when the time ran out (`fut` is dropped, which cancels the request upstream).
+async fn deadline<F: Future>(
+    fut: F,
+    timeout: Duration,
+    eliciting: &watch::Sender<usize>,
+    cx: &CallContext,
+) -> Option<F::Output> {
+    tokio::pin!(fut);
+    let mut rx = eliciting.subscribe();
+    let mut left = timeout;
+    loop {
+        let since = Instant::now();
+        tokio::select! {
+            out = &mut fut => return Some(out),
+            _ = tokio::time::sleep(left) => return None,
+            _ = rx.wait_for(|n| *n > 0) => left = left.saturating_sub(since.elapsed()),
+        }
+        let _paused = cx.pause_timeout();
+        tokio::select! {
+            out = &mut fut => return Some(out),
+            _ = rx.wait_for(|n| *n == 0) => {}
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! [`UpstreamPool`]: the set of named upstreams, their combined tool list, and the
+//! [`ToolHost`] that routes `server__tool` calls.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use rmcp::model::Tool;
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
+
+use super::client::{DeclineElicitation, SharedElicitation, UpstreamElicitation};
+use super::connection::{Upstream, UpstreamStatus};
+use super::spec::{UpstreamError, UpstreamSpec, split_qualified, validate_server_name};
+
+/// Connections to a set of named upstream MCP servers, seen by scripts as one [`ToolHost`]
+/// whose tools are named `<server>__<tool>`.
+///
+/// Cheap to clone (all clones share the connections); the servers are disconnected (children
+/// killed) when the last clone is dropped, or by [`shutdown`](Self::shutdown). Needs a tokio
+/// runtime.
+///
+/// Each upstream is supervised on its own: a server that dies is restarted with exponential
+/// backoff (100 ms doubling to 30 s, reset after a healthy minute); while it is down, calls to
+/// it fail at once and its last known tools stay listed.
+#[derive(Clone)]
+pub struct UpstreamPool {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    servers: RwLock<BTreeMap<String, Arc<Upstream>>>,
+    elicitation: SharedElicitation,
+    changed: Arc<watch::Sender<u64>>,
+    /// Parent of every upstream's shutdown token.
+    shutdown: CancellationToken,
+    /// Serialises [`UpstreamPool::set_upstreams`].
+    reconfigure: tokio::sync::Mutex<()>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+impl Default for UpstreamPool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for UpstreamPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamPool")
+            .field("servers", &self.status())
+            .finish()
+    }
+}
+
+impl UpstreamPool {
+    /// A pool without upstreams, whose upstream elicitations are declined
+    /// ([`DeclineElicitation`]) until [`set_elicitation`](Self::set_elicitation).
+    pub fn new() -> Self {
+        let handler: Arc<dyn UpstreamElicitation> = Arc::new(DeclineElicitation);
+        UpstreamPool {
+            inner: Arc::new(Inner {
+                servers: RwLock::default(),
+                elicitation: Arc::new(RwLock::new(handler)),
+                changed: Arc::new(watch::Sender::new(0)),
+                shutdown: CancellationToken::new(),
+                reconfigure: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+
+    /// A pool connected to `upstreams`: [`new`](Self::new) then
+    /// [`set_upstreams`](Self::set_upstreams).
+    ///
+    /// # Errors
+    /// As [`set_upstreams`](Self::set_upstreams).
+    pub async fn connect(upstreams: HashMap<String, UpstreamSpec>) -> Result<Self, UpstreamError> {
+        let pool = Self::new();
+        pool.set_upstreams(upstreams).await?;
+        Ok(pool)
+    }
+
+    /// Routes the `elicitation/create` requests of every upstream (current and future) to
+    /// `handler`.
+    pub fn set_elicitation(&self, handler: Arc<dyn UpstreamElicitation>) {
+        *self
+            .inner
+            .elicitation
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = handler;
+    }
+
+    /// Makes the pool's upstreams exactly `upstreams`: connects the new ones, disconnects the
+    /// removed ones, reconnects those whose spec changed, leaves the others alone.
+    ///
+    /// Returns once every new or changed server has finished its first connection attempt
+    /// (bounded by its [`startup_timeout`](UpstreamSpec::startup_timeout)). A server that fails
+    /// to start is not an error: it keeps being retried in the background, calls to it fail
+    /// with the reason, and [`status`](Self::status) shows it.
+    ///
+    /// # Errors
+    /// [`UpstreamError`] for an invalid server name or spec; the pool is then left unchanged.
+    pub async fn set_upstreams(
+        &self,
+        upstreams: HashMap<String, UpstreamSpec>,
+    ) -> Result<(), UpstreamError> {
+        for (name, spec) in &upstreams {
+            validate_server_name(name)?;
+            spec.validate(name)?;
+        }
+        let _one_at_a_time = self.inner.reconfigure.lock().await;
+        let mut started = Vec::new();
+        let mut removed_tools = false;
+        {
+            let mut servers = self
+                .inner
+                .servers
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            servers.retain(|name, up| {
+                let keep = upstreams.get(name) == Some(&up.spec);
+                if !keep {
+                    up.stop();
+                    removed_tools |= !up.tools().is_empty();
+                }
+                keep
+            });
+            for (name, spec) in upstreams {
+                if servers.contains_key(&name) {
+                    continue;
+                }
+                let up = Upstream::start(
+                    &name,
+                    spec,
+                    self.inner.elicitation.clone(),
+                    self.inner.changed.clone(),
+                    self.inner.shutdown.child_token(),
+                );
+                started.push(up.clone());
+                servers.insert(name, up);
+            }
+        }
+        if removed_tools {
+            self.inner.changed.send_modify(|g| *g += 1);
+        }
+        futures::future::join_all(started.iter().map(|up| up.first_attempt())).await;
+        Ok(())
+    }
+
+    /// Disconnects every upstream (same as `set_upstreams` with an empty map).
+    pub async fn shutdown(&self) {
+        // An empty map is always valid.
+        let _ = self.set_upstreams(HashMap::new()).await;
+    }
+
+    /// Every tool of every upstream as `(qualified name, tool)`, ordered by server name then
+    /// by the server's own order. The qualified name is `<server>__<tool name>`.
+    pub fn tools(&self) -> Vec<(String, Tool)> {
+        let servers = self.inner.servers.read().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for (name, up) in servers.iter() {
+            for tool in up.tools().iter() {
+                out.push((format!("{name}__{}", tool.name), tool.clone()));
+            }
+        }
+        out
+    }
+
+    /// A receiver that sees a new value whenever the combined tool list ([`tools`](Self::tools))
+    /// may have changed: a server connected with new tools, sent `tools/list_changed`, was
+    /// added or removed. The value is a counter; read `tools()` after `changed().await`.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+
+    /// The state of each upstream, by server name.
+    pub fn status(&self) -> Vec<UpstreamStatus> {
+        let servers = self.inner.servers.read().unwrap_or_else(|e| e.into_inner());
+        servers.values().map(|up| up.status()).collect()
+    }
+
+    fn upstream(&self, server: &str) -> Option<Arc<Upstream>> {
+        self.inner
+            .servers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(server)
+            .cloned()
+    }
+}
+
+impl ToolHost for UpstreamPool {
+    /// Calls `<server>__<tool>`.
+    ///
+    /// # Errors
+    /// [`ToolError::NotFound`] for an unknown server or tool; [`ToolError::Failed`] when `args`
+    /// is not an object, the server is down, the call times out, the connection closes during
+    /// the call, or the tool reports an error (`isError`; its text is the message and its
+    /// `structuredContent` the data).
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let not_found = || ToolError::NotFound {
+                tool: name.to_string(),
+            };
+            let (server, tool) = split_qualified(name).ok_or_else(not_found)?;
+            let up = self.upstream(server).ok_or_else(not_found)?;
+            up.call(name, tool, args, cx).await
+        })
+    }
+
+    fn tool_names(&self) -> Vec<String> {
+        self.tools().into_iter().map(|(name, _)| name).collect()
+    }
+}

@@ -1,0 +1,114 @@
+//! Opening one connection to an upstream: spawning a stdio child (its own process group,
+//! killed on drop, stderr copied to ours with a prefix) or dialling a streamable-HTTP endpoint,
+//! then the `initialize` handshake.
+
+use std::process::Stdio;
+
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::ServiceExt;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use super::client::UpstreamClient;
+use super::spec::{INHERITED_ENV, UpstreamTransport, http_headers};
+
+/// A live session with one upstream.
+pub(crate) type Session = RunningService<RoleClient, UpstreamClient>;
+
+/// Longest stderr line copied whole; longer lines are split (bounds our buffer).
+const MAX_STDERR_LINE: usize = 8 * 1024;
+
+/// Starts the server (or dials it) and runs the `initialize` handshake. Returns the session
+/// and, for a child process, its pid.
+pub(crate) async fn connect(
+    transport: &UpstreamTransport,
+    client: UpstreamClient,
+) -> Result<(Session, Option<u32>), String> {
+    match transport {
+        UpstreamTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).env_clear();
+            for key in INHERITED_ENV {
+                if let Some(value) = std::env::var_os(key) {
+                    cmd.env(key, value);
+                }
+            }
+            cmd.envs(env);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+            let mut wrapped = CommandWrap::from(cmd);
+            // Its own process group, so that killing it also kills what it spawned (`npx`,
+            // shell wrappers); and killed when the transport is dropped.
+            wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+            let (child, stderr) = TokioChildProcess::builder(wrapped)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("could not start `{command}`: {e}"))?;
+            let pid = child.id();
+            if let Some(stderr) = stderr {
+                tokio::spawn(copy_stderr(format!("[{}] ", client.server), stderr));
+            }
+            let session = client
+                .serve(child)
+                .await
+                .map_err(|e| format!("`{command}` started but the MCP handshake failed: {e}"))?;
+            Ok((session, pid))
+        }
+        UpstreamTransport::Http { url, headers } => {
+            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                .custom_headers(http_headers(headers)?);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let session = client
+                .serve(transport)
+                .await
+                .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
+            Ok((session, None))
+        }
+    }
+}
+
+/// Copies a child's stderr to ours, line by line, each line prefixed. Never to stdout: in
+/// `codemode serve` stdout carries the MCP protocol.
+async fn copy_stderr(prefix: String, mut from: impl AsyncRead + Unpin) {
+    let mut out = tokio::io::stderr();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = match from.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&chunk[..n]);
+        let mut start = 0;
+        while let Some(pos) = pending[start..].iter().position(|&b| b == b'\n') {
+            emit(&mut out, &prefix, &pending[start..start + pos]).await;
+            start += pos + 1;
+        }
+        pending.drain(..start);
+        while pending.len() >= MAX_STDERR_LINE {
+            let rest = pending.split_off(MAX_STDERR_LINE);
+            emit(&mut out, &prefix, &pending).await;
+            pending = rest;
+        }
+    }
+    if !pending.is_empty() {
+        emit(&mut out, &prefix, &pending).await;
+    }
+}
+
+async fn emit(out: &mut tokio::io::Stderr, prefix: &str, line: &[u8]) {
+    let mut buf = Vec::with_capacity(prefix.len() + line.len() + 1);
+    buf.extend_from_slice(prefix.as_bytes());
+    buf.extend_from_slice(line);
+    buf.push(b'\n');
+    // Nowhere to report a failing stderr.
+    let _ = out.write_all(&buf).await;
+}
