@@ -2,4 +2,6 @@
 
 pub mod catalog;
 pub mod cli;
+pub mod server;
+pub mod terminal;
 pub mod upstream;

@@ -1,16 +1,24 @@
 //! The `codemode` command line: argument parsing and wiring only; the work happens in the
 //! library crates.
 
+mod check;
 mod run;
+mod serve;
 
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use codemode_policies::Config;
 
 /// Exit code of a script that failed (threw, hit a limit, did not parse).
 pub const EXIT_SCRIPT_FAILED: u8 = 1;
 /// Exit code of a usage or configuration error.
 pub const EXIT_USAGE: u8 = 2;
+
+/// The embedded default config (`codemode config default` prints it).
+pub const DEFAULT_CONFIG: &str = include_str!("../default-config.json");
 
 /// Run LLM-written JavaScript in a WebAssembly sandbox, with per-call tool policies.
 #[derive(Debug, Parser)]
@@ -24,6 +32,13 @@ pub struct Cli {
 enum Command {
     /// Run a script (a file, or `-` for standard input) in a fresh sandbox.
     Run(run::RunArgs),
+    /// Serve MCP (stdio, or streamable HTTP with --http): eval tools, search_tools, get_tools.
+    Serve(serve::ServeArgs),
+    /// List the tool calls a script makes, found statically (nothing runs).
+    Check(check::CheckArgs),
+    /// Config files.
+    #[command(subcommand)]
+    Config(check::ConfigCommand),
 }
 
 /// Parses the process arguments and runs the command.
@@ -53,6 +68,9 @@ pub fn main() -> ExitCode {
     runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run::run(args).await,
+            Command::Serve(args) => serve::serve(args).await,
+            Command::Check(args) => check::check(args),
+            Command::Config(command) => check::config(command),
         }
     })
 }
@@ -65,4 +83,44 @@ fn init_tracing() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// Loads `path`, or the embedded default; prints every error and returns exit code 2 on failure.
+pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, ExitCode> {
+    let (name, result) = match path {
+        Some(path) => (path.display().to_string(), Config::load(path)),
+        None => (
+            "<embedded default config>".to_string(),
+            Config::from_json_str(DEFAULT_CONFIG),
+        ),
+    };
+    result.map_err(|errors| {
+        for error in errors.iter() {
+            eprintln!("{name}: {error}");
+        }
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+/// Reads a script from a file or, for `-`, standard input: `(display name, code)`.
+pub(crate) fn read_script(file: &PathBuf) -> Result<(String, String), String> {
+    if file.as_os_str() == "-" {
+        let mut code = String::new();
+        std::io::stdin()
+            .read_to_string(&mut code)
+            .map_err(|e| format!("cannot read the script from standard input: {e}"))?;
+        return Ok(("<stdin>".into(), code));
+    }
+    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let code =
+        String::from_utf8(bytes).map_err(|e| format!("{} is not UTF-8: {e}", file.display()))?;
+    Ok((file.display().to_string(), code))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_embedded_default_config_is_valid() {
+        codemode_policies::Config::from_json_str(super::DEFAULT_CONFIG).unwrap();
+    }
 }

@@ -1,14 +1,24 @@
 //! `codemode run`.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use codemode_runtime::{EvalOptions, EvalOutcome, NoTools, Runtime, RuntimeConfig};
+use codemode_policies::{
+    AuditRecord, AuditSink, AuditWriter, Config, EvalAuditRecord, PolicyToolHost, SessionApprovals,
+    extract_tool_calls,
+};
+use codemode_runtime::{EvalOptions, EvalOutcome, NoTools, Runtime, RuntimeConfig, ToolHost};
 
-use super::{EXIT_SCRIPT_FAILED, EXIT_USAGE};
+use super::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
+use crate::server::ask::{AskApprover, Asker, NoAsker};
+use crate::server::script_tools::ScriptTools;
+use crate::server::upstream_specs;
+use crate::terminal::TerminalAsker;
+use crate::upstream::UpstreamPool;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -20,24 +30,37 @@ pub struct RunArgs {
     json: bool,
 
     /// Fuel: WebAssembly instructions the script may execute; 0 = unlimited.
-    #[arg(long, value_name = "N", default_value_t = codemode_runtime::DEFAULT_FUEL)]
-    fuel: u64,
+    /// [default: the config's `limits.fuel`, else 20000000000]
+    #[arg(long, value_name = "N")]
+    fuel: Option<u64>,
 
-    /// Linear-memory limit, e.g. `64MiB`, `512KiB`, `1GiB`.
-    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
-    memory: u64,
+    /// Linear-memory limit, e.g. `64MiB`, `512KiB`, `1GiB`. [default: the config's, else 64MiB]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    memory: Option<u64>,
 
-    /// Wall-clock timeout, tool calls included, e.g. `5s`, `500ms`, `2m`; 0 = none.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    timeout: Duration,
+    /// Wall-clock timeout, tool calls included (not time waiting for your approval), e.g. `5s`,
+    /// `500ms`, `2m`; 0 = none. [default: the config's, else 30s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    timeout: Option<Duration>,
 
-    /// Cap on console output plus the result, e.g. `1MiB`.
-    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
-    max_output: u64,
+    /// Cap on console output plus the result, e.g. `1MiB`. [default: the config's, else 1MiB]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_output: Option<u64>,
 
-    /// Cap on the number of tool calls; 0 = unlimited.
-    #[arg(long, value_name = "N", default_value_t = codemode_runtime::DEFAULT_MAX_TOOL_CALLS)]
-    max_tool_calls: u64,
+    /// Cap on the number of tool calls; 0 = unlimited. [default: the config's, else 1000]
+    #[arg(long, value_name = "N")]
+    max_tool_calls: Option<u64>,
+
+    /// A config file: its `mcpServers` become the script's tools (`codemode.<server>__<tool>`),
+    /// its profiles apply, its limits are the defaults. Without it, no tools exist.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Run under this profile of the config (default: its `defaultProfile`, else unrestricted).
+    /// Calls the profile asks about are put to you on the terminal when stdin is one; otherwise
+    /// the profile's `elicitationFallback` decides.
+    #[arg(long, value_name = "NAME", requires = "config")]
+    profile: Option<String>,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -48,49 +71,136 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     codemode_policies::parse_duration(s).map_err(|e| e.to_string())
 }
 
+fn options(args: &RunArgs, config: Option<&Config>) -> EvalOptions {
+    let base = EvalOptions::default();
+    let limits = config.map(|c| &c.limits);
+    let fuel = args
+        .fuel
+        .map(|f| (f > 0).then_some(f))
+        .or(limits.map(|l| l.fuel))
+        .unwrap_or(base.fuel);
+    let timeout = args
+        .timeout
+        .or(limits.map(|l| l.timeout))
+        .map(|t| (!t.is_zero()).then_some(t))
+        .unwrap_or(base.timeout);
+    let tool_calls = args
+        .max_tool_calls
+        .map(|n| (n > 0).then_some(n))
+        .or(limits.map(|l| l.max_tool_calls))
+        .unwrap_or(base.max_tool_calls);
+    EvalOptions::default()
+        .fuel(fuel)
+        .memory(
+            args.memory
+                .or(limits.map(|l| l.memory))
+                .unwrap_or(base.memory),
+        )
+        .timeout(timeout)
+        .max_output(
+            args.max_output
+                .or(limits.map(|l| l.max_output))
+                .unwrap_or(base.max_output),
+        )
+        .max_tool_calls(tool_calls)
+        .max_concurrent_tool_calls(limits.map_or(base.max_concurrent_tool_calls, |l| {
+            l.max_concurrent_tool_calls
+        }))
+}
+
 pub async fn run(args: RunArgs) -> ExitCode {
-    let (display_name, code) = match read_code(&args.file) {
+    let (display_name, code) = match read_script(&args.file) {
         Ok(v) => v,
         Err(message) => {
             eprintln!("codemode: {message}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let options = EvalOptions::default()
-        .fuel((args.fuel > 0).then_some(args.fuel))
-        .memory(args.memory)
-        .timeout((!args.timeout.is_zero()).then_some(args.timeout))
-        .max_output(args.max_output)
-        .max_tool_calls((args.max_tool_calls > 0).then_some(args.max_tool_calls));
-
-    let mut config = RuntimeConfig::default();
+    let config = match &args.config {
+        Some(path) => match load_config(Some(path)) {
+            Ok(c) => Some(c),
+            Err(code) => return code,
+        },
+        None => None,
+    };
+    let options = options(&args, config.as_ref());
+    let mut runtime_config = RuntimeConfig::default();
     // One eval per process: a small pool, sized to the memory asked for.
-    config
+    runtime_config
         .max_concurrent_evals(2)
-        .max_memory(args.memory.max(64 << 20));
-    let runtime = match Runtime::new(&config) {
+        .max_memory(options.memory.max(64 << 20));
+    let runtime = match Runtime::new(&runtime_config) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("codemode: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let outcome = runtime.eval(&code, &options, &NoTools).await;
+    let outcome = match &config {
+        None => runtime.eval(&code, &options, &NoTools).await,
+        Some(config) => {
+            let profile = match config.resolve_profile(args.profile.as_deref()) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("codemode: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+            // Prompts need the terminal: not available when the script itself comes on stdin.
+            let interactive = args.file.as_os_str() != "-" && TerminalAsker::available();
+            let asker: Arc<dyn Asker> = if interactive {
+                Arc::new(TerminalAsker::default())
+            } else {
+                Arc::new(NoAsker)
+            };
+            let upstreams = match UpstreamPool::connect(upstream_specs(config)).await {
+                Ok(pool) => pool,
+                Err(e) => {
+                    eprintln!("codemode: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+            let inner: Arc<dyn ToolHost> =
+                Arc::new(ScriptTools::new(upstreams.clone(), asker.clone()));
+            let mut builder = PolicyToolHost::builder(inner)
+                .profile(profile.clone())
+                .approver(Arc::new(AskApprover::new(asker)))
+                .session_approvals(SessionApprovals::new())
+                .preview(Arc::new(extract_tool_calls(&code)));
+            let audit: Option<Arc<dyn AuditSink>> = match &config.audit.dir {
+                Some(dir) => match AuditWriter::open(dir.clone()) {
+                    Ok(w) => Some(Arc::new(w)),
+                    Err(e) => {
+                        eprintln!(
+                            "codemode: cannot open the audit log in {}: {e}",
+                            dir.display()
+                        );
+                        return ExitCode::from(EXIT_USAGE);
+                    }
+                },
+                None => None,
+            };
+            if let Some(sink) = &audit {
+                builder = builder.audit(sink.clone(), config.audit.include_args);
+            }
+            let tools = builder.build();
+            let eval_id = runtime.allocate_eval_id();
+            let outcome = runtime.eval_with_id(eval_id, &code, &options, &tools).await;
+            if let Some(sink) = &audit {
+                let name = profile.as_ref().map(|p| p.name().to_string());
+                sink.record(AuditRecord::Eval(EvalAuditRecord::from_outcome(
+                    &outcome,
+                    eval_id,
+                    &code,
+                    None,
+                    name.as_deref(),
+                )));
+            }
+            upstreams.shutdown().await;
+            outcome
+        }
+    };
     report(&display_name, &outcome, args.json)
-}
-
-fn read_code(file: &PathBuf) -> Result<(String, String), String> {
-    if file.as_os_str() == "-" {
-        let mut code = String::new();
-        std::io::stdin()
-            .read_to_string(&mut code)
-            .map_err(|e| format!("cannot read the script from standard input: {e}"))?;
-        return Ok(("<stdin>".into(), code));
-    }
-    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let code =
-        String::from_utf8(bytes).map_err(|e| format!("{} is not UTF-8: {e}", file.display()))?;
-    Ok((file.display().to_string(), code))
 }
 
 /// Prints the outcome: JSON on stdout with `--json`; otherwise logs on stderr, the result as

@@ -1,0 +1,383 @@
+//! `hitl_request`: a script asks its human a multiple-choice question.
+//!
+//! ```js
+//! const r = await codemode.hitl_request({
+//!   question: "Deploy to production?", options: ["yes", "no"],
+//!   requireConfirmation: true, confirmationMessage: "Really deploy?", defaultOption: "no", timeoutMs: 60000,
+//! });
+//! // r = { ok, status: "confirmed"|"canceled"|"timeout"|"error", confirmed, selectedOption,
+//! //       source: "user"|"timeout"|"system", requestId, message? }
+//! ```
+//! Options only: the answer is one of them (free text is rejected). Without an interactive
+//! human the request resolves to `canceled` (source `system`) or `timeout` — never to an
+//! implicit confirmation, and `defaultOption` is only pre-selected in the form, never chosen for
+//! the human. `ok` is `false` only for `status: "error"`.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::ask::{Answer, Asker, Question};
+
+/// Name of the built-in tool.
+pub const TOOL_NAME: &str = "hitl_request";
+/// Default time the human has, per question.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Longest time a script may ask for.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+const MAX_OPTIONS: usize = 50;
+const MAX_TEXT: usize = 4000;
+
+/// The tool's description for catalogs.
+pub const DESCRIPTION: &str = "Ask the human a multiple-choice question and wait for the answer. \
+Options only (no free text); optionally a confirm/cancel step. Resolves to \
+{ok, status: confirmed|canceled|timeout|error, confirmed, selectedOption, source: user|timeout|system, requestId, message?}; \
+never confirms implicitly.";
+
+/// JSON Schema of the arguments.
+pub fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "description": "What to ask"},
+            "options": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": true,
+                        "description": "The possible answers (non-empty, unique)"},
+            "requireConfirmation": {"type": "boolean", "description": "Ask for an explicit confirm/cancel after the choice"},
+            "confirmationMessage": {"type": "string", "description": "Text of the confirmation step"},
+            "defaultOption": {"type": "string", "description": "Pre-selected option (must be one of options); never chosen automatically"},
+            "timeoutMs": {"type": "integer", "minimum": 1, "description": "How long the human has, per question (default 120000)"}
+        },
+        "required": ["question", "options"],
+        "additionalProperties": false
+    })
+}
+
+struct Request {
+    question: String,
+    options: Vec<String>,
+    require_confirmation: bool,
+    confirmation_message: Option<String>,
+    default_option: Option<String>,
+    timeout: Duration,
+}
+
+fn parse(args: &Value) -> Result<Request, String> {
+    let obj = args.as_object().ok_or("arguments must be an object")?;
+    const KEYS: [&str; 6] = [
+        "question",
+        "options",
+        "requireConfirmation",
+        "confirmationMessage",
+        "defaultOption",
+        "timeoutMs",
+    ];
+    if let Some(unknown) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown argument `{unknown}` (allowed: {})",
+            KEYS.join(", ")
+        ));
+    }
+    let text = |key: &str, required: bool| -> Result<Option<String>, String> {
+        match obj.get(key) {
+            None | Some(Value::Null) if !required => Ok(None),
+            Some(Value::String(s)) if !s.trim().is_empty() && s.len() <= MAX_TEXT => {
+                Ok(Some(s.clone()))
+            }
+            Some(Value::String(s)) if s.len() > MAX_TEXT => {
+                Err(format!("`{key}` is longer than {MAX_TEXT} bytes"))
+            }
+            _ => Err(format!("`{key}` must be a non-empty string")),
+        }
+    };
+    let question = text("question", true)?.unwrap_or_default();
+    let options = match obj.get("options") {
+        Some(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_OPTIONS => {
+            let mut out: Vec<String> = Vec::with_capacity(items.len());
+            for item in items {
+                match item.as_str() {
+                    Some(s) if !s.trim().is_empty() && s.len() <= MAX_TEXT => {
+                        if out.iter().any(|o| o == s) {
+                            return Err(format!("`options` must be unique; `{s}` appears twice"));
+                        }
+                        out.push(s.to_string());
+                    }
+                    _ => return Err("every option must be a non-empty string".into()),
+                }
+            }
+            out
+        }
+        Some(Value::Array(items)) if items.len() > MAX_OPTIONS => {
+            return Err(format!("at most {MAX_OPTIONS} options"));
+        }
+        _ => return Err("`options` must be a non-empty array of strings".into()),
+    };
+    let require_confirmation = match obj.get("requireConfirmation") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        _ => return Err("`requireConfirmation` must be a boolean".into()),
+    };
+    let confirmation_message = text("confirmationMessage", false)?;
+    let default_option = text("defaultOption", false)?;
+    if let Some(d) = &default_option
+        && !options.contains(d)
+    {
+        return Err(format!("`defaultOption` `{d}` is not one of the options"));
+    }
+    let timeout = match obj.get("timeoutMs") {
+        None | Some(Value::Null) => DEFAULT_TIMEOUT,
+        Some(v) => match v.as_u64() {
+            Some(ms) if ms > 0 => Duration::from_millis(ms).min(MAX_TIMEOUT),
+            _ => return Err("`timeoutMs` must be a positive integer".into()),
+        },
+    };
+    Ok(Request {
+        question,
+        options,
+        require_confirmation,
+        confirmation_message,
+        default_option,
+        timeout,
+    })
+}
+
+fn result(
+    status: &str,
+    selected: Option<&str>,
+    source: &str,
+    request_id: &str,
+    message: Option<String>,
+) -> Value {
+    let mut out = Map::new();
+    out.insert("ok".into(), json!(status != "error"));
+    out.insert("status".into(), json!(status));
+    out.insert("confirmed".into(), json!(status == "confirmed"));
+    out.insert(
+        "selectedOption".into(),
+        selected.map_or(Value::Null, |s| json!(s)),
+    );
+    out.insert("source".into(), json!(source));
+    out.insert("requestId".into(), json!(request_id));
+    if let Some(m) = message {
+        out.insert("message".into(), json!(m));
+    }
+    Value::Object(out)
+}
+
+/// Runs one `hitl_request` through `asker`. Never fails: problems are `status: "error"`.
+pub async fn run(args: &Value, asker: &dyn Asker, request_id: &str) -> Value {
+    let req = match parse(args) {
+        Ok(r) => r,
+        Err(message) => return result("error", None, "system", request_id, Some(message)),
+    };
+    if !asker.supports() {
+        let message =
+            "no interactive human is available to answer (the client does not support elicitation)";
+        return result("canceled", None, "system", request_id, Some(message.into()));
+    }
+    let mut choice = json!({"type": "string", "title": "Answer", "enum": req.options});
+    if let Some(d) = &req.default_option {
+        choice["default"] = json!(d);
+    }
+    let schema =
+        json!({"type": "object", "properties": {"answer": choice}, "required": ["answer"]});
+    let question = Question {
+        message: req.question.clone(),
+        schema: schema.as_object().cloned().unwrap_or_default(),
+    };
+    let selected = match asker.ask(question, req.timeout).await {
+        Answer::Accept(content) => match content.get("answer").and_then(Value::as_str) {
+            Some(a) if req.options.iter().any(|o| o == a) => a.to_string(),
+            Some(a) => {
+                return result(
+                    "error",
+                    None,
+                    "system",
+                    request_id,
+                    Some(format!("the answer `{a}` is not one of the options")),
+                );
+            }
+            None => {
+                return result(
+                    "error",
+                    None,
+                    "system",
+                    request_id,
+                    Some("the answer names no option".into()),
+                );
+            }
+        },
+        Answer::Decline | Answer::Cancel => {
+            return result("canceled", None, "user", request_id, None);
+        }
+        Answer::Timeout => {
+            return result(
+                "timeout",
+                None,
+                "timeout",
+                request_id,
+                Some("nobody answered in time".into()),
+            );
+        }
+        Answer::Failed(e) => return result("error", None, "system", request_id, Some(e)),
+    };
+    if !req.require_confirmation {
+        return result("confirmed", Some(&selected), "user", request_id, None);
+    }
+    let message = req
+        .confirmation_message
+        .clone()
+        .unwrap_or_else(|| format!("Confirm: {selected}?"));
+    let schema = json!({"type": "object", "properties": {"confirm": {"type": "string", "title": "Confirm",
+        "oneOf": [{"const": "confirm", "title": "Confirm"}, {"const": "cancel", "title": "Cancel"}]}},
+        "required": ["confirm"]});
+    let question = Question {
+        message,
+        schema: schema.as_object().cloned().unwrap_or_default(),
+    };
+    match asker.ask(question, req.timeout).await {
+        Answer::Accept(content)
+            if content.get("confirm").and_then(Value::as_str) == Some("confirm") =>
+        {
+            result("confirmed", Some(&selected), "user", request_id, None)
+        }
+        Answer::Accept(_) | Answer::Decline | Answer::Cancel => {
+            result("canceled", Some(&selected), "user", request_id, None)
+        }
+        Answer::Timeout => result(
+            "timeout",
+            Some(&selected),
+            "timeout",
+            request_id,
+            Some("nobody confirmed in time".into()),
+        ),
+        Answer::Failed(e) => result("error", Some(&selected), "system", request_id, Some(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codemode_runtime::BoxFuture;
+    use std::sync::Mutex;
+
+    /// Answers questions from a script of answers.
+    struct Scripted(Mutex<Vec<Answer>>);
+    impl Asker for Scripted {
+        fn supports(&self) -> bool {
+            true
+        }
+        fn ask(&self, _q: Question, _t: Duration) -> BoxFuture<'_, Answer> {
+            let next = self.0.lock().unwrap().remove(0);
+            Box::pin(async move { next })
+        }
+    }
+
+    fn asker(answers: Vec<Answer>) -> Scripted {
+        Scripted(Mutex::new(answers))
+    }
+
+    #[tokio::test]
+    async fn validation_errors() {
+        let cases = [
+            json!({"options": ["a"]}),
+            json!({"question": "q", "options": []}),
+            json!({"question": "q", "options": ["a", "a"]}),
+            json!({"question": "q", "options": ["a"], "defaultOption": "b"}),
+            json!({"question": "q", "options": ["a"], "timeoutMs": -1}),
+            json!({"question": "q", "options": ["a"], "freeText": true}),
+            json!("not an object"),
+        ];
+        for args in cases {
+            let r = run(&args, &asker(vec![]), "r1").await;
+            assert_eq!(r["status"], "error", "{args}: {r}");
+            assert_eq!(r["ok"], false);
+            assert!(r["message"].as_str().is_some_and(|m| !m.is_empty()));
+        }
+    }
+
+    #[tokio::test]
+    async fn outcomes() {
+        let q = json!({"question": "Deploy?", "options": ["yes", "no"]});
+        let qc =
+            json!({"question": "Deploy?", "options": ["yes", "no"], "requireConfirmation": true});
+        let cases: Vec<(Value, Vec<Answer>, &str, Value, &str)> = vec![
+            (
+                q.clone(),
+                vec![Answer::Accept(json!({"answer": "yes"}))],
+                "confirmed",
+                json!("yes"),
+                "user",
+            ),
+            (
+                q.clone(),
+                vec![Answer::Accept(json!({"answer": "maybe"}))],
+                "error",
+                json!(null),
+                "system",
+            ),
+            (
+                q.clone(),
+                vec![Answer::Decline],
+                "canceled",
+                json!(null),
+                "user",
+            ),
+            (
+                q.clone(),
+                vec![Answer::Timeout],
+                "timeout",
+                json!(null),
+                "timeout",
+            ),
+            (
+                qc.clone(),
+                vec![
+                    Answer::Accept(json!({"answer": "no"})),
+                    Answer::Accept(json!({"confirm": "confirm"})),
+                ],
+                "confirmed",
+                json!("no"),
+                "user",
+            ),
+            (
+                qc.clone(),
+                vec![
+                    Answer::Accept(json!({"answer": "no"})),
+                    Answer::Accept(json!({"confirm": "cancel"})),
+                ],
+                "canceled",
+                json!("no"),
+                "user",
+            ),
+            (
+                qc,
+                vec![Answer::Accept(json!({"answer": "no"})), Answer::Timeout],
+                "timeout",
+                json!("no"),
+                "timeout",
+            ),
+        ];
+        for (args, answers, status, selected, source) in cases {
+            let r = run(&args, &asker(answers), "r2").await;
+            assert_eq!(r["status"], status, "{r}");
+            assert_eq!(r["selectedOption"], selected, "{r}");
+            assert_eq!(r["source"], source, "{r}");
+            assert_eq!(r["confirmed"], status == "confirmed");
+            assert_eq!(r["requestId"], "r2");
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_human_it_cancels() {
+        let r = run(
+            &json!({"question": "q", "options": ["a"], "defaultOption": "a"}),
+            &super::super::ask::NoAsker,
+            "r3",
+        )
+        .await;
+        assert_eq!(r["status"], "canceled");
+        assert_eq!(r["source"], "system");
+        assert_eq!(r["confirmed"], false);
+        assert_eq!(r["selectedOption"], Value::Null);
+    }
+}

@@ -1,0 +1,267 @@
+//! What every session and request of one `codemode serve` shares: the runtime, the live config,
+//! the upstream pool, the audit writer, suspended evals, and who to tell when tools change.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use codemode_policies::{AuditSink, AuditWriter, Config, ServerTransport};
+use codemode_runtime::{BoxFuture, EvalOptions, Runtime};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use rmcp::service::SubscriptionSink;
+use rmcp::{Peer, RoleServer};
+
+use super::ask::{Answer, Asker, Question};
+use super::suspend::Suspensions;
+use crate::upstream::{UpstreamElicitation, UpstreamPool, UpstreamSpec, UpstreamTransport};
+
+/// Shared server state. See the module docs.
+pub struct ServerState {
+    pub(crate) runtime: Runtime,
+    config: RwLock<Arc<Config>>,
+    /// The file the config came from (watched for hot reload), if any.
+    pub config_path: Option<PathBuf>,
+    pub(crate) upstreams: UpstreamPool,
+    audit: RwLock<Option<Arc<dyn AuditSink>>>,
+    pub(crate) suspensions: Suspensions,
+    legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+    subscribers: Mutex<Vec<SubscriptionSink>>,
+    /// Askers of running evals, newest last: where an upstream's own elicitation goes.
+    active_askers: Mutex<Vec<(u64, Weak<dyn Asker>)>>,
+    next_session: AtomicU64,
+}
+
+impl ServerState {
+    /// Builds the state and connects the configured upstreams (servers that fail to start are
+    /// retried in the background; their tools appear when they come up).
+    pub async fn new(runtime: Runtime, config: Config, config_path: Option<PathBuf>) -> Arc<Self> {
+        let state = Arc::new(ServerState {
+            runtime,
+            config: RwLock::new(Arc::new(Config::default())),
+            config_path,
+            upstreams: UpstreamPool::new(),
+            audit: RwLock::new(None),
+            suspensions: Suspensions::default(),
+            legacy_peers: Mutex::new(Vec::new()),
+            subscribers: Mutex::new(Vec::new()),
+            active_askers: Mutex::new(Vec::new()),
+            next_session: AtomicU64::new(1),
+        });
+        state
+            .upstreams
+            .set_elicitation(Arc::new(ForwardElicitation {
+                state: Arc::downgrade(&state),
+            }));
+        state.apply_config(config).await;
+        let watcher = state.clone();
+        let mut changes = state.upstreams.subscribe();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                watcher.notify_tools_changed().await;
+            }
+        });
+        state
+    }
+
+    /// The config in force now.
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The audit sink, if the config enables one.
+    pub fn audit(&self) -> Option<Arc<dyn AuditSink>> {
+        self.audit.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Swaps in a (validated) config: audit, upstreams, then tells clients the tools changed.
+    /// Evals already running keep the profile they started with.
+    pub async fn apply_config(&self, config: Config) {
+        let audit: Option<Arc<dyn AuditSink>> = match &config.audit.dir {
+            Some(dir) => match AuditWriter::open(dir.clone()) {
+                Ok(w) => Some(Arc::new(w)),
+                Err(e) => {
+                    tracing::error!("audit log disabled: cannot open {}: {e}", dir.display());
+                    None
+                }
+            },
+            None => None,
+        };
+        let specs = upstream_specs(&config);
+        *self.audit.write().unwrap_or_else(|e| e.into_inner()) = audit;
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        if let Err(e) = self.upstreams.set_upstreams(specs).await {
+            tracing::error!("upstream servers not updated: {e}");
+        }
+        self.notify_tools_changed().await;
+    }
+
+    /// Eval limits from the config's `limits`.
+    pub fn eval_options(&self) -> EvalOptions {
+        let limits = self.config().limits.clone();
+        EvalOptions::default()
+            .fuel(limits.fuel)
+            .memory(limits.memory)
+            .timeout(Some(limits.timeout).filter(|t| !t.is_zero()))
+            .max_output(limits.max_output)
+            .max_tool_calls(limits.max_tool_calls)
+            .max_concurrent_tool_calls(limits.max_concurrent_tool_calls)
+    }
+
+    /// A new session id (`s1`, `s2`, …).
+    pub fn new_session_id(&self) -> String {
+        format!("s{}", self.next_session.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Remembers a legacy session's peer for `notifications/tools/list_changed`.
+    pub fn add_legacy_peer(&self, peer: Peer<RoleServer>) {
+        self.legacy_peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(peer);
+    }
+
+    /// Remembers a 2026-07-28 subscription stream.
+    pub fn add_subscriber(&self, sink: SubscriptionSink) {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(sink);
+    }
+
+    /// Tells every client that the tool list changed; forgets the ones that are gone.
+    pub async fn notify_tools_changed(&self) {
+        let peers: Vec<Peer<RoleServer>> = self
+            .legacy_peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut gone = Vec::new();
+        for (i, peer) in peers.iter().enumerate() {
+            if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                gone.push(i);
+            }
+        }
+        if !gone.is_empty() {
+            let mut list = self.legacy_peers.lock().unwrap_or_else(|e| e.into_inner());
+            list.retain(|p| !p.is_transport_closed());
+        }
+        let sinks: Vec<SubscriptionSink> = self
+            .subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut alive = Vec::new();
+        for sink in sinks {
+            if sink.notify_tool_list_changed().await.is_ok() {
+                alive.push(sink);
+            }
+        }
+        *self.subscribers.lock().unwrap_or_else(|e| e.into_inner()) = alive;
+    }
+
+    /// Registers the asker of a running eval (see [`ForwardElicitation`]).
+    pub fn push_asker(&self, eval: u64, asker: &Arc<dyn Asker>) {
+        let mut list = self.active_askers.lock().unwrap_or_else(|e| e.into_inner());
+        list.retain(|(_, a)| a.strong_count() > 0);
+        list.push((eval, Arc::downgrade(asker)));
+    }
+
+    /// Forgets it when the eval ends.
+    pub fn pop_asker(&self, eval: u64) {
+        self.active_askers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(id, _)| *id != eval);
+    }
+
+    fn latest_asker(&self) -> Option<Arc<dyn Asker>> {
+        let list = self.active_askers.lock().unwrap_or_else(|e| e.into_inner());
+        list.iter()
+            .rev()
+            .find_map(|(_, a)| a.upgrade().filter(|a| a.supports()))
+    }
+}
+
+/// Converts the config's `mcpServers` to upstream specs.
+pub fn upstream_specs(config: &Config) -> HashMap<String, UpstreamSpec> {
+    config
+        .servers
+        .iter()
+        .map(|(name, server)| {
+            let transport = match &server.transport {
+                ServerTransport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                } => UpstreamTransport::Stdio {
+                    command: command.clone(),
+                    args: args.clone(),
+                    env: env.clone(),
+                    cwd: cwd.clone(),
+                },
+                ServerTransport::Http { url, headers } => UpstreamTransport::Http {
+                    url: url.clone(),
+                    headers: headers.clone(),
+                },
+            };
+            (
+                name.clone(),
+                UpstreamSpec::with_transport(transport).call_timeout(server.timeout),
+            )
+        })
+        .collect()
+}
+
+/// An upstream server's own `elicitation/create` goes to the human of the most recently started
+/// eval that can ask one (MCP gives no way to tie it to a particular call); with none, it is
+/// declined.
+struct ForwardElicitation {
+    state: Weak<ServerState>,
+}
+
+impl UpstreamElicitation for ForwardElicitation {
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'a, Result<ElicitResult, String>> {
+        Box::pin(async move {
+            let Some(asker) = self.state.upgrade().and_then(|s| s.latest_asker()) else {
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            };
+            let (message, schema) = match params {
+                ElicitRequestParams::FormElicitationParams {
+                    message,
+                    requested_schema,
+                    ..
+                } => {
+                    let schema =
+                        serde_json::to_value(&requested_schema).map_err(|e| e.to_string())?;
+                    (message, schema.as_object().cloned().unwrap_or_default())
+                }
+                _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
+            };
+            let question = Question {
+                message: format!("[upstream server `{server}` asks]\n{message}"),
+                schema,
+            };
+            Ok(
+                match asker
+                    .ask(question, std::time::Duration::from_secs(120))
+                    .await
+                {
+                    Answer::Accept(content) => {
+                        ElicitResult::new(ElicitationAction::Accept).with_content(content)
+                    }
+                    Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
+                    _ => ElicitResult::new(ElicitationAction::Cancel),
+                },
+            )
+        })
+    }
+}

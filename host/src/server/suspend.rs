@@ -1,0 +1,265 @@
+//! Evals suspended for clients on protocol 2026-07-28, which forbids server→client requests:
+//! a question becomes an *input-required* result of the eval's `tools/call`, the client answers
+//! by retrying the call with `inputResponses` and the `requestState` it was given, and the eval —
+//! still alive in its sandbox, suspended inside its tool call — resumes with the answer.
+//!
+//! The `requestState` is a random 128-bit token naming a server-side entry: nothing in it can be
+//! forged or replayed into another eval, and every HTTP retry (a separate stateless POST) finds
+//! the eval through it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use codemode_runtime::{BoxFuture, EvalOutcome};
+use rmcp::model::{ElicitRequest, InputRequest, InputRequests, InputResponses};
+use serde_json::Value;
+use tokio::sync::{Notify, oneshot};
+
+use super::ask::{Answer, Asker, Question, from_elicit_result};
+
+/// A finished eval whose outcome nobody fetched is forgotten after this long.
+const UNCLAIMED_TTL: Duration = Duration::from_secs(600);
+
+/// All suspended evals of a server (shared by every session and request).
+#[derive(Default)]
+pub struct Suspensions {
+    map: Mutex<HashMap<String, Arc<Suspended>>>,
+}
+
+impl Suspensions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Suspended>>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a new eval for `tool` and returns its entry.
+    pub fn register(&self, tool: &str) -> Arc<Suspended> {
+        let token = random_token();
+        let entry = Arc::new(Suspended {
+            token: token.clone(),
+            tool: tool.to_string(),
+            state: Mutex::new(State::default()),
+            changed: Notify::new(),
+            task: Mutex::new(None),
+        });
+        let mut map = self.lock();
+        map.retain(|_, e| !e.expired());
+        map.insert(token, entry.clone());
+        entry
+    }
+
+    /// The entry named by a client's `requestState`.
+    pub fn get(&self, token: &str) -> Option<Arc<Suspended>> {
+        self.lock().get(token).cloned()
+    }
+
+    /// Forgets an entry (its outcome was delivered, or the request was cancelled).
+    pub fn remove(&self, token: &str) {
+        self.lock().remove(token);
+    }
+
+    /// How many evals are registered (finished or not).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn random_token() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness: fall back to time and address entropy hashed (still unguessable in
+        // practice, and tokens are only valid while their eval lives).
+        use sha2::Digest;
+        let seed = format!("{:?}{:p}", Instant::now(), &bytes);
+        bytes.copy_from_slice(&sha2::Sha256::digest(seed.as_bytes())[..16]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[derive(Default)]
+struct State {
+    pending: BTreeMap<String, Pending>,
+    next_key: u64,
+    outcome: Option<EvalOutcome>,
+    finished_at: Option<Instant>,
+}
+
+struct Pending {
+    question: Question,
+    reply: oneshot::Sender<Answer>,
+}
+
+/// One eval of a 2026-07-28 client.
+pub struct Suspended {
+    token: String,
+    tool: String,
+    state: Mutex<State>,
+    changed: Notify,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// What a waiting request handler should return.
+pub enum Event {
+    /// The eval finished.
+    Complete(EvalOutcome),
+    /// The eval waits on these questions: return them as an input-required result.
+    Input(InputRequests),
+}
+
+impl Suspended {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn expired(&self) -> bool {
+        self.lock()
+            .finished_at
+            .is_some_and(|t| t.elapsed() > UNCLAIMED_TTL)
+    }
+
+    /// The token given to the client as `requestState`.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The eval tool the client called (a retry must name the same one).
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// Keeps the eval's task, so cancellation can stop it.
+    pub fn set_task(&self, task: tokio::task::JoinHandle<()>) {
+        *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+    }
+
+    /// Stops the eval (the client cancelled): its sandbox is dropped at once.
+    pub fn abort(&self) {
+        if let Some(task) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            task.abort();
+        }
+    }
+
+    /// Called by the eval's task when it ends.
+    pub fn complete(&self, outcome: EvalOutcome) {
+        {
+            let mut state = self.lock();
+            state.outcome = Some(outcome);
+            state.finished_at = Some(Instant::now());
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Waits until the eval finishes or has questions nobody answered yet.
+    pub async fn next_event(&self) -> Event {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.lock();
+                if let Some(outcome) = state.outcome.take() {
+                    return Event::Complete(outcome);
+                }
+                if !state.pending.is_empty() {
+                    let mut requests = InputRequests::new();
+                    for (key, pending) in &state.pending {
+                        if let Ok(params) = pending.question.to_params() {
+                            requests.insert(
+                                key.clone(),
+                                InputRequest::Elicitation(ElicitRequest::new(params)),
+                            );
+                        }
+                    }
+                    return Event::Input(requests);
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Delivers a retry's answers to the questions they name; unknown keys are ignored.
+    pub fn answer(&self, responses: &InputResponses) {
+        let mut delivered = Vec::new();
+        {
+            let mut state = self.lock();
+            for (key, response) in responses {
+                if let Some(pending) = state.pending.remove(key) {
+                    delivered.push((pending.reply, parse_response(response)));
+                }
+            }
+        }
+        for (reply, answer) in delivered {
+            let _ = reply.send(answer);
+        }
+    }
+
+    /// An [`Asker`] whose questions become input-required results of this eval's request.
+    pub fn asker(self: &Arc<Self>) -> SuspendedAsker {
+        SuspendedAsker {
+            suspended: self.clone(),
+        }
+    }
+}
+
+/// `{"action": "accept", "content": {…}}` (an `ElicitResult`) → [`Answer`].
+fn parse_response(response: &Value) -> Answer {
+    match serde_json::from_value::<rmcp::model::ElicitResult>(response.clone()) {
+        Ok(result) => from_elicit_result(result.action, result.content),
+        Err(e) => Answer::Failed(format!(
+            "the client's answer is not an elicitation result: {e}"
+        )),
+    }
+}
+
+/// See [`Suspended::asker`].
+pub struct SuspendedAsker {
+    suspended: Arc<Suspended>,
+}
+
+impl Asker for SuspendedAsker {
+    fn supports(&self) -> bool {
+        true
+    }
+
+    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let key = {
+                let mut state = self.suspended.lock();
+                state.next_key += 1;
+                let key = format!("codemode-{}", state.next_key);
+                state
+                    .pending
+                    .insert(key.clone(), Pending { question, reply });
+                key
+            };
+            self.suspended.changed.notify_waiters();
+            // Withdraw the question however this ends (answered, timed out, or dropped).
+            let _withdraw = Withdraw {
+                suspended: &self.suspended,
+                key: &key,
+            };
+            match tokio::time::timeout(timeout, answer).await {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(_)) => Answer::Failed("the question was withdrawn".into()),
+                Err(_) => Answer::Timeout,
+            }
+        })
+    }
+}
+
+struct Withdraw<'a> {
+    suspended: &'a Suspended,
+    key: &'a str,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        self.suspended.lock().pending.remove(self.key);
+    }
+}

@@ -1,0 +1,139 @@
+//! Asking the person at the terminal (`codemode run --profile` with an interactive stdin): the
+//! question, the choices, and a countdown to the automatic answer (deny).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use codemode_runtime::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::server::ask::{Answer, Asker, Question};
+
+/// Prompts on stderr and reads answers from stdin, one question at a time.
+#[derive(Default)]
+pub struct TerminalAsker {
+    /// One prompt at a time: concurrent calls of a script queue here.
+    turn: tokio::sync::Mutex<()>,
+    /// A single reader thread owns stdin; lines arrive here.
+    lines: Mutex<Option<std::sync::mpsc::Receiver<String>>>,
+}
+
+impl TerminalAsker {
+    /// Whether stdin and stderr are terminals (otherwise nobody can be asked).
+    pub fn available() -> bool {
+        std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+    }
+
+    fn next_line(&self, deadline: Instant) -> Option<String> {
+        let mut guard = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let rx = guard.get_or_insert_with(|| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in std::io::stdin().lock().lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            rx
+        });
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            match rx.recv_timeout(left.min(Duration::from_secs(1))) {
+                Ok(line) => return Some(line),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let secs = deadline.saturating_duration_since(Instant::now()).as_secs();
+                    eprint!("\r  (denied automatically in {secs:>3} s) > ");
+                    let _ = std::io::stderr().flush();
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+}
+
+/// The first property of the form that has a fixed set of choices: `(name, [(value, title)])`.
+pub fn choices(question: &Question) -> Option<(String, Vec<(Value, String)>)> {
+    let props = question.schema.get("properties")?.as_object()?;
+    for (name, prop) in props {
+        if let Some(items) = prop.get("oneOf").and_then(Value::as_array) {
+            let list = items
+                .iter()
+                .filter_map(|i| {
+                    let v = i.get("const")?.clone();
+                    let title = i
+                        .get("title")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| v.to_string(), str::to_string);
+                    Some((v, title))
+                })
+                .collect();
+            return Some((name.clone(), list));
+        }
+        if let Some(items) = prop.get("enum").and_then(Value::as_array) {
+            let list = items
+                .iter()
+                .map(|v| {
+                    (
+                        v.clone(),
+                        v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                    )
+                })
+                .collect();
+            return Some((name.clone(), list));
+        }
+    }
+    None
+}
+
+impl Asker for TerminalAsker {
+    fn supports(&self) -> bool {
+        true
+    }
+
+    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+        Box::pin(async move {
+            let _turn = self.turn.lock().await;
+            let Some((field, options)) = choices(&question) else {
+                return Answer::Failed(
+                    "the terminal can only answer multiple-choice questions".into(),
+                );
+            };
+            let deadline = Instant::now() + timeout;
+            let mut text = format!("\n{}\n", question.message);
+            for (i, (_, title)) in options.iter().enumerate() {
+                text.push_str(&format!("  {}) {title}\n", i + 1));
+            }
+            text.push_str("Type a number (empty = decline): ");
+            eprint!("{text}");
+            let _ = std::io::stderr().flush();
+            loop {
+                let line = tokio::task::block_in_place(|| self.next_line(deadline));
+                let Some(line) = line else {
+                    eprintln!("\n  no answer: denied");
+                    return Answer::Timeout;
+                };
+                let line = line.trim();
+                if line.is_empty() {
+                    return Answer::Decline;
+                }
+                match line
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|n| options.get(n.wrapping_sub(1)))
+                {
+                    Some((value, _)) => return Answer::Accept(json!({ field.clone(): value })),
+                    None => {
+                        eprint!("  type a number from 1 to {} > ", options.len());
+                        let _ = std::io::stderr().flush();
+                    }
+                }
+            }
+        })
+    }
+}
