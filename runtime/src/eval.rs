@@ -19,7 +19,7 @@ use crate::abi::{GuestExports, STATUS_DONE, STATUS_PENDING};
 use crate::clock::EvalClock;
 use crate::outcome::{CallStatus, ErrorKind, EvalError, EvalOutcome, EvalStats, ToolCallRecord};
 use crate::runtime::Runtime;
-use crate::state::{HostState, MemoryLimiter, StartedCall};
+use crate::state::{HostState, StartedCall};
 use crate::tool::{BoxFuture, CallContext, EvalId, ToolError, ToolHost};
 use crate::{EvalOptions, suggest};
 
@@ -93,7 +93,7 @@ fn timeout_error(options: &EvalOptions) -> EvalError {
 }
 
 fn human_duration(d: Duration) -> String {
-    if d.as_millis() % 1000 == 0 {
+    if d.as_millis().is_multiple_of(1000) {
         format!("{}s", d.as_secs())
     } else {
         format!("{}ms", d.as_millis())
@@ -102,23 +102,11 @@ fn human_duration(d: Duration) -> String {
 
 fn new_store(runtime: &Runtime, options: &EvalOptions) -> Result<Store<HostState>, EvalError> {
     let limit = options.memory.min(runtime.inner.config.max_memory);
-    let state = HostState {
-        // No preopens, no env, no args, no stdin; stdout/stderr go nowhere (console is an import).
-        wasi: wasmtime_wasi::WasiCtxBuilder::new().build_p1(),
-        memory: MemoryLimiter {
-            limit: usize::try_from(limit).unwrap_or(usize::MAX),
-            peak: 0,
-            refused: false,
-        },
-        started: Vec::new(),
-        next_call_id: 1,
-        max_tool_calls: options.max_tool_calls.filter(|&n| n > 0),
-        logs: Vec::new(),
-        output_used: 0,
-        max_output: options.max_output,
-        finished: None,
-        abort: None,
-    };
+    let state = HostState::new(
+        usize::try_from(limit).unwrap_or(usize::MAX),
+        options.max_tool_calls.filter(|&n| n > 0),
+        options.max_output,
+    );
     let mut store = Store::new(&runtime.inner.engine, state);
     store.limiter(|s| &mut s.memory);
     if runtime.inner.config.fuel {
