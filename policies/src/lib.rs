@@ -1,1 +1,151 @@
-//! x
+//! codemode's policies: the configuration file, profiles and per-call dispositions, human
+//! approval, the static call-site preview and the audit log.
+//!
+//! A script's `codemode.<tool>(args)` reaches a [`codemode_runtime::ToolHost`]. This crate
+//! provides the [`PolicyToolHost`] that sits in front of the real one and decides each call —
+//! allow, deny, or ask a human — from a [`Profile`], and records every attempt in an audit log.
+//! Everything that decides is pure and synchronous ([`Config::from_json_str`],
+//! [`Profile::disposition`], [`extract_tool_calls`]); the only async part is waiting for a
+//! human, behind the [`Approver`] trait that the host implements (terminal prompt, MCP
+//! elicitation).
+//!
+//! # Example
+//!
+//! ```
+//! use codemode_policies::{Config, DispositionKind, MatchedBy};
+//! use serde_json::json;
+//!
+//! let config = Config::from_json_str(r#"{
+//!   "evaluation": {
+//!     "defaultProfile": "supervised",
+//!     "profiles": {
+//!       "supervised": {
+//!         "denylist": ["filesystem__delete_*"],
+//!         "asklist": ["filesystem__*"],
+//!         "rules": [{ "tools": ["filesystem__write_file"], "when": { "/path": "^/etc/" },
+//!                     "disposition": "deny", "reason": "system files" }]
+//!       }
+//!     }
+//!   },
+//!   "limits": { "timeout": "10s", "memory": "128MiB" }
+//! }"#)?;
+//!
+//! // No profile requested: the default one.
+//! let profile = config.resolve_profile(None)?.expect("defaultProfile is set");
+//!
+//! let d = profile.disposition("filesystem__write_file", &json!({ "path": "/etc/passwd" }));
+//! assert_eq!(d.kind, DispositionKind::Deny);
+//! assert_eq!(d.matched, MatchedBy::Rule(0));
+//! assert_eq!(d.reason.as_deref(), Some("system files"));
+//!
+//! let d = profile.disposition("filesystem__read_file", &json!({ "path": "/tmp/x" }));
+//! assert_eq!((d.kind, d.matched), (DispositionKind::Ask, MatchedBy::Asklist("filesystem__*".into())));
+//!
+//! assert_eq!(profile.disposition("time__now", &json!({})).kind, DispositionKind::Allow);
+//! assert_eq!(config.limits.timeout, std::time::Duration::from_secs(10));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The configuration file
+//!
+//! One JSON document, shared with the MCP side (which reads `mcpServers`). Every section is
+//! optional; unknown keys are errors, and [`Config::from_json_str`] reports every problem with
+//! its JSON path ([`ConfigErrors`]).
+//!
+//! ```json
+//! {
+//!   "mcpServers": {
+//!     "fs":  { "command": "npx", "args": ["-y", "x"], "env": {"K": "V"}, "cwd": "/x", "timeoutSeconds": 60 },
+//!     "web": { "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer x"} }
+//!   },
+//!   "evaluation": {
+//!     "defaultProfile": "supervised",
+//!     "profiles": {
+//!       "safe":       { "allowlist": ["time__*", "search_tools", "get_tools"] },
+//!       "supervised": { "denylist": ["fs__delete_*"], "asklist": ["fs__*"],
+//!                       "elicitationFallback": "deny", "approvalTimeoutSeconds": 60,
+//!                       "maxPendingApprovals": 4,
+//!                       "rules": [{ "tools": ["fs__write_file"], "when": { "/path": "^/etc/" },
+//!                                   "disposition": "deny", "reason": "system files" }] }
+//!     }
+//!   },
+//!   "limits": { "fuel": 0, "memory": "64MiB", "timeout": "30s", "maxOutput": "1MiB",
+//!               "maxToolCalls": 0, "maxConcurrentToolCalls": 16 },
+//!   "audit":  { "dir": "./audit-logs", "includeArgs": false }
+//! }
+//! ```
+//!
+//! - `mcpServers` (alias `servers`, not both): by name (`^[A-Za-z0-9_-]{1,64}$`, no `__`),
+//!   either stdio (`command`, optional `args`, `env`, `cwd`) or HTTP (`url`, optional
+//!   `headers`), with an optional `timeoutSeconds` per call (default 60). See [`ServerConfig`].
+//! - `evaluation`: profiles by name (`^[A-Za-z0-9_]{1,32}$`) and the `defaultProfile`. Evals
+//!   are unrestricted unless a profile is requested or `defaultProfile` is set
+//!   ([`Config::resolve_profile`]).
+//! - `limits`: sizes as `64MiB`, `512KiB`, `10MB`, `1000` ([`parse_size`]); durations as `30s`,
+//!   `500ms`, `2m`, `1h` ([`parse_duration`]); `0` fuel or tool calls means unlimited. See
+//!   [`Limits`] for the defaults.
+//! - `audit`: a directory for JSON Lines files, and whether to log arguments ([`AuditConfig`]).
+//!
+//! [`Config::default`] (no file) has no servers, no profiles, default limits and no audit log;
+//! [`DEFAULT_CONFIG_JSON`] is the same as a file.
+//!
+//! # Profiles
+//!
+//! A call's disposition is decided on the called name (and, for rules, its arguments), in this
+//! order — see [`Profile::disposition`]:
+//!
+//! 1. the first matching rule (`tools` globs match and every `when` condition holds: a JSON
+//!    Pointer into the arguments, whose value must match a regex);
+//! 2. a `denylist` glob → deny; 3. an `asklist` glob → ask;
+//! 4. an `allowlist` that does not match → deny; 5. otherwise allow.
+//!
+//! Globs are [globset] globs; tool names contain no `/`, so `*` matches across the `__`
+//! between server and tool: `fs__*` matches `fs__dir__list`. Matching is case-sensitive.
+//!
+//! # Enforcement, approval, audit
+//!
+//! [`PolicyToolHost`] applies a profile to each call: denied calls never reach the inner host
+//! and fail with [`codemode_runtime::ToolError::Denied`] (the script sees a
+//! `ToolCallDeniedError` with `.toolName` and `.reason`); asks go to the [`Approver`], with a
+//! timeout, a cap on pending prompts, and approvals remembered for the eval or the session
+//! ([`SessionApprovals`]). Time spent waiting for a human does not count toward the eval's
+//! timeout. Each attempt is recorded once in an [`AuditSink`] ([`AuditWriter`]: one JSON Lines
+//! file per UTC day).
+//!
+//! # Static preview
+//!
+//! [`extract_tool_calls`] lists the `codemode.<tool>(…)` call sites of a script without
+//! running it, for approval prompts and `codemode check`. It is a preview, never enforcement:
+//! names computed at run time are only flagged as dynamic.
+
+#![doc(test(attr(deny(warnings))))]
+
+mod approval;
+mod audit;
+mod config;
+mod enforce;
+mod preview;
+mod profile;
+mod units;
+
+pub use approval::{
+    ARGS_SUMMARY_MAX_CHARS, ApprovalDecision, ApprovalRequest, Approver, NoApprover,
+    SessionApprovals, summarize_args,
+};
+pub use audit::{
+    AuditRecord, AuditSink, AuditWriter, Decision, EvalAuditRecord, MemoryAuditSink,
+    ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
+};
+pub use config::{
+    AuditConfig, Config, ConfigError, ConfigErrors, DEFAULT_CONFIG_JSON, DEFAULT_SERVER_TIMEOUT,
+    EvaluationConfig, Limits, ServerConfig, ServerTransport, UnknownProfile,
+};
+pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
+pub use preview::{
+    MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,
+};
+pub use profile::{
+    Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
+    DispositionKind, Fallback, MatchedBy, Profile, Rule,
+};
+pub use units::{ParseUnitError, parse_duration, parse_size};

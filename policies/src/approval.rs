@@ -1,0 +1,274 @@
+//! Asking a human: the [`Approver`] trait the host implements (a terminal prompt, an MCP
+//! elicitation), what it is asked ([`ApprovalRequest`]) and what it may answer
+//! ([`ApprovalDecision`]), and the approvals remembered for a session ([`SessionApprovals`]).
+
+use std::collections::HashSet;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use codemode_runtime::{BoxFuture, EvalId};
+use serde_json::Value;
+
+use crate::{MatchedBy, Preview};
+
+/// Asks a human whether a tool call may go ahead.
+///
+/// Object-safe; the enforcement layer holds an `Arc<dyn Approver>`.
+pub trait Approver: Send + Sync {
+    /// Whether a human can be asked at all (an interactive terminal, an MCP client that
+    /// supports elicitation). When `false`, [`approve`](Approver::approve) is never called and
+    /// the profile's `elicitationFallback` decides.
+    fn supports(&self) -> bool;
+
+    /// Asks. The returned future is dropped, unfinished, when the profile's approval timeout
+    /// passes ([`ApprovalRequest::timeout`]) or the eval ends: implementations should withdraw
+    /// their prompt on drop. A timeout always denies.
+    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision>;
+}
+
+/// An [`Approver`] that cannot ask anyone: every `ask` takes the profile's
+/// `elicitationFallback`. For non-interactive runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoApprover;
+
+impl Approver for NoApprover {
+    fn supports(&self) -> bool {
+        false
+    }
+    fn approve(&self, _req: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
+        Box::pin(async { ApprovalDecision::Decline })
+    }
+}
+
+/// What a human is asked about one call.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    /// The tool called.
+    pub tool: String,
+    /// The arguments as pretty JSON, cut at [`ARGS_SUMMARY_MAX_CHARS`] characters with a
+    /// visible marker (see [`summarize_args`]).
+    pub args_summary: String,
+    /// The profile that asked.
+    pub profile: Option<String>,
+    /// The eval making the call.
+    pub eval_id: EvalId,
+    /// The call's number within the eval.
+    pub call_id: u64,
+    /// The client session (MCP), if any.
+    pub session_id: Option<String>,
+    /// Which list entry or rule asked.
+    pub matched: MatchedBy,
+    /// The rule's reason, if a rule with a reason asked.
+    pub reason: Option<String>,
+    /// The other call sites of the script, found statically (context for the human).
+    pub preview: Arc<Preview>,
+    /// How long the human has before the call is denied.
+    pub timeout: Duration,
+}
+
+/// A human's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApprovalDecision {
+    /// Allow this call only.
+    ApproveOnce,
+    /// Allow this call and, for the rest of the eval, the calls of this tool that the same
+    /// source asks about (see [`SessionApprovals`]).
+    ApproveToolForEval,
+    /// Like [`ApproveToolForEval`](Self::ApproveToolForEval), for the rest of the session.
+    ApproveToolForSession,
+    /// Refuse this call (reason `elicitation_declined`).
+    Decline,
+    /// The human dismissed the prompt: treated as [`Decline`](Self::Decline).
+    Cancel,
+}
+
+/// Tools approved "for the session": shared by the evals of one client session (a cheap clone
+/// of an `Arc`).
+///
+/// An approval covers the tool for asks from the same source: an approval given when an
+/// `asklist` glob asked covers every later list-driven ask of that tool; one given when a rule
+/// asked covers only that rule (of that profile), since rules look at the arguments and the
+/// human approved one kind of arguments. A `deny` is never overridden.
+#[derive(Debug, Clone, Default)]
+pub struct SessionApprovals {
+    inner: Arc<Mutex<HashSet<ApprovalKey>>>,
+}
+
+/// What one approval covers: a tool, and the rule that asked, if a rule did.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ApprovalKey {
+    tool: String,
+    rule: Option<(Option<String>, usize)>,
+}
+
+impl ApprovalKey {
+    pub(crate) fn new(tool: &str, profile: Option<&str>, matched: &MatchedBy) -> Self {
+        let rule = match matched {
+            MatchedBy::Rule(i) => Some((profile.map(str::to_string), *i)),
+            _ => None,
+        };
+        ApprovalKey {
+            tool: tool.to_string(),
+            rule,
+        }
+    }
+}
+
+impl SessionApprovals {
+    /// Nothing approved yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<ApprovalKey>> {
+        // A set of strings cannot be left inconsistent by a panic.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn contains(&self, key: &ApprovalKey) -> bool {
+        self.lock().contains(key)
+    }
+
+    pub(crate) fn insert(&self, key: ApprovalKey) {
+        self.lock().insert(key);
+    }
+
+    /// The tools with an approval, sorted, without duplicates.
+    pub fn tools(&self) -> Vec<String> {
+        let mut tools: Vec<String> = self.lock().iter().map(|k| k.tool.clone()).collect();
+        tools.sort_unstable();
+        tools.dedup();
+        tools
+    }
+
+    /// Whether nothing is approved.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Withdraws every approval of `tool`.
+    pub fn revoke(&self, tool: &str) {
+        self.lock().retain(|k| k.tool != tool);
+    }
+
+    /// Withdraws every approval.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+}
+
+/// The longest argument summary in an [`ApprovalRequest`], in characters, before the marker.
+pub const ARGS_SUMMARY_MAX_CHARS: usize = 2000;
+
+/// Pretty-printed `args`, cut after [`ARGS_SUMMARY_MAX_CHARS`] characters with a marker
+/// `… (truncated, N bytes total)` on its own line. Never holds more than a few KiB, however
+/// large `args` is.
+///
+/// ```
+/// use codemode_policies::summarize_args;
+/// assert_eq!(summarize_args(&serde_json::json!({"a": 1})), "{\n  \"a\": 1\n}");
+/// let long = summarize_args(&serde_json::json!("x".repeat(5000)));
+/// assert!(long.ends_with("… (truncated, 5002 bytes total)"));
+/// ```
+pub fn summarize_args(args: &Value) -> String {
+    let mut out = CappedWriter {
+        buf: Vec::new(),
+        cap: ARGS_SUMMARY_MAX_CHARS * 4,
+        total: 0,
+    };
+    // Writing to memory cannot fail; a serialisation error would leave a partial text.
+    let _ = serde_json::to_writer_pretty(&mut out, args);
+    let text = String::from_utf8_lossy(&out.buf);
+    if out.total <= out.cap && text.chars().count() <= ARGS_SUMMARY_MAX_CHARS {
+        return text.into_owned();
+    }
+    let mut cut: String = text.chars().take(ARGS_SUMMARY_MAX_CHARS).collect();
+    cut.push_str(&format!("\n… (truncated, {} bytes total)", out.total));
+    cut
+}
+
+/// Keeps the first `cap` bytes written and counts them all.
+struct CappedWriter {
+    buf: Vec<u8>,
+    cap: usize,
+    total: usize,
+}
+
+impl io::Write for CappedWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.total += data.len();
+        let room = self.cap.saturating_sub(self.buf.len());
+        self.buf.extend_from_slice(&data[..data.len().min(room)]);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn summaries() {
+        let big = "é".repeat(3000);
+        let cases: Vec<(Value, &str, usize)> = vec![
+            (json!({}), "{}", 2),
+            (json!({"path": "/etc"}), "{\n  \"path\": \"/etc\"\n}", 20),
+            (json!("x".repeat(2000)), "", 2002 + 30),
+            (
+                json!(big),
+                "… (truncated, 6002 bytes total)",
+                ARGS_SUMMARY_MAX_CHARS + 32,
+            ),
+            (
+                json!(vec![1; 100_000]),
+                "… (truncated, 500002 bytes total)",
+                ARGS_SUMMARY_MAX_CHARS + 34,
+            ),
+        ];
+        for (args, want_end, max_chars) in cases {
+            let s = summarize_args(&args);
+            assert!(s.ends_with(want_end), "{s}");
+            assert!(
+                s.chars().count() <= max_chars,
+                "{} > {max_chars}",
+                s.chars().count()
+            );
+        }
+        // Exactly at the limit: not truncated.
+        let s = summarize_args(&json!("y".repeat(ARGS_SUMMARY_MAX_CHARS - 2)));
+        assert!(!s.contains("truncated"));
+        let s = summarize_args(&json!("y".repeat(ARGS_SUMMARY_MAX_CHARS - 1)));
+        assert!(s.contains("truncated, 2001 bytes total"));
+    }
+
+    #[test]
+    fn session_approvals_are_shared_and_scoped() {
+        let a = SessionApprovals::new();
+        let b = a.clone();
+        let list = ApprovalKey::new("fs__write", Some("p"), &MatchedBy::Asklist("fs__*".into()));
+        let rule = ApprovalKey::new("fs__write", Some("p"), &MatchedBy::Rule(0));
+        let other_profile = ApprovalKey::new("fs__write", Some("q"), &MatchedBy::Rule(0));
+        a.insert(list.clone());
+        assert!(b.contains(&list));
+        // Any list glob: the same key.
+        assert!(b.contains(&ApprovalKey::new(
+            "fs__write",
+            Some("q"),
+            &MatchedBy::Asklist("*".into())
+        )));
+        assert!(!b.contains(&rule));
+        b.insert(rule.clone());
+        assert!(a.contains(&rule) && !a.contains(&other_profile));
+        assert_eq!(a.tools(), ["fs__write"]);
+        a.revoke("fs__write");
+        assert!(b.is_empty());
+        b.insert(list);
+        b.clear();
+        assert!(a.is_empty());
+    }
+}

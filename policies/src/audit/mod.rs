@@ -1,0 +1,67 @@
+//! The audit log: what was called, what the policy decided, how it ended.
+//!
+//! [`PolicyToolHost`](crate::PolicyToolHost) records one [`ToolCallAuditRecord`] per call
+//! attempt; the host records one [`EvalAuditRecord`] per eval
+//! ([`EvalAuditRecord::from_outcome`]). Records go to an [`AuditSink`]: an [`AuditWriter`]
+//! (JSON Lines files) or a [`MemoryAuditSink`].
+
+mod record;
+mod time;
+mod writer;
+
+use std::sync::Mutex;
+
+pub use record::{
+    AuditRecord, Decision, EvalAuditRecord, ToolCallAuditRecord, args_sha256, canonical_json,
+    sha256_hex,
+};
+pub use time::{now_rfc3339, rfc3339_utc};
+pub use writer::AuditWriter;
+
+/// Where audit records go. Recording never fails from the caller's point of view: a sink
+/// handles (and reports) its own errors.
+pub trait AuditSink: Send + Sync {
+    /// Records one record.
+    fn record(&self, rec: AuditRecord);
+}
+
+/// Keeps records in memory, in order: for tests and for embedding.
+#[derive(Debug, Default)]
+pub struct MemoryAuditSink {
+    records: Mutex<Vec<AuditRecord>>,
+}
+
+impl MemoryAuditSink {
+    /// Empty.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A copy of the records so far.
+    pub fn records(&self) -> Vec<AuditRecord> {
+        self.records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The tool-call records so far.
+    pub fn tool_calls(&self) -> Vec<ToolCallAuditRecord> {
+        self.records()
+            .into_iter()
+            .filter_map(|r| match r {
+                AuditRecord::ToolCall(r) => Some(r),
+                AuditRecord::Eval(_) => None,
+            })
+            .collect()
+    }
+}
+
+impl AuditSink for MemoryAuditSink {
+    fn record(&self, rec: AuditRecord) {
+        self.records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(rec);
+    }
+}

@@ -1,0 +1,286 @@
+//! The audit records: one per tool-call attempt, one per eval.
+
+use codemode_runtime::{CallStatus, ErrorKind, EvalId, EvalOutcome};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::time::now_rfc3339;
+use crate::DispositionKind;
+
+/// One line of the audit log. Serialised with an `event` field: `"tool_call"` or `"eval"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum AuditRecord {
+    /// A tool-call attempt (allowed, denied, approved, declined, timed out, failed…).
+    ToolCall(ToolCallAuditRecord),
+    /// A finished eval.
+    Eval(EvalAuditRecord),
+}
+
+impl AuditRecord {
+    /// The record's `ts`.
+    pub fn ts(&self) -> &str {
+        match self {
+            AuditRecord::ToolCall(r) => &r.ts,
+            AuditRecord::Eval(r) => &r.ts,
+        }
+    }
+}
+
+/// How the policy layer treated a call: the `decision` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Allowed without asking.
+    Allowed,
+    /// Denied without asking (a deny list or rule, not in the allowlist, approval queue full).
+    Denied,
+    /// A human approved it (now, or earlier for the eval or the session).
+    Approved,
+    /// A human declined or dismissed the prompt.
+    Declined,
+    /// Nobody answered in time: denied.
+    Timeout,
+    /// Nobody could be asked; the profile's `elicitationFallback` decided (the `status` says
+    /// which way).
+    Unsupported,
+}
+
+/// `event: "tool_call"`: one attempt to call a tool, whatever became of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallAuditRecord {
+    /// When the attempt ended, RFC 3339 UTC.
+    pub ts: String,
+    /// The eval.
+    pub eval_id: EvalId,
+    /// The call's number within the eval.
+    pub call_id: u64,
+    /// The client session; `null` outside MCP.
+    pub session_id: Option<String>,
+    /// The profile in force; `null` when unprofiled.
+    pub profile: Option<String>,
+    /// The name called.
+    pub tool: String,
+    /// Hex SHA-256 of the arguments' canonical JSON ([`canonical_json`]).
+    pub args_sha256: String,
+    /// The arguments, only with `audit.includeArgs`; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    /// What the profile said.
+    pub disposition: DispositionKind,
+    /// What became of it.
+    pub decision: Decision,
+    /// For a call the policy refused, the machine-readable reason (`denied`,
+    /// `elicitation_declined`, `elicitation_timeout`, `elicitation_unsupported`); otherwise
+    /// the deciding rule's reason, if any. Tool error messages are not logged.
+    pub reason: Option<String>,
+    /// How the call ended.
+    pub status: CallStatus,
+    /// From the start of the attempt (approval time included) to its end, in milliseconds.
+    pub duration_ms: f64,
+}
+
+/// `event: "eval"`: one finished eval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalAuditRecord {
+    /// When the record was made, RFC 3339 UTC.
+    pub ts: String,
+    /// The eval.
+    pub eval_id: EvalId,
+    /// The client session; `null` outside MCP.
+    pub session_id: Option<String>,
+    /// The profile in force; `null` when unprofiled.
+    pub profile: Option<String>,
+    /// Hex SHA-256 of the code as submitted (UTF-8).
+    pub code_sha256: String,
+    /// Whether the eval succeeded.
+    pub ok: bool,
+    /// The class of failure; `null` when `ok`.
+    pub error_kind: Option<ErrorKind>,
+    /// Fuel consumed.
+    pub fuel_used: u64,
+    /// Wall-clock time, in milliseconds.
+    pub wall_ms: f64,
+    /// How many tool calls the script attempted.
+    pub tool_calls: u64,
+}
+
+impl EvalAuditRecord {
+    /// The record of an eval that ended with `outcome`, stamped now.
+    pub fn from_outcome(
+        outcome: &EvalOutcome,
+        eval_id: EvalId,
+        code: &str,
+        session_id: Option<&str>,
+        profile: Option<&str>,
+    ) -> Self {
+        EvalAuditRecord {
+            ts: now_rfc3339(),
+            eval_id,
+            session_id: session_id.map(str::to_string),
+            profile: profile.map(str::to_string),
+            code_sha256: sha256_hex(code.as_bytes()),
+            ok: outcome.ok,
+            error_kind: outcome.error.as_ref().map(|e| e.kind),
+            fuel_used: outcome.stats.fuel_used,
+            wall_ms: outcome.stats.wall_ms,
+            tool_calls: u64::try_from(outcome.tool_calls.len()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+        out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
+    }
+    out
+}
+
+/// Hex SHA-256 of [`canonical_json`]`(args)`: the `args_sha256` field.
+pub fn args_sha256(args: &Value) -> String {
+    sha256_hex(canonical_json(args).as_bytes())
+}
+
+/// `v` as compact JSON with object keys sorted (by their UTF-8 bytes), recursively; strings and
+/// numbers as serde_json writes them. Equal values give equal text whatever the key order they
+/// were built with.
+pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            for (i, (k, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(item, out);
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codemode_runtime::{EvalError, EvalStats, ToolCallRecord};
+    use serde_json::json;
+
+    #[test]
+    fn canonical_text_and_hashes() {
+        let cases: Vec<(Value, &str)> = vec![
+            (
+                json!({"b": 1, "a": [true, null, {"d": "x", "c": 1.5}]}),
+                r#"{"a":[true,null,{"c":1.5,"d":"x"}],"b":1}"#,
+            ),
+            (json!({"é": 1, "z": 2, "Z": 3}), r#"{"Z":3,"z":2,"é":1}"#),
+            (json!("quote\"\n"), r#""quote\"\n""#),
+            (json!({}), "{}"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(canonical_json(&v), want);
+        }
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(args_sha256(&json!({})), sha256_hex(b"{}"));
+        let mut a = serde_json::Map::new();
+        a.insert("y".into(), json!(1));
+        a.insert("x".into(), json!(2));
+        assert_eq!(
+            args_sha256(&Value::Object(a)),
+            args_sha256(&json!({"x": 2, "y": 1}))
+        );
+    }
+
+    #[test]
+    fn tool_call_record_shape() {
+        let mut rec = ToolCallAuditRecord {
+            ts: "2024-05-01T12:34:56.789Z".into(),
+            eval_id: EvalId(7),
+            call_id: 2,
+            session_id: None,
+            profile: Some("supervised".into()),
+            tool: "fs__write".into(),
+            args_sha256: args_sha256(&json!({"a": 1})),
+            args: None,
+            disposition: DispositionKind::Ask,
+            decision: Decision::Timeout,
+            reason: Some("elicitation_timeout".into()),
+            status: CallStatus::Denied,
+            duration_ms: 1.5,
+        };
+        let v = serde_json::to_value(AuditRecord::ToolCall(rec.clone())).unwrap();
+        assert_eq!(
+            v,
+            json!({"ts": "2024-05-01T12:34:56.789Z", "event": "tool_call", "eval_id": 7, "call_id": 2,
+                   "session_id": null, "profile": "supervised", "tool": "fs__write",
+                   "args_sha256": args_sha256(&json!({"a": 1})), "disposition": "ask",
+                   "decision": "timeout", "reason": "elicitation_timeout", "status": "denied",
+                   "duration_ms": 1.5})
+        );
+        rec.args = Some(json!({"a": 1}));
+        let line = serde_json::to_string(&AuditRecord::ToolCall(rec.clone())).unwrap();
+        assert!(line.contains(r#""args":{"a":1}"#));
+        let back: AuditRecord = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, AuditRecord::ToolCall(rec));
+    }
+
+    #[test]
+    fn eval_record_from_outcome() {
+        let outcome = EvalOutcome {
+            ok: false,
+            result: Value::Null,
+            error: Some(EvalError::new(ErrorKind::Timeout, "too slow")),
+            logs: vec![],
+            tool_calls: vec![ToolCallRecord {
+                id: 1,
+                tool: "t".into(),
+                status: CallStatus::Ok,
+                reason: None,
+                duration_ms: 1.0,
+            }],
+            stats: EvalStats {
+                fuel_used: 42,
+                wall_ms: 12.5,
+                memory_peak_bytes: 0,
+            },
+        };
+        let rec = EvalAuditRecord::from_outcome(&outcome, EvalId(3), "return 1", Some("s1"), None);
+        let mut v = serde_json::to_value(AuditRecord::Eval(rec)).unwrap();
+        assert_eq!(v["ts"].as_str().unwrap().len(), 24);
+        v.as_object_mut().unwrap().remove("ts");
+        assert_eq!(
+            v,
+            json!({"event": "eval", "eval_id": 3, "session_id": "s1", "profile": null,
+                   "code_sha256": sha256_hex(b"return 1"), "ok": false, "error_kind": "timeout",
+                   "fuel_used": 42, "wall_ms": 12.5, "tool_calls": 1})
+        );
+    }
+}

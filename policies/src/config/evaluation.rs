@@ -1,0 +1,356 @@
+//! Builds the `evaluation` section: profiles, their lists and rules.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::EvaluationConfig;
+use super::reader::{JsonPath, Reader, describe};
+use super::sections::positive_seconds;
+use crate::ConfigErrors;
+use crate::profile::{
+    Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind, Fallback,
+    GlobList, Profile, Rule,
+};
+
+const EVALUATION_KEYS: &[&str] = &["defaultProfile", "profiles"];
+const PROFILE_KEYS: &[&str] = &[
+    "allowlist",
+    "denylist",
+    "asklist",
+    "rules",
+    "elicitationFallback",
+    "approvalTimeoutSeconds",
+    "maxPendingApprovals",
+];
+const RULE_KEYS: &[&str] = &["tools", "when", "disposition", "reason"];
+
+pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationConfig {
+    let mut out = EvaluationConfig::default();
+    let Some(map) = r.object(v, path, EVALUATION_KEYS) else {
+        return out;
+    };
+    let mut names: Vec<&str> = Vec::new();
+    if let Some(v) = map.get("profiles") {
+        let ppath = path.key("profiles");
+        if let Some(profiles) = r.any_object(v, &ppath) {
+            for (name, pv) in profiles {
+                names.push(name);
+                if let Some(p) = read_profile(r, name, pv, &ppath.key(name)) {
+                    out.profiles.insert(name.clone(), Arc::new(p));
+                }
+            }
+        }
+    }
+    if let Some(v) = map.get("defaultProfile") {
+        let dpath = path.key("defaultProfile");
+        if let Some(name) = r.string(v, &dpath) {
+            if names.contains(&name) {
+                out.default_profile = Some(name.to_string());
+            } else {
+                let have = if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                };
+                r.error(
+                    &dpath,
+                    format!("no profile is called `{name}`; profiles: {have}"),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// `Profile::from_json`: one profile, paths relative to its value.
+pub(crate) fn profile_from_json(name: &str, v: &Value) -> Result<Profile, ConfigErrors> {
+    let mut r = Reader::default();
+    let profile = read_profile(&mut r, name, v, &JsonPath::root());
+    match profile {
+        Some(p) if r.errors.is_empty() => Ok(p),
+        _ => Err(ConfigErrors { errors: r.errors }),
+    }
+}
+
+/// `^[A-Za-z0-9_]{1,32}$`
+fn valid_profile_name(name: &str) -> bool {
+    (1..=32).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// One profile; `None` if anything in it is wrong (the errors are in `r`).
+fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Option<Profile> {
+    let before = r.errors.len();
+    if !valid_profile_name(name) {
+        r.error(
+            path,
+            format!("invalid profile name `{name}`: use 1 to 32 ASCII letters, digits or `_`"),
+        );
+    }
+    let map = r.object(v, path, PROFILE_KEYS)?;
+    let list = |r: &mut Reader, key: &str| {
+        map.get(key)
+            .map(|v| read_globs(r, v, &path.key(key)).unwrap_or_default())
+    };
+    let allowlist = list(r, "allowlist");
+    let denylist = list(r, "denylist").unwrap_or_default();
+    let asklist = list(r, "asklist").unwrap_or_default();
+    let mut rules = Vec::new();
+    if let Some(v) = map.get("rules") {
+        let rpath = path.key("rules");
+        match v {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(rule) = read_rule(r, item, &rpath.index(i)) {
+                        rules.push(rule);
+                    }
+                }
+            }
+            _ => r.error(
+                &rpath,
+                format!("expected an array of rules, found {}", describe(v)),
+            ),
+        }
+    }
+    let mut elicitation_fallback = Fallback::default();
+    if let Some(v) = map.get("elicitationFallback") {
+        let fpath = path.key("elicitationFallback");
+        match v.as_str() {
+            Some("deny") => elicitation_fallback = Fallback::Deny,
+            Some("allow") => elicitation_fallback = Fallback::Allow,
+            _ => r.error(
+                &fpath,
+                format!("expected \"deny\" or \"allow\", found {}", describe(v)),
+            ),
+        }
+    }
+    let approval_timeout = match map.get("approvalTimeoutSeconds") {
+        Some(v) => positive_seconds(r, v, &path.key("approvalTimeoutSeconds")),
+        None => Some(DEFAULT_APPROVAL_TIMEOUT),
+    };
+    let mut max_pending_approvals = DEFAULT_MAX_PENDING_APPROVALS;
+    if let Some(v) = map.get("maxPendingApprovals") {
+        let mpath = path.key("maxPendingApprovals");
+        match r.u64(v, &mpath).map(usize::try_from) {
+            Some(Ok(0)) => r.error(&mpath, "must be at least 1"),
+            Some(Ok(n)) => max_pending_approvals = n,
+            Some(Err(_)) => r.error(&mpath, "too large"),
+            None => {}
+        }
+    }
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(Profile {
+        name: name.to_string(),
+        allowlist,
+        denylist,
+        asklist,
+        rules,
+        elicitation_fallback,
+        approval_timeout: approval_timeout?,
+        max_pending_approvals,
+    })
+}
+
+/// An array of globs, compiled; each bad glob is an error at its index.
+fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<GlobList> {
+    let items = r.strings(v, path)?;
+    let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
+    match GlobList::new(globs) {
+        Ok(list) => Some(list),
+        Err(errors) => {
+            for (i, msg) in errors {
+                r.error(&paths[i], msg);
+            }
+            None
+        }
+    }
+}
+
+fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
+    let before = r.errors.len();
+    let map = r.object(v, path, RULE_KEYS)?;
+    let tools = match map.get("tools") {
+        Some(Value::Array(a)) if a.is_empty() => {
+            r.error(
+                &path.key("tools"),
+                "needs at least one glob (e.g. \"server__*\")",
+            );
+            None
+        }
+        Some(v) => read_globs(r, v, &path.key("tools")),
+        None => {
+            r.error(
+                path,
+                "missing `tools` (the tool-name globs this rule applies to)",
+            );
+            None
+        }
+    };
+    let disposition = match map.get("disposition") {
+        Some(v) => {
+            let dpath = path.key("disposition");
+            match v.as_str() {
+                Some("allow") => Some(DispositionKind::Allow),
+                Some("deny") => Some(DispositionKind::Deny),
+                Some("ask") => Some(DispositionKind::Ask),
+                _ => {
+                    let found = describe(v);
+                    r.error(
+                        &dpath,
+                        format!("expected \"allow\", \"deny\" or \"ask\", found {found}"),
+                    );
+                    None
+                }
+            }
+        }
+        None => {
+            r.error(
+                path,
+                "missing `disposition` (\"allow\", \"deny\" or \"ask\")",
+            );
+            None
+        }
+    };
+    let reason = match map.get("reason") {
+        Some(v) => r.string(v, &path.key("reason")).map(str::to_string),
+        None => None,
+    };
+    let mut when = Vec::new();
+    if let Some(v) = map.get("when") {
+        let wpath = path.key("when");
+        if let Some(conds) = r.any_object(v, &wpath) {
+            for (pointer, rv) in conds {
+                if let Some(c) = read_condition(r, pointer, rv, &wpath.key(pointer)) {
+                    when.push(c);
+                }
+            }
+        }
+    }
+    if r.errors.len() > before {
+        return None;
+    }
+    Some(Rule {
+        tools: tools?,
+        when,
+        disposition: disposition?,
+        reason,
+    })
+}
+
+fn read_condition(r: &mut Reader, pointer: &str, v: &Value, path: &JsonPath) -> Option<Condition> {
+    if let Err(msg) = check_pointer(pointer) {
+        r.error(path, msg);
+    }
+    let pattern = r.string(v, path)?;
+    match regex::Regex::new(pattern) {
+        Ok(regex) => Some(Condition {
+            pointer: pointer.to_string(),
+            regex,
+        }),
+        Err(e) => {
+            r.error(
+                path,
+                format!("invalid regex `{pattern}`: {}", regex_problem(pattern, &e)),
+            );
+            None
+        }
+    }
+}
+
+/// RFC 6901: `""`, or `/`-separated tokens where `~` is only in `~0` and `~1`.
+fn check_pointer(pointer: &str) -> Result<(), String> {
+    if !(pointer.is_empty() || pointer.starts_with('/')) {
+        return Err(format!(
+            "`{pointer}` is not a JSON Pointer: it must be \"\" (the whole arguments) or start with `/` (e.g. \"/{pointer}\")"
+        ));
+    }
+    let mut chars = pointer.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+            return Err(format!(
+                "`{pointer}` is not a JSON Pointer: `~` must be followed by 0 (for `~`) or 1 (for `/`)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The regex crate's message on one line, with the position when it is a syntax error.
+fn regex_problem(pattern: &str, e: &regex::Error) -> String {
+    let span = match regex_syntax::Parser::new().parse(pattern) {
+        Err(regex_syntax::Error::Parse(e)) => Some((e.kind().to_string(), *e.span())),
+        Err(regex_syntax::Error::Translate(e)) => Some((e.kind().to_string(), *e.span())),
+        _ => None,
+    };
+    match (e, span) {
+        (regex::Error::Syntax(_), Some((kind, span))) => {
+            format!("{kind} (at character {})", span.start.column)
+        }
+        (regex::Error::CompiledTooBig(limit), _) => {
+            format!("the compiled regex exceeds the size limit of {limit} bytes")
+        }
+        _ => e
+            .to_string()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointers() {
+        let ok = ["", "/", "/a", "/a/0/b", "/a~0b", "/a~1b", "/~01"];
+        for p in ok {
+            assert_eq!(check_pointer(p), Ok(()), "{p}");
+        }
+        let bad = [
+            ("path", "start with `/`"),
+            ("/a~2", "`~` must be followed"),
+            ("/a~", "`~` must"),
+        ];
+        for (p, want) in bad {
+            let err = check_pointer(p).unwrap_err();
+            assert!(err.contains(want), "{p}: {err}");
+        }
+    }
+
+    #[test]
+    fn profile_names() {
+        for (name, ok) in [
+            ("safe", true),
+            ("a_B_9", true),
+            ("", false),
+            ("a-b", false),
+            ("é", false),
+        ] {
+            assert_eq!(valid_profile_name(name), ok, "{name}");
+        }
+        assert!(valid_profile_name(&"x".repeat(32)));
+        assert!(!valid_profile_name(&"x".repeat(33)));
+    }
+
+    #[test]
+    fn regex_messages_are_one_line_with_a_position() {
+        let cases = [
+            ("^/etc/(", "unclosed group (at character 7)"),
+            ("a{2,1}", "invalid repetition count range"),
+            ("\\p{Nope}", "Unicode property not found"),
+        ];
+        for (pattern, want) in cases {
+            let e = regex::Regex::new(pattern).unwrap_err();
+            let msg = regex_problem(pattern, &e);
+            assert!(
+                msg.contains(want) && !msg.contains('\n'),
+                "{pattern}: {msg}"
+            );
+        }
+    }
+}

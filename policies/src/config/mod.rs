@@ -1,0 +1,229 @@
+//! The configuration file: MCP servers, evaluation profiles, limits and the audit log.
+//!
+//! Parsed by [`Config::from_json_str`] / [`Config::load`], which check everything at once and
+//! report every problem with its JSON path ([`ConfigErrors`]). See the crate docs for the format.
+
+mod error;
+mod evaluation;
+mod reader;
+mod sections;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::profile::Profile;
+
+pub use error::{ConfigError, ConfigErrors};
+pub(crate) use evaluation::profile_from_json;
+
+/// A whole configuration. [`Config::default`] is the built-in one: no servers, no profiles,
+/// default [`Limits`], no audit log.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Config {
+    /// The upstream MCP servers, by name (`mcpServers`, alias `servers`). Default: none.
+    pub servers: BTreeMap<String, ServerConfig>,
+    /// Profiles and the default profile (`evaluation`). Default: none.
+    pub evaluation: EvaluationConfig,
+    /// Resource limits of each eval (`limits`). Default: [`Limits::default`].
+    pub limits: Limits,
+    /// The audit log (`audit`). Default: off.
+    pub audit: AuditConfig,
+}
+
+/// The configuration [`Config::default`] stands for, as JSON: a starting point for a file.
+pub const DEFAULT_CONFIG_JSON: &str = r#"{
+  "mcpServers": {},
+  "evaluation": { "profiles": {} },
+  "limits": {
+    "fuel": 0,
+    "memory": "64MiB",
+    "timeout": "30s",
+    "maxOutput": "1MiB",
+    "maxToolCalls": 0,
+    "maxConcurrentToolCalls": 16
+  },
+  "audit": { "includeArgs": false }
+}
+"#;
+
+impl Config {
+    /// Parses and validates a configuration.
+    ///
+    /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
+    /// `audit`, and `$schema` (ignored, for editors). Every key is optional; unknown keys are
+    /// errors.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigErrors`] with every problem found, each with its JSON path: invalid JSON (with
+    /// line and column), unknown keys (listing the allowed ones), wrong types, bad globs and
+    /// regexes, invalid names, a `defaultProfile` naming no profile, …
+    pub fn from_json_str(json: &str) -> Result<Config, ConfigErrors> {
+        let value: Value = serde_json::from_str(json).map_err(|e| {
+            let text = e.to_string();
+            let what = text
+                .rfind(" at line ")
+                .map_or(text.as_str(), |i| &text[..i]);
+            ConfigErrors::single(
+                "(root)",
+                format!(
+                    "invalid JSON at line {}, column {}: {what}",
+                    e.line(),
+                    e.column()
+                ),
+            )
+        })?;
+        sections::config_from_value(&value)
+    }
+
+    /// Reads and parses the configuration file at `path`. Relative paths inside it (`audit.dir`,
+    /// a server's `cwd`) are kept as written: they are relative to the process's working
+    /// directory, not to the file.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error (one [`ConfigError`] whose `path` is the file name), or what
+    /// [`Config::from_json_str`] reports.
+    pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigErrors> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigErrors::single(
+                path.display().to_string(),
+                format!("cannot read the file: {e}"),
+            )
+        })?;
+        Config::from_json_str(&text)
+    }
+
+    /// The profile called `name`.
+    pub fn profile(&self, name: &str) -> Option<&Arc<Profile>> {
+        self.evaluation.profiles.get(name)
+    }
+
+    /// The profile an eval runs under: the one `requested` by name, else `defaultProfile`, else
+    /// none (unrestricted).
+    ///
+    /// # Errors
+    ///
+    /// [`UnknownProfile`] when `requested` names no profile.
+    pub fn resolve_profile(
+        &self,
+        requested: Option<&str>,
+    ) -> Result<Option<Arc<Profile>>, UnknownProfile> {
+        let Some(name) = requested.or(self.evaluation.default_profile.as_deref()) else {
+            return Ok(None);
+        };
+        self.profile(name)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| UnknownProfile {
+                name: name.to_string(),
+                available: self.evaluation.profiles.keys().cloned().collect(),
+            })
+    }
+}
+
+/// A profile name that the configuration does not define.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown profile `{name}`; available: {}", if available.is_empty() { "none".to_string() } else { available.join(", ") })]
+pub struct UnknownProfile {
+    /// The name asked for.
+    pub name: String,
+    /// The profiles that exist.
+    pub available: Vec<String>,
+}
+
+/// One upstream MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// How to reach it: `command` (stdio) or `url` (streamable HTTP).
+    pub transport: ServerTransport,
+    /// How long one call to it may take (`timeoutSeconds`). Default: [`DEFAULT_SERVER_TIMEOUT`].
+    pub timeout: Duration,
+}
+
+/// The default of a server's `timeoutSeconds`: 60 seconds.
+pub const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerTransport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// The program (`command`, required).
+        command: String,
+        /// Its arguments (`args`). Default: none.
+        args: Vec<String>,
+        /// Extra environment variables (`env`). Default: none.
+        env: BTreeMap<String, String>,
+        /// Its working directory (`cwd`). Default: the current one.
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable-HTTP endpoint.
+    Http {
+        /// The endpoint (`url`, required, `http://` or `https://`).
+        url: String,
+        /// Extra request headers (`headers`), e.g. `Authorization`. Default: none.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// The `evaluation` section.
+#[derive(Debug, Clone, Default)]
+pub struct EvaluationConfig {
+    /// The profile evals run under when none is requested (`defaultProfile`). Default: none,
+    /// i.e. unrestricted.
+    pub default_profile: Option<String>,
+    /// The profiles, by name (`profiles`). Default: none.
+    pub profiles: BTreeMap<String, Arc<Profile>>,
+}
+
+/// Resource limits of each eval (`limits`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// WebAssembly fuel budget (`fuel`; `0` in the file). Default: `None`, unlimited.
+    pub fuel: Option<u64>,
+    /// Maximum guest memory in bytes (`memory`, a size like `64MiB`). Default: 64 MiB.
+    pub memory: u64,
+    /// Wall-clock timeout (`timeout`, a duration like `30s`), not counting time spent waiting
+    /// for a human's approval. Default: 30 s.
+    pub timeout: Duration,
+    /// Maximum size of logs plus result, in bytes (`maxOutput`). Default: 1 MiB.
+    pub max_output: u64,
+    /// Maximum tool calls per eval (`maxToolCalls`; `0` in the file). Default: `None`,
+    /// unlimited.
+    pub max_tool_calls: Option<u64>,
+    /// Maximum tool calls in flight at once (`maxConcurrentToolCalls`). Default: 16.
+    pub max_concurrent_tool_calls: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: None,
+            memory: 64 << 20,
+            timeout: Duration::from_secs(30),
+            max_output: 1 << 20,
+            max_tool_calls: None,
+            max_concurrent_tool_calls: 16,
+        }
+    }
+}
+
+/// The `audit` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditConfig {
+    /// Where the JSON Lines files go (`dir`). Default: `None`, no audit log.
+    pub dir: Option<PathBuf>,
+    /// Whether tool-call records include the arguments themselves (`includeArgs`), not just
+    /// their SHA-256. Default: `false`.
+    pub include_args: bool,
+}
+
+#[cfg(test)]
+mod tests;

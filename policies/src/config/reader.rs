@@ -1,0 +1,293 @@
+//! A checked walk over a `serde_json::Value`: type checks and unknown-key checks that record
+//! every problem with its JSON path, so that one pass reports all of them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use super::error::ConfigError;
+
+/// A path into the document: `evaluation.profiles.safe.allowlist[2]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct JsonPath(String);
+
+impl JsonPath {
+    pub(crate) fn root() -> Self {
+        JsonPath(String::new())
+    }
+
+    /// The path of member `key`: `.key` for plain words, `["key"]` otherwise.
+    pub(crate) fn key(&self, key: &str) -> Self {
+        let plain = !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$');
+        let mut s = self.0.clone();
+        if plain {
+            if !s.is_empty() {
+                s.push('.');
+            }
+            s.push_str(key);
+        } else {
+            s.push('[');
+            s.push_str(&Value::String(key.to_string()).to_string());
+            s.push(']');
+        }
+        JsonPath(s)
+    }
+
+    /// The path of element `i`: `[i]`.
+    pub(crate) fn index(&self, i: usize) -> Self {
+        JsonPath(format!("{}[{i}]", self.0))
+    }
+}
+
+impl fmt::Display for JsonPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            f.write_str("(root)")
+        } else {
+            f.write_str(&self.0)
+        }
+    }
+}
+
+/// Describes a JSON value for "expected X, found Y" messages.
+pub(crate) fn describe(v: &Value) -> String {
+    const MAX: usize = 40;
+    match v {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => format!("a boolean ({b})"),
+        Value::Number(n) => format!("a number ({n})"),
+        Value::String(s) if s.chars().count() > MAX => {
+            format!(
+                "a string (\"{}…\")",
+                s.chars().take(MAX).collect::<String>()
+            )
+        }
+        Value::String(s) => format!("a string ({v})", v = Value::String(s.clone())),
+        Value::Array(_) => "an array".to_string(),
+        Value::Object(_) => "an object".to_string(),
+    }
+}
+
+/// Collects problems while the caller walks the document.
+#[derive(Debug, Default)]
+pub(crate) struct Reader {
+    pub(crate) errors: Vec<ConfigError>,
+}
+
+impl Reader {
+    pub(crate) fn error(&mut self, path: &JsonPath, message: impl Into<String>) {
+        self.errors.push(ConfigError {
+            path: path.to_string(),
+            message: message.into(),
+        });
+    }
+
+    fn expected(&mut self, path: &JsonPath, what: &str, v: &Value) {
+        self.error(path, format!("expected {what}, found {}", describe(v)));
+    }
+
+    /// An object whose keys are all in `allowed`; each other key is an error (the object is
+    /// still returned so that the known keys get checked too).
+    pub(crate) fn object<'v>(
+        &mut self,
+        v: &'v Value,
+        path: &JsonPath,
+        allowed: &[&str],
+    ) -> Option<&'v Map<String, Value>> {
+        let Value::Object(map) = v else {
+            self.expected(path, "an object", v);
+            return None;
+        };
+        for key in map.keys() {
+            if !allowed.contains(&key.as_str()) {
+                let list = allowed
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let hint = did_you_mean(key, allowed)
+                    .map(|k| format!(" (did you mean `{k}`?)"))
+                    .unwrap_or_default();
+                self.error(
+                    &path.key(key),
+                    format!("unknown key `{key}`{hint}; allowed keys: {list}"),
+                );
+            }
+        }
+        Some(map)
+    }
+
+    /// Any object (free-form keys, such as the profile or server names).
+    pub(crate) fn any_object<'v>(
+        &mut self,
+        v: &'v Value,
+        path: &JsonPath,
+    ) -> Option<&'v Map<String, Value>> {
+        match v {
+            Value::Object(map) => Some(map),
+            _ => {
+                self.expected(path, "an object", v);
+                None
+            }
+        }
+    }
+
+    pub(crate) fn string<'v>(&mut self, v: &'v Value, path: &JsonPath) -> Option<&'v str> {
+        match v {
+            Value::String(s) => Some(s),
+            _ => {
+                self.expected(path, "a string", v);
+                None
+            }
+        }
+    }
+
+    pub(crate) fn bool(&mut self, v: &Value, path: &JsonPath) -> Option<bool> {
+        match v {
+            Value::Bool(b) => Some(*b),
+            _ => {
+                self.expected(path, "a boolean", v);
+                None
+            }
+        }
+    }
+
+    /// A non-negative whole number.
+    pub(crate) fn u64(&mut self, v: &Value, path: &JsonPath) -> Option<u64> {
+        match v.as_u64() {
+            Some(n) => Some(n),
+            None => {
+                self.expected(path, "a non-negative whole number", v);
+                None
+            }
+        }
+    }
+
+    /// An array of strings, each paired with its path. Non-string elements are errors and are
+    /// left out.
+    pub(crate) fn strings(
+        &mut self,
+        v: &Value,
+        path: &JsonPath,
+    ) -> Option<Vec<(JsonPath, String)>> {
+        let Value::Array(items) = v else {
+            self.expected(path, "an array of strings", v);
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let p = path.index(i);
+            if let Some(s) = self.string(item, &p) {
+                out.push((p, s.to_string()));
+            }
+        }
+        Some(out)
+    }
+
+    /// An object whose values are all strings (`env`, `headers`).
+    pub(crate) fn string_map(
+        &mut self,
+        v: &Value,
+        path: &JsonPath,
+    ) -> Option<BTreeMap<String, String>> {
+        let map = self.any_object(v, path)?;
+        let mut out = BTreeMap::new();
+        for (k, v) in map {
+            if let Some(s) = self.string(v, &path.key(k)) {
+                out.insert(k.clone(), s.to_string());
+            }
+        }
+        Some(out)
+    }
+}
+
+/// The allowed key closest to `key`, if it is close enough to be a likely typo.
+fn did_you_mean<'k>(key: &str, allowed: &[&'k str]) -> Option<&'k str> {
+    let key_lower = key.to_ascii_lowercase();
+    allowed
+        .iter()
+        .map(|k| (edit_distance(&key_lower, &k.to_ascii_lowercase()), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let subst = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = subst.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn paths() {
+        let root = JsonPath::root();
+        let cases: &[(JsonPath, &str)] = &[
+            (root.clone(), "(root)"),
+            (root.key("limits"), "limits"),
+            (root.key("a").key("b-c").index(2), "a.b-c[2]"),
+            (
+                root.key("rules").index(0).key("when").key("/path"),
+                "rules[0].when[\"/path\"]",
+            ),
+            (root.key("a.b"), "[\"a.b\"]"),
+            (root.key(""), "[\"\"]"),
+        ];
+        for (path, want) in cases {
+            assert_eq!(path.to_string(), *want);
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_listed_with_a_hint() {
+        let mut r = Reader::default();
+        let v = json!({"allowlist": [], "asklst": [], "zzz": 1});
+        r.object(&v, &JsonPath::root().key("p"), &["allowlist", "asklist"]);
+        let msgs: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "p.asklst: unknown key `asklst` (did you mean `asklist`?); allowed keys: `allowlist`, `asklist`",
+                "p.zzz: unknown key `zzz`; allowed keys: `allowlist`, `asklist`",
+            ]
+        );
+    }
+
+    #[test]
+    fn type_errors_describe_the_value() {
+        let mut r = Reader::default();
+        let p = JsonPath::root().key("x");
+        assert_eq!(r.string(&json!(3), &p), None);
+        assert_eq!(r.u64(&json!(-1), &p), None);
+        assert_eq!(r.bool(&json!("yes"), &p), None);
+        assert!(r.strings(&json!(["a", 1]), &p).is_some());
+        let msgs: Vec<&str> = r.errors.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "expected a string, found a number (3)",
+                "expected a non-negative whole number, found a number (-1)",
+                "expected a boolean, found a string (\"yes\")",
+                "expected a string, found a number (1)",
+            ]
+        );
+        assert_eq!(r.errors[3].path, "x[1]");
+    }
+}

@@ -1,0 +1,343 @@
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+use crate::DispositionKind;
+
+const EXAMPLE: &str = r#"{
+  "mcpServers": {
+    "name": { "command": "npx", "args": ["-y","x"], "env": {"K":"V"}, "cwd": "/x" },
+    "other": { "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer x"}, "timeoutSeconds": 5 }
+  },
+  "evaluation": {
+    "defaultProfile": "supervised",
+    "profiles": {
+      "safe":       { "allowlist": ["time__*", "search_tools", "get_tools"] },
+      "supervised": { "denylist": ["filesystem__delete_*"],
+                      "asklist": ["filesystem__*", "gitlab__*"],
+                      "elicitationFallback": "deny",
+                      "approvalTimeoutSeconds": 60,
+                      "maxPendingApprovals": 4,
+                      "rules": [ { "tools": ["filesystem__write_file"], "when": { "/path": "^/etc/" },
+                                   "disposition": "deny", "reason": "system files" } ] }
+    }
+  },
+  "limits": { "fuel": 0, "memory": "64MiB", "timeout": "30s", "maxOutput": "1MiB", "maxToolCalls": 0, "maxConcurrentToolCalls": 16 },
+  "audit":  { "dir": "./audit-logs", "includeArgs": false }
+}"#;
+
+#[test]
+fn the_documented_example_parses() {
+    let c = Config::from_json_str(EXAMPLE).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        c.servers["name"],
+        ServerConfig {
+            transport: ServerTransport::Stdio {
+                command: "npx".into(),
+                args: vec!["-y".into(), "x".into()],
+                env: [("K".to_string(), "V".to_string())].into(),
+                cwd: Some("/x".into()),
+            },
+            timeout: DEFAULT_SERVER_TIMEOUT,
+        }
+    );
+    assert_eq!(
+        c.servers["other"],
+        ServerConfig {
+            transport: ServerTransport::Http {
+                url: "http://127.0.0.1:1/mcp".into(),
+                headers: [("Authorization".to_string(), "Bearer x".to_string())].into(),
+            },
+            timeout: Duration::from_secs(5),
+        }
+    );
+    assert_eq!(c.limits, Limits::default());
+    assert_eq!(
+        c.audit,
+        AuditConfig {
+            dir: Some("./audit-logs".into()),
+            include_args: false
+        }
+    );
+    assert_eq!(c.evaluation.default_profile.as_deref(), Some("supervised"));
+    let p = c.resolve_profile(None).unwrap().unwrap();
+    assert_eq!(p.name(), "supervised");
+    assert_eq!(p.asklist(), ["filesystem__*", "gitlab__*"]);
+    assert_eq!(p.rules()[0].reason(), Some("system files"));
+    assert_eq!(p.rules()[0].when()[0].pointer(), "/path");
+    assert_eq!(p.approval_timeout(), Duration::from_secs(60));
+    let d = p.disposition("filesystem__write_file", &json!({"path": "/etc/hosts"}));
+    assert_eq!(d.kind, DispositionKind::Deny);
+    let safe = c.resolve_profile(Some("safe")).unwrap().unwrap();
+    assert_eq!(
+        safe.allowlist(),
+        Some(
+            &[
+                "time__*".to_string(),
+                "search_tools".into(),
+                "get_tools".into()
+            ][..]
+        )
+    );
+    let err = c.resolve_profile(Some("nope")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown profile `nope`; available: safe, supervised"
+    );
+}
+
+#[test]
+fn defaults() {
+    let c = Config::default();
+    assert!(c.servers.is_empty() && c.evaluation.profiles.is_empty());
+    assert!(c.resolve_profile(None).unwrap().is_none());
+    let l = &c.limits;
+    assert_eq!(l.fuel, None);
+    assert_eq!(l.memory, 64 * 1024 * 1024);
+    assert_eq!(l.timeout, Duration::from_secs(30));
+    assert_eq!(l.max_output, 1024 * 1024);
+    assert_eq!(l.max_tool_calls, None);
+    assert_eq!(l.max_concurrent_tool_calls, 16);
+    assert_eq!(c.audit.dir, None);
+    // The embedded JSON says the same.
+    let parsed = Config::from_json_str(DEFAULT_CONFIG_JSON).unwrap();
+    assert_eq!(parsed.limits, c.limits);
+    assert_eq!(parsed.audit, c.audit);
+    assert!(parsed.servers.is_empty() && parsed.evaluation.profiles.is_empty());
+    // An empty object is the default too; a profile gets its documented defaults.
+    let c = Config::from_json_str(r#"{"evaluation": {"profiles": {"p": {}}}}"#).unwrap();
+    let p = c.profile("p").unwrap();
+    assert_eq!(p.approval_timeout(), Duration::from_secs(60));
+    assert_eq!(p.max_pending_approvals(), 4);
+    assert_eq!(p.elicitation_fallback(), crate::Fallback::Deny);
+    assert_eq!(p.allowlist(), None);
+    // Unprofiled unless defaultProfile is set.
+    assert!(c.resolve_profile(None).unwrap().is_none());
+}
+
+#[test]
+fn valid_variants() {
+    type Check = fn(&Config);
+    let cases: &[(&str, Check)] = &[
+        (r#"{"servers": {"a-b_1": {"command": "x"}}}"#, |c| {
+            assert!(c.servers.contains_key("a-b_1"))
+        }),
+        (
+            r#"{"$schema": "https://x", "limits": {"memory": 1000, "maxOutput": "10MB"}}"#,
+            |c| {
+                assert_eq!((c.limits.memory, c.limits.max_output), (1000, 10_000_000));
+            },
+        ),
+        (
+            r#"{"limits": {"fuel": 5, "maxToolCalls": 3, "timeout": "1m30s"}}"#,
+            |c| {
+                assert_eq!(c.limits.fuel, Some(5));
+                assert_eq!(c.limits.max_tool_calls, Some(3));
+                assert_eq!(c.limits.timeout, Duration::from_secs(90));
+            },
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"approvalTimeoutSeconds": 0.5, "elicitationFallback": "allow"}}}}"#,
+            |c| {
+                let p = c.profile("p").unwrap();
+                assert_eq!(p.approval_timeout(), Duration::from_millis(500));
+                assert_eq!(p.elicitation_fallback(), crate::Fallback::Allow);
+            },
+        ),
+        (
+            r#"{"audit": {"dir": "/var/log/cm", "includeArgs": true}}"#,
+            |c| {
+                assert!(c.audit.include_args);
+            },
+        ),
+    ];
+    for (json, check) in cases {
+        let c = Config::from_json_str(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        check(&c);
+    }
+}
+
+/// Each case: a document and the `path: message` fragments of all the errors expected, in any
+/// order (the exact number of errors is checked).
+#[test]
+fn invalid_configs_report_every_error_with_its_path() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "{\"limits\": {\n  \"memory\": ,\n}}",
+            &["(root): invalid JSON at line 2, column 13: expected value"],
+        ),
+        ("[]", &["(root): expected an object, found an array"]),
+        (
+            r#"{"limit": {}, "audit": {"dirr": "x"}}"#,
+            &[
+                "limit: unknown key `limit` (did you mean `limits`?); allowed keys: `$schema`, `mcpServers`",
+                "audit.dirr: unknown key `dirr` (did you mean `dir`?); allowed keys: `dir`, `includeArgs`",
+            ],
+        ),
+        (
+            r#"{"mcpServers": {}, "servers": {}}"#,
+            &["servers: `servers` is an alias of `mcpServers`; give only one of them"],
+        ),
+        (
+            r#"{"mcpServers": {"a__b": {"command": "x"}, "bad name": {"command": "x"}, "": {"url": "x"}}}"#,
+            &[
+                "mcpServers.a__b: invalid server name `a__b`: `__` is reserved",
+                "mcpServers[\"bad name\"]: invalid server name `bad name`: use 1 to 64",
+                "mcpServers[\"\"]: invalid server name ``",
+                "mcpServers[\"\"].url: `x` is not an http:// or https:// URL",
+            ],
+        ),
+        (
+            r#"{"servers": {"both": {"command": "x", "url": "http://x"}, "neither": {"args": []}}}"#,
+            &[
+                "servers.both: give either `command` (stdio server) or `url` (HTTP server), not both",
+                "servers.neither: missing `command` (stdio server) or `url` (HTTP server)",
+            ],
+        ),
+        (
+            r#"{"servers": {"s": {"command": 1, "args": [1], "env": {"K": 2}, "headers": {}, "timeoutSeconds": -1},
+                            "h": {"url": "https://x", "cwd": "/", "headers": []}}}"#,
+            &[
+                "servers.s.timeoutSeconds: expected a positive number of seconds, found a number (-1)",
+                "servers.s.headers: `headers` applies to HTTP servers (with `url`) only",
+                "servers.s.command: expected a string, found a number (1)",
+                "servers.s.args[0]: expected a string, found a number (1)",
+                "servers.s.env.K: expected a string, found a number (2)",
+                "servers.h.cwd: `cwd` applies to stdio servers (with `command`) only",
+                "servers.h.headers: expected an object, found an array",
+            ],
+        ),
+        (
+            r#"{"limits": {"memory": "64 parsecs", "timeout": 30, "maxOutput": 0, "fuel": -1,
+                           "maxToolCalls": "3", "maxConcurrentToolCalls": 0}}"#,
+            &[
+                "limits.memory: unknown unit `parsecs`",
+                "limits.timeout: expected a duration such as \"30s\", found a number (30)",
+                "limits.maxOutput: must be greater than zero",
+                "limits.fuel: expected a non-negative whole number, found a number (-1)",
+                "limits.maxToolCalls: expected a non-negative whole number, found a string (\"3\")",
+                "limits.maxConcurrentToolCalls: must be at least 1",
+            ],
+        ),
+        (
+            r#"{"limits": {"timeout": "30"}}"#,
+            &["limits.timeout: `30` has no unit; write e.g. `30s`"],
+        ),
+        (
+            r#"{"limits": {"timeout": "0s"}}"#,
+            &["limits.timeout: the timeout must be greater than zero"],
+        ),
+        (
+            r#"{"audit": {"dir": "", "includeArgs": "yes"}}"#,
+            &[
+                "audit.dir: the directory is empty",
+                "audit.includeArgs: expected a boolean",
+            ],
+        ),
+        (
+            r#"{"evaluation": {"defaultProfile": "missing", "profiles": {"bad-name": {}, "ok": {}}}}"#,
+            &[
+                "evaluation.profiles.bad-name: invalid profile name `bad-name`",
+                "evaluation.defaultProfile: no profile is called `missing`; profiles: bad-name, ok",
+            ],
+        ),
+        (
+            r#"{"evaluation": {"defaultProfile": "x"}}"#,
+            &["evaluation.defaultProfile: no profile is called `x`; profiles: none"],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"supervised": {
+                "asklist": ["ok__*", "filesystem__[", "a{b"], "denylist": "x",
+                "elicitationFallback": "maybe", "approvalTimeoutSeconds": 0, "maxPendingApprovals": 0,
+                "allowList": []}}}}"#,
+            &[
+                "evaluation.profiles.supervised.asklist[1]: invalid glob `filesystem__[`: unclosed character class; missing ']'",
+                "evaluation.profiles.supervised.asklist[2]: invalid glob `a{b`: unclosed alternate group",
+                "evaluation.profiles.supervised.denylist: expected an array of strings, found a string (\"x\")",
+                "evaluation.profiles.supervised.elicitationFallback: expected \"deny\" or \"allow\", found a string (\"maybe\")",
+                "evaluation.profiles.supervised.approvalTimeoutSeconds: expected a positive number of seconds, found a number (0)",
+                "evaluation.profiles.supervised.maxPendingApprovals: must be at least 1",
+                "evaluation.profiles.supervised.allowList: unknown key `allowList` (did you mean `allowlist`?)",
+            ],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"rules": [
+                {"tools": ["fs__*"], "when": {"path": "^/etc/", "/a": "(", "/b": 3}, "disposition": "block"},
+                {"when": {}},
+                {"tools": [], "disposition": "ask", "reason": 1, "extra": true},
+                "nope"
+            ]}}}}"#,
+            &[
+                "evaluation.profiles.p.rules[0].when.path: `path` is not a JSON Pointer: it must be \"\" (the whole arguments) or start with `/` (e.g. \"/path\")",
+                "evaluation.profiles.p.rules[0].when[\"/a\"]: invalid regex `(`: unclosed group (at character 1)",
+                "evaluation.profiles.p.rules[0].when[\"/b\"]: expected a string, found a number (3)",
+                "evaluation.profiles.p.rules[0].disposition: expected \"allow\", \"deny\" or \"ask\", found a string (\"block\")",
+                "evaluation.profiles.p.rules[1]: missing `tools`",
+                "evaluation.profiles.p.rules[1]: missing `disposition`",
+                "evaluation.profiles.p.rules[2].tools: needs at least one glob",
+                "evaluation.profiles.p.rules[2].reason: expected a string, found a number (1)",
+                "evaluation.profiles.p.rules[2].extra: unknown key `extra`; allowed keys: `tools`, `when`, `disposition`, `reason`",
+                "evaluation.profiles.p.rules[3]: expected an object, found a string (\"nope\")",
+            ],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"rules": {}}}}}"#,
+            &["evaluation.profiles.p.rules: expected an array of rules, found an object"],
+        ),
+    ];
+    for (json, wanted) in cases {
+        let errs = match Config::from_json_str(json) {
+            Ok(_) => panic!("accepted: {json}"),
+            Err(e) => e,
+        };
+        let lines: Vec<String> = errs.to_string().lines().map(str::to_string).collect();
+        assert_eq!(lines.len(), errs.errors.len(), "one line per error: {errs}");
+        for want in *wanted {
+            assert!(
+                lines.iter().any(|l| l.contains(want)),
+                "missing `{want}` in:\n{errs}"
+            );
+        }
+        assert_eq!(
+            lines.len(),
+            wanted.len(),
+            "unexpected errors for {json}:\n{errs}"
+        );
+    }
+}
+
+#[test]
+fn load_names_the_file() {
+    let dir = std::env::temp_dir().join(format!("codemode-policies-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("missing.json");
+    let err = Config::load(&missing).unwrap_err();
+    assert_eq!(err.errors.len(), 1);
+    assert_eq!(err.errors[0].path, missing.display().to_string());
+    assert!(
+        err.errors[0].message.starts_with("cannot read the file: "),
+        "{err}"
+    );
+
+    let file = dir.join("ok.json");
+    std::fs::write(&file, EXAMPLE).unwrap();
+    let c = Config::load(&file).unwrap();
+    assert_eq!(c.servers.len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn profile_from_json_paths_are_relative() {
+    let err = Profile::from_json("p", &json!({"asklist": ["["]})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "asklist[0]: invalid glob `[`: unclosed character class; missing ']'"
+    );
+    let err = Profile::from_json("no-dash", &json!({})).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("(root): invalid profile name `no-dash`"),
+        "{err}"
+    );
+}

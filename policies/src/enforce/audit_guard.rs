@@ -1,0 +1,91 @@
+//! Exactly one audit record per call attempt, even when the attempt is abandoned midway.
+
+use std::time::Instant;
+
+use codemode_runtime::{CallContext, CallStatus};
+use serde_json::Value;
+
+use super::PolicyToolHost;
+use crate::DispositionKind;
+use crate::audit::{AuditRecord, Decision, ToolCallAuditRecord, args_sha256, now_rfc3339};
+
+/// Collects what is known about one attempt and records it once: on [`AuditGuard::finish`],
+/// or on drop if the call's future was dropped before finishing (status `error`, reason
+/// `cancelled`).
+pub(super) struct AuditGuard<'h> {
+    host: &'h PolicyToolHost,
+    /// `None` when the host has no audit sink (nothing to hash or record).
+    base: Option<Base>,
+    started: Instant,
+    pub(super) disposition: DispositionKind,
+    pub(super) decision: Decision,
+    pub(super) reason: Option<String>,
+}
+
+struct Base {
+    eval_id: codemode_runtime::EvalId,
+    call_id: u64,
+    tool: String,
+    args_sha256: String,
+    args: Option<Value>,
+}
+
+impl<'h> AuditGuard<'h> {
+    pub(super) fn start(
+        host: &'h PolicyToolHost,
+        tool: &str,
+        args: &Value,
+        cx: &CallContext,
+    ) -> Self {
+        let base = host.audit.as_ref().map(|_| Base {
+            eval_id: cx.eval_id,
+            call_id: cx.call_id,
+            tool: tool.to_string(),
+            args_sha256: args_sha256(args),
+            args: host.include_args.then(|| args.clone()),
+        });
+        AuditGuard {
+            host,
+            base,
+            started: Instant::now(),
+            disposition: DispositionKind::Allow,
+            decision: Decision::Allowed,
+            reason: None,
+        }
+    }
+
+    /// Records the attempt as ended with `status`.
+    pub(super) fn finish(mut self, status: CallStatus) {
+        self.emit(status);
+    }
+
+    fn emit(&mut self, status: CallStatus) {
+        let (Some(base), Some(sink)) = (self.base.take(), self.host.audit.as_ref()) else {
+            return;
+        };
+        sink.record(AuditRecord::ToolCall(ToolCallAuditRecord {
+            ts: now_rfc3339(),
+            eval_id: base.eval_id,
+            call_id: base.call_id,
+            session_id: self.host.session_id.clone(),
+            profile: self.host.profile_name().map(str::to_string),
+            tool: base.tool,
+            args_sha256: base.args_sha256,
+            args: base.args,
+            disposition: self.disposition,
+            decision: self.decision,
+            reason: self.reason.take(),
+            status,
+            duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+        }));
+    }
+}
+
+impl Drop for AuditGuard<'_> {
+    fn drop(&mut self) {
+        if self.base.is_some() {
+            self.reason = Some("cancelled".to_string());
+            self.emit(CallStatus::Error);
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! [`PolicyToolHost`]: the enforcement layer, a [`ToolHost`] that decides each call against a
+//! profile, asks a human when the profile says so, and audits every attempt.
+
+mod audit_guard;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use codemode_runtime::{BoxFuture, CallContext, CallStatus, EvalId, ToolError, ToolHost};
+use serde_json::Value;
+
+use crate::approval::ApprovalKey;
+use crate::audit::{AuditSink, Decision};
+use crate::{
+    ApprovalDecision, ApprovalRequest, Approver, Disposition, DispositionKind, Fallback, MatchedBy,
+    NoApprover, Preview, Profile, SessionApprovals, summarize_args,
+};
+use audit_guard::AuditGuard;
+
+/// Wraps a [`ToolHost`] with a profile: each call is allowed, denied (the inner host is never
+/// reached) or put to a human through an [`Approver`], and audited exactly once.
+///
+/// Build one per eval with [`PolicyToolHost::builder`]; share a [`SessionApprovals`] across
+/// the evals of a client session.
+///
+/// # Per call
+///
+/// 1. The disposition comes from [`Profile::disposition`] on the called name and arguments
+///    (no profile: allowed).
+/// 2. `deny`: [`ToolError::Denied`] with reason `denied`.
+/// 3. `ask`: if approved earlier for this eval or session (see [`SessionApprovals`] for what
+///    an approval covers), the call proceeds. Otherwise, if the approver cannot ask anyone, the
+///    profile's `elicitationFallback` decides (`deny`: reason `elicitation_unsupported`). If
+///    `maxPendingApprovals` asks of this eval are already waiting, the call is denied (reason
+///    `denied`, "approval queue full"). Otherwise the approver is asked, with the profile's
+///    approval timeout: no answer in time denies (reason `elicitation_timeout`; a timeout
+///    never approves), a decline or a dismissal denies (reason `elicitation_declined`).
+///    Asks about the same tool (from the same list or rule) wait for each other, so that
+///    "approve for this eval" answers the calls queued behind it.
+/// 4. Otherwise the inner host is called.
+///
+/// # Human time and the eval's timeout
+///
+/// While a call waits for a human (queued behind another ask of the same tool, or prompted),
+/// it holds [`CallContext::pause_timeout`]: the eval's wall-clock timeout does not count that
+/// time, so a slow human cannot make a script fail on time; each prompt is bounded by the
+/// approval timeout instead, and at most `maxPendingApprovals` prompts wait at once.
+///
+/// # Audit
+///
+/// Exactly one [`crate::ToolCallAuditRecord`] per attempt, whatever happens to it, including
+/// a call abandoned midway (its future dropped when the eval ends): recorded then with status
+/// `error` and reason `cancelled`.
+pub struct PolicyToolHost {
+    inner: Arc<dyn ToolHost>,
+    profile: Option<Arc<Profile>>,
+    approver: Arc<dyn Approver>,
+    session: SessionApprovals,
+    preview: Arc<Preview>,
+    audit: Option<Arc<dyn AuditSink>>,
+    include_args: bool,
+    session_id: Option<String>,
+    /// Tools approved for the rest of an eval (keyed by eval in case a host is reused).
+    eval_approvals: Mutex<HashSet<(EvalId, ApprovalKey)>>,
+    /// Asks waiting (queued or prompted) now.
+    pending: AtomicUsize,
+    /// One queue per approval key: asks about the same thing take turns.
+    queues: Mutex<HashMap<ApprovalKey, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl std::fmt::Debug for PolicyToolHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyToolHost")
+            .field("profile", &self.profile.as_ref().map(|p| p.name()))
+            .field("session_id", &self.session_id)
+            .field("approver_supports", &self.approver.supports())
+            .field("audit", &self.audit.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`PolicyToolHost`]. Defaults: no profile (unrestricted), [`NoApprover`], a fresh
+/// [`SessionApprovals`], an empty preview, no audit, no session id.
+pub struct PolicyToolHostBuilder {
+    host: PolicyToolHost,
+}
+
+impl PolicyToolHostBuilder {
+    /// The profile to enforce; `None`: every call is allowed (and still audited).
+    pub fn profile(mut self, profile: Option<Arc<Profile>>) -> Self {
+        self.host.profile = profile;
+        self
+    }
+
+    /// Who to ask when the profile says `ask`.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.host.approver = approver;
+        self
+    }
+
+    /// The session's approvals, shared with the other evals of the session.
+    pub fn session_approvals(mut self, session: SessionApprovals) -> Self {
+        self.host.session = session;
+        self
+    }
+
+    /// The eval's static call-site preview, shown in approval requests.
+    pub fn preview(mut self, preview: Arc<Preview>) -> Self {
+        self.host.preview = preview;
+        self
+    }
+
+    /// Where audit records go; with `include_args`, records carry the arguments themselves.
+    pub fn audit(mut self, sink: Arc<dyn AuditSink>, include_args: bool) -> Self {
+        self.host.audit = Some(sink);
+        self.host.include_args = include_args;
+        self
+    }
+
+    /// The client session (MCP), for approval requests and audit records.
+    pub fn session_id(mut self, session_id: Option<String>) -> Self {
+        self.host.session_id = session_id;
+        self
+    }
+
+    /// The host.
+    pub fn build(self) -> PolicyToolHost {
+        self.host
+    }
+}
+
+impl PolicyToolHost {
+    /// Starts building a policy layer around `inner`.
+    pub fn builder(inner: Arc<dyn ToolHost>) -> PolicyToolHostBuilder {
+        PolicyToolHostBuilder {
+            host: PolicyToolHost {
+                inner,
+                profile: None,
+                approver: Arc::new(NoApprover),
+                session: SessionApprovals::new(),
+                preview: Arc::new(Preview::default()),
+                audit: None,
+                include_args: false,
+                session_id: None,
+                eval_approvals: Mutex::new(HashSet::new()),
+                pending: AtomicUsize::new(0),
+                queues: Mutex::new(HashMap::new()),
+            },
+        }
+    }
+
+    /// The profile enforced, if any.
+    pub fn profile(&self) -> Option<&Arc<Profile>> {
+        self.profile.as_ref()
+    }
+
+    fn profile_name(&self) -> Option<&str> {
+        self.profile.as_deref().map(Profile::name)
+    }
+
+    fn is_approved(&self, eval: EvalId, key: &ApprovalKey) -> bool {
+        self.session.contains(key) || lock(&self.eval_approvals).contains(&(eval, key.clone()))
+    }
+
+    fn queue(&self, key: &ApprovalKey) -> Arc<tokio::sync::Mutex<()>> {
+        lock(&self.queues).entry(key.clone()).or_default().clone()
+    }
+
+    /// Takes one of `max` pending-approval slots, if one is free.
+    fn take_slot(&self, max: usize) -> Option<PendingSlot<'_>> {
+        self.pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| PendingSlot(&self.pending))
+    }
+
+    /// Decides an `ask`: whether the call may go ahead, and how that was decided.
+    async fn ask(
+        &self,
+        profile: &Profile,
+        tool: &str,
+        args: &Value,
+        d: &Disposition,
+        cx: &CallContext,
+        audit: &mut AuditGuard<'_>,
+    ) -> (Decision, Result<(), ToolError>) {
+        let key = ApprovalKey::new(tool, Some(profile.name()), &d.matched);
+        if self.is_approved(cx.eval_id, &key) {
+            return (Decision::Approved, Ok(()));
+        }
+        let what = describe_match(profile, tool, &d.matched, d.reason.as_deref());
+        if !self.approver.supports() {
+            return match profile.elicitation_fallback() {
+                Fallback::Allow => (Decision::Unsupported, Ok(())),
+                Fallback::Deny => (
+                    Decision::Unsupported,
+                    Err(denied(
+                        tool,
+                        "elicitation_unsupported",
+                        format!(
+                            "{what} needs approval, and no one can be asked here (elicitationFallback: deny)"
+                        ),
+                    )),
+                ),
+            };
+        }
+        let max = profile.max_pending_approvals();
+        let Some(_slot) = self.take_slot(max) else {
+            return (
+                Decision::Denied,
+                Err(denied(
+                    tool,
+                    "denied",
+                    format!(
+                        "{what} needs approval, but the approval queue is full: {max} approvals are already pending in this eval (maxPendingApprovals)"
+                    ),
+                )),
+            );
+        };
+        // From here on the call waits for a human: if the eval ends first, the attempt is
+        // recorded as not answered in time.
+        audit.decision = Decision::Timeout;
+        let _pause = cx.pause_timeout();
+        let queue = self.queue(&key);
+        let _turn = queue.lock().await;
+        if self.is_approved(cx.eval_id, &key) {
+            return (Decision::Approved, Ok(()));
+        }
+        let request = ApprovalRequest {
+            tool: tool.to_string(),
+            args_summary: summarize_args(args),
+            profile: Some(profile.name().to_string()),
+            eval_id: cx.eval_id,
+            call_id: cx.call_id,
+            session_id: self.session_id.clone(),
+            matched: d.matched.clone(),
+            reason: d.reason.clone(),
+            preview: self.preview.clone(),
+            timeout: profile.approval_timeout(),
+        };
+        let answer =
+            tokio::time::timeout(profile.approval_timeout(), self.approver.approve(request)).await;
+        match answer {
+            Err(_elapsed) => (
+                Decision::Timeout,
+                Err(denied(
+                    tool,
+                    "elicitation_timeout",
+                    format!(
+                        "{what} needs approval, and none came within {:?}",
+                        profile.approval_timeout()
+                    ),
+                )),
+            ),
+            Ok(ApprovalDecision::ApproveOnce) => (Decision::Approved, Ok(())),
+            Ok(ApprovalDecision::ApproveToolForEval) => {
+                lock(&self.eval_approvals).insert((cx.eval_id, key));
+                (Decision::Approved, Ok(()))
+            }
+            Ok(ApprovalDecision::ApproveToolForSession) => {
+                self.session.insert(key);
+                (Decision::Approved, Ok(()))
+            }
+            Ok(ApprovalDecision::Decline | ApprovalDecision::Cancel) => (
+                Decision::Declined,
+                Err(denied(
+                    tool,
+                    "elicitation_declined",
+                    format!("{what} was declined by the user"),
+                )),
+            ),
+        }
+    }
+
+    async fn call_inner(
+        &self,
+        tool: &str,
+        args: Value,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        let mut audit = AuditGuard::start(self, tool, &args, cx);
+        let d = match &self.profile {
+            Some(p) => p.disposition(tool, &args),
+            None => Disposition::unrestricted(),
+        };
+        audit.disposition = d.kind;
+        audit.reason = d.reason.clone();
+        let (decision, gate) = match (d.kind, self.profile.as_deref()) {
+            (DispositionKind::Allow, _) | (_, None) => (Decision::Allowed, Ok(())),
+            (DispositionKind::Deny, Some(p)) => {
+                let what = describe_match(p, tool, &d.matched, d.reason.as_deref());
+                (
+                    Decision::Denied,
+                    Err(denied(tool, "denied", format!("{what}: denied"))),
+                )
+            }
+            (DispositionKind::Ask, Some(p)) => self.ask(p, tool, &args, &d, cx, &mut audit).await,
+        };
+        audit.decision = decision;
+        let result = match gate {
+            Ok(()) => self.inner.call(tool, args, cx).await,
+            Err(e) => {
+                if let ToolError::Denied { reason, .. } = &e {
+                    audit.reason = Some(reason.clone());
+                }
+                Err(e)
+            }
+        };
+        let status = match &result {
+            Ok(_) => CallStatus::Ok,
+            Err(ToolError::Denied { .. }) => CallStatus::Denied,
+            Err(_) => CallStatus::Error,
+        };
+        audit.finish(status);
+        result
+    }
+}
+
+impl ToolHost for PolicyToolHost {
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(self.call_inner(name, args, cx))
+    }
+
+    /// The inner host's tools (denied ones included: listing is not calling).
+    fn tool_names(&self) -> Vec<String> {
+        self.inner.tool_names()
+    }
+}
+
+/// One pending-approval slot; freed on drop.
+struct PendingSlot<'a>(&'a AtomicUsize);
+
+impl Drop for PendingSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Sets and maps of plain keys: a panic cannot leave them inconsistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn denied(tool: &str, reason: &str, message: String) -> ToolError {
+    ToolError::Denied {
+        tool: tool.to_string(),
+        reason: reason.to_string(),
+        message,
+    }
+}
+
+/// "`fs__write` (rules[0] of profile `supervised`: system files)"
+fn describe_match(
+    profile: &Profile,
+    tool: &str,
+    matched: &MatchedBy,
+    reason: Option<&str>,
+) -> String {
+    let because = reason.map(|r| format!(": {r}")).unwrap_or_default();
+    format!(
+        "`{tool}` ({matched} of profile `{}`{because})",
+        profile.name()
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,124 @@
+//! The policy layer under real evals: what the script sees, and the eval's timeout not counting
+//! human time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_policies::{
+    ApprovalDecision, ApprovalRequest, Approver, Decision, MemoryAuditSink, PolicyToolHost,
+    Profile, extract_tool_calls,
+};
+use codemode_runtime::{
+    BoxFuture, CallStatus, EvalOptions, FnTools, Runtime, RuntimeConfig, ToolHost,
+};
+use serde_json::json;
+
+/// Says yes, after thinking for a while.
+struct SlowYes(Duration);
+
+impl Approver for SlowYes {
+    fn supports(&self) -> bool {
+        true
+    }
+    fn approve(&self, _req: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
+        Box::pin(async move {
+            tokio::time::sleep(self.0).await;
+            ApprovalDecision::ApproveOnce
+        })
+    }
+}
+
+fn tools() -> Arc<dyn ToolHost> {
+    Arc::new(
+        FnTools::new()
+            .sync_tool("fs__read", |_| Ok(json!("contents")))
+            .sync_tool("fs__write", |_| Ok(json!("written")))
+            .sync_tool("fs__delete", |_| Ok(json!("deleted"))),
+    )
+}
+
+const CODE: &str = r#"
+    let denied;
+    try {
+      await codemode.fs__delete({ path: "/x" });
+    } catch (e) {
+      denied = [e.name, e instanceof ToolCallDeniedError, e.toolName, e.reason];
+    }
+    const written = await codemode.fs__write({ path: "/tmp/x" });
+    const again = await codemode.fs__write({ path: "/tmp/y" });
+    return { denied, written, again, read: await codemode.fs__read({}) };
+"#;
+
+/// Runs `CODE` with a 1 s timeout and a human who takes `think` to approve each write.
+async fn run_with_slow_human(
+    think: Duration,
+) -> (codemode_runtime::EvalOutcome, Arc<MemoryAuditSink>) {
+    let runtime = Runtime::new(&RuntimeConfig::default()).expect("runtime");
+    let profile = Profile::from_json(
+        "supervised",
+        &json!({"denylist": ["fs__delete"], "asklist": ["fs__write"], "approvalTimeoutSeconds": 30}),
+    )
+    .expect("profile");
+    let audit = Arc::new(MemoryAuditSink::new());
+    let host = PolicyToolHost::builder(tools())
+        .profile(Some(Arc::new(profile)))
+        .approver(Arc::new(SlowYes(think)))
+        .preview(Arc::new(extract_tool_calls(CODE)))
+        .audit(audit.clone(), false)
+        .build();
+    let options = EvalOptions::default().timeout(Some(Duration::from_millis(1000)));
+    (runtime.eval(CODE, &options, &host).await, audit)
+}
+
+fn check(outcome: &codemode_runtime::EvalOutcome, audit: &MemoryAuditSink) {
+    assert!(outcome.ok, "{outcome:?}");
+    assert_eq!(
+        outcome.result,
+        json!({
+            "denied": ["ToolCallDeniedError", true, "fs__delete", "denied"],
+            "written": "written",
+            "again": "written",
+            "read": "contents"
+        })
+    );
+    let statuses: Vec<CallStatus> = outcome.tool_calls.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses,
+        [
+            CallStatus::Denied,
+            CallStatus::Ok,
+            CallStatus::Ok,
+            CallStatus::Ok
+        ]
+    );
+    let decisions: Vec<(u64, Decision)> = audit
+        .tool_calls()
+        .iter()
+        .map(|r| (r.call_id, r.decision))
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            (1, Decision::Denied),
+            (2, Decision::Approved),
+            (3, Decision::Approved),
+            (4, Decision::Allowed)
+        ]
+    );
+}
+
+/// Two approvals of 700 ms each: 1.4 s of human time in an eval limited to 1 s.
+#[tokio::test]
+async fn denials_reach_the_script_and_human_time_does_not_count() {
+    let (outcome, audit) = run_with_slow_human(Duration::from_millis(700)).await;
+    check(&outcome, &audit);
+    assert!(outcome.stats.wall_ms > 1400.0, "{}", outcome.stats.wall_ms);
+}
+
+/// One approval longer than the eval's whole timeout.
+#[tokio::test]
+#[ignore = "runtime: after a paused tool call, the guest's `alloc` runs with the stale epoch deadline (set_deadline is called after guest.write); un-ignore once fixed"]
+async fn a_single_approval_longer_than_the_timeout() {
+    let (outcome, audit) = run_with_slow_human(Duration::from_millis(1300)).await;
+    check(&outcome, &audit);
+}
