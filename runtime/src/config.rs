@@ -19,6 +19,12 @@ pub struct RuntimeConfig {
     pub(crate) pooling: bool,
     pub(crate) cache_dir: Option<PathBuf>,
     pub(crate) epoch_tick: std::time::Duration,
+    pub(crate) epoch_interruption: bool,
+    pub(crate) snapshot: bool,
+    pub(crate) memory_keep_resident: usize,
+    pub(crate) table_keep_resident: usize,
+    pub(crate) pagemap_scan: bool,
+    pub(crate) reset_off_request_path: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -31,6 +37,12 @@ impl Default for RuntimeConfig {
             pooling: true,
             cache_dir: default_cache_dir(),
             epoch_tick: std::time::Duration::from_millis(2),
+            epoch_interruption: true,
+            snapshot: true,
+            memory_keep_resident: 16 << 20,
+            table_keep_resident: 1 << 20,
+            pagemap_scan: true,
+            reset_off_request_path: true,
         }
     }
 }
@@ -97,6 +109,63 @@ impl RuntimeConfig {
     /// Granularity of wall-clock timeouts while guest code runs. Default 2 ms.
     pub fn epoch_tick(&mut self, tick: std::time::Duration) -> &mut Self {
         self.epoch_tick = tick.max(std::time::Duration::from_micros(100));
+        self
+    }
+
+    /// Interrupt running guest code at its wall-clock deadline (epoch interruption). Default on.
+    ///
+    /// Off, the timeout only holds while a script waits on tools, and only fuel bounds its
+    /// compute: saves the few percent of compute the deadline checks cost (see
+    /// docs/PERFORMANCE.md). Meant for benchmarks and trusted code.
+    pub fn epoch_interruption(&mut self, on: bool) -> &mut Self {
+        self.epoch_interruption = on;
+        self
+    }
+
+    /// Pre-initialise the guest once (QuickJS runtime, intrinsics and prelude, snapshotted with
+    /// Wizer) instead of in every eval. Default on.
+    ///
+    /// The snapshot is taken the first time a runtime is built on a machine and cached with the
+    /// compiled guest in [`RuntimeConfig::cache_dir`] (without a cache directory, once per
+    /// process). A guest without a `cm_init` export, or one that cannot be snapshotted, is used
+    /// as it is. `Math.random` is reseeded in every eval, so instances of one snapshot do not
+    /// share its sequence.
+    pub fn snapshot(&mut self, on: bool) -> &mut Self {
+        self.snapshot = on;
+        self
+    }
+
+    /// Bytes of each pooled linear memory that stay mapped when an eval ends and are reset in
+    /// place (`memset` of what the eval changed) rather than returned to the kernel. Default
+    /// 16 MiB. With [`RuntimeConfig::pooling`] only, and Linux only.
+    ///
+    /// Higher means fewer page faults in the next eval of that slot; the price is resident
+    /// memory held by idle slots (at most this much per slot, and only what an eval touched).
+    pub fn memory_keep_resident(&mut self, bytes: usize) -> &mut Self {
+        self.memory_keep_resident = bytes;
+        self
+    }
+
+    /// Like [`RuntimeConfig::memory_keep_resident`] for the guest's function table. Default
+    /// 1 MiB (the guest's table is far smaller, so it is never unmapped).
+    pub fn table_keep_resident(&mut self, bytes: usize) -> &mut Self {
+        self.table_keep_resident = bytes;
+        self
+    }
+
+    /// Find the pages an eval changed with Linux's `PAGEMAP_SCAN` ioctl, so that resetting a
+    /// slot touches only those. Default on; ignored where unavailable (Linux before 6.7, other
+    /// systems) or without [`RuntimeConfig::pooling`].
+    pub fn pagemap_scan(&mut self, on: bool) -> &mut Self {
+        self.pagemap_scan = on;
+        self
+    }
+
+    /// Tear down an eval's instance (and reset its pool slot) on a background thread after the
+    /// outcome is ready, instead of before returning it. Default on. The slot counts against
+    /// [`RuntimeConfig::max_concurrent_evals`] until the reset is done.
+    pub fn reset_off_request_path(&mut self, on: bool) -> &mut Self {
+        self.reset_off_request_path = on;
         self
     }
 

@@ -49,6 +49,7 @@ mod limits;
 mod module_cache;
 mod outcome;
 mod runtime;
+mod snapshot;
 mod state;
 mod suggest;
 mod tool;

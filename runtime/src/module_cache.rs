@@ -17,24 +17,46 @@ pub fn load(
     wasm: &[u8],
     cache_dir: Option<&Path>,
 ) -> Result<Module, RuntimeError> {
+    let prepared = load_prepared(engine, wasm, cache_dir, "", |wasm| {
+        Some(std::borrow::Cow::Borrowed(wasm))
+    })?;
+    Ok(prepared.expect("the identity preparation never fails"))
+}
+
+/// Like [`load`] for a module derived from `wasm` by `prepare` (the snapshot): the cache entry
+/// is keyed by `wasm`'s hash, the engine and `variant`, so a hit skips `prepare` entirely.
+/// `Ok(None)` when `prepare` gave up (then nothing is cached).
+pub fn load_prepared<'w>(
+    engine: &Engine,
+    wasm: &'w [u8],
+    cache_dir: Option<&Path>,
+    variant: &str,
+    prepare: impl FnOnce(&'w [u8]) -> Option<std::borrow::Cow<'w, [u8]>>,
+) -> Result<Option<Module>, RuntimeError> {
     let Some(dir) = cache_dir else {
-        return compile(engine, wasm);
+        return match prepare(wasm) {
+            Some(prepared) => compile(engine, &prepared).map(Some),
+            None => Ok(None),
+        };
     };
-    let path = dir.join(format!("guest-{}.cwasm", cache_key(engine, wasm)));
+    let path = dir.join(format!("guest-{}{variant}.cwasm", cache_key(engine, wasm)));
     if path.exists() {
-        // SAFETY: the file was written by `Module::serialize` of this same key (guest hash and
-        // engine compatibility hash) into a directory of the user's; wasmtime checks the header
-        // and refuses artifacts of another version or configuration.
+        // SAFETY: the file was written by `Module::serialize` of this same key (guest hash,
+        // engine compatibility hash, variant) into a directory of the user's; wasmtime checks
+        // the header and refuses artifacts of another version or configuration.
         match unsafe { Module::deserialize_file(engine, &path) } {
-            Ok(module) => return Ok(module),
+            Ok(module) => return Ok(Some(module)),
             Err(e) => tracing::warn!("ignoring unusable cached guest {}: {e:#}", path.display()),
         }
     }
-    let module = compile(engine, wasm)?;
+    let Some(prepared) = prepare(wasm) else {
+        return Ok(None);
+    };
+    let module = compile(engine, &prepared)?;
     if let Err(e) = store(&module, dir, &path) {
         tracing::warn!("cannot cache the compiled guest in {}: {e}", dir.display());
     }
-    Ok(module)
+    Ok(Some(module))
 }
 
 fn compile(engine: &Engine, wasm: &[u8]) -> Result<Module, RuntimeError> {

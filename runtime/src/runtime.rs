@@ -1,17 +1,19 @@
 //! [`Runtime`]: one engine, the compiled guest, the instance pool, the epoch ticker.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use wasmtime::{
-    Engine, InstanceAllocationStrategy, InstancePre, Linker, OptLevel, PoolingAllocationConfig,
+    Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module, OptLevel,
+    PoolingAllocationConfig,
 };
 
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
 use crate::state::HostState;
 use crate::tool::{EvalId, ToolHost};
-use crate::{EvalOptions, EvalOutcome, abi, module_cache};
+use crate::{EvalOptions, EvalOutcome, abi, module_cache, snapshot};
 
 /// The committed guest module (built by guest/build.sh).
 pub const GUEST_WASM: &[u8] = include_bytes!("../../guest/codemode_guest.wasm");
@@ -69,11 +71,11 @@ impl Runtime {
     pub fn with_guest(config: &RuntimeConfig, wasm: &[u8]) -> Result<Self, RuntimeError> {
         let engine = Engine::new(&engine_config(config))
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        let module = module_cache::load(&engine, wasm, config.cache_dir.as_deref())?;
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut HostState| &mut s.wasi)
             .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         abi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        let module = load_guest(config, &engine, &linker, wasm)?;
         let pre = linker
             .instantiate_pre(&module)
             .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
@@ -128,9 +130,38 @@ impl Runtime {
     }
 }
 
+/// The compiled guest: its pre-initialised snapshot when asked for and possible, else the
+/// module as it is.
+fn load_guest(
+    config: &RuntimeConfig,
+    engine: &Engine,
+    linker: &Linker<HostState>,
+    wasm: &[u8],
+) -> Result<Module, RuntimeError> {
+    let cache_dir = config.cache_dir.as_deref();
+    if config.snapshot {
+        let variant = format!("-snapshot{}", snapshot::RECIPE);
+        let memory = usize::try_from(config.max_memory).unwrap_or(usize::MAX);
+        let prepared = module_cache::load_prepared(engine, wasm, cache_dir, &variant, |wasm| {
+            match snapshot::wizen(engine, linker, wasm, config.fuel, memory) {
+                Ok(Some(wizened)) => Some(Cow::Owned(wizened.to_vec())),
+                Ok(None) => Some(Cow::Borrowed(wasm)),
+                Err(e) => {
+                    tracing::warn!("running the guest without a snapshot: {e}");
+                    None
+                }
+            }
+        })?;
+        if let Some(module) = prepared {
+            return Ok(module);
+        }
+    }
+    module_cache::load(engine, wasm, cache_dir)
+}
+
 fn engine_config(config: &RuntimeConfig) -> wasmtime::Config {
     let mut cfg = wasmtime::Config::new();
-    cfg.epoch_interruption(true)
+    cfg.epoch_interruption(config.epoch_interruption)
         .consume_fuel(config.fuel)
         .max_wasm_stack(config.max_wasm_stack)
         .cranelift_opt_level(OptLevel::Speed)
@@ -138,12 +169,23 @@ fn engine_config(config: &RuntimeConfig) -> wasmtime::Config {
     if config.pooling {
         let n = config.max_concurrent_evals;
         let mut pool = PoolingAllocationConfig::default();
+        // One core instance, memory and table per eval; nothing else is ever instantiated (the
+        // store is synchronous, so no fiber stacks; no components; no GC heaps).
         pool.total_core_instances(n)
             .total_memories(n)
             .total_tables(n)
-            .total_stacks(n)
+            .total_stacks(0)
             .total_component_instances(0)
-            .max_memory_size(config.max_memory as usize);
+            .max_memories_per_module(1)
+            .max_tables_per_module(1)
+            .max_memory_size(usize::try_from(config.max_memory).unwrap_or(usize::MAX))
+            .linear_memory_keep_resident(config.memory_keep_resident)
+            .table_keep_resident(config.table_keep_resident)
+            .pagemap_scan(if config.pagemap_scan {
+                Enabled::Auto
+            } else {
+                Enabled::No
+            });
         cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     cfg

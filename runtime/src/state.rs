@@ -29,6 +29,28 @@ pub struct HostState {
 }
 
 impl HostState {
+    /// A fresh state: no calls, no logs, memory capped at `memory_limit` bytes.
+    pub fn new(memory_limit: usize, max_tool_calls: Option<u64>, max_output: u64) -> Self {
+        HostState {
+            // No preopens, no env, no args, no stdin; stdout/stderr go nowhere (console is an
+            // import).
+            wasi: wasmtime_wasi::WasiCtxBuilder::new().build_p1(),
+            memory: MemoryLimiter {
+                limit: memory_limit,
+                peak: 0,
+                refused: false,
+            },
+            started: Vec::new(),
+            next_call_id: 1,
+            max_tool_calls,
+            logs: Vec::new(),
+            output_used: 0,
+            max_output,
+            finished: None,
+            abort: None,
+        }
+    }
+
     /// Counts `bytes` of output against the limit.
     pub fn charge_output(&mut self, bytes: u64) -> Result<(), EvalError> {
         self.output_used = self.output_used.saturating_add(bytes);

@@ -1,0 +1,128 @@
+//! Pre-initialisation of the guest with Wizer: the QuickJS runtime, its intrinsics and the
+//! codemode prelude are created once (the guest's `cm_init` export) and the resulting memory and
+//! globals become the data of a new module. Every eval then starts from that state through a
+//! copy-on-write memory image, instead of spending about a millisecond building it.
+//!
+//! The snapshot is taken at the first start on a machine (see [`crate::module_cache`]), not at
+//! build time: the committed guest stays the reproducible output of `guest/build.sh`, and
+//! nothing but the host toolchain is needed. Only Wizer's module rewriting is used here; the
+//! guest runs in this runtime's own engine and linker, so its WASI imports behave as in an eval.
+
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+use wasmtime::{Engine, Instance, Linker, Module, Store};
+use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
+
+use crate::state::HostState;
+
+/// The guest export that initialises it.
+pub const INIT_EXPORT: &str = "cm_init";
+
+/// Bumped when the way snapshots are made changes, so that cached ones are not reused.
+pub const RECIPE: u32 = 1;
+
+/// Fuel for the initialisation, when the engine meters fuel.
+const INIT_FUEL: u64 = 10_000_000_000;
+
+/// Snapshots made in this process, by guest hash: runtimes built without a cache directory
+/// (tests, mostly) take the snapshot once per process, not once per runtime.
+static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
+
+/// A snapshot made in this process: the guest's sha256 and the pre-initialised module.
+type Made = ([u8; 32], Arc<[u8]>);
+
+/// Returns the pre-initialised guest, or `Ok(None)` when `wasm` has no `cm_init` export (it is
+/// then used as it is). Errors say why a guest that asked for initialisation cannot be
+/// snapshotted.
+pub fn wizen(
+    engine: &Engine,
+    linker: &Linker<HostState>,
+    wasm: &[u8],
+    fuel: bool,
+    memory_limit: usize,
+) -> Result<Option<Arc<[u8]>>, String> {
+    let digest: [u8; 32] = Sha256::digest(wasm).into();
+    if let Some((_, made)) = lock_made().iter().find(|(d, _)| *d == digest) {
+        return Ok(Some(made.clone()));
+    }
+    let wizer = {
+        let mut w = Wizer::new();
+        w.init_func(INIT_EXPORT);
+        w
+    };
+    let (cx, instrumented) = wizer
+        .instrument(wasm)
+        .map_err(|e| format!("preparing the guest: {e:#}"))?;
+    let module =
+        Module::new(engine, &instrumented).map_err(|e| format!("compiling the guest: {e:#}"))?;
+    if module.get_export(INIT_EXPORT).is_none() {
+        return Ok(None);
+    }
+
+    let mut store = Store::new(engine, HostState::new(memory_limit, None, u64::MAX));
+    store.limiter(|s| &mut s.memory);
+    if fuel {
+        store
+            .set_fuel(INIT_FUEL)
+            .map_err(|e| format!("setting fuel: {e:#}"))?;
+    }
+    store.set_epoch_deadline(u64::MAX / 2);
+    let instance = linker
+        .instantiate(&mut store, &module)
+        .map_err(|e| format!("instantiating the guest: {e:#}"))?;
+    for name in ["_initialize", INIT_EXPORT] {
+        if let Ok(init) = instance.get_typed_func::<(), ()>(&mut store, name) {
+            init.call(&mut store, ())
+                .map_err(|e| format!("running `{name}`: {e:#}"))?;
+        }
+    }
+    let mut state = Snapshotted {
+        store: &mut store,
+        instance,
+    };
+    // Wizer's interface is async for embedders whose instances live elsewhere; ours answers at
+    // once, so the future completes on its first poll.
+    let wizened = futures::executor::block_on(wizer.snapshot(&cx, &mut state))
+        .map_err(|e| format!("snapshotting the guest: {e:#}"))?;
+    let wizened: Arc<[u8]> = wizened.into();
+    lock_made().push((digest, wizened.clone()));
+    Ok(Some(wizened))
+}
+
+fn lock_made() -> std::sync::MutexGuard<'static, Vec<Made>> {
+    // The vector is only ever pushed to: a panic elsewhere cannot leave it inconsistent.
+    MADE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The initialised instance, as Wizer reads it.
+struct Snapshotted<'a> {
+    store: &'a mut Store<HostState>,
+    instance: Instance,
+}
+
+impl InstanceState for Snapshotted<'_> {
+    async fn global_get(&mut self, name: &str, _type_hint: ValType) -> SnapshotVal {
+        // Wizer asks only for the globals its instrumentation exported, with their types.
+        let global = self
+            .instance
+            .get_global(&mut *self.store, name)
+            .expect("wizer asks for exported globals");
+        match global.get(&mut *self.store) {
+            wasmtime::Val::I32(x) => SnapshotVal::I32(x),
+            wasmtime::Val::I64(x) => SnapshotVal::I64(x),
+            wasmtime::Val::F32(x) => SnapshotVal::F32(x),
+            wasmtime::Val::F64(x) => SnapshotVal::F64(x),
+            wasmtime::Val::V128(x) => SnapshotVal::V128(x.as_u128()),
+            _ => panic!("wizer rejects modules with reference-typed mutable globals"),
+        }
+    }
+
+    async fn memory_contents(&mut self, name: &str, contents: impl FnOnce(&[u8]) + Send) {
+        let memory = self
+            .instance
+            .get_memory(&mut *self.store, name)
+            .expect("wizer asks for exported memories");
+        contents(memory.data(&*self.store))
+    }
+}
