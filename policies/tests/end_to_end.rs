@@ -117,7 +117,6 @@ async fn denials_reach_the_script_and_human_time_does_not_count() {
 
 /// One approval longer than the eval's whole timeout.
 #[tokio::test]
-#[ignore = "runtime: after a paused tool call, the guest's `alloc` runs with the stale epoch deadline (set_deadline is called after guest.write); un-ignore once fixed"]
 async fn a_single_approval_longer_than_the_timeout() {
     let (outcome, audit) = run_with_slow_human(Duration::from_millis(1300)).await;
     check(&outcome, &audit);

@@ -191,10 +191,13 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                 ));
             };
             let (ok, payload) = self.settle(call_id, result, store.data().memory.limit);
+            // The deadline is relative to the epoch now: renew it before any guest code runs
+            // (`write` runs the guest's allocator), or time spent waiting — possibly paused for a
+            // human — would count twice.
+            self.set_deadline(store, tick);
             let ptr = guest
                 .write(store, &payload)
                 .map_err(|e| self.classify(store, e))?;
-            self.set_deadline(store, tick);
             status = guest
                 .resume
                 .call(
