@@ -71,41 +71,25 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     codemode_policies::parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// The config's limits (or the defaults), overridden by the flags given.
 fn options(args: &RunArgs, config: Option<&Config>) -> EvalOptions {
-    let base = EvalOptions::default();
-    let limits = config.map(|c| &c.limits);
-    let fuel = args
-        .fuel
-        .map(|f| (f > 0).then_some(f))
-        .or(limits.map(|l| l.fuel))
-        .unwrap_or(base.fuel);
-    let timeout = args
-        .timeout
-        .or(limits.map(|l| l.timeout))
-        .map(|t| (!t.is_zero()).then_some(t))
-        .unwrap_or(base.timeout);
-    let tool_calls = args
-        .max_tool_calls
-        .map(|n| (n > 0).then_some(n))
-        .or(limits.map(|l| l.max_tool_calls))
-        .unwrap_or(base.max_tool_calls);
-    EvalOptions::default()
-        .fuel(fuel)
-        .memory(
-            args.memory
-                .or(limits.map(|l| l.memory))
-                .unwrap_or(base.memory),
-        )
-        .timeout(timeout)
-        .max_output(
-            args.max_output
-                .or(limits.map(|l| l.max_output))
-                .unwrap_or(base.max_output),
-        )
-        .max_tool_calls(tool_calls)
-        .max_concurrent_tool_calls(limits.map_or(base.max_concurrent_tool_calls, |l| {
-            l.max_concurrent_tool_calls
-        }))
+    let mut options = config.map(|c| c.limits.eval_options()).unwrap_or_default();
+    if let Some(fuel) = args.fuel {
+        options = options.fuel((fuel > 0).then_some(fuel));
+    }
+    if let Some(memory) = args.memory {
+        options = options.memory(memory);
+    }
+    if let Some(timeout) = args.timeout {
+        options = options.timeout((!timeout.is_zero()).then_some(timeout));
+    }
+    if let Some(bytes) = args.max_output {
+        options = options.max_output(bytes);
+    }
+    if let Some(calls) = args.max_tool_calls {
+        options = options.max_tool_calls((calls > 0).then_some(calls));
+    }
+    options
 }
 
 pub async fn run(args: RunArgs) -> ExitCode {

@@ -101,14 +101,7 @@ impl ServerState {
 
     /// Eval limits from the config's `limits`.
     pub fn eval_options(&self) -> EvalOptions {
-        let limits = self.config().limits.clone();
-        EvalOptions::default()
-            .fuel(limits.fuel)
-            .memory(limits.memory)
-            .timeout(Some(limits.timeout).filter(|t| !t.is_zero()))
-            .max_output(limits.max_output)
-            .max_tool_calls(limits.max_tool_calls)
-            .max_concurrent_tool_calls(limits.max_concurrent_tool_calls)
+        self.config().limits.eval_options()
     }
 
     /// A new session id (`s1`, `s2`, …).

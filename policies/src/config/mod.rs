@@ -40,11 +40,11 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
   "mcpServers": {},
   "evaluation": { "profiles": {} },
   "limits": {
-    "fuel": 0,
+    "fuel": 20000000000,
     "memory": "64MiB",
     "timeout": "30s",
     "maxOutput": "1MiB",
-    "maxToolCalls": 0,
+    "maxToolCalls": 1000,
     "maxConcurrentToolCalls": 16
   },
   "audit": { "includeArgs": false }
@@ -186,7 +186,8 @@ pub struct EvaluationConfig {
 /// Resource limits of each eval (`limits`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
-    /// WebAssembly fuel budget (`fuel`; `0` in the file). Default: `None`, unlimited.
+    /// WebAssembly fuel budget (`fuel`; `0` in the file means unlimited). Default: the
+    /// runtime's [`codemode_runtime::DEFAULT_FUEL`] (20 billion).
     pub fuel: Option<u64>,
     /// Maximum guest memory in bytes (`memory`, a size like `64MiB`). Default: 64 MiB.
     pub memory: u64,
@@ -195,23 +196,40 @@ pub struct Limits {
     pub timeout: Duration,
     /// Maximum size of logs plus result, in bytes (`maxOutput`). Default: 1 MiB.
     pub max_output: u64,
-    /// Maximum tool calls per eval (`maxToolCalls`; `0` in the file). Default: `None`,
-    /// unlimited.
+    /// Maximum tool calls per eval (`maxToolCalls`; `0` in the file means unlimited). Default:
+    /// the runtime's [`codemode_runtime::DEFAULT_MAX_TOOL_CALLS`] (1000).
     pub max_tool_calls: Option<u64>,
     /// Maximum tool calls in flight at once (`maxConcurrentToolCalls`). Default: 16.
     pub max_concurrent_tool_calls: usize,
 }
 
 impl Default for Limits {
+    /// The runtime's own defaults ([`codemode_runtime::EvalOptions::default`]): one source of
+    /// truth for `codemode run`, `codemode serve` and embedders.
     fn default() -> Self {
+        let d = codemode_runtime::EvalOptions::default();
         Limits {
-            fuel: None,
-            memory: 64 << 20,
-            timeout: Duration::from_secs(30),
-            max_output: 1 << 20,
-            max_tool_calls: None,
-            max_concurrent_tool_calls: 16,
+            fuel: d.fuel,
+            memory: d.memory,
+            timeout: d.timeout.unwrap_or_default(),
+            max_output: d.max_output,
+            max_tool_calls: d.max_tool_calls,
+            max_concurrent_tool_calls: d.max_concurrent_tool_calls,
         }
+    }
+}
+
+impl Limits {
+    /// These limits as the runtime's [`codemode_runtime::EvalOptions`] (a zero timeout means
+    /// none).
+    pub fn eval_options(&self) -> codemode_runtime::EvalOptions {
+        codemode_runtime::EvalOptions::default()
+            .fuel(self.fuel)
+            .memory(self.memory)
+            .timeout(Some(self.timeout).filter(|t| !t.is_zero()))
+            .max_output(self.max_output)
+            .max_tool_calls(self.max_tool_calls)
+            .max_concurrent_tool_calls(self.max_concurrent_tool_calls)
     }
 }
 

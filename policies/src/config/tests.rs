@@ -52,7 +52,8 @@ fn the_documented_example_parses() {
             timeout: Duration::from_secs(5),
         }
     );
-    assert_eq!(c.limits, Limits::default());
+    // `0` in the file means unlimited.
+    assert_eq!(c.limits, Limits { fuel: None, max_tool_calls: None, ..Limits::default() });
     assert_eq!(
         c.audit,
         AuditConfig {
@@ -93,11 +94,12 @@ fn defaults() {
     assert!(c.servers.is_empty() && c.evaluation.profiles.is_empty());
     assert!(c.resolve_profile(None).unwrap().is_none());
     let l = &c.limits;
-    assert_eq!(l.fuel, None);
+    assert_eq!(l.fuel, Some(codemode_runtime::DEFAULT_FUEL));
     assert_eq!(l.memory, 64 * 1024 * 1024);
     assert_eq!(l.timeout, Duration::from_secs(30));
     assert_eq!(l.max_output, 1024 * 1024);
-    assert_eq!(l.max_tool_calls, None);
+    assert_eq!(l.max_tool_calls, Some(codemode_runtime::DEFAULT_MAX_TOOL_CALLS));
+    assert_eq!(l.eval_options(), codemode_runtime::EvalOptions::default());
     assert_eq!(l.max_concurrent_tool_calls, 16);
     assert_eq!(c.audit.dir, None);
     // The embedded JSON says the same.
