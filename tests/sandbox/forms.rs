@@ -1,0 +1,289 @@
+//! The two code forms, REPL-like results, JSON-serialisability, positions in the user's code.
+
+use codemode_runtime::ErrorKind;
+use serde_json::{Value, json};
+
+use crate::{eval, failed, failed_in, show};
+
+#[tokio::test]
+async fn code_forms_and_completion_values() {
+    let cases: &[(&str, &str, Value)] = &[
+        ("async arrow", "async () => { return 1 + 1 }", json!(2)),
+        (
+            "async arrow awaiting",
+            "async () => {\n  const x = await Promise.resolve(20);\n  return x + 1;\n}",
+            json!(21),
+        ),
+        (
+            "async arrow without return",
+            "async () => { 1 + 1 }",
+            Value::Null,
+        ),
+        ("plain arrow", "() => [1, 2]", json!([1, 2])),
+        (
+            "script with return",
+            "const a = 2;\nreturn a * 3;",
+            json!(6),
+        ),
+        (
+            "top-level await and return",
+            "const v = await Promise.resolve(5);\nreturn v * 2;",
+            json!(10),
+        ),
+        (
+            "return inside a block",
+            "const a = 1;\nif (a) {\n  return 'then';\n}\nreturn 'else';",
+            json!("then"),
+        ),
+        ("last expression", "const a = 1;\na + 41", json!(42)),
+        (
+            "last expression after await",
+            "const v = await Promise.resolve(7);\nv",
+            json!(7),
+        ),
+        (
+            "last expression statement wins",
+            "1;\n'two';\nlet z = 3;",
+            json!("two"),
+        ),
+        (
+            "object literal",
+            "({a: [1, 'x', null, true], b: {c: 1.5}})",
+            json!({"a": [1, "x", null, true], "b": {"c": 1.5}}),
+        ),
+        ("string", "'hello'", json!("hello")),
+        ("undefined", "undefined", Value::Null),
+        ("declaration only", "let x = 1;", Value::Null),
+        ("empty script", "", Value::Null),
+        ("return undefined", "return undefined;", Value::Null),
+        (
+            "awaited promise result",
+            "Promise.resolve({ok: 1})",
+            json!({"ok": 1}),
+        ),
+        (
+            "Date serialises as a string",
+            "typeof JSON.parse(JSON.stringify(new Date(0)))",
+            json!("string"),
+        ),
+    ];
+    for (what, code, want) in cases {
+        let outcome = eval(code).await;
+        assert!(outcome.ok, "{what}: {}", show(&outcome));
+        assert_eq!(&outcome.result, want, "{what}: {}", show(&outcome));
+    }
+}
+
+#[tokio::test]
+async fn non_serialisable_results_are_clear_errors() {
+    let cases: &[(&str, &str)] = &[
+        ("function returned from a script", "return () => 1;"),
+        ("function from an async arrow", "async () => () => 1"),
+        ("symbol", "Symbol('s')"),
+        ("BigInt", "10n"),
+        ("circular object", "const o = {};\no.self = o;\no"),
+        ("BigInt inside an object", "({n: 1n})"),
+    ];
+    for (what, code) in cases {
+        let outcome = eval(code).await;
+        let error = failed_in(what, &outcome, ErrorKind::Exception);
+        assert!(
+            error.message.contains("JSON"),
+            "{what}: the message should mention JSON: {}",
+            show(&outcome)
+        );
+    }
+}
+
+/// Where an error is expected: `token` is the text that begins at the reported column.
+struct Position {
+    what: &'static str,
+    code: &'static str,
+    kind: ErrorKind,
+    line: u32,
+    token: &'static str,
+}
+
+const THROWN: &[Position] = &[
+    Position {
+        what: "script: throw",
+        code: "const a = 1;\nthrow new Error('boom');\n",
+        kind: ErrorKind::Exception,
+        line: 2,
+        token: "Error('boom')",
+    },
+    Position {
+        what: "script with return: throw",
+        code: "const a = 1;\n\n  throw new Error('boom');\nreturn 1",
+        kind: ErrorKind::Exception,
+        line: 3,
+        token: "Error('boom')",
+    },
+    Position {
+        what: "async arrow: throw",
+        code: "async () => {\n  const a = 1;\n    throw new Error('boom');\n}",
+        kind: ErrorKind::Exception,
+        line: 3,
+        token: "Error('boom')",
+    },
+    Position {
+        what: "script: expression statement",
+        code: "const a = 1;\n  undefinedThing.x;\n",
+        kind: ErrorKind::Exception,
+        line: 2,
+        token: "undefinedThing",
+    },
+    Position {
+        what: "script with return: expression statement",
+        code: "const a = 1;\n  undefinedThing.x;\nreturn 2",
+        kind: ErrorKind::Exception,
+        line: 2,
+        token: "undefinedThing",
+    },
+    Position {
+        what: "async arrow: expression statement",
+        code: "async () => {\n  const a = 1;\n     undefinedThing.x;\n}",
+        kind: ErrorKind::Exception,
+        line: 3,
+        token: "undefinedThing",
+    },
+    Position {
+        what: "script with return: nested function",
+        code: "const a = 1;\nfunction g() {\n  null.x;\n}\ng();\nreturn 1",
+        kind: ErrorKind::Exception,
+        line: 3,
+        token: "null.x",
+    },
+    Position {
+        what: "after an await",
+        code: "await Promise.resolve(1);\nconst b = 2;\n   throw new TypeError('late');\n",
+        kind: ErrorKind::Exception,
+        line: 3,
+        token: "TypeError('late')",
+    },
+];
+
+#[tokio::test]
+async fn thrown_errors_point_into_the_users_code() {
+    for case in THROWN {
+        let outcome = eval(case.code).await;
+        let error = failed_in(case.what, &outcome, case.kind);
+        let column = case
+            .code
+            .lines()
+            .nth(case.line as usize - 1)
+            .and_then(|l| l.find(case.token))
+            .unwrap() as u32
+            + 1;
+        assert_eq!(
+            (error.line, error.column),
+            (Some(case.line), Some(column)),
+            "{}: {}",
+            case.what,
+            show(&outcome)
+        );
+        let stack = error.stack.as_deref().unwrap_or_default();
+        assert!(
+            stack.contains(&format!("script.js:{}:{column}", case.line)),
+            "{}: the stack should name the user's position: {}",
+            case.what,
+            show(&outcome)
+        );
+    }
+}
+
+/// Syntax errors of code without top-level `return`, and of code with it.
+const SYNTAX: &[(&str, &str, u32)] = &[
+    ("script", "const a = 1;\nconst b = ;\n", 2),
+    (
+        "async arrow",
+        "async () => {\n  const a = 1;\n  const b = ;\n}",
+        3,
+    ),
+    ("first line", "const = 1;", 1),
+];
+const SYNTAX_WITH_RETURN: &[(&str, &str, u32)] = &[
+    (
+        "script with return",
+        "const a = 1;\nreturn a;\n  const = 2;\n",
+        3,
+    ),
+    (
+        "redeclaration with return",
+        "const a = 1;\nconst a = 2;\nreturn a",
+        2,
+    ),
+    ("first line with return", "return 1; const = 2;", 1),
+];
+
+/// Checks the line, and that the column lies within that line: QuickJS places a syntax
+/// error's column at a token of its choosing (the enclosing function's start).
+async fn check_syntax_errors(cases: &[(&str, &str, u32)], check_column: bool) {
+    for (what, code, line) in cases {
+        let outcome = eval(code).await;
+        let error = failed_in(what, &outcome, ErrorKind::Syntax);
+        assert!(
+            error.message.contains("SyntaxError"),
+            "{what}: {}",
+            show(&outcome)
+        );
+        assert_eq!(error.line, Some(*line), "{what}: {}", show(&outcome));
+        let column = error.column.expect("a syntax error has a column");
+        let width = code.lines().nth(*line as usize - 1).unwrap().len() as u32;
+        if check_column {
+            assert!(
+                (1..=width + 1).contains(&column),
+                "{what}: column {column} outside the line: {}",
+                show(&outcome)
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn syntax_errors_point_into_the_users_code() {
+    check_syntax_errors(SYNTAX, true).await;
+    check_syntax_errors(SYNTAX_WITH_RETURN, false).await;
+}
+
+#[tokio::test]
+#[ignore = "BUG: with top-level `return`, a syntax error's column is the wrapper function's (15), past the end of short lines"]
+async fn syntax_error_columns_with_return_are_in_the_users_code() {
+    check_syntax_errors(SYNTAX_WITH_RETURN, true).await;
+}
+
+#[tokio::test]
+#[ignore = "BUG: a syntax error at the end of code with top-level `return` is reported past the code's last line (the wrapper's lines)"]
+async fn syntax_error_at_the_end_of_a_script_with_return() {
+    // The block is never closed: the parser notices at the end of the input.
+    for code in [
+        "const a = 1;\nif (a) {\n  return 2;\n",
+        "const a = 1;\nif (a) {\n  return 2;",
+    ] {
+        let outcome = eval(code).await;
+        let error = failed(&outcome, ErrorKind::Syntax);
+        let last = code.split('\n').count() as u32;
+        let line = error.line.expect("a syntax error has a line");
+        assert!(
+            line <= last,
+            "line {line} is past the code's {last} lines: {}",
+            show(&outcome)
+        );
+    }
+}
+
+#[tokio::test]
+async fn syntax_errors_run_nothing() {
+    let outcome = crate::eval_with(
+        "await codemode.echo({});\nconsole.log('ran');\nconst = 1;",
+        &crate::opts(),
+        &crate::basic_tools(),
+    )
+    .await;
+    failed(&outcome, ErrorKind::Syntax);
+    assert!(
+        outcome.logs.is_empty() && outcome.tool_calls.is_empty(),
+        "{}",
+        show(&outcome)
+    );
+}

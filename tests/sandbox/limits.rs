@@ -1,0 +1,293 @@
+//! Each limit fails the eval with its own kind, and the runtime stays usable afterwards.
+
+use std::time::Duration;
+
+use codemode_runtime::{
+    BoxFuture, CallContext, CallStatus, ErrorKind, EvalOptions, FnTools, ToolError, ToolHost,
+};
+use serde_json::{Value, json};
+
+use crate::{assert_still_usable, basic_tools, eval_with, failed, failed_in, ok, opts, show};
+
+fn sleepy_tools() -> FnTools {
+    basic_tools().tool("sleep5", |_| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok(json!("woke"))
+    })
+}
+
+struct Case {
+    what: &'static str,
+    code: &'static str,
+    options: EvalOptions,
+    kind: ErrorKind,
+}
+
+fn cases() -> Vec<Case> {
+    let ms = Duration::from_millis;
+    vec![
+        Case {
+            what: "fuel",
+            code: "while (true) {}",
+            options: opts().fuel(Some(5_000_000)),
+            kind: ErrorKind::OutOfFuel,
+        },
+        Case {
+            what: "fuel after a tool call",
+            code: "await codemode.echo({});\nlet i = 0;\nwhile (true) { i++; }",
+            options: opts().fuel(Some(5_000_000)),
+            kind: ErrorKind::OutOfFuel,
+        },
+        Case {
+            what: "memory",
+            code: "const a = [];\nwhile (true) a.push(new Array(1000).fill(1));",
+            options: opts().memory(16 << 20),
+            kind: ErrorKind::MemoryLimit,
+        },
+        Case {
+            what: "memory, typed arrays",
+            code: "const keep = [];\nwhile (true) keep.push(new Uint8Array(1 << 20));",
+            options: opts().memory(16 << 20),
+            kind: ErrorKind::MemoryLimit,
+        },
+        Case {
+            what: "timeout in a tool call",
+            code: "await codemode.sleep5({});\n'finished'",
+            options: opts().timeout(Some(ms(300))),
+            kind: ErrorKind::Timeout,
+        },
+        Case {
+            what: "timeout in a CPU loop",
+            code: "while (true) {}",
+            options: opts().fuel(None).timeout(Some(ms(300))),
+            kind: ErrorKind::Timeout,
+        },
+        Case {
+            what: "output: logs",
+            code: "for (let i = 0; i < 100000; i++) console.log('line ' + i + ' ' + 'x'.repeat(50));",
+            options: opts().max_output(10 << 10),
+            kind: ErrorKind::OutputLimit,
+        },
+        Case {
+            what: "output: result",
+            code: "'x'.repeat(20000)",
+            options: opts().max_output(10 << 10),
+            kind: ErrorKind::OutputLimit,
+        },
+        Case {
+            what: "output: logs and result together",
+            code: "console.log('y'.repeat(6000));\n'x'.repeat(6000)",
+            options: opts().max_output(10 << 10),
+            kind: ErrorKind::OutputLimit,
+        },
+        Case {
+            what: "tool calls",
+            code: "const out = [];\nfor (let i = 0; i < 10; i++) out.push(await codemode.echo({i}));\nout",
+            options: opts().max_tool_calls(Some(3)),
+            kind: ErrorKind::ToolLimit,
+        },
+        Case {
+            what: "stack depth",
+            code: "function f(n) { return f(n + 1) + 1; }\nf(0)",
+            options: opts(),
+            kind: ErrorKind::StackOverflow,
+        },
+        Case {
+            what: "stack depth after a tool call, caught",
+            code: "await codemode.echo({});\nconst f = (n) => 1 + f(n + 1);\ntry { f(0) } catch (e) { 'caught' }",
+            options: opts(),
+            kind: ErrorKind::StackOverflow,
+        },
+    ]
+}
+
+#[tokio::test]
+async fn each_limit_has_its_own_kind_and_the_runtime_stays_usable() {
+    let tools = sleepy_tools();
+    for case in cases() {
+        let outcome = eval_with(case.code, &case.options, &tools).await;
+        let error = failed_in(case.what, &outcome, case.kind);
+        assert!(
+            !error.message.is_empty(),
+            "{}: {}",
+            case.what,
+            show(&outcome)
+        );
+        let output: usize = outcome.logs.iter().map(|l| l.message.len()).sum();
+        assert!(
+            output as u64 <= case.options.max_output,
+            "{}: logs past the limit were kept",
+            case.what
+        );
+        assert!(
+            outcome.stats.memory_peak_bytes <= case.options.memory,
+            "{}: memory peak {} above the limit",
+            case.what,
+            outcome.stats.memory_peak_bytes
+        );
+        if case.kind == ErrorKind::OutOfFuel {
+            assert_eq!(
+                outcome.stats.fuel_used,
+                case.options.fuel.unwrap(),
+                "{}: {}",
+                case.what,
+                show(&outcome)
+            );
+        }
+        assert_still_usable().await;
+    }
+}
+
+#[tokio::test]
+async fn the_tool_limit_keeps_the_allowed_calls_in_the_ledger() {
+    let code = "for (let i = 0; i < 10; i++) await codemode.echo({i});";
+    let outcome = eval_with(code, &opts().max_tool_calls(Some(3)), &basic_tools()).await;
+    let error = failed(&outcome, ErrorKind::ToolLimit);
+    assert!(
+        error.message.contains('3'),
+        "the message names the limit: {}",
+        show(&outcome)
+    );
+    let ledger: Vec<_> = outcome
+        .tool_calls
+        .iter()
+        .map(|r| (r.id, r.tool.as_str(), r.status))
+        .collect();
+    assert_eq!(
+        ledger,
+        [
+            (1, "echo", CallStatus::Ok),
+            (2, "echo", CallStatus::Ok),
+            (3, "echo", CallStatus::Ok)
+        ],
+        "{}",
+        show(&outcome)
+    );
+}
+
+#[tokio::test]
+#[ignore = "BUG: calls started in the same turn as the refused one are missing from the ledger (empty tool_calls)"]
+async fn the_tool_limit_keeps_unawaited_allowed_calls_in_the_ledger() {
+    let code = "const ps = [];\nfor (let i = 0; i < 10; i++) ps.push(codemode.echo({i}));\nawait Promise.all(ps)";
+    let outcome = eval_with(code, &opts().max_tool_calls(Some(3)), &basic_tools()).await;
+    failed(&outcome, ErrorKind::ToolLimit);
+    let ids: Vec<_> = outcome
+        .tool_calls
+        .iter()
+        .map(|r| (r.id, r.tool.as_str()))
+        .collect();
+    assert_eq!(
+        ids,
+        [(1, "echo"), (2, "echo"), (3, "echo")],
+        "{}",
+        show(&outcome)
+    );
+}
+
+#[tokio::test]
+async fn within_the_limits_nothing_fails() {
+    let code = "const out = [];\nfor (let i = 0; i < 3; i++) out.push(await codemode.echo({i}));\nconsole.log('x'.repeat(100));\nout.length";
+    let options = opts()
+        .max_tool_calls(Some(3))
+        .max_output(1024)
+        .memory(16 << 20)
+        .fuel(Some(100_000_000));
+    let outcome = eval_with(code, &options, &basic_tools()).await;
+    assert_eq!(ok(&outcome), &json!(3), "{}", show(&outcome));
+    assert!(
+        outcome.stats.fuel_used > 0 && outcome.stats.fuel_used < 100_000_000,
+        "{}",
+        show(&outcome)
+    );
+}
+
+/// `ask` sleeps `sleep`, holding a timeout pause while it does when `pause` is set.
+struct Patient {
+    pause: bool,
+    sleep: Duration,
+}
+
+impl ToolHost for Patient {
+    fn call<'a>(
+        &'a self,
+        _name: &'a str,
+        _args: Value,
+        cx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let guard = self.pause.then(|| cx.pause_timeout());
+            tokio::time::sleep(self.sleep).await;
+            drop(guard);
+            Ok(json!("approved"))
+        })
+    }
+    fn tool_names(&self) -> Vec<String> {
+        vec!["ask".into()]
+    }
+}
+
+const TWO_ASKS: &str =
+    "const a = await codemode.ask({});\nconst b = await codemode.ask({});\n[a, b]";
+
+#[tokio::test]
+async fn pause_timeout_stops_the_clock() {
+    // Each call sleeps longer than the whole timeout, under a pause.
+    let options = opts().timeout(Some(Duration::from_millis(300)));
+    let tools = Patient {
+        pause: true,
+        sleep: Duration::from_millis(450),
+    };
+    let outcome = eval_with(TWO_ASKS, &options, &tools).await;
+    assert_eq!(
+        ok(&outcome),
+        &json!(["approved", "approved"]),
+        "{}",
+        show(&outcome)
+    );
+    assert_eq!(outcome.tool_calls.len(), 2, "{}", show(&outcome));
+}
+
+#[tokio::test]
+async fn without_a_pause_a_slow_tool_times_out() {
+    let options = opts().timeout(Some(Duration::from_millis(300)));
+    let tools = Patient {
+        pause: false,
+        sleep: Duration::from_millis(450),
+    };
+    let outcome = eval_with(TWO_ASKS, &options, &tools).await;
+    failed(&outcome, ErrorKind::Timeout);
+    assert_eq!(outcome.tool_calls.len(), 1, "{}", show(&outcome));
+    assert_eq!(
+        outcome.tool_calls[0].status,
+        CallStatus::Error,
+        "{}",
+        show(&outcome)
+    );
+    assert!(
+        outcome.tool_calls[0]
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("unfinished"),
+        "{}",
+        show(&outcome)
+    );
+    assert_still_usable().await;
+}
+
+#[tokio::test]
+async fn a_short_paused_call_within_the_timeout_is_fine() {
+    // The pause guard itself does no harm when the call is quick.
+    let options = opts().timeout(Some(Duration::from_secs(5)));
+    let tools = Patient {
+        pause: true,
+        sleep: Duration::from_millis(20),
+    };
+    let outcome = eval_with(TWO_ASKS, &options, &tools).await;
+    assert_eq!(
+        ok(&outcome),
+        &json!(["approved", "approved"]),
+        "{}",
+        show(&outcome)
+    );
+}

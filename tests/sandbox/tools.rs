@@ -1,0 +1,248 @@
+//! `codemode.<name>(args)`: results, arguments, and the error classes a script can catch.
+
+use std::sync::{Arc, Mutex};
+
+use codemode_runtime::{CallStatus, ErrorKind, FnTools};
+use serde_json::{Value, json};
+
+use crate::{basic_tools, eval_with, failed, ok, opts, show};
+
+#[tokio::test]
+async fn calls_return_promises_of_json_results() {
+    let tools = basic_tools().sync_tool("any-name.v2", |args| Ok(json!({"got": args})));
+    let cases: &[(&str, Value)] = &[
+        (
+            "const p = codemode.add({a: 1, b: 2});\n[p instanceof Promise, await p]",
+            json!([true, 3]),
+        ),
+        (
+            "await codemode.echo({nested: {list: [1, 'two', null]}, s: 'é'})",
+            json!({"nested": {"list": [1, "two", null]}, "s": "é"}),
+        ),
+        (
+            "await codemode['any-name.v2']({x: 1})",
+            json!({"got": {"x": 1}}),
+        ),
+        (
+            "const name = 'echo';\nawait codemode[name]({k: 1})",
+            json!({"k": 1}),
+        ),
+        // No arguments: the tool receives `{}`.
+        ("await codemode.echo()", json!({})),
+        ("await codemode['any-name.v2']()", json!({"got": {}})),
+        ("async () => await codemode.add({a: 20, b: 22})", json!(42)),
+        // `codemode` is not a thenable: awaiting it calls nothing.
+        ("typeof (await codemode)", json!("object")),
+    ];
+    for (code, want) in cases {
+        let outcome = eval_with(code, &opts(), &tools).await;
+        assert_eq!(ok(&outcome), want, "{code}: {}", show(&outcome));
+    }
+}
+
+#[tokio::test]
+async fn tools_receive_the_arguments_as_json() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let tools = FnTools::new().sync_tool("record", move |args| {
+        log.lock().unwrap().push(args);
+        Ok(Value::Null)
+    });
+    let code = "await codemode.record();\nawait codemode.record({a: [1, 2], u: undefined, d: new Date(0)});\nawait codemode.record([1]);\nawait codemode.record('s');";
+    let outcome = eval_with(code, &opts(), &tools).await;
+    ok(&outcome);
+    let want = vec![
+        json!({}),
+        json!({"a": [1, 2], "d": "1970-01-01T00:00:00.000Z"}),
+        json!([1]),
+        json!("s"),
+    ];
+    assert_eq!(*seen.lock().unwrap(), want);
+}
+
+#[tokio::test]
+async fn non_serialisable_arguments_reject_with_type_error() {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = calls.clone();
+    let tools = FnTools::new().sync_tool("echo", move |args| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(args)
+    });
+    for args in [
+        "10n",
+        "{n: 1n}",
+        "(() => { const o = {}; o.o = o; return o; })()",
+        "() => 1",
+        "Symbol('x')",
+    ] {
+        let code = format!(
+            "try {{\n  await codemode.echo({args});\n  return 'resolved';\n}} catch (e) {{\n  return [e instanceof TypeError, e.name, e.message];\n}}"
+        );
+        let outcome = eval_with(&code, &opts(), &tools).await;
+        let result = ok(&outcome);
+        assert_eq!(result[0], json!(true), "{args}: {}", show(&outcome));
+        assert_eq!(result[1], json!("TypeError"), "{args}: {}", show(&outcome));
+        assert!(
+            result[2].as_str().unwrap().contains("JSON"),
+            "{args}: {}",
+            show(&outcome)
+        );
+        assert!(
+            outcome.tool_calls.is_empty(),
+            "{args}: nothing reaches the host: {}",
+            show(&outcome)
+        );
+    }
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn tool_failures_reject_with_tool_error() {
+    let code = r#"
+try {
+  await codemode.fail({});
+  return "resolved";
+} catch (e) {
+  return {
+    name: e.name, isToolError: e instanceof ToolError, isError: e instanceof Error,
+    tool: e.tool, message: e.message, data: e.data,
+  };
+}"#;
+    let outcome = eval_with(code, &opts(), &basic_tools()).await;
+    let want = json!({
+        "name": "ToolError", "isToolError": true, "isError": true,
+        "tool": "fail", "message": "disk on fire", "data": {"code": 42},
+    });
+    assert_eq!(ok(&outcome), &want, "{}", show(&outcome));
+    let record = &outcome.tool_calls[0];
+    assert_eq!(
+        (record.status, record.reason.as_deref()),
+        (CallStatus::Error, Some("disk on fire"))
+    );
+
+    // Without data, `.data` is absent; uncaught, the eval fails with the tool's message.
+    let outcome = eval_with(
+        "try { await codemode.add({}) } catch (e) { return 'data' in e }",
+        &opts(),
+        &basic_tools(),
+    )
+    .await;
+    assert_eq!(ok(&outcome), &json!(false), "{}", show(&outcome));
+    let outcome = eval_with("await codemode.add({a: 1});", &opts(), &basic_tools()).await;
+    let error = failed(&outcome, ErrorKind::Exception);
+    assert!(
+        error.message.contains("ToolError") && error.message.contains("b must be a number"),
+        "{}",
+        show(&outcome)
+    );
+}
+
+#[tokio::test]
+async fn unknown_tools_reject_with_suggestions() {
+    let code = r#"
+try {
+  await codemode.ech({});
+  return "resolved";
+} catch (e) {
+  return [e.name, e instanceof UnknownToolError, e instanceof ToolError, e.tool, e.message];
+}"#;
+    let outcome = eval_with(code, &opts(), &basic_tools()).await;
+    let result = ok(&outcome);
+    assert_eq!(
+        result.as_array().unwrap()[..4],
+        [
+            json!("UnknownToolError"),
+            json!(true),
+            json!(true),
+            json!("ech")
+        ],
+        "{}",
+        show(&outcome)
+    );
+    let message = result[4].as_str().unwrap();
+    assert!(
+        message.contains("ech") && message.contains("`echo`"),
+        "the closest name is listed: {message}"
+    );
+    assert!(
+        !message.contains("`deny`"),
+        "far names are not suggested: {message}"
+    );
+    assert_eq!(outcome.tool_calls[0].status, CallStatus::Error);
+
+    // Nothing close: no suggestion, and no tools at all says so.
+    let outcome = eval_with("await codemode.zzzzzzzzzzzz()", &opts(), &basic_tools()).await;
+    let error = failed(&outcome, ErrorKind::Exception);
+    assert!(
+        error.message.contains("UnknownToolError") && !error.message.contains("did you mean"),
+        "{}",
+        show(&outcome)
+    );
+    let outcome = eval_with("await codemode.echo()", &opts(), &codemode_runtime::NoTools).await;
+    assert!(
+        failed(&outcome, ErrorKind::Exception)
+            .message
+            .contains("no tools"),
+        "{}",
+        show(&outcome)
+    );
+}
+
+#[tokio::test]
+async fn denied_calls_reject_with_tool_call_denied_error() {
+    let code = r#"
+try {
+  await codemode.deny({path: "/etc"});
+  return "resolved";
+} catch (e) {
+  return [e.name, e instanceof ToolCallDeniedError, e instanceof Error, e.toolName, e.reason, e.message];
+}"#;
+    let outcome = eval_with(code, &opts(), &basic_tools()).await;
+    let want = json!([
+        "ToolCallDeniedError",
+        true,
+        true,
+        "deny",
+        "policy_denied",
+        "writes are not allowed"
+    ]);
+    assert_eq!(ok(&outcome), &want, "{}", show(&outcome));
+    let record = &outcome.tool_calls[0];
+    assert_eq!(
+        (record.status, record.reason.as_deref()),
+        (CallStatus::Denied, Some("policy_denied")),
+        "{}",
+        show(&outcome)
+    );
+}
+
+#[tokio::test]
+async fn scripts_catch_tool_errors_and_continue() {
+    let code = r#"
+const out = [];
+for (const name of ["fail", "nope", "deny", "echo"]) {
+  try {
+    out.push(await codemode[name]({n: out.length}));
+  } catch (e) {
+    out.push(e.name);
+  }
+}
+out"#;
+    let outcome = eval_with(code, &opts(), &basic_tools()).await;
+    assert_eq!(
+        ok(&outcome),
+        &json!(["ToolError", "UnknownToolError", "ToolCallDeniedError", {"n": 3}]),
+        "{}",
+        show(&outcome)
+    );
+    let statuses: Vec<_> = outcome.tool_calls.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses,
+        [
+            CallStatus::Error,
+            CallStatus::Error,
+            CallStatus::Denied,
+            CallStatus::Ok
+        ]
+    );
+}
