@@ -121,3 +121,50 @@ async fn a_single_approval_longer_than_the_timeout() {
     let (outcome, audit) = run_with_slow_human(Duration::from_millis(1300)).await;
     check(&outcome, &audit);
 }
+
+/// However a script reaches a denied tool — an alias of `codemode`, a computed name,
+/// destructuring, `Reflect` — the decision is made on the name actually called, at run time, and
+/// the tool is never reached.
+#[tokio::test]
+async fn aliased_and_computed_calls_of_a_denied_tool_are_still_denied() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let runtime = Runtime::new(&RuntimeConfig::default()).expect("runtime");
+    let deletes = Arc::new(AtomicUsize::new(0));
+    let counter = deletes.clone();
+    let inner: Arc<dyn ToolHost> = Arc::new(FnTools::new().sync_tool("fs__delete", move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Ok(json!("deleted"))
+    }));
+    let profile =
+        Arc::new(Profile::from_json("p", &json!({"denylist": ["fs__del*"]})).expect("profile"));
+    let scripts = [
+        "const c = codemode; return await c.fs__delete({})",
+        "const k = ['fs', 'delete'].join('__'); return await codemode[k]({})",
+        "const { fs__delete: d } = codemode; return await d({})",
+        "return await Reflect.get(codemode, 'fs__' + 'delete')({})",
+        "const call = (o, n) => o[n]({}); return await call(codemode, `fs__${'delete'}`)",
+        "return await [codemode].map((c) => c)[0]['fs__delete']()",
+    ];
+    for code in scripts {
+        let host = PolicyToolHost::builder(inner.clone())
+            .profile(Some(profile.clone()))
+            .preview(Arc::new(extract_tool_calls(code)))
+            .build();
+        let outcome = runtime.eval(code, &EvalOptions::default(), &host).await;
+        assert!(!outcome.ok, "{code}: {outcome:?}");
+        let error = outcome.error.as_ref().expect("error");
+        assert!(
+            error.message.starts_with("ToolCallDeniedError"),
+            "{code}: {}",
+            error.message
+        );
+        assert_eq!(outcome.tool_calls.len(), 1, "{code}");
+        assert_eq!(outcome.tool_calls[0].tool, "fs__delete", "{code}");
+        assert_eq!(outcome.tool_calls[0].status, CallStatus::Denied, "{code}");
+    }
+    assert_eq!(
+        deletes.load(Ordering::SeqCst),
+        0,
+        "a denied tool was reached"
+    );
+}
