@@ -127,16 +127,19 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
         qrt.set_memory_limit(if heap_limit == 0 { usize::MAX } else { heap_limit });
         engine.runtime.context().with(|cx| {
             let internals = engine.internals.clone().restore(&cx).expect("prelude internals");
+            // Lines of the user's code (a trailing newline does not start one).
+            let lines = code.split(|&b| b == b'\n').count() - usize::from(code.ends_with(b"\n"));
+            let lines = i32::try_from(lines).unwrap_or(i32::MAX);
             match compile(&cx, &code) {
-                Ok((compiled, mode, offset)) => match eval_function(&cx, compiled) {
-                    Ok(value) => call_internal(&internals, "start", (mode, value, offset)),
-                    Err(e) => {
-                        call_internal(&internals, "setLineOffset", (offset,));
-                        call_internal(&internals, "fail", (e, "exception"));
+                Ok((compiled, mode, offset)) => {
+                    call_internal(&internals, "setSource", (offset, lines));
+                    match eval_function(&cx, compiled) {
+                        Ok(value) => call_internal(&internals, "start", (mode, value)),
+                        Err(e) => call_internal(&internals, "fail", (e, "exception")),
                     }
-                },
+                }
                 Err((e, offset)) => {
-                    call_internal(&internals, "setLineOffset", (offset,));
+                    call_internal(&internals, "setSource", (offset, lines));
                     call_internal(&internals, "fail", (e, "syntax"));
                 }
             }

@@ -8,10 +8,21 @@
   const FILE = "script.js";
   const POSITION = /script\.js:(\d+):(\d+)/;
   const POSITIONS = /script\.js:(\d+):(\d+)/g;
-  // Lines the wrapper put before the user's code; set by `start`.
+  // Lines the wrapper put before the user's code, and the code's own line count; set by
+  // `setSource` before anything runs.
   let lineOffset = 0;
+  let lineCount = 1;
 
   const wellFormed = (s) => (typeof s.toWellFormed === "function" ? s.toWellFormed() : s);
+
+  // JSON.stringify escapes lone surrogates (`"\ud800"`), which are not Unicode: the host cannot
+  // read them. Only when one is present, stringify again with them replaced (U+FFFD).
+  const LONE_SURROGATE = /\\ud[89a-f][0-9a-f]{2}/i;
+  function toJson(value) {
+    const json = JSON.stringify(value);
+    if (json === undefined || !LONE_SURROGATE.test(json)) return json;
+    return JSON.stringify(value, (_key, v) => (typeof v === "string" ? wellFormed(v) : v));
+  }
 
   class ToolError extends Error {
     constructor(message, tool, data) {
@@ -40,7 +51,7 @@
   function call(name, args) {
     let json;
     try {
-      json = args === undefined ? "{}" : JSON.stringify(args);
+      json = args === undefined ? "{}" : toJson(args);
     } catch (e) {
       return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable: ${e.message}`));
     }
@@ -152,11 +163,21 @@
       message = `Uncaught ${format(e)}`;
     }
     const m = stack === null ? null : POSITION.exec(stack);
+    let line = m ? Number(m[1]) : null;
+    let column = m ? Number(m[2]) : null;
+    if (kind === "syntax") {
+      // QuickJS reports a syntax error's line well but its column poorly (often a statement's
+      // or the wrapper's start), and at the end of the code a line past it: keep the line,
+      // clamped to the code, and leave the column to a real parser in the host.
+      line = line === null ? null : Math.min(Math.max(line, 1), lineCount);
+      column = null;
+      stack = null;
+    }
     const error = {
       kind,
       message: wellFormed(message),
-      line: m ? Number(m[1]) : null,
-      column: m ? Number(m[2]) : null,
+      line,
+      column,
       stack: stack === null || stack === "" ? null : wellFormed(stack),
     };
     return JSON.stringify({ ok: false, error });
@@ -176,7 +197,7 @@
     if (value === undefined) value = null;
     let json;
     try {
-      json = JSON.stringify(value);
+      json = toJson(value);
     } catch (e) {
       fail(new TypeError(`the result is not JSON-serialisable: ${e.message}`), "exception");
       return;
@@ -189,8 +210,7 @@
   }
 
   // mode 1: the code was a script, `value` is the promise of `{ value: completion }`;
-  function start(mode, value, offset) {
-    lineOffset = offset;
+  function start(mode, value) {
     (async () => {
       let v = value;
       if (mode === 1) v = (await v).value;
@@ -204,6 +224,6 @@
     settle,
     fail,
     isFinished: () => finished,
-    setLineOffset: (n) => { lineOffset = n; },
+    setSource: (offset, lines) => { lineOffset = offset; lineCount = Math.max(1, lines); },
   };
 })

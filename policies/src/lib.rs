@@ -143,6 +143,7 @@ pub use config::{
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,
+    locate_syntax_error,
 };
 pub use profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,

@@ -73,6 +73,26 @@ fn read_bytes(
     }
 }
 
+/// Fails unless `ptr..ptr + len` lies inside the guest's memory (nothing is copied).
+fn check_bounds(
+    caller: &mut Caller<'_, HostState>,
+    ptr: u32,
+    len: u32,
+    what: &str,
+) -> wasmtime::Result<()> {
+    let size = caller
+        .get_export("memory")
+        .and_then(|e| e.into_memory())
+        .map_or(0, |m| m.data_size(&*caller));
+    match (ptr as usize).checked_add(len as usize) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(malformed(
+            caller,
+            &format!("{what} at {ptr}+{len} lies outside the guest's memory ({size} bytes)"),
+        )),
+    }
+}
+
 fn read_string(
     caller: &mut Caller<'_, HostState>,
     ptr: u32,
@@ -140,6 +160,8 @@ fn log(mut caller: Caller<'_, HostState>, level: u32, ptr: u32, len: u32) -> was
         4 => LogLevel::Debug,
         other => return Err(malformed(&mut caller, &format!("log level {other}"))),
     };
+    // A malformed call is reported as such, before its length is charged as output.
+    check_bounds(&mut caller, ptr, len, "a log message")?;
     if let Err(e) = caller.data_mut().charge_output(u64::from(len) + 1) {
         return Err(abort(&mut caller, e));
     }

@@ -148,8 +148,9 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             .inner
             .pre
             .instantiate(&mut *store)
-            .map_err(|e| self.classify(store, e))?;
-        let guest = GuestExports::bind(store, &instance).map_err(|e| self.classify(store, e))?;
+            .map_err(|e| self.guest_failed(store, e))?;
+        let guest =
+            GuestExports::bind(store, &instance).map_err(|e| self.guest_failed(store, e))?;
         if fuel {
             store
                 .set_fuel(self.options.fuel.unwrap_or(u64::MAX))
@@ -158,12 +159,12 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         let heap_limit = heap_limit(store.data().memory.limit);
         let code_ptr = guest
             .write(store, code.as_bytes())
-            .map_err(|e| self.classify(store, e))?;
+            .map_err(|e| self.guest_failed(store, e))?;
         self.set_deadline(store, tick);
         let mut status = guest
             .run
             .call(&mut *store, (code_ptr, code.len() as u32, heap_limit))
-            .map_err(|e| self.classify(store, e))?;
+            .map_err(|e| self.guest_failed(store, e))?;
         loop {
             self.take_started_calls(store);
             match status {
@@ -197,7 +198,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             self.set_deadline(store, tick);
             let ptr = guest
                 .write(store, &payload)
-                .map_err(|e| self.classify(store, e))?;
+                .map_err(|e| self.guest_failed(store, e))?;
             status = guest
                 .resume
                 .call(
@@ -209,7 +210,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                         payload.len() as u32,
                     ),
                 )
-                .map_err(|e| self.classify(store, e))?;
+                .map_err(|e| self.guest_failed(store, e))?;
         }
     }
 
@@ -371,6 +372,13 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                 Ok(None) | Err(_) => return,
             }
         }
+    }
+
+    /// The guest trapped: keep the calls it started in the same turn in the ledger (as not
+    /// started), then say why it failed.
+    fn guest_failed(&mut self, store: &mut Store<HostState>, error: wasmtime::Error) -> EvalError {
+        self.take_started_calls(store);
+        self.classify(store, error)
     }
 
     fn classify(&self, store: &mut Store<HostState>, error: wasmtime::Error) -> EvalError {

@@ -184,6 +184,10 @@ pub async fn run(args: RunArgs) -> ExitCode {
             outcome
         }
     };
+    let mut outcome = outcome;
+    if let Some(error) = outcome.error.as_mut() {
+        codemode_policies::locate_syntax_error(&code, error);
+    }
     report(&display_name, &outcome, args.json)
 }
 

@@ -217,9 +217,14 @@ impl Approver for AskApprover {
     }
     fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
         Box::pin(async move {
-            let timeout = req.timeout;
-            let answer = self.asker.ask(approval_question(&req), timeout).await;
-            decision_from(&answer)
+            // The policy layer owns the approval timeout (and reports it as
+            // `elicitation_timeout`): ask a little longer, and never turn our own timeout into
+            // a decision.
+            let timeout = req.timeout + std::time::Duration::from_secs(1);
+            match self.asker.ask(approval_question(&req), timeout).await {
+                Answer::Timeout => std::future::pending().await,
+                answer => decision_from(&answer),
+            }
         })
     }
 }

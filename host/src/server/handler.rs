@@ -216,10 +216,13 @@ impl CodemodeServer {
         }
         let tools = builder.build();
         state.push_asker(eval_id.0, &asker);
-        let outcome = state
+        let mut outcome = state
             .runtime
             .eval_with_id(eval_id, &code, &state.eval_options(), &tools)
             .await;
+        if let Some(error) = outcome.error.as_mut() {
+            codemode_policies::locate_syntax_error(&code, error);
+        }
         state.pop_asker(eval_id.0);
         if let Some(sink) = &audit {
             let record = EvalAuditRecord::from_outcome(

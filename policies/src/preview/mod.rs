@@ -211,3 +211,20 @@ fn extract_on_this_thread(code: &str) -> Preview {
 
 #[cfg(test)]
 mod tests;
+
+/// Gives a syntax error from the sandbox the exact position oxc finds.
+///
+/// QuickJS reports the line of a syntax error well but not its column, so the runtime leaves
+/// the column out; when oxc also rejects the code, its line and column replace the sandbox's
+/// (the sandbox's message is kept). Other errors, and code oxc accepts, are left as they are.
+pub fn locate_syntax_error(code: &str, error: &mut codemode_runtime::EvalError) {
+    if error.kind != codemode_runtime::ErrorKind::Syntax {
+        return;
+    }
+    if let Some(found) = extract_tool_calls(code).parse_error
+        && found.line > 0
+    {
+        error.line = Some(found.line);
+        error.column = Some(found.column);
+    }
+}

@@ -1,0 +1,310 @@
+//! The `codemode` binary as a user runs it: exit codes, output formats, `check`, `config check`,
+//! and the terminal approval prompt (in a real pseudo-terminal).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn codemode() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codemode"));
+    // The compiled guest is cached per user; tests share the default cache.
+    cmd.env_remove("RUST_LOG");
+    cmd
+}
+
+fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = codemode()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn codemode");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().expect("wait")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("codemode-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn run_prints_the_result_and_logs() {
+    let out = run_with_stdin(
+        &["run", "-"],
+        "console.log('hi', {a: 1}); console.warn('careful'); 40 + 2",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "42\n");
+    assert_eq!(text(&out.stderr), "[log] hi {\"a\":1}\n[warn] careful\n");
+}
+
+#[test]
+fn run_reports_errors_with_file_line_column() {
+    let dir = temp_dir("errors");
+    let file = dir.join("bad.js");
+    let cases: &[(&str, &str)] = &[
+        (
+            "let x = 1;\nthrow new TypeError('nope');\n",
+            ":2:11: exception: TypeError: nope\n",
+        ),
+        (
+            "let x = 1;\nlet y = ;\n",
+            ":2:9: syntax: SyntaxError: unexpected token in expression: ';'\n",
+        ),
+        (
+            "await codemode.nothing()",
+            ": exception: UnknownToolError: unknown tool `nothing` (no tools are available)\n",
+        ),
+    ];
+    for (code, want) in cases {
+        std::fs::write(&file, code).unwrap();
+        let out = codemode().args(["run"]).arg(&file).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{code}");
+        assert_eq!(
+            text(&out.stderr),
+            format!("{}{want}", file.display()),
+            "{code}"
+        );
+        assert_eq!(text(&out.stdout), "");
+    }
+}
+
+#[test]
+fn run_json_prints_the_outcome_and_limits_apply() {
+    let out = run_with_stdin(
+        &["run", "--json", "--fuel", "100000", "-"],
+        "while (true) {}",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let outcome: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(outcome["ok"], false);
+    assert_eq!(outcome["error"]["kind"], "out_of_fuel");
+    assert_eq!(outcome["stats"]["fuel_used"], 100000);
+
+    let out = run_with_stdin(
+        &["run", "--json", "--timeout", "200ms", "--fuel", "0", "-"],
+        "while (true) {}",
+    );
+    let outcome: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(outcome["error"]["kind"], "timeout", "{outcome}");
+
+    let out = run_with_stdin(
+        &["run", "--json", "--max-output", "1KiB", "-"],
+        "'x'.repeat(5000)",
+    );
+    let outcome: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(outcome["error"]["kind"], "output_limit", "{outcome}");
+
+    let out = run_with_stdin(
+        &["run", "--json", "--memory", "8MiB", "-"],
+        "const a = []; while (true) a.push('y'.repeat(1e5) + a.length)",
+    );
+    let outcome: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(outcome["error"]["kind"], "memory_limit", "{outcome}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let cases: &[&[&str]] = &[
+        &["run", "--memory", "12XB", "x.js"],
+        &["run", "--timeout", "soon", "x.js"],
+        &["run", "/definitely/not/here.js"],
+        &["run", "--profile", "p", "x.js"],
+        &["nonsense"],
+    ];
+    for args in cases {
+        let out = codemode().args(*args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+    let out = codemode().args(["run", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    for default in ["64MiB", "30s", "1MiB", "20000000000", "1000"] {
+        assert!(
+            text(&out.stdout).contains(default),
+            "--help should state the default {default}"
+        );
+    }
+}
+
+#[test]
+fn check_lists_call_sites() {
+    let code = "const { a__x: go } = codemode;\nawait go({});\nconst k = 'b';\nawait codemode[k]();\nawait codemode?.['c__y']?.();\n";
+    let out = run_with_stdin(&["check", "--json", "-"], code);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let preview: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls: Vec<(serde_json::Value, u64, bool)> = preview["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["tool"].clone(),
+                c["line"].as_u64().unwrap(),
+                c["dynamic"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (serde_json::json!("a__x"), 2, false),
+            (serde_json::Value::Null, 4, true),
+            (serde_json::json!("c__y"), 5, false)
+        ]
+    );
+    assert_eq!(preview["parse_error"], serde_json::Value::Null);
+
+    let out = run_with_stdin(&["check", "--json", "-"], "codemode.a(\n");
+    assert_eq!(out.status.code(), Some(1));
+    let preview: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(preview["parse_error"]["message"].as_str().is_some());
+    assert_eq!(preview["parse_error"]["line"], 2);
+}
+
+#[test]
+fn config_check_names_paths() {
+    let dir = temp_dir("config");
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"evaluation": {"defaultProfile": "nope", "profiles": {"p": {"asklist": ["ok", "fs__["], "rules": [{"tools": ["x"], "when": {"/a": "("}, "disposition": "ask"}]}}}, "limitz": {}}"#,
+    )
+    .unwrap();
+    let out = codemode()
+        .args(["config", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    for needle in [
+        "limitz",
+        "asklist[1]",
+        "fs__[",
+        "rules[0].when[\"/a\"]",
+        "defaultProfile",
+    ] {
+        assert!(stderr.contains(needle), "missing {needle:?} in:\n{stderr}");
+    }
+    let out = codemode().args(["config", "default"]).output().unwrap();
+    let good = dir.join("good.json");
+    std::fs::write(&good, &out.stdout).unwrap();
+    let out = codemode()
+        .args(["config", "check"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("ok (1 servers, 2 profiles"));
+}
+
+fn python() -> &'static str {
+    "python3"
+}
+
+fn write_profile_config(dir: &Path) -> PathBuf {
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"evaluation": {"profiles": {"p": {"asklist": ["hitl_*"], "approvalTimeoutSeconds": 3},
+                                      "strict": {"denylist": ["hitl_*"]}}}}"#,
+    )
+    .unwrap();
+    config
+}
+
+/// `run --profile` puts asked calls to the person at the terminal; the answer decides.
+#[test]
+fn terminal_prompt_approves_declines_and_times_out() {
+    let dir = temp_dir("tty");
+    let config = write_profile_config(&dir);
+    let script = dir.join("ask.js");
+    // hitl_request itself is asked about by the profile; with no elicitation behind the terminal
+    // asker beyond the prompt, its own question is also put on the terminal.
+    std::fs::write(
+        &script,
+        "try { const r = await codemode.hitl_request({question: 'Pick', options: ['a', 'b']}); return r.status } catch (e) { return e.reason }",
+    )
+    .unwrap();
+    let cases = [
+        ("1", 0, "\"confirmed\""),
+        ("", 0, "\"elicitation_declined\""),
+        ("-", 0, "\"elicitation_timeout\""),
+    ];
+    for (answer, code, result) in cases {
+        let out = Command::new(python())
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/cli/pty_driver.py"
+            ))
+            .arg(answer)
+            .arg(env!("CARGO_BIN_EXE_codemode"))
+            .args(["run", "--config"])
+            .arg(&config)
+            .args(["--profile", "p"])
+            .arg(&script)
+            .output()
+            .expect("python3 runs the pty driver");
+        let screen = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "answer {answer:?}:\n{screen}"
+        );
+        assert!(
+            screen.contains("A script wants to call `hitl_request`"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("line 1: hitl_request"),
+            "the preview is shown:\n{screen}"
+        );
+        assert!(
+            screen.trim_end().ends_with(result),
+            "answer {answer:?}: want {result}:\n{screen}"
+        );
+    }
+    // Without a terminal, the fallback (deny) applies and nothing is prompted.
+    let out = codemode()
+        .args(["run", "--config"])
+        .arg(&config)
+        .args(["--profile", "p"])
+        .arg(&script)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out.stdout),
+        "\"elicitation_unsupported\"\n",
+        "{}",
+        text(&out.stderr)
+    );
+    // A denylist never asks.
+    let out = codemode()
+        .args(["run", "--config"])
+        .arg(&config)
+        .args(["--profile", "strict"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "\"denied\"\n", "{}", text(&out.stderr));
+}
