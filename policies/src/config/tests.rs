@@ -53,7 +53,14 @@ fn the_documented_example_parses() {
         }
     );
     // `0` in the file means unlimited.
-    assert_eq!(c.limits, Limits { fuel: None, max_tool_calls: None, ..Limits::default() });
+    assert_eq!(
+        c.limits,
+        Limits {
+            fuel: None,
+            max_tool_calls: None,
+            ..Limits::default()
+        }
+    );
     assert_eq!(
         c.audit,
         AuditConfig {
@@ -98,7 +105,10 @@ fn defaults() {
     assert_eq!(l.memory, 64 * 1024 * 1024);
     assert_eq!(l.timeout, Duration::from_secs(30));
     assert_eq!(l.max_output, 1024 * 1024);
-    assert_eq!(l.max_tool_calls, Some(codemode_runtime::DEFAULT_MAX_TOOL_CALLS));
+    assert_eq!(
+        l.max_tool_calls,
+        Some(codemode_runtime::DEFAULT_MAX_TOOL_CALLS)
+    );
     assert_eq!(l.eval_options(), codemode_runtime::EvalOptions::default());
     assert_eq!(l.max_concurrent_tool_calls, 16);
     assert_eq!(c.audit.dir, None);
