@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
-use codemode_policies::{AuditSink, AuditWriter, Config, ServerTransport};
+use codemode_policies::{AuditSink, AuditWriter, Config};
 use codemode_runtime::{BoxFuture, EvalOptions, Runtime};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::service::SubscriptionSink;
@@ -14,7 +14,7 @@ use rmcp::{Peer, RoleServer};
 
 use super::ask::{Answer, Asker, Question};
 use super::suspend::Suspensions;
-use crate::upstream::{UpstreamElicitation, UpstreamPool, UpstreamSpec, UpstreamTransport};
+use crate::upstream::{UpstreamElicitation, UpstreamPool, UpstreamSpec};
 
 /// Shared server state. See the module docs.
 pub struct ServerState {
@@ -179,33 +179,15 @@ impl ServerState {
     }
 }
 
-/// Converts the config's `mcpServers` to upstream specs.
+/// The config's `mcpServers` as upstream specs.
 pub fn upstream_specs(config: &Config) -> HashMap<String, UpstreamSpec> {
     config
         .servers
         .iter()
         .map(|(name, server)| {
-            let transport = match &server.transport {
-                ServerTransport::Stdio {
-                    command,
-                    args,
-                    env,
-                    cwd,
-                } => UpstreamTransport::Stdio {
-                    command: command.clone(),
-                    args: args.clone(),
-                    env: env.clone(),
-                    cwd: cwd.clone(),
-                },
-                ServerTransport::Http { url, headers } => UpstreamTransport::Http {
-                    url: url.clone(),
-                    headers: headers.clone(),
-                },
-            };
-            (
-                name.clone(),
-                UpstreamSpec::with_transport(transport).call_timeout(server.timeout),
-            )
+            let spec =
+                UpstreamSpec::with_transport(server.transport.clone()).call_timeout(server.timeout);
+            (name.clone(), spec)
         })
         .collect()
 }

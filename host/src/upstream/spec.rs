@@ -2,7 +2,6 @@
 //! server names, in one place.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// How to reach one upstream MCP server, and how long to wait for it.
@@ -23,34 +22,15 @@ pub struct UpstreamSpec {
     pub startup_timeout: Duration,
 }
 
-/// The transport of an [`UpstreamSpec`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UpstreamTransport {
-    /// A child process speaking MCP over its stdin/stdout.
-    ///
-    /// The child's environment is *not* ours: it gets only `HOME`, `LOGNAME`, `PATH`, `SHELL`,
-    /// `TERM` and `USER` from our environment (as the MCP TypeScript SDK does), plus `env`.
-    /// Its stderr is copied to ours, each line prefixed with `[<server>] `.
-    Stdio {
-        /// The program; looked up in `PATH` when it has no `/`.
-        command: String,
-        /// Its arguments.
-        args: Vec<String>,
-        /// Extra environment variables (they override the inherited ones).
-        env: BTreeMap<String, String>,
-        /// Its working directory; ours when `None`.
-        cwd: Option<PathBuf>,
-    },
-    /// A streamable-HTTP MCP endpoint (`http://…/mcp` or `https://…`).
-    Http {
-        /// The endpoint.
-        url: String,
-        /// Extra headers sent with every request (e.g. `Authorization`). `Accept`,
-        /// `Mcp-Session-Id`, `Mcp-Protocol-Version` and `Last-Event-Id` are the transport's own
-        /// and are refused.
-        headers: BTreeMap<String, String>,
-    },
-}
+/// The transport of an [`UpstreamSpec`]: the config's own type (one definition of a server's
+/// address for the config file and the pool).
+///
+/// A stdio child's environment is *not* ours: it gets only `HOME`, `LOGNAME`, `PATH`, `SHELL`,
+/// `TERM` and `USER` from our environment (as the MCP TypeScript SDK does), plus `env`; its
+/// stderr is copied to ours, each line prefixed with `[<server>] `. An HTTP endpoint's `headers`
+/// may not set `Accept`, `Mcp-Session-Id`, `Mcp-Protocol-Version` or `Last-Event-Id` (the
+/// transport's own).
+pub use codemode_policies::ServerTransport as UpstreamTransport;
 
 /// The default [`UpstreamSpec::call_timeout`].
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
