@@ -62,3 +62,19 @@ pub use limits::*;
 pub use outcome::*;
 pub use runtime::{GUEST_WASM, Runtime};
 pub use tool::*;
+
+// `Runtime` is shared across tasks and threads; an eval's future can be spawned.
+const _: () = {
+    const fn send_sync<T: Send + Sync + Clone>() {}
+    send_sync::<Runtime>();
+    send_sync::<EvalOptions>();
+};
+
+#[expect(dead_code, reason = "compile-time check that eval futures are Send")]
+fn eval_futures_are_send<'a>(
+    runtime: &'a Runtime,
+    options: &'a EvalOptions,
+    tools: &'a FnTools,
+) -> impl std::future::Future<Output = EvalOutcome> + Send + 'a {
+    runtime.eval("1", options, tools)
+}
