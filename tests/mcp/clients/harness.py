@@ -1,0 +1,149 @@
+"""Shared helpers for the end-to-end clients of `codemode serve` (Python SDK `mcp` 2.3).
+
+The Rust test (tests/mcp/main.rs) runs one client script per scenario with the environment:
+
+  CODEMODE_MODE     "auto" (2026-07-28 via server/discover) or "legacy" (initialize, 2025-11-25)
+  CODEMODE_URL      http://127.0.0.1:PORT/mcp of a running `codemode serve --http`, or unset for stdio:
+  CODEMODE_BIN      the codemode binary, started as `codemode serve --config CODEMODE_CONFIG`
+  CODEMODE_CONFIG   the config file
+  CODEMODE_DIR      the test's scratch directory
+
+and the script prints ONE JSON object of observations on stdout (see `emit`); the Rust side
+asserts on it. Everything else (diagnostics, codemode's own stderr) goes to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.types import ElicitResult
+
+MODE = os.environ.get("CODEMODE_MODE", "auto")
+
+
+def target() -> StdioServerParameters | str:
+    """What `Client` connects to: the HTTP URL, or the stdio command."""
+    url = os.environ.get("CODEMODE_URL")
+    if url:
+        return url
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "RUST_LOG", "RUST_BACKTRACE")}
+    return StdioServerParameters(
+        command=os.environ["CODEMODE_BIN"],
+        args=["serve", "--config", os.environ["CODEMODE_CONFIG"]],
+        env=env,
+    )
+
+
+def connect(human: Human | None = None, **kwargs: Any) -> Client:
+    """A client in CODEMODE_MODE; with a `human`, it declares elicitation and answers with it."""
+    if human is not None:
+        kwargs["elicitation_callback"] = human
+    return Client(target(), mode=MODE, **kwargs)
+
+
+def approve(decision: str = "approve_once", delay: float = 0.0) -> dict:
+    """A scripted answer to the approval form."""
+    return {"action": "accept", "content": {"decision": decision}, "delay": delay}
+
+
+def accept(content: dict, delay: float = 0.0) -> dict:
+    """A scripted answer accepting a form with `content`."""
+    return {"action": "accept", "content": content, "delay": delay}
+
+
+def decline(delay: float = 0.0) -> dict:
+    return {"action": "decline", "delay": delay}
+
+
+class Human:
+    """An elicitation callback that answers from a script of answers, in order, and records
+    every question (message and form fields). With no answer left it declines."""
+
+    def __init__(self, *answers: dict, name: str = "human") -> None:
+        self.name = name
+        self.answers = list(answers)
+        self.asked: list[dict] = []
+
+    async def __call__(self, _ctx: Any, params: Any) -> ElicitResult:
+        schema = getattr(params, "requested_schema", None) or {}
+        if not isinstance(schema, dict):
+            schema = schema.model_dump(by_alias=True, exclude_none=True)
+        self.asked.append({"message": params.message, "fields": sorted(schema.get("properties", {}))})
+        answer = self.answers.pop(0) if self.answers else decline()
+        log(f"{self.name} asked: {params.message.splitlines()[0]!r} -> {answer}")
+        if answer.get("delay"):
+            await asyncio.sleep(answer["delay"])
+        return ElicitResult(action=answer["action"], content=answer.get("content"))
+
+
+def text_of(result: Any) -> str:
+    """The text blocks of a tool result, joined."""
+    return "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
+
+
+async def call(client: Client, tool: str, args: dict, **kwargs: Any) -> dict:
+    """Calls a tool; returns {is_error, structured, text, seconds}."""
+    started = time.monotonic()
+    result = await client.call_tool(tool, args, **kwargs)
+    return {
+        "is_error": bool(result.is_error),
+        "structured": result.structured_content,
+        "text": text_of(result),
+        "seconds": round(time.monotonic() - started, 3),
+    }
+
+
+async def evaluate(client: Client, code: str, tool: str = "eval", **kwargs: Any) -> dict:
+    """Runs `code` with an eval tool; returns `call`'s observation."""
+    return await call(client, tool, {"code": code}, **kwargs)
+
+
+async def tool_names(client: Client) -> list[str]:
+    """The listed tool names (never served from the SDK's response cache)."""
+    listing = await client.list_tools(cache_mode="bypass")
+    return [t.name for t in listing.tools]
+
+
+def log(message: str) -> None:
+    print(f"[client {MODE}] {message}", file=sys.stderr, flush=True)
+
+
+def emit(observations: dict) -> None:
+    """Prints the observations: one JSON object on one line of stdout."""
+    print(json.dumps(observations, sort_keys=True), flush=True)
+
+
+def run(main: Any) -> None:
+    """Runs `main()` and emits what it returns."""
+    emit(asyncio.run(main()))
+
+
+def server_pid() -> int:
+    """The pid of the `codemode serve` process using CODEMODE_CONFIG (unique per test)."""
+    config = os.environ["CODEMODE_CONFIG"]
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"codemode") and b"serve" in argv and config.encode() in argv:
+            return int(entry)
+    raise RuntimeError(f"no codemode serve process for {config}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # Fields after the command: state is [0]; utime and stime are fields 14 and 15 of stat(5).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
