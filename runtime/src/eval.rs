@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wasmtime::{Store, Trap};
+use tokio_util::sync::CancellationToken;
+use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::abi::{GuestExports, STATUS_DONE, STATUS_PENDING};
 use crate::clock::EvalClock;
@@ -43,6 +44,7 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
     code: &str,
     options: &EvalOptions,
     tools: &T,
+    cancel: Option<&CancellationToken>,
 ) -> EvalOutcome {
     let started = Instant::now();
     let clock = Arc::new(EvalClock::new(options.timeout));
@@ -51,6 +53,7 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
         clock: clock.clone(),
         options,
         tools,
+        cancel: cancel.cloned(),
         ledger: Vec::new(),
         call_started: Vec::new(),
         queued: VecDeque::new(),
@@ -70,7 +73,7 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
         None => return eval.failed(timeout_error(options), started, None),
     };
 
-    let mut store = match new_store(runtime, options) {
+    let mut store = match new_store(runtime, options, cancel) {
         Ok(store) => store,
         Err(e) => return eval.failed(e, started, None),
     };
@@ -100,7 +103,11 @@ fn human_duration(d: Duration) -> String {
     }
 }
 
-fn new_store(runtime: &Runtime, options: &EvalOptions) -> Result<Store<HostState>, EvalError> {
+fn new_store(
+    runtime: &Runtime,
+    options: &EvalOptions,
+    cancel: Option<&CancellationToken>,
+) -> Result<Store<HostState>, EvalError> {
     let limit = options.memory.min(runtime.inner.config.max_memory);
     let state = HostState::new(
         usize::try_from(limit).unwrap_or(usize::MAX),
@@ -109,12 +116,30 @@ fn new_store(runtime: &Runtime, options: &EvalOptions) -> Result<Store<HostState
     );
     let mut store = Store::new(&runtime.inner.engine, state);
     store.limiter(|s| &mut s.memory);
+    if let Some(token) = cancel.cloned() {
+        // A cancellable eval checks its token at every epoch tick while guest code runs (a
+        // plain eval only wakes at its deadline), so cancelling stops even a busy loop at once.
+        store.epoch_deadline_callback(move |mut cx| {
+            if token.is_cancelled() {
+                cx.data_mut().abort = Some(cancelled_error());
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            Ok(match cx.data().wall_deadline {
+                Some(deadline) if Instant::now() >= deadline => UpdateDeadline::Interrupt,
+                _ => UpdateDeadline::Continue(1),
+            })
+        });
+    }
     if runtime.inner.config.fuel {
         store
             .set_fuel(INIT_FUEL)
             .map_err(|e| internal("setting fuel", &e))?;
     }
     Ok(store)
+}
+
+fn cancelled_error() -> EvalError {
+    EvalError::new(ErrorKind::Timeout, "the eval was cancelled by its caller")
 }
 
 fn internal(what: &str, e: &wasmtime::Error) -> EvalError {
@@ -126,6 +151,7 @@ struct Eval<'a, T: ?Sized> {
     clock: Arc<EvalClock>,
     options: &'a EvalOptions,
     tools: &'a T,
+    cancel: Option<CancellationToken>,
     ledger: Vec<ToolCallRecord>,
     /// Start instant of each call, indexed like `ledger`.
     call_started: Vec<Option<Instant>>,
@@ -215,6 +241,13 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
     }
 
     fn set_deadline(&self, store: &mut Store<HostState>, tick: Duration) {
+        if self.cancel.is_some() {
+            // Checked by the epoch callback at every tick (see `new_store`).
+            store.data_mut().wall_deadline =
+                self.clock.remaining().map(|left| Instant::now() + left);
+            store.set_epoch_deadline(1);
+            return;
+        }
         let ticks = match self.clock.remaining() {
             Some(left) => (left.as_nanos() / tick.as_nanos().max(1)) as u64 + 1,
             None => u64::MAX / 2,
@@ -277,9 +310,19 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         if self.in_flight.is_empty() {
             return Ok(None);
         }
-        match with_deadline(&self.clock, self.in_flight.next()).await {
-            Some(done) => Ok(done),
-            None => Err(timeout_error(self.options)),
+        let cancel = self.cancel.clone();
+        let cancelled = async move {
+            match cancel {
+                Some(token) => token.cancelled_owned().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            done = with_deadline(&self.clock, self.in_flight.next()) => match done {
+                Some(done) => Ok(done),
+                None => Err(timeout_error(self.options)),
+            },
+            () = cancelled => Err(cancelled_error()),
         }
     }
 

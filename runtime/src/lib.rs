@@ -61,6 +61,8 @@ pub use error::RuntimeError;
 pub use limits::*;
 pub use outcome::*;
 pub use runtime::{GUEST_WASM, Runtime};
+/// Cancels an eval started with [`Runtime::eval_cancellable`].
+pub use tokio_util::sync::CancellationToken;
 pub use tool::*;
 
 // `Runtime` is shared across tasks and threads; an eval's future can be spawned.

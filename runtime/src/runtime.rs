@@ -121,7 +121,22 @@ impl Runtime {
         options: &EvalOptions,
         tools: &T,
     ) -> EvalOutcome {
-        crate::eval::run(self, id, code, options, tools).await
+        crate::eval::run(self, id, code, options, tools, None).await
+    }
+
+    /// [`Runtime::eval_with_id`] that ends as soon as `cancel` is cancelled — even inside a busy
+    /// loop, within one epoch tick — with error kind `timeout` ("cancelled by its caller") and
+    /// the ledger of what ran. Dropping an eval's future also stops it, but only at its next
+    /// await point: a future cannot be dropped while guest code runs inside it.
+    pub async fn eval_cancellable<T: ToolHost + ?Sized>(
+        &self,
+        id: EvalId,
+        code: &str,
+        options: &EvalOptions,
+        tools: &T,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> EvalOutcome {
+        crate::eval::run(self, id, code, options, tools, Some(cancel)).await
     }
 
     /// The configuration this runtime was built with.

@@ -26,6 +26,8 @@ pub struct HostState {
     pub finished: Option<Vec<u8>>,
     /// Set by a host import that ends the eval (then it traps): the real reason.
     pub abort: Option<EvalError>,
+    /// When the wall-clock budget runs out, for the per-tick check of cancellable evals.
+    pub wall_deadline: Option<std::time::Instant>,
 }
 
 impl HostState {
@@ -45,6 +47,7 @@ impl HostState {
             max_tool_calls,
             logs: Vec::new(),
             output_used: 0,
+            wall_deadline: None,
             max_output,
             finished: None,
             abort: None,

@@ -34,24 +34,16 @@ fn cancel(transport: Transport, mode: Mode) {
 }
 
 #[test]
-#[ignore = "BUG: MCP cancellation does not stop a running guest: the handler aborts the eval's \
-            tokio task, but the guest runs inside a synchronous wasmtime call (runtime/src/eval.rs \
-            `guest.run.call` / `guest.resume.call`; the epoch deadline only traps at the eval's \
-            timeout), so the abort lands only when the script ends (fuel or 30 s); until then it \
-            burns a core and holds a tokio worker (two cancelled loops on 2 cores stall the \
-            server ~30 s)"]
 fn cancel_stdio_auto() {
     cancel(Transport::Stdio, Mode::Auto);
 }
 
 #[test]
-#[ignore = "BUG: MCP cancellation does not stop a running guest (see cancel_stdio_auto)"]
 fn cancel_stdio_legacy() {
     cancel(Transport::Stdio, Mode::Legacy);
 }
 
 #[test]
-#[ignore = "BUG: MCP cancellation does not stop a running guest (see cancel_stdio_auto)"]
 fn cancel_http_auto() {
     cancel(Transport::Http, Mode::Auto);
 }

@@ -128,10 +128,6 @@ fn hot_reload_http_legacy() {
 }
 
 #[test]
-#[ignore = "BUG: one config change makes the server reload every 250 ms forever (and notify \
-            tools/list_changed each time): host/src/server/reload.rs reacts to every notify \
-            event on the file, including the Access (open/close) events of its own \
-            Config::load; filter out EventKind::Access"]
 fn hot_reload_happens_once_per_change() {
     let setup = Setup::new("hot_reload_once", Transport::Stdio, base_config);
     let mut v2: Value = base_config(&setup.scratch);

@@ -291,3 +291,75 @@ async fn a_short_paused_call_within_the_timeout_is_fine() {
         show(&outcome)
     );
 }
+
+/// Cancelling stops guest code even in a busy loop (a future cannot be dropped mid-call), keeps
+/// the ledger, and leaves the runtime usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_stops_a_busy_loop() {
+    let runtime = &*crate::RUNTIME;
+    let token = codemode_runtime::CancellationToken::new();
+    let canceller = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        canceller.cancel();
+    });
+    let options = codemode_runtime::EvalOptions::default()
+        .fuel(None)
+        .timeout(Some(Duration::from_secs(60)));
+    let started = std::time::Instant::now();
+    let tools = crate::basic_tools();
+    let outcome = runtime
+        .eval_cancellable(
+            runtime.allocate_eval_id(),
+            "await codemode.echo({}); while (true) {}",
+            &options,
+            &tools,
+            &token,
+        )
+        .await;
+    let error = outcome.error.as_ref().expect("cancelled");
+    assert_eq!(
+        error.kind,
+        codemode_runtime::ErrorKind::Timeout,
+        "{outcome:?}"
+    );
+    assert!(error.message.contains("cancelled"), "{outcome:?}");
+    assert_eq!(outcome.tool_calls.len(), 1);
+    // Far below the 60 s timeout: the cancellation, not the clock, ended it.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Cancelled while waiting on a tool.
+    let token = codemode_runtime::CancellationToken::new();
+    token.cancel();
+    let sleepy = codemode_runtime::FnTools::new().tool("sleep", |_| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok(serde_json::Value::Null)
+    });
+    let started = std::time::Instant::now();
+    let outcome = runtime
+        .eval_cancellable(
+            runtime.allocate_eval_id(),
+            "await codemode.sleep({})",
+            &options,
+            &sleepy,
+            &token,
+        )
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        outcome
+            .error
+            .as_ref()
+            .is_some_and(|e| e.message.contains("cancelled")),
+        "{outcome:?}"
+    );
+    assert!(crate::eval("1 + 1").await.ok);
+}

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use codemode_policies::{
     AuditRecord, EvalAuditRecord, PolicyToolHost, Profile, SessionApprovals, extract_tool_calls,
 };
-use codemode_runtime::{EvalOutcome, ToolHost};
+use codemode_runtime::{CancellationToken, EvalOutcome, ToolHost};
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -176,17 +176,23 @@ impl CodemodeServer {
             (None, true) => Arc::new(PeerAsker::new(ctx.peer.clone())),
         };
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-        let task =
-            tokio::spawn(
-                self.clone()
-                    .run_eval(code, profile, asker, suspended.clone(), done_tx),
-            );
+        // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`).
+        let cancel = CancellationToken::new();
+        let eval = self.clone().run_eval(
+            code,
+            profile,
+            asker,
+            suspended.clone(),
+            cancel.clone(),
+            done_tx,
+        );
+        let task = tokio::spawn(eval);
         match suspended {
             Some(s) => {
-                s.set_task(task);
+                s.set_task(task, cancel);
                 self.await_suspended(s, &ctx).await
             }
-            None => self.await_legacy(task, done_rx, &ctx).await,
+            None => self.await_legacy(task, cancel, done_rx, &ctx).await,
         }
     }
 
@@ -197,6 +203,7 @@ impl CodemodeServer {
         profile: Option<Arc<Profile>>,
         asker: Arc<dyn Asker>,
         suspended: Option<Arc<Suspended>>,
+        cancel: CancellationToken,
         done: tokio::sync::oneshot::Sender<EvalOutcome>,
     ) {
         let state = &self.state;
@@ -218,7 +225,7 @@ impl CodemodeServer {
         state.push_asker(eval_id.0, &asker);
         let mut outcome = state
             .runtime
-            .eval_with_id(eval_id, &code, &state.eval_options(), &tools)
+            .eval_cancellable(eval_id, &code, &state.eval_options(), &tools, &cancel)
             .await;
         if let Some(error) = outcome.error.as_mut() {
             codemode_policies::locate_syntax_error(&code, error);
@@ -245,6 +252,7 @@ impl CodemodeServer {
     async fn await_legacy(
         &self,
         task: tokio::task::JoinHandle<()>,
+        cancel: CancellationToken,
         done: tokio::sync::oneshot::Receiver<EvalOutcome>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
@@ -260,7 +268,8 @@ impl CodemodeServer {
                     };
                 }
                 _ = ctx.ct.cancelled() => {
-                    // MCP cancellation: drop the sandbox now.
+                    // MCP cancellation: stop the sandbox now.
+                    cancel.cancel();
                     abort.abort();
                     return Err(McpError::internal_error("cancelled", None));
                 }

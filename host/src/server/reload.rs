@@ -19,7 +19,10 @@ pub fn watch(state: Arc<ServerState>, path: PathBuf) -> notify::Result<notify::R
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let file_name = path.file_name().map(|n| n.to_os_string());
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Opening and reading the file (our own reload does) are access events: only
+        // modifications, creations, renames and removals mean a new config.
         if let Ok(event) = event
+            && !event.kind.is_access()
             && event
                 .paths
                 .iter()

@@ -90,12 +90,13 @@ impl ServerState {
             },
             None => None,
         };
-        let specs = upstream_specs(&config);
-        *self.audit.write().unwrap_or_else(|e| e.into_inner()) = audit;
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
-        if let Err(e) = self.upstreams.set_upstreams(specs).await {
+        // Connect new upstreams first (each gets its first connection attempt), then swap the
+        // config: a profile or namespace never shows up before its server's tools.
+        if let Err(e) = self.upstreams.set_upstreams(upstream_specs(&config)).await {
             tracing::error!("upstream servers not updated: {e}");
         }
+        *self.audit.write().unwrap_or_else(|e| e.into_inner()) = audit;
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
         self.notify_tools_changed().await;
     }
 

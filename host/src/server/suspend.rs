@@ -100,7 +100,12 @@ pub struct Suspended {
     tool: String,
     state: Mutex<State>,
     changed: Notify,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    task: Mutex<
+        Option<(
+            tokio::task::JoinHandle<()>,
+            codemode_runtime::CancellationToken,
+        )>,
+    >,
 }
 
 /// What a waiting request handler should return.
@@ -133,13 +138,18 @@ impl Suspended {
     }
 
     /// Keeps the eval's task, so cancellation can stop it.
-    pub fn set_task(&self, task: tokio::task::JoinHandle<()>) {
-        *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+    pub fn set_task(
+        &self,
+        task: tokio::task::JoinHandle<()>,
+        cancel: codemode_runtime::CancellationToken,
+    ) {
+        *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some((task, cancel));
     }
 
     /// Stops the eval (the client cancelled): its sandbox is dropped at once.
     pub fn abort(&self) {
-        if let Some(task) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some((task, cancel)) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            cancel.cancel();
             task.abort();
         }
     }
