@@ -67,15 +67,14 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
             return eval.failed(
                 EvalError::new(ErrorKind::Internal, "the runtime is shutting down"),
                 started,
-                None,
             );
         }
-        None => return eval.failed(timeout_error(options), started, None),
+        None => return eval.failed(timeout_error(options), started),
     };
 
     let mut store = match new_store(runtime, options, cancel) {
         Ok(store) => store,
-        Err(e) => return eval.failed(e, started, None),
+        Err(e) => return eval.failed(e, started),
     };
     let result = eval.drive(runtime, &mut store, code).await;
     let outcome = eval.finish(result, &mut store, started).await;
@@ -522,7 +521,8 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         }
     }
 
-    fn failed(mut self, error: EvalError, started: Instant, _store: Option<()>) -> EvalOutcome {
+    /// An outcome for an eval that failed before its guest ran.
+    fn failed(mut self, error: EvalError, started: Instant) -> EvalOutcome {
         EvalOutcome {
             ok: false,
             result: Value::Null,
