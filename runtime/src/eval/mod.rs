@@ -10,19 +10,24 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use futures::stream::FuturesUnordered;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime::{Store, UpdateDeadline};
 
+use crate::EvalOptions;
 use crate::abi::{GuestExports, STATUS_DONE, STATUS_PENDING};
 use crate::clock::EvalClock;
-use crate::outcome::{CallStatus, ErrorKind, EvalError, EvalOutcome, EvalStats, ToolCallRecord};
+use crate::outcome::{ErrorKind, EvalError, EvalOutcome, EvalStats, ToolCallRecord};
 use crate::runtime::Runtime;
-use crate::state::{HostState, StartedCall};
-use crate::tool::{BoxFuture, CallContext, EvalId, ToolError, ToolHost};
-use crate::{EvalOptions, suggest};
+use crate::state::HostState;
+use crate::tool::{BoxFuture, EvalId, ToolError, ToolHost};
+
+mod calls;
+mod errors;
+
+use errors::{cancelled_error, internal, timeout_error};
 
 /// Fuel given to the guest's own initialisation (not counted in `fuel_used`).
 const INIT_FUEL: u64 = 2_000_000_000;
@@ -83,25 +88,6 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
     outcome
 }
 
-fn timeout_error(options: &EvalOptions) -> EvalError {
-    let limit = options
-        .timeout
-        .map(|t| format!(" of {}", human_duration(t)))
-        .unwrap_or_default();
-    EvalError::new(
-        ErrorKind::Timeout,
-        format!("the script exceeded its wall-clock timeout{limit}"),
-    )
-}
-
-fn human_duration(d: Duration) -> String {
-    if d.as_millis().is_multiple_of(1000) {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
-}
-
 fn new_store(
     runtime: &Runtime,
     options: &EvalOptions,
@@ -135,14 +121,6 @@ fn new_store(
             .map_err(|e| internal("setting fuel", &e))?;
     }
     Ok(store)
-}
-
-fn cancelled_error() -> EvalError {
-    EvalError::new(ErrorKind::Timeout, "the eval was cancelled by its caller")
-}
-
-fn internal(what: &str, e: &wasmtime::Error) -> EvalError {
-    EvalError::new(ErrorKind::Internal, format!("{what}: {e:#}"))
 }
 
 struct Eval<'a, T: ?Sized> {
@@ -254,202 +232,6 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         store.set_epoch_deadline(ticks);
     }
 
-    /// Moves the calls the guest just started into the queue (and the ledger).
-    fn take_started_calls(&mut self, store: &mut Store<HostState>) {
-        for StartedCall {
-            id,
-            name,
-            args_json,
-        } in store.data_mut().started.drain(..)
-        {
-            self.ledger.push(ToolCallRecord {
-                id,
-                tool: name.clone(),
-                status: CallStatus::Error,
-                reason: Some("not started: the eval ended first".into()),
-                duration_ms: 0.0,
-            });
-            self.call_started.push(None);
-            let args = serde_json::from_str::<Value>(&args_json).map_err(|e| {
-                ToolError::failed(format!("the arguments to `{name}` could not be read: {e}"))
-            });
-            self.queued.push_back((id, args, name));
-        }
-    }
-
-    fn launch_queued(&mut self) {
-        let max = self.options.max_concurrent_tool_calls.max(1);
-        while self.in_flight.len() < max {
-            let Some((id, args, name)) = self.queued.pop_front() else {
-                break;
-            };
-            let index = (id - 1) as usize;
-            self.call_started[index] = Some(Instant::now());
-            self.ledger[index].reason = Some("unfinished: the eval ended while the call was in flight (it may or may not have taken effect)".into());
-            let tools = self.tools;
-            let cx = CallContext {
-                eval_id: self.id,
-                call_id: id,
-                clock: self.clock.clone(),
-            };
-            self.in_flight.push(Box::pin(async move {
-                let result = match args {
-                    Ok(args) => tools.call(&name, args, &cx).await,
-                    Err(e) => Err(e),
-                };
-                (id, result)
-            }));
-        }
-    }
-
-    /// Waits for the next tool call to finish, within the wall-clock budget.
-    async fn next_completion(
-        &mut self,
-    ) -> Result<Option<(u64, Result<Value, ToolError>)>, EvalError> {
-        if self.in_flight.is_empty() {
-            return Ok(None);
-        }
-        let cancel = self.cancel.clone();
-        let cancelled = async move {
-            match cancel {
-                Some(token) => token.cancelled_owned().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            done = with_deadline(&self.clock, self.in_flight.next()) => match done {
-                Some(done) => Ok(done),
-                None => Err(timeout_error(self.options)),
-            },
-            () = cancelled => Err(cancelled_error()),
-        }
-    }
-
-    /// Records a finished call in the ledger and encodes what the guest receives.
-    fn settle(
-        &mut self,
-        id: u64,
-        result: Result<Value, ToolError>,
-        memory_limit: usize,
-    ) -> (bool, Vec<u8>) {
-        let index = (id - 1) as usize;
-        let duration_ms =
-            self.call_started[index].map_or(0.0, |t| t.elapsed().as_secs_f64() * 1000.0);
-        let record = &mut self.ledger[index];
-        record.duration_ms = duration_ms;
-        let tool = record.tool.clone();
-        let result = result.and_then(|value| match serde_json::to_vec(&value) {
-            // A result larger than the whole sandbox cannot be delivered: say so instead of
-            // letting the guest die of it.
-            Ok(bytes) if bytes.len() >= memory_limit => Err(ToolError::failed(format!(
-                "the result of `{tool}` ({} bytes) does not fit in the eval's memory limit ({memory_limit} bytes)",
-                bytes.len()
-            ))),
-            Ok(bytes) => Ok(bytes),
-            Err(e) => Err(ToolError::failed(format!("the result of `{tool}` cannot be encoded: {e}"))),
-        });
-        match result {
-            Ok(bytes) => {
-                record.status = CallStatus::Ok;
-                record.reason = None;
-                (true, bytes)
-            }
-            Err(error) => {
-                let payload = match &error {
-                    ToolError::NotFound { tool } => {
-                        let names = self.tools.tool_names();
-                        let near = suggest::closest(tool, &names, 3);
-                        let hint = if near.is_empty() {
-                            if names.is_empty() {
-                                " (no tools are available)".to_string()
-                            } else {
-                                String::new()
-                            }
-                        } else {
-                            format!(
-                                "; did you mean {}?",
-                                near.iter()
-                                    .map(|n| format!("`{n}`"))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
-                        };
-                        json!({"type": "not_found", "message": format!("unknown tool `{tool}`{hint}")})
-                    }
-                    ToolError::Failed { message, data } => {
-                        json!({"type": "failed", "message": message, "data": data})
-                    }
-                    ToolError::Denied {
-                        reason, message, ..
-                    } => {
-                        json!({"type": "denied", "message": message, "reason": reason})
-                    }
-                };
-                record.status = if matches!(error, ToolError::Denied { .. }) {
-                    CallStatus::Denied
-                } else {
-                    CallStatus::Error
-                };
-                record.reason = Some(match &error {
-                    ToolError::Denied { reason, .. } => reason.clone(),
-                    _ => payload["message"].as_str().unwrap_or_default().to_string(),
-                });
-                (
-                    false,
-                    serde_json::to_vec(&payload).unwrap_or_else(|_| b"{}".to_vec()),
-                )
-            }
-        }
-    }
-
-    /// After the script finished: let calls it started but did not await run to their end, so
-    /// the ledger says what really happened.
-    async fn drain_unawaited(&mut self) {
-        loop {
-            self.launch_queued();
-            match self.next_completion().await {
-                Ok(Some((id, result))) => {
-                    self.settle(id, result, usize::MAX);
-                }
-                Ok(None) | Err(_) => return,
-            }
-        }
-    }
-
-    /// The guest trapped: keep the calls it started in the same turn in the ledger (as not
-    /// started), then say why it failed.
-    fn guest_failed(&mut self, store: &mut Store<HostState>, error: wasmtime::Error) -> EvalError {
-        self.take_started_calls(store);
-        self.classify(store, error)
-    }
-
-    fn classify(&self, store: &mut Store<HostState>, error: wasmtime::Error) -> EvalError {
-        if let Some(reason) = store.data_mut().abort.take() {
-            return reason;
-        }
-        let refused = store.data().memory.refused;
-        let limit = store.data().memory.limit;
-        match error.downcast_ref::<Trap>() {
-            Some(Trap::OutOfFuel) => EvalError::new(
-                ErrorKind::OutOfFuel,
-                format!(
-                    "the script ran out of fuel ({} instructions)",
-                    self.options.fuel.unwrap_or(0)
-                ),
-            ),
-            Some(Trap::Interrupt) => timeout_error(self.options),
-            Some(Trap::StackOverflow) => stack_overflow(),
-            _ if refused => memory_limit(limit),
-            // The guest's C stack lies at the bottom of its memory: overflowing it wraps below
-            // address 0, which is the only way this guest reads out of bounds.
-            Some(Trap::MemoryOutOfBounds) => stack_overflow(),
-            _ => EvalError::new(
-                ErrorKind::Internal,
-                format!("the sandbox failed: {error:#}"),
-            ),
-        }
-    }
-
     async fn finish(
         mut self,
         result: Result<Vec<u8>, EvalError>,
@@ -544,20 +326,6 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
 fn heap_limit(memory_limit: usize) -> u32 {
     const RESERVED: usize = 3 << 20;
     u32::try_from(memory_limit.saturating_sub(RESERVED).max(1 << 20)).unwrap_or(u32::MAX)
-}
-
-fn stack_overflow() -> EvalError {
-    EvalError::new(
-        ErrorKind::StackOverflow,
-        "the script exceeded the maximum call stack size (too deep recursion)",
-    )
-}
-
-fn memory_limit(limit: usize) -> EvalError {
-    EvalError::new(
-        ErrorKind::MemoryLimit,
-        format!("the script exceeded its memory limit of {limit} bytes"),
-    )
 }
 
 /// Awaits `fut` unless the eval's clock runs out first (`None`). Pauses of the clock (a human

@@ -1,0 +1,179 @@
+//! The tool calls of one eval: from the guest's `call_start` to the ledger, in order of start,
+//! at most `max_concurrent_tool_calls` in flight, each settled back into the guest.
+
+use std::time::Instant;
+
+use futures::stream::StreamExt;
+use serde_json::{Value, json};
+use wasmtime::Store;
+
+use super::errors::{cancelled_error, timeout_error};
+use super::{Eval, with_deadline};
+use crate::outcome::{CallStatus, EvalError, ToolCallRecord};
+use crate::state::{HostState, StartedCall};
+use crate::suggest;
+use crate::tool::{CallContext, ToolError, ToolHost};
+
+impl<T: ToolHost + ?Sized> Eval<'_, T> {
+    /// Moves the calls the guest just started into the queue (and the ledger).
+    pub(super) fn take_started_calls(&mut self, store: &mut Store<HostState>) {
+        for StartedCall {
+            id,
+            name,
+            args_json,
+        } in store.data_mut().started.drain(..)
+        {
+            self.ledger.push(ToolCallRecord {
+                id,
+                tool: name.clone(),
+                status: CallStatus::Error,
+                reason: Some("not started: the eval ended first".into()),
+                duration_ms: 0.0,
+            });
+            self.call_started.push(None);
+            let args = serde_json::from_str::<Value>(&args_json).map_err(|e| {
+                ToolError::failed(format!("the arguments to `{name}` could not be read: {e}"))
+            });
+            self.queued.push_back((id, args, name));
+        }
+    }
+
+    pub(super) fn launch_queued(&mut self) {
+        let max = self.options.max_concurrent_tool_calls.max(1);
+        while self.in_flight.len() < max {
+            let Some((id, args, name)) = self.queued.pop_front() else {
+                break;
+            };
+            let index = (id - 1) as usize;
+            self.call_started[index] = Some(Instant::now());
+            self.ledger[index].reason = Some("unfinished: the eval ended while the call was in flight (it may or may not have taken effect)".into());
+            let tools = self.tools;
+            let cx = CallContext {
+                eval_id: self.id,
+                call_id: id,
+                clock: self.clock.clone(),
+            };
+            self.in_flight.push(Box::pin(async move {
+                let result = match args {
+                    Ok(args) => tools.call(&name, args, &cx).await,
+                    Err(e) => Err(e),
+                };
+                (id, result)
+            }));
+        }
+    }
+
+    /// Waits for the next tool call to finish, within the wall-clock budget.
+    pub(super) async fn next_completion(
+        &mut self,
+    ) -> Result<Option<(u64, Result<Value, ToolError>)>, EvalError> {
+        if self.in_flight.is_empty() {
+            return Ok(None);
+        }
+        let cancel = self.cancel.clone();
+        let cancelled = async move {
+            match cancel {
+                Some(token) => token.cancelled_owned().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            done = with_deadline(&self.clock, self.in_flight.next()) => match done {
+                Some(done) => Ok(done),
+                None => Err(timeout_error(self.options)),
+            },
+            () = cancelled => Err(cancelled_error()),
+        }
+    }
+
+    /// Records a finished call in the ledger and encodes what the guest receives.
+    pub(super) fn settle(
+        &mut self,
+        id: u64,
+        result: Result<Value, ToolError>,
+        memory_limit: usize,
+    ) -> (bool, Vec<u8>) {
+        let index = (id - 1) as usize;
+        let duration_ms =
+            self.call_started[index].map_or(0.0, |t| t.elapsed().as_secs_f64() * 1000.0);
+        let record = &mut self.ledger[index];
+        record.duration_ms = duration_ms;
+        let tool = record.tool.clone();
+        let result = result.and_then(|value| match serde_json::to_vec(&value) {
+            // A result larger than the whole sandbox cannot be delivered: say so instead of
+            // letting the guest die of it.
+            Ok(bytes) if bytes.len() >= memory_limit => Err(ToolError::failed(format!(
+                "the result of `{tool}` ({} bytes) does not fit in the eval's memory limit ({memory_limit} bytes)",
+                bytes.len()
+            ))),
+            Ok(bytes) => Ok(bytes),
+            Err(e) => Err(ToolError::failed(format!("the result of `{tool}` cannot be encoded: {e}"))),
+        });
+        match result {
+            Ok(bytes) => {
+                record.status = CallStatus::Ok;
+                record.reason = None;
+                (true, bytes)
+            }
+            Err(error) => {
+                let payload = match &error {
+                    ToolError::NotFound { tool } => {
+                        let names = self.tools.tool_names();
+                        let near = suggest::closest(tool, &names, 3);
+                        let hint = if near.is_empty() {
+                            if names.is_empty() {
+                                " (no tools are available)".to_string()
+                            } else {
+                                String::new()
+                            }
+                        } else {
+                            format!(
+                                "; did you mean {}?",
+                                near.iter()
+                                    .map(|n| format!("`{n}`"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        };
+                        json!({"type": "not_found", "message": format!("unknown tool `{tool}`{hint}")})
+                    }
+                    ToolError::Failed { message, data } => {
+                        json!({"type": "failed", "message": message, "data": data})
+                    }
+                    ToolError::Denied {
+                        reason, message, ..
+                    } => {
+                        json!({"type": "denied", "message": message, "reason": reason})
+                    }
+                };
+                record.status = if matches!(error, ToolError::Denied { .. }) {
+                    CallStatus::Denied
+                } else {
+                    CallStatus::Error
+                };
+                record.reason = Some(match &error {
+                    ToolError::Denied { reason, .. } => reason.clone(),
+                    _ => payload["message"].as_str().unwrap_or_default().to_string(),
+                });
+                (
+                    false,
+                    serde_json::to_vec(&payload).unwrap_or_else(|_| b"{}".to_vec()),
+                )
+            }
+        }
+    }
+
+    /// After the script finished: let calls it started but did not await run to their end, so
+    /// the ledger says what really happened.
+    pub(super) async fn drain_unawaited(&mut self) {
+        loop {
+            self.launch_queued();
+            match self.next_completion().await {
+                Ok(Some((id, result))) => {
+                    self.settle(id, result, usize::MAX);
+                }
+                Ok(None) | Err(_) => return,
+            }
+        }
+    }
+}
