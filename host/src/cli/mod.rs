@@ -1,6 +1,7 @@
 //! The `codemode` command line: argument parsing and wiring only; the work happens in the
 //! library crates.
 
+mod bench;
 mod check;
 mod run;
 mod serve;
@@ -39,6 +40,8 @@ enum Command {
     /// Config files.
     #[command(subcommand)]
     Config(check::ConfigCommand),
+    /// Measure the sandbox against its performance targets (see docs/PERFORMANCE.md).
+    Bench(bench::BenchArgs),
 }
 
 /// Parses the process arguments and runs the command.
@@ -71,6 +74,7 @@ pub fn main() -> ExitCode {
             Command::Serve(args) => serve::serve(args).await,
             Command::Check(args) => check::check(args),
             Command::Config(command) => check::config(command),
+            Command::Bench(args) => bench::bench(args),
         }
     })
 }
