@@ -26,6 +26,21 @@ unsafe extern "C" {
     fn host_finish(ptr: *const u8, len: usize);
 }
 
+#[link(wasm_import_module = "wasi_snapshot_preview1")]
+unsafe extern "C" {
+    /// WASI's random source (the host's), already imported by the C library.
+    #[link_name = "random_get"]
+    fn wasi_random_get(buf: *mut u8, len: usize) -> u16;
+}
+
+/// Eight bytes from the host's random source (0 if it fails, which the caller treats as unseeded).
+pub fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: `bytes` is valid for writes of its length for the duration of the call.
+    let errno = unsafe { wasi_random_get(bytes.as_mut_ptr(), bytes.len()) };
+    if errno == 0 { u64::from_le_bytes(bytes) } else { 0 }
+}
+
 pub fn call_start(name: &str, args_json: &str) -> u32 {
     // SAFETY: both slices are valid for their lengths for the duration of the call.
     unsafe { host_call_start(name.as_ptr(), name.len(), args_json.as_ptr(), args_json.len()) }

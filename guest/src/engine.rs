@@ -11,15 +11,54 @@ const PRELUDE: &str = include_str!("prelude.js");
 const FILE_NAME: &std::ffi::CStr = c"script.js";
 const PRELUDE_FILE: &std::ffi::CStr = c"codemode:prelude";
 
-/// Tool calls that the host has not settled yet.
+/// Creates every built-in object and property that QuickJS would otherwise create on first use
+/// (`JSON`, `Math`, `Reflect`, prototypes' method lists…): run at initialisation, so that a
+/// snapshot holds them and no eval pays for building them again. Only property descriptors are
+/// read: no getter runs.
+const MATERIALISE: &str = r#"(() => {
+  const seen = new Set();
+  const visit = (o, depth) => {
+    if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o) || depth > 4) return;
+    seen.add(o);
+    for (const key of Reflect.ownKeys(o)) {
+      const d = Reflect.getOwnPropertyDescriptor(o, key);
+      if (d !== undefined && "value" in d) visit(d.value, depth + 1);
+    }
+    visit(Reflect.getPrototypeOf(o), depth + 1);
+  };
+  visit(globalThis, 0);
+})()"#;
+
+/// The JS runtime and the prelude's entry points.
 struct Engine {
     runtime: Runtime,
     internals: Persistent<Object<'static>>,
+    settle: Persistent<Function<'static>>,
 }
 
 thread_local! {
     static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
+    /// Tool calls that the host has not settled yet.
     static OUTSTANDING: Cell<u32> = const { Cell::new(0) };
+    /// Whether the prelude has called `finish` in this run.
+    static FINISHED: Cell<bool> = const { Cell::new(false) };
+    /// `Math.random`'s state; 0 until first used in this instance (see [`math_random`]).
+    static RANDOM: Cell<u64> = const { Cell::new(0) };
+}
+
+/// `Math.random`: wyrand (as javy's own, fastrand), seeded from the host's random source the
+/// first time an instance uses it. A snapshot is taken before any use, so every instance of it
+/// draws its own seed rather than sharing the snapshot's sequence.
+fn math_random() -> f64 {
+    let mut state = RANDOM.get();
+    if state == 0 {
+        state = abi::random_u64() | 1;
+    }
+    state = state.wrapping_add(0xA076_1D64_78BD_642F);
+    RANDOM.set(state);
+    let t = u128::from(state) * u128::from(state ^ 0xE703_7ED1_A0B4_28DB);
+    let bits = ((t >> 64) as u64) ^ (t as u64);
+    (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
 pub fn init() {
@@ -30,9 +69,9 @@ pub fn init() {
         let mut config = Config::default();
         config.text_encoding(true);
         let runtime = Runtime::new(config).expect("creating the QuickJS runtime");
-        let internals = runtime
+        let (internals, settle) = runtime
             .context()
-            .with(|cx| -> javy::quickjs::Result<Persistent<Object<'static>>> {
+            .with(|cx| -> javy::quickjs::Result<(Persistent<Object<'static>>, Persistent<Function<'static>>)> {
                 let factory: Function = eval_raw(&cx, PRELUDE.as_bytes(), PRELUDE_FILE, 0)
                     .map_err(|_| javy::quickjs::Error::Exception)?
                     .get()?;
@@ -41,12 +80,21 @@ pub fn init() {
                     abi::call_start(&name, &args)
                 })?;
                 let host_log = Function::new(cx.clone(), |level: u32, message: String| abi::log(level, &message))?;
-                let host_finish = Function::new(cx.clone(), |envelope: String| abi::finish(&envelope))?;
+                let host_finish = Function::new(cx.clone(), |envelope: String| {
+                    FINISHED.with(|f| f.set(true));
+                    abi::finish(&envelope)
+                })?;
                 let internals: Object = factory.call((host_call, host_log, host_finish))?;
-                Ok(Persistent::save(&cx, internals))
+                let math: Object = cx.globals().get("Math")?;
+                math.set("random", javy::quickjs::prelude::Func::from(math_random))?;
+                eval_raw(&cx, MATERIALISE.as_bytes(), PRELUDE_FILE, 0).map_err(|_| javy::quickjs::Error::Exception)?;
+                let settle: Function = internals.get("settle")?;
+                Ok((Persistent::save(&cx, internals), Persistent::save(&cx, settle)))
             })
             .expect("evaluating the codemode prelude");
-        *slot.borrow_mut() = Some(Engine { runtime, internals });
+        // What initialisation left behind is garbage: collect it before a snapshot is taken.
+        runtime.context().runtime().run_gc();
+        *slot.borrow_mut() = Some(Engine { runtime, internals, settle });
     });
 }
 
@@ -121,6 +169,7 @@ fn with_engine<R>(f: impl FnOnce(&Engine) -> R) -> R {
 
 pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
     OUTSTANDING.with(|n| n.set(0));
+    FINISHED.with(|f| f.set(false));
     with_engine(|engine| {
         let qrt = engine.runtime.context().runtime();
         // QuickJS counts its own allocations; 0 means no limit beyond the linear memory's.
@@ -143,8 +192,8 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
                     call_internal(&internals, "fail", (e, "syntax"));
                 }
             }
-        });
-        drive(engine)
+            drive(&cx, &internals)
+        })
     })
 }
 
@@ -152,24 +201,23 @@ pub fn resume(id: u32, ok: bool, payload: Vec<u8>) -> u32 {
     OUTSTANDING.with(|n| n.set(n.get().saturating_sub(1)));
     with_engine(|engine| {
         engine.runtime.context().with(|cx| {
-            let internals = engine.internals.clone().restore(&cx).expect("prelude internals");
-            let settle: Function = internals.get("settle").expect("prelude settle");
+            let settle = engine.settle.clone().restore(&cx).expect("prelude settle");
             // The host sends UTF-8 JSON; a lossy conversion can only change invalid bytes.
             let json = String::from_utf8_lossy(&payload);
             let _ = settle.call::<_, ()>((id, ok, json.as_ref()));
-        });
-        drive(engine)
+            let internals = engine.internals.clone().restore(&cx).expect("prelude internals");
+            drive(&cx, &internals)
+        })
     })
 }
 
 /// Runs promise jobs until none is left, then reports whether the script finished.
-fn drive(engine: &Engine) -> u32 {
-    engine.runtime.context().with(|cx| {
-        let internals = engine.internals.clone().restore(&cx).expect("prelude internals");
-        let is_finished: Function = internals.get("isFinished").expect("prelude isFinished");
+fn drive<'js>(cx: &Ctx<'js>, internals: &Object<'js>) -> u32 {
+    let is_finished = || FINISHED.with(|f| f.get());
+    {
         loop {
             while cx.execute_pending_job() {}
-            if is_finished.call::<_, bool>(()).unwrap_or(false) {
+            if is_finished() {
                 return abi::STATUS_DONE;
             }
             if OUTSTANDING.with(|n| n.get()) > 0 {
@@ -185,7 +233,7 @@ fn drive(engine: &Engine) -> u32 {
             .map(|e| e.into_value())
             .unwrap_or_else(|_| Value::new_undefined(cx.clone()));
             let _ = fail.call::<_, ()>((error, "exception"));
-            if !is_finished.call::<_, bool>(()).unwrap_or(false) {
+            if !is_finished() {
                 // Not even the failure could be reported (the heap is exhausted): say so from Rust.
                 abi::finish(concat!(
                     r#"{"ok":false,"error":{"kind":"memory_limit","message":"#,
@@ -195,5 +243,5 @@ fn drive(engine: &Engine) -> u32 {
                 return abi::STATUS_DONE;
             }
         }
-    })
+    }
 }
