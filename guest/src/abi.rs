@@ -69,6 +69,14 @@ pub extern "C" fn cm_init() {
     engine::init();
 }
 
+/// [`cm_init`] plus what is only worth doing once for a snapshot (the built-ins QuickJS creates
+/// lazily, a garbage collection). Wizer's conventional name: the host snapshots the module by
+/// running it, and the snapshot exports neither it nor `cm_init`.
+#[unsafe(export_name = "wizer-initialize")]
+pub extern "C" fn cm_snapshot_init() {
+    engine::init_for_snapshot();
+}
+
 /// Allocates `len` bytes for the host to write an input into; the next `cm_run`/`cm_resume` that
 /// receives the pointer takes ownership and frees it.
 #[unsafe(export_name = "cm_alloc")]

@@ -87,14 +87,24 @@ pub fn init() {
                 let internals: Object = factory.call((host_call, host_log, host_finish))?;
                 let math: Object = cx.globals().get("Math")?;
                 math.set("random", javy::quickjs::prelude::Func::from(math_random))?;
-                eval_raw(&cx, MATERIALISE.as_bytes(), PRELUDE_FILE, 0).map_err(|_| javy::quickjs::Error::Exception)?;
                 let settle: Function = internals.get("settle")?;
                 Ok((Persistent::save(&cx, internals), Persistent::save(&cx, settle)))
             })
             .expect("evaluating the codemode prelude");
-        // What initialisation left behind is garbage: collect it before a snapshot is taken.
-        runtime.context().runtime().run_gc();
         *slot.borrow_mut() = Some(Engine { runtime, internals, settle });
+    });
+}
+
+/// [`init`], then everything a snapshot should hold: the built-ins QuickJS creates lazily
+/// ([`MATERIALISE`]), and no garbage. Costs milliseconds, so only worth it once per snapshot.
+pub fn init_for_snapshot() {
+    init();
+    with_engine(|engine| {
+        engine.runtime.context().with(|cx| {
+            // Cannot fail short of running out of memory; then evals only build them lazily.
+            let _ = eval_raw(&cx, MATERIALISE.as_bytes(), PRELUDE_FILE, 0);
+        });
+        engine.runtime.context().runtime().run_gc();
     });
 }
 

@@ -2,7 +2,9 @@
 //! typed handles to the guest's exports. Every pointer, length and string the guest passes is
 //! validated here; a malformed call ends the eval with [`ErrorKind::Internal`], never a panic.
 
-use wasmtime::{Caller, Instance, Linker, Memory, Store, TypedFunc};
+use wasmtime::{
+    Caller, Extern, Func, Instance, Linker, Memory, Module, ModuleExport, Store, TypedFunc,
+};
 
 use crate::outcome::{ErrorKind, EvalError, LogEntry, LogLevel};
 use crate::state::{HostState, StartedCall};
@@ -179,6 +181,47 @@ fn finish(mut caller: Caller<'_, HostState>, ptr: u32, len: u32) -> wasmtime::Re
     Ok(())
 }
 
+/// Where the guest's exports are, resolved once per module: binding an instance is then an index
+/// lookup per export instead of a search by name.
+pub struct GuestLayout {
+    version: Option<ModuleExport>,
+    initialize: Option<ModuleExport>,
+    init: Option<ModuleExport>,
+    memory: Option<ModuleExport>,
+    alloc: Option<ModuleExport>,
+    run: Option<ModuleExport>,
+    resume: Option<ModuleExport>,
+}
+
+impl GuestLayout {
+    /// The layout of `module`'s exports.
+    pub fn new(module: &Module) -> Self {
+        let export = |name| module.get_export_index(name);
+        GuestLayout {
+            version: export("cm_abi_version"),
+            initialize: export("_initialize"),
+            init: export("cm_init"),
+            memory: export("memory"),
+            alloc: export("cm_alloc"),
+            run: export("cm_run"),
+            resume: export("cm_resume"),
+        }
+    }
+}
+
+/// The function export `name` of `instance`, at `export`.
+fn func(
+    store: &mut Store<HostState>,
+    instance: &Instance,
+    export: Option<&ModuleExport>,
+    name: &str,
+) -> wasmtime::Result<Func> {
+    export
+        .and_then(|e| instance.get_module_export(&mut *store, e))
+        .and_then(Extern::into_func)
+        .ok_or_else(|| wasmtime::format_err!("failed to find function export `{name}`"))
+}
+
 /// Typed handles to the guest's exports.
 pub struct GuestExports {
     pub memory: Memory,
@@ -190,29 +233,40 @@ pub struct GuestExports {
 impl GuestExports {
     /// Looks the exports up and checks the ABI version; runs `_initialize` and `cm_init` when the
     /// module has them (a snapshotted module has neither).
-    pub fn bind(store: &mut Store<HostState>, instance: &Instance) -> wasmtime::Result<Self> {
-        let version = instance
-            .get_typed_func::<(), u32>(&mut *store, "cm_abi_version")?
+    pub fn bind(
+        store: &mut Store<HostState>,
+        instance: &Instance,
+        layout: &GuestLayout,
+    ) -> wasmtime::Result<Self> {
+        let version = func(store, instance, layout.version.as_ref(), "cm_abi_version")?
+            .typed::<(), u32>(&*store)?
             .call(&mut *store, ())?;
         if version != ABI_VERSION {
             wasmtime::bail!(
                 "the guest speaks ABI version {version}, this host speaks {ABI_VERSION}"
             );
         }
-        if let Ok(init) = instance.get_typed_func::<(), ()>(&mut *store, "_initialize") {
-            init.call(&mut *store, ())?;
+        for (export, name) in [
+            (&layout.initialize, "_initialize"),
+            (&layout.init, "cm_init"),
+        ] {
+            if let Some(export) = export {
+                func(store, instance, Some(export), name)?
+                    .typed::<(), ()>(&*store)?
+                    .call(&mut *store, ())?;
+            }
         }
-        if let Ok(init) = instance.get_typed_func::<(), ()>(&mut *store, "cm_init") {
-            init.call(&mut *store, ())?;
-        }
-        let memory = instance
-            .get_memory(&mut *store, "memory")
+        let memory = layout
+            .memory
+            .as_ref()
+            .and_then(|e| instance.get_module_export(&mut *store, e))
+            .and_then(Extern::into_memory)
             .ok_or_else(|| wasmtime::format_err!("the guest exports no memory"))?;
         Ok(GuestExports {
             memory,
-            alloc: instance.get_typed_func(&mut *store, "cm_alloc")?,
-            run: instance.get_typed_func(&mut *store, "cm_run")?,
-            resume: instance.get_typed_func(&mut *store, "cm_resume")?,
+            alloc: func(store, instance, layout.alloc.as_ref(), "cm_alloc")?.typed(&*store)?,
+            run: func(store, instance, layout.run.as_ref(), "cm_run")?.typed(&*store)?,
+            resume: func(store, instance, layout.resume.as_ref(), "cm_resume")?.typed(&*store)?,
         })
     }
 

@@ -42,7 +42,7 @@ impl Default for RuntimeConfig {
             memory_keep_resident: 16 << 20,
             table_keep_resident: 1 << 20,
             pagemap_scan: true,
-            reset_off_request_path: true,
+            reset_off_request_path: false,
         }
     }
 }
@@ -127,8 +127,8 @@ impl RuntimeConfig {
     ///
     /// The snapshot is taken the first time a runtime is built on a machine and cached with the
     /// compiled guest in [`RuntimeConfig::cache_dir`] (without a cache directory, once per
-    /// process). A guest without a `cm_init` export, or one that cannot be snapshotted, is used
-    /// as it is. `Math.random` is reseeded in every eval, so instances of one snapshot do not
+    /// process). A guest without a `wizer-initialize` or `cm_init` export, or one that cannot be
+    /// snapshotted, is used as it is. `Math.random` is reseeded in every eval, so instances of one snapshot do not
     /// share its sequence.
     pub fn snapshot(&mut self, on: bool) -> &mut Self {
         self.snapshot = on;
@@ -161,8 +161,13 @@ impl RuntimeConfig {
         self
     }
 
-    /// Tear down an eval's instance (and reset its pool slot) on a background thread after the
-    /// outcome is ready, instead of before returning it. Default on. The slot counts against
+    /// Tear down an eval's instance (and reset its pool slot) on a thread of its own, after the
+    /// outcome is returned, whenever that thread is idle. Default off.
+    ///
+    /// It pays only with an idle core: on 2 vCPUs it took a trivial eval from 23 to 18 µs when
+    /// the other core was free, but made it slower when that core was busy, and it lowers
+    /// throughput when every core evaluates (docs/PERFORMANCE.md). The thread spins briefly
+    /// after each reset, waiting for the next. The slot counts against
     /// [`RuntimeConfig::max_concurrent_evals`] until the reset is done.
     pub fn reset_off_request_path(&mut self, on: bool) -> &mut Self {
         self.reset_off_request_path = on;

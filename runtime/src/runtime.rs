@@ -4,9 +4,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{
     Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module, OptLevel,
-    PoolingAllocationConfig,
+    PoolingAllocationConfig, Store,
 };
 
 use crate::config::RuntimeConfig;
@@ -37,10 +38,104 @@ pub struct Runtime {
 pub(crate) struct Inner {
     pub(crate) engine: Engine,
     pub(crate) pre: InstancePre<HostState>,
+    /// Where the guest's exports are.
+    pub(crate) layout: abi::GuestLayout,
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
     pub(crate) config: RuntimeConfig,
     next_eval_id: AtomicU64,
     ticker_stop: Arc<AtomicBool>,
+    /// The thread that tears finished evals' stores down, when resets happen off the request
+    /// path.
+    reaper: Option<Reaper>,
+}
+
+impl Inner {
+    /// Tears down a finished eval's instance and frees its slot. Dropping a store resets its
+    /// pool slot (several microseconds of page-table scanning and copying) which the caller
+    /// need not wait for: with a [`Reaper`] that is idle, it happens on the reaper's thread.
+    pub(crate) fn retire(&self, store: Store<HostState>, permit: OwnedSemaphorePermit) {
+        let retired = (store, permit);
+        let retired = match &self.reaper {
+            Some(reaper) => match reaper.hand_over(retired) {
+                Ok(()) => return,
+                Err(retired) => retired,
+            },
+            None => retired,
+        };
+        drop(retired);
+    }
+}
+
+/// A finished eval's store and the pool slot it holds.
+type Retired = (Store<HostState>, OwnedSemaphorePermit);
+
+/// The next store for the reaper: spins for [`REAPER_SPIN`], then sleeps until one comes.
+/// `None` once the runtime is gone.
+fn next_retired(rx: &std::sync::mpsc::Receiver<Retired>) -> Option<Retired> {
+    let started = std::time::Instant::now();
+    while started.elapsed() < REAPER_SPIN {
+        match rx.try_recv() {
+            Ok(retired) => return Some(retired),
+            Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
+        }
+    }
+    rx.recv().ok()
+}
+
+/// How long the reaper waits for the next store, spinning, before it sleeps: waking a sleeping
+/// thread costs the caller more than the reset it hands over.
+const REAPER_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// A thread that drops retired stores, one at a time.
+///
+/// It only takes a store when it has nothing else to do; otherwise the caller drops it itself.
+/// So when every core is busy evaluating (the reaper could only steal time from evals) resets
+/// stay inline, and when a core is idle the reset moves there. After each store it spins for
+/// [`REAPER_SPIN`] before sleeping, so that back-to-back evals never pay for waking it.
+struct Reaper {
+    queue: std::sync::mpsc::SyncSender<Retired>,
+    busy: Arc<AtomicBool>,
+}
+
+impl Reaper {
+    fn start() -> Option<Reaper> {
+        let (queue, rx) = std::sync::mpsc::sync_channel::<Retired>(1);
+        let busy = Arc::new(AtomicBool::new(false));
+        let flag = busy.clone();
+        let spawned = std::thread::Builder::new()
+            .name("codemode-reset".into())
+            // Ends when the runtime (the only sender) is dropped.
+            .spawn(move || {
+                while let Some(retired) = next_retired(&rx) {
+                    drop(retired);
+                    flag.store(false, Ordering::Release);
+                }
+            });
+        match spawned {
+            Ok(_) => Some(Reaper { queue, busy }),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot start the slot-reset thread ({e}): resetting on the request path"
+                );
+                None
+            }
+        }
+    }
+
+    /// Hands `retired` to the reaper if it is idle; gives it back otherwise.
+    fn hand_over(&self, retired: Retired) -> Result<(), Retired> {
+        if self.busy.swap(true, Ordering::Acquire) {
+            return Err(retired);
+        }
+        self.queue.try_send(retired).map_err(|e| {
+            self.busy.store(false, Ordering::Release);
+            match e {
+                std::sync::mpsc::TrySendError::Full(r)
+                | std::sync::mpsc::TrySendError::Disconnected(r) => r,
+            }
+        })
+    }
 }
 
 impl Drop for Inner {
@@ -76,6 +171,7 @@ impl Runtime {
             .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         abi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         let module = load_guest(config, &engine, &linker, wasm)?;
+        let layout = abi::GuestLayout::new(&module);
         let pre = linker
             .instantiate_pre(&module)
             .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
@@ -86,12 +182,14 @@ impl Runtime {
             inner: Arc::new(Inner {
                 engine,
                 pre,
+                layout,
                 slots: Arc::new(tokio::sync::Semaphore::new(
                     config.max_concurrent_evals as usize,
                 )),
                 config: config.clone(),
                 next_eval_id: AtomicU64::new(1),
                 ticker_stop,
+                reaper: config.reset_off_request_path.then(Reaper::start).flatten(),
             }),
         })
     }

@@ -16,11 +16,14 @@ use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 
 use crate::state::HostState;
 
-/// The guest export that initialises it.
+/// The guest export that prepares it for a snapshot (Wizer's conventional name).
+pub const SNAPSHOT_INIT_EXPORT: &str = "wizer-initialize";
+/// The guest export that initialises it for one eval; used for the snapshot when the guest has
+/// no [`SNAPSHOT_INIT_EXPORT`].
 pub const INIT_EXPORT: &str = "cm_init";
 
 /// Bumped when the way snapshots are made changes, so that cached ones are not reused.
-pub const RECIPE: u32 = 1;
+pub const RECIPE: u32 = 2;
 
 /// Fuel for the initialisation, when the engine meters fuel.
 const INIT_FUEL: u64 = 10_000_000_000;
@@ -46,18 +49,24 @@ pub fn wizen(
     if let Some((_, made)) = lock_made().iter().find(|(d, _)| *d == digest) {
         return Ok(Some(made.clone()));
     }
-    let wizer = {
-        let mut w = Wizer::new();
-        w.init_func(INIT_EXPORT);
-        w
-    };
+    let mut wizer = Wizer::new();
     let (cx, instrumented) = wizer
         .instrument(wasm)
         .map_err(|e| format!("preparing the guest: {e:#}"))?;
     let module =
         Module::new(engine, &instrumented).map_err(|e| format!("compiling the guest: {e:#}"))?;
-    if module.get_export(INIT_EXPORT).is_none() {
-        return Ok(None);
+    let init = match [SNAPSHOT_INIT_EXPORT, INIT_EXPORT]
+        .into_iter()
+        .find(|name| module.get_export(name).is_some())
+    {
+        Some(init) => init,
+        None => return Ok(None),
+    };
+    wizer.init_func(init);
+    if init != INIT_EXPORT && module.get_export(INIT_EXPORT).is_some() {
+        // Renaming the (removed) init export onto `cm_init` removes `cm_init` too: the snapshot
+        // is initialised, and without the export the host does not call it in every eval.
+        wizer.func_rename(INIT_EXPORT, init);
     }
 
     let mut store = Store::new(engine, HostState::new(memory_limit, None, u64::MAX));
@@ -71,7 +80,7 @@ pub fn wizen(
     let instance = linker
         .instantiate(&mut store, &module)
         .map_err(|e| format!("instantiating the guest: {e:#}"))?;
-    for name in ["_initialize", INIT_EXPORT] {
+    for name in ["_initialize", init] {
         if let Ok(init) = instance.get_typed_func::<(), ()>(&mut store, name) {
             init.call(&mut store, ())
                 .map_err(|e| format!("running `{name}`: {e:#}"))?;

@@ -58,6 +58,8 @@ pub struct BenchOptions {
     /// Only these sections (`eval`, `tools`, `compute`, `suspended`, `start-up`, `limits`,
     /// `techniques`); empty = all that are enabled.
     pub only: Vec<String>,
+    /// Only these compute workloads (by name); empty = all.
+    pub workloads: Vec<String>,
 }
 
 impl Default for BenchOptions {
@@ -76,6 +78,7 @@ impl Default for BenchOptions {
             guest: None,
             tweak: None,
             only: Vec::new(),
+            workloads: Vec::new(),
         }
     }
 }
@@ -97,6 +100,7 @@ impl BenchOptions {
             guest: None,
             tweak: None,
             only: Vec::new(),
+            workloads: Vec::new(),
         }
     }
 
@@ -735,7 +739,10 @@ pub fn run(options: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<Rep
         );
     }
     if options.wants("compute") {
-        for workload in WORKLOADS {
+        let wanted = |w: &&Workload| {
+            options.workloads.is_empty() || options.workloads.iter().any(|n| n == w.name)
+        };
+        for workload in WORKLOADS.iter().filter(wanted) {
             progress(&format!("compute: {}", workload.name));
             figures.push(compute_figure(&runtime, workload, options.compute_rounds));
         }
@@ -960,13 +967,14 @@ fn limits_cost(options: &BenchOptions) -> Result<Vec<Figure>, String> {
     Ok(figures)
 }
 
-/// The trivial eval with each technique switched off in turn, interleaved.
+/// The trivial eval with each technique switched off in turn (and the opt-in one on),
+/// interleaved.
 fn techniques(options: &BenchOptions) -> Result<Vec<Figure>, String> {
     type Tweak = fn(&mut RuntimeConfig);
     let variants: [(&str, Tweak); 7] = [
-        ("all on (default)", |_| {}),
-        ("without reset off the request path", |c| {
-            c.reset_off_request_path(false);
+        ("defaults", |_| {}),
+        ("with reset off the request path (opt-in)", |c| {
+            c.reset_off_request_path(true);
         }),
         ("without pagemap_scan", |c| {
             c.pagemap_scan(false);

@@ -19,8 +19,8 @@ pub struct BenchArgs {
     #[arg(long)]
     quick: bool,
 
-    /// Also measure each technique (snapshot, pooling, keep-resident, pagemap_scan, slot reset
-    /// off the request path) by switching it off.
+    /// Also measure each technique (snapshot, pooling, keep-resident, pagemap_scan) by switching
+    /// it off, and the opt-in slot reset off the request path by switching it on.
     #[arg(long)]
     techniques: bool,
 
@@ -31,6 +31,10 @@ pub struct BenchArgs {
     /// Only these sections: eval, tools, compute, suspended, start-up, limits, techniques.
     #[arg(long, value_delimiter = ',', value_name = "SECTIONS")]
     only: Vec<String>,
+
+    /// Only these compute workloads: loop, json, strings, regex, richards.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    workload: Vec<String>,
 
     /// Measure another build of the guest module (same ABI) instead of the embedded one.
     #[arg(long, value_name = "FILE")]
@@ -49,6 +53,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
     };
     options.techniques = args.techniques;
     options.only = args.only;
+    options.workloads = args.workload;
     if args.no_fuel {
         options.tweak = Some(|c| {
             c.fuel(false);

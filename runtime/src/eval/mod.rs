@@ -83,8 +83,7 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
     };
     let result = eval.drive(runtime, &mut store, code).await;
     let outcome = eval.finish(result, &mut store, started).await;
-    drop(store);
-    drop(permit);
+    runtime.inner.retire(store, permit);
     outcome
 }
 
@@ -152,8 +151,8 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             .pre
             .instantiate(&mut *store)
             .map_err(|e| self.guest_failed(store, e))?;
-        let guest =
-            GuestExports::bind(store, &instance).map_err(|e| self.guest_failed(store, e))?;
+        let guest = GuestExports::bind(store, &instance, &runtime.inner.layout)
+            .map_err(|e| self.guest_failed(store, e))?;
         if fuel {
             store
                 .set_fuel(self.options.fuel.unwrap_or(u64::MAX))
