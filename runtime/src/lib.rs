@@ -53,6 +53,7 @@ mod snapshot;
 mod state;
 mod suggest;
 mod tool;
+mod wasi;
 
 pub use abi::{ABI_VERSION, MAX_TOOL_ARGS_BYTES, MAX_TOOL_NAME_BYTES};
 pub use clock::TimeoutPause;

@@ -14,7 +14,7 @@ use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
 use crate::state::HostState;
 use crate::tool::{EvalId, ToolHost};
-use crate::{EvalOptions, EvalOutcome, abi, module_cache, snapshot};
+use crate::{EvalOptions, EvalOutcome, abi, module_cache, snapshot, wasi};
 
 /// The committed guest module (built by guest/build.sh).
 pub const GUEST_WASM: &[u8] = include_bytes!("../../guest/codemode_guest.wasm");
@@ -167,8 +167,9 @@ impl Runtime {
         let engine = Engine::new(&engine_config(config))
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let mut linker: Linker<HostState> = Linker::new(&engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut HostState| &mut s.wasi)
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, HostState::wasi)
             .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        wasi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         abi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         let module = load_guest(config, &engine, &linker, wasm)?;
         let layout = abi::GuestLayout::new(&module);

@@ -15,7 +15,11 @@ pub struct StartedCall {
 
 /// Per-eval host state, reached from host imports through `Caller`.
 pub struct HostState {
-    pub wasi: WasiP1Ctx,
+    /// wasmtime-wasi's context, built the first time the guest calls a WASI function that
+    /// [`crate::wasi`] does not implement (codemode's guest never does).
+    pub wasi: Option<WasiP1Ctx>,
+    /// Standard descriptors (bit = fd) the guest closed, for [`crate::wasi`].
+    pub closed_stdio: u8,
     pub memory: MemoryLimiter,
     pub started: Vec<StartedCall>,
     pub next_call_id: u64,
@@ -31,12 +35,18 @@ pub struct HostState {
 }
 
 impl HostState {
+    /// wasmtime-wasi's context: no preopens, no env, no args, no stdin; stdout/stderr go nowhere
+    /// (console is an import). Built on first use.
+    pub fn wasi(&mut self) -> &mut WasiP1Ctx {
+        self.wasi
+            .get_or_insert_with(|| wasmtime_wasi::WasiCtxBuilder::new().build_p1())
+    }
+
     /// A fresh state: no calls, no logs, memory capped at `memory_limit` bytes.
     pub fn new(memory_limit: usize, max_tool_calls: Option<u64>, max_output: u64) -> Self {
         HostState {
-            // No preopens, no env, no args, no stdin; stdout/stderr go nowhere (console is an
-            // import).
-            wasi: wasmtime_wasi::WasiCtxBuilder::new().build_p1(),
+            wasi: None,
+            closed_stdio: 0,
             memory: MemoryLimiter {
                 limit: memory_limit,
                 peak: 0,

@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use futures::FutureExt;
 use futures::stream::StreamExt;
 use serde_json::{Value, json};
 use wasmtime::Store;
@@ -69,6 +70,13 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
     ) -> Result<Option<(u64, Result<Value, ToolError>)>, EvalError> {
         if self.in_flight.is_empty() {
             return Ok(None);
+        }
+        // A call that is already done (a tool that answers at once) needs no deadline or
+        // cancellation armed; a cancelled eval goes the long way so that cancellation wins.
+        if self.cancel.as_ref().is_none_or(|c| !c.is_cancelled())
+            && let Some(done) = self.in_flight.next().now_or_never()
+        {
+            return Ok(done);
         }
         let cancel = self.cancel.clone();
         let cancelled = async move {

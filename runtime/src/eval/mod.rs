@@ -65,8 +65,14 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
         in_flight: FuturesUnordered::new(),
     };
 
-    // Waiting for a free instance slot counts against the timeout.
-    let permit = match with_deadline(&clock, runtime.inner.slots.clone().acquire_owned()).await {
+    // Waiting for a free instance slot counts against the timeout (a free one is taken at once,
+    // without arming the deadline).
+    let free = runtime.inner.slots.clone().try_acquire_owned().ok();
+    let waited = match free {
+        Some(permit) => Some(Ok(permit)),
+        None => with_deadline(&clock, runtime.inner.slots.clone().acquire_owned()).await,
+    };
+    let permit = match waited {
         Some(Ok(permit)) => permit,
         Some(Err(_)) => {
             return eval.failed(
