@@ -166,12 +166,8 @@ impl Runtime {
     pub fn with_guest(config: &RuntimeConfig, wasm: &[u8]) -> Result<Self, RuntimeError> {
         let engine = Engine::new(&engine_config(config))
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        let mut linker: Linker<HostState> = Linker::new(&engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, HostState::wasi)
-            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
-        wasi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
-        abi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
-        let module = load_guest(config, &engine, &linker, wasm)?;
+        let linker = guest_linker(&engine).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        let module = load_guest(config, &engine, wasm)?;
         let layout = abi::GuestLayout::new(&module);
         let pre = linker
             .instantiate_pre(&module)
@@ -244,12 +240,21 @@ impl Runtime {
     }
 }
 
+/// A linker with everything the guest imports: WASI (the sandbox's own definitions over
+/// wasmtime-wasi's) and the `codemode` ABI.
+pub(crate) fn guest_linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
+    let mut linker: Linker<HostState> = Linker::new(engine);
+    wasmtime_wasi::p1::add_to_linker_sync(&mut linker, HostState::wasi)?;
+    wasi::add_to_linker(&mut linker)?;
+    abi::add_to_linker(&mut linker)?;
+    Ok(linker)
+}
+
 /// The compiled guest: its pre-initialised snapshot when asked for and possible, else the
 /// module as it is.
 fn load_guest(
     config: &RuntimeConfig,
     engine: &Engine,
-    linker: &Linker<HostState>,
     wasm: &[u8],
 ) -> Result<Module, RuntimeError> {
     let cache_dir = config.cache_dir.as_deref();
@@ -257,7 +262,7 @@ fn load_guest(
         let variant = format!("-snapshot{}", snapshot::RECIPE);
         let memory = usize::try_from(config.max_memory).unwrap_or(usize::MAX);
         let prepared = module_cache::load_prepared(engine, wasm, cache_dir, &variant, |wasm| {
-            match snapshot::wizen(engine, linker, wasm, config.fuel, memory) {
+            match snapshot::wizen(wasm, memory) {
                 Ok(Some(wizened)) => Some(Cow::Owned(wizened.to_vec())),
                 Ok(None) => Some(Cow::Borrowed(wasm)),
                 Err(e) => {

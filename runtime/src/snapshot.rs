@@ -6,12 +6,13 @@
 //! The snapshot is taken at the first start on a machine (see [`crate::module_cache`]), not at
 //! build time: the committed guest stays the reproducible output of `guest/build.sh`, and
 //! nothing but the host toolchain is needed. Only Wizer's module rewriting is used here; the
-//! guest runs in this runtime's own engine and linker, so its WASI imports behave as in an eval.
+//! guest runs with the runtime's own imports (so WASI behaves as in an eval), in an engine of
+//! its own that compiles without optimisation.
 
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
-use wasmtime::{Engine, Instance, Linker, Module, Store};
+use wasmtime::{Engine, Instance, Module, OptLevel, Store};
 use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 
 use crate::state::HostState;
@@ -25,9 +26,6 @@ pub const INIT_EXPORT: &str = "cm_init";
 /// Bumped when the way snapshots are made changes, so that cached ones are not reused.
 pub const RECIPE: u32 = 2;
 
-/// Fuel for the initialisation, when the engine meters fuel.
-const INIT_FUEL: u64 = 10_000_000_000;
-
 /// Snapshots made in this process, by guest hash: runtimes built without a cache directory
 /// (tests, mostly) take the snapshot once per process, not once per runtime.
 static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
@@ -38,17 +36,17 @@ type Made = ([u8; 32], Arc<[u8]>);
 /// Returns the pre-initialised guest, or `Ok(None)` when `wasm` has no `cm_init` export (it is
 /// then used as it is). Errors say why a guest that asked for initialisation cannot be
 /// snapshotted.
-pub fn wizen(
-    engine: &Engine,
-    linker: &Linker<HostState>,
-    wasm: &[u8],
-    fuel: bool,
-    memory_limit: usize,
-) -> Result<Option<Arc<[u8]>>, String> {
+pub fn wizen(wasm: &[u8], memory_limit: usize) -> Result<Option<Arc<[u8]>>, String> {
     let digest: [u8; 32] = Sha256::digest(wasm).into();
     if let Some((_, made)) = lock_made().iter().find(|(d, _)| *d == digest) {
         return Ok(Some(made.clone()));
     }
+    // The module runs once, for a few milliseconds: compiling it unoptimised saves more time
+    // than its code then loses. No fuel, no epochs, no pool: only this instance lives here.
+    let mut config = wasmtime::Config::new();
+    config.cranelift_opt_level(OptLevel::None);
+    let engine = &Engine::new(&config).map_err(|e| format!("an engine to initialise in: {e:#}"))?;
+    let linker = crate::runtime::guest_linker(engine).map_err(|e| format!("linking: {e:#}"))?;
     let mut wizer = Wizer::new();
     let (cx, instrumented) = wizer
         .instrument(wasm)
@@ -71,12 +69,6 @@ pub fn wizen(
 
     let mut store = Store::new(engine, HostState::new(memory_limit, None, u64::MAX));
     store.limiter(|s| &mut s.memory);
-    if fuel {
-        store
-            .set_fuel(INIT_FUEL)
-            .map_err(|e| format!("setting fuel: {e:#}"))?;
-    }
-    store.set_epoch_deadline(u64::MAX / 2);
     let instance = linker
         .instantiate(&mut store, &module)
         .map_err(|e| format!("instantiating the guest: {e:#}"))?;
