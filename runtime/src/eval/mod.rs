@@ -255,7 +255,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             Ok(Envelope {
                 ok: true, result, ..
             }) => {
-                let size = serde_json::to_vec(&result).map_or(0, |b| b.len() as u64);
+                let size = json_size(&result);
                 match store.data_mut().charge_output(size) {
                     Ok(()) => (true, result, None),
                     Err(e) => (false, Value::Null, Some(e)),
@@ -354,6 +354,44 @@ async fn with_deadline<F: std::future::Future>(clock: &EvalClock, fut: F) -> Opt
                     return None;
                 }
             }
+        }
+    }
+}
+
+/// The length of `value` serialised as JSON, counted without building the text.
+fn json_size(value: &Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod json_size_tests {
+    use super::*;
+
+    #[test]
+    fn counts_what_serialising_writes() {
+        for value in [
+            serde_json::json!(null),
+            serde_json::json!("é\u{1}\"\\"),
+            serde_json::json!({"a": [1, 2.5, -3e300], "b": {"c": null}}),
+        ] {
+            assert_eq!(
+                json_size(&value),
+                serde_json::to_vec(&value).unwrap().len() as u64
+            );
         }
     }
 }
