@@ -1102,3 +1102,39 @@ fn number(v: f64) -> String {
         format!("{v:.2}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every section runs and reports finite figures (no timing is asserted: machines vary).
+    #[test]
+    fn a_tiny_run_of_every_section_reports_its_figures() {
+        let options = BenchOptions {
+            eval_samples: 20,
+            compute_rounds: 1,
+            throughput_time: Duration::from_millis(50),
+            threads: 2,
+            suspended: 8,
+            codemode_exe: None,
+            startup_runs: 0,
+            first_run: false,
+            limits_cost: false,
+            techniques: false,
+            guest: None,
+            tweak: None,
+            only: Vec::new(),
+            workloads: vec!["loop".into()],
+        };
+        let report = run(&options, &mut |_| {}).expect("the bench runs");
+        let sections: Vec<&str> = report.figures.iter().map(|f| f.section.as_str()).collect();
+        for section in ["start-up", "eval", "tools", "compute", "suspended"] {
+            assert!(sections.contains(&section), "no {section} figure: {sections:?}");
+        }
+        for figure in &report.figures {
+            assert!(figure.value.is_finite(), "{figure:?}");
+        }
+        assert!(report.table().contains("trivial eval"));
+        serde_json::to_string(&report).expect("the report serialises");
+    }
+}
