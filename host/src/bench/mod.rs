@@ -1129,7 +1129,10 @@ mod tests {
         let report = run(&options, &mut |_| {}).expect("the bench runs");
         let sections: Vec<&str> = report.figures.iter().map(|f| f.section.as_str()).collect();
         for section in ["start-up", "eval", "tools", "compute", "suspended"] {
-            assert!(sections.contains(&section), "no {section} figure: {sections:?}");
+            assert!(
+                sections.contains(&section),
+                "no {section} figure: {sections:?}"
+            );
         }
         for figure in &report.figures {
             assert!(figure.value.is_finite(), "{figure:?}");
