@@ -34,6 +34,8 @@ struct Engine {
     runtime: Runtime,
     internals: Persistent<Object<'static>>,
     settle: Persistent<Function<'static>>,
+    /// `Object.prototype` as it was created (user code cannot replace it, only add to it).
+    object_prototype: Persistent<Object<'static>>,
 }
 
 thread_local! {
@@ -69,9 +71,9 @@ pub fn init() {
         let mut config = Config::default();
         config.text_encoding(true);
         let runtime = Runtime::new(config).expect("creating the QuickJS runtime");
-        let (internals, settle) = runtime
+        let (internals, settle, object_prototype) = runtime
             .context()
-            .with(|cx| -> javy::quickjs::Result<(Persistent<Object<'static>>, Persistent<Function<'static>>)> {
+            .with(|cx| -> javy::quickjs::Result<_> {
                 let factory: Function = eval_raw(&cx, PRELUDE.as_bytes(), PRELUDE_FILE, 0)
                     .map_err(|_| javy::quickjs::Error::Exception)?
                     .get()?;
@@ -88,10 +90,12 @@ pub fn init() {
                 let math: Object = cx.globals().get("Math")?;
                 math.set("random", javy::quickjs::prelude::Func::from(math_random))?;
                 let settle: Function = internals.get("settle")?;
-                Ok((Persistent::save(&cx, internals), Persistent::save(&cx, settle)))
+                let object: Object = cx.globals().get("Object")?;
+                let object_prototype: Object = object.get("prototype")?;
+                Ok((Persistent::save(&cx, internals), Persistent::save(&cx, settle), Persistent::save(&cx, object_prototype)))
             })
             .expect("evaluating the codemode prelude");
-        *slot.borrow_mut() = Some(Engine { runtime, internals, settle });
+        *slot.borrow_mut() = Some(Engine { runtime, internals, settle, object_prototype });
     });
 }
 
@@ -138,14 +142,40 @@ const COMPILE: i32 = (qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_STRICT | qjs:
 const ASYNC: i32 = qjs::JS_EVAL_FLAG_ASYNC as i32;
 
 /// Mode numbers understood by the prelude's `start`.
-const MODE_SCRIPT: i32 = 1;
+/// 1: the value is the promise of an async script (`{ value: completion }`).
+const MODE_ASYNC: i32 = 1;
+/// 2: the value is a plain script's completion value.
+const MODE_VALUE: i32 = 2;
+/// 3: the value was thrown by a plain script.
+const MODE_THROWN: i32 = 3;
 
-/// Compiles the code as a script with top-level `await` (its completion value is the result; a
-/// function value, e.g. `async () => {...}`, is called and awaited by the prelude), or, when it
-/// uses top-level `return`, as the body of an async function. Nothing runs until it compiles.
-fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, i32, i32), (Value<'js>, i32)> {
-    let script_error = match eval_raw(cx, code, FILE_NAME, COMPILE | ASYNC) {
-        Ok(f) => return Ok((f, MODE_SCRIPT, 0)),
+/// How the code was compiled.
+enum Form {
+    /// A script with top-level `await` (or the async-function wrapper): its completion is a promise.
+    Async,
+    /// A plain script (no `await` in the source): its completion value is the value itself.
+    Plain,
+}
+
+/// Whether the source could need top-level `await`: it holds `await`, or a `\u` escape (an
+/// escaped `await` is a reserved word in an async script but an identifier in a plain one).
+fn may_await(code: &[u8]) -> bool {
+    code.windows(5).any(|w| w == b"await") || code.windows(2).any(|w| w == b"\\u")
+}
+
+/// Compiles the code. Without `await` in the source, as a plain (synchronous) script: the same
+/// program, minus the promise and jobs an async script costs. Otherwise as a script with
+/// top-level `await` (its completion value is the result; a function value, e.g.
+/// `async () => {...}`, is called and awaited by the prelude). Either way, when it uses
+/// top-level `return`, as the body of an async function instead. Nothing runs until it compiles.
+fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, Form, i32), (Value<'js>, i32)> {
+    let form = if may_await(code) { Form::Async } else { Form::Plain };
+    let flags = match form {
+        Form::Async => COMPILE | ASYNC,
+        Form::Plain => COMPILE,
+    };
+    let script_error = match eval_raw(cx, code, FILE_NAME, flags) {
+        Ok(f) => return Ok((f, form, 0)),
         Err(e) => e,
     };
     let is_return = script_error
@@ -159,7 +189,7 @@ fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, i32, i32), (V
     // inside declarations. The script's completion value is the function, which `start` calls.
     let wrapped = [b"async function codemode_main() {\n".as_slice(), code, b"\n}\ncodemode_main"].concat();
     match eval_raw(cx, &wrapped, FILE_NAME, COMPILE | ASYNC) {
-        Ok(f) => Ok((f, MODE_SCRIPT, 1)),
+        Ok(f) => Ok((f, Form::Async, 1)),
         Err(e) => Err((e, 1)),
     }
 }
@@ -170,6 +200,19 @@ fn call_internal<'js, A: javy::quickjs::function::IntoArgs<'js>>(internals: &Obj
     if let Ok(f) = internals.get::<_, Function>(name) {
         let _ = f.call::<_, ()>(args);
     }
+}
+
+/// Whether the script gave `Object.prototype` a `then`, which an async script's `{ value }`
+/// completion record would inherit and be adopted through (the prelude's mode 2 does the same).
+fn object_prototype_has_then(cx: &Ctx<'_>, engine: &Engine) -> bool {
+    // `has` runs no getter; only user code can have added the property.
+    engine.object_prototype.clone().restore(cx).map_or(true, |proto| proto.contains_key("then").unwrap_or(true))
+}
+
+/// Whether a promise job is queued.
+fn job_pending(cx: &Ctx<'_>) -> bool {
+    // SAFETY: the context is alive for `cx`'s lifetime; the call only reads the runtime's queue.
+    unsafe { qjs::JS_IsJobPending(qjs::JS_GetRuntime(cx.as_raw().as_ptr())) }
 }
 
 fn with_engine<R>(f: impl FnOnce(&Engine) -> R) -> R {
@@ -190,11 +233,23 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
             let lines = code.split(|&b| b == b'\n').count() - usize::from(code.ends_with(b"\n"));
             let lines = i32::try_from(lines).unwrap_or(i32::MAX);
             match compile(&cx, &code) {
-                Ok((compiled, mode, offset)) => {
+                Ok((compiled, form, offset)) => {
                     call_internal(&internals, "setSource", (offset, lines));
-                    match eval_function(&cx, compiled) {
-                        Ok(value) => call_internal(&internals, "start", (mode, value)),
-                        Err(e) => call_internal(&internals, "fail", (e, "exception")),
+                    match (form, eval_function(&cx, compiled)) {
+                        (Form::Async, Ok(value)) => call_internal(&internals, "start", (MODE_ASYNC, value)),
+                        (Form::Async, Err(e)) => call_internal(&internals, "fail", (e, "exception")),
+                        // A plain script: with no job queued, nothing can run between its end and
+                        // the result, so a primitive completion value or an exception ends the eval
+                        // now. Otherwise the prelude takes the same number of jobs as the async
+                        // form would, so that queued jobs run in the same order relative to it.
+                        (Form::Plain, Ok(value))
+                            if !value.is_object() && !job_pending(&cx) && !object_prototype_has_then(&cx, engine) =>
+                        {
+                            call_internal(&internals, "succeed", (value,))
+                        }
+                        (Form::Plain, Ok(value)) => call_internal(&internals, "start", (MODE_VALUE, value)),
+                        (Form::Plain, Err(e)) if !job_pending(&cx) => call_internal(&internals, "fail", (e, "exception")),
+                        (Form::Plain, Err(e)) => call_internal(&internals, "start", (MODE_THROWN, e)),
                     }
                 }
                 Err((e, offset)) => {

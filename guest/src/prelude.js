@@ -211,21 +211,42 @@
     finish(`{"ok":true,"result":${json}}`);
   }
 
-  // mode 1: the code was a script, `value` is the promise of `{ value: completion }`;
-  // a function completion value (the `async () => {...}` form) is called and its result awaited.
+  // How the code's completion becomes the result; a function completion value (the
+  // `async () => {...}` form) is called and its result awaited.
+  // mode 1: an async script (it used `await`), `value` is the promise of `{ value: completion }`.
+  // mode 2: a plain script (no `await`), `value` is its completion value.
+  // mode 3: a plain script threw `value`.
+  // Modes 2 and 3 take exactly the jobs mode 1 takes (one reaction, then the result's), so jobs
+  // the script queued run in the same order relative to the result as in an async script.
   // A plain promise chain: fewer jobs and no async frame per eval than an async wrapper.
   // `then` as it was before user code ran (which could replace `Promise.prototype.then`).
   const then = Function.prototype.call.bind(Promise.prototype.then);
+  const NativePromise = Promise;
+  const READY = Promise.resolve();
+  const ObjectPrototype = Object.prototype;
+  const failException = (e) => fail(e, "exception");
   function start(mode, value) {
     const call = (v) => (typeof v === "function" ? v() : v);
-    const result = mode === 1 ? then(value, (c) => call(c.value)) : then(Promise.resolve(value), call);
-    then(result, succeed, (e) => fail(e, "exception"));
+    let result;
+    if (mode === 1) {
+      result = then(value, (c) => call(c.value));
+    } else if (mode === 3) {
+      result = then(READY, () => { throw value; });
+    } else if ("then" in ObjectPrototype) {
+      // The script gave every object a `then`: an async script's `{ value }` is then a thenable
+      // too, adopted before the reaction runs. Do exactly that.
+      result = then(new NativePromise((resolve) => resolve({ value })), (c) => call(c.value));
+    } else {
+      result = then(READY, () => call(value));
+    }
+    then(result, succeed, failException);
   }
 
   return {
     start,
     settle,
     fail,
+    succeed,
     setSource: (offset, lines) => { lineOffset = offset; lineCount = Math.max(1, lines); },
   };
 })

@@ -286,3 +286,130 @@ async fn syntax_errors_run_nothing() {
         show(&outcome)
     );
 }
+
+/// Code without `await` is compiled as a plain script (no promise, no jobs), code with it as an
+/// async script. Appending ` // await` to the last line forces the async form without changing
+/// the program: both must give the same outcome (result, error and its position, console output,
+/// ledger), whatever the completion value is and whatever the script left queued.
+const PLAIN_AND_ASYNC: &[&str] = &[
+    "1 + 2",
+    "",
+    "undefined",
+    "'x'",
+    "1n",
+    "Symbol('s')",
+    "let x = 1;",
+    "({a: [1, 'x', null]})",
+    "() => 5",
+    "async () => 6",
+    "function f() { return 7 }\nf",
+    "class A {}\nA",
+    "Promise.resolve(8)",
+    "Promise.reject(new Error('nope'))",
+    "Promise.reject(9)",
+    "new Promise(() => {})",
+    "({ then(r) { r(10) } })",
+    "({ then(r, j) { j(new TypeError('thenable')) } })",
+    "({ get then() { console.log('then read'); return undefined }, x: 1 })",
+    "({ get then() { throw new Error('then getter') } })",
+    "() => ({ then(r) { console.log('inner then'); r(11) } })",
+    "() => { throw new RangeError('in a function') }",
+    "throw new Error('top')",
+    "const a = 1;\n\nthrow new Error('line 3')",
+    "const a = 1;\nnull.x",
+    "throw 'a string'",
+    "throw {message: 'an object'}",
+    "console.log('a', {b: 1}); console.error(new Error('e')); 5",
+    "console.log('\\ud800'); ({s: '\\udc00x'})",
+    "var aw\\u0061it = 5; aw\\u0061it",
+    // Jobs queued by the script run in the same order relative to the result.
+    "const p = Promise.resolve();\np.then(() => console.log(1)).then(() => console.log(2)).then(() => console.log(3));\n'done'",
+    "const p = Promise.resolve();\np.then(() => console.log(1)).then(() => console.log(2)).then(() => console.log(3));\nthrow new Error('x')",
+    "const p = Promise.resolve();\np.then(() => console.log(1)).then(() => console.log(2)).then(() => console.log(3));\n() => 'f'",
+    "const p = Promise.resolve();\np.then(() => console.log(1)).then(() => console.log(2)).then(() => console.log(3));\nPromise.resolve('p')",
+    "Promise.resolve().then(() => { throw new Error('in a job') }); 4",
+    "Object.prototype.then = function (r) { r('adopted') }; 1",
+    "Object.prototype.then = function (r) { r('adopted') }; ({a: 1})",
+    "Promise.resolve = () => 'replaced'; () => 1",
+    // Unawaited tool calls are still started and recorded.
+    "codemode.echo({a: 1}); 'not waited for'",
+    "codemode.echo({a: 1}); codemode.add({a: 1, b: 2}); codemode.fail({}); 'three'",
+    "codemode.echo({a: 1});\nthrow new Error('after a call')",
+    "codemode.add({a: 1, b: 2})",
+    "codemode.fail({})",
+    "codemode.deny({})",
+    "codemode.nope({})",
+    "codemode.echo({x: 1n})",
+    "() => codemode.add({a: 2, b: 3}).then((r) => r * 2)",
+    "codemode.then",
+    "return codemode.add({a: 1, b: 1})",
+    "const a = 1;\nreturn a + 1",
+    "const a = 1;\nconst b = ;",
+    "1 +",
+];
+
+/// The outcome without its timings.
+fn comparable(outcome: &codemode_runtime::EvalOutcome) -> Value {
+    let mut v = serde_json::to_value(outcome).unwrap();
+    v.as_object_mut().unwrap().remove("stats");
+    for call in v["tool_calls"].as_array_mut().unwrap() {
+        call.as_object_mut().unwrap().remove("duration_ms");
+    }
+    v
+}
+
+#[tokio::test]
+async fn code_without_await_behaves_as_an_async_script() {
+    let tools = crate::basic_tools();
+    for code in PLAIN_AND_ASYNC {
+        assert!(!code.contains("await"), "{code:?} must have no await");
+        let plain = crate::eval_with(code, &crate::opts(), &tools).await;
+        let forced = format!("{code} // await");
+        let as_async = crate::eval_with(&forced, &crate::opts(), &tools).await;
+        assert_eq!(
+            comparable(&plain),
+            comparable(&as_async),
+            "{code:?}: {}",
+            show(&plain)
+        );
+    }
+}
+
+#[tokio::test]
+async fn code_without_await_keeps_its_outcomes() {
+    let (tools, options) = (crate::basic_tools(), crate::opts());
+    let run = |code: &'static str| crate::eval_with(code, &options, &tools);
+    // Completion values: a function is called, a thenable adopted, an object or a primitive kept.
+    assert_eq!(crate::ok(&run("() => 41 + 1").await), &json!(42));
+    assert_eq!(
+        crate::ok(&run("({ then(resolve) { resolve('adopted') } })").await),
+        &json!("adopted")
+    );
+    assert_eq!(crate::ok(&run("({a: 1})").await), &json!({"a": 1}));
+    assert_eq!(crate::ok(&run("'text'").await), &json!("text"));
+    // `await` only inside a string: the async form, same result.
+    assert_eq!(
+        crate::ok(&run("const s = \"await\";\ns").await),
+        &json!("await")
+    );
+    // A synchronous throw points at its line.
+    let outcome = run("const a = 1;\n\n  throw new TypeError('sync');").await;
+    let error = failed(&outcome, ErrorKind::Exception);
+    assert_eq!(
+        (error.line, error.column),
+        (Some(3), Some(13)),
+        "{}",
+        show(&outcome)
+    );
+    assert_eq!(error.message, "TypeError: sync");
+    // An unawaited tool call is started and recorded; the script's value is the result.
+    let outcome = run("codemode.echo({n: 1});\n'not waiting'").await;
+    assert_eq!(crate::ok(&outcome), &json!("not waiting"));
+    assert_eq!(outcome.tool_calls.len(), 1, "{}", show(&outcome));
+    assert_eq!(outcome.tool_calls[0].tool, "echo");
+    // Jobs the script queued still run, before the result.
+    let outcome = run("Promise.resolve().then(() => console.log('job'));\n1").await;
+    assert_eq!(crate::ok(&outcome), &json!(1));
+    assert_eq!(outcome.logs.len(), 1, "{}", show(&outcome));
+    assert_eq!(outcome.logs[0].message, "job");
+}
