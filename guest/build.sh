@@ -54,7 +54,7 @@ build_in() { # $1 = a folder holding Cargo.toml, Cargo.lock, src/
     export CFLAGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr -UEMSCRIPTEN -mbulk-memory -mnontrapping-fptoint -ffile-prefix-map=${CARGO_HOME:-$HOME/.cargo}=/cargo"
     export BINDGEN_EXTRA_CLANG_ARGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr"
     /usr/bin/cargo build --quiet --locked --release -Zbuild-std=std,panic_abort --target wasm32-wasip1
-  )
+  ) || return 1 # errexit does not reach into the command substitution that calls this
   echo "$dir/target/wasm32-wasip1/release/codemode_guest.wasm"
 }
 

@@ -32,7 +32,16 @@ const MATERIALISE: &str = r#"(() => {
 /// The JS runtime and the prelude's entry points.
 struct Engine {
     runtime: Runtime,
-    internals: Persistent<Object<'static>>,
+    prelude: Prelude,
+}
+
+/// The prelude's entry points, kept as handles (a snapshot holds them): no eval looks them up
+/// by name.
+struct Prelude {
+    start: Persistent<Function<'static>>,
+    fail: Persistent<Function<'static>>,
+    succeed: Persistent<Function<'static>>,
+    set_source: Persistent<Function<'static>>,
     settle: Persistent<Function<'static>>,
     /// `Object.prototype` as it was created (user code cannot replace it, only add to it).
     object_prototype: Persistent<Object<'static>>,
@@ -71,7 +80,7 @@ pub fn init() {
         let mut config = Config::default();
         config.text_encoding(true);
         let runtime = Runtime::new(config).expect("creating the QuickJS runtime");
-        let (internals, settle, object_prototype) = runtime
+        let prelude = runtime
             .context()
             .with(|cx| -> javy::quickjs::Result<_> {
                 let factory: Function = eval_raw(&cx, PRELUDE.as_bytes(), PRELUDE_FILE, 0)
@@ -89,13 +98,21 @@ pub fn init() {
                 let internals: Object = factory.call((host_call, host_log, host_finish))?;
                 let math: Object = cx.globals().get("Math")?;
                 math.set("random", javy::quickjs::prelude::Func::from(math_random))?;
-                let settle: Function = internals.get("settle")?;
+                let entry = |name: &str| -> javy::quickjs::Result<Persistent<Function<'static>>> {
+                    Ok(Persistent::save(&cx, internals.get::<_, Function>(name)?))
+                };
                 let object: Object = cx.globals().get("Object")?;
-                let object_prototype: Object = object.get("prototype")?;
-                Ok((Persistent::save(&cx, internals), Persistent::save(&cx, settle), Persistent::save(&cx, object_prototype)))
+                Ok(Prelude {
+                    start: entry("start")?,
+                    fail: entry("fail")?,
+                    succeed: entry("succeed")?,
+                    set_source: entry("setSource")?,
+                    settle: entry("settle")?,
+                    object_prototype: Persistent::save(&cx, object.get::<_, Object>("prototype")?),
+                })
             })
             .expect("evaluating the codemode prelude");
-        *slot.borrow_mut() = Some(Engine { runtime, internals, settle, object_prototype });
+        *slot.borrow_mut() = Some(Engine { runtime, prelude });
     });
 }
 
@@ -196,17 +213,17 @@ fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, Form, i32), (
 
 /// Calls one of the prelude's entry points. They catch everything themselves; an exception here
 /// could only come from the memory limit, and then `drive` reports the missing result.
-fn call_internal<'js, A: javy::quickjs::function::IntoArgs<'js>>(internals: &Object<'js>, name: &str, args: A) {
-    if let Ok(f) = internals.get::<_, Function>(name) {
+fn call_internal<'js, A: javy::quickjs::function::IntoArgs<'js>>(cx: &Ctx<'js>, f: &Persistent<Function<'static>>, args: A) {
+    if let Ok(f) = f.clone().restore(cx) {
         let _ = f.call::<_, ()>(args);
     }
 }
 
 /// Whether the script gave `Object.prototype` a `then`, which an async script's `{ value }`
 /// completion record would inherit and be adopted through (the prelude's mode 2 does the same).
-fn object_prototype_has_then(cx: &Ctx<'_>, engine: &Engine) -> bool {
+fn object_prototype_has_then(cx: &Ctx<'_>, prelude: &Prelude) -> bool {
     // `has` runs no getter; only user code can have added the property.
-    engine.object_prototype.clone().restore(cx).map_or(true, |proto| proto.contains_key("then").unwrap_or(true))
+    prelude.object_prototype.clone().restore(cx).map_or(true, |proto| proto.contains_key("then").unwrap_or(true))
 }
 
 /// Whether a promise job is queued.
@@ -228,36 +245,41 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
         // QuickJS counts its own allocations; 0 means no limit beyond the linear memory's.
         qrt.set_memory_limit(if heap_limit == 0 { usize::MAX } else { heap_limit });
         engine.runtime.context().with(|cx| {
-            let internals = engine.internals.clone().restore(&cx).expect("prelude internals");
+            let p = &engine.prelude;
             // Lines of the user's code (a trailing newline does not start one).
-            let lines = code.split(|&b| b == b'\n').count() - usize::from(code.ends_with(b"\n"));
-            let lines = i32::try_from(lines).unwrap_or(i32::MAX);
+            let lines = || {
+                let lines = code.split(|&b| b == b'\n').count() - usize::from(code.ends_with(b"\n"));
+                i32::try_from(lines).unwrap_or(i32::MAX)
+            };
             match compile(&cx, &code) {
                 Ok((compiled, form, offset)) => {
-                    call_internal(&internals, "setSource", (offset, lines));
+                    // The prelude starts with offset 0; the line count only matters to syntax errors.
+                    if offset != 0 {
+                        call_internal(&cx, &p.set_source, (offset, lines()));
+                    }
                     match (form, eval_function(&cx, compiled)) {
-                        (Form::Async, Ok(value)) => call_internal(&internals, "start", (MODE_ASYNC, value)),
-                        (Form::Async, Err(e)) => call_internal(&internals, "fail", (e, "exception")),
+                        (Form::Async, Ok(value)) => call_internal(&cx, &p.start, (MODE_ASYNC, value)),
+                        (Form::Async, Err(e)) => call_internal(&cx, &p.fail, (e, "exception")),
                         // A plain script: with no job queued, nothing can run between its end and
                         // the result, so a primitive completion value or an exception ends the eval
                         // now. Otherwise the prelude takes the same number of jobs as the async
                         // form would, so that queued jobs run in the same order relative to it.
                         (Form::Plain, Ok(value))
-                            if !value.is_object() && !job_pending(&cx) && !object_prototype_has_then(&cx, engine) =>
+                            if !value.is_object() && !job_pending(&cx) && !object_prototype_has_then(&cx, p) =>
                         {
-                            call_internal(&internals, "succeed", (value,))
+                            call_internal(&cx, &p.succeed, (value,))
                         }
-                        (Form::Plain, Ok(value)) => call_internal(&internals, "start", (MODE_VALUE, value)),
-                        (Form::Plain, Err(e)) if !job_pending(&cx) => call_internal(&internals, "fail", (e, "exception")),
-                        (Form::Plain, Err(e)) => call_internal(&internals, "start", (MODE_THROWN, e)),
+                        (Form::Plain, Ok(value)) => call_internal(&cx, &p.start, (MODE_VALUE, value)),
+                        (Form::Plain, Err(e)) if !job_pending(&cx) => call_internal(&cx, &p.fail, (e, "exception")),
+                        (Form::Plain, Err(e)) => call_internal(&cx, &p.start, (MODE_THROWN, e)),
                     }
                 }
                 Err((e, offset)) => {
-                    call_internal(&internals, "setSource", (offset, lines));
-                    call_internal(&internals, "fail", (e, "syntax"));
+                    call_internal(&cx, &p.set_source, (offset, lines()));
+                    call_internal(&cx, &p.fail, (e, "syntax"));
                 }
             }
-            drive(&cx, &internals)
+            drive(&cx, p)
         })
     })
 }
@@ -266,18 +288,16 @@ pub fn resume(id: u32, ok: bool, payload: Vec<u8>) -> u32 {
     OUTSTANDING.with(|n| n.set(n.get().saturating_sub(1)));
     with_engine(|engine| {
         engine.runtime.context().with(|cx| {
-            let settle = engine.settle.clone().restore(&cx).expect("prelude settle");
             // The host sends UTF-8 JSON; a lossy conversion can only change invalid bytes.
             let json = String::from_utf8_lossy(&payload);
-            let _ = settle.call::<_, ()>((id, ok, json.as_ref()));
-            let internals = engine.internals.clone().restore(&cx).expect("prelude internals");
-            drive(&cx, &internals)
+            call_internal(&cx, &engine.prelude.settle, (id, ok, json.as_ref()));
+            drive(&cx, &engine.prelude)
         })
     })
 }
 
 /// Runs promise jobs until none is left, then reports whether the script finished.
-fn drive<'js>(cx: &Ctx<'js>, internals: &Object<'js>) -> u32 {
+fn drive<'js>(cx: &Ctx<'js>, prelude: &Prelude) -> u32 {
     let is_finished = || FINISHED.with(|f| f.get());
     {
         loop {
@@ -290,14 +310,13 @@ fn drive<'js>(cx: &Ctx<'js>, internals: &Object<'js>) -> u32 {
             }
             // Nothing can ever settle the script's promise: no job is queued and no tool call is
             // in flight. Report it instead of hanging.
-            let fail: Function = internals.get("fail").expect("prelude fail");
             let error = javy::quickjs::Exception::from_message(
                 cx.clone(),
                 "the script awaits a promise that can never settle (no tool call is in flight)",
             )
             .map(|e| e.into_value())
             .unwrap_or_else(|_| Value::new_undefined(cx.clone()));
-            let _ = fail.call::<_, ()>((error, "exception"));
+            call_internal(cx, &prelude.fail, (error, "exception"));
             if !is_finished() {
                 // Not even the failure could be reported (the heap is exhausted): say so from Rust.
                 abi::finish(concat!(

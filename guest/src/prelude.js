@@ -8,8 +8,8 @@
   const FILE = "script.js";
   const POSITION = /script\.js:(\d+):(\d+)/;
   const POSITIONS = /script\.js:(\d+):(\d+)/g;
-  // Lines the wrapper put before the user's code, and the code's own line count; set by
-  // `setSource` before anything runs.
+  // Lines the wrapper put before the user's code, and the code's own line count (only syntax
+  // errors need it); set by `setSource` before anything runs, unless they are these defaults.
   let lineOffset = 0;
   let lineCount = 1;
 
