@@ -41,7 +41,7 @@ pub fn random_u64() -> u64 {
     if errno == 0 { u64::from_le_bytes(bytes) } else { 0 }
 }
 
-pub fn call_start(name: &str, args_json: &str) -> u32 {
+pub fn call_start(name: &[u8], args_json: &[u8]) -> u32 {
     // SAFETY: both slices are valid for their lengths for the duration of the call.
     unsafe { host_call_start(name.as_ptr(), name.len(), args_json.as_ptr(), args_json.len()) }
 }

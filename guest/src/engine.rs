@@ -86,10 +86,18 @@ pub fn init() {
                 let factory: Function = eval_raw(&cx, PRELUDE.as_bytes(), PRELUDE_FILE, 0)
                     .map_err(|_| javy::quickjs::Error::Exception)?
                     .get()?;
-                let host_call = Function::new(cx.clone(), |name: String, args: String| -> u32 {
-                    OUTSTANDING.with(|n| n.set(n.get() + 1));
-                    abi::call_start(&name, &args)
-                })?;
+                // The strings' own UTF-8 bytes (QuickJS lends an ASCII string's buffer as is): no
+                // copy into a Rust `String`. The host checks that they are UTF-8.
+                let host_call = Function::new(
+                    cx.clone(),
+                    |name: javy::quickjs::String, args: javy::quickjs::String| -> javy::quickjs::Result<u32> {
+                        let (name, args) = (name.to_cstring()?, args.to_cstring()?);
+                        OUTSTANDING.with(|n| n.set(n.get() + 1));
+                        // SAFETY: each C string is valid for `len()` bytes while it lives.
+                        let bytes = |c: &javy::quickjs::CString| unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), c.len()) };
+                        Ok(abi::call_start(bytes(&name), bytes(&args)))
+                    },
+                )?;
                 let host_log = Function::new(cx.clone(), |level: u32, message: String| abi::log(level, &message))?;
                 let host_finish = Function::new(cx.clone(), |envelope: String| {
                     FINISHED.with(|f| f.set(true));

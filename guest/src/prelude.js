@@ -20,8 +20,9 @@
   const LONE_SURROGATE = /\\ud[89a-f][0-9a-f]{2}/i;
   function toJson(value) {
     const json = JSON.stringify(value);
-    // Most documents have no escape at all: skip the regular expression for them.
-    if (json === undefined || (json.indexOf("\\u") === -1 && json.indexOf("\\U") === -1)) return json;
+    // Most documents have no escape at all: skip the regular expression for them (JSON.stringify
+    // writes `\u` escapes in lower case).
+    if (json === undefined || json.indexOf("\\u") === -1) return json;
     if (!LONE_SURROGATE.test(json)) return json;
     return JSON.stringify(value, (_key, v) => (typeof v === "string" ? wellFormed(v) : v));
   }
@@ -50,7 +51,8 @@
   // ---- tool calls -----------------------------------------------------------------------------
   const pending = new Map();
 
-  function call(name, args) {
+  // `name` as the script wrote it (for messages), `hostName` with lone surrogates replaced.
+  function call(name, hostName, args) {
     let json;
     try {
       json = args === undefined ? "{}" : toJson(args);
@@ -61,16 +63,24 @@
       return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable (got a ${typeof args})`));
     }
     return new Promise((resolve, reject) => {
-      const id = hostCall(wellFormed(name), json);
+      const id = hostCall(hostName, json);
       pending.set(id, { resolve, reject, name });
     });
   }
 
+  // One function per tool name, made on first use: a property read allocates nothing after that.
+  const tools = new Map();
   const codemode = new Proxy(Object.create(null), {
     get(_target, prop) {
       // `then` must stay undefined, or `await codemode` would call a tool named "then".
       if (typeof prop !== "string" || prop === "then") return undefined;
-      return (args) => call(prop, args);
+      let tool = tools.get(prop);
+      if (tool === undefined) {
+        const hostName = wellFormed(prop);
+        tool = (args) => call(prop, hostName, args);
+        tools.set(prop, tool);
+      }
+      return tool;
     },
     has(_target, prop) {
       return typeof prop === "string" && prop !== "then";
