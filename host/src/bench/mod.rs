@@ -50,6 +50,9 @@ pub struct BenchOptions {
     pub limits_cost: bool,
     /// Also measure each technique by switching it off (one runtime per variant).
     pub techniques: bool,
+    /// Measure eval, tools and compute a second time with fuel off (epoch interruption alone
+    /// bounds CPU time): the targets allow either. Ignored when `tweak` is set.
+    pub epoch_only_too: bool,
     /// Measure another build of the guest (same ABI) instead of the embedded one: for
     /// experiments with guest build flags.
     pub guest: Option<Vec<u8>>,
@@ -75,6 +78,7 @@ impl Default for BenchOptions {
             first_run: true,
             limits_cost: true,
             techniques: false,
+            epoch_only_too: true,
             guest: None,
             tweak: None,
             only: Vec::new(),
@@ -97,6 +101,7 @@ impl BenchOptions {
             first_run: false,
             limits_cost: false,
             techniques: false,
+            epoch_only_too: true,
             guest: None,
             tweak: None,
             only: Vec::new(),
@@ -709,7 +714,7 @@ pub fn run(options: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<Rep
     let mut figures = Vec::new();
     let machine = machine();
 
-    progress("building the runtime");
+    progress("building the runtimes");
     let started = Instant::now();
     let runtime = options.runtime(runtime_config(64))?;
     figures.push(
@@ -721,33 +726,50 @@ pub fn run(options: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<Rep
         )
         .note("engine, pool, compiled snapshot from the cache"),
     );
+    let mut limit_sets = vec![(limits_label(options, true), runtime)];
+    if options.epoch_only_too && options.tweak.is_none() {
+        let mut config = runtime_config(64);
+        config.fuel(false);
+        limit_sets.push((limits_label(options, false), options.runtime(config)?));
+    }
     if options.wants("eval") {
-        progress("trivial eval latency");
-        figures.extend(eval_figures(&runtime, options));
+        progress("trivial eval latency and throughput");
+        figures.extend(eval_figures(&limit_sets, options));
     }
     if options.wants("tools") {
-        progress("tool-call round trip");
-        let per_call = tool_round_trip(&runtime, 10_000, 7);
-        figures.push(
-            Figure::new(
-                "tools",
-                "tool-call round trip, no-op Rust tool (10k calls in one eval)",
-                per_call.median(),
-                "µs/call",
-            )
-            .target("≤ 2 µs per call", per_call.median() <= 2.0),
-        );
+        for (label, runtime) in &limit_sets {
+            progress(&format!("tool-call round trip, {label}"));
+            let per_call = tool_round_trip(runtime, 10_000, 7);
+            figures.push(
+                Figure::new(
+                    "tools",
+                    format!(
+                        "tool-call round trip, no-op Rust tool (10k calls in one eval), {label}"
+                    ),
+                    per_call.median(),
+                    "µs/call",
+                )
+                .target("≤ 2 µs per call", per_call.median() <= 2.0),
+            );
+        }
     }
     if options.wants("compute") {
         let wanted = |w: &&Workload| {
             options.workloads.is_empty() || options.workloads.iter().any(|n| n == w.name)
         };
-        for workload in WORKLOADS.iter().filter(wanted) {
-            progress(&format!("compute: {}", workload.name));
-            figures.push(compute_figure(&runtime, workload, options.compute_rounds));
+        for (label, runtime) in &limit_sets {
+            for workload in WORKLOADS.iter().filter(wanted) {
+                progress(&format!("compute: {}, {label}", workload.name));
+                figures.push(compute_figure(
+                    runtime,
+                    workload,
+                    options.compute_rounds,
+                    label,
+                ));
+            }
         }
     }
-    drop(runtime);
+    drop(limit_sets);
     if options.wants("suspended") {
         progress(&format!("{} suspended evals", options.suspended));
         figures.extend(suspended_figures(options)?);
@@ -771,43 +793,56 @@ pub fn run(options: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<Rep
     Ok(Report { machine, figures })
 }
 
-fn eval_figures(runtime: &Runtime, options: &BenchOptions) -> Vec<Figure> {
-    let latency = eval_latency(
-        runtime,
-        workloads::TRIVIAL,
-        &eval_options(),
-        options.eval_samples,
-        options.eval_samples,
-    );
-    let (p50, p99) = (latency.median(), latency.percentile(99.0));
-    let rate = throughput(
-        runtime,
-        workloads::TRIVIAL,
-        options.threads,
-        options.throughput_time,
-    );
-    vec![
-        Figure::new("eval", "trivial eval `1 + 2`, all limits on", p50, "µs")
-            .p99(p99)
-            .target("p50 ≤ 15 µs, p99 ≤ 40 µs", p50 <= 15.0 && p99 <= 40.0)
-            .note(
-                "fresh instance, fuel + epoch + memory + output limits, outcome with ledger and stats",
-            ),
-        Figure::new(
-            "eval",
-            format!("throughput, {} threads", options.threads),
-            rate,
-            "evals/s",
-        )
-        .target("≥ 100,000 evals/s on 2 cores", rate >= 100_000.0),
-    ]
+/// How CPU time is bounded in a measured runtime: `fuel` on or off (epoch interruption is always
+/// on in the figures); "as configured" when `--no-fuel` or another tweak decides.
+fn limits_label(options: &BenchOptions, fuel: bool) -> String {
+    match (options.tweak.is_some(), fuel) {
+        (true, _) => "limits as tweaked".into(),
+        (false, true) => "fuel + epoch (default)".into(),
+        (false, false) => "epoch only (fuel off)".into(),
+    }
 }
 
-fn compute_figure(runtime: &Runtime, workload: &Workload, rounds: usize) -> Figure {
+fn eval_figures(limit_sets: &[(String, Runtime)], options: &BenchOptions) -> Vec<Figure> {
+    let runtimes: Vec<&Runtime> = limit_sets.iter().map(|(_, r)| r).collect();
+    let latencies = interleaved_latency(&runtimes, workloads::TRIVIAL, options.eval_samples);
+    let mut figures = Vec::new();
+    for ((label, _), latency) in limit_sets.iter().zip(&latencies) {
+        let (p50, p99) = (latency.median(), latency.percentile(99.0));
+        figures.push(
+            Figure::new("eval", format!("trivial eval `1 + 2`, {label}"), p50, "µs")
+                .p99(p99)
+                .target("p50 ≤ 15 µs, p99 ≤ 40 µs", p50 <= 15.0 && p99 <= 40.0)
+                .note(format!(
+                    "fresh instance; {label}, memory and output limits; outcome with ledger and stats"
+                )),
+        );
+    }
+    for (label, runtime) in limit_sets {
+        let rate = throughput(
+            runtime,
+            workloads::TRIVIAL,
+            options.threads,
+            options.throughput_time,
+        );
+        figures.push(
+            Figure::new(
+                "eval",
+                format!("throughput, {} threads, {label}", options.threads),
+                rate,
+                "evals/s",
+            )
+            .target("≥ 100,000 evals/s on 2 cores", rate >= 100_000.0),
+        );
+    }
+    figures
+}
+
+fn compute_figure(runtime: &Runtime, workload: &Workload, rounds: usize, label: &str) -> Figure {
     let c = compute(runtime, workload, rounds);
     let figure = Figure::new(
         "compute",
-        format!("{}: {}", workload.name, workload.what),
+        format!("{}: {}, {label}", workload.name, workload.what),
         c.sandbox.median(),
         "ms",
     );
@@ -1121,6 +1156,7 @@ mod tests {
             first_run: false,
             limits_cost: false,
             techniques: false,
+            epoch_only_too: true,
             guest: None,
             tweak: None,
             only: Vec::new(),
@@ -1137,7 +1173,11 @@ mod tests {
         for figure in &report.figures {
             assert!(figure.value.is_finite(), "{figure:?}");
         }
-        assert!(report.table().contains("trivial eval"));
+        let table = report.table();
+        assert!(table.contains("trivial eval"));
+        // Both ways of bounding CPU time are measured.
+        assert!(table.contains("fuel + epoch (default)"), "{table}");
+        assert!(table.contains("epoch only (fuel off)"), "{table}");
         serde_json::to_string(&report).expect("the report serialises");
     }
 }

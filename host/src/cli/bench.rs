@@ -40,7 +40,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     guest: Option<std::path::PathBuf>,
 
-    /// Measure with fuel metering off (epoch interruption still bounds time).
+    /// Measure with fuel metering off only (by default eval, tools and compute are measured
+    /// twice: with fuel + epoch, the default, and with epoch interruption alone).
     #[arg(long)]
     no_fuel: bool,
 }
