@@ -83,6 +83,10 @@ pub fn init() {
         let prelude = runtime
             .context()
             .with(|cx| -> javy::quickjs::Result<_> {
+                // Before anything else is allocated: see `heap`. If the runtime's layout were not
+                // the expected one, QuickJS would only keep counting blocks as it did before.
+                // SAFETY: the context is alive for `cx`'s lifetime.
+                let _ = crate::heap::install(unsafe { qjs::JS_GetRuntime(cx.as_raw().as_ptr()) });
                 let factory: Function = eval_raw(&cx, PRELUDE.as_bytes(), PRELUDE_FILE, 0)
                     .map_err(|_| javy::quickjs::Error::Exception)?
                     .get()?;

@@ -1,7 +1,9 @@
 //! The codemode guest: QuickJS (javy) for wasm32-wasip1, JS semantics only.
 //!
-//! [`abi`] is the only place that touches raw pointers and host imports; [`engine`] drives the
-//! JS runtime; `prelude.js` defines `codemode`, `console`, the error classes and result encoding.
+//! [`abi`] is the only place that touches host imports; [`engine`] drives the JS runtime;
+//! [`heap`] fixes how QuickJS measures its heap on WASI; `prelude.js` defines `codemode`,
+//! `console`, the error classes and result encoding.
 
 mod abi;
 mod engine;
+mod heap;

@@ -363,3 +363,29 @@ async fn cancelling_stops_a_busy_loop() {
     );
     assert!(crate::eval("1 + 1").await.ok);
 }
+
+/// QuickJS measures its heap with the allocator's real block sizes (on WASI too), so its own
+/// heap limit — a few MiB under the memory limit — fires first: the script gets a catchable
+/// "out of memory" with room left to handle it, and linear memory never reaches the limit.
+#[tokio::test]
+async fn the_quickjs_heap_limit_fires_before_linear_memory_runs_out() {
+    let limit = 24u64 << 20;
+    let code = "let keep = [];\ntry {\n  while (true) keep.push(new Uint8Array(1 << 16));\n} catch (e) {\n  const n = keep.length;\n  keep = null;\n  return { caught: String(e), blocks: n };\n}";
+    let outcome = eval_with(code, &opts().memory(limit), &basic_tools()).await;
+    let result = ok(&outcome);
+    assert_eq!(
+        result["caught"],
+        json!("InternalError: out of memory"),
+        "{}",
+        show(&outcome)
+    );
+    // 64 KiB buffers: it stopped near its heap limit, not early.
+    let blocks = result["blocks"].as_u64().unwrap_or(0);
+    assert!(blocks > 200, "only {blocks} blocks: {}", show(&outcome));
+    assert!(
+        outcome.stats.memory_peak_bytes < limit - (1 << 20),
+        "linear memory reached {} of {limit}: QuickJS did not count its heap",
+        outcome.stats.memory_peak_bytes
+    );
+    assert_still_usable().await;
+}
