@@ -100,7 +100,8 @@ impl RuntimeConfig {
     }
 
     /// Where the compiled guest is cached between processes; `None` compiles at every start.
-    /// Default [`default_cache_dir`].
+    /// Default [`default_cache_dir`]. The cache prunes itself when it writes an entry: entries
+    /// unused for 30 days go, and at most the 16 most recently used stay.
     pub fn cache_dir(&mut self, dir: Option<PathBuf>) -> &mut Self {
         self.cache_dir = dir;
         self

@@ -1,9 +1,15 @@
 //! Compiles the guest once per machine: the artifact is cached on disk, keyed by the guest's
 //! sha256 and the engine's compatibility hash (wasmtime version and every setting that changes
 //! code generation).
+//!
+//! Every new guest build or engine setting adds an entry of ~5 MB, so the cache prunes itself
+//! whenever it writes one: entries not used for [`MAX_UNUSED`] go, and only the
+//! [`MAX_ENTRIES`] most recently used stay (a hit marks its entry used). A process that still
+//! has a removed entry mapped keeps it until it exits.
 
 use std::hash::{Hash, Hasher};
 use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 use wasmtime::{Engine, Module};
@@ -45,7 +51,10 @@ pub fn load_prepared<'w>(
         // engine compatibility hash, variant) into a directory of the user's; wasmtime checks
         // the header and refuses artifacts of another version or configuration.
         match unsafe { Module::deserialize_file(engine, &path) } {
-            Ok(module) => return Ok(Some(module)),
+            Ok(module) => {
+                mark_used(&path);
+                return Ok(Some(module));
+            }
             Err(e) => tracing::warn!("ignoring unusable cached guest {}: {e:#}", path.display()),
         }
     }
@@ -53,10 +62,62 @@ pub fn load_prepared<'w>(
         return Ok(None);
     };
     let module = compile(engine, &prepared)?;
-    if let Err(e) = store(&module, dir, &path) {
-        tracing::warn!("cannot cache the compiled guest in {}: {e}", dir.display());
+    match store(&module, dir, &path) {
+        Ok(()) => prune(dir, &path, SystemTime::now()),
+        Err(e) => tracing::warn!("cannot cache the compiled guest in {}: {e}", dir.display()),
     }
     Ok(Some(module))
+}
+
+/// Entries not used for this long are removed when the cache next writes one.
+pub const MAX_UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// At most this many entries are kept (the most recently used).
+pub const MAX_ENTRIES: usize = 16;
+
+/// Temporary files older than this are left over from a writer that died.
+const STALE_TMP: Duration = Duration::from_secs(24 * 3600);
+
+/// Records that an entry was used (its modification time), for [`prune`]. Best effort.
+fn mark_used(path: &Path) {
+    if let Ok(file) = std::fs::File::options().append(true).open(path) {
+        let _ = file.set_modified(SystemTime::now());
+    }
+}
+
+/// Removes cache entries unused for [`MAX_UNUSED`], all but the [`MAX_ENTRIES`] most recently
+/// used, and stale temporary files, never `keep`. Best effort: a file that cannot be removed
+/// (another user's, say) is left alone.
+fn prune(dir: &Path, keep: &Path, now: SystemTime) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let age = |modified: SystemTime| now.duration_since(modified).unwrap_or_default();
+    let mut cached: Vec<(SystemTime, std::path::PathBuf)> = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Some(modified) = entry.metadata().and_then(|m| m.modified()).ok() else {
+            continue;
+        };
+        if name.starts_with(".guest-") && name.ends_with(".tmp") {
+            if age(modified) > STALE_TMP {
+                let _ = std::fs::remove_file(&path);
+            }
+        } else if name.starts_with("guest-") && name.ends_with(".cwasm") && path != keep {
+            cached.push((modified, path));
+        }
+    }
+    // Newest first; `keep` counts as one of the entries kept.
+    cached.sort_by(|a, b| b.0.cmp(&a.0));
+    for (index, (modified, path)) in cached.iter().enumerate() {
+        if index + 1 >= MAX_ENTRIES || age(*modified) > MAX_UNUSED {
+            if let Err(e) = std::fs::remove_file(path) {
+                tracing::debug!("cannot prune {}: {e}", path.display());
+            }
+        }
+    }
 }
 
 fn compile(engine: &Engine, wasm: &[u8]) -> Result<Module, RuntimeError> {
@@ -82,4 +143,68 @@ fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
     engine.precompile_compatibility_hash().hash(&mut hasher);
     let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
     format!("{hex}-{:016x}", hasher.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch directory under the target dir, removed on drop.
+    struct Scratch(std::path::PathBuf);
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn file(dir: &Path, name: &str, age: Duration, now: SystemTime) -> std::path::PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, b"x").unwrap();
+        let file = std::fs::File::options().append(true).open(&path).unwrap();
+        file.set_modified(now - age).unwrap();
+        path
+    }
+
+    #[test]
+    fn prune_keeps_recent_entries_and_removes_old_stale_and_surplus_ones() {
+        let dir = std::env::temp_dir().join(format!("codemode-cache-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let _scratch = Scratch(dir.clone());
+        let now = SystemTime::now();
+        let day = Duration::from_secs(24 * 3600);
+        let keep = file(&dir, "guest-new.cwasm", Duration::ZERO, now);
+        let recent = file(&dir, "guest-recent.cwasm", day, now);
+        let unused = file(&dir, "guest-unused.cwasm", MAX_UNUSED + day, now);
+        let fresh_tmp = file(&dir, ".guest-x.cwasm.1.tmp", Duration::ZERO, now);
+        let stale_tmp = file(&dir, ".guest-y.cwasm.2.tmp", 2 * day, now);
+        let other = file(&dir, "notes.txt", 400 * day, now);
+        // More recent entries than the cache keeps: the oldest of them go.
+        let surplus: Vec<_> = (0..MAX_ENTRIES)
+            .map(|i| {
+                file(
+                    &dir,
+                    &format!("guest-s{i:02}.cwasm"),
+                    (2 + i as u32) * day,
+                    now,
+                )
+            })
+            .collect();
+
+        prune(&dir, &keep, now);
+
+        for (path, kept) in [
+            (&keep, true),
+            (&recent, true),
+            (&unused, false),
+            (&fresh_tmp, true),
+            (&stale_tmp, false),
+            (&other, true),
+        ] {
+            assert_eq!(path.exists(), kept, "{}", path.display());
+        }
+        let left = surplus.iter().filter(|p| p.exists()).count();
+        // `keep` + `recent` + the newest surplus entries make MAX_ENTRIES.
+        assert_eq!(left, MAX_ENTRIES - 2);
+        assert!(surplus[0].exists() && !surplus[MAX_ENTRIES - 1].exists());
+    }
 }
