@@ -238,6 +238,34 @@ fn object_prototype_has_then(cx: &Ctx<'_>, prelude: &Prelude) -> bool {
     prelude.object_prototype.clone().restore(cx).map_or(true, |proto| proto.contains_key("then").unwrap_or(true))
 }
 
+/// The JSON text of a primitive result that needs no JavaScript to encode: `undefined` and
+/// `null` (both `null`, as the prelude's `succeed` gives), booleans, and numbers that are
+/// integers below 2^53 or not finite (`null`, as `JSON.stringify` gives). `None` for anything
+/// else (strings, other numbers, BigInt, symbols): the prelude encodes those.
+fn primitive_json(value: &Value<'_>) -> Option<String> {
+    if value.is_undefined() || value.is_null() {
+        return Some("null".into());
+    }
+    if let Some(b) = value.as_bool() {
+        return Some(if b { "true" } else { "false" }.into());
+    }
+    if let Some(i) = value.as_int() {
+        return Some(i.to_string());
+    }
+    let f = value.as_float()?;
+    if !f.is_finite() {
+        return Some("null".into());
+    }
+    // Exact integers print the same in JSON and in Rust (and -0 as "0" in both).
+    (f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0).then(|| (f as i64).to_string())
+}
+
+/// Ends the eval with a result already encoded as JSON, as the prelude's `succeed` would.
+fn finish_ok(json: &str) {
+    FINISHED.with(|f| f.set(true));
+    abi::finish(&format!(r#"{{"ok":true,"result":{json}}}"#));
+}
+
 /// Whether a promise job is queued.
 fn job_pending(cx: &Ctx<'_>) -> bool {
     // SAFETY: the context is alive for `cx`'s lifetime; the call only reads the runtime's queue.
@@ -279,7 +307,10 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
                         (Form::Plain, Ok(value))
                             if !value.is_object() && !job_pending(&cx) && !object_prototype_has_then(&cx, p) =>
                         {
-                            call_internal(&cx, &p.succeed, (value,))
+                            match primitive_json(&value) {
+                                Some(json) => finish_ok(&json),
+                                None => call_internal(&cx, &p.succeed, (value,)),
+                            }
                         }
                         (Form::Plain, Ok(value)) => call_internal(&cx, &p.start, (MODE_VALUE, value)),
                         (Form::Plain, Err(e)) if !job_pending(&cx) => call_internal(&cx, &p.fail, (e, "exception")),
