@@ -110,12 +110,13 @@ fn prune(dir: &Path, keep: &Path, now: SystemTime) {
         }
     }
     // Newest first; `keep` counts as one of the entries kept.
-    cached.sort_by(|a, b| b.0.cmp(&a.0));
+    cached.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
     for (index, (modified, path)) in cached.iter().enumerate() {
-        if index + 1 >= MAX_ENTRIES || age(*modified) > MAX_UNUSED {
-            if let Err(e) = std::fs::remove_file(path) {
-                tracing::debug!("cannot prune {}: {e}", path.display());
-            }
+        let surplus = index + 1 >= MAX_ENTRIES;
+        if (surplus || age(*modified) > MAX_UNUSED)
+            && let Err(e) = std::fs::remove_file(path)
+        {
+            tracing::debug!("cannot prune {}: {e}", path.display());
         }
     }
 }
