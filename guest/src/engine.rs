@@ -107,7 +107,8 @@ pub fn init() {
                     FINISHED.with(|f| f.set(true));
                     abi::finish(&envelope)
                 })?;
-                let internals: Object = factory.call((host_call, host_log, host_finish))?;
+                let fast_json = Function::new(cx.clone(), fast_json)?;
+                let internals: Object = factory.call((host_call, host_log, host_finish, fast_json))?;
                 let math: Object = cx.globals().get("Math")?;
                 math.set("random", javy::quickjs::prelude::Func::from(math_random))?;
                 let entry = |name: &str| -> javy::quickjs::Result<Persistent<Function<'static>>> {
@@ -264,6 +265,14 @@ fn primitive_json(value: &Value<'_>) -> Option<String> {
 fn finish_ok(json: &str) {
     FINISHED.with(|f| f.set(true));
     abi::finish(&format!(r#"{{"ok":true,"result":{json}}}"#));
+}
+
+/// The prelude's `fastJson`: the JSON text of simple tool arguments, or `undefined`.
+fn fast_json<'js>(cx: Ctx<'js>, value: Value<'js>) -> Option<String> {
+    // Runs inside an eval, so the engine (and the realm's original Object.prototype) exists.
+    let prototype = ENGINE.with(|slot| slot.borrow().as_ref().map(|e| e.prelude.object_prototype.clone()))?;
+    let prototype = prototype.restore(&cx).ok()?;
+    crate::fast_json::plain_object(&cx, &value, &prototype)
 }
 
 /// Whether a promise job is queued.

@@ -2,7 +2,7 @@
 // any user code. It receives the three host functions and returns the internal entry points the
 // Rust side keeps; nothing here is reachable from user code except `codemode`, `console` and the
 // three error classes.
-(function (hostCall, hostLog, hostFinish) {
+(function (hostCall, hostLog, hostFinish, fastJson) {
   "use strict";
 
   const FILE = "script.js";
@@ -55,7 +55,9 @@
   function call(name, hostName, args) {
     let json;
     try {
-      json = args === undefined ? "{}" : toJson(args);
+      // A plain object of primitives is encoded by the host side of the guest (fastJson),
+      // anything else by JSON.stringify.
+      json = args === undefined ? "{}" : (fastJson(args) ?? toJson(args));
     } catch (e) {
       return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable: ${e.message}`));
     }

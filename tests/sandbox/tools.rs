@@ -246,3 +246,68 @@ out"#;
         ]
     );
 }
+
+/// Arguments that the guest encodes without `JSON.stringify` (plain objects of primitives) and
+/// ones it must leave to it: whichever path a value takes, the host receives exactly the value
+/// `JSON.stringify` gives (same numbers — integer or float — strings, keys, omissions).
+#[tokio::test]
+async fn tool_arguments_arrive_as_json_stringify_gives_them() {
+    const ARGUMENTS: &[&str] = &[
+        "{}",
+        "{ i: 1 }",
+        "{ a: -0, b: 0 / 0, c: 1 / 0, d: 2 ** 31, e: 2 ** 53, f: 2 ** 63, g: 1e20, h: 1e21 }",
+        "{ a: 0.1 + 0.2, b: -1.5, c: 1e-7, d: 5e-324, e: 1.7976931348623157e308 }",
+        "{ t: true, f: false, n: null, u: undefined }",
+        "{ s: 'plain', q: 'quote \" back \\\\ slash', c: 'a\\nb\\tc\\u0001\\u001f', e: 'é 中 😀' }",
+        "{ lone: '\\ud800', [Symbol('s')]: 1 }",
+        "{ 2: 'b', 1: 'a', z: 1, y: 2 }",
+        "{ nested: { a: [1, 2] } }",
+        "{ get g() { return 7 } }",
+        "{ toJSON() { return { replaced: true } } }",
+        "Object.assign(Object.create({ inherited: 1 }), { own: 2 })",
+        "Object.defineProperty({ a: 1 }, 'hidden', { value: 2, enumerable: false })",
+        "new Proxy({ a: 1 }, {})",
+        "Object.setPrototypeOf(new Number(5), Object.prototype)",
+        "[1, 2]",
+        "'text'",
+        "42",
+        "new Date(0)",
+        "{ big: 1n }",
+    ];
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let sink = received.clone();
+    let tools = FnTools::new().sync_tool("record", move |args| {
+        sink.lock().unwrap().push(args);
+        Ok(json!(null))
+    });
+    for args in ARGUMENTS {
+        received.lock().unwrap().clear();
+        let code = format!(
+            "const args = {args};\nlet text;\ntry {{ text = JSON.stringify(args); }} catch (e) {{ text = String(e); }}\ntry {{ await codemode.record(args); }} catch (e) {{ return {{ error: String(e), text }}; }}\nreturn {{ text }};"
+        );
+        let outcome = crate::eval_with(&code, &crate::opts(), &tools).await;
+        let result = crate::ok(&outcome);
+        let text = result["text"].as_str().expect("a text");
+        match result.get("error") {
+            // JSON.stringify itself fails (BigInt): the call is refused the same way.
+            Some(error) => {
+                assert!(
+                    text.contains("TypeError")
+                        && error
+                            .as_str()
+                            .is_some_and(|e| e.contains("not JSON-serialisable")),
+                    "{args}: {}",
+                    crate::show(&outcome)
+                );
+                assert!(received.lock().unwrap().is_empty(), "{args}");
+            }
+            None => {
+                // The guest replaces lone surrogates (U+FFFD) before the host sees them.
+                let expected: Value = serde_json::from_str(&text.replace("\\ud800", "\u{FFFD}"))
+                    .unwrap_or_else(|e| panic!("{args}: {text}: {e}"));
+                let got = received.lock().unwrap().clone();
+                assert_eq!(got, vec![expected], "{args}: {}", crate::show(&outcome));
+            }
+        }
+    }
+}
