@@ -239,26 +239,13 @@ fn object_prototype_has_then(cx: &Ctx<'_>, prelude: &Prelude) -> bool {
     prelude.object_prototype.clone().restore(cx).map_or(true, |proto| proto.contains_key("then").unwrap_or(true))
 }
 
-/// The JSON text of a primitive result that needs no JavaScript to encode: `undefined` and
-/// `null` (both `null`, as the prelude's `succeed` gives), booleans, and numbers that are
-/// integers below 2^53 or not finite (`null`, as `JSON.stringify` gives). `None` for anything
-/// else (strings, other numbers, BigInt, symbols): the prelude encodes those.
+/// The JSON text of a primitive result that needs no JavaScript to encode: `undefined` is
+/// `null` (as the prelude's `succeed` gives), the rest as [`crate::fast_json::primitive`].
 fn primitive_json(value: &Value<'_>) -> Option<String> {
-    if value.is_undefined() || value.is_null() {
+    if value.is_undefined() {
         return Some("null".into());
     }
-    if let Some(b) = value.as_bool() {
-        return Some(if b { "true" } else { "false" }.into());
-    }
-    if let Some(i) = value.as_int() {
-        return Some(i.to_string());
-    }
-    let f = value.as_float()?;
-    if !f.is_finite() {
-        return Some("null".into());
-    }
-    // Exact integers print the same in JSON and in Rust (and -0 as "0" in both).
-    (f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0).then(|| (f as i64).to_string())
+    crate::fast_json::primitive(value)
 }
 
 /// Ends the eval with a result already encoded as JSON, as the prelude's `succeed` would.

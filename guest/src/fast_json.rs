@@ -109,15 +109,16 @@ unsafe fn append_property(cx: &Ctx<'_>, object: qjs::JSValue, atom: qjs::JSAtom,
         json.push(',');
     }
     *first = false;
-    json.push_str(&serde_json_string(&key));
+    json.push_str(&json_string(&key));
     json.push(':');
     json.push_str(&encoded);
     true
 }
 
-/// A primitive's JSON text: `null`, booleans, numbers (exact integers as integers, like
-/// `JSON.stringify`; non-finite ones as `null`), and strings that are valid UTF-8.
-fn primitive(value: &Value<'_>) -> Option<String> {
+/// A primitive's JSON text — `null`, booleans, numbers (integers below 2^53 as integers, like
+/// `JSON.stringify`; non-finite ones as `null`) and strings that are valid UTF-8 — parsing to
+/// the same value as `JSON.stringify`'s text. `None` for anything else. Also encodes results.
+pub fn primitive(value: &Value<'_>) -> Option<String> {
     if value.is_null() {
         return Some("null".into());
     }
@@ -143,11 +144,11 @@ fn primitive(value: &Value<'_>) -> Option<String> {
     let string = value.as_string()?;
     // rquickjs fails on strings that are not valid UTF-8 (lone surrogates).
     let text = string.to_string().ok()?;
-    Some(serde_json_string(&text))
+    Some(json_string(&text))
 }
 
 /// `text` as a JSON string literal.
-fn serde_json_string(text: &str) -> String {
+fn json_string(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {
