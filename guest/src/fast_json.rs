@@ -5,7 +5,7 @@
 //! the prelude's `toJson` encodes it as before. The host parses what it receives, so only the
 //! parsed value must match `JSON.stringify`'s, not the text.
 
-use javy::quickjs::{qjs, Ctx, Object, Value};
+use javy::quickjs::{atom::PredefinedAtom, qjs, Ctx, Object, Value};
 
 /// The JSON text of `value` when it is a plain object of primitives; `None` to leave it to
 /// `JSON.stringify`. `object_prototype` is the realm's original `Object.prototype`.
@@ -26,7 +26,7 @@ pub fn plain_object<'js>(cx: &Ctx<'js>, value: &Value<'js>, object_prototype: &O
             return None;
         }
         let proto = Value::from_raw(cx.clone(), qjs::JS_GetPrototype(ctx, raw));
-        if proto.as_raw() != proto_raw || object_prototype.contains_key("toJSON").unwrap_or(true) {
+        if proto.as_raw() != proto_raw || object_prototype.contains_key(PredefinedAtom::ToJSON).unwrap_or(true) {
             return None;
         }
         let mut table: *mut qjs::JSPropertyEnum = std::ptr::null_mut();
@@ -54,7 +54,8 @@ pub fn plain_object<'js>(cx: &Ctx<'js>, value: &Value<'js>, object_prototype: &O
 }
 
 /// Appends `"key":value` for one own property, or nothing for an `undefined` value (which
-/// `JSON.stringify` omits). `false` when the property is not one this module encodes.
+/// `JSON.stringify` omits). `false` when the property is not one this module encodes (`json` is
+/// then left half-written, for the caller to drop).
 ///
 /// # Safety
 /// `object` is a live object of `cx`'s context and `atom` one of its own property keys.
@@ -82,11 +83,15 @@ unsafe fn append_property(cx: &Ctx<'_>, object: qjs::JSValue, atom: qjs::JSAtom,
     if value.is_undefined() {
         return true;
     }
-    let Some(encoded) = primitive(&value) else {
+    if atom == qjs::JS_ATOM_toJSON as qjs::JSAtom {
         return false;
-    };
-    // SAFETY: `atom` is live; the C string is freed right after it is copied.
-    let key = unsafe {
+    }
+    if !*first {
+        json.push(',');
+    }
+    *first = false;
+    // SAFETY: `atom` is live; the C string is freed right after it is written out.
+    unsafe {
         let mut key_len: qjs::size_t = 0;
         let key_ptr = qjs::JS_AtomToCStringLen(ctx, &mut key_len, atom);
         if key_ptr.is_null() {
@@ -94,62 +99,72 @@ unsafe fn append_property(cx: &Ctx<'_>, object: qjs::JSValue, atom: qjs::JSAtom,
             return false;
         }
         let bytes = std::slice::from_raw_parts(key_ptr.cast::<u8>(), key_len as usize);
-        let key = std::str::from_utf8(bytes).ok().map(str::to_owned);
+        // Lone surrogates come out of QuickJS as invalid UTF-8: leave those to the prelude.
+        let written = match std::str::from_utf8(bytes) {
+            Ok(key) => {
+                append_json_string(key, json);
+                true
+            }
+            Err(_) => false,
+        };
         qjs::JS_FreeCString(ctx, key_ptr);
-        key
-    };
-    // Lone surrogates come out of QuickJS as invalid UTF-8: leave those to the prelude.
-    let Some(key) = key else {
-        return false;
-    };
-    if key == "toJSON" {
-        return false;
+        if !written {
+            return false;
+        }
     }
-    if !*first {
-        json.push(',');
-    }
-    *first = false;
-    json.push_str(&json_string(&key));
     json.push(':');
-    json.push_str(&encoded);
-    true
+    // On `false` the caller drops the whole text.
+    append_primitive(&value, json)
 }
 
 /// A primitive's JSON text — `null`, booleans, numbers (integers below 2^53 as integers, like
 /// `JSON.stringify`; non-finite ones as `null`) and strings that are valid UTF-8 — parsing to
 /// the same value as `JSON.stringify`'s text. `None` for anything else. Also encodes results.
 pub fn primitive(value: &Value<'_>) -> Option<String> {
+    let mut out = String::new();
+    append_primitive(value, &mut out).then_some(out)
+}
+
+/// [`primitive`], appended to `out`; `false` (and `out` unchanged) for anything else.
+fn append_primitive(value: &Value<'_>, out: &mut String) -> bool {
+    use std::fmt::Write;
     if value.is_null() {
-        return Some("null".into());
-    }
-    if let Some(b) = value.as_bool() {
-        return Some(if b { "true" } else { "false" }.into());
-    }
-    if let Some(i) = value.as_int() {
-        return Some(i.to_string());
-    }
-    if let Some(f) = value.as_float() {
+        out.push_str("null");
+    } else if let Some(b) = value.as_bool() {
+        out.push_str(if b { "true" } else { "false" });
+    } else if let Some(i) = value.as_int() {
+        let _ = write!(out, "{i}");
+    } else if let Some(f) = value.as_float() {
         if !f.is_finite() {
-            return Some("null".into());
-        }
-        if f.fract() == 0.0 {
+            out.push_str("null");
+        } else if f.fract() == 0.0 {
             // JSON.stringify writes integral numbers as digits (shortest, padded with zeros up
             // to 1e21), which the host reads as an integer: below 2^53 they are exact, so
             // write the same digits (and -0 as 0); above, leave them to JSON.stringify.
-            return (f.abs() < 9_007_199_254_740_992.0).then(|| (f as i64).to_string());
+            if f.abs() >= 9_007_199_254_740_992.0 {
+                return false;
+            }
+            let _ = write!(out, "{}", f as i64);
+        } else {
+            // Shortest round-trip text: parses back to the same f64, as JSON.stringify's does.
+            let _ = write!(out, "{f:?}");
         }
-        // Shortest round-trip text: parses back to the same f64, as JSON.stringify's does.
-        return Some(format!("{f:?}"));
+    } else if let Some(string) = value.as_string() {
+        // rquickjs fails on strings that are not valid UTF-8 (lone surrogates).
+        let Ok(text) = string.to_string() else {
+            return false;
+        };
+        append_json_string(&text, out);
+    } else {
+        return false;
     }
-    let string = value.as_string()?;
-    // rquickjs fails on strings that are not valid UTF-8 (lone surrogates).
-    let text = string.to_string().ok()?;
-    Some(json_string(&text))
+    true
 }
 
-/// `text` as a JSON string literal.
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
+/// Appends `text` as a JSON string literal.
+fn append_json_string(text: &str, out: &mut String) {
+    use std::fmt::Write;
+    out.reserve(text.len() + 2);
     out.push('"');
     for c in text.chars() {
         match c {
@@ -158,10 +173,11 @@ fn json_string(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
             c => out.push(c),
         }
     }
     out.push('"');
-    out
 }

@@ -7,6 +7,15 @@
 //! branch), so on WASI the heap limit only counted 8 bytes per block, and `s += x` copied the
 //! whole string every time. wasi-libc's dlmalloc does export `malloc_usable_size`; [`install`]
 //! puts it into the runtime's table, which is what the Linux build of the same QuickJS uses.
+//!
+//! It also enforces the heap limit itself ([`set_limit`]), with a reserve: when QuickJS runs out
+//! of memory it allocates an `InternalError` to throw, and at QuickJS's own limit that allocation
+//! fails too, so QuickJS throws `null` instead — a script then ended with "Uncaught null" of kind
+//! `exception`, depending on how close to the limit the failing allocation left the heap. Here,
+//! once an allocation has been refused, [`RESERVE`] more bytes are granted so that the error can
+//! be made, and [`exhausted`] tells the prelude that a `null` it catches is that error.
+
+use std::cell::Cell;
 
 use std::ffi::c_void;
 
@@ -28,6 +37,20 @@ struct MallocState {
     opaque: *mut c_void,
 }
 
+/// Bytes granted past the heap limit once an allocation has been refused: room for QuickJS to
+/// make the "out of memory" error (message, stack, backtrace) and for the prelude to report it.
+/// `heap_limit` in the host leaves 3 MiB of linear memory above the limit for this and the stack.
+pub const RESERVE: usize = 64 << 10;
+
+thread_local! {
+    /// The runtime whose allocations [`limited_malloc`] and co. limit (set by [`install`]).
+    static RUNTIME: Cell<*mut RuntimeHead> = const { Cell::new(std::ptr::null_mut()) };
+    /// The heap limit in bytes, as QuickJS counts them.
+    static LIMIT: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// Whether an allocation was refused since the limit was set.
+    static REFUSED: Cell<bool> = const { Cell::new(false) };
+}
+
 /// The first two fields of QuickJS-ng's private `struct JSRuntime`.
 #[repr(C)]
 struct RuntimeHead {
@@ -43,6 +66,120 @@ unsafe extern "C" fn usable_size(ptr: *const c_void) -> qjs::size_t {
     let size = unsafe { malloc_usable_size(ptr.cast_mut()) };
     // wasm32: `size_t` and `usize` are both 32 bits.
     size as qjs::size_t
+}
+
+/// [`usable_size`] without the call: what wasi-libc's dlmalloc computes, read from the block's
+/// header directly. QuickJS asks on every allocation and every free, and the two nested wasm
+/// calls cost more than the answer (~8% of a tool call). [`install`] only uses it after checking
+/// that it agrees with `malloc_usable_size` on blocks of many sizes.
+unsafe extern "C" fn usable_size_from_header(ptr: *const c_void) -> qjs::size_t {
+    if ptr.is_null() {
+        return 0;
+    }
+    // SAFETY: every block dlmalloc returns is preceded by its chunk's 4-byte head (wasm32).
+    let head = unsafe { ptr.cast::<u32>().sub(1).read() };
+    chunk_usable_size(head) as qjs::size_t
+}
+
+/// dlmalloc (wasm32, no footers): the head holds the chunk size (a multiple of 8) and two flag
+/// bits: "this chunk is in use" (2) and "the previous one is" (1); neither set means a mapped
+/// chunk (8 bytes of overhead, never made by wasi-libc), only the previous one a free chunk.
+fn chunk_usable_size(head: u32) -> u32 {
+    match head & 3 {
+        1 => 0,
+        0 => (head & !7).wrapping_sub(8),
+        _ => (head & !7).wrapping_sub(4),
+    }
+}
+
+/// Whether [`usable_size_from_header`] gives what `malloc_usable_size` gives, on fresh blocks of
+/// many sizes (small bins, tree bins, the top chunk).
+fn header_reading_agrees() -> bool {
+    let sizes = [1usize, 7, 8, 13, 24, 100, 255, 256, 1000, 4095, 4096, 65_536, 300_000];
+    sizes.iter().all(|&size| {
+        // SAFETY: plain malloc/free of blocks this function owns.
+        unsafe {
+            let block = malloc(size);
+            if block.is_null() {
+                return false;
+            }
+            // `black_box`: the compiler knows `malloc` and would treat reading before the
+            // block as undefined, folding the comparison away.
+            let block = std::hint::black_box(block);
+            let agrees = usable_size_from_header(block) == usable_size(block)
+                && usable_size(block) as usize >= size;
+            free(block);
+            agrees
+        }
+    })
+}
+
+unsafe extern "C" {
+    fn malloc(size: usize) -> *mut c_void;
+    fn free(ptr: *mut c_void);
+    fn calloc(count: usize, size: usize) -> *mut c_void;
+    fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void;
+}
+
+/// Whether `extra` more bytes fit: under the limit, or within the reserve once a refusal has
+/// opened it.
+fn admit(extra: usize) -> bool {
+    let head = RUNTIME.get();
+    if head.is_null() {
+        return true;
+    }
+    // SAFETY: `install` stored a live runtime, checked to have this layout; the guest is
+    // single-threaded and QuickJS is not inside its own bookkeeping when it calls the allocator.
+    let used = unsafe { (*head).malloc_state.malloc_size };
+    let wanted = used.saturating_add(extra);
+    let limit = LIMIT.get();
+    if wanted <= limit {
+        return true;
+    }
+    let was_refused = REFUSED.replace(true);
+    was_refused && wanted <= limit.saturating_add(RESERVE)
+}
+
+unsafe extern "C" fn limited_malloc(_opaque: *mut c_void, size: qjs::size_t) -> *mut c_void {
+    if !admit(size as usize) {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: plain malloc.
+    unsafe { malloc(size as usize) }
+}
+
+unsafe extern "C" fn limited_calloc(_opaque: *mut c_void, count: qjs::size_t, size: qjs::size_t) -> *mut c_void {
+    match (count as usize).checked_mul(size as usize) {
+        // SAFETY: plain calloc.
+        Some(total) if admit(total) => unsafe { calloc(count as usize, size as usize) },
+        _ => std::ptr::null_mut(),
+    }
+}
+
+unsafe extern "C" fn limited_realloc(_opaque: *mut c_void, ptr: *mut c_void, size: qjs::size_t) -> *mut c_void {
+    // SAFETY: QuickJS passes a block of this allocator (or null).
+    let old = unsafe { usable_size(ptr) } as usize;
+    if !admit((size as usize).saturating_sub(old)) {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: as above.
+    unsafe { realloc(ptr, size as usize) }
+}
+
+/// Sets the heap limit for this run (`usize::MAX`: none) and closes the reserve. Before
+/// [`install`] succeeded, QuickJS's own limit is used instead.
+pub fn set_limit(rt: *mut qjs::JSRuntime, limit: usize) {
+    LIMIT.set(limit);
+    REFUSED.set(false);
+    let own = if RUNTIME.get().is_null() { limit } else { usize::MAX };
+    // SAFETY: `rt` is the live runtime.
+    unsafe { qjs::JS_SetMemoryLimit(rt, own as qjs::size_t) };
+}
+
+/// Whether an allocation was refused in this run: a `null` exception is then QuickJS's "out of
+/// memory" that could not be allocated.
+pub fn exhausted() -> bool {
+    REFUSED.get()
 }
 
 /// Puts `malloc_usable_size` into `rt`'s allocator table. Call once, right after the runtime is
@@ -73,7 +210,15 @@ pub fn install(rt: *mut qjs::JSRuntime) -> bool {
         let heap_start = (&raw const __heap_base) as usize;
         let heap_end = core::arch::wasm32::memory_size(0) * 65536;
         (*head).malloc_state.malloc_size += heap_end.saturating_sub(heap_start);
-        (*head).mf.js_malloc_usable_size = Some(usable_size);
+        (*head).mf.js_malloc_usable_size = Some(if header_reading_agrees() {
+            usable_size_from_header
+        } else {
+            usable_size
+        });
+        (*head).mf.js_malloc = Some(limited_malloc);
+        (*head).mf.js_calloc = Some(limited_calloc);
+        (*head).mf.js_realloc = Some(limited_realloc);
+        RUNTIME.set(head);
     }
     true
 }

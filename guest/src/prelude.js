@@ -2,7 +2,7 @@
 // any user code. It receives the three host functions and returns the internal entry points the
 // Rust side keeps; nothing here is reachable from user code except `codemode`, `console` and the
 // three error classes.
-(function (hostCall, hostLog, hostFinish, fastJson) {
+(function (hostCall, hostLog, hostFinish, hostCallPlain, heapExhausted) {
   "use strict";
 
   const FILE = "script.js";
@@ -49,25 +49,25 @@
   }
 
   // ---- tool calls -----------------------------------------------------------------------------
-  const pending = new Map();
-
   // `name` as the script wrote it (for messages), `hostName` with lone surrogates replaced.
+  // `hostCall` starts the call in the host and returns its promise, which the Rust side of the
+  // guest settles: with the result, or with what `rejection` makes of the host's error.
+  // `hostCallPlain` does the same for arguments that are a plain object of primitives (encoded
+  // in Rust), and returns undefined for anything else, which JSON.stringify encodes.
   function call(name, hostName, args) {
+    if (args === undefined) return hostCall(hostName, "{}", name);
+    const started = hostCallPlain(hostName, args, name);
+    if (started !== undefined) return started;
     let json;
     try {
-      // A plain object of primitives is encoded by the host side of the guest (fastJson),
-      // anything else by JSON.stringify.
-      json = args === undefined ? "{}" : (fastJson(args) ?? toJson(args));
+      json = toJson(args);
     } catch (e) {
       return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable: ${e.message}`));
     }
     if (json === undefined) {
       return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable (got a ${typeof args})`));
     }
-    return new Promise((resolve, reject) => {
-      const id = hostCall(hostName, json);
-      pending.set(id, { resolve, reject, name });
-    });
+    return hostCall(hostName, json, name);
   }
 
   // One function per tool name, made on first use: a property read allocates nothing after that.
@@ -94,26 +94,20 @@
   });
   Object.defineProperty(globalThis, "codemode", { value: codemode, writable: false, configurable: false });
 
-  function settle(id, ok, json) {
-    const p = pending.get(id);
-    if (p === undefined) return;
-    pending.delete(id);
+  // The error a failed call rejects with, from the host's JSON description of it.
+  function rejection(name, json) {
     let value;
     try {
       value = JSON.parse(json);
     } catch (e) {
-      p.reject(new ToolError(`codemode.${p.name}: the host sent invalid JSON: ${e.message}`, p.name));
-      return;
+      return new ToolError(`codemode.${name}: the host sent invalid JSON: ${e.message}`, name);
     }
-    if (ok) {
-      p.resolve(value);
-    } else if (value.type === "denied") {
-      p.reject(new ToolCallDeniedError(value.message, p.name, value.reason));
-    } else if (value.type === "not_found") {
-      p.reject(new UnknownToolError(value.message, p.name));
-    } else {
-      p.reject(new ToolError(value.message, p.name, value.data));
+    if (value === null || typeof value !== "object") {
+      return new ToolError(`codemode.${name}: the host sent an invalid error description`, name);
     }
+    if (value.type === "denied") return new ToolCallDeniedError(value.message, name, value.reason);
+    if (value.type === "not_found") return new UnknownToolError(value.message, name);
+    return new ToolError(value.message, name, value.data);
   }
 
   // ---- console --------------------------------------------------------------------------------
@@ -173,6 +167,10 @@
       message = `${name}: ${e.message}`;
       stack = fixStack(e.stack);
       if (kind === "exception" && name === "InternalError" && e.message === "out of memory") kind = "memory_limit";
+    } else if (e === null && kind === "exception" && heapExhausted()) {
+      // QuickJS throws null when it cannot even allocate its "out of memory" error.
+      message = "InternalError: out of memory";
+      kind = "memory_limit";
     } else {
       message = `Uncaught ${format(e)}`;
     }
@@ -256,7 +254,7 @@
 
   return {
     start,
-    settle,
+    rejection,
     fail,
     succeed,
     setSource: (offset, lines) => { lineOffset = offset; lineCount = Math.max(1, lines); },

@@ -389,3 +389,41 @@ async fn the_quickjs_heap_limit_fires_before_linear_memory_runs_out() {
     );
     assert_still_usable().await;
 }
+
+#[tokio::test]
+async fn running_out_of_memory_is_a_memory_limit_error_wherever_it_strikes() {
+    // Blocks of many sizes leave the heap at many distances from its limit when an allocation is
+    // refused; close enough, QuickJS cannot even allocate its "out of memory" error and throws
+    // `null` (which once ended such scripts as "Uncaught null", kind `exception`). A script that
+    // catches the error and goes on allocating uses up the reserve kept for that error too.
+    let tools = basic_tools();
+    for size in [1, 7, 64, 1000, 4096, 65_536] {
+        let grow = format!("while (true) a.push(new Array({size}).fill(1));");
+        for (what, code) in [
+            ("plain", format!("const a = [];\n{grow}")),
+            ("async", format!("await null;\nconst a = [];\n{grow}")),
+            (
+                "caught, then again",
+                format!("const a = [];\ntry {{ {grow} }} catch (e) {{}}\n{grow}"),
+            ),
+        ] {
+            let outcome = eval_with(&code, &opts().memory(16 << 20), &tools).await;
+            let error = failed_in(
+                &format!("{what}, arrays of {size}"),
+                &outcome,
+                ErrorKind::MemoryLimit,
+            );
+            // Either QuickJS's error, or (when not even the report fits) the runtime's own.
+            assert!(
+                error.message.contains("out of memory"),
+                "{what}, arrays of {size}: {}",
+                show(&outcome)
+            );
+        }
+    }
+    // A script's own `throw null` is not mistaken for it.
+    let outcome = eval_with("throw null", &opts(), &tools).await;
+    let error = failed_in("throw null", &outcome, ErrorKind::Exception);
+    assert_eq!(error.message, "Uncaught null", "{}", show(&outcome));
+    assert_still_usable().await;
+}
