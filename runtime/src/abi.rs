@@ -51,6 +51,15 @@ fn malformed(caller: &mut Caller<'_, HostState>, what: &str) -> wasmtime::Error 
     )
 }
 
+/// The guest's exported memory: the handle [`GuestExports::bind`] kept, else looked up by name
+/// (while `bind` itself runs the guest's initialisation).
+pub(crate) fn guest_memory(caller: &mut Caller<'_, HostState>) -> Option<Memory> {
+    if let Some(memory) = caller.data().guest_memory {
+        return Some(memory);
+    }
+    caller.get_export("memory").and_then(Extern::into_memory)
+}
+
 /// Copies `len` bytes at `ptr` out of the guest's memory, or explains why not.
 fn read_bytes(
     caller: &mut Caller<'_, HostState>,
@@ -58,7 +67,7 @@ fn read_bytes(
     len: u32,
     what: &str,
 ) -> wasmtime::Result<Vec<u8>> {
-    let Some(memory) = caller.get_export("memory").and_then(|e| e.into_memory()) else {
+    let Some(memory) = guest_memory(caller) else {
         return Err(malformed(caller, "the guest exports no memory"));
     };
     let data = memory.data(&*caller);
@@ -82,10 +91,7 @@ fn check_bounds(
     len: u32,
     what: &str,
 ) -> wasmtime::Result<()> {
-    let size = caller
-        .get_export("memory")
-        .and_then(|e| e.into_memory())
-        .map_or(0, |m| m.data_size(&*caller));
+    let size = guest_memory(caller).map_or(0, |m| m.data_size(&*caller));
     match (ptr as usize).checked_add(len as usize) {
         Some(end) if end <= size => Ok(()),
         _ => Err(malformed(
@@ -262,6 +268,7 @@ impl GuestExports {
             .and_then(|e| instance.get_module_export(&mut *store, e))
             .and_then(Extern::into_memory)
             .ok_or_else(|| wasmtime::format_err!("the guest exports no memory"))?;
+        store.data_mut().guest_memory = Some(memory);
         Ok(GuestExports {
             memory,
             alloc: func(store, instance, layout.alloc.as_ref(), "cm_alloc")?.typed(&*store)?,

@@ -21,6 +21,9 @@ pub struct HostState {
     /// Standard descriptors (bit = fd) the guest closed, for [`crate::wasi`].
     pub closed_stdio: u8,
     pub memory: MemoryLimiter,
+    /// The guest's exported memory, kept by [`crate::abi::GuestExports::bind`] so that host
+    /// imports do not look it up by name on every call.
+    pub guest_memory: Option<wasmtime::Memory>,
     pub started: Vec<StartedCall>,
     pub next_call_id: u64,
     pub max_tool_calls: Option<u64>,
@@ -52,6 +55,7 @@ impl HostState {
                 peak: 0,
                 refused: false,
             },
+            guest_memory: None,
             started: Vec::new(),
             next_call_id: 1,
             max_tool_calls,

@@ -15,7 +15,7 @@
 use std::sync::LazyLock;
 use std::time::{Instant, SystemTime};
 
-use wasmtime::{Caller, Extern, Linker};
+use wasmtime::{Caller, Linker};
 
 use crate::state::HostState;
 
@@ -63,10 +63,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 /// The guest's memory, as a mutable slice; `None` without an exported memory (then the result
 /// is `EFAULT`: there is nowhere to write).
 fn memory<'a>(caller: &'a mut Caller<'_, HostState>) -> Option<&'a mut [u8]> {
-    match caller.get_export("memory") {
-        Some(Extern::Memory(memory)) => Some(memory.data_mut(caller)),
-        _ => None,
-    }
+    crate::abi::guest_memory(caller).map(|memory| memory.data_mut(caller))
 }
 
 /// `len` bytes at `ptr`; outside memory, the trap wasmtime-wasi raises.
