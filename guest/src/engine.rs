@@ -112,7 +112,16 @@ pub fn init() {
                 })?;
                 let host_call_plain = Function::new(cx.clone(), start_plain_call)?;
                 let heap_exhausted = Function::new(cx.clone(), crate::heap::exhausted)?;
-                let internals: Object = factory.call((host_call, host_log, host_finish, host_call_plain, heap_exhausted))?;
+                // SAFETY: the context is alive for `cx`'s lifetime; the object is owned.
+                let codemode = unsafe { Value::from_raw(cx.clone(), crate::namespace::create(cx.as_raw().as_ptr())) };
+                if codemode.is_exception() {
+                    return Err(javy::quickjs::Error::Exception);
+                }
+                let internals: Object =
+                    factory.call((host_call, host_log, host_finish, host_call_plain, heap_exhausted, codemode))?;
+                let make_tool: Function = internals.get("makeTool")?;
+                // SAFETY: a live function of this context; the module keeps its own reference.
+                unsafe { crate::namespace::set_tool_maker(cx.as_raw().as_ptr(), make_tool.as_raw()) };
                 let math: Object = cx.globals().get("Math")?;
                 math.set("random", javy::quickjs::prelude::Func::from(math_random))?;
                 let entry = |name: &str| -> javy::quickjs::Result<Persistent<Function<'static>>> {

@@ -1,11 +1,12 @@
 //! The codemode guest: QuickJS (javy) for wasm32-wasip1, JS semantics only.
 //!
 //! [`abi`] is the only place that touches host imports; [`engine`] drives the JS runtime;
-//! [`heap`] fixes how QuickJS measures its heap on WASI; [`fast_json`] encodes simple tool
-//! arguments without `JSON.stringify`; `prelude.js` defines `codemode`,
-//! `console`, the error classes and result encoding.
+//! [`heap`] fixes how QuickJS measures and limits its heap on WASI; [`fast_json`] encodes simple
+//! tool arguments without `JSON.stringify`; [`namespace`] is the `codemode` object; `prelude.js`
+//! makes its tool functions and defines `console`, the error classes and result encoding.
 
 mod abi;
 mod engine;
 mod fast_json;
 mod heap;
+mod namespace;

@@ -2,7 +2,7 @@
 // any user code. It receives the three host functions and returns the internal entry points the
 // Rust side keeps; nothing here is reachable from user code except `codemode`, `console` and the
 // three error classes.
-(function (hostCall, hostLog, hostFinish, hostCallPlain, heapExhausted) {
+(function (hostCall, hostLog, hostFinish, hostCallPlain, heapExhausted, codemode) {
   "use strict";
 
   const FILE = "script.js";
@@ -70,28 +70,16 @@
     return hostCall(hostName, json, name);
   }
 
-  // One function per tool name, made on first use: a property read allocates nothing after that.
-  const tools = new Map();
-  const codemode = new Proxy(Object.create(null), {
-    get(_target, prop) {
-      // `then` must stay undefined, or `await codemode` would call a tool named "then".
-      if (typeof prop !== "string" || prop === "then") return undefined;
-      let tool = tools.get(prop);
-      if (tool === undefined) {
-        const hostName = wellFormed(prop);
-        tool = (args) => call(prop, hostName, args);
-        tools.set(prop, tool);
-      }
-      return tool;
-    },
-    has(_target, prop) {
-      return typeof prop === "string" && prop !== "then";
-    },
-    set() { return false; },
-    defineProperty() { return false; },
-    deleteProperty() { return false; },
-    setPrototypeOf() { return false; },
-  });
+  // `codemode` itself is made by the Rust side of the guest (guest/src/namespace.rs): reading a
+  // string property but `then` gives the function that `makeTool` made for that name on its
+  // first use (kept, so a property read allocates nothing after that); nothing can be assigned,
+  // defined or deleted on it.
+  function makeTool(prop) {
+    const hostName = wellFormed(prop);
+    const tool = (args) => call(prop, hostName, args);
+    Object.defineProperty(tool, "name", { value: prop });
+    return tool;
+  }
   Object.defineProperty(globalThis, "codemode", { value: codemode, writable: false, configurable: false });
 
   // The error a failed call rejects with, from the host's JSON description of it.
@@ -255,6 +243,7 @@
   return {
     start,
     rejection,
+    makeTool,
     fail,
     succeed,
     setSource: (offset, lines) => { lineOffset = offset; lineCount = Math.max(1, lines); },

@@ -311,3 +311,59 @@ async fn tool_arguments_arrive_as_json_stringify_gives_them() {
         }
     }
 }
+
+#[tokio::test]
+async fn codemode_answers_every_tool_name_and_cannot_be_changed() {
+    let tools = basic_tools();
+    let cases: &[(&str, Value)] = &[
+        // Any string names a tool; the function is made once and kept.
+        (
+            "[typeof codemode.anything, codemode.echo === codemode.echo, codemode.echo.name, codemode[0].name]",
+            json!(["function", true, "echo", "0"]),
+        ),
+        (
+            "const { echo } = codemode;\nawait echo({k: 1})",
+            json!({"k": 1}),
+        ),
+        // `then` and symbols are not tools.
+        (
+            "[codemode.then, codemode[Symbol.iterator], (await codemode) === codemode]",
+            json!([null, null, true]),
+        ),
+        (
+            "['x' in codemode, 'then' in codemode, Symbol.iterator in codemode]",
+            json!([true, false, false]),
+        ),
+        // No own keys or prototype, even after tools were used.
+        (
+            "codemode.echo;\n[Object.keys(codemode).length, Reflect.ownKeys(codemode).length, Object.getPrototypeOf(codemode), Object.getOwnPropertyDescriptor(codemode, 'echo')]",
+            json!([0, 0, null, null]),
+        ),
+        // Reflect asks for `false` rather than an exception.
+        (
+            "[Reflect.set(codemode, 'x', 1), Reflect.defineProperty(codemode, 'x', {value: 1}), Reflect.deleteProperty(codemode, 'echo'), Reflect.setPrototypeOf(codemode, {})]",
+            json!([false, false, false, false]),
+        ),
+        // The script is strict: each change throws a TypeError, and nothing changed.
+        (
+            "const tries = [() => { codemode.echo = 1; }, () => { codemode.fresh = 1; }, () => Object.defineProperty(codemode, 'x', {value: 1}), () => { delete codemode.echo; }, () => Object.setPrototypeOf(codemode, {}), () => { globalThis.codemode = {}; }];\nconst names = tries.map((f) => { try { f(); return 'changed'; } catch (e) { return e.name; } });\n[names, typeof codemode.echo, typeof codemode.x, Object.getPrototypeOf(codemode)]",
+            json!([
+                [
+                    "TypeError",
+                    "TypeError",
+                    "TypeError",
+                    "TypeError",
+                    "TypeError",
+                    "TypeError"
+                ],
+                "function",
+                "function",
+                null
+            ]),
+        ),
+    ];
+    for (code, want) in cases {
+        let outcome = eval_with(code, &opts(), &tools).await;
+        assert_eq!(ok(&outcome), want, "{code}: {}", show(&outcome));
+    }
+}
