@@ -45,9 +45,9 @@ pub const RESERVE: usize = 64 << 10;
 thread_local! {
     /// The runtime whose allocations [`limited_malloc`] and co. limit (set by [`install`]).
     static RUNTIME: Cell<*mut RuntimeHead> = const { Cell::new(std::ptr::null_mut()) };
-    /// The heap limit in bytes, as QuickJS counts them.
-    static LIMIT: Cell<usize> = const { Cell::new(usize::MAX) };
-    /// Whether an allocation was refused since the limit was set.
+    /// Whether an allocation was refused since the limit was set. Written only when it changes:
+    /// every page an eval writes costs time when the instance's memory is reset, and this one
+    /// would be written by nothing else.
     static REFUSED: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -93,9 +93,10 @@ fn chunk_usable_size(head: u32) -> u32 {
 }
 
 /// Whether [`usable_size_from_header`] gives what `malloc_usable_size` gives, on fresh blocks of
-/// many sizes (small bins, tree bins, the top chunk).
+/// many sizes (small bins and tree bins). None so large that the heap would have to grow: the
+/// linear memory a snapshot holds is reset after every eval, and costs time per page.
 fn header_reading_agrees() -> bool {
-    let sizes = [1usize, 7, 8, 13, 24, 100, 255, 256, 1000, 4095, 4096, 65_536, 300_000];
+    let sizes = [1usize, 7, 8, 13, 24, 100, 255, 256, 1000, 4095, 4096, 12_000];
     sizes.iter().all(|&size| {
         // SAFETY: plain malloc/free of blocks this function owns.
         unsafe {
@@ -130,14 +131,17 @@ fn admit(extra: usize) -> bool {
     }
     // SAFETY: `install` stored a live runtime, checked to have this layout; the guest is
     // single-threaded and QuickJS is not inside its own bookkeeping when it calls the allocator.
-    let used = unsafe { (*head).malloc_state.malloc_size };
+    let (used, own_limit) = unsafe { ((*head).malloc_state.malloc_size, (*head).malloc_state.malloc_limit) };
+    // QuickJS's own limit (checked before it calls here) is the heap limit plus the reserve.
     let wanted = used.saturating_add(extra);
-    let limit = LIMIT.get();
-    if wanted <= limit {
+    if wanted <= own_limit.saturating_sub(RESERVE) {
         return true;
     }
-    let was_refused = REFUSED.replace(true);
-    was_refused && wanted <= limit.saturating_add(RESERVE)
+    if REFUSED.get() {
+        return true; // the reserve is open; QuickJS's own limit still holds
+    }
+    REFUSED.set(true);
+    false
 }
 
 unsafe extern "C" fn limited_malloc(_opaque: *mut c_void, size: qjs::size_t) -> *mut c_void {
@@ -166,12 +170,14 @@ unsafe extern "C" fn limited_realloc(_opaque: *mut c_void, ptr: *mut c_void, siz
     unsafe { realloc(ptr, size as usize) }
 }
 
-/// Sets the heap limit for this run (`usize::MAX`: none) and closes the reserve. Before
-/// [`install`] succeeded, QuickJS's own limit is used instead.
+/// Sets the heap limit for this run (`usize::MAX`: none) and closes the reserve. QuickJS's own
+/// limit is the heap limit plus [`RESERVE`] (the allocator table checks the heap limit itself),
+/// or, if [`install`] failed, the heap limit alone.
 pub fn set_limit(rt: *mut qjs::JSRuntime, limit: usize) {
-    LIMIT.set(limit);
-    REFUSED.set(false);
-    let own = if RUNTIME.get().is_null() { limit } else { usize::MAX };
+    if REFUSED.get() {
+        REFUSED.set(false);
+    }
+    let own = if RUNTIME.get().is_null() { limit } else { limit.saturating_add(RESERVE) };
     // SAFETY: `rt` is the live runtime.
     unsafe { qjs::JS_SetMemoryLimit(rt, own as qjs::size_t) };
 }
