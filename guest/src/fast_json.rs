@@ -10,10 +10,8 @@ use javy::quickjs::{atom::PredefinedAtom, qjs, Ctx, Object, Value};
 /// The JSON text of `value` when it is a plain object of primitives; `None` to leave it to
 /// `JSON.stringify`. `object_prototype` is the realm's original `Object.prototype`.
 pub fn plain_object<'js>(cx: &Ctx<'js>, value: &Value<'js>, object_prototype: &Object<'js>) -> Option<String> {
-    let object = value.as_object()?;
-    if value.is_function() || object.is_array() {
-        return None;
-    }
+    // Functions, arrays, proxies and the rest have other classes than Object.prototype (below).
+    value.as_object()?;
     let ctx = cx.as_raw().as_ptr();
     let raw = value.as_raw();
     let proto_raw = object_prototype.as_raw();
@@ -127,38 +125,63 @@ pub fn primitive(value: &Value<'_>) -> Option<String> {
 
 /// [`primitive`], appended to `out`; `false` (and `out` unchanged) for anything else.
 fn append_primitive(value: &Value<'_>, out: &mut String) -> bool {
-    use std::fmt::Write;
-    if value.is_null() {
-        out.push_str("null");
-    } else if let Some(b) = value.as_bool() {
-        out.push_str(if b { "true" } else { "false" });
-    } else if let Some(i) = value.as_int() {
-        let _ = write!(out, "{i}");
-    } else if let Some(f) = value.as_float() {
-        if !f.is_finite() {
-            out.push_str("null");
-        } else if f.fract() == 0.0 {
-            // JSON.stringify writes integral numbers as digits (shortest, padded with zeros up
-            // to 1e21), which the host reads as an integer: below 2^53 they are exact, so
-            // write the same digits (and -0 as 0); above, leave them to JSON.stringify.
-            if f.abs() >= 9_007_199_254_740_992.0 {
+    // SAFETY: reading a live value's tag. One read, rather than rquickjs's `as_*` in turn (each
+    // works out the value's type again, calling into QuickJS for objects).
+    let tag = unsafe { qjs::JS_VALUE_GET_NORM_TAG(value.as_raw()) };
+    match tag {
+        qjs::JS_TAG_NULL => out.push_str("null"),
+        qjs::JS_TAG_BOOL => out.push_str(if value.as_bool() == Some(true) { "true" } else { "false" }),
+        qjs::JS_TAG_INT => push_integer(value.as_int().map_or(0, i64::from), out),
+        qjs::JS_TAG_FLOAT64 => {
+            let Some(f) = value.as_float() else {
                 return false;
+            };
+            if !f.is_finite() {
+                out.push_str("null");
+            } else if f.fract() == 0.0 {
+                // JSON.stringify writes integral numbers as digits (shortest, padded with zeros
+                // up to 1e21), which the host reads as an integer: below 2^53 they are exact, so
+                // write the same digits (and -0 as 0); above, leave them to JSON.stringify.
+                if f.abs() >= 9_007_199_254_740_992.0 {
+                    return false;
+                }
+                push_integer(f as i64, out);
+            } else {
+                // Shortest round-trip text: parses back to the same f64, as JSON.stringify's does.
+                use std::fmt::Write;
+                let _ = write!(out, "{f:?}");
             }
-            let _ = write!(out, "{}", f as i64);
-        } else {
-            // Shortest round-trip text: parses back to the same f64, as JSON.stringify's does.
-            let _ = write!(out, "{f:?}");
         }
-    } else if let Some(string) = value.as_string() {
-        // rquickjs fails on strings that are not valid UTF-8 (lone surrogates).
-        let Ok(text) = string.to_string() else {
-            return false;
-        };
-        append_json_string(&text, out);
-    } else {
-        return false;
+        qjs::JS_TAG_STRING => {
+            // rquickjs fails on strings that are not valid UTF-8 (lone surrogates).
+            let Some(Ok(text)) = value.as_string().map(|s| s.to_string()) else {
+                return false;
+            };
+            append_json_string(&text, out);
+        }
+        _ => return false,
     }
     true
+}
+
+/// Appends `n`'s decimal digits: `core::fmt` costs several times more in the guest.
+fn push_integer(n: i64, out: &mut String) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push('-');
+    }
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 /// Appends `text` as a JSON string literal.
