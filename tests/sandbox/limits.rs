@@ -63,6 +63,13 @@ fn cases() -> Vec<Case> {
             kind: ErrorKind::Timeout,
         },
         Case {
+            // Calls that finish at once leave the deadline as it was: it still fires.
+            what: "timeout in a CPU loop after tool calls",
+            code: "for (let i = 0; i < 100; i++) await codemode.echo({i});\nwhile (true) {}",
+            options: opts().fuel(None).timeout(Some(ms(300))),
+            kind: ErrorKind::Timeout,
+        },
+        Case {
             what: "output: logs",
             code: "for (let i = 0; i < 100000; i++) console.log('line ' + i + ' ' + 'x'.repeat(50));",
             options: opts().max_output(10 << 10),

@@ -1,6 +1,7 @@
 //! The tool calls of one eval: from the guest's `call_start` to the ledger, in order of start,
 //! at most `max_concurrent_tool_calls` in flight, each settled back into the guest.
 
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use futures::FutureExt;
@@ -54,13 +55,20 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
                 call_id: id,
                 clock: self.clock.clone(),
             };
-            self.in_flight.push(Box::pin(async move {
+            let mut call: super::CallFuture<'_> = Box::pin(async move {
                 let result = match args {
                     Ok(args) => tools.call(&name, args, &cx).await,
                     Err(e) => Err(e),
                 };
                 (id, result)
-            }));
+            });
+            // A tool that answers at once (an in-process one) needs no place among the calls in
+            // flight. Polled here with a waker that does nothing: a call that is not finished is
+            // polled again, with the real waker, in `in_flight`.
+            match call.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready(finished) => self.done.push_back(finished),
+                Poll::Pending => self.in_flight.push(call),
+            }
         }
     }
 
@@ -68,16 +76,23 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
     pub(super) async fn next_completion(
         &mut self,
     ) -> Result<Option<(u64, Result<Value, ToolError>)>, EvalError> {
-        if self.in_flight.is_empty() {
-            return Ok(None);
-        }
+        self.waited = false;
         // A call that is already done (a tool that answers at once) needs no deadline or
         // cancellation armed; a cancelled eval goes the long way so that cancellation wins.
-        if self.cancel.as_ref().is_none_or(|c| !c.is_cancelled())
-            && let Some(done) = self.in_flight.next().now_or_never()
-        {
-            return Ok(done);
+        if self.cancel.as_ref().is_none_or(|c| !c.is_cancelled()) {
+            if let Some(done) = self.done.pop_front() {
+                return Ok(Some(done));
+            }
+            if self.in_flight.is_empty() {
+                return Ok(None);
+            }
+            if let Some(done) = self.in_flight.next().now_or_never() {
+                return Ok(done);
+            }
+        } else if self.in_flight.is_empty() {
+            return Err(cancelled_error());
         }
+        self.waited = true;
         let cancel = self.cancel.clone();
         let cancelled = async move {
             match cancel {

@@ -62,7 +62,9 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
         ledger: Vec::new(),
         call_started: Vec::new(),
         queued: VecDeque::new(),
+        done: VecDeque::new(),
         in_flight: FuturesUnordered::new(),
+        waited: false,
     };
 
     // Waiting for a free instance slot counts against the timeout (a free one is taken at once,
@@ -138,7 +140,11 @@ struct Eval<'a, T: ?Sized> {
     /// Start instant of each call, indexed like `ledger`.
     call_started: Vec<Option<Instant>>,
     queued: VecDeque<(u64, Result<Value, ToolError>, String)>,
+    /// Calls that finished as they were launched (a tool that answers at once), in order.
+    done: VecDeque<(u64, Result<Value, ToolError>)>,
     in_flight: FuturesUnordered<CallFuture<'a>>,
+    /// Whether the last `next_completion` had to wait (rather than take a finished call).
+    waited: bool,
 }
 
 impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
@@ -200,10 +206,13 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                 ));
             };
             let (ok, payload) = self.settle(call_id, result, store.data().memory.limit);
-            // The deadline is relative to the epoch now: renew it before any guest code runs
-            // (`write` runs the guest's allocator), or time spent waiting — possibly paused for a
-            // human — would count twice.
-            self.set_deadline(store, tick);
+            // The deadline is relative to the epoch when it was set: after a wait, renew it
+            // before any guest code runs (`write` runs the guest's allocator), or time spent
+            // waiting — possibly paused for a human — would count twice. A call that had
+            // finished already took no time worth renewing for (and reading the clock costs).
+            if self.waited {
+                self.set_deadline(store, tick);
+            }
             let ptr = guest
                 .write(store, &payload)
                 .map_err(|e| self.guest_failed(store, e))?;
