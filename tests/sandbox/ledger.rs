@@ -198,3 +198,38 @@ async fn call_context_ids_match_the_ledger() {
     );
     assert_ne!(seen[0].0, id);
 }
+
+#[tokio::test]
+async fn a_call_queued_behind_the_concurrency_limit_when_the_eval_fails_is_not_started() {
+    let tools = basic_tools().tool("forever", |_| async {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok(Value::Null)
+    });
+    // One call at a time: the second waits for the first, which never ends.
+    let outcome = eval_with(
+        "await Promise.all([codemode.forever({}), codemode.forever({})]);",
+        &opts()
+            .max_concurrent_tool_calls(1)
+            .timeout(Some(Duration::from_millis(300))),
+        &tools,
+    )
+    .await;
+    failed(&outcome, ErrorKind::Timeout);
+    let reasons: Vec<_> = outcome
+        .tool_calls
+        .iter()
+        .map(|r| {
+            let reason = r.reason.as_deref().unwrap_or_default();
+            (r.status, reason.split(':').next().unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (CallStatus::Error, "unfinished"),
+            (CallStatus::Error, "not started")
+        ],
+        "{}",
+        show(&outcome)
+    );
+}

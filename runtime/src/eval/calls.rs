@@ -28,8 +28,9 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
             self.ledger.push(ToolCallRecord {
                 id,
                 tool: name.clone(),
+                // Until settled: `closed_ledger` says why not, if it never is.
                 status: CallStatus::Error,
-                reason: Some("not started: the eval ended first".into()),
+                reason: None,
                 duration_ms: 0.0,
             });
             self.call_started.push(None);
@@ -48,7 +49,6 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
             };
             let index = (id - 1) as usize;
             self.call_started[index] = Some(Instant::now());
-            self.ledger[index].reason = Some("unfinished: the eval ended while the call was in flight (it may or may not have taken effect)".into());
             let tools = self.tools;
             let cx = CallContext {
                 eval_id: self.id,
@@ -184,6 +184,23 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
                 )
             }
         }
+    }
+
+    /// The ledger, each call the eval ended before it settled saying so: "not started" or
+    /// "unfinished" (which may or may not have taken effect).
+    pub(super) fn closed_ledger(&mut self) -> Vec<ToolCallRecord> {
+        let mut ledger = std::mem::take(&mut self.ledger);
+        for (record, started) in ledger.iter_mut().zip(&self.call_started) {
+            // A settled error always has a reason.
+            if record.status == CallStatus::Error && record.reason.is_none() {
+                record.reason = Some(if started.is_some() {
+                    "unfinished: the eval ended while the call was in flight (it may or may not have taken effect)".into()
+                } else {
+                    "not started: the eval ended first".into()
+                });
+            }
+        }
+        ledger
     }
 
     /// After the script finished: let calls it started but did not await run to their end, so

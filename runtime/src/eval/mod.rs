@@ -308,7 +308,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             result,
             error,
             logs: std::mem::take(&mut state.logs),
-            tool_calls: std::mem::take(&mut self.ledger),
+            tool_calls: self.closed_ledger(),
             stats: EvalStats {
                 fuel_used,
                 wall_ms: started.elapsed().as_secs_f64() * 1000.0,
@@ -324,7 +324,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             result: Value::Null,
             error: Some(error),
             logs: Vec::new(),
-            tool_calls: std::mem::take(&mut self.ledger),
+            tool_calls: self.closed_ledger(),
             stats: EvalStats {
                 fuel_used: 0,
                 wall_ms: started.elapsed().as_secs_f64() * 1000.0,
