@@ -1,10 +1,8 @@
 //! Drives the QuickJS runtime: code forms, the job loop, settling tool calls.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
-use std::mem::ManuallyDrop;
 
-use javy::quickjs::{qjs, Ctx, Function, Object, Persistent, Promise, Value};
+use javy::quickjs::{qjs, Ctx, Function, Object, Persistent, Value};
 use javy::{Config, Runtime};
 
 use crate::abi;
@@ -50,23 +48,8 @@ struct Prelude {
     object_prototype: Persistent<Object<'static>>,
 }
 
-/// A tool call the host has not settled yet: its promise's resolving functions, and the tool's
-/// name as the script wrote it (for error messages).
-struct PendingCall {
-    resolve: Persistent<Function<'static>>,
-    reject: Persistent<Function<'static>>,
-    name: Persistent<Value<'static>>,
-}
-
 thread_local! {
     static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
-    /// Tool calls that the host has not settled yet, by call id. Kept in Rust rather than in the
-    /// prelude: a call then costs no executor closure, no map entry object and no JS frame to
-    /// settle (a third of a round trip's guest time).
-    ///
-    /// `ManuallyDrop`: a thread-local that needs dropping registers its destructor on first use,
-    /// which would cost every eval ~0.4 µs (the instance is discarded, never dropped).
-    static PENDING: RefCell<ManuallyDrop<BTreeMap<u32, PendingCall>>> = const { RefCell::new(ManuallyDrop::new(BTreeMap::new())) };
     /// Whether the prelude has called `finish` in this run.
     static FINISHED: Cell<bool> = const { Cell::new(false) };
     /// `Math.random`'s state; 0 until first used in this instance (see [`math_random`]).
@@ -108,13 +91,12 @@ pub fn init() {
                     .get()?;
                 // The strings' own UTF-8 bytes (QuickJS lends an ASCII string's buffer as is): no
                 // copy into a Rust `String`. The host checks that they are UTF-8.
-                let host_call = Function::new(cx.clone(), start_call)?;
+                let (host_call, host_call_plain) = crate::calls::entry_points(&cx)?;
                 let host_log = Function::new(cx.clone(), |level: u32, message: String| abi::log(level, &message))?;
                 let host_finish = Function::new(cx.clone(), |envelope: String| {
                     FINISHED.with(|f| f.set(true));
                     abi::finish(&envelope)
                 })?;
-                let host_call_plain = Function::new(cx.clone(), start_plain_call)?;
                 let heap_exhausted = Function::new(cx.clone(), crate::heap::exhausted)?;
                 // SAFETY: the context is alive for `cx`'s lifetime; the object is owned.
                 let codemode = unsafe { Value::from_raw(cx.clone(), crate::namespace::create(cx.as_raw().as_ptr())) };
@@ -271,114 +253,6 @@ fn finish_ok(json: &str) {
     abi::finish(&format!(r#"{{"ok":true,"result":{json}}}"#));
 }
 
-/// The JSON text of simple tool arguments, or `None`.
-fn fast_json<'js>(cx: Ctx<'js>, value: Value<'js>) -> Option<String> {
-    // Runs inside an eval, so the engine (and the realm's original Object.prototype) exists.
-    let prototype = ENGINE.with(|slot| slot.borrow().as_ref().map(|e| e.prelude.object_prototype.clone()))?;
-    let prototype = prototype.restore(&cx).ok()?;
-    crate::fast_json::plain_object(&cx, &value, &prototype)
-}
-
-/// The prelude's `hostCall(hostName, argsJson, name)`: starts a tool call in the host and returns
-/// the promise that [`resume`] settles.
-fn start_call<'js>(
-    cx: Ctx<'js>,
-    host_name: javy::quickjs::String<'js>,
-    args: javy::quickjs::String<'js>,
-    name: Value<'js>,
-) -> javy::quickjs::Result<Promise<'js>> {
-    // The string's own UTF-8 bytes (QuickJS lends an ASCII string's buffer as is): no copy into
-    // a Rust `String`. The host checks that they are UTF-8.
-    let args = args.to_cstring()?;
-    // SAFETY: the C string is valid for `len()` bytes while it lives.
-    let args = unsafe { std::slice::from_raw_parts(args.as_ptr().cast::<u8>(), args.len()) };
-    start(&cx, host_name, args, name)
-}
-
-/// The prelude's `hostCallPlain(hostName, args, name)`: [`start_call`] for arguments that
-/// [`crate::fast_json`] encodes (a plain object of primitives, the common case), without a JS
-/// string of them in between; `undefined` for any other arguments, which the prelude encodes.
-fn start_plain_call<'js>(
-    cx: Ctx<'js>,
-    host_name: javy::quickjs::String<'js>,
-    args: Value<'js>,
-    name: Value<'js>,
-) -> javy::quickjs::Result<Option<Promise<'js>>> {
-    match fast_json(cx.clone(), args) {
-        Some(json) => start(&cx, host_name, json.as_bytes(), name).map(Some),
-        None => Ok(None),
-    }
-}
-
-fn start<'js>(
-    cx: &Ctx<'js>,
-    host_name: javy::quickjs::String<'js>,
-    args_json: &[u8],
-    name: Value<'js>,
-) -> javy::quickjs::Result<Promise<'js>> {
-    // The promise first: if it cannot be made (out of memory), no call is started either.
-    let (promise, resolve, reject) = Promise::new(cx)?;
-    let host_name = host_name.to_cstring()?;
-    // SAFETY: the C string is valid for `len()` bytes while it lives.
-    let host_name = unsafe { std::slice::from_raw_parts(host_name.as_ptr().cast::<u8>(), host_name.len()) };
-    let id = abi::call_start(host_name, args_json);
-    let call = PendingCall {
-        resolve: Persistent::save(cx, resolve),
-        reject: Persistent::save(cx, reject),
-        name: Persistent::save(cx, name),
-    };
-    PENDING.with(|pending| pending.borrow_mut().insert(id, call));
-    Ok(promise)
-}
-
-/// Settles a tool call's promise: resolved with the parsed JSON value, or rejected with the
-/// error the prelude's `rejection` makes of the host's description (also when a result is not
-/// JSON, which a correct host never sends).
-fn settle(cx: &Ctx<'_>, prelude: &Prelude, call: PendingCall, ok: bool, payload: Vec<u8>) {
-    let (Ok(resolve), Ok(reject), Ok(name)) = (call.resolve.restore(cx), call.reject.restore(cx), call.name.restore(cx)) else {
-        return;
-    };
-    // The host sends UTF-8 JSON; a lossy conversion can only change invalid bytes.
-    let payload = match String::from_utf8(payload) {
-        Ok(text) => text.into_bytes(),
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into_bytes(),
-    };
-    if ok {
-        match parse_json(cx, &payload) {
-            Ok(value) => {
-                let _ = resolve.call::<_, ()>((value,));
-                return;
-            }
-            Err(_) => {} // `rejection` parses it again and describes the syntax error.
-        }
-    }
-    let json = String::from_utf8_lossy(&payload);
-    let reason = match prelude.rejection.clone().restore(cx) {
-        Ok(rejection) => rejection.call::<_, Value>((name, json.as_ref())).unwrap_or_else(|_| cx.catch()),
-        Err(_) => Value::new_undefined(cx.clone()),
-    };
-    let _ = reject.call::<_, ()>((reason,));
-}
-
-/// `JSON.parse` of `text`, without a JS call: the value or the (caught) exception.
-fn parse_json<'js>(cx: &Ctx<'js>, text: &[u8]) -> Result<Value<'js>, Value<'js>> {
-    let mut buf = Vec::with_capacity(text.len() + 1);
-    buf.extend_from_slice(text);
-    buf.push(0);
-    // SAFETY: `buf` is NUL-terminated with `text.len()` bytes before the NUL, as JS_ParseJSON
-    // requires; the returned value is owned.
-    let value = unsafe {
-        let raw = qjs::JS_ParseJSON(cx.as_raw().as_ptr(), buf.as_ptr().cast(), text.len() as _, c"<tool result>".as_ptr());
-        Value::from_raw(cx.clone(), raw)
-    };
-    if value.is_exception() { Err(cx.catch()) } else { Ok(value) }
-}
-
-/// Tool calls the host has not settled yet.
-fn outstanding_calls() -> usize {
-    PENDING.with(|pending| pending.borrow().len())
-}
-
 /// Whether a promise job is queued.
 fn job_pending(cx: &Ctx<'_>) -> bool {
     // SAFETY: the context is alive for `cx`'s lifetime; the call only reads the runtime's queue.
@@ -443,9 +317,8 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
 pub fn resume(id: u32, ok: bool, payload: Vec<u8>) -> u32 {
     with_engine(|engine| {
         engine.runtime.context().with(|cx| {
-            // An id the guest does not know (a misbehaving host) settles nothing.
-            if let Some(call) = PENDING.with(|pending| pending.borrow_mut().remove(&id)) {
-                settle(&cx, &engine.prelude, call, ok, payload);
+            if let Ok(rejection) = engine.prelude.rejection.clone().restore(&cx) {
+                crate::calls::settle(&cx, &rejection, id, ok, payload);
             }
             drive(&cx, &engine.prelude)
         })
@@ -461,7 +334,7 @@ fn drive<'js>(cx: &Ctx<'js>, prelude: &Prelude) -> u32 {
             if is_finished() {
                 return abi::STATUS_DONE;
             }
-            if outstanding_calls() > 0 {
+            if crate::calls::outstanding() > 0 {
                 return abi::STATUS_PENDING;
             }
             // Nothing can ever settle the script's promise: no job is queued and no tool call is

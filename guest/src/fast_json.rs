@@ -4,34 +4,58 @@
 //! prototype or class, nested values, keys or strings that are not plain UTF-8) is declined, and
 //! the prelude's `toJson` encodes it as before. The host parses what it receives, so only the
 //! parsed value must match `JSON.stringify`'s, not the text.
+//!
+//! It works on raw QuickJS values: it runs in every tool call, and rquickjs's handles cost a
+//! context reference count and a type check each.
 
-use javy::quickjs::{atom::PredefinedAtom, qjs, Ctx, Object, Value};
+use javy::quickjs::{qjs, Value};
+
+/// Frees the pending exception (this module declines rather than throws).
+///
+/// # Safety
+/// `ctx` is a live context.
+unsafe fn drop_exception(ctx: *mut qjs::JSContext) {
+    // SAFETY: as the caller promises; the exception is owned and freed.
+    unsafe { qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx)) };
+}
 
 /// The JSON text of `value` when it is a plain object of primitives; `None` to leave it to
 /// `JSON.stringify`. `object_prototype` is the realm's original `Object.prototype`.
-pub fn plain_object<'js>(cx: &Ctx<'js>, value: &Value<'js>, object_prototype: &Object<'js>) -> Option<String> {
-    // Functions, arrays, proxies and the rest have other classes than Object.prototype (below).
-    value.as_object()?;
-    let ctx = cx.as_raw().as_ptr();
-    let raw = value.as_raw();
-    let proto_raw = object_prototype.as_raw();
-    // SAFETY: `raw` and `proto_raw` are live objects of this context; every value returned with
-    // a reference (the prototype, descriptors' values) is wrapped so that it is freed on drop;
-    // the property table and C strings are freed below.
+///
+/// # Safety
+/// `ctx` is a live context; `value` and `object_prototype` are live values of it (borrowed).
+pub unsafe fn plain_object(ctx: *mut qjs::JSContext, value: qjs::JSValue, object_prototype: qjs::JSValue) -> Option<String> {
+    // SAFETY: as the caller promises; the prototype (a new reference) and the property table
+    // are freed below.
     unsafe {
-        // Same class as Object.prototype (an ordinary object: not a proxy, a boxed primitive…).
-        if qjs::JS_GetClassID(raw) != qjs::JS_GetClassID(proto_raw) {
+        if qjs::JS_VALUE_GET_TAG(value) != qjs::JS_TAG_OBJECT {
             return None;
         }
-        let proto = Value::from_raw(cx.clone(), qjs::JS_GetPrototype(ctx, raw));
-        if proto.as_raw() != proto_raw || object_prototype.contains_key(PredefinedAtom::ToJSON).unwrap_or(true) {
+        // Same class as Object.prototype (an ordinary object: not a function, an array, a proxy,
+        // a boxed primitive…).
+        if qjs::JS_GetClassID(value) != qjs::JS_GetClassID(object_prototype) {
             return None;
+        }
+        let proto = qjs::JS_GetPrototype(ctx, value);
+        let same_proto = proto == object_prototype;
+        qjs::JS_FreeValue(ctx, proto);
+        if !same_proto {
+            return None;
+        }
+        match qjs::JS_HasProperty(ctx, object_prototype, qjs::JS_ATOM_toJSON as qjs::JSAtom) {
+            0 => {}
+            found => {
+                if found < 0 {
+                    drop_exception(ctx);
+                }
+                return None;
+            }
         }
         let mut table: *mut qjs::JSPropertyEnum = std::ptr::null_mut();
         let mut len: u32 = 0;
         let flags = (qjs::JS_GPN_STRING_MASK | qjs::JS_GPN_ENUM_ONLY) as i32;
-        if qjs::JS_GetOwnPropertyNames(ctx, &mut table, &mut len, raw, flags) < 0 {
-            drop(cx.catch());
+        if qjs::JS_GetOwnPropertyNames(ctx, &mut table, &mut len, value, flags) < 0 {
+            drop_exception(ctx);
             return None;
         }
         let mut json = String::with_capacity(16 * len as usize + 2);
@@ -40,7 +64,7 @@ pub fn plain_object<'js>(cx: &Ctx<'js>, value: &Value<'js>, object_prototype: &O
         let mut first = true;
         for i in 0..len as usize {
             let atom = (*table.add(i)).atom;
-            if !append_property(cx, raw, atom, &mut json, &mut first) {
+            if !append_property(ctx, value, atom, &mut json, &mut first) {
                 complete = false;
                 break;
             }
@@ -56,11 +80,10 @@ pub fn plain_object<'js>(cx: &Ctx<'js>, value: &Value<'js>, object_prototype: &O
 /// then left half-written, for the caller to drop).
 ///
 /// # Safety
-/// `object` is a live object of `cx`'s context and `atom` one of its own property keys.
-unsafe fn append_property(cx: &Ctx<'_>, object: qjs::JSValue, atom: qjs::JSAtom, json: &mut String, first: &mut bool) -> bool {
-    let ctx = cx.as_raw().as_ptr();
-    // SAFETY: as the caller promises; the descriptor's three values are owned and wrapped.
-    let (flags, value) = unsafe {
+/// `object` is a live object of `ctx` and `atom` one of its own property keys.
+unsafe fn append_property(ctx: *mut qjs::JSContext, object: qjs::JSValue, atom: qjs::JSAtom, json: &mut String, first: &mut bool) -> bool {
+    // SAFETY: as the caller promises; the descriptor's three values are owned and freed.
+    unsafe {
         let mut desc = qjs::JSPropertyDescriptor {
             flags: 0,
             value: qjs::JS_UNDEFINED,
@@ -68,17 +91,35 @@ unsafe fn append_property(cx: &Ctx<'_>, object: qjs::JSValue, atom: qjs::JSAtom,
             setter: qjs::JS_UNDEFINED,
         };
         if qjs::JS_GetOwnProperty(ctx, &mut desc, object, atom) != 1 {
-            drop(cx.catch());
+            drop_exception(ctx);
             return false;
         }
-        drop(Value::from_raw(cx.clone(), desc.getter));
-        drop(Value::from_raw(cx.clone(), desc.setter));
-        (desc.flags, Value::from_raw(cx.clone(), desc.value))
-    };
+        qjs::JS_FreeValue(ctx, desc.getter);
+        qjs::JS_FreeValue(ctx, desc.setter);
+        let value = desc.value;
+        let appended = append_data_property(ctx, desc.flags, value, atom, json, first);
+        qjs::JS_FreeValue(ctx, value);
+        appended
+    }
+}
+
+/// [`append_property`] once the descriptor is read.
+///
+/// # Safety
+/// As [`append_property`]; `value` is live (borrowed).
+unsafe fn append_data_property(
+    ctx: *mut qjs::JSContext,
+    flags: i32,
+    value: qjs::JSValue,
+    atom: qjs::JSAtom,
+    json: &mut String,
+    first: &mut bool,
+) -> bool {
     if flags & qjs::JS_PROP_GETSET as i32 != 0 {
         return false;
     }
-    if value.is_undefined() {
+    // SAFETY: reading a live value's tag.
+    if unsafe { qjs::JS_VALUE_GET_NORM_TAG(value) } == qjs::JS_TAG_UNDEFINED {
         return true;
     }
     if atom == qjs::JS_ATOM_toJSON as qjs::JSAtom {
@@ -93,7 +134,7 @@ unsafe fn append_property(cx: &Ctx<'_>, object: qjs::JSValue, atom: qjs::JSAtom,
         let mut key_len: qjs::size_t = 0;
         let key_ptr = qjs::JS_AtomToCStringLen(ctx, &mut key_len, atom);
         if key_ptr.is_null() {
-            drop(cx.catch());
+            drop_exception(ctx);
             return false;
         }
         let bytes = std::slice::from_raw_parts(key_ptr.cast::<u8>(), key_len as usize);
@@ -112,7 +153,8 @@ unsafe fn append_property(cx: &Ctx<'_>, object: qjs::JSValue, atom: qjs::JSAtom,
     }
     json.push(':');
     // On `false` the caller drops the whole text.
-    append_primitive(&value, json)
+    // SAFETY: as the caller promises.
+    unsafe { append_primitive(ctx, value, json) }
 }
 
 /// A primitive's JSON text — `null`, booleans, numbers (integers below 2^53 as integers, like
@@ -120,46 +162,62 @@ unsafe fn append_property(cx: &Ctx<'_>, object: qjs::JSValue, atom: qjs::JSAtom,
 /// the same value as `JSON.stringify`'s text. `None` for anything else. Also encodes results.
 pub fn primitive(value: &Value<'_>) -> Option<String> {
     let mut out = String::new();
-    append_primitive(value, &mut out).then_some(out)
+    // SAFETY: a live value of a live context.
+    unsafe { append_primitive(value.ctx().as_raw().as_ptr(), value.as_raw(), &mut out) }.then_some(out)
 }
 
-/// [`primitive`], appended to `out`; `false` (and `out` unchanged) for anything else.
-fn append_primitive(value: &Value<'_>, out: &mut String) -> bool {
-    // SAFETY: reading a live value's tag. One read, rather than rquickjs's `as_*` in turn (each
-    // works out the value's type again, calling into QuickJS for objects).
-    let tag = unsafe { qjs::JS_VALUE_GET_NORM_TAG(value.as_raw()) };
-    match tag {
-        qjs::JS_TAG_NULL => out.push_str("null"),
-        qjs::JS_TAG_BOOL => out.push_str(if value.as_bool() == Some(true) { "true" } else { "false" }),
-        qjs::JS_TAG_INT => push_integer(value.as_int().map_or(0, i64::from), out),
-        qjs::JS_TAG_FLOAT64 => {
-            let Some(f) = value.as_float() else {
-                return false;
-            };
-            if !f.is_finite() {
-                out.push_str("null");
-            } else if f.fract() == 0.0 {
-                // JSON.stringify writes integral numbers as digits (shortest, padded with zeros
-                // up to 1e21), which the host reads as an integer: below 2^53 they are exact, so
-                // write the same digits (and -0 as 0); above, leave them to JSON.stringify.
-                if f.abs() >= 9_007_199_254_740_992.0 {
+/// [`primitive`], appended to `out`; `false` for anything else (`out` may then hold part of a
+/// string, for the caller to drop).
+///
+/// # Safety
+/// `value` is a live value of `ctx` (borrowed).
+unsafe fn append_primitive(ctx: *mut qjs::JSContext, value: qjs::JSValue, out: &mut String) -> bool {
+    // SAFETY: as the caller promises; one tag read, then the payload of that tag.
+    unsafe {
+        match qjs::JS_VALUE_GET_NORM_TAG(value) {
+            qjs::JS_TAG_NULL => out.push_str("null"),
+            qjs::JS_TAG_BOOL => out.push_str(if qjs::JS_VALUE_GET_BOOL(value) { "true" } else { "false" }),
+            qjs::JS_TAG_INT => push_integer(i64::from(qjs::JS_VALUE_GET_INT(value)), out),
+            qjs::JS_TAG_FLOAT64 => {
+                let f = qjs::JS_VALUE_GET_FLOAT64(value);
+                if !f.is_finite() {
+                    out.push_str("null");
+                } else if f.fract() == 0.0 {
+                    // JSON.stringify writes integral numbers as digits (shortest, padded with
+                    // zeros up to 1e21), which the host reads as an integer: below 2^53 they are
+                    // exact, so write the same digits (and -0 as 0); above, leave them to
+                    // JSON.stringify.
+                    if f.abs() >= 9_007_199_254_740_992.0 {
+                        return false;
+                    }
+                    push_integer(f as i64, out);
+                } else {
+                    // Shortest round-trip text: parses back to the same f64, as JSON.stringify's does.
+                    use std::fmt::Write;
+                    let _ = write!(out, "{f:?}");
+                }
+            }
+            qjs::JS_TAG_STRING => {
+                let mut len: qjs::size_t = 0;
+                let ptr = qjs::JS_ToCStringLen2(ctx, &mut len, value, false);
+                if ptr.is_null() {
+                    drop_exception(ctx);
                     return false;
                 }
-                push_integer(f as i64, out);
-            } else {
-                // Shortest round-trip text: parses back to the same f64, as JSON.stringify's does.
-                use std::fmt::Write;
-                let _ = write!(out, "{f:?}");
+                let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize);
+                // Lone surrogates come out as invalid UTF-8: leave those to JSON.stringify.
+                let valid = match std::str::from_utf8(bytes) {
+                    Ok(text) => {
+                        append_json_string(text, out);
+                        true
+                    }
+                    Err(_) => false,
+                };
+                qjs::JS_FreeCString(ctx, ptr);
+                return valid;
             }
+            _ => return false,
         }
-        qjs::JS_TAG_STRING => {
-            // rquickjs fails on strings that are not valid UTF-8 (lone surrogates).
-            let Some(Ok(text)) = value.as_string().map(|s| s.to_string()) else {
-                return false;
-            };
-            append_json_string(&text, out);
-        }
-        _ => return false,
     }
     true
 }

@@ -1,0 +1,186 @@
+//! Tool calls on the guest's side: starting one (the prelude's `hostCall` and `hostCallPlain`)
+//! and settling it when the host answers (`cm_resume`).
+//!
+//! A call is a promise made with `JS_NewPromiseCapability`; its resolving functions wait here,
+//! under the call id the host gave, until [`settle`] resolves the promise with the parsed result
+//! or rejects it with the error the prelude's `rejection` makes. Kept in Rust rather than in the
+//! prelude: a call then costs no executor closure, no map entry object and no JS frame to settle.
+//! Both entry points are plain QuickJS C functions on raw values: they run in every call, and
+//! rquickjs's handles would cost a context reference count and a type check per value.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::mem::ManuallyDrop;
+
+use javy::quickjs::{qjs, Ctx, Function, Value};
+
+use crate::abi;
+
+/// A call the host has not settled yet: its promise's resolving functions, and the tool's name
+/// as the script wrote it (for error messages). Owned raw values.
+struct PendingCall {
+    resolve: qjs::JSValue,
+    reject: qjs::JSValue,
+    name: qjs::JSValue,
+}
+
+thread_local! {
+    /// Calls the host has not settled yet, by id.
+    ///
+    /// `ManuallyDrop`: a thread-local that needs dropping registers its destructor on first use,
+    /// which would cost every eval ~0.4 µs (the instance is discarded, never dropped).
+    static PENDING: RefCell<ManuallyDrop<BTreeMap<u32, PendingCall>>> =
+        const { RefCell::new(ManuallyDrop::new(BTreeMap::new())) };
+    /// The realm's original `Object.prototype` (owned), for [`crate::fast_json`].
+    static OBJECT_PROTOTYPE: Cell<qjs::JSValue> = const { Cell::new(qjs::JS_UNDEFINED) };
+}
+
+/// Makes the prelude's `hostCall(hostName, argsJson, name)` and `hostCallPlain(hostName, args,
+/// name)`, and keeps `Object.prototype` as it is now (before any user code).
+pub fn entry_points<'js>(cx: &Ctx<'js>) -> javy::quickjs::Result<(Value<'js>, Value<'js>)> {
+    let ctx = cx.as_raw().as_ptr();
+    let object: javy::quickjs::Object = cx.globals().get("Object")?;
+    let prototype: Value = object.get("prototype")?;
+    // SAFETY: `ctx` is live; the prototype is kept with a reference of its own; the functions
+    // are owned by the returned handles.
+    unsafe {
+        OBJECT_PROTOTYPE.set(qjs::JS_DupValue(ctx, prototype.as_raw()));
+        let make = |f: unsafe extern "C" fn(*mut qjs::JSContext, qjs::JSValue, i32, *mut qjs::JSValue) -> qjs::JSValue,
+                    name: &std::ffi::CStr| {
+            let raw = qjs::JS_NewCFunction2(ctx, Some(f), name.as_ptr(), 3, qjs::JSCFunctionEnum_JS_CFUNC_generic, 0);
+            let value = Value::from_raw(cx.clone(), raw);
+            if value.is_exception() { Err(javy::quickjs::Error::Exception) } else { Ok(value) }
+        };
+        Ok((make(host_call, c"hostCall")?, make(host_call_plain, c"hostCallPlain")?))
+    }
+}
+
+/// The three arguments of a call from the prelude (it always passes three).
+///
+/// # Safety
+/// `argv` holds `argc` live values.
+unsafe fn arguments(argc: i32, argv: *mut qjs::JSValue) -> [qjs::JSValue; 3] {
+    let mut out = [qjs::JS_UNDEFINED; 3];
+    for (i, slot) in out.iter_mut().enumerate().take(argc.max(0) as usize) {
+        // SAFETY: `i < argc`.
+        *slot = unsafe { *argv.add(i) };
+    }
+    out
+}
+
+/// `hostCall(hostName, argsJson, name)`: starts a call whose arguments are already JSON text.
+unsafe extern "C" fn host_call(ctx: *mut qjs::JSContext, _this: qjs::JSValue, argc: i32, argv: *mut qjs::JSValue) -> qjs::JSValue {
+    // SAFETY: QuickJS passes a live context and `argc` live arguments; the C string is freed
+    // after the call has copied it.
+    unsafe {
+        let [host_name, args, name] = arguments(argc, argv);
+        let mut len: qjs::size_t = 0;
+        let ptr = qjs::JS_ToCStringLen2(ctx, &mut len, args, false);
+        if ptr.is_null() {
+            return qjs::JS_EXCEPTION;
+        }
+        let promise = start(ctx, host_name, std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize), name);
+        qjs::JS_FreeCString(ctx, ptr);
+        promise
+    }
+}
+
+/// `hostCallPlain(hostName, args, name)`: [`host_call`] for arguments that
+/// [`crate::fast_json`] encodes (a plain object of primitives, the common case), without a JS
+/// string of them in between; `undefined` for any other arguments, which the prelude encodes.
+unsafe extern "C" fn host_call_plain(ctx: *mut qjs::JSContext, _this: qjs::JSValue, argc: i32, argv: *mut qjs::JSValue) -> qjs::JSValue {
+    // SAFETY: QuickJS passes a live context and `argc` live arguments; the prototype is owned
+    // by this module.
+    unsafe {
+        let [host_name, args, name] = arguments(argc, argv);
+        match crate::fast_json::plain_object(ctx, args, OBJECT_PROTOTYPE.get()) {
+            Some(json) => start(ctx, host_name, json.as_bytes(), name),
+            None => qjs::JS_UNDEFINED,
+        }
+    }
+}
+
+/// Makes the call's promise, starts the call in the host and keeps the resolving functions.
+///
+/// # Safety
+/// `ctx` is live; `host_name` and `name` are live values of it (borrowed).
+unsafe fn start(ctx: *mut qjs::JSContext, host_name: qjs::JSValue, args_json: &[u8], name: qjs::JSValue) -> qjs::JSValue {
+    // SAFETY: as the caller promises. The promise first: if it cannot be made (out of memory),
+    // no call is started either. The name's UTF-8 bytes are QuickJS's own for an ASCII string
+    // (no copy); the host checks that they are UTF-8.
+    unsafe {
+        let mut resolving = [qjs::JS_UNDEFINED; 2];
+        let promise = qjs::JS_NewPromiseCapability(ctx, resolving.as_mut_ptr());
+        if qjs::JS_IsException(promise) {
+            return promise;
+        }
+        let mut len: qjs::size_t = 0;
+        let ptr = qjs::JS_ToCStringLen2(ctx, &mut len, host_name, false);
+        if ptr.is_null() {
+            for value in [promise, resolving[0], resolving[1]] {
+                qjs::JS_FreeValue(ctx, value);
+            }
+            return qjs::JS_EXCEPTION;
+        }
+        let id = abi::call_start(std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize), args_json);
+        qjs::JS_FreeCString(ctx, ptr);
+        let call = PendingCall {
+            resolve: resolving[0],
+            reject: resolving[1],
+            name: qjs::JS_DupValue(ctx, name),
+        };
+        PENDING.with(|pending| pending.borrow_mut().insert(id, call));
+        promise
+    }
+}
+
+/// Calls the host has not settled yet.
+pub fn outstanding() -> usize {
+    PENDING.with(|pending| pending.borrow().len())
+}
+
+/// Settles call `id`: resolves its promise with the parsed JSON value, or rejects it with what
+/// `rejection(name, json)` makes of the host's description (also when a result is not JSON,
+/// which a correct host never sends). An id the guest does not know (a misbehaving host)
+/// settles nothing.
+pub fn settle<'js>(cx: &Ctx<'js>, rejection: &Function<'js>, id: u32, ok: bool, payload: Vec<u8>) {
+    let Some(call) = PENDING.with(|pending| pending.borrow_mut().remove(&id)) else {
+        return;
+    };
+    let ctx = cx.as_raw().as_ptr();
+    // The host sends UTF-8 JSON; a lossy conversion can only change invalid bytes.
+    let mut text = match String::from_utf8(payload) {
+        Ok(text) => text.into_bytes(),
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into_bytes(),
+    };
+    let json_len = text.len();
+    text.push(0);
+    // SAFETY: `text` is NUL-terminated after `json_len` bytes, as JS_ParseJSON requires; every
+    // value made here, and the call's three, are freed once used.
+    unsafe {
+        let parsed = if ok {
+            qjs::JS_ParseJSON(ctx, text.as_ptr().cast(), json_len as _, c"<tool result>".as_ptr())
+        } else {
+            qjs::JS_EXCEPTION
+        };
+        let (function, mut argument) = if qjs::JS_IsException(parsed) {
+            if ok {
+                // `rejection` parses it again and describes the syntax error.
+                qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
+            }
+            let json = String::from_utf8_lossy(&text[..json_len]);
+            let name = Value::from_raw(cx.clone(), qjs::JS_DupValue(ctx, call.name));
+            let reason = rejection.call::<_, Value>((name, json.as_ref())).unwrap_or_else(|_| cx.catch());
+            (call.reject, qjs::JS_DupValue(ctx, reason.as_raw()))
+        } else {
+            (call.resolve, parsed)
+        };
+        let returned = qjs::JS_Call(ctx, function, qjs::JS_UNDEFINED, 1, &mut argument);
+        if qjs::JS_IsException(returned) {
+            qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
+        }
+        for value in [returned, argument, call.resolve, call.reject, call.name] {
+            qjs::JS_FreeValue(ctx, value);
+        }
+    }
+}
