@@ -129,25 +129,11 @@ unsafe fn append_data_property(
         json.push(',');
     }
     *first = false;
-    // SAFETY: `atom` is live; the C string is freed right after it is written out.
+    // SAFETY: `atom` is live.
     unsafe {
         let mut key_len: qjs::size_t = 0;
         let key_ptr = qjs::JS_AtomToCStringLen(ctx, &mut key_len, atom);
-        if key_ptr.is_null() {
-            drop_exception(ctx);
-            return false;
-        }
-        let bytes = std::slice::from_raw_parts(key_ptr.cast::<u8>(), key_len as usize);
-        // Lone surrogates come out of QuickJS as invalid UTF-8: leave those to the prelude.
-        let written = match std::str::from_utf8(bytes) {
-            Ok(key) => {
-                append_json_string(key, json);
-                true
-            }
-            Err(_) => false,
-        };
-        qjs::JS_FreeCString(ctx, key_ptr);
-        if !written {
+        if !append_c_string(ctx, key_ptr, key_len, json) {
             return false;
         }
     }
@@ -200,26 +186,38 @@ unsafe fn append_primitive(ctx: *mut qjs::JSContext, value: qjs::JSValue, out: &
             qjs::JS_TAG_STRING => {
                 let mut len: qjs::size_t = 0;
                 let ptr = qjs::JS_ToCStringLen2(ctx, &mut len, value, false);
-                if ptr.is_null() {
-                    drop_exception(ctx);
-                    return false;
-                }
-                let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize);
-                // Lone surrogates come out as invalid UTF-8: leave those to JSON.stringify.
-                let valid = match std::str::from_utf8(bytes) {
-                    Ok(text) => {
-                        append_json_string(text, out);
-                        true
-                    }
-                    Err(_) => false,
-                };
-                qjs::JS_FreeCString(ctx, ptr);
-                return valid;
+                return append_c_string(ctx, ptr, len, out);
             }
             _ => return false,
         }
     }
     true
+}
+
+/// Appends the C string QuickJS made (`len` bytes at `ptr`, or null after an exception) as a JSON
+/// string, and frees it. `false` if there was none, or it is not UTF-8: lone surrogates come out
+/// of QuickJS as invalid UTF-8, and are left to `JSON.stringify`.
+///
+/// # Safety
+/// `ptr` is null or a C string of `ctx` with `len` bytes, not yet freed.
+unsafe fn append_c_string(ctx: *mut qjs::JSContext, ptr: *const std::ffi::c_char, len: qjs::size_t, out: &mut String) -> bool {
+    // SAFETY: as the caller promises; freed once read.
+    unsafe {
+        if ptr.is_null() {
+            drop_exception(ctx);
+            return false;
+        }
+        let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize);
+        let valid = match std::str::from_utf8(bytes) {
+            Ok(text) => {
+                append_json_string(text, out);
+                true
+            }
+            Err(_) => false,
+        };
+        qjs::JS_FreeCString(ctx, ptr);
+        valid
+    }
 }
 
 /// Appends `n`'s decimal digits: `core::fmt` costs several times more in the guest.
