@@ -1,12 +1,16 @@
-//! Tool calls on the guest's side: starting one (the prelude's `hostCall` and `hostCallPlain`)
+//! Tool calls on the guest's side: the tool functions `codemode.<name>` returns, starting a call,
 //! and settling it when the host answers (`cm_resume`).
 //!
 //! A call is a promise made with `JS_NewPromiseCapability`; its resolving functions wait here,
 //! under the call id the host gave, until [`settle`] resolves the promise with the parsed result
 //! or rejects it with the error the prelude's `rejection` makes. Kept in Rust rather than in the
 //! prelude: a call then costs no executor closure, no map entry object and no JS frame to settle.
-//! Both entry points are plain QuickJS C functions on raw values: they run in every call, and
-//! rquickjs's handles would cost a context reference count and a type check per value.
+//! A tool function is a QuickJS C function ([`tool_function`]) holding the tool's name: arguments
+//! that are a plain object of primitives are encoded and the call started right there, with no
+//! JavaScript frame at all; any other arguments go to the prelude's `callEncoded`, which encodes
+//! them with `JSON.stringify` and starts the call through `hostCall`. All of it works on raw
+//! values: it runs in every call, and rquickjs's handles would cost a context reference count and
+//! a type check per value.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -33,10 +37,12 @@ thread_local! {
         const { RefCell::new(ManuallyDrop::new(BTreeMap::new())) };
     /// The realm's original `Object.prototype` (owned), for [`crate::fast_json`].
     static OBJECT_PROTOTYPE: Cell<qjs::JSValue> = const { Cell::new(qjs::JS_UNDEFINED) };
+    /// The prelude's `callEncoded(name, hostName, args)` (owned).
+    static CALL_ENCODED: Cell<qjs::JSValue> = const { Cell::new(qjs::JS_UNDEFINED) };
 }
 
-/// Makes the prelude's `hostCall(hostName, argsJson, name)` and `hostCallPlain(hostName, args,
-/// name)`, and keeps `Object.prototype` as it is now (before any user code).
+/// Makes the prelude's `hostCall(hostName, argsJson, name)` and `hostTool(name, hostName)`, and
+/// keeps `Object.prototype` as it is now (before any user code).
 pub fn entry_points<'js>(cx: &Ctx<'js>) -> javy::quickjs::Result<(Value<'js>, Value<'js>)> {
     let ctx = cx.as_raw().as_ptr();
     let object: javy::quickjs::Object = cx.globals().get("Object")?;
@@ -51,8 +57,15 @@ pub fn entry_points<'js>(cx: &Ctx<'js>) -> javy::quickjs::Result<(Value<'js>, Va
             let value = Value::from_raw(cx.clone(), raw);
             if value.is_exception() { Err(javy::quickjs::Error::Exception) } else { Ok(value) }
         };
-        Ok((make(host_call, c"hostCall")?, make(host_call_plain, c"hostCallPlain")?))
+        Ok((make(host_call, c"hostCall")?, make(host_tool, c"hostTool")?))
     }
+}
+
+/// Keeps the prelude's `callEncoded(name, hostName, args)`, which [`tool_function`] hands
+/// arguments it does not encode itself.
+pub fn set_call_encoded(cx: &Ctx<'_>, call_encoded: &Function<'_>) {
+    // SAFETY: a live function of a live context; this module keeps its own reference.
+    CALL_ENCODED.set(unsafe { qjs::JS_DupValue(cx.as_raw().as_ptr(), call_encoded.as_raw()) });
 }
 
 /// The three arguments of a call from the prelude (it always passes three).
@@ -85,18 +98,39 @@ unsafe extern "C" fn host_call(ctx: *mut qjs::JSContext, _this: qjs::JSValue, ar
     }
 }
 
-/// `hostCallPlain(hostName, args, name)`: [`host_call`] for arguments that
-/// [`crate::fast_json`] encodes (a plain object of primitives, the common case), without a JS
-/// string of them in between; `undefined` for any other arguments, which the prelude encodes.
-unsafe extern "C" fn host_call_plain(ctx: *mut qjs::JSContext, _this: qjs::JSValue, argc: i32, argv: *mut qjs::JSValue) -> qjs::JSValue {
-    // SAFETY: QuickJS passes a live context and `argc` live arguments; the prototype is owned
-    // by this module.
+/// `hostTool(name, hostName)`: the tool function for `name` (as the script wrote it; `hostName`
+/// is the same with lone surrogates replaced): a [`tool_function`] holding both.
+unsafe extern "C" fn host_tool(ctx: *mut qjs::JSContext, _this: qjs::JSValue, argc: i32, argv: *mut qjs::JSValue) -> qjs::JSValue {
+    // SAFETY: QuickJS passes a live context and `argc` live arguments; JS_NewCFunctionData takes
+    // its own references to the data.
     unsafe {
-        let [host_name, args, name] = arguments(argc, argv);
-        match crate::fast_json::plain_object(ctx, args, OBJECT_PROTOTYPE.get()) {
-            Some(json) => start(ctx, host_name, json.as_bytes(), name),
-            None => qjs::JS_UNDEFINED,
+        let mut names = arguments(argc, argv);
+        qjs::JS_NewCFunctionData(ctx, Some(tool_function), 1, 0, 2, names.as_mut_ptr())
+    }
+}
+
+/// A tool function: `codemode.<name>(args)`. Returns the call's promise.
+unsafe extern "C" fn tool_function(
+    ctx: *mut qjs::JSContext,
+    _this: qjs::JSValue,
+    argc: i32,
+    argv: *mut qjs::JSValue,
+    _magic: i32,
+    data: *mut qjs::JSValue,
+) -> qjs::JSValue {
+    // SAFETY: QuickJS passes a live context, `argc` live arguments and the two data values
+    // `host_tool` gave; the prototype and `callEncoded` are owned by this module.
+    unsafe {
+        let (name, host_name) = (*data, *data.add(1));
+        let args = if argc > 0 { *argv } else { qjs::JS_UNDEFINED };
+        if qjs::JS_VALUE_GET_NORM_TAG(args) == qjs::JS_TAG_UNDEFINED {
+            return start(ctx, host_name, b"{}", name);
         }
+        if let Some(json) = crate::fast_json::plain_object(ctx, args, OBJECT_PROTOTYPE.get()) {
+            return start(ctx, host_name, json.as_bytes(), name);
+        }
+        let mut call = [name, host_name, args];
+        qjs::JS_Call(ctx, CALL_ENCODED.get(), qjs::JS_UNDEFINED, 3, call.as_mut_ptr())
     }
 }
 

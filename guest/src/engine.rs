@@ -91,7 +91,7 @@ pub fn init() {
                     .get()?;
                 // The strings' own UTF-8 bytes (QuickJS lends an ASCII string's buffer as is): no
                 // copy into a Rust `String`. The host checks that they are UTF-8.
-                let (host_call, host_call_plain) = crate::calls::entry_points(&cx)?;
+                let (host_call, host_tool) = crate::calls::entry_points(&cx)?;
                 let host_log = Function::new(cx.clone(), |level: u32, message: String| abi::log(level, &message))?;
                 let host_finish = Function::new(cx.clone(), |envelope: String| {
                     FINISHED.with(|f| f.set(true));
@@ -104,8 +104,9 @@ pub fn init() {
                     return Err(javy::quickjs::Error::Exception);
                 }
                 let internals: Object =
-                    factory.call((host_call, host_log, host_finish, host_call_plain, heap_exhausted, codemode))?;
+                    factory.call((host_call, host_log, host_finish, host_tool, heap_exhausted, codemode))?;
                 let make_tool: Function = internals.get("makeTool")?;
+                crate::calls::set_call_encoded(&cx, &internals.get("callEncoded")?);
                 // SAFETY: a live function of this context; the module keeps its own reference.
                 unsafe { crate::namespace::set_tool_maker(cx.as_raw().as_ptr(), make_tool.as_raw()) };
                 let math: Object = cx.globals().get("Math")?;

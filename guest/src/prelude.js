@@ -2,7 +2,7 @@
 // any user code. It receives the three host functions and returns the internal entry points the
 // Rust side keeps; nothing here is reachable from user code except `codemode`, `console` and the
 // three error classes.
-(function (hostCall, hostLog, hostFinish, hostCallPlain, heapExhausted, codemode) {
+(function (hostCall, hostLog, hostFinish, hostTool, heapExhausted, codemode) {
   "use strict";
 
   const FILE = "script.js";
@@ -49,15 +49,12 @@
   }
 
   // ---- tool calls -----------------------------------------------------------------------------
-  // `name` as the script wrote it (for messages), `hostName` with lone surrogates replaced.
-  // `hostCall` starts the call in the host and returns its promise, which the Rust side of the
-  // guest settles: with the result, or with what `rejection` makes of the host's error.
-  // `hostCallPlain` does the same for arguments that are a plain object of primitives (encoded
-  // in Rust), and returns undefined for anything else, which JSON.stringify encodes.
-  function call(name, hostName, args) {
-    if (args === undefined) return hostCall(hostName, "{}", name);
-    const started = hostCallPlain(hostName, args, name);
-    if (started !== undefined) return started;
+  // A tool function is made by the Rust side of the guest (`hostTool`, guest/src/calls.rs): it
+  // encodes arguments that are a plain object of primitives itself, starts the call and returns
+  // its promise, which the Rust side settles: with the result, or with what `rejection` makes of
+  // the host's error. Any other arguments come here, to be encoded by JSON.stringify. `name` as
+  // the script wrote it (for messages), `hostName` with lone surrogates replaced.
+  function callEncoded(name, hostName, args) {
     let json;
     try {
       json = toJson(args);
@@ -75,8 +72,7 @@
   // first use (kept, so a property read allocates nothing after that); nothing can be assigned,
   // defined or deleted on it.
   function makeTool(prop) {
-    const hostName = wellFormed(prop);
-    const tool = (args) => call(prop, hostName, args);
+    const tool = hostTool(prop, wellFormed(prop));
     Object.defineProperty(tool, "name", { value: prop });
     return tool;
   }
@@ -244,6 +240,7 @@
     start,
     rejection,
     makeTool,
+    callEncoded,
     fail,
     succeed,
     setSource: (offset, lines) => { lineOffset = offset; lineCount = Math.max(1, lines); },

@@ -325,6 +325,11 @@ async fn codemode_answers_every_tool_name_and_cannot_be_changed() {
             "const { echo } = codemode;\nawait echo({k: 1})",
             json!({"k": 1}),
         ),
+        // Tool functions are ordinary functions, but not constructors.
+        (
+            "const { echo } = codemode;\n[await echo.call(null, {k: 1}), await echo.apply(null, [{k: 2}]), await echo.bind(null)({k: 3}), echo instanceof Function, (() => { try { new echo({}); return 'constructed'; } catch (e) { return e.name; } })()]",
+            json!([{"k": 1}, {"k": 2}, {"k": 3}, true, "TypeError"]),
+        ),
         // `then` and symbols are not tools.
         (
             "[codemode.then, codemode[Symbol.iterator], (await codemode) === codemode]",
