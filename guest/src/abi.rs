@@ -81,7 +81,9 @@ pub extern "C" fn cm_snapshot_init() {
 /// receives the pointer takes ownership and frees it.
 #[unsafe(export_name = "cm_alloc")]
 pub extern "C" fn cm_alloc(len: usize) -> *mut u8 {
-    let mut buf = Vec::<u8>::with_capacity(len.max(1));
+    // One byte more than asked: the guest NUL-terminates what it receives (QuickJS's parsers
+    // need it) without growing the buffer.
+    let mut buf = Vec::<u8>::with_capacity(len + 1);
     let ptr = buf.as_mut_ptr();
     std::mem::forget(buf);
     ptr
@@ -92,9 +94,9 @@ pub extern "C" fn cm_alloc(len: usize) -> *mut u8 {
 /// # Safety
 /// `ptr`/`len` must come from one `cm_alloc(len)` call, written by the host, not yet taken.
 unsafe fn take(ptr: *mut u8, len: usize) -> Vec<u8> {
-    // SAFETY: per the function contract; capacity was `len.max(1)`.
+    // SAFETY: per the function contract; capacity was `len + 1`.
     unsafe {
-        let mut v = Vec::from_raw_parts(ptr, 0, len.max(1));
+        let mut v = Vec::from_raw_parts(ptr, 0, len + 1);
         v.set_len(len);
         v
     }

@@ -16,7 +16,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::mem::ManuallyDrop;
 
-use javy::quickjs::{qjs, Ctx, Function, Value};
+use javy::quickjs::{qjs, Ctx, Function, Persistent, Value};
 
 use crate::abi;
 
@@ -177,7 +177,7 @@ pub fn outstanding() -> usize {
 /// `rejection(name, json)` makes of the host's description (also when a result is not JSON,
 /// which a correct host never sends). An id the guest does not know (a misbehaving host)
 /// settles nothing.
-pub fn settle<'js>(cx: &Ctx<'js>, rejection: &Function<'js>, id: u32, ok: bool, payload: Vec<u8>) {
+pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, ok: bool, payload: Vec<u8>) {
     let Some(call) = PENDING.with(|pending| pending.borrow_mut().remove(&id)) else {
         return;
     };
@@ -188,6 +188,7 @@ pub fn settle<'js>(cx: &Ctx<'js>, rejection: &Function<'js>, id: u32, ok: bool, 
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into_bytes(),
     };
     let json_len = text.len();
+    // `cm_alloc` left room for it.
     text.push(0);
     // SAFETY: `text` is NUL-terminated after `json_len` bytes, as JS_ParseJSON requires; every
     // value made here, and the call's three, are freed once used.
@@ -204,7 +205,11 @@ pub fn settle<'js>(cx: &Ctx<'js>, rejection: &Function<'js>, id: u32, ok: bool, 
             }
             let json = String::from_utf8_lossy(&text[..json_len]);
             let name = Value::from_raw(cx.clone(), qjs::JS_DupValue(ctx, call.name));
-            let reason = rejection.call::<_, Value>((name, json.as_ref())).unwrap_or_else(|_| cx.catch());
+            // Restored only here: a call that succeeds never needs it.
+            let reason = match rejection.clone().restore(cx) {
+                Ok(rejection) => rejection.call::<_, Value>((name, json.as_ref())).unwrap_or_else(|_| cx.catch()),
+                Err(_) => Value::new_undefined(cx.clone()),
+            };
             (call.reject, qjs::JS_DupValue(ctx, reason.as_raw()))
         } else {
             (call.resolve, parsed)

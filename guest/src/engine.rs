@@ -318,9 +318,7 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
 pub fn resume(id: u32, ok: bool, payload: Vec<u8>) -> u32 {
     with_engine(|engine| {
         engine.runtime.context().with(|cx| {
-            if let Ok(rejection) = engine.prelude.rejection.clone().restore(&cx) {
-                crate::calls::settle(&cx, &rejection, id, ok, payload);
-            }
+            crate::calls::settle(&cx, &engine.prelude.rejection, id, ok, payload);
             drive(&cx, &engine.prelude)
         })
     })
