@@ -35,7 +35,8 @@ thread_local! {
     /// which would cost every eval ~0.4 µs (the instance is discarded, never dropped).
     static PENDING: RefCell<ManuallyDrop<BTreeMap<u32, PendingCall>>> =
         const { RefCell::new(ManuallyDrop::new(BTreeMap::new())) };
-    /// The realm's original `Object.prototype` (owned), for [`crate::fast_json`].
+    /// The realm's original `Object.prototype` (owned; user code cannot replace it, only add to
+    /// it), for [`crate::fast_json`] and the engine.
     static OBJECT_PROTOTYPE: Cell<qjs::JSValue> = const { Cell::new(qjs::JS_UNDEFINED) };
     /// The prelude's `callEncoded(name, hostName, args)` (owned).
     static CALL_ENCODED: Cell<qjs::JSValue> = const { Cell::new(qjs::JS_UNDEFINED) };
@@ -59,6 +60,11 @@ pub fn entry_points<'js>(cx: &Ctx<'js>) -> javy::quickjs::Result<(Value<'js>, Va
         };
         Ok((make(host_call, c"hostCall")?, make(host_tool, c"hostTool")?))
     }
+}
+
+/// The realm's original `Object.prototype` (borrowed; kept by [`entry_points`]).
+pub fn object_prototype() -> qjs::JSValue {
+    OBJECT_PROTOTYPE.get()
 }
 
 /// Keeps the prelude's `callEncoded(name, hostName, args)`, which [`tool_function`] hands

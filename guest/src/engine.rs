@@ -44,8 +44,6 @@ struct Prelude {
     set_source: Persistent<Function<'static>>,
     /// `rejection(name, json)`: the error a failed tool call rejects with.
     rejection: Persistent<Function<'static>>,
-    /// `Object.prototype` as it was created (user code cannot replace it, only add to it).
-    object_prototype: Persistent<Object<'static>>,
 }
 
 thread_local! {
@@ -89,8 +87,6 @@ pub fn init() {
                 let factory: Function = eval_raw(&cx, PRELUDE.as_bytes(), PRELUDE_FILE, 0)
                     .map_err(|_| javy::quickjs::Error::Exception)?
                     .get()?;
-                // The strings' own UTF-8 bytes (QuickJS lends an ASCII string's buffer as is): no
-                // copy into a Rust `String`. The host checks that they are UTF-8.
                 let (host_call, host_tool) = crate::calls::entry_points(&cx)?;
                 let host_log = Function::new(cx.clone(), |level: u32, message: String| abi::log(level, &message))?;
                 let host_finish = Function::new(cx.clone(), |envelope: String| {
@@ -114,14 +110,12 @@ pub fn init() {
                 let entry = |name: &str| -> javy::quickjs::Result<Persistent<Function<'static>>> {
                     Ok(Persistent::save(&cx, internals.get::<_, Function>(name)?))
                 };
-                let object: Object = cx.globals().get("Object")?;
                 Ok(Prelude {
                     start: entry("start")?,
                     fail: entry("fail")?,
                     succeed: entry("succeed")?,
                     set_source: entry("setSource")?,
                     rejection: entry("rejection")?,
-                    object_prototype: Persistent::save(&cx, object.get::<_, Object>("prototype")?),
                 })
             })
             .expect("evaluating the codemode prelude");
@@ -234,9 +228,22 @@ fn call_internal<'js, A: javy::quickjs::function::IntoArgs<'js>>(cx: &Ctx<'js>, 
 
 /// Whether the script gave `Object.prototype` a `then`, which an async script's `{ value }`
 /// completion record would inherit and be adopted through (the prelude's mode 2 does the same).
-fn object_prototype_has_then(cx: &Ctx<'_>, prelude: &Prelude) -> bool {
-    // `has` runs no getter; only user code can have added the property.
-    prelude.object_prototype.clone().restore(cx).map_or(true, |proto| proto.contains_key("then").unwrap_or(true))
+fn object_prototype_has_then(cx: &Ctx<'_>) -> bool {
+    let ctx = cx.as_raw().as_ptr();
+    // `has` runs no getter; only user code can have added the property. An exception (out of
+    // memory) counts as having it: the prelude's path is the safe one.
+    // SAFETY: the context is live; the prototype is owned by `calls`.
+    unsafe {
+        match qjs::JS_HasProperty(ctx, crate::calls::object_prototype(), qjs::JS_ATOM_then as qjs::JSAtom) {
+            0 => false,
+            found => {
+                if found < 0 {
+                    qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
+                }
+                true
+            }
+        }
+    }
 }
 
 /// The JSON text of a primitive result that needs no JavaScript to encode: `undefined` is
@@ -293,7 +300,7 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
                         // now. Otherwise the prelude takes the same number of jobs as the async
                         // form would, so that queued jobs run in the same order relative to it.
                         (Form::Plain, Ok(value))
-                            if !value.is_object() && !job_pending(&cx) && !object_prototype_has_then(&cx, p) =>
+                            if !value.is_object() && !job_pending(&cx) && !object_prototype_has_then(&cx) =>
                         {
                             match primitive_json(&value) {
                                 Some(json) => finish_ok(&json),

@@ -16,7 +16,6 @@
 //! be made, and [`exhausted`] tells the prelude that a `null` it catches is that error.
 
 use std::cell::Cell;
-
 use std::ffi::c_void;
 
 use javy::quickjs::qjs;
@@ -188,8 +187,8 @@ pub fn exhausted() -> bool {
     REFUSED.get()
 }
 
-/// Puts `malloc_usable_size` into `rt`'s allocator table. Call once, right after the runtime is
-/// created. Returns `false` (and changes nothing) if the runtime's layout is not the one this
+/// Puts the usable-size reader and the limiting allocators ([`set_limit`]) into `rt`'s allocator
+/// table. Call once, right after the runtime is created. Returns `false` (and changes nothing) if the runtime's layout is not the one this
 /// module was written for.
 pub fn install(rt: *mut qjs::JSRuntime) -> bool {
     const SENTINEL: usize = 0x5EA1_C0DE;

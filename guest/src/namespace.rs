@@ -62,7 +62,7 @@ unsafe extern "C" fn get_property(
         // Kept for the next read; if even that fails (out of memory), the next read makes another.
         let kept = qjs::JS_DupValue(ctx, tool);
         if qjs::JS_DefinePropertyValue(ctx, tools, atom, kept, qjs::JS_PROP_C_W_E as i32) < 0 {
-            drop(javy::quickjs::Ctx::from_raw(std::ptr::NonNull::new_unchecked(ctx)).catch());
+            qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
         }
         tool
     }

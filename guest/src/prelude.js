@@ -1,7 +1,7 @@
 // The codemode prelude: evaluated once per instance (at snapshot time when snapshotted), before
-// any user code. It receives the three host functions and returns the internal entry points the
-// Rust side keeps; nothing here is reachable from user code except `codemode`, `console` and the
-// three error classes.
+// any user code. It receives the Rust side's functions and the `codemode` object, and returns the
+// internal entry points the Rust side keeps; nothing here is reachable from user code except
+// `codemode`, `console` and the three error classes.
 (function (hostCall, hostLog, hostFinish, hostTool, heapExhausted, codemode) {
   "use strict";
 

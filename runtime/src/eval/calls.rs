@@ -119,9 +119,7 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
         let index = (id - 1) as usize;
         let duration_ms =
             self.call_started[index].map_or(0.0, |t| t.elapsed().as_secs_f64() * 1000.0);
-        let record = &mut self.ledger[index];
-        record.duration_ms = duration_ms;
-        let tool = record.tool.clone();
+        let tool = &self.ledger[index].tool;
         let result = result.and_then(|value| match serde_json::to_vec(&value) {
             // A result larger than the whole sandbox cannot be delivered: say so instead of
             // letting the guest die of it.
@@ -132,6 +130,8 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
             Ok(bytes) => Ok(bytes),
             Err(e) => Err(ToolError::failed(format!("the result of `{tool}` cannot be encoded: {e}"))),
         });
+        let record = &mut self.ledger[index];
+        record.duration_ms = duration_ms;
         match result {
             Ok(bytes) => {
                 record.status = CallStatus::Ok;
