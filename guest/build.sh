@@ -27,8 +27,39 @@ fi
 std_src="$(ls -d /usr/src/rustc-*/library 2>/dev/null | sort -V | tail -n 1)"
 [ -n "$std_src" ] || { echo "guest/build.sh: rust-web-src did not install the std sources" >&2; exit 1; }
 
-build_in() { # $1 = a folder holding Cargo.toml, Cargo.lock, src/
+# QuickJS as rquickjs-sys 0.12.2 ships it, with guest/quickjs-wasi.patch applied (direct
+# calls into dlmalloc; see guest/src/heap.rs). Cargo.toml's [patch.crates-io] builds it from
+# target/patched/rquickjs-sys, made here from the published crate, checked against this hash.
+quickjs_crate=rquickjs-sys-0.12.2
+quickjs_crate_sha256=a13ac243b86a74120814ef7e9e30ad5a2c1199b7b9963b1cf7c84e4cdc1cad99
+
+patch_quickjs() { # $1 = a folder holding Cargo.toml and quickjs-wasi.patch
+  local dir="$1" dest="$1/target/patched/rquickjs-sys"
+  local want
+  want="$quickjs_crate_sha256 $(sha256sum "$dir/quickjs-wasi.patch" | cut -d' ' -f1)"
+  [ "$(cat "$dest/.codemode-patched" 2>/dev/null)" = "$want" ] && return 0
+  local crate
+  crate="$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/"$quickjs_crate.crate" 2>/dev/null | head -n 1 || true)"
+  if [ -z "$crate" ]; then
+    crate="$dir/target/$quickjs_crate.crate"
+    mkdir -p "$dir/target"
+    curl -sSfL -o "$crate" "https://static.crates.io/crates/rquickjs-sys/$quickjs_crate.crate"
+  fi
+  if [ "$(sha256sum "$crate" | cut -d' ' -f1)" != "$quickjs_crate_sha256" ]; then
+    echo "guest/build.sh: $crate does not have the expected sha256 $quickjs_crate_sha256" >&2
+    return 1
+  fi
+  # rquickjs-sys's build script only reruns when its own patches change: drop its earlier build.
+  rm -rf "$dest" "$dir"/target/wasm32-wasip1/release/{build,.fingerprint}/rquickjs-sys-*
+  mkdir -p "$dest"
+  tar -xzf "$crate" -C "$dest" --strip-components=1
+  patch --quiet -p1 -d "$dest" < "$dir/quickjs-wasi.patch"
+  echo "$want" > "$dest/.codemode-patched"
+}
+
+build_in() { # $1 = a folder holding Cargo.toml, Cargo.lock, quickjs-wasi.patch, src/
   local dir="$1"
+  patch_quickjs "$dir" || return 1
   (
     cd "$dir"
     export RUSTC=/usr/bin/rustc
@@ -51,7 +82,7 @@ build_in() { # $1 = a folder holding Cargo.toml, Cargo.lock, src/
     export AR_wasm32_wasip1=/usr/lib/llvm-16/bin/llvm-ar
     # -UEMSCRIPTEN: rquickjs-sys defines EMSCRIPTEN for WASI, which turns off QuickJS's
     # computed-goto dispatch (~25% slower); see shared/notes/perf-facts.md.
-    export CFLAGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr -UEMSCRIPTEN -mbulk-memory -mnontrapping-fptoint -ffile-prefix-map=${CARGO_HOME:-$HOME/.cargo}=/cargo"
+    export CFLAGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr -UEMSCRIPTEN -mbulk-memory -mnontrapping-fptoint -ffile-prefix-map=${CARGO_HOME:-$HOME/.cargo}=/cargo -ffile-prefix-map=$dir=/guest"
     export BINDGEN_EXTRA_CLANG_ARGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr"
     /usr/bin/cargo build --quiet --locked --release -Zbuild-std=std,panic_abort --target wasm32-wasip1
   ) || return 1 # errexit does not reach into the command substitution that calls this
@@ -65,7 +96,7 @@ if [ "$mode" = build ]; then
 else
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
-  cp -r "$here/Cargo.toml" "$here/Cargo.lock" "$here/src" "$tmp/"
+  cp -r "$here/Cargo.toml" "$here/Cargo.lock" "$here/quickjs-wasi.patch" "$here/src" "$tmp/"
   out="$(build_in "$tmp")"
   if cmp -s "$out" "$here/codemode_guest.wasm"; then
     echo "guest/build.sh --check: the committed module is reproducible ($(sha256sum "$out" | cut -c1-16))" >&2

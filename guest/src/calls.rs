@@ -125,14 +125,14 @@ unsafe extern "C" fn tool_function(
     data: *mut qjs::JSValue,
 ) -> qjs::JSValue {
     // SAFETY: QuickJS passes a live context, `argc` live arguments and the two data values
-    // `host_tool` gave; the prototype and `callEncoded` are owned by this module.
+    // `host_tool` gave; `callEncoded` is owned by this module.
     unsafe {
         let (name, host_name) = (*data, *data.add(1));
         let args = if argc > 0 { *argv } else { qjs::JS_UNDEFINED };
         if qjs::JS_VALUE_GET_NORM_TAG(args) == qjs::JS_TAG_UNDEFINED {
             return start(ctx, host_name, b"{}", name);
         }
-        if let Some(json) = crate::fast_json::plain_object(ctx, args, OBJECT_PROTOTYPE.get()) {
+        if let Some(json) = crate::fast_json::plain_object(ctx, args) {
             return start(ctx, host_name, json.as_bytes(), name);
         }
         let mut call = [name, host_name, args];

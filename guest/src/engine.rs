@@ -76,14 +76,13 @@ pub fn init() {
         }
         let mut config = Config::default();
         config.text_encoding(true);
+        // Before QuickJS allocates anything, so that it sizes every block the same way (see
+        // `heap`; if the header reading disagreed, it would ask `malloc_usable_size`, only slower).
+        let _ = crate::heap::install();
         let runtime = Runtime::new(config).expect("creating the QuickJS runtime");
         let prelude = runtime
             .context()
             .with(|cx| -> javy::quickjs::Result<_> {
-                // Before anything else is allocated: see `heap`. If the runtime's layout were not
-                // the expected one, QuickJS would only keep counting blocks as it did before.
-                // SAFETY: the context is alive for `cx`'s lifetime.
-                let _ = crate::heap::install(unsafe { qjs::JS_GetRuntime(cx.as_raw().as_ptr()) });
                 let factory: Function = eval_raw(&cx, PRELUDE.as_bytes(), PRELUDE_FILE, 0)
                     .map_err(|_| javy::quickjs::Error::Exception)?
                     .get()?;

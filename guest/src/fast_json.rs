@@ -1,12 +1,14 @@
 //! JSON text for the common shape of tool arguments — a plain object of numbers, booleans,
 //! `null` and strings — without running `JSON.stringify` (~2 µs of QuickJS per call). Anything
 //! that `JSON.stringify` could treat differently (a `toJSON`, a getter, a proxy, another
-//! prototype or class, nested values, keys or strings that are not plain UTF-8) is declined, and
-//! the prelude's `toJson` encodes it as before. The host parses what it receives, so only the
-//! parsed value must match `JSON.stringify`'s, not the text.
+//! prototype or class, nested values, integer-like keys, keys with 16-bit characters, strings
+//! with lone surrogates) is declined, and the prelude's `toJson` encodes it as before. The host
+//! parses what it receives, so only the parsed value must match `JSON.stringify`'s, not the text.
 //!
 //! It works on raw QuickJS values: it runs in every tool call, and rquickjs's handles cost a
-//! context reference count and a type check each.
+//! context reference count and a type check each. The object's properties and 8-bit strings are
+//! read in place, through two functions that `guest/quickjs-wasi.patch` adds to QuickJS (no
+//! property table, descriptor or C string is allocated).
 
 use javy::quickjs::{qjs, Value};
 
@@ -19,128 +21,65 @@ unsafe fn drop_exception(ctx: *mut qjs::JSContext) {
     unsafe { qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx)) };
 }
 
-/// The JSON text of `value` when it is a plain object of primitives; `None` to leave it to
-/// `JSON.stringify`. `object_prototype` is the realm's original `Object.prototype`.
-///
-/// # Safety
-/// `ctx` is a live context; `value` and `object_prototype` are live values of it (borrowed).
-pub unsafe fn plain_object(ctx: *mut qjs::JSContext, value: qjs::JSValue, object_prototype: qjs::JSValue) -> Option<String> {
-    // SAFETY: as the caller promises; the prototype (a new reference) and the property table
-    // are freed below.
-    unsafe {
-        if qjs::JS_VALUE_GET_TAG(value) != qjs::JS_TAG_OBJECT {
-            return None;
-        }
-        // Same class as Object.prototype (an ordinary object: not a function, an array, a proxy,
-        // a boxed primitive…).
-        if qjs::JS_GetClassID(value) != qjs::JS_GetClassID(object_prototype) {
-            return None;
-        }
-        let proto = qjs::JS_GetPrototype(ctx, value);
-        let same_proto = proto == object_prototype;
-        qjs::JS_FreeValue(ctx, proto);
-        if !same_proto {
-            return None;
-        }
-        match qjs::JS_HasProperty(ctx, object_prototype, qjs::JS_ATOM_toJSON as qjs::JSAtom) {
-            0 => {}
-            found => {
-                if found < 0 {
-                    drop_exception(ctx);
-                }
-                return None;
-            }
-        }
-        let mut table: *mut qjs::JSPropertyEnum = std::ptr::null_mut();
-        let mut len: u32 = 0;
-        let flags = (qjs::JS_GPN_STRING_MASK | qjs::JS_GPN_ENUM_ONLY) as i32;
-        if qjs::JS_GetOwnPropertyNames(ctx, &mut table, &mut len, value, flags) < 0 {
-            drop_exception(ctx);
-            return None;
-        }
-        let mut json = String::with_capacity(16 * len as usize + 2);
-        json.push('{');
-        let mut complete = true;
-        let mut first = true;
-        for i in 0..len as usize {
-            let atom = (*table.add(i)).atom;
-            if !append_property(ctx, value, atom, &mut json, &mut first) {
-                complete = false;
-                break;
-            }
-        }
-        qjs::JS_FreePropertyEnum(ctx, table, len);
-        json.push('}');
-        complete.then_some(json)
-    }
+unsafe extern "C" {
+    /// The patch (`guest/quickjs-wasi.patch`): the enumerable own string-keyed properties of a
+    /// plain object, keys and borrowed values, in insertion order; -1 if it is not plain.
+    fn codemode_plain_properties(
+        ctx: *mut qjs::JSContext,
+        object: qjs::JSValue,
+        keys: *mut qjs::JSAtom,
+        values: *mut qjs::JSValue,
+        max: i32,
+    ) -> i32;
+    /// The patch: the 8-bit characters of a string atom (if not `JS_ATOM_NULL`) or else of a
+    /// string value, without copying; null when they are 16-bit or it is not a string.
+    fn codemode_latin1(ctx: *mut qjs::JSContext, string: qjs::JSValue, atom: qjs::JSAtom, len: *mut u32) -> *const u8;
 }
 
-/// Appends `"key":value` for one own property, or nothing for an `undefined` value (which
-/// `JSON.stringify` omits). `false` when the property is not one this module encodes (`json` is
-/// then left half-written, for the caller to drop).
-///
-/// # Safety
-/// `object` is a live object of `ctx` and `atom` one of its own property keys.
-unsafe fn append_property(ctx: *mut qjs::JSContext, object: qjs::JSValue, atom: qjs::JSAtom, json: &mut String, first: &mut bool) -> bool {
-    // SAFETY: as the caller promises; the descriptor's three values are owned and freed.
-    unsafe {
-        let mut desc = qjs::JSPropertyDescriptor {
-            flags: 0,
-            value: qjs::JS_UNDEFINED,
-            getter: qjs::JS_UNDEFINED,
-            setter: qjs::JS_UNDEFINED,
-        };
-        if qjs::JS_GetOwnProperty(ctx, &mut desc, object, atom) != 1 {
-            drop_exception(ctx);
-            return false;
-        }
-        qjs::JS_FreeValue(ctx, desc.getter);
-        qjs::JS_FreeValue(ctx, desc.setter);
-        let value = desc.value;
-        let appended = append_data_property(ctx, desc.flags, value, atom, json, first);
-        qjs::JS_FreeValue(ctx, value);
-        appended
-    }
-}
+/// Properties of the arguments object read at once; an object with more goes to `JSON.stringify`.
+const MAX_PROPERTIES: usize = 16;
 
-/// [`append_property`] once the descriptor is read.
+/// The JSON text of `value` when it is a plain object of primitives (ordinary, with the realm's
+/// `Object.prototype`, data properties only, no `toJSON`); `None` to leave it to
+/// `JSON.stringify`.
 ///
 /// # Safety
-/// As [`append_property`]; `value` is live (borrowed).
-unsafe fn append_data_property(
-    ctx: *mut qjs::JSContext,
-    flags: i32,
-    value: qjs::JSValue,
-    atom: qjs::JSAtom,
-    json: &mut String,
-    first: &mut bool,
-) -> bool {
-    if flags & qjs::JS_PROP_GETSET as i32 != 0 {
-        return false;
-    }
-    // SAFETY: reading a live value's tag.
-    if unsafe { qjs::JS_VALUE_GET_NORM_TAG(value) } == qjs::JS_TAG_UNDEFINED {
-        return true;
-    }
-    if atom == qjs::JS_ATOM_toJSON as qjs::JSAtom {
-        return false;
-    }
-    if !*first {
-        json.push(',');
-    }
-    *first = false;
-    // SAFETY: `atom` is live.
-    unsafe {
-        let mut key_len: qjs::size_t = 0;
-        let key_ptr = qjs::JS_AtomToCStringLen(ctx, &mut key_len, atom);
-        if !append_c_string(ctx, key_ptr, key_len, json) {
-            return false;
+/// `ctx` is a live context; `value` is a live value of it (borrowed).
+pub unsafe fn plain_object(ctx: *mut qjs::JSContext, value: qjs::JSValue) -> Option<String> {
+    let mut keys = [0 as qjs::JSAtom; MAX_PROPERTIES];
+    let mut values = [qjs::JS_UNDEFINED; MAX_PROPERTIES];
+    // SAFETY: as the caller promises; the arrays hold `MAX_PROPERTIES` entries. The values are
+    // borrowed from the object, which outlives this function, and no JavaScript runs here.
+    let count = unsafe {
+        codemode_plain_properties(ctx, value, keys.as_mut_ptr(), values.as_mut_ptr(), MAX_PROPERTIES as i32)
+    };
+    let count = usize::try_from(count).ok()?;
+    let mut json = String::with_capacity(16 * count + 2);
+    json.push('{');
+    for (&key, &value) in keys.iter().zip(&values).take(count) {
+        // SAFETY: reading a live value's tag.
+        if unsafe { qjs::JS_VALUE_GET_NORM_TAG(value) } == qjs::JS_TAG_UNDEFINED {
+            continue; // JSON.stringify omits it
+        }
+        if json.len() > 1 {
+            json.push(',');
+        }
+        let mut len = 0u32;
+        // SAFETY: `key` is a live string atom of the object.
+        let name = unsafe { codemode_latin1(ctx, qjs::JS_UNDEFINED, key, &mut len) };
+        if name.is_null() {
+            return None; // a key with 16-bit characters: rare, left to JSON.stringify
+        }
+        // SAFETY: the atom's `len` characters, alive while the object is.
+        append_latin1(unsafe { std::slice::from_raw_parts(name, len as usize) }, &mut json);
+        json.push(':');
+        // SAFETY: as above.
+        if !unsafe { append_primitive(ctx, value, &mut json) } {
+            return None;
         }
     }
-    json.push(':');
-    // On `false` the caller drops the whole text.
-    // SAFETY: as the caller promises.
-    unsafe { append_primitive(ctx, value, json) }
+    json.push('}');
+    Some(json)
 }
 
 /// A primitive's JSON text — `null`, booleans, numbers (integers below 2^53 as integers, like
@@ -184,6 +123,13 @@ unsafe fn append_primitive(ctx: *mut qjs::JSContext, value: qjs::JSValue, out: &
                 }
             }
             qjs::JS_TAG_STRING => {
+                let mut latin1_len = 0u32;
+                let latin1 = codemode_latin1(ctx, value, 0, &mut latin1_len);
+                if !latin1.is_null() {
+                    append_latin1(std::slice::from_raw_parts(latin1, latin1_len as usize), out);
+                    return true;
+                }
+                // 16-bit characters: QuickJS's UTF-8, which has lone surrogates as invalid UTF-8.
                 let mut len: qjs::size_t = 0;
                 let ptr = qjs::JS_ToCStringLen2(ctx, &mut len, value, false);
                 return append_c_string(ctx, ptr, len, out);
@@ -240,12 +186,22 @@ fn push_integer(n: i64, out: &mut String) {
     out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
+/// Appends a string of Latin-1 characters (QuickJS's 8-bit strings) as a JSON string literal.
+fn append_latin1(text: &[u8], out: &mut String) {
+    append_json_chars(text.iter().map(|&b| char::from(b)), text.len(), out);
+}
+
 /// Appends `text` as a JSON string literal.
 fn append_json_string(text: &str, out: &mut String) {
+    append_json_chars(text.chars(), text.len(), out);
+}
+
+/// Appends `chars` (about `len` bytes of UTF-8) as a JSON string literal.
+fn append_json_chars(chars: impl Iterator<Item = char>, len: usize, out: &mut String) {
     use std::fmt::Write;
-    out.reserve(text.len() + 2);
+    out.reserve(len + 2);
     out.push('"');
-    for c in text.chars() {
+    for c in chars {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),

@@ -428,3 +428,39 @@ async fn code_without_await_keeps_its_outcomes() {
     assert_eq!(outcome.logs.len(), 1, "{}", show(&outcome));
     assert_eq!(outcome.logs[0].message, "job");
 }
+
+/// Functions keep the `length` and `name` properties the language gives them (the guest's
+/// QuickJS patch adds them to new functions without the generic definition): values, flags and
+/// order, for closures, native functions and a promise's resolving functions.
+#[tokio::test]
+async fn functions_have_their_length_and_name() {
+    let code = r#"
+const describe = (f) => Object.getOwnPropertyNames(f).map((key) => {
+  const d = Object.getOwnPropertyDescriptor(f, key);
+  return [key, typeof d.value === 'object' ? typeof d.value : d.value, d.writable, d.enumerable, d.configurable];
+});
+let resolve;
+new Promise((res) => { resolve = res; });
+function named(a, b, ...rest) {}
+const renamed = named.bind(null, 1);
+delete resolve.name;
+return {
+  named: describe(named).filter(([key]) => key === 'length' || key === 'name'),
+  arrow: describe((x) => x),
+  resolve: describe(resolve),
+  native: [Math.max.length, Math.max.name, renamed.length, renamed.name],
+};
+"#;
+    let outcome = eval(code).await;
+    assert_eq!(
+        *crate::ok(&outcome),
+        json!({
+            "named": [["length", 2, false, false, true], ["name", "named", false, false, true]],
+            "arrow": [["length", 1, false, false, true], ["name", "", false, false, true]],
+            "resolve": [["length", 1, false, false, true]],
+            "native": [2, "max", 1, "bound named"],
+        }),
+        "{}",
+        show(&outcome)
+    );
+}

@@ -273,6 +273,19 @@ async fn tool_arguments_arrive_as_json_stringify_gives_them() {
         "42",
         "new Date(0)",
         "{ big: 1n }",
+        // Read in place by the guest's QuickJS patch: 8-bit (Latin-1) keys and strings, a
+        // string slice, a deleted property's empty slot; and what it declines: 16-bit keys,
+        // concatenated (rope) strings, an own `toJSON` that is not a function, more properties
+        // than it reads at once, other prototypes.
+        "{ 'clé': 'déjà vu ÿ', 'k\\u0000': '\\u0000\\u007f\\u0080\\u00ff' }",
+        "{ s: 'abcdefghijklmnopqrstuvwxyz'.repeat(10).slice(5, 200) }",
+        "(() => { const o = { a: 1, b: 2, c: 3 }; delete o.b; o.d = 4; return o; })()",
+        "{ '中': 1, 'é': 2 }",
+        "{ rope: 'x'.repeat(300) + 'y'.repeat(300) }",
+        "{ toJSON: 1, a: 2 }",
+        "Object.fromEntries(Array.from({ length: 20 }, (_, i) => ['k' + i, i]))",
+        "Object.assign(Object.create(null), { a: 1 })",
+        "new (class A { constructor() { this.a = 1; } })()",
     ];
     let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
     let sink = received.clone();
