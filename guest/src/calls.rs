@@ -146,24 +146,34 @@ unsafe extern "C" fn tool_function(
 /// `ctx` is live; `host_name` and `name` are live values of it (borrowed).
 unsafe fn start(ctx: *mut qjs::JSContext, host_name: qjs::JSValue, args_json: &[u8], name: qjs::JSValue) -> qjs::JSValue {
     // SAFETY: as the caller promises. The promise first: if it cannot be made (out of memory),
-    // no call is started either. The name's UTF-8 bytes are QuickJS's own for an ASCII string
-    // (no copy); the host checks that they are UTF-8.
+    // no call is started either. An ASCII name is read in place (its bytes are its UTF-8);
+    // any other is converted, and the host checks that the bytes are UTF-8.
     unsafe {
         let mut resolving = [qjs::JS_UNDEFINED; 2];
         let promise = qjs::JS_NewPromiseCapability(ctx, resolving.as_mut_ptr());
         if qjs::JS_IsException(promise) {
             return promise;
         }
-        let mut len: qjs::size_t = 0;
-        let ptr = qjs::JS_ToCStringLen2(ctx, &mut len, host_name, false);
-        if ptr.is_null() {
-            for value in [promise, resolving[0], resolving[1]] {
-                qjs::JS_FreeValue(ctx, value);
+        let mut latin1_len = 0u32;
+        let latin1 = crate::fast_json::codemode_latin1(ctx, host_name, 0, &mut latin1_len);
+        let in_place = (!latin1.is_null())
+            .then(|| std::slice::from_raw_parts(latin1, latin1_len as usize))
+            .filter(|name| name.is_ascii());
+        let id = if let Some(name) = in_place {
+            abi::call_start(name, args_json)
+        } else {
+            let mut len: qjs::size_t = 0;
+            let ptr = qjs::JS_ToCStringLen2(ctx, &mut len, host_name, false);
+            if ptr.is_null() {
+                for value in [promise, resolving[0], resolving[1]] {
+                    qjs::JS_FreeValue(ctx, value);
+                }
+                return qjs::JS_EXCEPTION;
             }
-            return qjs::JS_EXCEPTION;
-        }
-        let id = abi::call_start(std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize), args_json);
-        qjs::JS_FreeCString(ctx, ptr);
+            let id = abi::call_start(std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize), args_json);
+            qjs::JS_FreeCString(ctx, ptr);
+            id
+        };
         let call = PendingCall {
             resolve: resolving[0],
             reject: resolving[1],
@@ -188,6 +198,11 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
         return;
     };
     let ctx = cx.as_raw().as_ptr();
+    if let Some(value) = ok.then(|| literal(&payload)).flatten() {
+        // SAFETY: the call's three values are owned, and freed once used.
+        unsafe { resolve(ctx, call, value) };
+        return;
+    }
     // The host sends UTF-8 JSON; a lossy conversion can only change invalid bytes.
     let mut text = match String::from_utf8(payload) {
         Ok(text) => text.into_bytes(),
@@ -204,7 +219,11 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
         } else {
             qjs::JS_EXCEPTION
         };
-        let (function, mut argument) = if qjs::JS_IsException(parsed) {
+        if !qjs::JS_IsException(parsed) {
+            resolve(ctx, call, parsed);
+            return;
+        }
+        let (function, mut argument) = {
             if ok {
                 // `rejection` parses it again and describes the syntax error.
                 qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
@@ -217,14 +236,58 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
                 Err(_) => Value::new_undefined(cx.clone()),
             };
             (call.reject, qjs::JS_DupValue(ctx, reason.as_raw()))
-        } else {
-            (call.resolve, parsed)
         };
-        let returned = qjs::JS_Call(ctx, function, qjs::JS_UNDEFINED, 1, &mut argument);
+        settle_with(ctx, call, function, &mut argument);
+    }
+}
+
+/// The value of a result that is a JSON literal the guest reads without QuickJS's parser:
+/// `null`, `true`, `false`, or an integer of up to 9 digits (a no-op tool's answer costs
+/// as much to parse as the rest of its call).
+fn literal(json: &[u8]) -> Option<qjs::JSValue> {
+    match json {
+        b"null" => Some(qjs::JS_NULL),
+        b"true" => Some(qjs::JS_TRUE),
+        b"false" => Some(qjs::JS_FALSE),
+        _ => {
+            let (negative, digits) = match json {
+                [b'-', rest @ ..] => (true, rest),
+                _ => (false, json),
+            };
+            let well_formed = matches!(digits, [b'0'] | [b'1'..=b'9', ..]) && digits.len() <= 9;
+            if !well_formed || !digits.iter().all(u8::is_ascii_digit) || (negative && digits == b"0") {
+                return None; // -0 is a float: left to the parser
+            }
+            let magnitude = digits.iter().fold(0i32, |n, d| n * 10 + i32::from(d - b'0'));
+            // `JS_MKVAL` is public in rquickjs-sys: an integer is its tag and its bits.
+            Some(qjs::JS_MKVAL(qjs::JS_TAG_INT, if negative { -magnitude } else { magnitude }))
+        }
+    }
+}
+
+/// Resolves `call`'s promise with `value` (owned).
+///
+/// # Safety
+/// `ctx` is live; `call`'s values and `value` are owned values of it.
+unsafe fn resolve(ctx: *mut qjs::JSContext, call: PendingCall, mut value: qjs::JSValue) {
+    let resolve = call.resolve;
+    // SAFETY: as the caller promises.
+    unsafe { settle_with(ctx, call, resolve, &mut value) };
+}
+
+/// Calls `function` (one of `call`'s resolving functions) with `argument`, then frees both and
+/// the call's values.
+///
+/// # Safety
+/// `ctx` is live; `call`'s values and `argument` are owned values of it.
+unsafe fn settle_with(ctx: *mut qjs::JSContext, call: PendingCall, function: qjs::JSValue, argument: &mut qjs::JSValue) {
+    // SAFETY: as the caller promises; each value is freed once.
+    unsafe {
+        let returned = qjs::JS_Call(ctx, function, qjs::JS_UNDEFINED, 1, argument);
         if qjs::JS_IsException(returned) {
             qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
         }
-        for value in [returned, argument, call.resolve, call.reject, call.name] {
+        for value in [returned, *argument, call.resolve, call.reject, call.name] {
             qjs::JS_FreeValue(ctx, value);
         }
     }

@@ -40,6 +40,48 @@ async fn calls_return_promises_of_json_results() {
     }
 }
 
+/// Results the guest reads without QuickJS's JSON parser (`null`, booleans, integers of up to 9
+/// digits) and ones next to them that go through it: each arrives as the value `JSON.parse`
+/// gives, with the same type.
+#[tokio::test]
+async fn literal_results_arrive_as_json_parse_gives_them() {
+    let tools = FnTools::new().sync_tool("answer", |args| Ok(args["v"].clone()));
+    const RESULTS: &[&str] = &[
+        "null",
+        "true",
+        "false",
+        "0",
+        "7",
+        "-7",
+        "999999999",
+        "-999999999",
+        "1234567890",
+        "-1234567890",
+        "2147483648",
+        "0.5",
+        "-0.0",
+        "1e3",
+        "\"12\"",
+        "[1]",
+    ];
+    for json in RESULTS {
+        let code = format!(
+            "const r = await codemode.answer({{ v: JSON.parse('{json}') }});\nconst want = JSON.parse('{json}');\nreturn [typeof r, Object.is(r, want) || JSON.stringify(r) === JSON.stringify(want), r];"
+        );
+        let outcome = eval_with(&code, &opts(), &tools).await;
+        let got = ok(&outcome);
+        assert_eq!(got[1], json!(true), "{json}: {}", show(&outcome));
+        let want: Value = serde_json::from_str(&json.replace("\\", "")).unwrap();
+        let want_type = match want {
+            Value::Null | Value::Array(_) => "object",
+            Value::Bool(_) => "boolean",
+            Value::Number(_) => "number",
+            _ => "string",
+        };
+        assert_eq!(got[0], json!(want_type), "{json}: {}", show(&outcome));
+    }
+}
+
 #[tokio::test]
 async fn tools_receive_the_arguments_as_json() {
     let seen = Arc::new(Mutex::new(Vec::new()));
