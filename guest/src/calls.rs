@@ -1,10 +1,13 @@
 //! Tool calls on the guest's side: the tool functions `codemode.<name>` returns, starting a call,
 //! and settling it when the host answers (`cm_resume`).
 //!
-//! A call is a promise made with `JS_NewPromiseCapability`; its resolving functions wait here,
-//! under the call id the host gave, until [`settle`] resolves the promise with the parsed result
-//! or rejects it with the error the prelude's `rejection` makes. Kept in Rust rather than in the
-//! prelude: a call then costs no executor closure, no map entry object and no JS frame to settle.
+//! A call is a promise with no resolving functions (`codemode_promise_new`, which
+//! `guest/quickjs-wasi.patch` adds to QuickJS: the two function objects `JS_NewPromiseCapability`
+//! makes would only ever be called from here). It waits here, under the call id the host gave,
+//! until [`settle`] resolves it with the parsed result or rejects it with the error the prelude's
+//! `rejection` makes (`codemode_promise_settle`, which does what the resolving functions would).
+//! Kept in Rust rather than in the prelude: a call then costs no executor closure, no map entry
+//! object and no JS frame to settle.
 //! A tool function is a QuickJS C function ([`tool_function`]) holding the tool's name: arguments
 //! that are a plain object of primitives are encoded and the call started right there, with no
 //! JavaScript frame at all; any other arguments go to the prelude's `callEncoded`, which encodes
@@ -20,12 +23,19 @@ use javy::quickjs::{qjs, Ctx, Function, Persistent, Value};
 
 use crate::abi;
 
-/// A call the host has not settled yet: its promise's resolving functions, and the tool's name
-/// as the script wrote it (for error messages). Owned raw values.
+/// A call the host has not settled yet: its promise, and the tool's name as the script wrote it
+/// (for error messages). Owned raw values.
 struct PendingCall {
-    resolve: qjs::JSValue,
-    reject: qjs::JSValue,
+    promise: qjs::JSValue,
     name: qjs::JSValue,
+}
+
+unsafe extern "C" {
+    /// The patch: a pending promise with no resolving functions.
+    fn codemode_promise_new(ctx: *mut qjs::JSContext) -> qjs::JSValue;
+    /// The patch: resolves (`is_reject == 0`) or rejects a promise from `codemode_promise_new`
+    /// as its resolving functions would; nothing if it is no longer pending.
+    fn codemode_promise_settle(ctx: *mut qjs::JSContext, promise: qjs::JSValue, value: qjs::JSValue, is_reject: i32);
 }
 
 thread_local! {
@@ -140,7 +150,7 @@ unsafe extern "C" fn tool_function(
     }
 }
 
-/// Makes the call's promise, starts the call in the host and keeps the resolving functions.
+/// Makes the call's promise, starts the call in the host and keeps the promise.
 ///
 /// # Safety
 /// `ctx` is live; `host_name` and `name` are live values of it (borrowed).
@@ -149,8 +159,7 @@ unsafe fn start(ctx: *mut qjs::JSContext, host_name: qjs::JSValue, args_json: &[
     // no call is started either. An ASCII name is read in place (its bytes are its UTF-8);
     // any other is converted, and the host checks that the bytes are UTF-8.
     unsafe {
-        let mut resolving = [qjs::JS_UNDEFINED; 2];
-        let promise = qjs::JS_NewPromiseCapability(ctx, resolving.as_mut_ptr());
+        let promise = codemode_promise_new(ctx);
         if qjs::JS_IsException(promise) {
             return promise;
         }
@@ -165,9 +174,7 @@ unsafe fn start(ctx: *mut qjs::JSContext, host_name: qjs::JSValue, args_json: &[
             let mut len: qjs::size_t = 0;
             let ptr = qjs::JS_ToCStringLen2(ctx, &mut len, host_name, false);
             if ptr.is_null() {
-                for value in [promise, resolving[0], resolving[1]] {
-                    qjs::JS_FreeValue(ctx, value);
-                }
+                qjs::JS_FreeValue(ctx, promise);
                 return qjs::JS_EXCEPTION;
             }
             let id = abi::call_start(std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize), args_json);
@@ -175,8 +182,7 @@ unsafe fn start(ctx: *mut qjs::JSContext, host_name: qjs::JSValue, args_json: &[
             id
         };
         let call = PendingCall {
-            resolve: resolving[0],
-            reject: resolving[1],
+            promise: qjs::JS_DupValue(ctx, promise),
             name: qjs::JS_DupValue(ctx, name),
         };
         PENDING.with(|pending| pending.borrow_mut().insert(id, call));
@@ -199,8 +205,8 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
     };
     let ctx = cx.as_raw().as_ptr();
     if let Some(value) = ok.then(|| literal(&payload)).flatten() {
-        // SAFETY: the call's three values are owned, and freed once used.
-        unsafe { resolve(ctx, call, value) };
+        // SAFETY: the call's values are owned, and freed once used.
+        unsafe { finish(ctx, call, value, false) };
         return;
     }
     // The host sends UTF-8 JSON; a lossy conversion can only change invalid bytes.
@@ -212,7 +218,7 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
     // `cm_alloc` left room for it.
     text.push(0);
     // SAFETY: `text` is NUL-terminated after `json_len` bytes, as JS_ParseJSON requires; every
-    // value made here, and the call's three, are freed once used.
+    // value made here, and the call's, are freed once used.
     unsafe {
         let parsed = if ok {
             qjs::JS_ParseJSON(ctx, text.as_ptr().cast(), json_len as _, c"<tool result>".as_ptr())
@@ -220,10 +226,10 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
             qjs::JS_EXCEPTION
         };
         if !qjs::JS_IsException(parsed) {
-            resolve(ctx, call, parsed);
+            finish(ctx, call, parsed, false);
             return;
         }
-        let (function, mut argument) = {
+        let reason = {
             if ok {
                 // `rejection` parses it again and describes the syntax error.
                 qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
@@ -235,9 +241,9 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
                 Ok(rejection) => rejection.call::<_, Value>((name, json.as_ref())).unwrap_or_else(|_| cx.catch()),
                 Err(_) => Value::new_undefined(cx.clone()),
             };
-            (call.reject, qjs::JS_DupValue(ctx, reason.as_raw()))
+            qjs::JS_DupValue(ctx, reason.as_raw())
         };
-        settle_with(ctx, call, function, &mut argument);
+        finish(ctx, call, reason, true);
     }
 }
 
@@ -265,29 +271,17 @@ fn literal(json: &[u8]) -> Option<qjs::JSValue> {
     }
 }
 
-/// Resolves `call`'s promise with `value` (owned).
+/// Resolves (or, with `is_reject`, rejects) `call`'s promise with `value`, then frees `value`
+/// and the call's values.
 ///
 /// # Safety
 /// `ctx` is live; `call`'s values and `value` are owned values of it.
-unsafe fn resolve(ctx: *mut qjs::JSContext, call: PendingCall, mut value: qjs::JSValue) {
-    let resolve = call.resolve;
-    // SAFETY: as the caller promises.
-    unsafe { settle_with(ctx, call, resolve, &mut value) };
-}
-
-/// Calls `function` (one of `call`'s resolving functions) with `argument`, then frees both and
-/// the call's values.
-///
-/// # Safety
-/// `ctx` is live; `call`'s values and `argument` are owned values of it.
-unsafe fn settle_with(ctx: *mut qjs::JSContext, call: PendingCall, function: qjs::JSValue, argument: &mut qjs::JSValue) {
-    // SAFETY: as the caller promises; each value is freed once.
+unsafe fn finish(ctx: *mut qjs::JSContext, call: PendingCall, value: qjs::JSValue, is_reject: bool) {
+    // SAFETY: as the caller promises; each value is freed once. Settling may run a `then`
+    // getter of the value (a thenable is adopted); what it throws rejects the promise.
     unsafe {
-        let returned = qjs::JS_Call(ctx, function, qjs::JS_UNDEFINED, 1, argument);
-        if qjs::JS_IsException(returned) {
-            qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
-        }
-        for value in [returned, *argument, call.resolve, call.reject, call.name] {
+        codemode_promise_settle(ctx, call.promise, value, i32::from(is_reject));
+        for value in [value, call.promise, call.name] {
             qjs::JS_FreeValue(ctx, value);
         }
     }

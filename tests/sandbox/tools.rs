@@ -82,6 +82,36 @@ async fn literal_results_arrive_as_json_parse_gives_them() {
     }
 }
 
+/// A call's promise settles as one from `new Promise` would: a result that is a thenable (here
+/// through `Object.prototype.then`) is adopted, a `then` getter that throws rejects the call,
+/// and results that are not objects never look for `then`.
+#[tokio::test]
+async fn call_results_settle_as_promise_resolution_does() {
+    let tools = basic_tools();
+    let cases: &[(&str, Value)] = &[
+        (
+            "Object.prototype.then = function (resolve) { delete Object.prototype.then; resolve(['adopted', this.k]); };\nreturn await codemode.echo({ k: 1 });",
+            json!(["adopted", 1]),
+        ),
+        (
+            "Object.defineProperty(Object.prototype, 'then', { configurable: true, get() { delete Object.prototype.then; throw new RangeError('then getter'); } });\ntry { await codemode.echo({ k: 1 }); return 'resolved'; } catch (e) { return [e.name, e.message]; }",
+            json!(["RangeError", "then getter"]),
+        ),
+        (
+            "let reads = 0;\nObject.defineProperty(Object.prototype, 'then', { configurable: true, get() { reads++; return undefined; } });\nconst r = [await codemode.add({ a: 1, b: 2 }), await codemode.echo({ k: 2 })];\ndelete Object.prototype.then;\nreturn [r[0], r[1].k, reads];",
+            json!([3, 2, 1]),
+        ),
+        (
+            "const p = codemode.echo({ k: 3 });\nconst q = codemode.echo({ k: 4 });\nreturn [p !== q, p instanceof Promise, Object.getPrototypeOf(p) === Promise.prototype, (await Promise.all([p, q])).map((r) => r.k)];",
+            json!([true, true, true, [3, 4]]),
+        ),
+    ];
+    for (code, want) in cases {
+        let outcome = eval_with(code, &opts(), &tools).await;
+        assert_eq!(ok(&outcome), want, "{code}: {}", show(&outcome));
+    }
+}
+
 #[tokio::test]
 async fn tools_receive_the_arguments_as_json() {
     let seen = Arc::new(Mutex::new(Vec::new()));
