@@ -22,20 +22,13 @@ use std::mem::ManuallyDrop;
 use javy::quickjs::{qjs, Ctx, Function, Persistent, Value};
 
 use crate::abi;
+use crate::patch::{codemode_promise_new, codemode_promise_settle};
 
 /// A call the host has not settled yet: its promise, and the tool's name as the script wrote it
 /// (for error messages). Owned raw values.
 struct PendingCall {
     promise: qjs::JSValue,
     name: qjs::JSValue,
-}
-
-unsafe extern "C" {
-    /// The patch: a pending promise with no resolving functions.
-    fn codemode_promise_new(ctx: *mut qjs::JSContext) -> qjs::JSValue;
-    /// The patch: resolves (`is_reject == 0`) or rejects a promise from `codemode_promise_new`
-    /// as its resolving functions would; nothing if it is no longer pending.
-    fn codemode_promise_settle(ctx: *mut qjs::JSContext, promise: qjs::JSValue, value: qjs::JSValue, is_reject: i32);
 }
 
 thread_local! {
@@ -163,12 +156,7 @@ unsafe fn start(ctx: *mut qjs::JSContext, host_name: qjs::JSValue, args_json: &[
         if qjs::JS_IsException(promise) {
             return promise;
         }
-        let mut latin1_len = 0u32;
-        let latin1 = crate::fast_json::codemode_latin1(ctx, host_name, 0, &mut latin1_len);
-        let in_place = (!latin1.is_null())
-            .then(|| std::slice::from_raw_parts(latin1, latin1_len as usize))
-            .filter(|name| name.is_ascii());
-        let id = if let Some(name) = in_place {
+        let id = if let Some(name) = crate::patch::latin1(ctx, host_name, 0).filter(|name| name.is_ascii()) {
             abi::call_start(name, args_json)
         } else {
             let mut len: qjs::size_t = 0;
@@ -229,21 +217,18 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
             finish(ctx, call, parsed, false);
             return;
         }
-        let reason = {
-            if ok {
-                // `rejection` parses it again and describes the syntax error.
-                qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
-            }
-            let json = String::from_utf8_lossy(&text[..json_len]);
-            let name = Value::from_raw(cx.clone(), qjs::JS_DupValue(ctx, call.name));
-            // Restored only here: a call that succeeds never needs it.
-            let reason = match rejection.clone().restore(cx) {
-                Ok(rejection) => rejection.call::<_, Value>((name, json.as_ref())).unwrap_or_else(|_| cx.catch()),
-                Err(_) => Value::new_undefined(cx.clone()),
-            };
-            qjs::JS_DupValue(ctx, reason.as_raw())
+        if ok {
+            // `rejection` parses it again and describes the syntax error.
+            qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
+        }
+        let json = String::from_utf8_lossy(&text[..json_len]);
+        let name = Value::from_raw(cx.clone(), qjs::JS_DupValue(ctx, call.name));
+        // Restored only here: a call that succeeds never needs it.
+        let reason = match rejection.clone().restore(cx) {
+            Ok(rejection) => rejection.call::<_, Value>((name, json.as_ref())).unwrap_or_else(|_| cx.catch()),
+            Err(_) => Value::new_undefined(cx.clone()),
         };
-        finish(ctx, call, reason, true);
+        finish(ctx, call, qjs::JS_DupValue(ctx, reason.as_raw()), true);
     }
 }
 

@@ -12,6 +12,8 @@
 
 use javy::quickjs::{qjs, Value};
 
+use crate::patch;
+
 /// Frees the pending exception (this module declines rather than throws).
 ///
 /// # Safety
@@ -19,21 +21,6 @@ use javy::quickjs::{qjs, Value};
 unsafe fn drop_exception(ctx: *mut qjs::JSContext) {
     // SAFETY: as the caller promises; the exception is owned and freed.
     unsafe { qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx)) };
-}
-
-unsafe extern "C" {
-    /// The patch (`guest/quickjs-wasi.patch`): the enumerable own string-keyed properties of a
-    /// plain object, keys and borrowed values, in insertion order; -1 if it is not plain.
-    fn codemode_plain_properties(
-        ctx: *mut qjs::JSContext,
-        object: qjs::JSValue,
-        keys: *mut qjs::JSAtom,
-        values: *mut qjs::JSValue,
-        max: i32,
-    ) -> i32;
-    /// The patch: the 8-bit characters of a string atom (if not `JS_ATOM_NULL`) or else of a
-    /// string value, without copying; null when they are 16-bit or it is not a string.
-    pub fn codemode_latin1(ctx: *mut qjs::JSContext, string: qjs::JSValue, atom: qjs::JSAtom, len: *mut u32) -> *const u8;
 }
 
 /// Properties of the arguments object read at once; an object with more goes to `JSON.stringify`.
@@ -51,7 +38,7 @@ pub unsafe fn plain_object(ctx: *mut qjs::JSContext, value: qjs::JSValue) -> Opt
     // SAFETY: as the caller promises; the arrays hold `MAX_PROPERTIES` entries. The values are
     // borrowed from the object, which outlives this function, and no JavaScript runs here.
     let count = unsafe {
-        codemode_plain_properties(ctx, value, keys.as_mut_ptr(), values.as_mut_ptr(), MAX_PROPERTIES as i32)
+        patch::codemode_plain_properties(ctx, value, keys.as_mut_ptr(), values.as_mut_ptr(), MAX_PROPERTIES as i32)
     };
     let count = usize::try_from(count).ok()?;
     let mut json = String::with_capacity(16 * count + 2);
@@ -64,14 +51,9 @@ pub unsafe fn plain_object(ctx: *mut qjs::JSContext, value: qjs::JSValue) -> Opt
         if json.len() > 1 {
             json.push(',');
         }
-        let mut len = 0u32;
-        // SAFETY: `key` is a live string atom of the object.
-        let name = unsafe { codemode_latin1(ctx, qjs::JS_UNDEFINED, key, &mut len) };
-        if name.is_null() {
-            return None; // a key with 16-bit characters: rare, left to JSON.stringify
-        }
-        // SAFETY: the atom's `len` characters, alive while the object is.
-        append_latin1(unsafe { std::slice::from_raw_parts(name, len as usize) }, &mut json);
+        // SAFETY: `key` is a live string atom of the object, which outlives this function.
+        // A key with 16-bit characters is rare: left to JSON.stringify.
+        append_latin1(unsafe { patch::latin1(ctx, qjs::JS_UNDEFINED, key) }?, &mut json);
         json.push(':');
         // SAFETY: as above.
         if !unsafe { append_primitive(ctx, value, &mut json) } {
@@ -123,10 +105,8 @@ unsafe fn append_primitive(ctx: *mut qjs::JSContext, value: qjs::JSValue, out: &
                 }
             }
             qjs::JS_TAG_STRING => {
-                let mut latin1_len = 0u32;
-                let latin1 = codemode_latin1(ctx, value, 0, &mut latin1_len);
-                if !latin1.is_null() {
-                    append_latin1(std::slice::from_raw_parts(latin1, latin1_len as usize), out);
+                if let Some(latin1) = patch::latin1(ctx, value, 0) {
+                    append_latin1(latin1, out);
                     return true;
                 }
                 // 16-bit characters: QuickJS's UTF-8, which has lone surrogates as invalid UTF-8.

@@ -24,17 +24,13 @@ use std::ffi::c_void;
 
 use javy::quickjs::qjs;
 
+use crate::patch;
+
 unsafe extern "C" {
     /// wasi-libc (dlmalloc): the usable size of a block from `malloc`.
     fn malloc_usable_size(ptr: *mut c_void) -> usize;
     fn malloc(size: usize) -> *mut c_void;
     fn free(ptr: *mut c_void);
-    /// The patch: a block's usable size read from its dlmalloc chunk header.
-    fn codemode_header_usable_size(ptr: *const c_void) -> usize;
-    /// The patch: nonzero once QuickJS may use `codemode_header_usable_size`.
-    static mut codemode_header_sizes: i32;
-    /// The patch: asked when an allocation would cross the heap limit (see [`grant`]).
-    static mut codemode_heap_grant: Option<extern "C" fn(usize, usize, usize) -> i32>;
 }
 
 /// Bytes granted past the heap limit once an allocation has been refused: room for QuickJS to
@@ -82,9 +78,9 @@ pub fn install() -> bool {
     let agrees = header_reading_agrees();
     // SAFETY: plain stores to the patch's globals; the guest is single-threaded.
     unsafe {
-        (&raw mut codemode_heap_grant).write(Some(grant));
+        (&raw mut patch::codemode_heap_grant).write(Some(grant));
         if agrees {
-            (&raw mut codemode_header_sizes).write(1);
+            (&raw mut patch::codemode_header_sizes).write(1);
         }
     }
     agrees
@@ -105,7 +101,7 @@ fn header_reading_agrees() -> bool {
             // `black_box`: keeps the block opaque, so the reads before it are not reasoned about.
             let block = std::hint::black_box(block);
             let usable = malloc_usable_size(block);
-            let agrees = codemode_header_usable_size(block) == usable && usable >= size;
+            let agrees = patch::codemode_header_usable_size(block) == usable && usable >= size;
             free(block);
             agrees
         }

@@ -4,7 +4,8 @@
 //! [`calls`] starts tool calls and settles them;
 //! [`heap`] fixes how QuickJS measures and limits its heap on WASI; [`fast_json`] encodes simple
 //! tool arguments without `JSON.stringify`; [`namespace`] is the `codemode` object; `prelude.js`
-//! makes its tool functions and defines `console`, the error classes and result encoding.
+//! makes its tool functions and defines `console`, the error classes and result encoding;
+//! [`patch`] declares what `quickjs-wasi.patch` adds to QuickJS.
 
 mod abi;
 mod calls;
@@ -12,3 +13,4 @@ mod engine;
 mod fast_json;
 mod heap;
 mod namespace;
+mod patch;
