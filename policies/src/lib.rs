@@ -49,8 +49,8 @@
 //! # The configuration file
 //!
 //! One JSON document, shared with the MCP side (which reads `mcpServers`). Every section is
-//! optional; unknown keys are errors, and [`Config::from_json_str`] reports every problem with
-//! its JSON path ([`ConfigErrors`]).
+//! optional; unknown keys are errors, so is a key given twice in one object, and
+//! [`Config::from_json_str`] reports every problem with its JSON path ([`ConfigErrors`]).
 //!
 //! ```json
 //! {

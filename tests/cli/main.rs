@@ -205,6 +205,25 @@ fn config_check_names_paths() {
     ] {
         assert!(stderr.contains(needle), "missing {needle:?} in:\n{stderr}");
     }
+    // A key given twice: JSON parsers would keep only the second `denylist`.
+    let twice = dir.join("twice.json");
+    std::fs::write(
+        &twice,
+        r#"{"evaluation": {"profiles": {"p": {"denylist": ["fs__*"], "denylist": ["web__*"]}}}}"#,
+    )
+    .unwrap();
+    let out = codemode()
+        .args(["config", "check"])
+        .arg(&twice)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr
+            .contains("evaluation.profiles.p.denylist: the key `denylist` is given more than once"),
+        "{stderr}"
+    );
     let out = codemode().args(["config", "default"]).output().unwrap();
     let good = dir.join("good.json");
     std::fs::write(&good, &out.stdout).unwrap();

@@ -3,6 +3,7 @@
 //! Parsed by [`Config::from_json_str`] / [`Config::load`], which check everything at once and
 //! report every problem with its JSON path ([`ConfigErrors`]). See the crate docs for the format.
 
+mod document;
 mod error;
 mod evaluation;
 mod reader;
@@ -12,8 +13,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-
-use serde_json::Value;
 
 use crate::profile::Profile;
 
@@ -61,23 +60,11 @@ impl Config {
     /// # Errors
     ///
     /// [`ConfigErrors`] with every problem found, each with its JSON path: invalid JSON (with
-    /// line and column), unknown keys (listing the allowed ones), wrong types, bad globs and
+    /// line and column), a key given twice in one object (JSON would silently keep the last),
+    /// unknown keys (listing the allowed ones), wrong types, bad globs and
     /// regexes, invalid names, a `defaultProfile` naming no profile, …
     pub fn from_json_str(json: &str) -> Result<Config, ConfigErrors> {
-        let value: Value = serde_json::from_str(json).map_err(|e| {
-            let text = e.to_string();
-            let what = text
-                .rfind(" at line ")
-                .map_or(text.as_str(), |i| &text[..i]);
-            ConfigErrors::single(
-                "(root)",
-                format!(
-                    "invalid JSON at line {}, column {}: {what}",
-                    e.line(),
-                    e.column()
-                ),
-            )
-        })?;
+        let value = document::parse(json)?;
         sections::config_from_value(&value)
     }
 

@@ -181,6 +181,14 @@ fn invalid_configs_report_every_error_with_its_path() {
         ),
         ("[]", &["(root): expected an object, found an array"]),
         (
+            r#"{"mcpServers": {"fs": {"command": "a"}, "fs": {"command": "b"}},
+                "evaluation": {"profiles": {"p": {"deny": ["x"], "deny": ["y"]}}}}"#,
+            &[
+                "mcpServers.fs: the key `fs` is given more than once in this object",
+                "evaluation.profiles.p.deny: the key `deny` is given more than once",
+            ],
+        ),
+        (
             r#"{"limit": {}, "audit": {"dirr": "x"}}"#,
             &[
                 "limit: unknown key `limit` (did you mean `limits`?); allowed keys: `$schema`, `mcpServers`",

@@ -1,0 +1,199 @@
+//! The configuration text parsed into a `serde_json::Value`, refusing keys given twice.
+//!
+//! `serde_json` keeps the last of two equal keys in an object and drops the first without a
+//! word. In a policy file that is a rule lost in silence: a profile with two `deny` lists
+//! denies only what the second one names. So the document is built here, by a visitor that
+//! records every repeated key with the path of its object, and [`parse`] fails with all of them.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::error::{ConfigError, ConfigErrors};
+use super::reader::JsonPath;
+
+/// Parses `json`, failing on invalid JSON (with line and column) or on any key that an object
+/// holds more than once (every such key, each with its path).
+pub(crate) fn parse(json: &str) -> Result<Value, ConfigErrors> {
+    let repeated = RefCell::new(Vec::new());
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    let node = Node {
+        path: JsonPath::root(),
+        repeated: &repeated,
+    };
+    let value = node
+        .deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value))
+        .map_err(invalid_json)?;
+    let repeated = repeated.into_inner();
+    if repeated.is_empty() {
+        Ok(value)
+    } else {
+        Err(ConfigErrors { errors: repeated })
+    }
+}
+
+fn invalid_json(e: serde_json::Error) -> ConfigErrors {
+    let text = e.to_string();
+    let what = text
+        .rfind(" at line ")
+        .map_or(text.as_str(), |i| &text[..i]);
+    ConfigErrors::single(
+        "(root)",
+        format!(
+            "invalid JSON at line {}, column {}: {what}",
+            e.line(),
+            e.column()
+        ),
+    )
+}
+
+/// One value of the document, at `path`.
+struct Node<'r> {
+    path: JsonPath,
+    repeated: &'r RefCell<Vec<ConfigError>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Node<'_> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Node<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        // JSON text has no NaN or infinity, so `from_f64` cannot fail here; null if it did.
+        Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_string()))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Node {
+            path: self.path.index(items.len()),
+            repeated: self.repeated,
+        })? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(Node {
+                path: self.path.key(&key),
+                repeated: self.repeated,
+            })?;
+            if object.contains_key(&key) {
+                self.repeated.borrow_mut().push(ConfigError {
+                    path: self.path.key(&key).to_string(),
+                    message: format!(
+                        "the key `{key}` is given more than once in this object; JSON keeps \
+                         only the last one, so give it once"
+                    ),
+                });
+            } else {
+                object.insert(key, value);
+            }
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind_of_value_as_serde_json_does() {
+        let json = r#"{"a": [1, -2, 3.5, 18446744073709551615, "s\u00e9", true, false, null],
+                       "b": {"c": {}}, "d": []}"#;
+        let ours = parse(json).unwrap();
+        let theirs: Value = serde_json::from_str(json).unwrap();
+        assert_eq!(ours, theirs);
+    }
+
+    #[test]
+    fn every_repeated_key_is_reported_with_its_path() {
+        let json = r#"{
+          "limits": {"timeout": "1s", "timeout": "2s"},
+          "evaluation": {"profiles": {"p": {"deny": ["a"], "deny": ["b"], "deny": ["c"]}}},
+          "list": [{"x": 1, "x": 1}]
+        }"#;
+        let errors = parse(json).unwrap_err().errors;
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "limits.timeout",
+                "evaluation.profiles.p.deny",
+                "evaluation.profiles.p.deny",
+                "list[0].x",
+            ]
+        );
+        assert!(
+            errors[0]
+                .message
+                .contains("`timeout` is given more than once")
+        );
+    }
+
+    #[test]
+    fn equal_keys_in_different_objects_are_fine() {
+        let json = r#"{"a": {"k": 1}, "b": {"k": 2}, "k": [{"k": 3}, {"k": 4}]}"#;
+        assert!(parse(json).is_ok());
+    }
+
+    #[test]
+    fn invalid_json_and_trailing_text_name_line_and_column() {
+        for (json, want) in [
+            (
+                "{\n  \"a\": ,\n}",
+                "invalid JSON at line 2, column 8: expected value",
+            ),
+            (
+                "{} x",
+                "invalid JSON at line 1, column 4: trailing characters",
+            ),
+        ] {
+            let errors = parse(json).unwrap_err().errors;
+            assert_eq!(errors.len(), 1);
+            assert_eq!(errors[0].path, "(root)");
+            assert_eq!(errors[0].message, want, "for {json:?}");
+        }
+    }
+}
