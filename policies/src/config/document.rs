@@ -122,8 +122,8 @@ impl<'de> Visitor<'de> for Node<'_> {
                 self.repeated.borrow_mut().push(ConfigError {
                     path: self.path.key(&key).to_string(),
                     message: format!(
-                        "the key `{key}` is given more than once in this object; JSON keeps \
-                         only the last one, so give it once"
+                        "the key `{key}` is given more than once in this object; give it \
+                         once (JSON readers keep only the last and drop the others silently)"
                     ),
                 });
             } else {
