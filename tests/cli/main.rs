@@ -180,6 +180,15 @@ fn check_lists_call_sites() {
     assert_eq!(preview["parse_error"]["line"], 2);
 }
 
+/// `codemode config check FILE`, run to completion.
+fn config_check(file: &Path) -> Output {
+    codemode()
+        .args(["config", "check"])
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn config_check_names_paths() {
     let dir = temp_dir("config");
@@ -189,11 +198,7 @@ fn config_check_names_paths() {
         r#"{"evaluation": {"defaultProfile": "nope", "profiles": {"p": {"asklist": ["ok", "fs__["], "rules": [{"tools": ["x"], "when": {"/a": "("}, "disposition": "ask"}]}}}, "limitz": {}}"#,
     )
     .unwrap();
-    let out = codemode()
-        .args(["config", "check"])
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let out = config_check(&bad);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     for needle in [
@@ -212,11 +217,7 @@ fn config_check_names_paths() {
         r#"{"evaluation": {"profiles": {"p": {"denylist": ["fs__*"], "denylist": ["web__*"]}}}}"#,
     )
     .unwrap();
-    let out = codemode()
-        .args(["config", "check"])
-        .arg(&twice)
-        .output()
-        .unwrap();
+    let out = config_check(&twice);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
@@ -227,11 +228,7 @@ fn config_check_names_paths() {
     let out = codemode().args(["config", "default"]).output().unwrap();
     let good = dir.join("good.json");
     std::fs::write(&good, &out.stdout).unwrap();
-    let out = codemode()
-        .args(["config", "check"])
-        .arg(&good)
-        .output()
-        .unwrap();
+    let out = config_check(&good);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("ok (1 servers, 2 profiles"));
 }
