@@ -1,6 +1,9 @@
 //! Target: compute under limits ≤ 1.5× the same QuickJS compiled natively, for each workload of
 //! `codemode::host::bench::WORKLOADS`. The native side needs `--features native-baseline`
 //! (`cargo bench --features native-baseline --bench compute`); without it only the sandbox runs.
+//! The sandbox runs three ways: with the default limits (fuel + epoch), with epoch interruption
+//! alone (the issue allows either), and with no CPU bound at all, the floor that no setting of
+//! the limits goes below (not a target: nothing then stops a busy script).
 
 use std::time::Duration;
 
@@ -9,7 +12,16 @@ use codemode::{NoTools, Runtime};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn compute(c: &mut Criterion) {
-    let runtime = Runtime::new(&bench::runtime_config(8)).expect("building the runtime");
+    let runtime_with = |fuel: bool, epoch: bool| {
+        let mut config = bench::runtime_config(8);
+        config.fuel(fuel).epoch_interruption(epoch);
+        Runtime::new(&config).expect("building the runtime")
+    };
+    let sandboxes = [
+        ("sandbox", runtime_with(true, true)),
+        ("sandbox_epoch_only", runtime_with(false, true)),
+        ("sandbox_no_cpu_bound", runtime_with(false, false)),
+    ];
     let options = bench::eval_options();
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -20,13 +32,15 @@ fn compute(c: &mut Criterion) {
         group
             .sample_size(10)
             .measurement_time(Duration::from_secs(4));
-        group.bench_function("sandbox", |b| {
-            b.iter(|| {
-                let outcome = tokio.block_on(runtime.eval(workload.source, &options, &NoTools));
-                assert!(outcome.ok, "{}: {:?}", workload.name, outcome.error);
-                outcome
-            })
-        });
+        for (name, runtime) in &sandboxes {
+            group.bench_function(*name, |b| {
+                b.iter(|| {
+                    let outcome = tokio.block_on(runtime.eval(workload.source, &options, &NoTools));
+                    assert!(outcome.ok, "{}: {:?}", workload.name, outcome.error);
+                    outcome
+                })
+            });
+        }
         if native::AVAILABLE {
             group.bench_function("native", |b| {
                 b.iter(|| native::eval(workload.source).expect("native eval"))

@@ -124,6 +124,9 @@ fn usage_errors_exit_2() {
         &["run", "/definitely/not/here.js"],
         &["run", "--profile", "p", "x.js"],
         &["nonsense"],
+        // A misspelt section or workload would otherwise measure nothing and look like a result.
+        &["bench", "--only", "comput", "--no-process"],
+        &["bench", "--workload", "loops", "--only", "compute"],
     ];
     for args in cases {
         let out = codemode().args(*args).output().unwrap();
@@ -134,6 +137,14 @@ fn usage_errors_exit_2() {
             text(&out.stderr)
         );
         assert!(!out.stderr.is_empty(), "{args:?}");
+        if args[0] == "bench" {
+            // The error lists what is accepted.
+            assert!(
+                text(&out.stderr).contains("compute") || text(&out.stderr).contains("richards"),
+                "{args:?}: {}",
+                text(&out.stderr)
+            );
+        }
     }
     let out = codemode().args(["run", "--help"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));

@@ -28,6 +28,18 @@ pub use run::run;
 pub use stats::Samples;
 pub use workloads::{WORKLOADS, Workload};
 
+/// The sections of a run, in the order measured: the names [`BenchOptions::only`] takes.
+pub const SECTIONS: &[&str] = &[
+    "eval",
+    "tools",
+    "compute",
+    "floor",
+    "suspended",
+    "start-up",
+    "limits",
+    "techniques",
+];
+
 /// Evals per batch between switches of variant when variants are interleaved.
 const BATCH: usize = 100;
 
@@ -52,6 +64,10 @@ pub struct BenchOptions {
     pub first_run: bool,
     /// Also measure what fuel and epoch interruption cost.
     pub limits_cost: bool,
+    /// Also run every compute workload with neither fuel nor epoch interruption, against native:
+    /// what wasm under Cranelift costs by itself, the floor no setting of the limits goes below
+    /// (section `floor`; not a target, since nothing then bounds a busy script's CPU time).
+    pub engine_floor: bool,
     /// Also measure each technique by switching it off (one runtime per variant).
     pub techniques: bool,
     /// Measure eval, tools and compute a second time with fuel off (epoch interruption alone
@@ -62,8 +78,7 @@ pub struct BenchOptions {
     pub guest: Option<Vec<u8>>,
     /// Settings applied to every runtime measured (e.g. fuel off), after the defaults.
     pub tweak: Option<fn(&mut RuntimeConfig)>,
-    /// Only these sections (`eval`, `tools`, `compute`, `suspended`, `start-up`, `limits`,
-    /// `techniques`); empty = all that are enabled.
+    /// Only these sections (see [`SECTIONS`]); empty = all that are enabled.
     pub only: Vec<String>,
     /// Only these compute workloads (by name); empty = all.
     pub workloads: Vec<String>,
@@ -81,6 +96,7 @@ impl Default for BenchOptions {
             startup_runs: 20,
             first_run: true,
             limits_cost: true,
+            engine_floor: true,
             techniques: false,
             epoch_only_too: true,
             guest: None,
@@ -104,6 +120,7 @@ impl BenchOptions {
             startup_runs: 5,
             first_run: false,
             limits_cost: false,
+            engine_floor: false,
             techniques: false,
             epoch_only_too: true,
             guest: None,
@@ -616,11 +633,12 @@ mod tests {
             suspended: 8,
             startup_runs: 0,
             workloads: vec!["loop".into()],
+            engine_floor: true,
             ..BenchOptions::quick()
         };
         let report = run(&options, &mut |_| {}).expect("the bench runs");
         let sections: Vec<&str> = report.figures.iter().map(|f| f.section.as_str()).collect();
-        for section in ["start-up", "eval", "tools", "compute", "suspended"] {
+        for section in ["start-up", "eval", "tools", "compute", "floor", "suspended"] {
             assert!(
                 sections.contains(&section),
                 "no {section} figure: {sections:?}"
@@ -629,6 +647,14 @@ mod tests {
         for figure in &report.figures {
             assert!(figure.value.is_finite(), "{figure:?}");
         }
+        // The floor is a study, not a target: it never reads as met or missed.
+        let floor: Vec<&Figure> = report
+            .figures
+            .iter()
+            .filter(|f| f.section == "floor")
+            .collect();
+        assert_eq!(floor.len(), 1, "one floor figure per workload asked for");
+        assert!(floor[0].met.is_none() && floor[0].name.starts_with("loop: "));
         let table = report.table();
         assert!(table.contains("trivial eval"));
         // Both ways of bounding CPU time are measured.

@@ -56,23 +56,37 @@ pub fn run(options: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<Rep
             );
         }
     }
+    let wanted = |w: &&Workload| {
+        options.workloads.is_empty() || options.workloads.iter().any(|n| n == w.name)
+    };
     if options.wants("compute") {
-        let wanted = |w: &&Workload| {
-            options.workloads.is_empty() || options.workloads.iter().any(|n| n == w.name)
-        };
         for (label, runtime) in &limit_sets {
             for workload in WORKLOADS.iter().filter(wanted) {
                 progress(&format!("compute: {}, {label}", workload.name));
-                figures.push(compute_figure(
-                    runtime,
-                    workload,
-                    options.compute_rounds,
-                    label,
-                ));
+                let figure = compute_figure("compute", runtime, workload, options, label);
+                figures.push(match figure.ratio {
+                    Some(ratio) => figure.target("≤ 1.5× native QuickJS", ratio <= 1.5),
+                    None => figure,
+                });
             }
         }
     }
     drop(limit_sets);
+    if options.engine_floor && options.wants("floor") && options.tweak.is_none() {
+        let mut config = runtime_config(8);
+        config.fuel(false).epoch_interruption(false);
+        let runtime = options.runtime(config)?;
+        for workload in WORKLOADS.iter().filter(wanted) {
+            progress(&format!("compute: {}, no CPU bound", workload.name));
+            figures.push(compute_figure(
+                "floor",
+                &runtime,
+                workload,
+                options,
+                "no CPU bound (neither fuel nor epoch; not a target)",
+            ));
+        }
+    }
     if options.wants("suspended") {
         progress(&format!("{} suspended evals", options.suspended));
         figures.extend(suspended_figures(options)?);
@@ -160,20 +174,26 @@ fn eval_figures(limit_sets: &[(String, Runtime)], options: &BenchOptions) -> Vec
 /// Windows of the throughput measurement.
 const THROUGHPUT_WINDOWS: usize = 5;
 
-fn compute_figure(runtime: &Runtime, workload: &Workload, rounds: usize, label: &str) -> Figure {
-    let c = compute(runtime, workload, rounds);
-    let figure = Figure::new(
-        "compute",
+/// A compute workload in the sandbox against native QuickJS, interleaved: the sandbox's median
+/// with the native median and the ratio, or a note saying why there is no native figure.
+fn compute_figure(
+    section: &str,
+    runtime: &Runtime,
+    workload: &Workload,
+    options: &BenchOptions,
+    label: &str,
+) -> Figure {
+    let c = compute(runtime, workload, options.compute_rounds);
+    let mut figure = Figure::new(
+        section,
         format!("{}: {}, {label}", workload.name, workload.what),
         c.sandbox.median(),
         "ms",
     );
     match (&c.native, &c.native_problem) {
         (Some(native), _) => {
-            let ratio = c.sandbox.median() / native.median();
-            let mut figure = figure.target("≤ 1.5× native QuickJS", ratio <= 1.5);
             figure.native = Some(native.median());
-            figure.ratio = Some(ratio);
+            figure.ratio = Some(c.sandbox.median() / native.median());
             figure
         }
         (None, problem) => figure.note(format!(

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
+use clap::builder::PossibleValuesParser;
 
 use crate::bench::{self, BenchOptions};
 
@@ -28,12 +29,15 @@ pub struct BenchArgs {
     #[arg(long)]
     no_process: bool,
 
-    /// Only these sections: eval, tools, compute, suspended, start-up, limits, techniques.
-    #[arg(long, value_delimiter = ',', value_name = "SECTIONS")]
+    /// Only these sections (floor: the compute workloads with no CPU bound at all, against
+    /// native; limits and techniques: studies, see docs/PERFORMANCE.md).
+    #[arg(long, value_delimiter = ',', value_name = "SECTIONS",
+          value_parser = PossibleValuesParser::new(bench::SECTIONS))]
     only: Vec<String>,
 
-    /// Only these compute workloads: loop, json, strings, regex, richards.
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    /// Only these compute workloads.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES",
+          value_parser = PossibleValuesParser::new(bench::WORKLOADS.iter().map(|w| w.name)))]
     workload: Vec<String>,
 
     /// Measure another build of the guest module (same ABI) instead of the embedded one.
