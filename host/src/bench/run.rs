@@ -72,7 +72,7 @@ pub fn run(options: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<Rep
         }
     }
     drop(limit_sets);
-    if options.engine_floor && options.wants("floor") && options.tweak.is_none() {
+    if options.engine_floor && options.wants("floor") {
         let mut config = runtime_config(8);
         config.fuel(false).epoch_interruption(false);
         let runtime = options.runtime(config)?;
