@@ -13,9 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 
 fn compute(c: &mut Criterion) {
     let runtime_with = |fuel: bool, epoch: bool| {
-        let mut config = bench::runtime_config(8);
-        config.fuel(fuel).epoch_interruption(epoch);
-        Runtime::new(&config).expect("building the runtime")
+        Runtime::new(&bench::cpu_bound_config(fuel, epoch)).expect("building the runtime")
     };
     let sandboxes = [
         ("sandbox", runtime_with(true, true)),

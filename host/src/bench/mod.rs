@@ -158,6 +158,14 @@ pub fn runtime_config(slots: u32) -> RuntimeConfig {
     config
 }
 
+/// The configuration of a runtime for compute workloads (a pool of 8) whose CPU time is bounded
+/// by fuel, by epoch interruption, by both (the default) or by neither (the engine's floor).
+pub fn cpu_bound_config(fuel: bool, epoch: bool) -> RuntimeConfig {
+    let mut config = runtime_config(8);
+    config.fuel(fuel).epoch_interruption(epoch);
+    config
+}
+
 /// The eval options measured: every limit at its default (fuel, memory, timeout, output, tool
 /// calls).
 pub fn eval_options() -> EvalOptions {

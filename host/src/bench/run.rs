@@ -73,9 +73,7 @@ pub fn run(options: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<Rep
     }
     drop(limit_sets);
     if options.engine_floor && options.wants("floor") {
-        let mut config = runtime_config(8);
-        config.fuel(false).epoch_interruption(false);
-        let runtime = options.runtime(config)?;
+        let runtime = options.runtime(cpu_bound_config(false, false))?;
         for workload in WORKLOADS.iter().filter(wanted) {
             progress(&format!("compute: {}, no CPU bound", workload.name));
             figures.push(compute_figure(
@@ -285,13 +283,11 @@ fn limits_cost(options: &BenchOptions) -> Result<Vec<Figure>, String> {
     let runtimes = variants
         .iter()
         .map(|(_, fuel, epoch)| {
-            let mut config = runtime_config(8);
-            config.fuel(*fuel).epoch_interruption(*epoch);
             let options = BenchOptions {
                 tweak: None,
                 ..options.clone()
             };
-            options.runtime(config)
+            options.runtime(cpu_bound_config(*fuel, *epoch))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut figures = Vec::new();
