@@ -1,8 +1,13 @@
-//! codemode-host: wiring — the MCP server, upstream MCP clients, elicitation, hot reload, the CLI.
+//! codemode-host: the wiring of codemode — the governed eval ([`session`]) that every entry
+//! point runs, the CLI ([`cli`]), the MCP server ([`server`]), upstream MCP clients
+//! ([`upstream`]), the script's tools ([`tools`], [`catalog`]) and the channels that ask a
+//! human ([`approvals`]).
 
+pub mod approvals;
 pub mod bench;
 pub mod catalog;
 pub mod cli;
 pub mod server;
-pub mod terminal;
+pub mod session;
+pub mod tools;
 pub mod upstream;

@@ -335,3 +335,53 @@ fn terminal_prompt_approves_declines_and_times_out() {
         .unwrap();
     assert_eq!(text(&out.stdout), "\"denied\"\n", "{}", text(&out.stderr));
 }
+
+#[test]
+fn top_level_help_says_what_the_program_does() {
+    let out = codemode().arg("-h").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout).lines().next(),
+        Some(
+            "Run the JavaScript an AI agent writes in a WebAssembly sandbox, with per-call tool policies"
+        )
+    );
+}
+
+#[test]
+fn a_missing_config_is_named_once() {
+    let dir = temp_dir("missing-config");
+    let script = dir.join("x.js");
+    std::fs::write(&script, "1").unwrap();
+    let missing = dir.join("nope.json");
+    let out = codemode()
+        .args(["run", "--config"])
+        .arg(&missing)
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "{}: cannot read the file: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
+}
+
+#[test]
+fn serve_http_names_a_bad_address() {
+    let out = codemode()
+        .args(["serve", "--http", "localhost:http"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(
+            "expected HOST:PORT with a port from 0 to 65535, e.g. localhost:8080 (got `localhost:http`)"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -21,9 +21,18 @@ pub const EXIT_USAGE: u8 = 2;
 /// The embedded default config (`codemode config default` prints it).
 pub const DEFAULT_CONFIG: &str = include_str!("../default-config.json");
 
-/// Run LLM-written JavaScript in a WebAssembly sandbox, with per-call tool policies.
+/// Runs the JavaScript an AI agent writes in a WebAssembly sandbox; its tool calls go to MCP
+/// servers under per-call policies (allow, ask a human, deny) and into an audit log.
 #[derive(Debug, Parser)]
-#[command(name = "codemode", version, about, long_about = None)]
+#[command(
+    name = "codemode",
+    version,
+    about = "Run the JavaScript an AI agent writes in a WebAssembly sandbox, with per-call tool policies",
+    long_about = "Run the JavaScript an AI agent writes in a WebAssembly sandbox.\n\n\
+        Each `codemode.<tool>(args)` a script makes goes to a tool of an MCP server, decided per call \
+        by the caller's profile (deny > ask a human > allow) and recorded in an audit log. \
+        `codemode serve` is an MCP server offering this to an agent; `codemode run` runs one script."
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -100,7 +109,12 @@ pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, ExitCode> {
     };
     result.map_err(|errors| {
         for error in errors.iter() {
-            eprintln!("{name}: {error}");
+            // A file that cannot be read is reported under the file's own name.
+            if error.path == name {
+                eprintln!("{error}");
+            } else {
+                eprintln!("{name}: {error}");
+            }
         }
         ExitCode::from(EXIT_USAGE)
     })

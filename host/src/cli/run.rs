@@ -7,18 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use codemode_policies::{
-    AuditRecord, AuditSink, AuditWriter, Config, EvalAuditRecord, PolicyToolHost, SessionApprovals,
-    extract_tool_calls,
-};
-use codemode_runtime::{EvalOptions, EvalOutcome, NoTools, Runtime, RuntimeConfig, ToolHost};
+use codemode_policies::{AuditWriter, Config};
+use codemode_runtime::{CancellationToken, EvalOptions, EvalOutcome, Runtime, RuntimeConfig};
 
 use super::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
-use crate::server::ask::{AskApprover, Asker, NoAsker};
-use crate::server::script_tools::ScriptTools;
-use crate::server::upstream_specs;
-use crate::terminal::TerminalAsker;
-use crate::upstream::UpstreamPool;
+use crate::approvals::{Asker, NoAsker, TerminalAsker};
+use crate::session::{AuditTarget, Caller, GovernedEval};
+use crate::upstream::{UpstreamPool, upstream_specs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -120,73 +115,58 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let outcome = match &config {
-        None => runtime.eval(&code, &options, &NoTools).await,
-        Some(config) => {
-            let profile = match config.resolve_profile(args.profile.as_deref()) {
-                Ok(p) => p,
+    let mut eval = GovernedEval::builder(runtime)
+        .caller(Caller::local())
+        .options(options);
+    let mut upstreams = None;
+    if let Some(config) = &config {
+        let profile = match config.resolve_profile(args.profile.as_deref()) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("codemode: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
+        let audit = match &config.audit.dir {
+            Some(dir) => match AuditWriter::open(dir.clone()) {
+                Ok(writer) => Some(AuditTarget {
+                    sink: Arc::new(writer),
+                    include_args: config.audit.include_args,
+                }),
                 Err(e) => {
-                    eprintln!("codemode: {e}");
+                    eprintln!(
+                        "codemode: cannot open the audit log in {}: {e}",
+                        dir.display()
+                    );
                     return ExitCode::from(EXIT_USAGE);
                 }
-            };
-            // Prompts need the terminal: not available when the script itself comes on stdin.
-            let interactive = args.file.as_os_str() != "-" && TerminalAsker::available();
-            let asker: Arc<dyn Asker> = if interactive {
-                Arc::new(TerminalAsker::default())
-            } else {
-                Arc::new(NoAsker)
-            };
-            let upstreams = match UpstreamPool::connect(upstream_specs(config)).await {
-                Ok(pool) => pool,
-                Err(e) => {
-                    eprintln!("codemode: {e}");
-                    return ExitCode::from(EXIT_USAGE);
-                }
-            };
-            let inner: Arc<dyn ToolHost> =
-                Arc::new(ScriptTools::new(upstreams.clone(), asker.clone()));
-            let mut builder = PolicyToolHost::builder(inner)
-                .profile(profile.clone())
-                .approver(Arc::new(AskApprover::new(asker)))
-                .session_approvals(SessionApprovals::new())
-                .preview(Arc::new(extract_tool_calls(&code)));
-            let audit: Option<Arc<dyn AuditSink>> = match &config.audit.dir {
-                Some(dir) => match AuditWriter::open(dir.clone()) {
-                    Ok(w) => Some(Arc::new(w)),
-                    Err(e) => {
-                        eprintln!(
-                            "codemode: cannot open the audit log in {}: {e}",
-                            dir.display()
-                        );
-                        return ExitCode::from(EXIT_USAGE);
-                    }
-                },
-                None => None,
-            };
-            if let Some(sink) = &audit {
-                builder = builder.audit(sink.clone(), config.audit.include_args);
+            },
+            None => None,
+        };
+        // Prompts need the terminal: not available when the script itself comes on stdin.
+        let interactive = args.file.as_os_str() != "-" && TerminalAsker::available();
+        let asker: Arc<dyn Asker> = if interactive {
+            Arc::new(TerminalAsker::default())
+        } else {
+            Arc::new(NoAsker)
+        };
+        let pool = match UpstreamPool::connect(upstream_specs(config)).await {
+            Ok(pool) => pool,
+            Err(e) => {
+                eprintln!("codemode: {e}");
+                return ExitCode::from(EXIT_USAGE);
             }
-            let tools = builder.build();
-            let eval_id = runtime.allocate_eval_id();
-            let outcome = runtime.eval_with_id(eval_id, &code, &options, &tools).await;
-            if let Some(sink) = &audit {
-                let name = profile.as_ref().map(|p| p.name().to_string());
-                sink.record(AuditRecord::Eval(EvalAuditRecord::from_outcome(
-                    &outcome,
-                    eval_id,
-                    &code,
-                    None,
-                    name.as_deref(),
-                )));
-            }
-            upstreams.shutdown().await;
-            outcome
-        }
-    };
-    let mut outcome = outcome;
-    if let Some(error) = outcome.error.as_mut() {
-        codemode_policies::locate_syntax_error(&code, error);
+        };
+        eval = eval
+            .tools(pool.clone())
+            .profile(profile)
+            .asker(asker)
+            .audit(audit);
+        upstreams = Some(pool);
+    }
+    let outcome = eval.build().run(&code, &CancellationToken::new()).await;
+    if let Some(pool) = upstreams {
+        pool.shutdown().await;
     }
     report(&display_name, &outcome, args.json)
 }

@@ -17,9 +17,37 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
-    /// Serve streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:8080) instead of stdio.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio; ADDR is HOST:PORT, e.g.
+    /// 127.0.0.1:8080, localhost:8080 or [::1]:8080 (a name is resolved once, at start).
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen_address)]
     http: Option<SocketAddr>,
+}
+
+/// `HOST:PORT` → the address to listen on: an IP address as it is, a host name resolved (its
+/// first IPv4 address, else its first address).
+fn parse_listen_address(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err("expected HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080".into());
+    };
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        return Err(format!(
+            "expected HOST:PORT with a port from 0 to 65535, e.g. localhost:8080 (got `{text}`)"
+        ));
+    }
+    let addrs: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve `{host}`: {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| format!("`{host}` resolves to no address"))
 }
 
 pub async fn serve(args: ServeArgs) -> ExitCode {
@@ -66,5 +94,53 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("codemode: {e:#}");
             ExitCode::from(EXIT_USAGE)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_listen_address;
+
+    #[test]
+    fn listen_addresses() {
+        let ok = [
+            ("127.0.0.1:8080", "127.0.0.1:8080"),
+            ("[::1]:9", "[::1]:9"),
+            ("localhost:8080", "127.0.0.1:8080"),
+            ("0.0.0.0:0", "0.0.0.0:0"),
+        ];
+        for (text, want) in ok {
+            assert_eq!(
+                parse_listen_address(text).unwrap().to_string(),
+                want,
+                "{text}"
+            );
+        }
+        let bad = [
+            (
+                "8080",
+                "expected HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080",
+            ),
+            (
+                ":8080",
+                "expected HOST:PORT with a port from 0 to 65535, e.g. localhost:8080 (got `:8080`)",
+            ),
+            (
+                "localhost:99999",
+                "expected HOST:PORT with a port from 0 to 65535, e.g. localhost:8080 (got `localhost:99999`)",
+            ),
+            (
+                "localhost:http",
+                "expected HOST:PORT with a port from 0 to 65535, e.g. localhost:8080 (got `localhost:http`)",
+            ),
+        ];
+        for (text, want) in bad {
+            assert_eq!(parse_listen_address(text).unwrap_err(), want, "{text}");
+        }
+        let unknown = parse_listen_address("no-such-host.invalid:80").unwrap_err();
+        assert!(
+            unknown.starts_with("cannot resolve `no-such-host.invalid`: "),
+            "{unknown}"
+        );
     }
 }

@@ -5,18 +5,24 @@
 //! `codemode.<server>__<tool>` and the built-ins `search_tools`, `get_tools` and
 //! `hitl_request`. Human approval goes to the session's own client: `elicitation/create` on
 //! protocol 2025-11-25 and older, input-required results on 2026-07-28 (see [`suspend`]).
+//!
+//! Each eval request becomes a [`crate::session::GovernedEval`]; this module adds only what is
+//! MCP's: the tool listing (`listing`), the request's wait and suspension (`eval`, [`suspend`]),
+//! progress notifications (`progress`), results ([`result`]), hot reload ([`reload`]), and the
+//! `ServerHandler` routing ([`CodemodeServer`]).
 
-pub mod ask;
+mod eval;
 mod handler;
-pub mod hitl;
+mod listing;
+mod progress;
 pub mod reload;
 pub mod result;
-pub mod script_tools;
 mod state;
 pub mod suspend;
 
-pub use handler::{CodemodeServer, EVAL_TOOL, PROFILE_TOOL_PREFIX};
-pub use state::{ServerState, upstream_specs};
+pub use handler::CodemodeServer;
+pub use listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
+pub use state::ServerState;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,20 +1,19 @@
 //! What every session and request of one `codemode serve` shares: the runtime, the live config,
 //! the upstream pool, the audit writer, suspended evals, and who to tell when tools change.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use codemode_policies::{AuditSink, AuditWriter, Config};
-use codemode_runtime::{BoxFuture, EvalOptions, Runtime};
+use codemode_runtime::{BoxFuture, Runtime};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 
-use super::ask::{Answer, Asker, Question};
 use super::suspend::Suspensions;
-use crate::upstream::{UpstreamElicitation, UpstreamPool, UpstreamSpec};
+use crate::approvals::{Answer, Asker, Question};
+use crate::upstream::{UpstreamElicitation, UpstreamPool, upstream_specs};
 
 /// Shared server state. See the module docs.
 pub struct ServerState {
@@ -100,11 +99,6 @@ impl ServerState {
         self.notify_tools_changed().await;
     }
 
-    /// Eval limits from the config's `limits`.
-    pub fn eval_options(&self) -> EvalOptions {
-        self.config().limits.eval_options()
-    }
-
     /// A new session id (`s1`, `s2`, …).
     pub fn new_session_id(&self) -> String {
         format!("s{}", self.next_session.fetch_add(1, Ordering::Relaxed))
@@ -178,19 +172,6 @@ impl ServerState {
             .rev()
             .find_map(|(_, a)| a.upgrade().filter(|a| a.supports()))
     }
-}
-
-/// The config's `mcpServers` as upstream specs.
-pub fn upstream_specs(config: &Config) -> HashMap<String, UpstreamSpec> {
-    config
-        .servers
-        .iter()
-        .map(|(name, server)| {
-            let spec =
-                UpstreamSpec::with_transport(server.transport.clone()).call_timeout(server.timeout);
-            (name.clone(), spec)
-        })
-        .collect()
 }
 
 /// An upstream server's own `elicitation/create` goes to the human of the most recently started

@@ -16,7 +16,8 @@ use rmcp::model::{ElicitRequest, InputRequest, InputRequests, InputResponses};
 use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 
-use super::ask::{Answer, Asker, Question, from_elicit_result};
+use crate::approvals::elicitation::from_elicit_result;
+use crate::approvals::{Answer, Asker, Question};
 
 /// A finished eval whose outcome nobody fetched is forgotten after this long.
 const UNCLAIMED_TTL: Duration = Duration::from_secs(600);

@@ -39,5 +39,5 @@ pub use connection::UpstreamStatus;
 pub use pool::UpstreamPool;
 pub use spec::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, UpstreamError, UpstreamSpec, UpstreamTransport,
-    validate_server_name,
+    upstream_specs, validate_server_name,
 };

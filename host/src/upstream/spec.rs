@@ -146,6 +146,21 @@ pub(crate) fn http_headers(
     Ok(out)
 }
 
+/// The config's `mcpServers`, by name, as upstream specs.
+pub fn upstream_specs(
+    config: &codemode_policies::Config,
+) -> std::collections::HashMap<String, UpstreamSpec> {
+    config
+        .servers
+        .iter()
+        .map(|(name, server)| {
+            let spec =
+                UpstreamSpec::with_transport(server.transport.clone()).call_timeout(server.timeout);
+            (name.clone(), spec)
+        })
+        .collect()
+}
+
 /// Checks an upstream server name.
 ///
 /// Scripts call `codemode.<server>__<tool>`, and the first `__` of such a name must end the

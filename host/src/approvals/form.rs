@@ -1,114 +1,14 @@
-//! Asking the human behind a client: one [`Asker`] per eval, chosen by the client's protocol
-//! generation and capabilities; [`AskApprover`] turns tool approvals into questions.
+//! The approval form: a policy layer's [`ApprovalRequest`] as a [`Question`] with one
+//! `decision` field, and the answer back as an [`ApprovalDecision`].
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
 
 use codemode_policies::{ApprovalDecision, ApprovalRequest, Approver};
 use codemode_runtime::BoxFuture;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, JsonObject};
-use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 
-/// A form question: a message and the JSON Schema (flat object of primitives) of the answer.
-#[derive(Debug, Clone)]
-pub struct Question {
-    /// What the human reads.
-    pub message: String,
-    /// `{"type": "object", "properties": {…}, "required": […]}`.
-    pub schema: JsonObject,
-}
-
-impl Question {
-    /// The MCP form elicitation for this question.
-    pub fn to_params(&self) -> Result<ElicitRequestParams, String> {
-        let schema =
-            ElicitationSchema::from_json_schema(self.schema.clone()).map_err(|e| e.to_string())?;
-        Ok(ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: self.message.clone(),
-            requested_schema: schema,
-        })
-    }
-}
-
-/// How a question ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
-    /// The human submitted the form.
-    Accept(Value),
-    /// The human refused.
-    Decline,
-    /// The human dismissed the prompt.
-    Cancel,
-    /// Nobody answered in time.
-    Timeout,
-    /// Asking failed (the client errored or went away).
-    Failed(String),
-}
-
-/// Someone who can be asked. Object-safe.
-pub trait Asker: Send + Sync {
-    /// Whether a human can be asked at all.
-    fn supports(&self) -> bool;
-    /// Asks, giving up after `timeout` (a timeout never approves anything).
-    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer>;
-}
-
-/// Nobody to ask: clients without elicitation.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoAsker;
-
-impl Asker for NoAsker {
-    fn supports(&self) -> bool {
-        false
-    }
-    fn ask(&self, _question: Question, _timeout: Duration) -> BoxFuture<'_, Answer> {
-        Box::pin(async { Answer::Failed("the client does not support elicitation".into()) })
-    }
-}
-
-/// Clients on protocol 2025-11-25 and older: a server→client `elicitation/create` request.
-#[derive(Clone)]
-pub struct PeerAsker {
-    peer: Peer<RoleServer>,
-}
-
-impl PeerAsker {
-    /// Asks through this session's peer.
-    pub fn new(peer: Peer<RoleServer>) -> Self {
-        PeerAsker { peer }
-    }
-}
-
-impl Asker for PeerAsker {
-    fn supports(&self) -> bool {
-        true
-    }
-    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
-        Box::pin(async move {
-            let params = match question.to_params() {
-                Ok(p) => p,
-                Err(e) => return Answer::Failed(format!("invalid question schema: {e}")),
-            };
-            match tokio::time::timeout(timeout, self.peer.create_elicitation(params)).await {
-                Err(_) => Answer::Timeout,
-                Ok(Err(e)) => Answer::Failed(e.to_string()),
-                Ok(Ok(result)) => from_elicit_result(result.action, result.content),
-            }
-        })
-    }
-}
-
-/// Maps an elicitation result to an [`Answer`].
-pub fn from_elicit_result(action: ElicitationAction, content: Option<Value>) -> Answer {
-    match action {
-        ElicitationAction::Accept => Answer::Accept(content.unwrap_or(Value::Null)),
-        ElicitationAction::Decline => Answer::Decline,
-        _ => Answer::Cancel,
-    }
-}
+use super::{Answer, Asker, Question};
 
 /// The decisions a human can give, as they appear in the form.
 const DECISIONS: [(&str, &str, ApprovalDecision); 5] = [

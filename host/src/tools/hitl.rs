@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::ask::{Answer, Asker, Question};
+use crate::approvals::{Answer, Asker, Question};
 
 /// Name of the built-in tool.
 pub const TOOL_NAME: &str = "hitl_request";
@@ -371,7 +371,7 @@ mod tests {
     async fn without_a_human_it_cancels() {
         let r = run(
             &json!({"question": "q", "options": ["a"], "defaultOption": "a"}),
-            &super::super::ask::NoAsker,
+            &crate::approvals::NoAsker,
             "r3",
         )
         .await;

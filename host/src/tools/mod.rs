@@ -1,13 +1,15 @@
-//! What `codemode.<name>(…)` reaches inside an eval served over MCP: the built-in tools
-//! (`search_tools`, `get_tools`, `hitl_request`) and every upstream tool as `server__tool`.
+//! What `codemode.<name>(…)` reaches inside a governed eval (`codemode run --config` and the MCP
+//! server alike): the built-in tools (`search_tools`, `get_tools`, [`hitl_request`](hitl)) and
+//! every upstream tool as `server__tool`.
+
+pub mod hitl;
 
 use std::sync::Arc;
 
 use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 use serde_json::{Value, json};
 
-use super::ask::Asker;
-use super::hitl;
+use crate::approvals::Asker;
 use crate::catalog::{self, ToolInfo};
 use crate::upstream::UpstreamPool;
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
-use crate::server::ask::{Answer, Asker, Question};
+use super::{Answer, Asker, Question};
 
 /// Prompts on stderr and reads answers from stdin, one question at a time.
 #[derive(Default)]

@@ -1,0 +1,52 @@
+//! The MCP client's own elicitation: a server→client `elicitation/create` request, for clients
+//! on protocol 2025-11-25 and older.
+
+use std::time::Duration;
+
+use codemode_runtime::BoxFuture;
+use rmcp::model::ElicitationAction;
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+
+use super::{Answer, Asker, Question};
+
+/// Clients on protocol 2025-11-25 and older: a server→client `elicitation/create` request.
+#[derive(Clone)]
+pub struct PeerAsker {
+    peer: Peer<RoleServer>,
+}
+
+impl PeerAsker {
+    /// Asks through this session's peer.
+    pub fn new(peer: Peer<RoleServer>) -> Self {
+        PeerAsker { peer }
+    }
+}
+
+impl Asker for PeerAsker {
+    fn supports(&self) -> bool {
+        true
+    }
+    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+        Box::pin(async move {
+            let params = match question.to_params() {
+                Ok(p) => p,
+                Err(e) => return Answer::Failed(format!("invalid question schema: {e}")),
+            };
+            match tokio::time::timeout(timeout, self.peer.create_elicitation(params)).await {
+                Err(_) => Answer::Timeout,
+                Ok(Err(e)) => Answer::Failed(e.to_string()),
+                Ok(Ok(result)) => from_elicit_result(result.action, result.content),
+            }
+        })
+    }
+}
+
+/// Maps an elicitation result to an [`Answer`].
+pub fn from_elicit_result(action: ElicitationAction, content: Option<Value>) -> Answer {
+    match action {
+        ElicitationAction::Accept => Answer::Accept(content.unwrap_or(Value::Null)),
+        ElicitationAction::Decline => Answer::Decline,
+        _ => Answer::Cancel,
+    }
+}

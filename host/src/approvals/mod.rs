@@ -1,0 +1,83 @@
+//! Approval channels: the ways codemode can put a question to a human.
+//!
+//! A question ([`Question`]: a message and a flat JSON Schema form) goes to an [`Asker`]; how it
+//! ended comes back as an [`Answer`]. One asker serves one eval, chosen by its entry point:
+//! - [`elicitation::PeerAsker`]: the MCP client's own `elicitation/create` (protocol 2025-11-25
+//!   and older; 2026-07-28 clients are asked through input-required results, see
+//!   [`crate::server::suspend`]);
+//! - [`terminal::TerminalAsker`]: the terminal of `codemode run`;
+//! - [`NoAsker`]: nobody can be asked (the profile's `elicitationFallback` decides).
+//!
+//! [`form::AskApprover`] turns the policy layer's approval requests into questions.
+
+pub mod elicitation;
+pub mod form;
+pub mod terminal;
+
+use std::time::Duration;
+
+use codemode_runtime::BoxFuture;
+use rmcp::model::{ElicitRequestParams, ElicitationSchema, JsonObject};
+use serde_json::Value;
+
+pub use elicitation::PeerAsker;
+pub use form::{AskApprover, approval_question, decision_from};
+pub use terminal::TerminalAsker;
+
+/// A form question: a message and the JSON Schema (flat object of primitives) of the answer.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// What the human reads.
+    pub message: String,
+    /// `{"type": "object", "properties": {…}, "required": […]}`.
+    pub schema: JsonObject,
+}
+
+impl Question {
+    /// The MCP form elicitation for this question.
+    pub fn to_params(&self) -> Result<ElicitRequestParams, String> {
+        let schema =
+            ElicitationSchema::from_json_schema(self.schema.clone()).map_err(|e| e.to_string())?;
+        Ok(ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: self.message.clone(),
+            requested_schema: schema,
+        })
+    }
+}
+
+/// How a question ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// The human submitted the form.
+    Accept(Value),
+    /// The human refused.
+    Decline,
+    /// The human dismissed the prompt.
+    Cancel,
+    /// Nobody answered in time.
+    Timeout,
+    /// Asking failed (the client errored or went away).
+    Failed(String),
+}
+
+/// Someone who can be asked. Object-safe.
+pub trait Asker: Send + Sync {
+    /// Whether a human can be asked at all.
+    fn supports(&self) -> bool;
+    /// Asks, giving up after `timeout` (a timeout never approves anything).
+    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer>;
+}
+
+/// Nobody to ask: clients without elicitation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoAsker;
+
+impl Asker for NoAsker {
+    fn supports(&self) -> bool {
+        false
+    }
+    fn ask(&self, _question: Question, _timeout: Duration) -> BoxFuture<'_, Answer> {
+        Box::pin(async { Answer::Failed("the client does not support elicitation".into()) })
+    }
+}

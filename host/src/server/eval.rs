@@ -1,0 +1,214 @@
+//! An eval requested over MCP: which profile the called tool stands for, which channel can ask
+//! the client's human, and how the request waits — on the eval itself (protocol 2025-11-25 and
+//! older: questions go out as `elicitation/create` while the request is open), or on its
+//! [`Suspended`] entry (2026-07-28: questions come back as input-required results, and the
+//! client's retry with `requestState` resumes the wait).
+
+use std::sync::Arc;
+
+use codemode_policies::Profile;
+use codemode_runtime::{CancellationToken, EvalOutcome};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequiredResult,
+    ProtocolVersion,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::Value;
+
+use super::handler::CodemodeServer;
+use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
+use super::progress::Progress;
+use super::result::eval_result;
+use super::suspend::{Event, Suspended};
+use crate::approvals::{Asker, NoAsker, PeerAsker};
+use crate::session::{AuditTarget, Caller, GovernedEval};
+
+impl CodemodeServer {
+    fn profile_for(&self, tool: &str) -> Result<Option<Arc<Profile>>, String> {
+        let config = self.state.config();
+        if tool == EVAL_TOOL {
+            return Ok(match &config.evaluation.default_profile {
+                Some(name) => config.profile(name).cloned(),
+                None => None,
+            });
+        }
+        let name = &tool[PROFILE_TOOL_PREFIX.len()..];
+        config
+            .profile(name)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| format!("no profile named `{name}` (the config changed?)"))
+    }
+
+    pub(super) async fn call_eval(
+        &self,
+        req: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let tool = req.name.to_string();
+        if let Some(token) = req.request_state.as_deref() {
+            // A 2026-07-28 client answering an input-required result.
+            let Some(suspended) = self.state.suspensions.get(token) else {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again",
+                )])
+                .into());
+            };
+            if suspended.tool() != tool {
+                return Err(McpError::invalid_params(
+                    "requestState belongs to another tool",
+                    None,
+                ));
+            }
+            if let Some(responses) = &req.input_responses {
+                suspended.answer(responses);
+            }
+            return self.await_suspended(suspended, &ctx).await;
+        }
+
+        let code = match req.arguments.as_ref().and_then(|a| a.get("code")) {
+            Some(Value::String(code)) => code.clone(),
+            _ => {
+                return Err(McpError::invalid_params(
+                    "`code` (a string of JavaScript) is required",
+                    None,
+                ));
+            }
+        };
+        let profile = match self.profile_for(&tool) {
+            Ok(p) => p,
+            Err(message) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+            }
+        };
+        let modern = ctx
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let can_elicit = ctx
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+
+        let suspended = modern.then(|| self.state.suspensions.register(&tool));
+        let asker: Arc<dyn Asker> = match (&suspended, can_elicit) {
+            (_, false) => Arc::new(NoAsker),
+            (Some(s), true) => Arc::new(s.asker()),
+            (None, true) => Arc::new(PeerAsker::new(ctx.peer.clone())),
+        };
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`).
+        let cancel = CancellationToken::new();
+        let eval = self.clone().run_eval(
+            code,
+            profile,
+            asker,
+            suspended.clone(),
+            cancel.clone(),
+            done_tx,
+        );
+        let task = tokio::spawn(eval);
+        match suspended {
+            Some(s) => {
+                s.set_task(task, cancel);
+                self.await_suspended(s, &ctx).await
+            }
+            None => self.await_legacy(task, cancel, done_rx, &ctx).await,
+        }
+    }
+
+    /// Runs one eval to its end (in its own task, so a 2026-07-28 client can come back for it).
+    async fn run_eval(
+        self,
+        code: String,
+        profile: Option<Arc<Profile>>,
+        asker: Arc<dyn Asker>,
+        suspended: Option<Arc<Suspended>>,
+        cancel: CancellationToken,
+        done: tokio::sync::oneshot::Sender<EvalOutcome>,
+    ) {
+        let state = &self.state;
+        let config = state.config();
+        let audit = state.audit().map(|sink| AuditTarget {
+            sink,
+            include_args: config.audit.include_args,
+        });
+        let eval = GovernedEval::builder(state.runtime.clone())
+            .tools(state.upstreams.clone())
+            .caller(Caller::local())
+            .session(self.session_id.clone(), self.approvals.clone())
+            .profile(profile)
+            .asker(asker)
+            .audit(audit)
+            .options(config.limits.eval_options())
+            .build();
+        state.push_asker(eval.id().0, eval.asker());
+        let outcome = eval.run(&code, &cancel).await;
+        state.pop_asker(eval.id().0);
+        match suspended {
+            Some(s) => s.complete(outcome),
+            None => {
+                let _ = done.send(outcome);
+            }
+        }
+    }
+
+    async fn await_legacy(
+        &self,
+        task: tokio::task::JoinHandle<()>,
+        cancel: CancellationToken,
+        done: tokio::sync::oneshot::Receiver<EvalOutcome>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let abort = task.abort_handle();
+        let progress = Progress::new(ctx);
+        tokio::pin!(done);
+        loop {
+            tokio::select! {
+                outcome = &mut done => {
+                    return match outcome {
+                        Ok(outcome) => Ok(eval_result(&outcome).into()),
+                        Err(_) => Err(McpError::internal_error("the eval task ended without an outcome", None)),
+                    };
+                }
+                _ = ctx.ct.cancelled() => {
+                    // MCP cancellation: stop the sandbox now.
+                    cancel.cancel();
+                    abort.abort();
+                    return Err(McpError::internal_error("cancelled", None));
+                }
+                _ = progress.tick() => progress.send(ctx).await,
+            }
+        }
+    }
+
+    async fn await_suspended(
+        &self,
+        suspended: Arc<Suspended>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let progress = Progress::new(ctx);
+        let next = suspended.next_event();
+        tokio::pin!(next);
+        loop {
+            tokio::select! {
+                event = &mut next => {
+                    return Ok(match event {
+                        Event::Complete(outcome) => {
+                            self.state.suspensions.remove(suspended.token());
+                            eval_result(&outcome).into()
+                        }
+                        Event::Input(requests) => {
+                            InputRequiredResult::new(Some(requests), Some(suspended.token().to_string())).into()
+                        }
+                    });
+                }
+                _ = ctx.ct.cancelled() => {
+                    suspended.abort();
+                    self.state.suspensions.remove(suspended.token());
+                    return Err(McpError::internal_error("cancelled", None));
+                }
+                _ = progress.tick() => progress.send(ctx).await,
+            }
+        }
+    }
+}

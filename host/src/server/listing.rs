@@ -1,0 +1,118 @@
+//! What `tools/list` shows: the eval tools (one per profile), `search_tools` and `get_tools`.
+//!
+//! The eval tools' descriptions teach the code form and list the server namespaces, not every
+//! tool, so the listed surface stays small however many tools the upstreams have.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+
+use super::handler::CodemodeServer;
+use super::result::outcome_schema;
+use crate::tools::{self, GET_TOOLS, SEARCH_TOOLS};
+
+/// Name of the eval tool of `evaluation.defaultProfile` (unrestricted without one).
+pub const EVAL_TOOL: &str = "eval";
+/// Prefix of the per-profile eval tools: `codemode_eval_<profile>`.
+pub const PROFILE_TOOL_PREFIX: &str = "codemode_eval_";
+
+impl CodemodeServer {
+    /// The tools this server lists now.
+    pub fn tools(&self) -> Vec<Tool> {
+        let config = self.state.config();
+        let namespaces = self.namespaces();
+        let mut tools = Vec::new();
+        let default = config.evaluation.default_profile.as_deref();
+        tools.push(eval_tool(
+            EVAL_TOOL,
+            default,
+            &namespaces,
+            default.is_none(),
+        ));
+        for name in config.evaluation.profiles.keys() {
+            tools.push(eval_tool(
+                &format!("{PROFILE_TOOL_PREFIX}{name}"),
+                Some(name),
+                &namespaces,
+                false,
+            ));
+        }
+        tools.push(
+            Tool::new(
+                SEARCH_TOOLS,
+                "Search the tools that eval scripts can call (upstream MCP tools as codemode.<server>__<tool>, and built-ins), \
+                 by keywords. Returns names, one-line descriptions and how to call each from a script.",
+                schema_object(tools::search_schema()),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
+        );
+        tools.push(
+            Tool::new(
+                GET_TOOLS,
+                "TypeScript declarations of the named script tools (arguments and results, with doc comments), to write correct eval code.",
+                schema_object(tools::get_schema()),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
+        );
+        tools
+    }
+
+    /// `server (N tools)` for each upstream server, for the eval tools' descriptions.
+    fn namespaces(&self) -> Vec<String> {
+        let mut counts: std::collections::BTreeMap<String, usize> = self
+            .state
+            .config()
+            .servers
+            .keys()
+            .map(|k| (k.clone(), 0))
+            .collect();
+        for (name, _) in self.state.upstreams.tools() {
+            if let Some((server, _)) = name.split_once("__") {
+                *counts.entry(server.to_string()).or_default() += 1;
+            }
+        }
+        counts
+            .into_iter()
+            .map(|(s, n)| format!("{s} ({n} tools)"))
+            .collect()
+    }
+}
+
+pub(super) fn schema_object(value: Value) -> Arc<JsonObject> {
+    Arc::new(value.as_object().cloned().unwrap_or_default())
+}
+
+/// An eval tool (see the module docs).
+fn eval_tool(name: &str, profile: Option<&str>, namespaces: &[String], unrestricted: bool) -> Tool {
+    let scope = match (profile, unrestricted) {
+        (_, true) => "Runs unrestricted (no profile).".to_string(),
+        (Some(p), _) => format!(
+            "Runs under the `{p}` profile: some calls may be denied or need a human's approval."
+        ),
+        (None, _) => String::new(),
+    };
+    let servers = if namespaces.is_empty() {
+        "No upstream servers are configured.".to_string()
+    } else {
+        format!("Servers: {}.", namespaces.join(", "))
+    };
+    let description = format!(
+        "Run JavaScript in a fresh WebAssembly sandbox and return its JSON result. Write either \
+         `async () => {{ ... }}` or a script body using top-level `await` and `return` (without `return`, the \
+         last expression is the result). Call tools with `await codemode.<server>__<tool>({{...}})`; calls you \
+         do not await run in parallel (`await Promise.all([...])`). Find tools with \
+         `await codemode.search_tools({{query: \"...\"}})` and get their TypeScript signatures with \
+         `await codemode.get_tools({{names: [...]}})`; ask the user with `await codemode.hitl_request({{question, options}})`. \
+         Failed calls throw (ToolError, UnknownToolError, ToolCallDeniedError). console.log output is returned. \
+         {servers} {scope}"
+    );
+    let input = json!({"type": "object", "properties": {"code": {"type": "string", "description": "The JavaScript to run"}},
+        "required": ["code"]});
+    Tool::new(
+        name.to_string(),
+        description.trim_end().to_string(),
+        schema_object(input),
+    )
+    .with_raw_output_schema(schema_object(outcome_schema()))
+}

@@ -1,0 +1,232 @@
+//! The governed eval: one script run on behalf of a caller, under a profile, with its approval
+//! channel and audit log — the single place where codemode's pieces are put together.
+//!
+//! Every entry point (`codemode run`, the MCP server's eval tools, and any later one) describes
+//! *who* is calling and *how* the eval is governed with a [`GovernedEval`], then calls
+//! [`GovernedEval::run`]. It wires, in this order:
+//! 1. the script's tools ([`ScriptTools`]: upstream tools and built-ins);
+//! 2. the policy layer in front of them ([`PolicyToolHost`]: the profile's dispositions, the
+//!    approver asking through the eval's [`Asker`], the session's remembered approvals, the
+//!    static preview of the script's call sites shown in prompts, one audit record per call);
+//! 3. the sandbox ([`Runtime::eval_cancellable`]) with the eval's limits;
+//! 4. the outcome's syntax errors located in the user's code, and one `eval` audit record.
+//!
+//! ```no_run
+//! # async fn demo(runtime: codemode_runtime::Runtime, upstreams: codemode_host::upstream::UpstreamPool) {
+//! use codemode_host::session::{Caller, GovernedEval};
+//! let eval = GovernedEval::builder(runtime)
+//!     .tools(upstreams)
+//!     .caller(Caller::local())
+//!     .build();
+//! let outcome = eval.run("1 + 2", &Default::default()).await;
+//! assert_eq!(outcome.result, serde_json::json!(3));
+//! # }
+//! ```
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use codemode_policies::{
+    AuditRecord, AuditSink, EvalAuditRecord, PolicyToolHost, Profile, SessionApprovals,
+    extract_tool_calls, locate_syntax_error,
+};
+use codemode_runtime::{
+    CancellationToken, EvalId, EvalOptions, EvalOutcome, NoTools, Runtime, ToolHost,
+};
+
+use crate::approvals::{AskApprover, Asker, NoAsker};
+use crate::tools::ScriptTools;
+use crate::upstream::UpstreamPool;
+
+/// Who an eval runs for: a name and the permissions it was granted.
+///
+/// Local entry points (the CLI, a stdio server) run for [`Caller::local`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// How the caller is named in logs and audit records.
+    pub name: String,
+    /// What the caller may do beyond running scripts.
+    pub permissions: BTreeSet<String>,
+}
+
+impl Caller {
+    /// The user of this machine (the CLI, stdio, unauthenticated loopback HTTP): `"local"`,
+    /// with no permissions.
+    pub fn local() -> Self {
+        Caller {
+            name: "local".into(),
+            permissions: BTreeSet::new(),
+        }
+    }
+
+    /// Whether the caller holds `permission`.
+    pub fn has_permission(&self, permission: &str) -> bool {
+        self.permissions.contains(permission)
+    }
+}
+
+/// Where an eval's records go: the sink and whether tool arguments are written out.
+#[derive(Clone)]
+pub struct AuditTarget {
+    /// The audit log.
+    pub sink: Arc<dyn AuditSink>,
+    /// Whether `tool_call` records carry the arguments themselves (else only their hash).
+    pub include_args: bool,
+}
+
+/// One eval, fully described: see the module docs. Built with [`GovernedEval::builder`].
+pub struct GovernedEval {
+    runtime: Runtime,
+    upstreams: Option<UpstreamPool>,
+    id: EvalId,
+    caller: Caller,
+    session: Option<(String, SessionApprovals)>,
+    profile: Option<Arc<Profile>>,
+    asker: Arc<dyn Asker>,
+    audit: Option<AuditTarget>,
+    options: EvalOptions,
+}
+
+/// Builds a [`GovernedEval`]. Every setting has a default that grants nothing.
+pub struct GovernedEvalBuilder {
+    eval: GovernedEval,
+}
+
+impl GovernedEvalBuilder {
+    /// The script's tools: the upstream servers' tools and the built-ins (`search_tools`,
+    /// `get_tools`, `hitl_request`). Default: no tools at all (every call is an unknown tool).
+    pub fn tools(mut self, upstreams: UpstreamPool) -> Self {
+        self.eval.upstreams = Some(upstreams);
+        self
+    }
+
+    /// Who the eval runs for. Default [`Caller::local`].
+    pub fn caller(mut self, caller: Caller) -> Self {
+        self.eval.caller = caller;
+        self
+    }
+
+    /// The session the eval belongs to, and the approvals remembered for it ("approve this tool
+    /// for the session"). Default: none (each eval starts with no remembered approvals).
+    pub fn session(mut self, id: impl Into<String>, approvals: SessionApprovals) -> Self {
+        self.eval.session = Some((id.into(), approvals));
+        self
+    }
+
+    /// The profile deciding each call. Default `None`: unrestricted.
+    pub fn profile(mut self, profile: Option<Arc<Profile>>) -> Self {
+        self.eval.profile = profile;
+        self
+    }
+
+    /// Who is asked about calls the profile asks about, and `hitl_request` questions. Default
+    /// [`NoAsker`]: nobody, so the profile's `elicitationFallback` decides.
+    pub fn asker(mut self, asker: Arc<dyn Asker>) -> Self {
+        self.eval.asker = asker;
+        self
+    }
+
+    /// The audit log. Default: none.
+    pub fn audit(mut self, audit: Option<AuditTarget>) -> Self {
+        self.eval.audit = audit;
+        self
+    }
+
+    /// The eval's limits. Default [`EvalOptions::default`].
+    pub fn options(mut self, options: EvalOptions) -> Self {
+        self.eval.options = options;
+        self
+    }
+
+    /// The eval, with its id allocated.
+    pub fn build(self) -> GovernedEval {
+        self.eval
+    }
+}
+
+impl GovernedEval {
+    /// An eval on `runtime`, with the defaults of [`GovernedEvalBuilder`].
+    pub fn builder(runtime: Runtime) -> GovernedEvalBuilder {
+        let id = runtime.allocate_eval_id();
+        GovernedEvalBuilder {
+            eval: GovernedEval {
+                runtime,
+                upstreams: None,
+                id,
+                caller: Caller::local(),
+                session: None,
+                profile: None,
+                asker: Arc::new(NoAsker),
+                audit: None,
+                options: EvalOptions::default(),
+            },
+        }
+    }
+
+    /// The eval's id (in its ledger, audit records and approval requests).
+    pub fn id(&self) -> EvalId {
+        self.id
+    }
+
+    /// Who the eval runs for.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// The profile deciding its calls, if any.
+    pub fn profile(&self) -> Option<&Arc<Profile>> {
+        self.profile.as_ref()
+    }
+
+    /// The channel its questions go to.
+    pub fn asker(&self) -> &Arc<dyn Asker> {
+        &self.asker
+    }
+
+    /// Runs `code` to its end, or until `cancel` is cancelled (error kind of a cancelled eval:
+    /// see [`Runtime::eval_cancellable`]). Never panics on script input: every failure is in the
+    /// outcome. With an audit log, every call attempt and the eval itself are recorded.
+    pub async fn run(&self, code: &str, cancel: &CancellationToken) -> EvalOutcome {
+        let tools = self.tool_host(code);
+        let mut outcome = self
+            .runtime
+            .eval_cancellable(self.id, code, &self.options, &tools, cancel)
+            .await;
+        if let Some(error) = outcome.error.as_mut() {
+            locate_syntax_error(code, error);
+        }
+        if let Some(audit) = &self.audit {
+            let record = EvalAuditRecord::from_outcome(
+                &outcome,
+                self.id,
+                code,
+                self.session.as_ref().map(|(id, _)| id.as_str()),
+                self.profile.as_ref().map(|p| p.name()),
+            );
+            audit.sink.record(AuditRecord::Eval(record));
+        }
+        outcome
+    }
+
+    /// The script's tools behind the policy layer.
+    fn tool_host(&self, code: &str) -> PolicyToolHost {
+        let inner: Arc<dyn ToolHost> = match &self.upstreams {
+            Some(upstreams) => Arc::new(ScriptTools::new(upstreams.clone(), self.asker.clone())),
+            None => Arc::new(NoTools),
+        };
+        let (session_id, approvals) = match &self.session {
+            Some((id, approvals)) => (Some(id.clone()), approvals.clone()),
+            None => (None, SessionApprovals::new()),
+        };
+        let mut builder = PolicyToolHost::builder(inner)
+            .profile(self.profile.clone())
+            .approver(Arc::new(AskApprover::new(self.asker.clone())))
+            .session_approvals(approvals)
+            .preview(Arc::new(extract_tool_calls(code)))
+            .session_id(session_id);
+        if let Some(audit) = &self.audit {
+            builder = builder.audit(audit.sink.clone(), audit.include_args);
+        }
+        builder.build()
+    }
+}
