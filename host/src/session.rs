@@ -230,3 +230,114 @@ impl GovernedEval {
         builder.build()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use codemode_policies::{
+        AuditRecord, Config, Decision, DispositionKind, MemoryAuditSink, ToolCallAuditRecord,
+    };
+    use codemode_runtime::{ErrorKind, RuntimeConfig};
+    use serde_json::json;
+
+    use super::*;
+
+    fn runtime() -> Runtime {
+        let mut config = RuntimeConfig::default();
+        config.max_concurrent_evals(2);
+        Runtime::new(&config).expect("runtime")
+    }
+
+    /// A profile decides each call, the denial reaches the script as a `ToolCallDeniedError`,
+    /// and the audit log gets one `tool_call` record per attempt and one `eval` record, with the
+    /// session and the profile.
+    #[tokio::test]
+    async fn a_profile_decides_and_the_audit_records_each_attempt_and_the_eval() {
+        let config = Config::from_json_str(
+            r#"{"evaluation": {"profiles": {"p": {"denylist": ["get_tools"]}}}}"#,
+        )
+        .unwrap();
+        let profile = config.resolve_profile(Some("p")).unwrap();
+        let sink = Arc::new(MemoryAuditSink::new());
+        let eval = GovernedEval::builder(runtime())
+            .tools(UpstreamPool::new())
+            .session("s7", SessionApprovals::new())
+            .profile(profile)
+            .audit(Some(AuditTarget {
+                sink: sink.clone(),
+                include_args: true,
+            }))
+            .build();
+        let code = "const found = await codemode.search_tools({query: 'tools'});\n\
+                    try { await codemode.get_tools({names: []}); return 'called'; }\n\
+                    catch (e) { return [e.name, e.toolName, found.results.length > 0]; }";
+        let outcome = eval.run(code, &CancellationToken::new()).await;
+        assert!(outcome.ok, "{:?}", outcome.error);
+        assert_eq!(
+            outcome.result,
+            json!(["ToolCallDeniedError", "get_tools", true])
+        );
+
+        let calls: Vec<(String, DispositionKind, Decision)> = sink
+            .tool_calls()
+            .into_iter()
+            .map(|r: ToolCallAuditRecord| {
+                assert_eq!(r.eval_id, eval.id());
+                assert_eq!(r.session_id.as_deref(), Some("s7"));
+                assert_eq!(r.profile.as_deref(), Some("p"));
+                (r.tool, r.disposition, r.decision)
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                (
+                    "search_tools".to_string(),
+                    DispositionKind::Allow,
+                    Decision::Allowed
+                ),
+                (
+                    "get_tools".to_string(),
+                    DispositionKind::Deny,
+                    Decision::Denied
+                ),
+            ]
+        );
+        let evals: Vec<_> = sink
+            .records()
+            .into_iter()
+            .filter_map(|r| match r {
+                AuditRecord::Eval(e) => Some(e),
+                AuditRecord::ToolCall(_) => None,
+            })
+            .collect();
+        assert_eq!(evals.len(), 1);
+        assert_eq!(evals[0].eval_id, eval.id());
+        assert!(evals[0].ok);
+        assert_eq!(evals[0].tool_calls, 2);
+        assert_eq!(evals[0].profile.as_deref(), Some("p"));
+    }
+
+    /// Without tools, no name resolves (not even the built-ins), and a syntax error is located in
+    /// the user's code.
+    #[tokio::test]
+    async fn without_tools_every_call_is_unknown_and_syntax_errors_are_located() {
+        let runtime = runtime();
+        let eval = GovernedEval::builder(runtime.clone()).build();
+        let outcome = eval
+            .run(
+                "try { await codemode.search_tools({query: 'x'}); } catch (e) { return e.name; }",
+                &CancellationToken::new(),
+            )
+            .await;
+        assert_eq!(outcome.result, json!("UnknownToolError"));
+
+        let eval = GovernedEval::builder(runtime).build();
+        let outcome = eval
+            .run("let a = 1;\nlet b = ;", &CancellationToken::new())
+            .await;
+        let error = outcome.error.expect("a syntax error");
+        assert_eq!(error.kind, ErrorKind::Syntax);
+        assert_eq!((error.line, error.column), (Some(2), Some(9)));
+        assert_eq!(eval.caller(), &Caller::local());
+    }
+}
