@@ -18,6 +18,7 @@ mod harness;
 mod cancel;
 mod core;
 mod fallback;
+mod in_process;
 mod reload;
 mod sessions;
 mod typescript;
