@@ -187,7 +187,10 @@ fn check_lists_call_sites() {
     let out = run_with_stdin(&["check", "--json", "-"], "codemode.a(\n");
     assert_eq!(out.status.code(), Some(1));
     let preview: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(preview["parse_error"]["message"].as_str().is_some());
+    assert_eq!(
+        preview["parse_error"]["message"],
+        "Expected `)` but found `EOF`"
+    );
     assert_eq!(preview["parse_error"]["line"], 2);
 }
 

@@ -6,19 +6,19 @@
 //! retrying the call) or `legacy` mode (2025-11-25, `elicitation/create`), over stdio (the client
 //! starts `codemode serve`) or streamable HTTP (the test starts `codemode serve --http`); or the
 //! TypeScript SDK 1.32.2. The client prints one JSON object of observations; the test asserts on
-//! it and on the audit log. Upstream servers are the pinned real peers of `tests/peers`.
+//! it and on the audit log. Upstream servers are the pinned real peers of `tests/support`.
 //!
 //! Client stderr (with codemode's own log over stdio) is printed, and shown when a test fails;
 //! a failed test keeps its scratch directory.
 
-#[path = "../peers/peers.rs"]
-mod peers;
+use codemode_test_support::peers;
 
 mod harness;
 
 mod cancel;
 mod core;
 mod fallback;
+mod in_process;
 mod reload;
 mod sessions;
 mod typescript;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use codemode_runtime::{CallStatus, FnTools};
 use serde_json::{Value, json};
@@ -42,23 +42,18 @@ async fn unawaited_calls_run_concurrently() {
     let counter = Arc::new(InFlight::default());
     let tools = counter.tools(&["a", "b", "c"], Duration::from_millis(100));
     let code = "const [x, y, z] = await Promise.all([codemode.a({i: 1}), codemode.b({i: 2}), codemode.c({i: 3})]);\n[x, y, z]";
-    let started = Instant::now();
     let outcome = RUNTIME.eval(code, &opts(), &tools).await;
-    let wall = started.elapsed();
     let want = json!([
         {"tool": "a", "args": {"i": 1}},
         {"tool": "b", "args": {"i": 2}},
         {"tool": "c", "args": {"i": 3}},
     ]);
     assert_eq!(ok(&outcome), &want, "{}", show(&outcome));
+    // The tools' own count, not the eval's wall time, shows the overlap.
     assert_eq!(
         counter.max.load(Ordering::SeqCst),
         3,
         "all three calls should be in flight at once"
-    );
-    assert!(
-        wall < Duration::from_millis(250),
-        "three 100 ms calls took {wall:?}: not concurrent"
     );
     assert_eq!(outcome.tool_calls.len(), 3);
 }

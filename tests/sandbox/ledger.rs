@@ -102,7 +102,12 @@ async fn a_call_in_flight_when_the_eval_fails_is_unfinished() {
         "{}",
         show(&outcome)
     );
-    assert!(outcome.tool_calls[0].reason.is_some(), "{}", show(&outcome));
+    assert_eq!(
+        outcome.tool_calls[0].reason.as_deref(),
+        Some("not started: the eval ended first"),
+        "{}",
+        show(&outcome)
+    );
 }
 
 #[tokio::test]

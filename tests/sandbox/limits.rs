@@ -305,20 +305,26 @@ async fn a_short_paused_call_within_the_timeout_is_fine() {
 async fn cancelling_stops_a_busy_loop() {
     let runtime = &*crate::RUNTIME;
     let token = codemode_runtime::CancellationToken::new();
+    // The script's one call says it is under way; the busy loop follows its answer. The
+    // cancellation waits for that event (no fixed delay).
+    let called = std::sync::Arc::new(tokio::sync::Notify::new());
     let canceller = token.clone();
+    let heard = called.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        heard.notified().await;
         canceller.cancel();
     });
     let options = codemode_runtime::EvalOptions::default()
         .fuel(None)
         .timeout(Some(Duration::from_secs(60)));
-    let started = std::time::Instant::now();
-    let tools = crate::basic_tools();
+    let tools = crate::basic_tools().sync_tool("started", move |args| {
+        called.notify_one();
+        Ok(args)
+    });
     let outcome = runtime
         .eval_cancellable(
             runtime.allocate_eval_id(),
-            "await codemode.echo({}); while (true) {}",
+            "await codemode.started({}); while (true) {}",
             &options,
             &tools,
             &token,
@@ -332,12 +338,6 @@ async fn cancelling_stops_a_busy_loop() {
     );
     assert!(error.message.contains("cancelled"), "{outcome:?}");
     assert_eq!(outcome.tool_calls.len(), 1);
-    // Far below the 60 s timeout: the cancellation, not the clock, ended it.
-    assert!(
-        started.elapsed() < Duration::from_secs(30),
-        "{:?}",
-        started.elapsed()
-    );
 
     // Cancelled while waiting on a tool.
     let token = codemode_runtime::CancellationToken::new();
@@ -346,7 +346,6 @@ async fn cancelling_stops_a_busy_loop() {
         tokio::time::sleep(Duration::from_secs(5)).await;
         Ok(serde_json::Value::Null)
     });
-    let started = std::time::Instant::now();
     let outcome = runtime
         .eval_cancellable(
             runtime.allocate_eval_id(),
@@ -356,11 +355,6 @@ async fn cancelling_stops_a_busy_loop() {
             &token,
         )
         .await;
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "{:?}",
-        started.elapsed()
-    );
     assert!(
         outcome
             .error

@@ -6,12 +6,15 @@ mod abi;
 mod concurrency;
 mod console;
 mod forms;
+mod guest_settle;
 mod isolation;
 mod ledger;
 mod limits;
 mod outcome_json;
+mod snapshot;
 mod surrogates;
 mod tools;
+mod wasi;
 
 use std::sync::LazyLock;
 use std::time::Duration;

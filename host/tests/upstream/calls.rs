@@ -135,7 +135,6 @@ async fn calls_time_out() {
         everything().call_timeout(Duration::from_millis(500)),
     )])
     .await;
-    let started = Instant::now();
     let r = pool
         .call(
             "everything__trigger-long-running-operation",
@@ -146,11 +145,6 @@ async fn calls_time_out() {
     assert_eq!(
         failed_message(r),
         "upstream server `everything` did not answer `trigger-long-running-operation` within 500ms"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
     );
     // The connection is still usable.
     assert_eq!(

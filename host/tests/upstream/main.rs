@@ -1,8 +1,7 @@
-//! `UpstreamPool` against real MCP servers (installed by tests/peers/setup.sh, which these
+//! `UpstreamPool` against real MCP servers (installed by tests/support/setup.sh, which these
 //! tests run themselves): server-everything and server-filesystem (npm), mcp-server-time (PyPI).
 
-#[path = "../../../tests/peers/peers.rs"]
-mod peers;
+use codemode_test_support::peers;
 
 mod calls;
 mod elicitation;

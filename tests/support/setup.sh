@@ -19,7 +19,7 @@ NPM_PKGS=(
 # ----------------------------------------------------------------------------------------------
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+root="$(cd "$here/../.." && pwd)"  # this script is <repo>/tests/support/setup.sh
 dest="${CODEMODE_TEST_PEERS:-$root/target/test-peers}"
 stamp="$dest/.stamp"
 want="v1 ${PY_PKGS[*]} ${NPM_PKGS[*]}"
@@ -30,7 +30,7 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" \
 fi
 
 fail() {
-  echo "tests/peers/setup.sh: $1" >&2
+  echo "tests/support/setup.sh: $1" >&2
   if [[ -n "${2:-}" && -f "$2" ]]; then
     echo "---- last lines of $2 ----" >&2
     tail -n 40 "$2" >&2

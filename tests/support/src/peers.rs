@@ -1,29 +1,28 @@
-//! Where the real MCP peers installed by `tests/peers/setup.sh` are, for integration tests.
+//! Where the real MCP peers installed by `tests/support/setup.sh` are, for integration tests.
 //!
-//! Include it with `#[path = "<relative path>/tests/peers/peers.rs"] mod peers;`. Call
-//! [`ensure_installed`] first (it runs the setup script once per test process; the script is
-//! a no-op when the pinned versions are already installed); the locators panic with
-//! "run tests/peers/setup.sh first" when a peer is missing. Missing peers are failures, never
-//! skips.
+//! Call [`ensure_installed`] first (it runs the setup script once per test process; the script
+//! is a no-op when the pinned versions are already installed); the locators panic with
+//! "run tests/support/setup.sh first" when a peer is missing. Missing peers are failures,
+//! never skips.
 //!
 //! Location: `$CODEMODE_TEST_PEERS` if set, else `<repo>/target/test-peers`.
-#![allow(
-    dead_code,
-    reason = "each test crate that includes this file uses only some helpers"
-)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The repository root: the first ancestor of this crate's manifest dir holding
-/// `tests/peers/setup.sh`.
+/// The install script, next to this crate's manifest (`tests/support/setup.sh`).
+pub fn setup_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("setup.sh")
+}
+
+/// The repository root (this crate is `<repo>/tests/support`).
 pub fn repo_root() -> PathBuf {
-    let start = Path::new(env!("CARGO_MANIFEST_DIR"));
-    start
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
         .ancestors()
-        .find(|dir| dir.join("tests/peers/setup.sh").is_file())
-        .unwrap_or_else(|| panic!("no tests/peers/setup.sh above {}", start.display()))
+        .nth(2)
+        .unwrap_or_else(|| panic!("{} has no grandparent", manifest.display()))
         .to_path_buf()
 }
 
@@ -35,12 +34,12 @@ pub fn peers_dir() -> PathBuf {
     }
 }
 
-/// Runs `tests/peers/setup.sh` once per process (it installs into [`peers_dir`], a no-op
+/// Runs [`setup_script`] once per process (it installs into [`peers_dir`], a no-op
 /// when already installed). Panics with the script's output when it fails.
 pub fn ensure_installed() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
-        let script = repo_root().join("tests/peers/setup.sh");
+        let script = setup_script();
         let out = Command::new("bash")
             .arg(&script)
             .output()
@@ -59,7 +58,7 @@ pub fn ensure_installed() {
 fn existing(path: PathBuf) -> PathBuf {
     assert!(
         path.exists(),
-        "{} is missing: run tests/peers/setup.sh first",
+        "{} is missing: run tests/support/setup.sh first",
         path.display()
     );
     path

@@ -1,0 +1,275 @@
+//! The server's protocol logic in one process: [`CodemodeServer`] on one end of a
+//! `tokio::io::duplex` pipe, an rmcp client on the other (as rmcp's own tests drive a peer). No
+//! child processes and no upstreams: what is checked is codemode's MCP surface (the listed
+//! tools and their schemas, eval results as structured content, JSON-RPC errors, a profile's
+//! denial, syntax-error positions). The real Python and TypeScript clients are the other
+//! modules' job.
+
+use std::sync::LazyLock;
+
+use codemode_host::server::{CodemodeServer, EVAL_TOOL, PROFILE_TOOL_PREFIX, ServerState};
+use codemode_policies::Config;
+use codemode_runtime::{Runtime, RuntimeConfig};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::{ServiceExt, model::Tool};
+use serde_json::{Value, json};
+
+/// One runtime for every test of this module (a clone shares the compiled guest).
+static RUNTIME: LazyLock<Runtime> =
+    LazyLock::new(|| Runtime::new(&RuntimeConfig::default()).expect("building the runtime"));
+
+/// No upstreams; profile `ro` denies the built-in `search_tools`, profile `a` allows everything.
+const CONFIG: &str = r#"{
+  "evaluation": {
+    "profiles": {
+      "ro": { "denylist": ["search_tools"] },
+      "a": {}
+    }
+  }
+}"#;
+
+/// A client connected to a fresh server for `config` over an in-memory pipe.
+async fn connect(config: &str) -> RunningService<RoleClient, ()> {
+    let config = Config::from_json_str(config).expect("a valid config");
+    let state = ServerState::new(RUNTIME.clone(), config, None).await;
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        let server = CodemodeServer::new(state)
+            .serve(server_io)
+            .await
+            .expect("the server's side of the handshake");
+        // Runs until the client goes away.
+        let _ = server.waiting().await;
+    });
+    ().serve(client_io)
+        .await
+        .expect("the client's side of the handshake")
+}
+
+/// `tools/call name {code}`.
+async fn call_code(
+    client: &RunningService<RoleClient, ()>,
+    tool: &str,
+    code: &str,
+) -> Result<CallToolResult, ServiceError> {
+    let args = json!({ "code": code });
+    client
+        .call_tool(
+            CallToolRequestParams::new(tool.to_string())
+                .with_arguments(args.as_object().cloned().expect("an object")),
+        )
+        .await
+}
+
+/// The structured content of a successful `tools/call`, checking `isError` against its `ok`.
+#[track_caller]
+fn structured(result: &CallToolResult) -> &Value {
+    let outcome = result
+        .structured_content
+        .as_ref()
+        .unwrap_or_else(|| panic!("no structured content: {result:?}"));
+    assert_eq!(
+        result.is_error,
+        Some(outcome["ok"] == false),
+        "isError is the negation of ok: {result:?}"
+    );
+    outcome
+}
+
+/// The ledger as `[tool, status, reason]` rows.
+fn ledger(outcome: &Value) -> Value {
+    let rows: Vec<Value> = outcome["tool_calls"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no ledger: {outcome}"))
+        .iter()
+        .map(|c| json!([c["tool"], c["status"], c["reason"]]))
+        .collect();
+    Value::Array(rows)
+}
+
+fn named<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
+    tools
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_names_each_profile_and_the_outcome_schema() {
+    let client = connect(CONFIG).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            EVAL_TOOL,
+            &format!("{PROFILE_TOOL_PREFIX}a"),
+            &format!("{PROFILE_TOOL_PREFIX}ro"),
+            "search_tools",
+            "get_tools",
+        ]
+    );
+    for name in ["eval", "codemode_eval_a", "codemode_eval_ro"] {
+        let tool = named(&tools, name);
+        assert_eq!(
+            Value::Object((*tool.input_schema).clone())["required"],
+            json!(["code"]),
+            "{name}"
+        );
+        let output = Value::Object(
+            tool.output_schema
+                .as_deref()
+                .cloned()
+                .unwrap_or_else(|| panic!("{name} has no outputSchema")),
+        );
+        assert_eq!(
+            output["properties"]["error"]["properties"]["kind"]["enum"],
+            json!([
+                "syntax",
+                "exception",
+                "out_of_fuel",
+                "memory_limit",
+                "timeout",
+                "output_limit",
+                "stack_overflow",
+                "tool_limit",
+                "internal"
+            ]),
+            "{name}"
+        );
+        assert_eq!(
+            output["required"],
+            json!(["ok", "result", "error", "logs", "tool_calls", "stats"]),
+            "{name}"
+        );
+    }
+    // Only the profile tools say they run under a profile.
+    let description = |name: &str| named(&tools, name).description.clone().unwrap_or_default();
+    assert!(
+        description("eval").ends_with("Runs unrestricted (no profile)."),
+        "{}",
+        description("eval")
+    );
+    assert!(
+        description("codemode_eval_ro").ends_with(
+            "Runs under the `ro` profile: some calls may be denied or need a human's approval."
+        ),
+        "{}",
+        description("codemode_eval_ro")
+    );
+    client.cancel().await.expect("close the client");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eval_returns_the_outcome_as_structured_content() {
+    let client = connect(CONFIG).await;
+    let result = call_code(&client, "eval", "console.log('hi'); 1 + 2")
+        .await
+        .expect("tools/call eval");
+    let outcome = structured(&result);
+    assert_eq!(outcome["ok"], true, "{outcome}");
+    assert_eq!(outcome["result"], 3);
+    assert_eq!(outcome["error"], Value::Null);
+    assert_eq!(outcome["logs"], json!([{"level": "log", "message": "hi"}]));
+    assert_eq!(outcome["tool_calls"], json!([]));
+    let text: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    assert_eq!(text, ["Result:\n3\n\nLogs:\n[log] hi"]);
+    client.cancel().await.expect("close the client");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_tool_or_missing_code_is_invalid_params() {
+    let client = connect(CONFIG).await;
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("nope"))
+        .await
+        .expect_err("an unknown tool is a protocol error");
+    let ServiceError::McpError(error) = unknown else {
+        panic!("expected a JSON-RPC error, got {unknown:?}");
+    };
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert_eq!(error.message, "unknown tool `nope`");
+
+    let no_code = client
+        .call_tool(CallToolRequestParams::new("eval"))
+        .await
+        .expect_err("an eval without code is a protocol error");
+    let ServiceError::McpError(error) = no_code else {
+        panic!("expected a JSON-RPC error, got {no_code:?}");
+    };
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert_eq!(error.message, "`code` (a string of JavaScript) is required");
+    client.cancel().await.expect("close the client");
+}
+
+/// Calls `search_tools` from a script and reports what it caught.
+const SEARCH_FROM_SCRIPT: &str = r#"try {
+  const found = await codemode.search_tools({ query: "anything" });
+  return { results: found.results.length };
+} catch (e) {
+  return { name: e.name, toolName: e.toolName, reason: e.reason, isDenied: e instanceof ToolCallDeniedError };
+}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profiles_denied_call_throws_tool_call_denied_error() {
+    let client = connect(CONFIG).await;
+    let denied = call_code(&client, "codemode_eval_ro", SEARCH_FROM_SCRIPT)
+        .await
+        .expect("tools/call codemode_eval_ro");
+    let outcome = structured(&denied);
+    assert_eq!(
+        outcome["ok"], true,
+        "the script caught the denial: {outcome}"
+    );
+    assert_eq!(
+        outcome["result"],
+        json!({"name": "ToolCallDeniedError", "toolName": "search_tools", "reason": "denied", "isDenied": true})
+    );
+    assert_eq!(
+        ledger(outcome),
+        json!([["search_tools", "denied", "denied"]])
+    );
+
+    // The same script under a profile without the rule: the call runs.
+    let allowed = call_code(&client, "codemode_eval_a", SEARCH_FROM_SCRIPT)
+        .await
+        .expect("tools/call codemode_eval_a");
+    let outcome = structured(&allowed);
+    assert_eq!(outcome["result"], json!({"results": 0}), "{outcome}");
+    assert_eq!(ledger(outcome), json!([["search_tools", "ok", null]]));
+    client.cancel().await.expect("close the client");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_syntax_error_has_its_line_and_column() {
+    let client = connect(CONFIG).await;
+    let result = call_code(&client, "eval", "let x = 1;\nlet y = ;\n")
+        .await
+        .expect("tools/call eval");
+    let outcome = structured(&result);
+    assert_eq!(
+        outcome["error"],
+        json!({
+            "kind": "syntax",
+            "message": "SyntaxError: unexpected token in expression: ';'",
+            "line": 2,
+            "column": 9,
+            "stack": null
+        }),
+        "{outcome}"
+    );
+    assert_eq!(outcome["result"], Value::Null);
+    let text = result.content[0].as_text().map(|t| t.text.as_str());
+    assert_eq!(
+        text,
+        Some(
+            "Error (syntax) at line 2, column 9: SyntaxError: unexpected token in expression: ';'"
+        )
+    );
+    client.cancel().await.expect("close the client");
+}
