@@ -23,9 +23,9 @@
 //! # }
 //! ```
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
+pub use codemode_policies::Caller;
 use codemode_policies::{
     AuditRecord, AuditSink, EvalAuditRecord, PolicyToolHost, Profile, SessionApprovals,
     extract_tool_calls, locate_syntax_error,
@@ -37,33 +37,6 @@ use codemode_runtime::{
 use crate::approvals::{AskApprover, Asker, NoAsker};
 use crate::tools::ScriptTools;
 use crate::upstream::UpstreamPool;
-
-/// Who an eval runs for: a name and the permissions it was granted.
-///
-/// Local entry points (the CLI, a stdio server) run for [`Caller::local`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    /// How the caller is named in logs and audit records.
-    pub name: String,
-    /// What the caller may do beyond running scripts.
-    pub permissions: BTreeSet<String>,
-}
-
-impl Caller {
-    /// The user of this machine (the CLI, stdio, unauthenticated loopback HTTP): `"local"`,
-    /// with no permissions.
-    pub fn local() -> Self {
-        Caller {
-            name: "local".into(),
-            permissions: BTreeSet::new(),
-        }
-    }
-
-    /// Whether the caller holds `permission`.
-    pub fn has_permission(&self, permission: &str) -> bool {
-        self.permissions.contains(permission)
-    }
-}
 
 /// Where an eval's records go: the sink and whether tool arguments are written out.
 #[derive(Clone)]
@@ -223,7 +196,8 @@ impl GovernedEval {
             .approver(Arc::new(AskApprover::new(self.asker.clone())))
             .session_approvals(approvals)
             .preview(Arc::new(extract_tool_calls(code)))
-            .session_id(session_id);
+            .session_id(session_id)
+            .caller(self.caller.clone());
         if let Some(audit) = &self.audit {
             builder = builder.audit(audit.sink.clone(), audit.include_args);
         }

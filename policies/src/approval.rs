@@ -1,6 +1,7 @@
 //! Asking a human: the [`Approver`] trait the host implements (a terminal prompt, an MCP
-//! elicitation), what it is asked ([`ApprovalRequest`]) and what it may answer
-//! ([`ApprovalDecision`]), and the approvals remembered for a session ([`SessionApprovals`]).
+//! elicitation, the HTTP approval API), what it is asked ([`ApprovalRequest`]), what it answers
+//! ([`ApprovalAnswer`]: a [`ApprovalDecision`], who decided, why, through which [`Channel`]),
+//! and the approvals remembered for a session ([`SessionApprovals`]).
 
 use std::collections::HashSet;
 use std::io;
@@ -8,9 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use codemode_runtime::{BoxFuture, EvalId};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{MatchedBy, Preview};
+use crate::{Caller, MatchedBy, Preview, Risk, RiskPolicy};
 
 /// Asks a human whether a tool call may go ahead.
 ///
@@ -24,7 +26,7 @@ pub trait Approver: Send + Sync {
     /// Asks. The returned future is dropped, unfinished, when the profile's approval timeout
     /// passes ([`ApprovalRequest::timeout`]) or the eval ends: implementations should withdraw
     /// their prompt on drop. A timeout always denies.
-    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision>;
+    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer>;
 }
 
 /// An [`Approver`] that cannot ask anyone: every `ask` takes the profile's
@@ -36,16 +38,20 @@ impl Approver for NoApprover {
     fn supports(&self) -> bool {
         false
     }
-    fn approve(&self, _req: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
-        Box::pin(async { ApprovalDecision::Decline })
+    fn approve(&self, _req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
+        Box::pin(async { ApprovalAnswer::new(ApprovalDecision::Decline, Channel::Fallback) })
     }
 }
 
 /// What a human is asked about one call.
 #[derive(Debug, Clone)]
 pub struct ApprovalRequest {
+    /// The request's id: random (128 bits, hex), the same on every channel that shows it.
+    pub id: String,
     /// The tool called.
     pub tool: String,
+    /// The arguments in full (the summary is what a prompt shows first).
+    pub args: Value,
     /// The arguments as pretty JSON, cut at [`ARGS_SUMMARY_MAX_CHARS`] characters with a
     /// visible marker (see [`summarize_args`]).
     pub args_summary: String,
@@ -57,6 +63,12 @@ pub struct ApprovalRequest {
     pub call_id: u64,
     /// The client session (MCP), if any.
     pub session_id: Option<String>,
+    /// Who the eval runs for.
+    pub caller: Caller,
+    /// The call's risk level.
+    pub risk: Risk,
+    /// What the human may answer at that risk.
+    pub risk_policy: RiskPolicy,
     /// Which list entry or rule asked.
     pub matched: MatchedBy,
     /// The rule's reason, if a rule with a reason asked.
@@ -65,6 +77,87 @@ pub struct ApprovalRequest {
     pub preview: Arc<Preview>,
     /// How long the human has before the call is denied.
     pub timeout: Duration,
+}
+
+/// A fresh [`ApprovalRequest::id`]: 128 random bits as 32 hex digits.
+pub fn new_request_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness: hash what differs between calls (still unguessable in practice;
+        // an id is only valid while its request is pending).
+        use sha2::Digest;
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let seed = format!("{:?}{n}{:p}", std::time::SystemTime::now(), &bytes);
+        bytes.copy_from_slice(&sha2::Sha256::digest(seed.as_bytes())[..16]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Through which channel an answer came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Channel {
+    /// The MCP client's elicitation (or its input-required retry).
+    Elicitation,
+    /// The HTTP approval API (or its web page).
+    Http,
+    /// The terminal of `codemode run`.
+    Terminal,
+    /// Nobody could be asked: the profile's `elicitationFallback`.
+    Fallback,
+    /// The policy itself (an approval remembered for the eval or session, a timeout).
+    Policy,
+}
+
+impl Channel {
+    /// The channel's name as the audit log writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Elicitation => "elicitation",
+            Channel::Http => "http",
+            Channel::Terminal => "terminal",
+            Channel::Fallback => "fallback",
+            Channel::Policy => "policy",
+        }
+    }
+}
+
+/// How a human answered an [`ApprovalRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalAnswer {
+    /// The decision.
+    pub decision: ApprovalDecision,
+    /// Why, in the human's words (shown to the script on a decline, and audited).
+    pub reason: Option<String>,
+    /// Who decided, when the channel knows (an HTTP API token's name, `local`).
+    pub decided_by: Option<String>,
+    /// Where the answer came from.
+    pub channel: Channel,
+}
+
+impl ApprovalAnswer {
+    /// `decision` through `channel`, with no reason and no named decider.
+    pub fn new(decision: ApprovalDecision, channel: Channel) -> Self {
+        ApprovalAnswer {
+            decision,
+            reason: None,
+            decided_by: None,
+            channel,
+        }
+    }
+
+    /// With a reason.
+    pub fn with_reason(mut self, reason: Option<String>) -> Self {
+        self.reason = reason;
+        self
+    }
+
+    /// With the decider's name.
+    pub fn decided_by(mut self, who: impl Into<String>) -> Self {
+        self.decided_by = Some(who.into());
+        self
+    }
 }
 
 /// A human's answer.
@@ -81,6 +174,27 @@ pub enum ApprovalDecision {
     Decline,
     /// The human dismissed the prompt: treated as [`Decline`](Self::Decline).
     Cancel,
+}
+
+impl ApprovalDecision {
+    /// Every decision, in the order prompts offer them.
+    pub const ALL: [ApprovalDecision; 5] = [
+        ApprovalDecision::ApproveOnce,
+        ApprovalDecision::ApproveToolForEval,
+        ApprovalDecision::ApproveToolForSession,
+        ApprovalDecision::Decline,
+        ApprovalDecision::Cancel,
+    ];
+
+    /// Whether the call may go ahead.
+    pub fn approves(self) -> bool {
+        matches!(
+            self,
+            ApprovalDecision::ApproveOnce
+                | ApprovalDecision::ApproveToolForEval
+                | ApprovalDecision::ApproveToolForSession
+        )
+    }
 }
 
 /// Tools approved "for the session": shared by the evals of one client session (a cheap clone

@@ -122,20 +122,23 @@
 
 mod approval;
 mod audit;
+mod caller;
 mod config;
 mod enforce;
 mod preview;
 mod profile;
+mod risk;
 mod units;
 
 pub use approval::{
-    ARGS_SUMMARY_MAX_CHARS, ApprovalDecision, ApprovalRequest, Approver, NoApprover,
-    SessionApprovals, summarize_args,
+    ARGS_SUMMARY_MAX_CHARS, ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel,
+    NoApprover, SessionApprovals, new_request_id, summarize_args,
 };
 pub use audit::{
     AuditRecord, AuditSink, AuditWriter, Decision, EvalAuditRecord, MemoryAuditSink,
     ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
 };
+pub use caller::Caller;
 pub use config::{
     AuditConfig, Config, ConfigError, ConfigErrors, DEFAULT_CONFIG_JSON, DEFAULT_SERVER_TIMEOUT,
     EvaluationConfig, Limits, ServerConfig, ServerTransport, UnknownProfile,
@@ -149,4 +152,5 @@ pub use profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
     DispositionKind, Fallback, MatchedBy, Profile, Rule,
 };
+pub use risk::{DecisionRefused, Risk, RiskPolicy};
 pub use units::{ParseUnitError, parse_duration, parse_size};

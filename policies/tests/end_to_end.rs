@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_policies::{
-    ApprovalDecision, ApprovalRequest, Approver, Decision, MemoryAuditSink, PolicyToolHost,
-    Profile, extract_tool_calls,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, Decision,
+    MemoryAuditSink, PolicyToolHost, Profile, extract_tool_calls,
 };
 use codemode_runtime::{
     BoxFuture, CallStatus, EvalOptions, FnTools, Runtime, RuntimeConfig, ToolHost,
@@ -20,10 +20,10 @@ impl Approver for SlowYes {
     fn supports(&self) -> bool {
         true
     }
-    fn approve(&self, _req: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
+    fn approve(&self, _req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
         Box::pin(async move {
             tokio::time::sleep(self.0).await;
-            ApprovalDecision::ApproveOnce
+            ApprovalAnswer::new(ApprovalDecision::ApproveOnce, Channel::Elicitation)
         })
     }
 }

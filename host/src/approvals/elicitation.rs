@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use codemode_policies::Channel;
 use codemode_runtime::BoxFuture;
 use rmcp::model::ElicitationAction;
 use rmcp::{Peer, RoleServer};
@@ -26,6 +27,9 @@ impl PeerAsker {
 impl Asker for PeerAsker {
     fn supports(&self) -> bool {
         true
+    }
+    fn channel(&self) -> Channel {
+        Channel::Elicitation
     }
     fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
         Box::pin(async move {

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use codemode_policies::{ApprovalDecision, ApprovalRequest, Approver};
+use codemode_policies::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver};
 use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
@@ -115,7 +115,7 @@ impl Approver for AskApprover {
     fn supports(&self) -> bool {
         self.asker.supports()
     }
-    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalDecision> {
+    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
         Box::pin(async move {
             // The policy layer owns the approval timeout (and reports it as
             // `elicitation_timeout`): ask a little longer, and never turn our own timeout into
@@ -123,7 +123,7 @@ impl Approver for AskApprover {
             let timeout = req.timeout + std::time::Duration::from_secs(1);
             match self.asker.ask(approval_question(&req), timeout).await {
                 Answer::Timeout => std::future::pending().await,
-                answer => decision_from(&answer),
+                answer => ApprovalAnswer::new(decision_from(&answer), self.asker.channel()),
             }
         })
     }

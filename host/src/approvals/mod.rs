@@ -16,6 +16,7 @@ pub mod terminal;
 
 use std::time::Duration;
 
+use codemode_policies::Channel;
 use codemode_runtime::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitationSchema, JsonObject};
 use serde_json::Value;
@@ -65,6 +66,8 @@ pub enum Answer {
 pub trait Asker: Send + Sync {
     /// Whether a human can be asked at all.
     fn supports(&self) -> bool;
+    /// Where the answers come from (for the audit log).
+    fn channel(&self) -> Channel;
     /// Asks, giving up after `timeout` (a timeout never approves anything).
     fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer>;
 }
@@ -76,6 +79,9 @@ pub struct NoAsker;
 impl Asker for NoAsker {
     fn supports(&self) -> bool {
         false
+    }
+    fn channel(&self) -> Channel {
+        Channel::Fallback
     }
     fn ask(&self, _question: Question, _timeout: Duration) -> BoxFuture<'_, Answer> {
         Box::pin(async { Answer::Failed("the client does not support elicitation".into()) })

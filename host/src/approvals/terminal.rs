@@ -5,6 +5,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use codemode_policies::Channel;
 use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
@@ -94,6 +95,10 @@ pub fn choices(question: &Question) -> Option<(String, Vec<(Value, String)>)> {
 impl Asker for TerminalAsker {
     fn supports(&self) -> bool {
         true
+    }
+
+    fn channel(&self) -> Channel {
+        Channel::Terminal
     }
 
     fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use codemode_policies::Channel;
 use codemode_runtime::{BoxFuture, EvalOutcome};
 use rmcp::model::{ElicitRequest, InputRequest, InputRequests, InputResponses};
 use serde_json::Value;
@@ -235,6 +236,10 @@ pub struct SuspendedAsker {
 impl Asker for SuspendedAsker {
     fn supports(&self) -> bool {
         true
+    }
+
+    fn channel(&self) -> Channel {
+        Channel::Elicitation
     }
 
     fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {

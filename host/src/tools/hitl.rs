@@ -266,6 +266,9 @@ mod tests {
         fn supports(&self) -> bool {
             true
         }
+        fn channel(&self) -> codemode_policies::Channel {
+            codemode_policies::Channel::Elicitation
+        }
         fn ask(&self, _q: Question, _t: Duration) -> BoxFuture<'_, Answer> {
             let next = self.0.lock().unwrap().remove(0);
             Box::pin(async move { next })

@@ -13,8 +13,9 @@ use serde_json::Value;
 use crate::approval::ApprovalKey;
 use crate::audit::{AuditSink, Decision};
 use crate::{
-    ApprovalDecision, ApprovalRequest, Approver, Disposition, DispositionKind, Fallback, MatchedBy,
-    NoApprover, Preview, Profile, SessionApprovals, summarize_args,
+    ApprovalDecision, ApprovalRequest, Approver, Caller, Disposition, DispositionKind, Fallback,
+    MatchedBy, NoApprover, Preview, Profile, Risk, RiskPolicy, SessionApprovals, new_request_id,
+    summarize_args,
 };
 use audit_guard::AuditGuard;
 
@@ -61,6 +62,7 @@ pub struct PolicyToolHost {
     audit: Option<Arc<dyn AuditSink>>,
     include_args: bool,
     session_id: Option<String>,
+    caller: Caller,
     /// Tools approved for the rest of an eval (keyed by eval in case a host is reused).
     eval_approvals: Mutex<HashSet<(EvalId, ApprovalKey)>>,
     /// Asks waiting (queued or prompted) now.
@@ -81,7 +83,7 @@ impl std::fmt::Debug for PolicyToolHost {
 }
 
 /// Builds a [`PolicyToolHost`]. Defaults: no profile (unrestricted), [`NoApprover`], a fresh
-/// [`SessionApprovals`], an empty preview, no audit, no session id.
+/// [`SessionApprovals`], an empty preview, no audit, no session id, [`Caller::local`].
 pub struct PolicyToolHostBuilder {
     host: PolicyToolHost,
 }
@@ -124,6 +126,12 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// Who the eval runs for (in approval requests).
+    pub fn caller(mut self, caller: Caller) -> Self {
+        self.host.caller = caller;
+        self
+    }
+
     /// The host.
     pub fn build(self) -> PolicyToolHost {
         self.host
@@ -143,6 +151,7 @@ impl PolicyToolHost {
                 audit: None,
                 include_args: false,
                 session_id: None,
+                caller: Caller::local(),
                 eval_approvals: Mutex::new(HashSet::new()),
                 pending: AtomicUsize::new(0),
                 queues: Mutex::new(HashMap::new()),
@@ -230,12 +239,17 @@ impl PolicyToolHost {
             return (Decision::Approved, Ok(()));
         }
         let request = ApprovalRequest {
+            id: new_request_id(),
             tool: tool.to_string(),
+            args: args.clone(),
             args_summary: summarize_args(args),
             profile: Some(profile.name().to_string()),
             eval_id: cx.eval_id,
             call_id: cx.call_id,
             session_id: self.session_id.clone(),
+            caller: self.caller.clone(),
+            risk: Risk::default(),
+            risk_policy: RiskPolicy::default(),
             matched: d.matched.clone(),
             reason: d.reason.clone(),
             preview: self.preview.clone(),
@@ -243,7 +257,7 @@ impl PolicyToolHost {
         };
         let answer =
             tokio::time::timeout(profile.approval_timeout(), self.approver.approve(request)).await;
-        match answer {
+        match answer.map(|a| a.decision) {
             Err(_elapsed) => (
                 Decision::Timeout,
                 Err(denied(

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use crate::audit::{Decision, MemoryAuditSink, ToolCallAuditRecord, args_sha256};
 use crate::{
-    ApprovalDecision, ApprovalRequest, Approver, DispositionKind, MatchedBy, PolicyToolHost,
-    Preview, Profile, SessionApprovals, extract_tool_calls,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, DispositionKind,
+    MatchedBy, PolicyToolHost, Preview, Profile, SessionApprovals, extract_tool_calls,
 };
 
 const TOOLS: &[&str] = &[
@@ -83,11 +83,11 @@ impl Approver for FakeApprover {
     fn supports(&self) -> bool {
         self.supports
     }
-    fn approve(&self, req: ApprovalRequest) -> codemode_runtime::BoxFuture<'_, ApprovalDecision> {
+    fn approve(&self, req: ApprovalRequest) -> codemode_runtime::BoxFuture<'_, ApprovalAnswer> {
         Box::pin(async move {
             self.requests.lock().unwrap().push(req);
             tokio::time::sleep(self.delay).await;
-            self.answer
+            ApprovalAnswer::new(self.answer, Channel::Elicitation)
         })
     }
 }
