@@ -4,15 +4,22 @@
 #
 #   guest/build.sh           build and replace the committed module
 #   guest/build.sh --check   rebuild from source in a temporary folder; fail unless byte-identical
+#   guest/build.sh --clippy  lint the guest (-D warnings) with Debian's clippy for that toolchain
 #
 # The host never needs this: `cargo build`/`cargo test` use the committed .wasm.
+#
+# Lints need this toolchain too: the guest compiles only for wasm32-wasip1 (QuickJS's C code,
+# wasi-libc's dlmalloc and the host imports), which rustup's toolchain here cannot target.
+# `rust-web-clippy` is the clippy built with `rustc-web`, so it checks the guest as it is built.
+# Formatting needs no toolchain of its own: `cargo fmt --manifest-path guest/Cargo.toml`.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mode="${1:-build}"
-case "$mode" in build|--check) ;; *) echo "usage: guest/build.sh [--check]" >&2; exit 2 ;; esac
+case "$mode" in build|--check|--clippy) ;; *) echo "usage: guest/build.sh [--check|--clippy]" >&2; exit 2 ;; esac
 
 packages=(rustc-web cargo-web rust-web-src wasi-libc clang-16 lld-16 libclang-rt-16-dev-wasm32)
+[ "$mode" = --clippy ] && packages+=(rust-web-clippy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -57,39 +64,60 @@ patch_quickjs() { # $1 = a folder holding Cargo.toml and quickjs-wasi.patch
   echo "$want" > "$dest/.codemode-patched"
 }
 
+guest_env() { # $1 = a folder holding Cargo.toml: the environment of every cargo run in it
+  local dir="$1"
+  export RUSTC=/usr/bin/rustc
+  export RUSTC_BOOTSTRAP=1
+  export __CARGO_TESTS_ONLY_SRC_ROOT="$std_src"
+  export CARGO_TARGET_DIR="$dir/target"
+  # Paths are remapped so that the module does not depend on where it was built.
+  # bulk-memory: memcpy/memset become memory.copy/fill (the host's memmove); nontrapping-fptoint:
+  # float-to-int conversions without range-check branches. Both standard, on in wasmtime by
+  # default; 5-9% less time on JSON, regex and the object kernel (docs/PERFORMANCE.md).
+  export RUSTFLAGS="-C linker=/usr/lib/llvm-16/bin/wasm-ld -C link-self-contained=no \
+    -C target-feature=+bulk-memory,+nontrapping-fptoint \
+    -L /usr/lib/wasm32-wasi -C link-arg=/usr/lib/wasm32-wasi/crt1-reactor.o \
+    -C link-arg=-zstack-size=1048576 \
+    --remap-path-prefix=$dir=/guest --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo \
+    --remap-path-prefix=$std_src=/rust/library"
+  export RQUICKJS_SYS_NO_WASI_SDK=1
+  export LIBCLANG_PATH=/usr/lib/llvm-16/lib
+  export CC_wasm32_wasip1=/usr/bin/clang-16
+  export AR_wasm32_wasip1=/usr/lib/llvm-16/bin/llvm-ar
+  # -UEMSCRIPTEN: rquickjs-sys defines EMSCRIPTEN for WASI, which turns off QuickJS's
+  # computed-goto dispatch (~25% slower); see shared/notes/perf-facts.md.
+  export CFLAGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr -UEMSCRIPTEN -mbulk-memory -mnontrapping-fptoint -ffile-prefix-map=${CARGO_HOME:-$HOME/.cargo}=/cargo -ffile-prefix-map=$dir=/guest"
+  export BINDGEN_EXTRA_CLANG_ARGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr"
+}
+
 build_in() { # $1 = a folder holding Cargo.toml, Cargo.lock, quickjs-wasi.patch, src/
   local dir="$1"
   patch_quickjs "$dir" || return 1
   (
     cd "$dir"
-    export RUSTC=/usr/bin/rustc
-    export RUSTC_BOOTSTRAP=1
-    export __CARGO_TESTS_ONLY_SRC_ROOT="$std_src"
-    export CARGO_TARGET_DIR="$dir/target"
-    # Paths are remapped so that the module does not depend on where it was built.
-    # bulk-memory: memcpy/memset become memory.copy/fill (the host's memmove); nontrapping-fptoint:
-    # float-to-int conversions without range-check branches. Both standard, on in wasmtime by
-    # default; 5-9% less time on JSON, regex and the object kernel (docs/PERFORMANCE.md).
-    export RUSTFLAGS="-C linker=/usr/lib/llvm-16/bin/wasm-ld -C link-self-contained=no \
-      -C target-feature=+bulk-memory,+nontrapping-fptoint \
-      -L /usr/lib/wasm32-wasi -C link-arg=/usr/lib/wasm32-wasi/crt1-reactor.o \
-      -C link-arg=-zstack-size=1048576 \
-      --remap-path-prefix=$dir=/guest --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo \
-      --remap-path-prefix=$std_src=/rust/library"
-    export RQUICKJS_SYS_NO_WASI_SDK=1
-    export LIBCLANG_PATH=/usr/lib/llvm-16/lib
-    export CC_wasm32_wasip1=/usr/bin/clang-16
-    export AR_wasm32_wasip1=/usr/lib/llvm-16/bin/llvm-ar
-    # -UEMSCRIPTEN: rquickjs-sys defines EMSCRIPTEN for WASI, which turns off QuickJS's
-    # computed-goto dispatch (~25% slower); see shared/notes/perf-facts.md.
-    export CFLAGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr -UEMSCRIPTEN -mbulk-memory -mnontrapping-fptoint -ffile-prefix-map=${CARGO_HOME:-$HOME/.cargo}=/cargo -ffile-prefix-map=$dir=/guest"
-    export BINDGEN_EXTRA_CLANG_ARGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr"
+    guest_env "$dir"
     /usr/bin/cargo build --quiet --locked --release -Zbuild-std=std,panic_abort --target wasm32-wasip1
   ) || return 1 # errexit does not reach into the command substitution that calls this
   echo "$dir/target/wasm32-wasip1/release/codemode_guest.wasm"
 }
 
-if [ "$mode" = build ]; then
+lint_in() { # $1 = as build_in's
+  local dir="$1"
+  patch_quickjs "$dir" || return 1
+  (
+    cd "$dir"
+    guest_env "$dir"
+    # The same flags and profile as the build, so that the two share QuickJS's build in target/.
+    # cargo-clippy runs $CARGO (else the first cargo on PATH, rustup's) and its own clippy-driver.
+    CARGO=/usr/bin/cargo /usr/bin/cargo-clippy clippy --quiet --locked --release \
+      -Zbuild-std=std,panic_abort --target wasm32-wasip1 -- -D warnings
+  )
+}
+
+if [ "$mode" = --clippy ]; then
+  lint_in "$here"
+  echo "guest/build.sh --clippy: no warnings" >&2
+elif [ "$mode" = build ]; then
   out="$(build_in "$here")"
   cp "$out" "$here/codemode_guest.wasm"
   echo "guest/build.sh: wrote guest/codemode_guest.wasm ($(wc -c < "$here/codemode_guest.wasm") bytes, sha256 $(sha256sum "$here/codemode_guest.wasm" | cut -c1-16))" >&2

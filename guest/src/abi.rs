@@ -17,7 +17,12 @@ pub const STATUS_PENDING: u32 = 1;
 unsafe extern "C" {
     /// Starts tool call `name(args_json)`; returns its id (≥ 1). Never blocks.
     #[link_name = "call_start"]
-    fn host_call_start(name_ptr: *const u8, name_len: usize, args_ptr: *const u8, args_len: usize) -> u32;
+    fn host_call_start(
+        name_ptr: *const u8,
+        name_len: usize,
+        args_ptr: *const u8,
+        args_len: usize,
+    ) -> u32;
     /// One console line at `level` (0 log, 1 info, 2 warn, 3 error, 4 debug).
     #[link_name = "log"]
     fn host_log(level: u32, ptr: *const u8, len: usize);
@@ -38,12 +43,23 @@ pub fn random_u64() -> u64 {
     let mut bytes = [0u8; 8];
     // SAFETY: `bytes` is valid for writes of its length for the duration of the call.
     let errno = unsafe { wasi_random_get(bytes.as_mut_ptr(), bytes.len()) };
-    if errno == 0 { u64::from_le_bytes(bytes) } else { 0 }
+    if errno == 0 {
+        u64::from_le_bytes(bytes)
+    } else {
+        0
+    }
 }
 
 pub fn call_start(name: &[u8], args_json: &[u8]) -> u32 {
     // SAFETY: both slices are valid for their lengths for the duration of the call.
-    unsafe { host_call_start(name.as_ptr(), name.len(), args_json.as_ptr(), args_json.len()) }
+    unsafe {
+        host_call_start(
+            name.as_ptr(),
+            name.len(),
+            args_json.as_ptr(),
+            args_json.len(),
+        )
+    }
 }
 
 pub fn log(level: u32, message: &str) {

@@ -6,8 +6,9 @@
 //! makes would only ever be called from here). It waits here, under the call id the host gave,
 //! until [`settle`] resolves it with the parsed result or rejects it with the error the prelude's
 //! `rejection` makes (`codemode_promise_settle`, which does what the resolving functions would).
-//! Kept in Rust rather than in the prelude: a call then costs no executor closure, no map entry
-//! object and no JS frame to settle.
+//! They are kept in Rust, not in the prelude, so that a call costs no executor closure, no map
+//! entry object and no JS frame to settle.
+//!
 //! A tool function is a QuickJS C function ([`tool_function`]) holding the tool's name: arguments
 //! that are a plain object of primitives are encoded and the call started right there, with no
 //! JavaScript frame at all; any other arguments go to the prelude's `callEncoded`, which encodes
@@ -19,7 +20,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::mem::ManuallyDrop;
 
-use javy::quickjs::{qjs, Ctx, Function, Persistent, Value};
+use javy::quickjs::{Ctx, Function, Persistent, Value, qjs};
 
 use crate::abi;
 use crate::patch::{codemode_promise_new, codemode_promise_settle};
@@ -46,7 +47,7 @@ thread_local! {
 }
 
 /// Makes the prelude's `hostCall(hostName, argsJson, name)` and `hostTool(name, hostName)`, and
-/// keeps `Object.prototype` as it is now (before any user code).
+/// keeps `Object.prototype` as it is at initialisation (before any user code).
 pub fn entry_points<'js>(cx: &Ctx<'js>) -> javy::quickjs::Result<(Value<'js>, Value<'js>)> {
     let ctx = cx.as_raw().as_ptr();
     let object: javy::quickjs::Object = cx.globals().get("Object")?;
@@ -55,11 +56,27 @@ pub fn entry_points<'js>(cx: &Ctx<'js>) -> javy::quickjs::Result<(Value<'js>, Va
     // are owned by the returned handles.
     unsafe {
         OBJECT_PROTOTYPE.set(qjs::JS_DupValue(ctx, prototype.as_raw()));
-        let make = |f: unsafe extern "C" fn(*mut qjs::JSContext, qjs::JSValue, i32, *mut qjs::JSValue) -> qjs::JSValue,
+        let make = |f: unsafe extern "C" fn(
+            *mut qjs::JSContext,
+            qjs::JSValue,
+            i32,
+            *mut qjs::JSValue,
+        ) -> qjs::JSValue,
                     name: &std::ffi::CStr| {
-            let raw = qjs::JS_NewCFunction2(ctx, Some(f), name.as_ptr(), 3, qjs::JSCFunctionEnum_JS_CFUNC_generic, 0);
+            let raw = qjs::JS_NewCFunction2(
+                ctx,
+                Some(f),
+                name.as_ptr(),
+                3,
+                qjs::JSCFunctionEnum_JS_CFUNC_generic,
+                0,
+            );
             let value = Value::from_raw(cx.clone(), raw);
-            if value.is_exception() { Err(javy::quickjs::Error::Exception) } else { Ok(value) }
+            if value.is_exception() {
+                Err(javy::quickjs::Error::Exception)
+            } else {
+                Ok(value)
+            }
         };
         Ok((make(host_call, c"hostCall")?, make(host_tool, c"hostTool")?))
     }
@@ -91,7 +108,12 @@ unsafe fn arguments(argc: i32, argv: *mut qjs::JSValue) -> [qjs::JSValue; 3] {
 }
 
 /// `hostCall(hostName, argsJson, name)`: starts a call whose arguments are already JSON text.
-unsafe extern "C" fn host_call(ctx: *mut qjs::JSContext, _this: qjs::JSValue, argc: i32, argv: *mut qjs::JSValue) -> qjs::JSValue {
+unsafe extern "C" fn host_call(
+    ctx: *mut qjs::JSContext,
+    _this: qjs::JSValue,
+    argc: i32,
+    argv: *mut qjs::JSValue,
+) -> qjs::JSValue {
     // SAFETY: QuickJS passes a live context and `argc` live arguments; the C string is freed
     // after the call has copied it.
     unsafe {
@@ -101,7 +123,12 @@ unsafe extern "C" fn host_call(ctx: *mut qjs::JSContext, _this: qjs::JSValue, ar
         if ptr.is_null() {
             return qjs::JS_EXCEPTION;
         }
-        let promise = start(ctx, host_name, std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize), name);
+        let promise = start(
+            ctx,
+            host_name,
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize),
+            name,
+        );
         qjs::JS_FreeCString(ctx, ptr);
         promise
     }
@@ -109,7 +136,12 @@ unsafe extern "C" fn host_call(ctx: *mut qjs::JSContext, _this: qjs::JSValue, ar
 
 /// `hostTool(name, hostName)`: the tool function for `name` (as the script wrote it; `hostName`
 /// is the same with lone surrogates replaced): a [`tool_function`] holding both.
-unsafe extern "C" fn host_tool(ctx: *mut qjs::JSContext, _this: qjs::JSValue, argc: i32, argv: *mut qjs::JSValue) -> qjs::JSValue {
+unsafe extern "C" fn host_tool(
+    ctx: *mut qjs::JSContext,
+    _this: qjs::JSValue,
+    argc: i32,
+    argv: *mut qjs::JSValue,
+) -> qjs::JSValue {
     // SAFETY: QuickJS passes a live context and `argc` live arguments; JS_NewCFunctionData takes
     // its own references to the data.
     unsafe {
@@ -139,7 +171,13 @@ unsafe extern "C" fn tool_function(
             return start(ctx, host_name, json.as_bytes(), name);
         }
         let mut call = [name, host_name, args];
-        qjs::JS_Call(ctx, CALL_ENCODED.get(), qjs::JS_UNDEFINED, 3, call.as_mut_ptr())
+        qjs::JS_Call(
+            ctx,
+            CALL_ENCODED.get(),
+            qjs::JS_UNDEFINED,
+            3,
+            call.as_mut_ptr(),
+        )
     }
 }
 
@@ -147,7 +185,12 @@ unsafe extern "C" fn tool_function(
 ///
 /// # Safety
 /// `ctx` is live; `host_name` and `name` are live values of it (borrowed).
-unsafe fn start(ctx: *mut qjs::JSContext, host_name: qjs::JSValue, args_json: &[u8], name: qjs::JSValue) -> qjs::JSValue {
+unsafe fn start(
+    ctx: *mut qjs::JSContext,
+    host_name: qjs::JSValue,
+    args_json: &[u8],
+    name: qjs::JSValue,
+) -> qjs::JSValue {
     // SAFETY: as the caller promises. The promise first: if it cannot be made (out of memory),
     // no call is started either. An ASCII name is read in place (its bytes are its UTF-8);
     // any other is converted, and the host checks that the bytes are UTF-8.
@@ -156,7 +199,9 @@ unsafe fn start(ctx: *mut qjs::JSContext, host_name: qjs::JSValue, args_json: &[
         if qjs::JS_IsException(promise) {
             return promise;
         }
-        let id = if let Some(name) = crate::patch::latin1(ctx, host_name, 0).filter(|name| name.is_ascii()) {
+        let id = if let Some(name) =
+            crate::patch::latin1(ctx, host_name, 0).filter(|name| name.is_ascii())
+        {
             abi::call_start(name, args_json)
         } else {
             let mut len: qjs::size_t = 0;
@@ -165,7 +210,10 @@ unsafe fn start(ctx: *mut qjs::JSContext, host_name: qjs::JSValue, args_json: &[
                 qjs::JS_FreeValue(ctx, promise);
                 return qjs::JS_EXCEPTION;
             }
-            let id = abi::call_start(std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize), args_json);
+            let id = abi::call_start(
+                std::slice::from_raw_parts(ptr.cast::<u8>(), len as usize),
+                args_json,
+            );
             qjs::JS_FreeCString(ctx, ptr);
             id
         };
@@ -187,7 +235,13 @@ pub fn outstanding() -> usize {
 /// `rejection(name, json)` makes of the host's description (also when a result is not JSON,
 /// which a correct host never sends). An id the guest does not know (a misbehaving host)
 /// settles nothing.
-pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, ok: bool, payload: Vec<u8>) {
+pub fn settle(
+    cx: &Ctx<'_>,
+    rejection: &Persistent<Function<'static>>,
+    id: u32,
+    ok: bool,
+    payload: Vec<u8>,
+) {
     let Some(call) = PENDING.with(|pending| pending.borrow_mut().remove(&id)) else {
         return;
     };
@@ -200,7 +254,9 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
     // The host sends UTF-8 JSON; a lossy conversion can only change invalid bytes.
     let mut text = match String::from_utf8(payload) {
         Ok(text) => text.into_bytes(),
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into_bytes(),
+        Err(e) => String::from_utf8_lossy(e.as_bytes())
+            .into_owned()
+            .into_bytes(),
     };
     let json_len = text.len();
     // `cm_alloc` left room for it.
@@ -209,7 +265,12 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
     // value made here, and the call's, are freed once used.
     unsafe {
         let parsed = if ok {
-            qjs::JS_ParseJSON(ctx, text.as_ptr().cast(), json_len as _, c"<tool result>".as_ptr())
+            qjs::JS_ParseJSON(
+                ctx,
+                text.as_ptr().cast(),
+                json_len as _,
+                c"<tool result>".as_ptr(),
+            )
         } else {
             qjs::JS_EXCEPTION
         };
@@ -225,7 +286,9 @@ pub fn settle(cx: &Ctx<'_>, rejection: &Persistent<Function<'static>>, id: u32, 
         let name = Value::from_raw(cx.clone(), qjs::JS_DupValue(ctx, call.name));
         // Restored only here: a call that succeeds never needs it.
         let reason = match rejection.clone().restore(cx) {
-            Ok(rejection) => rejection.call::<_, Value>((name, json.as_ref())).unwrap_or_else(|_| cx.catch()),
+            Ok(rejection) => rejection
+                .call::<_, Value>((name, json.as_ref()))
+                .unwrap_or_else(|_| cx.catch()),
             Err(_) => Value::new_undefined(cx.clone()),
         };
         finish(ctx, call, qjs::JS_DupValue(ctx, reason.as_raw()), true);
@@ -246,12 +309,20 @@ fn literal(json: &[u8]) -> Option<qjs::JSValue> {
                 _ => (false, json),
             };
             let well_formed = matches!(digits, [b'0'] | [b'1'..=b'9', ..]) && digits.len() <= 9;
-            if !well_formed || !digits.iter().all(u8::is_ascii_digit) || (negative && digits == b"0") {
+            if !well_formed
+                || !digits.iter().all(u8::is_ascii_digit)
+                || (negative && digits == b"0")
+            {
                 return None; // -0 is a float: left to the parser
             }
-            let magnitude = digits.iter().fold(0i32, |n, d| n * 10 + i32::from(d - b'0'));
+            let magnitude = digits
+                .iter()
+                .fold(0i32, |n, d| n * 10 + i32::from(d - b'0'));
             // `JS_MKVAL` is public in rquickjs-sys: an integer is its tag and its bits.
-            Some(qjs::JS_MKVAL(qjs::JS_TAG_INT, if negative { -magnitude } else { magnitude }))
+            Some(qjs::JS_MKVAL(
+                qjs::JS_TAG_INT,
+                if negative { -magnitude } else { magnitude },
+            ))
         }
     }
 }
@@ -261,7 +332,12 @@ fn literal(json: &[u8]) -> Option<qjs::JSValue> {
 ///
 /// # Safety
 /// `ctx` is live; `call`'s values and `value` are owned values of it.
-unsafe fn finish(ctx: *mut qjs::JSContext, call: PendingCall, value: qjs::JSValue, is_reject: bool) {
+unsafe fn finish(
+    ctx: *mut qjs::JSContext,
+    call: PendingCall,
+    value: qjs::JSValue,
+    is_reject: bool,
+) {
     // SAFETY: as the caller promises; each value is freed once. Settling may run a `then`
     // getter of the value (a thenable is adopted); what it throws rejects the promise.
     unsafe {

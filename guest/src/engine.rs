@@ -2,7 +2,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use javy::quickjs::{qjs, Ctx, Function, Object, Persistent, Value};
+use javy::quickjs::{Ctx, Function, Object, Persistent, Value, qjs};
 use javy::{Config, Runtime};
 
 use crate::abi;
@@ -18,7 +18,8 @@ const PRELUDE_FILE: &std::ffi::CStr = c"codemode:prelude";
 const MATERIALISE: &str = r#"(() => {
   const seen = new Set();
   const visit = (o, depth) => {
-    if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o) || depth > 4) return;
+    if (o === null || (typeof o !== "object" && typeof o !== "function")) return;
+    if (seen.has(o) || depth > 4) return;
     seen.add(o);
     for (const key of Reflect.ownKeys(o)) {
       const d = Reflect.getOwnPropertyDescriptor(o, key);
@@ -87,23 +88,35 @@ pub fn init() {
                     .map_err(|_| javy::quickjs::Error::Exception)?
                     .get()?;
                 let (host_call, host_tool) = crate::calls::entry_points(&cx)?;
-                let host_log = Function::new(cx.clone(), |level: u32, message: String| abi::log(level, &message))?;
+                let host_log = Function::new(cx.clone(), |level: u32, message: String| {
+                    abi::log(level, &message)
+                })?;
                 let host_finish = Function::new(cx.clone(), |envelope: String| {
                     FINISHED.with(|f| f.set(true));
                     abi::finish(&envelope)
                 })?;
                 let heap_exhausted = Function::new(cx.clone(), crate::heap::exhausted)?;
                 // SAFETY: the context is alive for `cx`'s lifetime; the object is owned.
-                let codemode = unsafe { Value::from_raw(cx.clone(), crate::namespace::create(cx.as_raw().as_ptr())) };
+                let codemode = unsafe {
+                    Value::from_raw(cx.clone(), crate::namespace::create(cx.as_raw().as_ptr()))
+                };
                 if codemode.is_exception() {
                     return Err(javy::quickjs::Error::Exception);
                 }
-                let internals: Object =
-                    factory.call((host_call, host_log, host_finish, host_tool, heap_exhausted, codemode))?;
+                let internals: Object = factory.call((
+                    host_call,
+                    host_log,
+                    host_finish,
+                    host_tool,
+                    heap_exhausted,
+                    codemode,
+                ))?;
                 let make_tool: Function = internals.get("makeTool")?;
                 crate::calls::set_call_encoded(&cx, &internals.get("callEncoded")?);
                 // SAFETY: a live function of this context; the module keeps its own reference.
-                unsafe { crate::namespace::set_tool_maker(cx.as_raw().as_ptr(), make_tool.as_raw()) };
+                unsafe {
+                    crate::namespace::set_tool_maker(cx.as_raw().as_ptr(), make_tool.as_raw())
+                };
                 let math: Object = cx.globals().get("Math")?;
                 math.set("random", javy::quickjs::prelude::Func::from(math_random))?;
                 let entry = |name: &str| -> javy::quickjs::Result<Persistent<Function<'static>>> {
@@ -136,32 +149,52 @@ pub fn init_for_snapshot() {
 }
 
 /// `JS_Eval` on a NUL-terminated copy of `src`: returns the value or the pending exception.
-fn eval_raw<'js>(cx: &Ctx<'js>, src: &[u8], file: &std::ffi::CStr, flags: i32) -> Result<Value<'js>, Value<'js>> {
+fn eval_raw<'js>(
+    cx: &Ctx<'js>,
+    src: &[u8],
+    file: &std::ffi::CStr,
+    flags: i32,
+) -> Result<Value<'js>, Value<'js>> {
     let mut buf = Vec::with_capacity(src.len() + 1);
     buf.extend_from_slice(src);
     buf.push(0);
     // SAFETY: `buf` is NUL-terminated with `src.len()` bytes before the NUL, as JS_Eval requires
     // (interior NULs are fine: the length is explicit); the returned value is owned.
     let value = unsafe {
-        let raw = qjs::JS_Eval(cx.as_raw().as_ptr(), buf.as_ptr().cast(), src.len() as _, file.as_ptr(), flags);
+        let raw = qjs::JS_Eval(
+            cx.as_raw().as_ptr(),
+            buf.as_ptr().cast(),
+            src.len() as _,
+            file.as_ptr(),
+            flags,
+        );
         Value::from_raw(cx.clone(), raw)
     };
-    if value.is_exception() { Err(cx.catch()) } else { Ok(value) }
+    if value.is_exception() {
+        Err(cx.catch())
+    } else {
+        Ok(value)
+    }
 }
 
 /// Runs a function compiled with `JS_EVAL_FLAG_COMPILE_ONLY`.
 fn eval_function<'js>(cx: &Ctx<'js>, compiled: Value<'js>) -> Result<Value<'js>, Value<'js>> {
-    // SAFETY: JS_EvalFunction takes ownership of `compiled` (hence into_raw-like dup below is not
-    // needed: we forget our handle after passing the raw value); the result is owned.
+    // SAFETY: JS_EvalFunction takes ownership of `compiled`'s value, so the handle is forgotten
+    // rather than dropped (no reference of its own is kept); the result is owned.
     let value = unsafe {
         let raw = compiled.as_raw();
         std::mem::forget(compiled);
         Value::from_raw(cx.clone(), qjs::JS_EvalFunction(cx.as_raw().as_ptr(), raw))
     };
-    if value.is_exception() { Err(cx.catch()) } else { Ok(value) }
+    if value.is_exception() {
+        Err(cx.catch())
+    } else {
+        Ok(value)
+    }
 }
 
-const COMPILE: i32 = (qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_STRICT | qjs::JS_EVAL_FLAG_COMPILE_ONLY) as i32;
+const COMPILE: i32 =
+    (qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_STRICT | qjs::JS_EVAL_FLAG_COMPILE_ONLY) as i32;
 const ASYNC: i32 = qjs::JS_EVAL_FLAG_ASYNC as i32;
 
 /// Mode numbers understood by the prelude's `start`.
@@ -174,7 +207,8 @@ const MODE_THROWN: i32 = 3;
 
 /// How the code was compiled.
 enum Form {
-    /// A script with top-level `await` (or the async-function wrapper): its completion is a promise.
+    /// A script with top-level `await` (or the async-function wrapper): its completion is a
+    /// promise.
     Async,
     /// A plain script (no `await` in the source): its completion value is the value itself.
     Plain,
@@ -192,7 +226,11 @@ fn may_await(code: &[u8]) -> bool {
 /// `async () => {...}`, is called and awaited by the prelude). Either way, when it uses
 /// top-level `return`, as the body of an async function instead. Nothing runs until it compiles.
 fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, Form, i32), (Value<'js>, i32)> {
-    let form = if may_await(code) { Form::Async } else { Form::Plain };
+    let form = if may_await(code) {
+        Form::Async
+    } else {
+        Form::Plain
+    };
     let flags = match form {
         Form::Async => COMPILE | ASYNC,
         Form::Plain => COMPILE,
@@ -210,7 +248,12 @@ fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, Form, i32), (
     }
     // A declaration, not a parenthesised function expression: QuickJS keeps exact positions
     // inside declarations. The script's completion value is the function, which `start` calls.
-    let wrapped = [b"async function codemode_main() {\n".as_slice(), code, b"\n}\ncodemode_main"].concat();
+    let wrapped = [
+        b"async function codemode_main() {\n".as_slice(),
+        code,
+        b"\n}\ncodemode_main",
+    ]
+    .concat();
     match eval_raw(cx, &wrapped, FILE_NAME, COMPILE | ASYNC) {
         Ok(f) => Ok((f, Form::Async, 1)),
         Err(e) => Err((e, 1)),
@@ -219,7 +262,11 @@ fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, Form, i32), (
 
 /// Calls one of the prelude's entry points. They catch everything themselves; an exception here
 /// could only come from the memory limit, and then `drive` reports the missing result.
-fn call_internal<'js, A: javy::quickjs::function::IntoArgs<'js>>(cx: &Ctx<'js>, f: &Persistent<Function<'static>>, args: A) {
+fn call_internal<'js, A: javy::quickjs::function::IntoArgs<'js>>(
+    cx: &Ctx<'js>,
+    f: &Persistent<Function<'static>>,
+    args: A,
+) {
     if let Ok(f) = f.clone().restore(cx) {
         let _ = f.call::<_, ()>(args);
     }
@@ -233,7 +280,11 @@ fn object_prototype_has_then(cx: &Ctx<'_>) -> bool {
     // memory) counts as having it: the prelude's path is the safe one.
     // SAFETY: the context is live; the prototype is owned by `calls`.
     unsafe {
-        match qjs::JS_HasProperty(ctx, crate::calls::object_prototype(), qjs::JS_ATOM_then as qjs::JSAtom) {
+        match qjs::JS_HasProperty(
+            ctx,
+            crate::calls::object_prototype(),
+            qjs::JS_ATOM_then as qjs::JSAtom,
+        ) {
             0 => false,
             found => {
                 if found < 0 {
@@ -278,36 +329,53 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
             // QuickJS counts its own allocations; 0 means no limit beyond the linear memory's.
             // SAFETY: the context is alive for `cx`'s lifetime.
             let rt = unsafe { qjs::JS_GetRuntime(cx.as_raw().as_ptr()) };
-            crate::heap::set_limit(rt, if heap_limit == 0 { usize::MAX } else { heap_limit });
+            crate::heap::set_limit(
+                rt,
+                if heap_limit == 0 {
+                    usize::MAX
+                } else {
+                    heap_limit
+                },
+            );
             let p = &engine.prelude;
             // Lines of the user's code (a trailing newline does not start one).
             let lines = || {
-                let lines = code.split(|&b| b == b'\n').count() - usize::from(code.ends_with(b"\n"));
+                let lines =
+                    code.split(|&b| b == b'\n').count() - usize::from(code.ends_with(b"\n"));
                 i32::try_from(lines).unwrap_or(i32::MAX)
             };
             match compile(&cx, &code) {
                 Ok((compiled, form, offset)) => {
-                    // The prelude starts with offset 0; the line count only matters to syntax errors.
+                    // The prelude starts with offset 0; the line count only matters to syntax
+                    // errors.
                     if offset != 0 {
                         call_internal(&cx, &p.set_source, (offset, lines()));
                     }
                     match (form, eval_function(&cx, compiled)) {
-                        (Form::Async, Ok(value)) => call_internal(&cx, &p.start, (MODE_ASYNC, value)),
+                        (Form::Async, Ok(value)) => {
+                            call_internal(&cx, &p.start, (MODE_ASYNC, value))
+                        }
                         (Form::Async, Err(e)) => call_internal(&cx, &p.fail, (e, "exception")),
                         // A plain script: with no job queued, nothing can run between its end and
                         // the result, so a primitive completion value or an exception ends the eval
-                        // now. Otherwise the prelude takes the same number of jobs as the async
+                        // at once. Otherwise the prelude takes the same number of jobs as the async
                         // form would, so that queued jobs run in the same order relative to it.
                         (Form::Plain, Ok(value))
-                            if !value.is_object() && !job_pending(&cx) && !object_prototype_has_then(&cx) =>
+                            if !value.is_object()
+                                && !job_pending(&cx)
+                                && !object_prototype_has_then(&cx) =>
                         {
                             match primitive_json(&value) {
                                 Some(json) => finish_ok(&json),
                                 None => call_internal(&cx, &p.succeed, (value,)),
                             }
                         }
-                        (Form::Plain, Ok(value)) => call_internal(&cx, &p.start, (MODE_VALUE, value)),
-                        (Form::Plain, Err(e)) if !job_pending(&cx) => call_internal(&cx, &p.fail, (e, "exception")),
+                        (Form::Plain, Ok(value)) => {
+                            call_internal(&cx, &p.start, (MODE_VALUE, value))
+                        }
+                        (Form::Plain, Err(e)) if !job_pending(&cx) => {
+                            call_internal(&cx, &p.fail, (e, "exception"))
+                        }
                         (Form::Plain, Err(e)) => call_internal(&cx, &p.start, (MODE_THROWN, e)),
                     }
                 }
@@ -333,33 +401,31 @@ pub fn resume(id: u32, ok: bool, payload: Vec<u8>) -> u32 {
 /// Runs promise jobs until none is left, then reports whether the script finished.
 fn drive<'js>(cx: &Ctx<'js>, prelude: &Prelude) -> u32 {
     let is_finished = || FINISHED.with(|f| f.get());
-    {
-        loop {
-            while cx.execute_pending_job() {}
-            if is_finished() {
-                return abi::STATUS_DONE;
-            }
-            if crate::calls::outstanding() > 0 {
-                return abi::STATUS_PENDING;
-            }
-            // Nothing can ever settle the script's promise: no job is queued and no tool call is
-            // in flight. Report it instead of hanging.
-            let error = javy::quickjs::Exception::from_message(
-                cx.clone(),
-                "the script awaits a promise that can never settle (no tool call is in flight)",
-            )
-            .map(|e| e.into_value())
-            .unwrap_or_else(|_| Value::new_undefined(cx.clone()));
-            call_internal(cx, &prelude.fail, (error, "exception"));
-            if !is_finished() {
-                // Not even the failure could be reported (the heap is exhausted): say so from Rust.
-                abi::finish(concat!(
-                    r#"{"ok":false,"error":{"kind":"memory_limit","message":"#,
-                    r#""the script ran out of memory before it could finish","#,
-                    r#""line":null,"column":null,"stack":null}}"#
-                ));
-                return abi::STATUS_DONE;
-            }
+    loop {
+        while cx.execute_pending_job() {}
+        if is_finished() {
+            return abi::STATUS_DONE;
+        }
+        if crate::calls::outstanding() > 0 {
+            return abi::STATUS_PENDING;
+        }
+        // Nothing can ever settle the script's promise: no job is queued and no tool call is
+        // in flight. Report it instead of hanging.
+        let error = javy::quickjs::Exception::from_message(
+            cx.clone(),
+            "the script awaits a promise that can never settle (no tool call is in flight)",
+        )
+        .map(|e| e.into_value())
+        .unwrap_or_else(|_| Value::new_undefined(cx.clone()));
+        call_internal(cx, &prelude.fail, (error, "exception"));
+        if !is_finished() {
+            // Not even the failure could be reported (the heap is exhausted): say so from Rust.
+            abi::finish(concat!(
+                r#"{"ok":false,"error":{"kind":"memory_limit","message":"#,
+                r#""the script ran out of memory before it could finish","#,
+                r#""line":null,"column":null,"stack":null}}"#
+            ));
+            return abi::STATUS_DONE;
         }
     }
 }

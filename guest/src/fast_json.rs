@@ -2,7 +2,7 @@
 //! `null` and strings — without running `JSON.stringify` (~2 µs of QuickJS per call). Anything
 //! that `JSON.stringify` could treat differently (a `toJSON`, a getter, a proxy, another
 //! prototype or class, nested values, integer-like keys, keys with 16-bit characters, strings
-//! with lone surrogates) is declined, and the prelude's `toJson` encodes it as before. The host
+//! with lone surrogates) is declined, and the prelude's `toJson` encodes it. The host
 //! parses what it receives, so only the parsed value must match `JSON.stringify`'s, not the text.
 //!
 //! It works on raw QuickJS values: it runs in every tool call, and rquickjs's handles cost a
@@ -10,7 +10,7 @@
 //! read in place, through two functions that `guest/quickjs-wasi.patch` adds to QuickJS (no
 //! property table, descriptor or C string is allocated).
 
-use javy::quickjs::{qjs, Value};
+use javy::quickjs::{Value, qjs};
 
 use crate::patch;
 
@@ -38,7 +38,13 @@ pub unsafe fn plain_object(ctx: *mut qjs::JSContext, value: qjs::JSValue) -> Opt
     // SAFETY: as the caller promises; the arrays hold `MAX_PROPERTIES` entries. The values are
     // borrowed from the object, which outlives this function, and no JavaScript runs here.
     let count = unsafe {
-        patch::codemode_plain_properties(ctx, value, keys.as_mut_ptr(), values.as_mut_ptr(), MAX_PROPERTIES as i32)
+        patch::codemode_plain_properties(
+            ctx,
+            value,
+            keys.as_mut_ptr(),
+            values.as_mut_ptr(),
+            MAX_PROPERTIES as i32,
+        )
     };
     let count = usize::try_from(count).ok()?;
     let mut json = String::with_capacity(16 * count + 2);
@@ -53,7 +59,10 @@ pub unsafe fn plain_object(ctx: *mut qjs::JSContext, value: qjs::JSValue) -> Opt
         }
         // SAFETY: `key` is a live string atom of the object, which outlives this function.
         // A key with 16-bit characters is rare: left to JSON.stringify.
-        append_latin1(unsafe { patch::latin1(ctx, qjs::JS_UNDEFINED, key) }?, &mut json);
+        append_latin1(
+            unsafe { patch::latin1(ctx, qjs::JS_UNDEFINED, key) }?,
+            &mut json,
+        );
         json.push(':');
         // SAFETY: as above.
         if !unsafe { append_primitive(ctx, value, &mut json) } {
@@ -70,7 +79,8 @@ pub unsafe fn plain_object(ctx: *mut qjs::JSContext, value: qjs::JSValue) -> Opt
 pub fn primitive(value: &Value<'_>) -> Option<String> {
     let mut out = String::new();
     // SAFETY: a live value of a live context.
-    unsafe { append_primitive(value.ctx().as_raw().as_ptr(), value.as_raw(), &mut out) }.then_some(out)
+    unsafe { append_primitive(value.ctx().as_raw().as_ptr(), value.as_raw(), &mut out) }
+        .then_some(out)
 }
 
 /// [`primitive`], appended to `out`; `false` for anything else (`out` may then hold part of a
@@ -78,12 +88,20 @@ pub fn primitive(value: &Value<'_>) -> Option<String> {
 ///
 /// # Safety
 /// `value` is a live value of `ctx` (borrowed).
-unsafe fn append_primitive(ctx: *mut qjs::JSContext, value: qjs::JSValue, out: &mut String) -> bool {
+unsafe fn append_primitive(
+    ctx: *mut qjs::JSContext,
+    value: qjs::JSValue,
+    out: &mut String,
+) -> bool {
     // SAFETY: as the caller promises; one tag read, then the payload of that tag.
     unsafe {
         match qjs::JS_VALUE_GET_NORM_TAG(value) {
             qjs::JS_TAG_NULL => out.push_str("null"),
-            qjs::JS_TAG_BOOL => out.push_str(if qjs::JS_VALUE_GET_BOOL(value) { "true" } else { "false" }),
+            qjs::JS_TAG_BOOL => out.push_str(if qjs::JS_VALUE_GET_BOOL(value) {
+                "true"
+            } else {
+                "false"
+            }),
             qjs::JS_TAG_INT => push_integer(i64::from(qjs::JS_VALUE_GET_INT(value)), out),
             qjs::JS_TAG_FLOAT64 => {
                 let f = qjs::JS_VALUE_GET_FLOAT64(value);
@@ -99,7 +117,8 @@ unsafe fn append_primitive(ctx: *mut qjs::JSContext, value: qjs::JSValue, out: &
                     }
                     push_integer(f as i64, out);
                 } else {
-                    // Shortest round-trip text: parses back to the same f64, as JSON.stringify's does.
+                    // Shortest round-trip text: parses back to the same f64, as
+                    // JSON.stringify's does.
                     use std::fmt::Write;
                     let _ = write!(out, "{f:?}");
                 }
@@ -126,7 +145,12 @@ unsafe fn append_primitive(ctx: *mut qjs::JSContext, value: qjs::JSValue, out: &
 ///
 /// # Safety
 /// `ptr` is null or a C string of `ctx` with `len` bytes, not yet freed.
-unsafe fn append_c_string(ctx: *mut qjs::JSContext, ptr: *const std::ffi::c_char, len: qjs::size_t, out: &mut String) -> bool {
+unsafe fn append_c_string(
+    ctx: *mut qjs::JSContext,
+    ptr: *const std::ffi::c_char,
+    len: qjs::size_t,
+    out: &mut String,
+) -> bool {
     // SAFETY: as the caller promises; freed once read.
     unsafe {
         if ptr.is_null() {

@@ -3,21 +3,21 @@
 //!
 //! QuickJS counts its heap by asking for the usable size of every block it allocates and frees:
 //! for the heap limit that `cm_run` sets, for the GC threshold, and to use a block's slack
-//! (appending to a string in place, growing a buffer without copying). Unpatched, it asks its
-//! allocator table, through two indirect calls per allocation and two per free, and QuickJS-ng's
-//! WASI build answers 0 for every block (so the heap limit only counted 8 bytes per block, and
-//! `s += x` copied the whole string every time). Patched, QuickJS calls wasi-libc's dlmalloc
+//! (appending to a string in place, growing a buffer without copying). Unpatched QuickJS-ng asks
+//! its allocator table, through two indirect calls per allocation and two per free, and its WASI
+//! build answers 0 for every block: the heap limit would count 8 bytes per block, and `s += x`
+//! would copy the whole string every time. The patched QuickJS calls wasi-libc's dlmalloc
 //! directly and reads a block's usable size from its chunk header once [`install`] has checked
 //! that reading against `malloc_usable_size`; until then (or if it disagrees) it calls
 //! `malloc_usable_size`.
 //!
 //! The heap limit has a reserve: when QuickJS runs out of memory it allocates an `InternalError`
-//! to throw, and at the limit that allocation fails too, so QuickJS throws `null` instead — a
-//! script then ended with "Uncaught null" of kind `exception`, depending on how close to the
-//! limit the failing allocation left the heap. So once an allocation has been refused,
-//! [`RESERVE`] more bytes are granted ([`grant`], which the patched QuickJS asks whenever an
-//! allocation would cross the limit) for the error to be made, and [`exhausted`]
-//! tells the prelude that a `null` it catches is that error.
+//! to throw, and at the limit that allocation would fail too, so QuickJS would throw `null`
+//! instead, and whether a script ended with that "Uncaught null" of kind `exception` or with the
+//! memory-limit error would depend on how close to the limit the failing allocation left the
+//! heap. So once an allocation has been refused, [`RESERVE`] more bytes are granted ([`grant`],
+//! which the patched QuickJS asks whenever an allocation would cross the limit) for the error to
+//! be made, and [`exhausted`] tells the prelude that a `null` it catches is that error.
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -90,7 +90,9 @@ pub fn install() -> bool {
 /// of many sizes (small bins and tree bins). None so large that the heap would have to grow: the
 /// linear memory a snapshot holds is reset after every eval, and costs time per page.
 fn header_reading_agrees() -> bool {
-    let sizes = [1usize, 7, 8, 13, 24, 100, 255, 256, 1000, 4095, 4096, 12_000];
+    let sizes = [
+        1usize, 7, 8, 13, 24, 100, 255, 256, 1000, 4095, 4096, 12_000,
+    ];
     sizes.iter().all(|&size| {
         // SAFETY: plain malloc/free of blocks this function owns.
         unsafe {

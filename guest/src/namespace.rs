@@ -2,11 +2,10 @@
 //! prelude's `makeTool` on first use and kept; nothing can be assigned, defined or deleted on
 //! it, and it has no own keys and no prototype.
 //!
-//! It is an object of a QuickJS class with exotic behaviour rather than a `Proxy`: reading
-//! `codemode.search` is then one property lookup in C, where a proxy called its `get` trap (a
-//! JS frame, a `Map` lookup) and then checked the trap's answer against its target — ~7% of a
-//! tool call. Scripts are always strict, so a refused assignment or definition throws a
-//! `TypeError`, as the proxy's traps did.
+//! It is an object of a QuickJS class with exotic behaviour, not a `Proxy`: reading
+//! `codemode.search` is one property lookup in C, where a proxy would call its `get` trap (a JS
+//! frame, a `Map` lookup) and then check the trap's answer against its target — ~7% of a tool
+//! call. Scripts are always strict, so a refused assignment or definition throws a `TypeError`.
 
 use std::cell::Cell;
 
@@ -19,7 +18,8 @@ thread_local! {
     static MAKE_TOOL: Cell<qjs::JSValue> = const { Cell::new(qjs::JS_UNDEFINED) };
 }
 
-const REFUSED: &std::ffi::CStr = c"codemode's properties are the host's tools: they cannot be assigned, defined or deleted";
+const REFUSED: &std::ffi::CStr =
+    c"codemode's properties are the host's tools: they cannot be assigned, defined or deleted";
 
 /// Whether `atom` names a tool: a string other than `then` (so that `await codemode` does not
 /// call a tool named "then").
@@ -68,7 +68,11 @@ unsafe extern "C" fn get_property(
     }
 }
 
-unsafe extern "C" fn has_property(ctx: *mut qjs::JSContext, _object: qjs::JSValue, atom: qjs::JSAtom) -> i32 {
+unsafe extern "C" fn has_property(
+    ctx: *mut qjs::JSContext,
+    _object: qjs::JSValue,
+    atom: qjs::JSAtom,
+) -> i32 {
     // SAFETY: QuickJS calls this with a live context and atom.
     i32::from(unsafe { is_tool_name(ctx, atom) })
 }
@@ -112,7 +116,11 @@ unsafe extern "C" fn define_own_property(
     unsafe { refuse(ctx, flags) }
 }
 
-unsafe extern "C" fn delete_property(_ctx: *mut qjs::JSContext, _object: qjs::JSValue, _atom: qjs::JSAtom) -> i32 {
+unsafe extern "C" fn delete_property(
+    _ctx: *mut qjs::JSContext,
+    _object: qjs::JSValue,
+    _atom: qjs::JSAtom,
+) -> i32 {
     // `false`: QuickJS throws "could not delete property" in strict code.
     0
 }

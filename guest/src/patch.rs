@@ -24,12 +24,22 @@ unsafe extern "C" {
     ) -> i32;
     /// The 8-bit characters of a string atom (if not `JS_ATOM_NULL`) or else of a string value,
     /// without copying; null when they are 16-bit or it is not a string.
-    fn codemode_latin1(ctx: *mut qjs::JSContext, string: qjs::JSValue, atom: qjs::JSAtom, len: *mut u32) -> *const u8;
+    fn codemode_latin1(
+        ctx: *mut qjs::JSContext,
+        string: qjs::JSValue,
+        atom: qjs::JSAtom,
+        len: *mut u32,
+    ) -> *const u8;
     /// A pending promise with no resolving functions.
     pub fn codemode_promise_new(ctx: *mut qjs::JSContext) -> qjs::JSValue;
     /// Resolves (`is_reject == 0`) or rejects a promise from `codemode_promise_new` as its
     /// resolving functions would; nothing if it is no longer pending.
-    pub fn codemode_promise_settle(ctx: *mut qjs::JSContext, promise: qjs::JSValue, value: qjs::JSValue, is_reject: i32);
+    pub fn codemode_promise_settle(
+        ctx: *mut qjs::JSContext,
+        promise: qjs::JSValue,
+        value: qjs::JSValue,
+        is_reject: i32,
+    );
 }
 
 /// The characters of string value `string` (or, if `atom` is not `JS_ATOM_NULL`, of that string
@@ -39,7 +49,11 @@ unsafe extern "C" {
 /// # Safety
 /// `string` or `atom` is live in `ctx`, and outlives the slice, which nothing may change
 /// meanwhile (no JavaScript runs).
-pub unsafe fn latin1<'a>(ctx: *mut qjs::JSContext, string: qjs::JSValue, atom: qjs::JSAtom) -> Option<&'a [u8]> {
+pub unsafe fn latin1<'a>(
+    ctx: *mut qjs::JSContext,
+    string: qjs::JSValue,
+    atom: qjs::JSAtom,
+) -> Option<&'a [u8]> {
     let mut len = 0u32;
     // SAFETY: as the caller promises; QuickJS gives `len` characters at the pointer.
     unsafe {
