@@ -48,9 +48,10 @@ def connect(human: Human | None = None, **kwargs: Any) -> Client:
     return Client(target(), mode=MODE, **kwargs)
 
 
-def approve(decision: str = "approve_once", delay: float = 0.0) -> dict:
-    """A scripted answer to the approval form."""
-    return {"action": "accept", "content": {"decision": decision}, "delay": delay}
+def approve(decision: str = "approve_once", delay: float = 0.0, after: Any = None) -> dict:
+    """A scripted answer to the approval form; with `after` (an async function), given only
+    once `after()` has returned."""
+    return {"action": "accept", "content": {"decision": decision}, "delay": delay, "after": after}
 
 
 def accept(content: dict, delay: float = 0.0) -> dict:
@@ -80,6 +81,8 @@ class Human:
         log(f"{self.name} asked: {params.message.splitlines()[0]!r} -> {answer}")
         if answer.get("delay"):
             await asyncio.sleep(answer["delay"])
+        if answer.get("after"):
+            await answer["after"]()
         return ElicitResult(action=answer["action"], content=answer.get("content"))
 
 
@@ -109,6 +112,42 @@ async def tool_names(client: Client) -> list[str]:
     """The listed tool names (never served from the SDK's response cache)."""
     listing = await client.list_tools(cache_mode="bypass")
     return [t.name for t in listing.tools]
+
+
+# How long `wait_until` waits for an event before it fails the client: generous, as it only
+# ends a run whose event never comes (the machines are busy).
+EVENT_DEADLINE = 60.0
+
+
+async def wait_until(predicate: Any, what: str, deadline: float = EVENT_DEADLINE) -> None:
+    """Polls `predicate()` (every 50 ms) until it is true; raises when `deadline` seconds pass
+    first (the event never came)."""
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > deadline:
+            raise TimeoutError(f"waited {deadline} s for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def wait_event(event: asyncio.Event, what: str, deadline: float = EVENT_DEADLINE) -> None:
+    """Waits for `event`; raises when `deadline` seconds pass first."""
+    try:
+        await asyncio.wait_for(event.wait(), deadline)
+    except asyncio.TimeoutError:
+        raise TimeoutError(f"waited {deadline} s for {what}") from None
+
+
+def audit_records() -> list[dict]:
+    """The records of the audit log so far (`CODEMODE_DIR/audit/*.jsonl`, as configured by
+    `base_config`); each line is written whole by one write."""
+    audit = os.path.join(os.environ["CODEMODE_DIR"], "audit")
+    records: list[dict] = []
+    if os.path.isdir(audit):
+        for name in sorted(os.listdir(audit)):
+            if name.endswith(".jsonl"):
+                with open(os.path.join(audit, name)) as f:
+                    records.extend(json.loads(line) for line in f if line.strip())
+    return records
 
 
 def log(message: str) -> None:
