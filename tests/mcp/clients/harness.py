@@ -28,17 +28,41 @@ from mcp.types import ElicitResult
 MODE = os.environ.get("CODEMODE_MODE", "auto")
 
 
+def server_log() -> str:
+    """The server's stderr, on both transports: `CODEMODE_DIR/server.log` (the Rust harness
+    starts an HTTP server with it; `target` sends a stdio server's there)."""
+    return os.path.join(os.environ["CODEMODE_DIR"], "server.log")
+
+
 def target() -> StdioServerParameters | str:
-    """What `Client` connects to: the HTTP URL, or the stdio command."""
+    """What `Client` connects to: the HTTP URL, or the stdio command (`exec`ed by `sh`, only to
+    append its stderr to `server_log()`: its pid and argv are codemode's)."""
     url = os.environ.get("CODEMODE_URL")
     if url:
         return url
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "RUST_LOG", "RUST_BACKTRACE")}
+    env["CODEMODE_SERVER_LOG"] = server_log()
     return StdioServerParameters(
-        command=os.environ["CODEMODE_BIN"],
-        args=["serve", "--config", os.environ["CODEMODE_CONFIG"]],
+        command="sh",
+        args=[
+            "-c",
+            'exec "$0" "$@" 2>>"$CODEMODE_SERVER_LOG"',
+            os.environ["CODEMODE_BIN"],
+            "serve",
+            "--config",
+            os.environ["CODEMODE_CONFIG"],
+        ],
         env=env,
     )
+
+
+def server_log_count(text: str) -> int:
+    """How many lines of the server log so far contain `text`."""
+    try:
+        with open(server_log(), errors="replace") as f:
+            return sum(1 for line in f if text in line)
+    except FileNotFoundError:
+        return 0
 
 
 def connect(human: Human | None = None, **kwargs: Any) -> Client:
