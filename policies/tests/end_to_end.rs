@@ -9,7 +9,7 @@ use codemode_policies::{
     MemoryAuditSink, PolicyToolHost, Profile, extract_tool_calls,
 };
 use codemode_runtime::{
-    BoxFuture, CallStatus, EvalOptions, FnTools, Runtime, RuntimeConfig, ToolHost,
+    BoxFuture, CallStatus, ErrorKind, EvalOptions, FnTools, Runtime, RuntimeConfig, ToolHost,
 };
 use serde_json::json;
 
@@ -153,10 +153,11 @@ async fn aliased_and_computed_calls_of_a_denied_tool_are_still_denied() {
         let outcome = runtime.eval(code, &EvalOptions::default(), &host).await;
         assert!(!outcome.ok, "{code}: {outcome:?}");
         let error = outcome.error.as_ref().expect("error");
-        assert!(
-            error.message.starts_with("ToolCallDeniedError"),
-            "{code}: {}",
-            error.message
+        assert_eq!(error.kind, ErrorKind::Exception, "{code}");
+        assert_eq!(
+            error.message,
+            "ToolCallDeniedError: `fs__delete` (denylist glob `fs__del*` of profile `p`): denied",
+            "{code}"
         );
         assert_eq!(outcome.tool_calls.len(), 1, "{code}");
         assert_eq!(outcome.tool_calls[0].tool, "fs__delete", "{code}");

@@ -61,18 +61,23 @@ fn core(transport: Transport, mode: Mode) {
     assert_json(&format!("{name}: eval results"), &got, &want);
     assert_eq!(obs["failing"]["structured"]["error"]["line"], 2);
 
-    // The timed-out approval was decided by the server at the 2 s approval timeout. A
-    // 2026-07-28 client only hears of it when its (3.5 s) callback returns and it retries.
-    let waited_ms = &obs["timed_out"]["structured"]["tool_calls"][0]["duration_ms"];
+    // The timed-out approval was answered (approve) only after the server had decided it
+    // (clients/core.py): the `elicitation_timeout` above is the server's own timeout. A legacy
+    // client gets the result while its answer is still pending; a 2026-07-28 client gets it
+    // with the retry that carries the answer.
+    let order = match mode {
+        Mode::Legacy => json!(["result", "answered"]),
+        Mode::Auto => json!(["answered", "result"]),
+    };
+    assert_eq!(obs["timed_out_events"], order);
+    // Lower bound only, and it is the behaviour itself: the approval must not time out before
+    // the profile's `approvalTimeoutSeconds` (2 s). The ledger's duration spans the whole
+    // wait, so it is at least that long; how much longer depends on the machine.
+    let waited_ms = number(&obs["timed_out"]["structured"]["tool_calls"][0]["duration_ms"]);
     assert!(
-        (1900.0..3400.0).contains(&number(waited_ms)),
-        "the approval should time out after 2 s: {waited_ms} ms"
+        waited_ms >= 2000.0,
+        "the approval timed out after {waited_ms} ms, before the 2 s timeout"
     );
-    let took = number(&obs["timed_out"]["seconds"]);
-    match mode {
-        Mode::Legacy => assert!((1.9..3.4).contains(&took), "took {took} s"),
-        Mode::Auto => assert!((3.4..6.0).contains(&took), "took {took} s"),
-    }
 
     // search_tools / get_tools as MCP tools.
     let search = &obs["search"];

@@ -90,11 +90,6 @@ pub fn stdio_server((command, args): (PathBuf, Vec<String>)) -> Value {
     json!({ "command": command, "args": args })
 }
 
-/// The `server-everything` entry point (run with `node … stdio`).
-pub fn everything_js() -> PathBuf {
-    peers::node_modules().join("@modelcontextprotocol/server-everything/dist/index.js")
-}
-
 /// The config most tests use: upstreams `time` and `everything`; profiles `sup` (get-sum
 /// denied, echo asked, 2 s to answer, no elicitation → deny) and `lenient` (echo asked, no
 /// elicitation → allow); an audit log in `<scratch>/audit`.
@@ -206,11 +201,8 @@ impl Setup {
             started.elapsed().as_secs_f64()
         );
         let diagnostics = || {
-            let log = self
-                .server
-                .as_ref()
-                .map(|s| std::fs::read_to_string(&s.log).unwrap_or_default())
-                .unwrap_or_default();
+            // Both transports' server stderr (clients/harness.py sends a stdio server's there).
+            let log = std::fs::read_to_string(self.scratch.path("server.log")).unwrap_or_default();
             format!("stdout:\n{stdout}\nstderr:\n{stderr}\nserver log:\n{log}")
         };
         let Some(status) = status else {
@@ -307,7 +299,6 @@ pub struct HttpServer {
     child: Child,
     /// `http://127.0.0.1:PORT/mcp`.
     pub url: String,
-    log: PathBuf,
 }
 
 impl HttpServer {
@@ -332,7 +323,6 @@ impl HttpServer {
         let mut server = HttpServer {
             child,
             url: format!("http://{addr}/mcp"),
-            log: log.to_path_buf(),
         };
         let started = Instant::now();
         while TcpStream::connect(&addr).is_err() {

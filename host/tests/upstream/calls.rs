@@ -6,12 +6,14 @@ use codemode_host::upstream::UpstreamSpec;
 use codemode_runtime::{ToolError, ToolHost};
 use serde_json::json;
 
-use crate::{cx, everything, failed_message, peers, pool, stdio, temp_dir, wait_until};
+use codemode_test_support::scratch_dir;
+
+use crate::{cx, everything, failed_message, peers, pool, stdio, wait_until};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn lists_and_calls_tools_of_several_servers() {
     peers::ensure_installed();
-    let dir = temp_dir("list");
+    let dir = scratch_dir("upstream", "list");
     std::fs::write(dir.join("hello.txt"), "hello from disk").unwrap();
     let pool = pool(vec![
         ("everything", everything()),
@@ -84,7 +86,7 @@ async fn lists_and_calls_tools_of_several_servers() {
 #[tokio::test(flavor = "multi_thread")]
 async fn errors_are_reported_clearly() {
     peers::ensure_installed();
-    let dir = temp_dir("errors");
+    let dir = scratch_dir("upstream", "errors");
     let pool = pool(vec![
         ("everything", everything()),
         ("fs", stdio(peers::filesystem_server_cmd(&dir))),

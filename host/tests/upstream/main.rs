@@ -54,9 +54,3 @@ pub(crate) fn failed_message(r: Result<Value, ToolError>) -> String {
         other => panic!("expected ToolError::Failed, got {other:?}"),
     }
 }
-
-pub(crate) fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("codemode-upstream-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.canonicalize().unwrap()
-}

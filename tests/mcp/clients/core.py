@@ -1,9 +1,29 @@
 """The core scenario, once per transport and mode: listing, a two-server Promise.all, a failing
 eval, search_tools/get_tools, a denied call, asked calls accepted / declined / timed out, and
 hitl_request with a confirmation step. Profile `sup` (see main.rs): everything__get-sum denied,
-everything__echo asked, approvals time out after 2 s."""
+everything__echo asked, approvals time out after 2 s.
 
-from harness import Human, accept, approve, call, connect, decline, evaluate, run, tool_names
+The timed-out approval is answered (approve) only after the server has decided it, so the
+`elicitation_timeout` in its result can only come from the server's timeout. `timed_out_events`
+records the order of that answer and of the eval's result."""
+
+import asyncio
+
+from harness import (
+    MODE,
+    Human,
+    accept,
+    approve,
+    audit_records,
+    call,
+    connect,
+    decline,
+    evaluate,
+    run,
+    tool_names,
+    wait_event,
+    wait_until,
+)
 
 PARALLEL = """
 const [now, echo] = await Promise.all([
@@ -45,10 +65,26 @@ return { first: found.results[0].name, declares: decl.declarations.includes("tim
 
 
 async def main() -> dict:
+    events: list[str] = []
+    timed_out_returned = asyncio.Event()
+
+    async def after_the_timeout() -> None:
+        if MODE == "legacy":
+            # The result comes while the question is still open: the server did not wait.
+            await wait_event(timed_out_returned, "the timed-out eval's result")
+        else:
+            # 2026-07-28: the result only comes with the retry that carries this answer, so
+            # wait for the server's decision itself (its audit record).
+            await wait_until(
+                lambda: any(r.get("reason") == "elicitation_timeout" for r in audit_records()),
+                "the approval's timeout in the audit log",
+            )
+        events.append("answered")
+
     human = Human(
         approve("approve_once"),  # accepted
         decline(),  # declined
-        approve("approve_once", delay=3.5),  # answered after the 2 s approval timeout
+        approve("approve_once", after=after_the_timeout),  # answered after the 2 s timeout
         accept({"answer": "blue"}),  # hitl_request: the choice
         accept({"confirm": "confirm"}),  # hitl_request: the confirmation
     )
@@ -67,8 +103,11 @@ async def main() -> dict:
         out["accepted"] = await evaluate(client, ASKED.replace("MSG", "accepted"), "codemode_eval_sup")
         out["declined"] = await evaluate(client, ASKED.replace("MSG", "declined"), "codemode_eval_sup")
         out["timed_out"] = await evaluate(client, ASKED.replace("MSG", "timed out"), "codemode_eval_sup")
+        events.append("result")
+        timed_out_returned.set()
         out["hitl"] = await evaluate(client, HITL)
     out["asked"] = human.asked
+    out["timed_out_events"] = events
     return out
 
 

@@ -28,17 +28,41 @@ from mcp.types import ElicitResult
 MODE = os.environ.get("CODEMODE_MODE", "auto")
 
 
+def server_log() -> str:
+    """The server's stderr, on both transports: `CODEMODE_DIR/server.log` (the Rust harness
+    starts an HTTP server with it; `target` sends a stdio server's there)."""
+    return os.path.join(os.environ["CODEMODE_DIR"], "server.log")
+
+
 def target() -> StdioServerParameters | str:
-    """What `Client` connects to: the HTTP URL, or the stdio command."""
+    """What `Client` connects to: the HTTP URL, or the stdio command (`exec`ed by `sh`, only to
+    append its stderr to `server_log()`: its pid and argv are codemode's)."""
     url = os.environ.get("CODEMODE_URL")
     if url:
         return url
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "RUST_LOG", "RUST_BACKTRACE")}
+    env["CODEMODE_SERVER_LOG"] = server_log()
     return StdioServerParameters(
-        command=os.environ["CODEMODE_BIN"],
-        args=["serve", "--config", os.environ["CODEMODE_CONFIG"]],
+        command="sh",
+        args=[
+            "-c",
+            'exec "$0" "$@" 2>>"$CODEMODE_SERVER_LOG"',
+            os.environ["CODEMODE_BIN"],
+            "serve",
+            "--config",
+            os.environ["CODEMODE_CONFIG"],
+        ],
         env=env,
     )
+
+
+def server_log_count(text: str) -> int:
+    """How many lines of the server log so far contain `text`."""
+    try:
+        with open(server_log(), errors="replace") as f:
+            return sum(1 for line in f if text in line)
+    except FileNotFoundError:
+        return 0
 
 
 def connect(human: Human | None = None, **kwargs: Any) -> Client:
@@ -48,9 +72,10 @@ def connect(human: Human | None = None, **kwargs: Any) -> Client:
     return Client(target(), mode=MODE, **kwargs)
 
 
-def approve(decision: str = "approve_once", delay: float = 0.0) -> dict:
-    """A scripted answer to the approval form."""
-    return {"action": "accept", "content": {"decision": decision}, "delay": delay}
+def approve(decision: str = "approve_once", delay: float = 0.0, after: Any = None) -> dict:
+    """A scripted answer to the approval form; with `after` (an async function), given only
+    once `after()` has returned."""
+    return {"action": "accept", "content": {"decision": decision}, "delay": delay, "after": after}
 
 
 def accept(content: dict, delay: float = 0.0) -> dict:
@@ -80,6 +105,8 @@ class Human:
         log(f"{self.name} asked: {params.message.splitlines()[0]!r} -> {answer}")
         if answer.get("delay"):
             await asyncio.sleep(answer["delay"])
+        if answer.get("after"):
+            await answer["after"]()
         return ElicitResult(action=answer["action"], content=answer.get("content"))
 
 
@@ -109,6 +136,42 @@ async def tool_names(client: Client) -> list[str]:
     """The listed tool names (never served from the SDK's response cache)."""
     listing = await client.list_tools(cache_mode="bypass")
     return [t.name for t in listing.tools]
+
+
+# How long `wait_until` waits for an event before it fails the client: generous, as it only
+# ends a run whose event never comes (the machines are busy).
+EVENT_DEADLINE = 60.0
+
+
+async def wait_until(predicate: Any, what: str, deadline: float = EVENT_DEADLINE) -> None:
+    """Polls `predicate()` (every 50 ms) until it is true; raises when `deadline` seconds pass
+    first (the event never came)."""
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > deadline:
+            raise TimeoutError(f"waited {deadline} s for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def wait_event(event: asyncio.Event, what: str, deadline: float = EVENT_DEADLINE) -> None:
+    """Waits for `event`; raises when `deadline` seconds pass first."""
+    try:
+        await asyncio.wait_for(event.wait(), deadline)
+    except asyncio.TimeoutError:
+        raise TimeoutError(f"waited {deadline} s for {what}") from None
+
+
+def audit_records() -> list[dict]:
+    """The records of the audit log so far (`CODEMODE_DIR/audit/*.jsonl`, as configured by
+    `base_config`); each line is written whole by one write."""
+    audit = os.path.join(os.environ["CODEMODE_DIR"], "audit")
+    records: list[dict] = []
+    if os.path.isdir(audit):
+        for name in sorted(os.listdir(audit)):
+            if name.endswith(".jsonl"):
+                with open(os.path.join(audit, name)) as f:
+                    records.extend(json.loads(line) for line in f if line.strip())
+    return records
 
 
 def log(message: str) -> None:

@@ -4,7 +4,8 @@
   2. CODEMODE_CONFIG_BAD: invalid (and without `fs`): ignored, everything keeps working;
   3. CODEMODE_CONFIG_V1: the original again: `extra` goes away (the watcher still works).
 Also counts the tools/list_changed notifications (legacy: notifications; 2026-07-28:
-subscriptions/listen)."""
+subscriptions/listen). Every step waits for its event: the listing showing the change, the
+notification, the server logging that it rejected the invalid file."""
 
 import json
 import os
@@ -14,7 +15,10 @@ import time
 import anyio
 from mcp.types import ToolListChangedNotification
 
-from harness import connect, evaluate, log, run
+from harness import EVENT_DEADLINE, connect, evaluate, log, run, server_log_count, wait_until
+
+# What the server logs when it rejects a changed config (host/src/server/reload.rs).
+REJECTED = "changed but is invalid; keeping the running config"
 
 CONFIG = os.environ["CODEMODE_CONFIG"]
 FILES = os.path.join(os.environ["CODEMODE_DIR"], "files")
@@ -45,12 +49,14 @@ async def listing(client) -> tuple[list[str], str]:
     return sorted(t.name for t in tools), servers.group(0) if servers else description
 
 
-async def wait_for(client, predicate, seconds: float = 20.0) -> dict:
+async def wait_for(client, predicate) -> dict:
+    """Polls the listing until `predicate(names, servers)` holds, or EVENT_DEADLINE passes (then
+    returns the last listing, which the Rust side finds wrong)."""
     started = time.monotonic()
     while True:
         names, servers = await listing(client)
-        if predicate(names, servers) or time.monotonic() - started > seconds:
-            return {"tools": names, "servers": servers, "seconds": round(time.monotonic() - started, 3)}
+        if predicate(names, servers) or time.monotonic() - started > EVENT_DEADLINE:
+            return {"tools": names, "servers": servers}
         await anyio.sleep(0.1)
 
 
@@ -82,11 +88,14 @@ async def main() -> dict:
                 client, lambda names, servers: "codemode_eval_extra" in names and re.search(r"fs \([1-9]", servers)
             )
             out["v2_eval"] = await evaluate(client, USE_FS, "codemode_eval_extra")
-            await anyio.sleep(0.3)
+            # The server notifies right after swapping the config in (which the listing showed).
+            await wait_until(lambda: notified, "a tools/list_changed notification")
             out["notified_after_v2"] = len(notified)
 
+            rejected_before = server_log_count(REJECTED)
             install("CODEMODE_CONFIG_BAD")
-            await anyio.sleep(1.5)  # the watcher debounces 250 ms, then reads and rejects it
+            await wait_until(lambda: server_log_count(REJECTED) > rejected_before, "the invalid config's rejection")
+            out["rejected"] = server_log_count(REJECTED) - rejected_before
             out["bad"] = await wait_for(client, lambda names, servers: True)
             out["bad_eval"] = await evaluate(client, USE_FS, "codemode_eval_extra")
 

@@ -1,13 +1,14 @@
 """One config change must cause one reload: after CODEMODE_CONFIG_V2 (adds the profile `extra`) is
-installed and applied, a quiet period of 2 s must bring no further tools/list_changed
-notifications (the watcher must not react to its own reading of the file)."""
+installed and applied and its notification has come, a quiet period of 2 s must bring no further
+tools/list_changed notifications (the watcher must not react to its own reading of the file).
+The 2 s are the scenario: the time in which a spurious reload (250 ms debounce) would show."""
 
 import os
 
 import anyio
 from mcp.types import ToolListChangedNotification
 
-from harness import connect, log, run, tool_names
+from harness import connect, log, run, tool_names, wait_until
 
 CONFIG = os.environ["CODEMODE_CONFIG"]
 
@@ -40,7 +41,8 @@ async def main() -> dict:
             with anyio.fail_after(20):
                 while "codemode_eval_extra" not in await tool_names(client):
                     await anyio.sleep(0.1)
-            await anyio.sleep(1.0)
+            # The reload's notification follows the swap that the listing showed.
+            await wait_until(lambda: notified, "the reload's tools/list_changed notification")
             quiet_from = anyio.current_time()
             await anyio.sleep(2.0)
             out["notified_before_quiet"] = sum(1 for t in notified if t < quiet_from)

@@ -89,6 +89,27 @@ pub fn filesystem_server_cmd(dir: &Path) -> (PathBuf, Vec<String>) {
     (program, vec![dir.display().to_string()])
 }
 
+/// `(program, args)` run behind `tap.py` (next to this crate's manifest): every line the
+/// client sends is appended to `log` before the server reads it, and the server's own pid is
+/// written to `pid_file`. A test waits for a request to have reached the server by waiting for
+/// its line in `log`; it kills the server (not the tap) by the pid in `pid_file`, and the
+/// client then sees the connection close as with the bare server.
+pub fn tapped(
+    (program, args): (PathBuf, Vec<String>),
+    log: &Path,
+    pid_file: &Path,
+) -> (PathBuf, Vec<String>) {
+    let tap = Path::new(env!("CARGO_MANIFEST_DIR")).join("tap.py");
+    let mut tapped_args = vec![
+        tap.display().to_string(),
+        log.display().to_string(),
+        pid_file.display().to_string(),
+        program.display().to_string(),
+    ];
+    tapped_args.extend(args);
+    (python(), tapped_args)
+}
+
 /// `mcp-server-time` (PyPI), with UTC as its local time zone.
 pub fn time_server_cmd() -> (PathBuf, Vec<String>) {
     let program = existing(peers_dir().join("venv/bin/mcp-server-time"));
