@@ -137,8 +137,9 @@ pub use audit::{
     ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
 };
 pub use config::{
-    AuditConfig, Config, ConfigError, ConfigErrors, DEFAULT_CONFIG_JSON, DEFAULT_SERVER_TIMEOUT,
-    EvaluationConfig, Limits, ServerConfig, ServerTransport, UnknownProfile,
+    AuditConfig, Config, ConfigError, ConfigErrorKind, ConfigErrors, DEFAULT_CONFIG_JSON,
+    DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, ServerConfig, ServerTransport,
+    UnknownProfile,
 };
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use preview::{
