@@ -133,8 +133,9 @@ pub use approval::{
     SessionApprovals, summarize_args,
 };
 pub use audit::{
-    AuditRecord, AuditSink, AuditWriter, Decision, EvalAuditRecord, MemoryAuditSink,
-    ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
+    AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision, EvalAuditRecord,
+    MemoryAuditSink, ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc,
+    sha256_hex,
 };
 pub use config::{
     AuditConfig, Config, ConfigError, ConfigErrorKind, ConfigErrors, DEFAULT_CONFIG_JSON,
