@@ -135,13 +135,15 @@ pub use approval::{
     NoApprover, SessionApprovals, new_request_id, summarize_args,
 };
 pub use audit::{
-    AuditRecord, AuditSink, AuditWriter, Decision, EvalAuditRecord, MemoryAuditSink,
-    ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
+    AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision, EvalAuditRecord,
+    MemoryAuditSink, ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc,
+    sha256_hex,
 };
 pub use caller::Caller;
 pub use config::{
-    AuditConfig, Config, ConfigError, ConfigErrors, DEFAULT_CONFIG_JSON, DEFAULT_SERVER_TIMEOUT,
-    EvaluationConfig, Limits, ServerConfig, ServerTransport, UnknownProfile,
+    AuditConfig, Config, ConfigError, ConfigErrorKind, ConfigErrors, DEFAULT_CONFIG_JSON,
+    DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, ServerConfig, ServerTransport,
+    UnknownProfile,
 };
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use preview::{

@@ -1,5 +1,11 @@
 //! Human-readable sizes (`64MiB`) and durations (`30s`), as written in the configuration file and
 //! on the command line (`--memory 64MiB`, `--timeout 5s`).
+//!
+//! Hand-written because no well-kept crate reads exactly this syntax: `humantime` reads `1M` as
+//! a month and `m` as a minute, accepts units such as `days` and `weeks`, and is case-sensitive;
+//! `parse-size` and `bytesize` accept fractions (`1.5MiB`) and single-letter units (`1k`) whose
+//! base is a guess. Whole numbers and a short, case-insensitive list of units leave nothing to
+//! guess.
 
 use std::time::Duration;
 
@@ -28,8 +34,11 @@ pub enum ParseUnitError {
         /// The accepted units, for the message.
         expected: &'static str,
     },
-    /// A duration number without a unit (`30` is ambiguous: seconds or milliseconds?).
-    #[error("`{input}` has no unit; write e.g. `{input}s` or `{input}ms`")]
+    /// A duration number other than `0` without a unit (`30` is ambiguous: seconds or
+    /// milliseconds?).
+    #[error(
+        "`{input}` has no unit; write e.g. `{input}s` or `{input}ms` (only `0` may omit the unit)"
+    )]
     MissingUnit {
         /// The text as given.
         input: String,
@@ -94,14 +103,17 @@ pub fn parse_size(input: &str) -> Result<u64, ParseUnitError> {
         })
 }
 
-/// Parses a duration: one or more whole numbers each followed by a unit (`ms`, `s`, `m`, `h`),
-/// e.g. `30s`, `500ms`, `2m`, `1h`, `1m30s`. A bare number is refused as ambiguous.
+/// Parses a duration: one or more whole numbers each followed by a unit (`ms`, `s`, `m`, `h`,
+/// case-insensitive, optionally after spaces), e.g. `30s`, `500ms`, `2m`, `1h`, `1m30s`. A bare
+/// `0` is zero (it is the same in every unit, and `--timeout 0` means "no timeout"); any other
+/// bare number is refused as ambiguous.
 ///
 /// ```
 /// use std::time::Duration;
 /// use codemode_policies::parse_duration;
 /// assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
 /// assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+/// assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
 /// assert!(parse_duration("30").is_err());
 /// ```
 ///
@@ -113,6 +125,9 @@ pub fn parse_duration(input: &str) -> Result<Duration, ParseUnitError> {
     let mut rest = input.trim();
     if rest.is_empty() {
         return Err(ParseUnitError::Empty);
+    }
+    if rest.bytes().all(|b| b == b'0') {
+        return Ok(Duration::ZERO);
     }
     let overflow = || ParseUnitError::Overflow {
         input: input.to_string(),
@@ -175,69 +190,142 @@ fn split_number<'t>(
 mod tests {
     use super::*;
 
+    fn invalid_number(input: &str, example: &'static str) -> ParseUnitError {
+        ParseUnitError::InvalidNumber {
+            input: input.into(),
+            example,
+        }
+    }
+
+    fn unknown_unit(input: &str, unit: &str, expected: &'static str) -> ParseUnitError {
+        ParseUnitError::UnknownUnit {
+            input: input.into(),
+            unit: unit.into(),
+            expected,
+        }
+    }
+
+    fn overflow(input: &str) -> ParseUnitError {
+        ParseUnitError::Overflow {
+            input: input.into(),
+        }
+    }
+
+    fn missing_unit(input: &str) -> ParseUnitError {
+        ParseUnitError::MissingUnit {
+            input: input.into(),
+        }
+    }
+
     #[test]
     fn sizes() {
-        let ok: &[(&str, u64)] = &[
-            ("0", 0),
-            ("1000", 1000),
-            ("1000B", 1000),
-            ("512KiB", 512 * 1024),
-            ("64MiB", 64 << 20),
-            ("64 MiB", 64 << 20),
-            ("64mib", 64 << 20),
-            ("1GiB", 1 << 30),
-            ("2TiB", 2 << 40),
-            ("10MB", 10_000_000),
-            ("3kb", 3000),
-            ("1GB", 1_000_000_000),
-            (" 7 ", 7),
+        let cases: &[(&str, Result<u64, ParseUnitError>)] = &[
+            ("0", Ok(0)),
+            ("1000", Ok(1000)),
+            ("1000B", Ok(1000)),
+            ("1000 b", Ok(1000)),
+            ("512KiB", Ok(512 * 1024)),
+            ("64MiB", Ok(64 << 20)),
+            ("64 MiB", Ok(64 << 20)),
+            ("64mib", Ok(64 << 20)),
+            ("1GiB", Ok(1 << 30)),
+            ("2TiB", Ok(2 << 40)),
+            ("10MB", Ok(10_000_000)),
+            ("3kb", Ok(3000)),
+            ("1GB", Ok(1_000_000_000)),
+            ("4TB", Ok(4_000_000_000_000)),
+            (" 7 ", Ok(7)),
+            ("18446744073709551615", Ok(u64::MAX)),
+            ("", Err(ParseUnitError::Empty)),
+            ("   ", Err(ParseUnitError::Empty)),
+            ("MiB", Err(invalid_number("MiB", "64MiB"))),
+            ("-1", Err(invalid_number("-1", "64MiB"))),
+            ("1.5MiB", Err(unknown_unit("1.5MiB", ".5MiB", SIZE_UNITS))),
+            (
+                "12 parsecs",
+                Err(unknown_unit("12 parsecs", "parsecs", SIZE_UNITS)),
+            ),
+            ("1k", Err(unknown_unit("1k", "k", SIZE_UNITS))),
+            (
+                "18446744073709551616",
+                Err(overflow("18446744073709551616")),
+            ),
+            ("20000000TiB", Err(overflow("20000000TiB"))),
         ];
-        for (input, want) in ok {
-            assert_eq!(parse_size(input), Ok(*want), "{input}");
-        }
-        let bad: &[(&str, &str)] = &[
-            ("", "empty"),
-            ("MiB", "whole number"),
-            ("-1", "whole number"),
-            ("1.5MiB", "unknown unit `.5MiB`"),
-            ("12 parsecs", "unknown unit `parsecs`"),
-            ("99999999999999999999", "too large"),
-            ("20000000TiB", "too large"),
-        ];
-        for (input, want) in bad {
-            let err = parse_size(input).unwrap_err().to_string();
-            assert!(err.contains(want), "{input}: {err}");
+        for (input, want) in cases {
+            assert_eq!(parse_size(input), *want, "{input:?}");
         }
     }
 
     #[test]
     fn durations() {
-        let ok: &[(&str, Duration)] = &[
-            ("30s", Duration::from_secs(30)),
-            ("500ms", Duration::from_millis(500)),
-            ("2m", Duration::from_secs(120)),
-            ("1h", Duration::from_secs(3600)),
-            ("1m30s", Duration::from_secs(90)),
-            ("1h 2m 3s 4ms", Duration::from_millis(3_723_004)),
-            ("0s", Duration::ZERO),
-            ("5S", Duration::from_secs(5)),
+        let secs = Duration::from_secs;
+        let cases: &[(&str, Result<Duration, ParseUnitError>)] = &[
+            ("30s", Ok(secs(30))),
+            ("500ms", Ok(Duration::from_millis(500))),
+            ("2m", Ok(secs(120))),
+            ("1h", Ok(secs(3600))),
+            ("1m30s", Ok(secs(90))),
+            ("1h 2m 3s 4ms", Ok(Duration::from_millis(3_723_004))),
+            ("0s", Ok(Duration::ZERO)),
+            ("0", Ok(Duration::ZERO)),
+            ("000", Ok(Duration::ZERO)),
+            (" 0 ", Ok(Duration::ZERO)),
+            ("5S", Ok(secs(5))),
+            ("2 M", Ok(secs(120))),
+            ("", Err(ParseUnitError::Empty)),
+            ("30", Err(missing_unit("30"))),
+            (" 30 ", Err(missing_unit("30"))),
+            ("1m30", Err(missing_unit("1m30"))),
+            ("s", Err(invalid_number("s", "30s"))),
+            ("-1s", Err(invalid_number("-1s", "30s"))),
+            (
+                "3 days",
+                Err(unknown_unit("3 days", "days", DURATION_UNITS)),
+            ),
+            ("1.5s", Err(unknown_unit("1.5s", ".", DURATION_UNITS))),
+            ("1M2", Err(missing_unit("1M2"))),
+            (
+                "99999999999999999999h",
+                Err(overflow("99999999999999999999h")),
+            ),
+            (
+                "9999999999999999999h",
+                Err(overflow("9999999999999999999h")),
+            ),
+            (
+                "18446744073709551615s 1s",
+                Err(overflow("18446744073709551615s 1s")),
+            ),
         ];
-        for (input, want) in ok {
-            assert_eq!(parse_duration(input), Ok(*want), "{input}");
+        for (input, want) in cases {
+            assert_eq!(parse_duration(input), *want, "{input:?}");
         }
-        let bad: &[(&str, &str)] = &[
-            ("", "empty"),
-            ("30", "has no unit"),
-            ("1m30", "has no unit"),
-            ("s", "whole number"),
-            ("3 days", "unknown unit `days`"),
-            ("1.5s", "unknown unit `.`"),
-            ("99999999999999999999h", "too large"),
-            ("9999999999999999999h", "too large"),
+    }
+
+    #[test]
+    fn messages() {
+        let cases: &[(ParseUnitError, &str)] = &[
+            (ParseUnitError::Empty, "empty value"),
+            (
+                invalid_number("MiB", "64MiB"),
+                "`MiB` does not start with a whole number (e.g. 64MiB)",
+            ),
+            (
+                unknown_unit("3 days", "days", DURATION_UNITS),
+                "unknown unit `days` in `3 days`; expected one of ms, s, m, h",
+            ),
+            (
+                missing_unit("30"),
+                "`30` has no unit; write e.g. `30s` or `30ms` (only `0` may omit the unit)",
+            ),
+            (
+                overflow("9999999999999999999h"),
+                "`9999999999999999999h` is too large",
+            ),
         ];
-        for (input, want) in bad {
-            let err = parse_duration(input).unwrap_err().to_string();
-            assert!(err.contains(want), "{input}: {err}");
+        for (error, want) in cases {
+            assert_eq!(error.to_string(), *want);
         }
     }
 }

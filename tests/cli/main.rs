@@ -116,6 +116,27 @@ fn run_json_prints_the_outcome_and_limits_apply() {
     assert_eq!(outcome["error"]["kind"], "memory_limit", "{outcome}");
 }
 
+/// README: `--timeout 0` means no timeout. A bare `0` is the one number that needs no unit.
+#[test]
+fn run_timeout_zero_means_none() {
+    let out = run_with_stdin(&["run", "--timeout", "0", "-"], "40 + 2");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "42\n");
+    assert_eq!(text(&out.stderr), "");
+
+    let out = codemode()
+        .args(["run", "--timeout", "30", "x.js"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr)
+            .contains("`30` has no unit; write e.g. `30s` or `30ms` (only `0` may omit the unit)"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let cases: &[&[&str]] = &[

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use codemode_policies::Config;
+use codemode_policies::{Config, ConfigErrorKind};
 
 /// Exit code of a script that failed (threw, hit a limit, did not parse).
 pub const EXIT_SCRIPT_FAILED: u8 = 1;
@@ -110,7 +110,7 @@ pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, ExitCode> {
     result.map_err(|errors| {
         for error in errors.iter() {
             // A file that cannot be read is reported under the file's own name.
-            if error.path == name {
+            if error.kind() == ConfigErrorKind::Io {
                 eprintln!("{error}");
             } else {
                 eprintln!("{name}: {error}");

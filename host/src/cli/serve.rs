@@ -88,6 +88,10 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         None => server::serve_stdio(state.clone()).await,
     };
     state.upstreams.shutdown().await;
+    // The audit writer writes on a thread of its own: wait for the records still queued.
+    if let Some(audit) = state.audit() {
+        let _ = tokio::task::spawn_blocking(move || audit.flush()).await;
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

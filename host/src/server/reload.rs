@@ -47,9 +47,22 @@ pub fn watch(state: Arc<ServerState>, path: PathBuf) -> notify::Result<notify::R
     Ok(watcher)
 }
 
-/// Reads, validates and applies the config at `path`; returns whether it was applied.
+/// Reads, validates and applies the config at `path`; returns whether it was applied. The file
+/// is read and parsed on a blocking thread: a slow disk or a large file must not hold up the
+/// async threads serving evals.
 pub async fn reload(state: &ServerState, path: &Path) -> bool {
-    match Config::load(path) {
+    let file = path.to_path_buf();
+    let loaded = match tokio::task::spawn_blocking(move || Config::load(file)).await {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            tracing::error!(
+                "config {} changed but could not be read (the reading task failed: {e}); keeping the running config",
+                path.display()
+            );
+            return false;
+        }
+    };
+    match loaded {
         Ok(config) => {
             tracing::info!("config {} changed: applying it", path.display());
             state.apply_config(config).await;

@@ -16,13 +16,22 @@ pub use record::{
     sha256_hex,
 };
 pub use time::{now_rfc3339, rfc3339_utc};
-pub use writer::AuditWriter;
+pub use writer::{AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES};
 
 /// Where audit records go. Recording never fails from the caller's point of view: a sink
 /// handles (and reports) its own errors.
+///
+/// [`record`](AuditSink::record) is called from async tasks (each tool call records one), so
+/// it must not block on I/O: a sink that writes somewhere slow queues the record and writes
+/// it elsewhere, as [`AuditWriter`] does, and makes [`flush`](AuditSink::flush) wait for it.
 pub trait AuditSink: Send + Sync {
-    /// Records one record.
+    /// Records one record, without blocking on I/O.
     fn record(&self, rec: AuditRecord);
+
+    /// Waits until every record recorded so far is stored (for shutdown, and before reading
+    /// the records back). May block: async code calls it from `spawn_blocking`. The default
+    /// does nothing, for sinks that store each record in `record`.
+    fn flush(&self) {}
 }
 
 /// Keeps records in memory, in order: for tests and for embedding.

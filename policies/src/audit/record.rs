@@ -132,13 +132,7 @@ impl EvalAuditRecord {
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
-        out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
-    }
-    out
+    format!("{:x}", Sha256::digest(bytes))
 }
 
 /// Hex SHA-256 of [`canonical_json`]`(args)`: the `args_sha256` field.

@@ -1,93 +1,269 @@
-//! [`AuditWriter`]: JSON Lines files, one per UTC day.
+//! [`AuditWriter`]: JSON Lines files, one per UTC day, written by a thread of their own.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
 
 use super::{AuditRecord, AuditSink};
 
+/// How many bytes of serialised records may wait for the writer thread at once (16 MiB), by
+/// default. Past it, records are dropped and counted: see [`AuditWriter`].
+pub const DEFAULT_AUDIT_QUEUE_BYTES: usize = 16 << 20;
+
 /// Appends records to `<dir>/YYYY-MM-DD.jsonl` (the UTC day of each record's `ts`), one JSON
-/// object per line, each line written with a single `write` on a file opened for appending,
-/// under a lock: writers in this process never interleave, and lines from other processes
-/// appending to the same file stay whole.
+/// object per line.
+///
+/// # Threads and blocking
+///
+/// [`record`](AuditSink::record) never touches the disk: it serialises the record and queues
+/// the line for a writer thread that this writer owns, so a slow or stalled disk never blocks
+/// the async task that made a tool call. The thread writes the lines in the order they were
+/// queued, each with a single `write` on a file opened for appending: lines from other
+/// processes appending to the same file stay whole.
+///
+/// [`flush`](AuditSink::flush) waits until every line queued before it is written (handed to
+/// the operating system, not `fsync`ed): call it before reading the files, and at shutdown.
+/// It blocks, so async code calls it from `tokio::task::spawn_blocking`. Dropping the writer
+/// flushes too, and stops the thread (see [`Drop`](#impl-Drop-for-AuditWriter) for how it
+/// waits on an async runtime).
+///
+/// # Failures and a stalled disk
 ///
 /// Never fails a caller: a record that cannot be written is reported with `tracing::warn!`
-/// and counted ([`AuditWriter::failures`]).
+/// and counted ([`AuditWriter::failures`]). The queue is bounded in bytes
+/// ([`DEFAULT_AUDIT_QUEUE_BYTES`]): when the disk stalls and the queue is full, further
+/// records are dropped, counted as failures and warned about, rather than blocking every tool
+/// call of every eval behind the disk or growing memory without bound. (A record larger than
+/// the whole bound is still queued when the queue is empty, so one big record is not lost to
+/// the bound alone.)
+///
+/// ```
+/// use codemode_policies::{AuditRecord, AuditSink, AuditWriter, EvalAuditRecord};
+/// # let dir = std::env::temp_dir().join(format!("codemode-doc-audit-{}", std::process::id()));
+/// let writer = AuditWriter::open(&dir)?;
+/// writer.record(AuditRecord::Eval(EvalAuditRecord {
+///     ts: "2024-05-01T12:00:00.000Z".into(),
+///     eval_id: codemode_runtime::EvalId(1),
+///     session_id: None,
+///     profile: None,
+///     code_sha256: String::new(),
+///     ok: true,
+///     error_kind: None,
+///     fuel_used: 0,
+///     wall_ms: 1.0,
+///     tool_calls: 0,
+/// }));
+/// writer.flush();
+/// let text = std::fs::read_to_string(dir.join("2024-05-01.jsonl"))?;
+/// assert_eq!(text.lines().count(), 1);
+/// assert_eq!(writer.failures(), 0);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct AuditWriter {
+    shared: Arc<Shared>,
+    /// The queue to the writer thread; `None` only while dropping.
+    queue: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+    max_queued_bytes: usize,
+}
+
+/// What the caller and the writer thread both see.
+#[derive(Debug)]
+struct Shared {
     dir: PathBuf,
-    /// The open file and the day it is for.
-    file: Mutex<Option<(String, File)>>,
     failures: AtomicU64,
+    /// Bytes of lines queued and not yet written.
+    queued_bytes: AtomicUsize,
+}
+
+impl Shared {
+    fn fail(&self, why: &dyn std::fmt::Display) {
+        let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::warn!(dir = %self.dir.display(), failures = n, "cannot write an audit record: {why}");
+    }
+}
+
+/// Work for the writer thread.
+enum Job {
+    /// Append `line` to the file of `day`.
+    Line { day: String, line: Vec<u8> },
+    /// Everything queued before has been written: say so.
+    Flush(mpsc::SyncSender<()>),
 }
 
 impl AuditWriter {
-    /// A writer into `dir`, which is created (with its parents) if missing.
+    /// A writer into `dir`, which is created (with its parents) if missing, with a queue of
+    /// at most [`DEFAULT_AUDIT_QUEUE_BYTES`].
     ///
     /// # Errors
     ///
     /// When `dir` cannot be created, so that a misconfigured log is noticed at start-up
-    /// rather than at the first record.
+    /// rather than at the first record, or when the writer thread cannot be started.
     pub fn open(dir: impl Into<PathBuf>) -> io::Result<Self> {
-        let dir = dir.into();
+        Self::with_queue_bytes(dir.into(), DEFAULT_AUDIT_QUEUE_BYTES)
+    }
+
+    fn with_queue_bytes(dir: PathBuf, max_queued_bytes: usize) -> io::Result<Self> {
         std::fs::create_dir_all(&dir)?;
-        Ok(AuditWriter {
+        let shared = Arc::new(Shared {
             dir,
-            file: Mutex::new(None),
             failures: AtomicU64::new(0),
+            queued_bytes: AtomicUsize::new(0),
+        });
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("codemode-audit".into())
+            .spawn({
+                let shared = shared.clone();
+                move || write_until_closed(&shared, &rx)
+            })?;
+        Ok(AuditWriter {
+            shared,
+            queue: Some(tx),
+            thread: Some(thread),
+            max_queued_bytes,
         })
     }
 
     /// The directory written to.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.shared.dir
     }
 
-    /// How many records could not be written.
+    /// How many records could not be written (including those dropped because the queue was
+    /// full). Records still queued are not counted until they fail: [`flush`](Self::flush)
+    /// first for a final count.
     pub fn failures(&self) -> u64 {
-        self.failures.load(Ordering::Relaxed)
+        self.shared.failures.load(Ordering::Relaxed)
     }
 
-    fn write_line(&self, day: &str, line: &[u8]) -> io::Result<()> {
-        // A panic while holding the lock leaves at worst a closed or stale handle.
-        let mut slot = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.as_ref().is_none_or(|(d, _)| d != day) {
-            *slot = None;
-            // The directory may have been removed since `open`.
-            std::fs::create_dir_all(&self.dir)?;
-            let path = self.dir.join(format!("{day}.jsonl"));
-            let file = OpenOptions::new().create(true).append(true).open(path)?;
-            *slot = Some((day.to_string(), file));
+    /// Waits until every record queued before this call is written (or counted as failed).
+    /// Blocks the calling thread: from async code, call it inside `spawn_blocking`.
+    pub fn flush(&self) {
+        let (done, wait) = mpsc::sync_channel(1);
+        if self.send(Job::Flush(done)) {
+            // An error means the thread is gone; nothing is left to wait for.
+            let _ = wait.recv();
         }
-        let Some((_, file)) = slot.as_mut() else {
-            return Ok(());
-        };
-        let written = file.write(line)?;
-        if written != line.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                format!("short write: {written} of {} bytes", line.len()),
-            ));
-        }
-        Ok(())
+    }
+
+    /// Queues `job`; false if the writer thread is gone (it exits only on drop, or if it
+    /// panicked).
+    fn send(&self, job: Job) -> bool {
+        self.queue.as_ref().is_some_and(|tx| tx.send(job).is_ok())
+    }
+
+    /// Reserves `len` bytes of the queue; false when the queue is full.
+    fn reserve(&self, len: usize) -> bool {
+        self.shared
+            .queued_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                (queued == 0 || queued.saturating_add(len) <= self.max_queued_bytes)
+                    .then(|| queued.saturating_add(len))
+            })
+            .is_ok()
     }
 }
 
 impl AuditSink for AuditWriter {
     fn record(&self, rec: AuditRecord) {
-        let result = serde_json::to_vec(&rec)
-            .map_err(io::Error::other)
-            .and_then(|mut line| {
-                line.push(b'\n');
-                self.write_line(&day_of(rec.ts()), &line)
-            });
-        if let Err(e) = result {
-            let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
-            tracing::warn!(dir = %self.dir.display(), failures = n, "cannot write an audit record: {e}");
+        let mut line = match serde_json::to_vec(&rec) {
+            Ok(line) => line,
+            Err(e) => return self.shared.fail(&e),
+        };
+        line.push(b'\n');
+        let len = line.len();
+        if !self.reserve(len) {
+            return self.shared.fail(&format_args!(
+                "the queue to the disk is full ({} bytes waiting): the disk is not keeping up",
+                self.shared.queued_bytes.load(Ordering::Relaxed)
+            ));
+        }
+        let day = day_of(rec.ts());
+        if !self.send(Job::Line { day, line }) {
+            self.shared.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+            self.shared.fail(&"the audit writer thread has stopped");
         }
     }
+
+    fn flush(&self) {
+        AuditWriter::flush(self);
+    }
+}
+
+impl Drop for AuditWriter {
+    /// Closes the queue and waits for the thread to write what is left. On a worker of a
+    /// multi-threaded tokio runtime the wait goes through `block_in_place`, so that the
+    /// runtime moves its other tasks to other threads meanwhile.
+    fn drop(&mut self) {
+        drop(self.queue.take());
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        // A panic in the thread has already been reported by the panic hook.
+        let join = move || drop(thread.join());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime)
+                if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
+            {
+                tokio::task::block_in_place(join);
+            }
+            _ => join(),
+        }
+    }
+}
+
+/// The writer thread: writes each queued line until every sender is gone.
+fn write_until_closed(shared: &Shared, jobs: &mpsc::Receiver<Job>) {
+    let mut file: Option<(String, File)> = None;
+    for job in jobs {
+        match job {
+            Job::Line { day, line } => {
+                if let Err(e) = write_line(&shared.dir, &mut file, &day, &line) {
+                    // A handle that failed may be stale: reopen for the next line.
+                    file = None;
+                    shared.fail(&e);
+                }
+                shared.queued_bytes.fetch_sub(line.len(), Ordering::AcqRel);
+            }
+            Job::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// Appends `line` to the file of `day`, opening it (and the directory, which may have been
+/// removed since `open`) when `file` is for another day or none.
+fn write_line(
+    dir: &Path,
+    file: &mut Option<(String, File)>,
+    day: &str,
+    line: &[u8],
+) -> io::Result<()> {
+    let file = match file {
+        Some((d, f)) if d == day => f,
+        _ => {
+            *file = None;
+            std::fs::create_dir_all(dir)?;
+            let path = dir.join(format!("{day}.jsonl"));
+            let opened = OpenOptions::new().create(true).append(true).open(path)?;
+            &mut file.insert((day.to_string(), opened)).1
+        }
+    };
+    let written = file.write(line)?;
+    if written != line.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            format!("short write: {written} of {} bytes", line.len()),
+        ));
+    }
+    Ok(())
 }
 
 /// The UTC day (`YYYY-MM-DD`) a record's `ts` starts with; today's when `ts` does not start
@@ -163,28 +339,37 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
+        w.flush();
         assert_eq!(w.failures(), 0);
         let mut ids = Vec::new();
         for day in ["2024-05-01", "2024-05-02"] {
             let text = std::fs::read_to_string(dir.join(format!("{day}.jsonl"))).unwrap();
+            let mut in_file = Vec::new();
             for line in text.lines() {
                 let r: AuditRecord = serde_json::from_str(line).unwrap();
                 assert!(r.ts().starts_with(day));
                 if let AuditRecord::ToolCall(r) = r {
-                    ids.push(r.call_id);
+                    in_file.push(r.call_id);
                 }
             }
+            // Each thread's records are in the order it recorded them.
+            for t in 0..8 {
+                let mine: Vec<u64> = in_file.iter().copied().filter(|id| id / 100 == t).collect();
+                assert!(mine.is_sorted(), "thread {t} on {day}: {mine:?}");
+            }
+            ids.extend(in_file);
         }
         ids.sort_unstable();
         let want: Vec<u64> = (0..8)
             .flat_map(|t| (0..50).map(move |i| t * 100 + i))
             .collect();
         assert_eq!(ids, want);
-        // Appends to what is there.
+        // Dropping writes what is queued; a new writer appends to what is there.
         w.record(rec("2024-05-01T01:00:00.000Z", 999));
         drop(w);
         let w = AuditWriter::open(&dir).unwrap();
         w.record(rec("2024-05-01T02:00:00.000Z", 1000));
+        w.flush();
         let text = std::fs::read_to_string(dir.join("2024-05-01.jsonl")).unwrap();
         assert_eq!(text.lines().count(), 8 * 25 + 2);
         std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
@@ -213,9 +398,55 @@ mod tests {
         std::fs::create_dir_all(dir.join("2024-05-01.jsonl")).unwrap();
         w.record(rec("2024-05-01T00:00:00.000Z", 1));
         w.record(rec("2024-05-01T00:00:00.000Z", 2));
+        w.flush();
         assert_eq!(w.failures(), 2);
         w.record(rec("2024-05-02T00:00:00.000Z", 3));
+        w.flush();
         assert_eq!(w.failures(), 2);
+        let text = std::fs::read_to_string(dir.join("2024-05-02.jsonl")).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A stalled disk: the day's file is a FIFO nobody reads, so the writer thread blocks
+    /// opening it. `record` still returns at once; past the queue's bound records are dropped
+    /// and counted; once the disk moves again, the queued ones are written in order.
+    #[cfg(unix)]
+    #[test]
+    fn a_stalled_disk_blocks_no_caller_and_bounds_the_queue() {
+        use std::io::Read;
+        let dir = temp_dir("stall");
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("2024-05-01.jsonl");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let record = |id| rec("2024-05-01T00:00:00.000Z", id);
+        let line_len = serde_json::to_vec(&record(1)).unwrap().len() + 1;
+        let w = AuditWriter::with_queue_bytes(dir.clone(), 3 * line_len).unwrap();
+        for id in 1..=4 {
+            w.record(record(id));
+        }
+        let dropped = w.failures();
+        // Unstall the disk before asserting, so that a failed assertion cannot leave the
+        // writer thread blocked forever.
+        let mut reader = File::open(&fifo).unwrap();
+        assert_eq!(dropped, 1, "the fourth record does not fit in the queue");
+        w.flush();
+        w.record(record(5));
+        drop(w);
+        let mut text = String::new();
+        reader.read_to_string(&mut text).unwrap();
+        let ids: Vec<u64> = text
+            .lines()
+            .map(|l| match serde_json::from_str(l).unwrap() {
+                AuditRecord::ToolCall(r) => r.call_id,
+                AuditRecord::Eval(_) => panic!("an eval record"),
+            })
+            .collect();
+        assert_eq!(ids, [1, 2, 3, 5]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -11,7 +11,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::error::{ConfigError, ConfigErrors};
+use super::error::{ConfigError, ConfigErrorKind, ConfigErrors};
 use super::reader::JsonPath;
 
 /// Parses `json`, failing on invalid JSON (with line and column) or on any key that an object
@@ -40,14 +40,15 @@ fn invalid_json(e: serde_json::Error) -> ConfigErrors {
     let what = text
         .rfind(" at line ")
         .map_or(text.as_str(), |i| &text[..i]);
-    ConfigErrors::single(
+    ConfigErrors::single(ConfigError::new(
         "(root)",
+        ConfigErrorKind::Syntax,
         format!(
             "invalid JSON at line {}, column {}: {what}",
             e.line(),
             e.column()
         ),
-    )
+    ))
 }
 
 /// One value of the document, at `path`.
@@ -119,13 +120,14 @@ impl<'de> Visitor<'de> for Node<'_> {
                 repeated: self.repeated,
             })?;
             if object.contains_key(&key) {
-                self.repeated.borrow_mut().push(ConfigError {
-                    path: self.path.key(&key).to_string(),
-                    message: format!(
+                self.repeated.borrow_mut().push(ConfigError::new(
+                    self.path.key(&key).to_string(),
+                    ConfigErrorKind::DuplicateKey,
+                    format!(
                         "the key `{key}` is given more than once in this object; give it \
                          once (JSON readers keep only the last and drop the others silently)"
                     ),
-                });
+                ));
             } else {
                 object.insert(key, value);
             }
@@ -155,7 +157,12 @@ mod tests {
           "list": [{"x": 1, "x": 1}]
         }"#;
         let errors = parse(json).unwrap_err().errors;
-        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        let paths: Vec<&str> = errors.iter().map(ConfigError::path).collect();
+        assert!(
+            errors
+                .iter()
+                .all(|e| e.kind() == ConfigErrorKind::DuplicateKey)
+        );
         assert_eq!(
             paths,
             [
@@ -167,7 +174,7 @@ mod tests {
         );
         assert!(
             errors[0]
-                .message
+                .message()
                 .contains("`timeout` is given more than once")
         );
     }
@@ -192,8 +199,9 @@ mod tests {
         ] {
             let errors = parse(json).unwrap_err().errors;
             assert_eq!(errors.len(), 1);
-            assert_eq!(errors[0].path, "(root)");
-            assert_eq!(errors[0].message, want, "for {json:?}");
+            assert_eq!(errors[0].path(), "(root)");
+            assert_eq!(errors[0].kind(), ConfigErrorKind::Syntax);
+            assert_eq!(errors[0].message(), want, "for {json:?}");
         }
     }
 }

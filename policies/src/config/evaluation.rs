@@ -7,11 +7,11 @@ use serde_json::Value;
 use super::EvaluationConfig;
 use super::reader::{JsonPath, Reader, describe};
 use super::sections::positive_seconds;
-use crate::ConfigErrors;
 use crate::profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind, Fallback,
     GlobList, Profile, Rule,
 };
+use crate::{ConfigErrorKind, ConfigErrors};
 
 const EVALUATION_KEYS: &[&str] = &["defaultProfile", "profiles"];
 const PROFILE_KEYS: &[&str] = &[
@@ -55,6 +55,7 @@ pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> Eva
                 };
                 r.error(
                     &dpath,
+                    ConfigErrorKind::UnknownProfile,
                     format!("no profile is called `{name}`; profiles: {have}"),
                 );
             }
@@ -84,6 +85,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
     if !valid_profile_name(name) {
         r.error(
             path,
+            ConfigErrorKind::InvalidName,
             format!("invalid profile name `{name}`: use 1 to 32 ASCII letters, digits or `_`"),
         );
     }
@@ -106,10 +108,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
                     }
                 }
             }
-            _ => r.error(
-                &rpath,
-                format!("expected an array of rules, found {}", describe(v)),
-            ),
+            _ => r.expected(&rpath, "an array of rules", v),
         }
     }
     let mut elicitation_fallback = Fallback::default();
@@ -120,6 +119,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
             Some("allow") => elicitation_fallback = Fallback::Allow,
             _ => r.error(
                 &fpath,
+                ConfigErrorKind::InvalidValue,
                 format!("expected \"deny\" or \"allow\", found {}", describe(v)),
             ),
         }
@@ -132,9 +132,9 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
     if let Some(v) = map.get("maxPendingApprovals") {
         let mpath = path.key("maxPendingApprovals");
         match r.u64(v, &mpath).map(usize::try_from) {
-            Some(Ok(0)) => r.error(&mpath, "must be at least 1"),
+            Some(Ok(0)) => r.error(&mpath, ConfigErrorKind::InvalidValue, "must be at least 1"),
             Some(Ok(n)) => max_pending_approvals = n,
-            Some(Err(_)) => r.error(&mpath, "too large"),
+            Some(Err(_)) => r.error(&mpath, ConfigErrorKind::InvalidValue, "too large"),
             None => {}
         }
     }
@@ -161,7 +161,7 @@ fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<GlobList> {
         Ok(list) => Some(list),
         Err(errors) => {
             for (i, msg) in errors {
-                r.error(&paths[i], msg);
+                r.error(&paths[i], ConfigErrorKind::InvalidGlob, msg);
             }
             None
         }
@@ -175,6 +175,7 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         Some(Value::Array(a)) if a.is_empty() => {
             r.error(
                 &path.key("tools"),
+                ConfigErrorKind::InvalidValue,
                 "needs at least one glob (e.g. \"server__*\")",
             );
             None
@@ -183,6 +184,7 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         None => {
             r.error(
                 path,
+                ConfigErrorKind::MissingField,
                 "missing `tools` (the tool-name globs this rule applies to)",
             );
             None
@@ -199,6 +201,7 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
                     let found = describe(v);
                     r.error(
                         &dpath,
+                        ConfigErrorKind::InvalidValue,
                         format!("expected \"allow\", \"deny\" or \"ask\", found {found}"),
                     );
                     None
@@ -208,6 +211,7 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         None => {
             r.error(
                 path,
+                ConfigErrorKind::MissingField,
                 "missing `disposition` (\"allow\", \"deny\" or \"ask\")",
             );
             None
@@ -241,7 +245,7 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
 
 fn read_condition(r: &mut Reader, pointer: &str, v: &Value, path: &JsonPath) -> Option<Condition> {
     if let Err(msg) = check_pointer(pointer) {
-        r.error(path, msg);
+        r.error(path, ConfigErrorKind::InvalidPointer, msg);
     }
     let pattern = r.string(v, path)?;
     match regex::Regex::new(pattern) {
@@ -252,6 +256,7 @@ fn read_condition(r: &mut Reader, pointer: &str, v: &Value, path: &JsonPath) -> 
         Err(e) => {
             r.error(
                 path,
+                ConfigErrorKind::InvalidRegex,
                 format!("invalid regex `{pattern}`: {}", regex_problem(pattern, &e)),
             );
             None

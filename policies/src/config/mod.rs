@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::profile::Profile;
 
-pub use error::{ConfigError, ConfigErrors};
+pub use error::{ConfigError, ConfigErrorKind, ConfigErrors};
 pub(crate) use evaluation::profile_from_json;
 
 /// A whole configuration. [`Config::default`] is the built-in one: no servers, no profiles,
@@ -74,16 +74,13 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// An I/O error (one [`ConfigError`] whose `path` is the file name), or what
+    /// An I/O error (one [`ConfigError`] of kind [`ConfigErrorKind::Io`] whose path is the
+    /// file name), or what
     /// [`Config::from_json_str`] reports.
     pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigErrors> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            ConfigErrors::single(
-                path.display().to_string(),
-                format!("cannot read the file: {e}"),
-            )
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigErrors::single(ConfigError::io(path.display().to_string(), e)))?;
         Config::from_json_str(&text)
     }
 

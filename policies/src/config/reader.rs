@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::error::ConfigError;
+use super::error::{ConfigError, ConfigErrorKind};
 
 /// A path into the document: `evaluation.profiles.safe.allowlist[2]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,15 +79,23 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    pub(crate) fn error(&mut self, path: &JsonPath, message: impl Into<String>) {
-        self.errors.push(ConfigError {
-            path: path.to_string(),
-            message: message.into(),
-        });
+    pub(crate) fn error(
+        &mut self,
+        path: &JsonPath,
+        kind: ConfigErrorKind,
+        message: impl Into<String>,
+    ) {
+        self.errors
+            .push(ConfigError::new(path.to_string(), kind, message));
     }
 
-    fn expected(&mut self, path: &JsonPath, what: &str, v: &Value) {
-        self.error(path, format!("expected {what}, found {}", describe(v)));
+    /// A [`ConfigErrorKind::WrongType`] error: "expected `what`, found …".
+    pub(crate) fn expected(&mut self, path: &JsonPath, what: &str, v: &Value) {
+        self.error(
+            path,
+            ConfigErrorKind::WrongType,
+            format!("expected {what}, found {}", describe(v)),
+        );
     }
 
     /// An object whose keys are all in `allowed`; each other key is an error (the object is
@@ -114,6 +122,7 @@ impl Reader {
                     .unwrap_or_default();
                 self.error(
                     &path.key(key),
+                    ConfigErrorKind::UnknownKey,
                     format!("unknown key `{key}`{hint}; allowed keys: {list}"),
                 );
             }
@@ -205,30 +214,16 @@ impl Reader {
     }
 }
 
-/// The allowed key closest to `key`, if it is close enough to be a likely typo.
+/// The allowed key closest to `key` (Levenshtein distance, ignoring ASCII case), if it is close
+/// enough to be a likely typo.
 fn did_you_mean<'k>(key: &str, allowed: &[&'k str]) -> Option<&'k str> {
     let key_lower = key.to_ascii_lowercase();
     allowed
         .iter()
-        .map(|k| (edit_distance(&key_lower, &k.to_ascii_lowercase()), *k))
+        .map(|k| (strsim::levenshtein(&key_lower, &k.to_ascii_lowercase()), *k))
         .filter(|(d, k)| *d <= 2.max(k.len() / 4))
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
-}
-
-/// Levenshtein distance over characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let subst = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = subst.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
@@ -261,6 +256,11 @@ mod tests {
         let v = json!({"allowlist": [], "asklst": [], "zzz": 1});
         r.object(&v, &JsonPath::root().key("p"), &["allowlist", "asklist"]);
         let msgs: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
+        assert!(
+            r.errors
+                .iter()
+                .all(|e| e.kind() == ConfigErrorKind::UnknownKey)
+        );
         assert_eq!(
             msgs,
             vec![
@@ -278,7 +278,7 @@ mod tests {
         assert_eq!(r.u64(&json!(-1), &p), None);
         assert_eq!(r.bool(&json!("yes"), &p), None);
         assert!(r.strings(&json!(["a", 1]), &p).is_some());
-        let msgs: Vec<&str> = r.errors.iter().map(|e| e.message.as_str()).collect();
+        let msgs: Vec<&str> = r.errors.iter().map(ConfigError::message).collect();
         assert_eq!(
             msgs,
             vec![
@@ -288,6 +288,11 @@ mod tests {
                 "expected a string, found a number (1)",
             ]
         );
-        assert_eq!(r.errors[3].path, "x[1]");
+        assert_eq!(r.errors[3].path(), "x[1]");
+        assert!(
+            r.errors
+                .iter()
+                .all(|e| e.kind() == ConfigErrorKind::WrongType)
+        );
     }
 }

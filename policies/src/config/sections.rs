@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use super::evaluation::read_evaluation;
 use super::reader::{JsonPath, Reader, describe};
 use super::{
-    AuditConfig, Config, ConfigErrors, DEFAULT_SERVER_TIMEOUT, Limits, ServerConfig,
-    ServerTransport,
+    AuditConfig, Config, ConfigErrorKind, ConfigErrors, DEFAULT_SERVER_TIMEOUT, Limits,
+    ServerConfig, ServerTransport,
 };
 use crate::units::{parse_duration, parse_size};
 
@@ -51,6 +51,7 @@ pub(crate) fn config_from_value(value: &Value) -> Result<Config, ConfigErrors> {
             (Some(_), Some(_)) => {
                 r.error(
                     &root.key("servers"),
+                    ConfigErrorKind::ConflictingKeys,
                     "`servers` is an alias of `mcpServers`; give only one of them",
                 );
                 None
@@ -105,7 +106,7 @@ fn read_servers(r: &mut Reader, v: &Value, path: &JsonPath) -> BTreeMap<String, 
     for (name, entry) in map {
         let p = path.key(name);
         if let Err(msg) = check_server_name(name) {
-            r.error(&p, msg);
+            r.error(&p, ConfigErrorKind::InvalidName, msg);
         }
         if let Some(server) = read_server(r, entry, &p) {
             out.insert(name.clone(), server);
@@ -124,6 +125,7 @@ fn read_server(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<ServerConfi
         (Some(_), Some(_)) => {
             r.error(
                 path,
+                ConfigErrorKind::ConflictingKeys,
                 "give either `command` (stdio server) or `url` (HTTP server), not both",
             );
             None
@@ -131,6 +133,7 @@ fn read_server(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<ServerConfi
         (None, None) => {
             r.error(
                 path,
+                ConfigErrorKind::MissingField,
                 "missing `command` (stdio server) or `url` (HTTP server)",
             );
             None
@@ -154,7 +157,11 @@ fn reject_keys(
 ) {
     for key in keys {
         if map.contains_key(*key) {
-            r.error(&path.key(key), format!("`{key}` {why}"));
+            r.error(
+                &path.key(key),
+                ConfigErrorKind::ConflictingKeys,
+                format!("`{key}` {why}"),
+            );
         }
     }
 }
@@ -175,7 +182,11 @@ fn read_stdio(
     let cpath = path.key("command");
     let command = r.string(command, &cpath).map(str::to_string);
     if command.as_deref() == Some("") {
-        r.error(&cpath, "the command is empty");
+        r.error(
+            &cpath,
+            ConfigErrorKind::InvalidValue,
+            "the command is empty",
+        );
     }
     let args = match map.get("args") {
         Some(v) => r
@@ -219,7 +230,11 @@ fn read_http(
     if let Some(u) = &url
         && !(u.starts_with("http://") || u.starts_with("https://"))
     {
-        r.error(&upath, format!("`{u}` is not an http:// or https:// URL"));
+        r.error(
+            &upath,
+            ConfigErrorKind::InvalidValue,
+            format!("`{u}` is not an http:// or https:// URL"),
+        );
     }
     let headers = match map.get("headers") {
         Some(v) => r.string_map(v, &path.key("headers")),
@@ -239,6 +254,7 @@ pub(crate) fn positive_seconds(r: &mut Reader, v: &Value, path: &JsonPath) -> Op
         None => {
             r.error(
                 path,
+                ConfigErrorKind::InvalidValue,
                 format!(
                     "expected a positive number of seconds, found {}",
                     describe(v)
@@ -267,16 +283,22 @@ fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
     if let Some(v) = map.get("timeout") {
         let p = path.key("timeout");
         let parsed = match v {
-            Value::String(s) => parse_duration(s).map_err(|e| e.to_string()),
-            _ => Err(format!(
-                "expected a duration such as \"30s\", found {}",
-                describe(v)
+            Value::String(s) => {
+                parse_duration(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
+            }
+            _ => Err((
+                ConfigErrorKind::WrongType,
+                format!("expected a duration such as \"30s\", found {}", describe(v)),
             )),
         };
         match parsed {
-            Ok(d) if d.is_zero() => r.error(&p, "the timeout must be greater than zero"),
+            Ok(d) if d.is_zero() => r.error(
+                &p,
+                ConfigErrorKind::InvalidValue,
+                "the timeout must be greater than zero",
+            ),
             Ok(d) => limits.timeout = d,
-            Err(msg) => r.error(&p, msg),
+            Err((kind, msg)) => r.error(&p, kind, msg),
         }
     }
     if let Some(v) = map.get("maxOutput")
@@ -292,9 +314,9 @@ fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
     if let Some(v) = map.get("maxConcurrentToolCalls") {
         let p = path.key("maxConcurrentToolCalls");
         match r.u64(v, &p).map(usize::try_from) {
-            Some(Ok(0)) => r.error(&p, "must be at least 1"),
+            Some(Ok(0)) => r.error(&p, ConfigErrorKind::InvalidValue, "must be at least 1"),
             Some(Ok(n)) => limits.max_concurrent_tool_calls = n,
-            Some(Err(_)) => r.error(&p, "too large"),
+            Some(Err(_)) => r.error(&p, ConfigErrorKind::InvalidValue, "too large"),
             None => {}
         }
     }
@@ -304,23 +326,35 @@ fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
 /// A size: a string like `"64MiB"` or a whole number of bytes; must not be zero.
 fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
     let parsed = match v {
-        Value::String(s) => parse_size(s).map_err(|e| e.to_string()),
-        Value::Number(n) => n
-            .as_u64()
-            .ok_or_else(|| format!("expected a whole number of bytes, found {n}")),
-        _ => Err(format!(
-            "expected a size such as \"64MiB\" or a number of bytes, found {}",
-            describe(v)
+        Value::String(s) => {
+            parse_size(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
+        }
+        Value::Number(n) => n.as_u64().ok_or_else(|| {
+            (
+                ConfigErrorKind::InvalidValue,
+                format!("expected a whole number of bytes, found {n}"),
+            )
+        }),
+        _ => Err((
+            ConfigErrorKind::WrongType,
+            format!(
+                "expected a size such as \"64MiB\" or a number of bytes, found {}",
+                describe(v)
+            ),
         )),
     };
     match parsed {
         Ok(0) => {
-            r.error(path, "must be greater than zero");
+            r.error(
+                path,
+                ConfigErrorKind::InvalidValue,
+                "must be greater than zero",
+            );
             None
         }
         Ok(n) => Some(n),
-        Err(msg) => {
-            r.error(path, msg);
+        Err((kind, msg)) => {
+            r.error(path, kind, msg);
             None
         }
     }
@@ -336,6 +370,7 @@ fn read_audit(r: &mut Reader, v: &Value, path: &JsonPath) -> AuditConfig {
         match r.string(v, &p) {
             Some("") => r.error(
                 &p,
+                ConfigErrorKind::InvalidValue,
                 "the directory is empty; leave `dir` out to disable the audit log",
             ),
             Some(s) => audit.dir = Some(PathBuf::from(s)),

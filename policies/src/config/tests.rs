@@ -170,101 +170,186 @@ fn valid_variants() {
     }
 }
 
-/// Each case: a document and the `path: message` fragments of all the errors expected, in any
-/// order (the exact number of errors is checked).
+/// Each case: a document and, for every error expected, a `path: message` fragment and its
+/// kind, in any order (the exact number of errors is checked).
 #[test]
 fn invalid_configs_report_every_error_with_its_path() {
-    let cases: &[(&str, &[&str])] = &[
+    use ConfigErrorKind::*;
+    let cases: &[(&str, &[(&str, ConfigErrorKind)])] = &[
         (
             "{\"limits\": {\n  \"memory\": ,\n}}",
-            &["(root): invalid JSON at line 2, column 13: expected value"],
+            &[(
+                "(root): invalid JSON at line 2, column 13: expected value",
+                Syntax,
+            )],
         ),
-        ("[]", &["(root): expected an object, found an array"]),
+        (
+            "[]",
+            &[("(root): expected an object, found an array", WrongType)],
+        ),
         (
             r#"{"mcpServers": {"fs": {"command": "a"}, "fs": {"command": "b"}},
                 "evaluation": {"profiles": {"p": {"deny": ["x"], "deny": ["y"]}}}}"#,
             &[
-                "mcpServers.fs: the key `fs` is given more than once in this object",
-                "evaluation.profiles.p.deny: the key `deny` is given more than once",
+                (
+                    "mcpServers.fs: the key `fs` is given more than once in this object",
+                    DuplicateKey,
+                ),
+                (
+                    "evaluation.profiles.p.deny: the key `deny` is given more than once",
+                    DuplicateKey,
+                ),
             ],
         ),
         (
             r#"{"limit": {}, "audit": {"dirr": "x"}}"#,
             &[
-                "limit: unknown key `limit` (did you mean `limits`?); allowed keys: `$schema`, `mcpServers`",
-                "audit.dirr: unknown key `dirr` (did you mean `dir`?); allowed keys: `dir`, `includeArgs`",
+                (
+                    "limit: unknown key `limit` (did you mean `limits`?); allowed keys: `$schema`, `mcpServers`",
+                    UnknownKey,
+                ),
+                (
+                    "audit.dirr: unknown key `dirr` (did you mean `dir`?); allowed keys: `dir`, `includeArgs`",
+                    UnknownKey,
+                ),
             ],
         ),
         (
             r#"{"mcpServers": {}, "servers": {}}"#,
-            &["servers: `servers` is an alias of `mcpServers`; give only one of them"],
+            &[(
+                "servers: `servers` is an alias of `mcpServers`; give only one of them",
+                ConflictingKeys,
+            )],
         ),
         (
             r#"{"mcpServers": {"a__b": {"command": "x"}, "bad name": {"command": "x"}, "": {"url": "x"}}}"#,
             &[
-                "mcpServers.a__b: invalid server name `a__b`: `__` is reserved",
-                "mcpServers[\"bad name\"]: invalid server name `bad name`: use 1 to 64",
-                "mcpServers[\"\"]: invalid server name ``",
-                "mcpServers[\"\"].url: `x` is not an http:// or https:// URL",
+                (
+                    "mcpServers.a__b: invalid server name `a__b`: `__` is reserved",
+                    InvalidName,
+                ),
+                (
+                    "mcpServers[\"bad name\"]: invalid server name `bad name`: use 1 to 64",
+                    InvalidName,
+                ),
+                ("mcpServers[\"\"]: invalid server name ``", InvalidName),
+                (
+                    "mcpServers[\"\"].url: `x` is not an http:// or https:// URL",
+                    InvalidValue,
+                ),
             ],
         ),
         (
             r#"{"servers": {"both": {"command": "x", "url": "http://x"}, "neither": {"args": []}}}"#,
             &[
-                "servers.both: give either `command` (stdio server) or `url` (HTTP server), not both",
-                "servers.neither: missing `command` (stdio server) or `url` (HTTP server)",
+                (
+                    "servers.both: give either `command` (stdio server) or `url` (HTTP server), not both",
+                    ConflictingKeys,
+                ),
+                (
+                    "servers.neither: missing `command` (stdio server) or `url` (HTTP server)",
+                    MissingField,
+                ),
             ],
         ),
         (
             r#"{"servers": {"s": {"command": 1, "args": [1], "env": {"K": 2}, "headers": {}, "timeoutSeconds": -1},
                             "h": {"url": "https://x", "cwd": "/", "headers": []}}}"#,
             &[
-                "servers.s.timeoutSeconds: expected a positive number of seconds, found a number (-1)",
-                "servers.s.headers: `headers` applies to HTTP servers (with `url`) only",
-                "servers.s.command: expected a string, found a number (1)",
-                "servers.s.args[0]: expected a string, found a number (1)",
-                "servers.s.env.K: expected a string, found a number (2)",
-                "servers.h.cwd: `cwd` applies to stdio servers (with `command`) only",
-                "servers.h.headers: expected an object, found an array",
+                (
+                    "servers.s.timeoutSeconds: expected a positive number of seconds, found a number (-1)",
+                    InvalidValue,
+                ),
+                (
+                    "servers.s.headers: `headers` applies to HTTP servers (with `url`) only",
+                    ConflictingKeys,
+                ),
+                (
+                    "servers.s.command: expected a string, found a number (1)",
+                    WrongType,
+                ),
+                (
+                    "servers.s.args[0]: expected a string, found a number (1)",
+                    WrongType,
+                ),
+                (
+                    "servers.s.env.K: expected a string, found a number (2)",
+                    WrongType,
+                ),
+                (
+                    "servers.h.cwd: `cwd` applies to stdio servers (with `command`) only",
+                    ConflictingKeys,
+                ),
+                (
+                    "servers.h.headers: expected an object, found an array",
+                    WrongType,
+                ),
             ],
         ),
         (
             r#"{"limits": {"memory": "64 parsecs", "timeout": 30, "maxOutput": 0, "fuel": -1,
                            "maxToolCalls": "3", "maxConcurrentToolCalls": 0}}"#,
             &[
-                "limits.memory: unknown unit `parsecs`",
-                "limits.timeout: expected a duration such as \"30s\", found a number (30)",
-                "limits.maxOutput: must be greater than zero",
-                "limits.fuel: expected a non-negative whole number, found a number (-1)",
-                "limits.maxToolCalls: expected a non-negative whole number, found a string (\"3\")",
-                "limits.maxConcurrentToolCalls: must be at least 1",
+                ("limits.memory: unknown unit `parsecs`", InvalidValue),
+                (
+                    "limits.timeout: expected a duration such as \"30s\", found a number (30)",
+                    WrongType,
+                ),
+                ("limits.maxOutput: must be greater than zero", InvalidValue),
+                (
+                    "limits.fuel: expected a non-negative whole number, found a number (-1)",
+                    WrongType,
+                ),
+                (
+                    "limits.maxToolCalls: expected a non-negative whole number, found a string (\"3\")",
+                    WrongType,
+                ),
+                (
+                    "limits.maxConcurrentToolCalls: must be at least 1",
+                    InvalidValue,
+                ),
             ],
         ),
         (
             r#"{"limits": {"timeout": "30"}}"#,
-            &["limits.timeout: `30` has no unit; write e.g. `30s`"],
+            &[(
+                "limits.timeout: `30` has no unit; write e.g. `30s`",
+                InvalidValue,
+            )],
         ),
         (
             r#"{"limits": {"timeout": "0s"}}"#,
-            &["limits.timeout: the timeout must be greater than zero"],
+            &[(
+                "limits.timeout: the timeout must be greater than zero",
+                InvalidValue,
+            )],
         ),
         (
             r#"{"audit": {"dir": "", "includeArgs": "yes"}}"#,
             &[
-                "audit.dir: the directory is empty",
-                "audit.includeArgs: expected a boolean",
+                ("audit.dir: the directory is empty", InvalidValue),
+                ("audit.includeArgs: expected a boolean", WrongType),
             ],
         ),
         (
             r#"{"evaluation": {"defaultProfile": "missing", "profiles": {"bad-name": {}, "ok": {}}}}"#,
             &[
-                "evaluation.profiles.bad-name: invalid profile name `bad-name`",
-                "evaluation.defaultProfile: no profile is called `missing`; profiles: bad-name, ok",
+                (
+                    "evaluation.profiles.bad-name: invalid profile name `bad-name`",
+                    InvalidName,
+                ),
+                (
+                    "evaluation.defaultProfile: no profile is called `missing`; profiles: bad-name, ok",
+                    UnknownProfile,
+                ),
             ],
         ),
         (
             r#"{"evaluation": {"defaultProfile": "x"}}"#,
-            &["evaluation.defaultProfile: no profile is called `x`; profiles: none"],
+            &[(
+                "evaluation.defaultProfile: no profile is called `x`; profiles: none",
+                UnknownProfile,
+            )],
         ),
         (
             r#"{"evaluation": {"profiles": {"supervised": {
@@ -272,13 +357,34 @@ fn invalid_configs_report_every_error_with_its_path() {
                 "elicitationFallback": "maybe", "approvalTimeoutSeconds": 0, "maxPendingApprovals": 0,
                 "allowList": []}}}}"#,
             &[
-                "evaluation.profiles.supervised.asklist[1]: invalid glob `filesystem__[`: unclosed character class; missing ']'",
-                "evaluation.profiles.supervised.asklist[2]: invalid glob `a{b`: unclosed alternate group",
-                "evaluation.profiles.supervised.denylist: expected an array of strings, found a string (\"x\")",
-                "evaluation.profiles.supervised.elicitationFallback: expected \"deny\" or \"allow\", found a string (\"maybe\")",
-                "evaluation.profiles.supervised.approvalTimeoutSeconds: expected a positive number of seconds, found a number (0)",
-                "evaluation.profiles.supervised.maxPendingApprovals: must be at least 1",
-                "evaluation.profiles.supervised.allowList: unknown key `allowList` (did you mean `allowlist`?)",
+                (
+                    "evaluation.profiles.supervised.asklist[1]: invalid glob `filesystem__[`: unclosed character class; missing ']'",
+                    InvalidGlob,
+                ),
+                (
+                    "evaluation.profiles.supervised.asklist[2]: invalid glob `a{b`: unclosed alternate group",
+                    InvalidGlob,
+                ),
+                (
+                    "evaluation.profiles.supervised.denylist: expected an array of strings, found a string (\"x\")",
+                    WrongType,
+                ),
+                (
+                    "evaluation.profiles.supervised.elicitationFallback: expected \"deny\" or \"allow\", found a string (\"maybe\")",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.supervised.approvalTimeoutSeconds: expected a positive number of seconds, found a number (0)",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.supervised.maxPendingApprovals: must be at least 1",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.supervised.allowList: unknown key `allowList` (did you mean `allowlist`?)",
+                    UnknownKey,
+                ),
             ],
         ),
         (
@@ -289,21 +395,54 @@ fn invalid_configs_report_every_error_with_its_path() {
                 "nope"
             ]}}}}"#,
             &[
-                "evaluation.profiles.p.rules[0].when.path: `path` is not a JSON Pointer: it must be \"\" (the whole arguments) or start with `/` (e.g. \"/path\")",
-                "evaluation.profiles.p.rules[0].when[\"/a\"]: invalid regex `(`: unclosed group (at character 1)",
-                "evaluation.profiles.p.rules[0].when[\"/b\"]: expected a string, found a number (3)",
-                "evaluation.profiles.p.rules[0].disposition: expected \"allow\", \"deny\" or \"ask\", found a string (\"block\")",
-                "evaluation.profiles.p.rules[1]: missing `tools`",
-                "evaluation.profiles.p.rules[1]: missing `disposition`",
-                "evaluation.profiles.p.rules[2].tools: needs at least one glob",
-                "evaluation.profiles.p.rules[2].reason: expected a string, found a number (1)",
-                "evaluation.profiles.p.rules[2].extra: unknown key `extra`; allowed keys: `tools`, `when`, `disposition`, `reason`",
-                "evaluation.profiles.p.rules[3]: expected an object, found a string (\"nope\")",
+                (
+                    "evaluation.profiles.p.rules[0].when.path: `path` is not a JSON Pointer: it must be \"\" (the whole arguments) or start with `/` (e.g. \"/path\")",
+                    InvalidPointer,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].when[\"/a\"]: invalid regex `(`: unclosed group (at character 1)",
+                    InvalidRegex,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].when[\"/b\"]: expected a string, found a number (3)",
+                    WrongType,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].disposition: expected \"allow\", \"deny\" or \"ask\", found a string (\"block\")",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.rules[1]: missing `tools`",
+                    MissingField,
+                ),
+                (
+                    "evaluation.profiles.p.rules[1]: missing `disposition`",
+                    MissingField,
+                ),
+                (
+                    "evaluation.profiles.p.rules[2].tools: needs at least one glob",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.rules[2].reason: expected a string, found a number (1)",
+                    WrongType,
+                ),
+                (
+                    "evaluation.profiles.p.rules[2].extra: unknown key `extra`; allowed keys: `tools`, `when`, `disposition`, `reason`",
+                    UnknownKey,
+                ),
+                (
+                    "evaluation.profiles.p.rules[3]: expected an object, found a string (\"nope\")",
+                    WrongType,
+                ),
             ],
         ),
         (
             r#"{"evaluation": {"profiles": {"p": {"rules": {}}}}}"#,
-            &["evaluation.profiles.p.rules: expected an array of rules, found an object"],
+            &[(
+                "evaluation.profiles.p.rules: expected an array of rules, found an object",
+                WrongType,
+            )],
         ),
     ];
     for (json, wanted) in cases {
@@ -313,11 +452,11 @@ fn invalid_configs_report_every_error_with_its_path() {
         };
         let lines: Vec<String> = errs.to_string().lines().map(str::to_string).collect();
         assert_eq!(lines.len(), errs.errors.len(), "one line per error: {errs}");
-        for want in *wanted {
-            assert!(
-                lines.iter().any(|l| l.contains(want)),
-                "missing `{want}` in:\n{errs}"
-            );
+        for (want, kind) in *wanted {
+            let Some(error) = errs.iter().find(|e| e.to_string().contains(want)) else {
+                panic!("missing `{want}` in:\n{errs}");
+            };
+            assert_eq!(error.kind(), *kind, "the kind of `{error}`");
         }
         assert_eq!(
             lines.len(),
@@ -334,11 +473,18 @@ fn load_names_the_file() {
     let missing = dir.join("missing.json");
     let err = Config::load(&missing).unwrap_err();
     assert_eq!(err.errors.len(), 1);
-    assert_eq!(err.errors[0].path, missing.display().to_string());
+    let error = &err.errors[0];
+    assert_eq!(error.path(), missing.display().to_string());
+    assert_eq!(error.kind(), ConfigErrorKind::Io);
     assert!(
-        err.errors[0].message.starts_with("cannot read the file: "),
+        error.message().starts_with("cannot read the file: "),
         "{err}"
     );
+    let source = std::error::Error::source(error).expect("the I/O error is the source");
+    let io = source
+        .downcast_ref::<std::io::Error>()
+        .expect("an io::Error");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
 
     let file = dir.join("ok.json");
     std::fs::write(&file, EXAMPLE).unwrap();
@@ -350,6 +496,7 @@ fn load_names_the_file() {
 #[test]
 fn profile_from_json_paths_are_relative() {
     let err = Profile::from_json("p", &json!({"asklist": ["["]})).unwrap_err();
+    assert_eq!(err.errors[0].kind(), ConfigErrorKind::InvalidGlob);
     assert_eq!(
         err.to_string(),
         "asklist[0]: invalid glob `[`: unclosed character class; missing ']'"
