@@ -1,6 +1,5 @@
 //! codemode-host: wiring — the MCP server, upstream MCP clients, elicitation, hot reload, the CLI.
 
-pub mod bench;
 pub mod catalog;
 pub mod cli;
 pub mod server;
