@@ -1,5 +1,5 @@
 //! Target: compute under limits ≤ 1.5× the same QuickJS compiled natively, for each workload of
-//! `codemode::host::bench::WORKLOADS`. The native side needs `--features native-baseline`
+//! `codemode_bench::WORKLOADS`. The native side needs `--features native-baseline`
 //! (`cargo bench --features native-baseline --bench compute`); without it only the sandbox runs.
 //! The sandbox runs three ways: with the default limits (fuel + epoch), with epoch interruption
 //! alone (the issue allows either), and with no CPU bound at all, the floor that no setting of
@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use codemode::host::bench::{self, WORKLOADS, native};
 use codemode::{NoTools, Runtime};
+use codemode_bench::{self as bench, WORKLOADS, native};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn compute(c: &mut Criterion) {

@@ -2,8 +2,8 @@
 //! 15 µs, p99 ≤ 40 µs — and ≥ 100,000 evals/s on 2 cores. `codemode bench` reports the
 //! percentiles; criterion reports the mean and its spread.
 
-use codemode::host::bench::{self, workloads};
 use codemode::{NoTools, Runtime};
+use codemode_bench::{self as bench, workloads};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn eval(c: &mut Criterion) {

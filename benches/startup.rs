@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use codemode::Runtime;
-use codemode::host::bench::{self, workloads};
+use codemode_bench::{self as bench, workloads};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn startup(c: &mut Criterion) {

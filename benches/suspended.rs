@@ -1,8 +1,8 @@
 //! Target: 1,000 evals suspended at once in tool calls — ≤ 1 GiB RSS, and new evals still start
 //! at full speed. Prints the memory figures, then measures the trivial eval while they wait.
 
-use codemode::host::bench::{self, Parked, workloads};
 use codemode::{NoTools, Runtime};
+use codemode_bench::{self as bench, Parked, workloads};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const SUSPENDED: usize = 1000;

@@ -2,7 +2,7 @@
 //! eval making 10,000 sequential calls (criterion's throughput is in calls).
 
 use codemode::Runtime;
-use codemode::host::bench::{self, workloads};
+use codemode_bench::{self as bench, workloads};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const CALLS: u64 = 10_000;

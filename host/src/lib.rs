@@ -4,7 +4,6 @@
 //! human ([`approvals`]).
 
 pub mod approvals;
-pub mod bench;
 pub mod catalog;
 pub mod cli;
 pub mod server;

@@ -2,7 +2,15 @@
 //! engine settings the runtime uses for compute (Cranelift at `Speed`), four ways: no
 //! instrumentation, epoch checks, fuel, and both.
 //!
+//! The modules are not committed: build them from `vm.c` first, with Debian 12's clang 16
+//! (`apt-get install clang-16 lld-16`; docs/experiments/dispatch/README.md has their checksums),
+//! then pass their paths:
+//!
 //! ```text
+//! cd docs/experiments/dispatch
+//! clang-16 --target=wasm32 -mtail-call -O2 -nostdlib -Wl,--no-entry -DSWITCH vm.c -o switch.wasm
+//! clang-16 --target=wasm32 -mtail-call -O2 -nostdlib -Wl,--no-entry -DTAIL vm.c -o tail.wasm
+//! cd ../../..
 //! cargo run --release -p codemode-runtime --example dispatch -- \
 //!     docs/experiments/dispatch/switch.wasm docs/experiments/dispatch/tail.wasm
 //! ```

@@ -12,9 +12,12 @@
  * Native:  cc -O2 -DMAIN -DGOTO vm.c -o vm && ./vm
  * Wasm:    clang-16 --target=wasm32 -mtail-call -O2 -nostdlib -Wl,--no-entry -DSWITCH \
  *              vm.c -o switch.wasm
+ *          clang-16 --target=wasm32 -mtail-call -O2 -nostdlib -Wl,--no-entry -DTAIL \
+ *              vm.c -o tail.wasm
  *          cargo run --release -p codemode-runtime --example dispatch -- switch.wasm tail.wasm
  *
- * docs/PERFORMANCE.md ("How far an interpreter can get under wasmtime") has the figures.
+ * README.md beside this file has the toolchain and the modules' checksums; docs/PERFORMANCE.md
+ * ("The engine's floor") has the figures.
  */
 #include <stdint.h>
 

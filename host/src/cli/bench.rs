@@ -1,4 +1,5 @@
-//! `codemode bench`: wiring only; the measurements live in [`crate::bench`].
+//! `codemode bench`: argument parsing and wiring only; the measurements live in the
+//! `codemode-bench` crate.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -6,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 use clap::builder::PossibleValuesParser;
 
-use crate::bench::{self, BenchOptions};
+use codemode_bench::{self as bench, BenchOptions};
 
 use super::EXIT_USAGE;
 

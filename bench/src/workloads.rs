@@ -53,7 +53,7 @@ pub fn workload(name: &str) -> Option<&'static Workload> {
 pub const TRIVIAL: &str = "1 + 2";
 
 /// The sample script of the start-up target (examples/hello.js).
-pub const HELLO: &str = include_str!("../../../examples/hello.js");
+pub const HELLO: &str = include_str!("../../examples/hello.js");
 
 /// A script making `calls` sequential tool calls to `noop`.
 pub fn tool_loop(calls: u64) -> String {

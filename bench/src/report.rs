@@ -54,7 +54,7 @@ pub struct Figure {
 }
 
 impl Figure {
-    pub(super) fn new(section: &str, name: impl Into<String>, value: f64, unit: &str) -> Self {
+    pub(crate) fn new(section: &str, name: impl Into<String>, value: f64, unit: &str) -> Self {
         Figure {
             section: section.into(),
             name: name.into(),
@@ -69,26 +69,26 @@ impl Figure {
         }
     }
 
-    pub(super) fn p99(mut self, p99: f64) -> Self {
+    pub(crate) fn p99(mut self, p99: f64) -> Self {
         self.p99 = Some(p99);
         self
     }
 
-    /// A target "value ≤ limit" (or "≥" with `at_least`).
-    pub(super) fn target(mut self, text: &str, met: bool) -> Self {
+    /// The target, in words, and whether the figure met it.
+    pub(crate) fn target(mut self, text: &str, met: bool) -> Self {
         self.target = Some(text.into());
         self.met = Some(met);
         self
     }
 
-    pub(super) fn note(mut self, note: impl Into<String>) -> Self {
+    pub(crate) fn note(mut self, note: impl Into<String>) -> Self {
         self.note = Some(note.into());
         self
     }
 }
 
 /// The machine this process runs on.
-pub(super) fn machine() -> Machine {
+pub(crate) fn machine() -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
         .lines()
@@ -106,7 +106,7 @@ pub(super) fn machine() -> Machine {
         kernel,
         load_average,
         codemode: env!("CARGO_PKG_VERSION").into(),
-        native_baseline: super::native::AVAILABLE,
+        native_baseline: crate::native::AVAILABLE,
     }
 }
 
