@@ -53,8 +53,20 @@ impl EvalError {
 }
 
 /// The class of an eval failure: each limit has its own.
+///
+/// In JSON (`error.kind`) each kind is its snake_case name ([`ErrorKind::as_str`]): `syntax`,
+/// `exception`, `out_of_fuel`, `memory_limit`, `timeout`, `cancelled`, `output_limit`,
+/// `stack_overflow`, `tool_limit`, `invalid_options`, `internal`. More kinds may be added, so
+/// a `match` needs a wildcard arm.
+///
+/// ```
+/// use codemode_runtime::ErrorKind;
+/// assert_eq!(ErrorKind::Cancelled.as_str(), "cancelled");
+/// assert_eq!(serde_json::to_string(&ErrorKind::InvalidOptions).unwrap(), r#""invalid_options""#);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The code does not parse.
     Syntax,
@@ -66,12 +78,17 @@ pub enum ErrorKind {
     MemoryLimit,
     /// The wall-clock timeout passed (time in tool calls included).
     Timeout,
+    /// The caller cancelled the eval ([`crate::Runtime::eval_cancellable`]).
+    Cancelled,
     /// Logs and result together exceeded the output limit.
     OutputLimit,
     /// Recursion went deeper than the stack allows.
     StackOverflow,
     /// The script attempted more tool calls than allowed.
     ToolLimit,
+    /// The [`crate::EvalOptions`] were invalid for this runtime (see
+    /// [`crate::EvalOptions::validate`]); the script did not run.
+    InvalidOptions,
     /// Something went wrong in the sandbox itself (a bug, or a malformed guest).
     Internal,
 }
@@ -85,9 +102,11 @@ impl ErrorKind {
             ErrorKind::OutOfFuel => "out_of_fuel",
             ErrorKind::MemoryLimit => "memory_limit",
             ErrorKind::Timeout => "timeout",
+            ErrorKind::Cancelled => "cancelled",
             ErrorKind::OutputLimit => "output_limit",
             ErrorKind::StackOverflow => "stack_overflow",
             ErrorKind::ToolLimit => "tool_limit",
+            ErrorKind::InvalidOptions => "invalid_options",
             ErrorKind::Internal => "internal",
         }
     }

@@ -146,7 +146,7 @@ impl BenchOptions {
             Some(wasm) => Runtime::with_guest(&config, wasm),
             None => Runtime::new(&config),
         }
-        .map_err(|e| e.to_string())
+        .map_err(|e| format!("{:#}", anyhow::Error::new(e)))
     }
 }
 
@@ -311,7 +311,8 @@ pub fn evals_on_threads(runtime: &Runtime, code: &str, threads: usize, total: u6
 /// Cost of one host tool-call round trip (guest → no-op Rust tool → guest), in µs per call:
 /// each sample is one eval making `calls` sequential calls, divided by `calls`.
 pub fn tool_round_trip(runtime: &Runtime, calls: u64, samples: usize) -> Samples {
-    let options = eval_options().max_tool_calls(Some(calls));
+    let mut options = eval_options();
+    options.max_tool_calls(Some(calls));
     let tools = workloads::noop_tools();
     let code = workloads::tool_loop(calls);
     let tokio = tokio_current();

@@ -91,7 +91,7 @@ pub fn outcome_schema() -> Value {
                 "type": ["object", "null"],
                 "properties": {
                     "kind": {"type": "string", "enum": ["syntax", "exception", "out_of_fuel", "memory_limit", "timeout",
-                        "output_limit", "stack_overflow", "tool_limit", "internal"]},
+                        "cancelled", "output_limit", "stack_overflow", "tool_limit", "invalid_options", "internal"]},
                     "message": {"type": "string"},
                     "line": nullable_int,
                     "column": nullable_int,
