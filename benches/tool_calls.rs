@@ -9,7 +9,8 @@ const CALLS: u64 = 10_000;
 
 fn tool_calls(c: &mut Criterion) {
     let runtime = Runtime::new(&bench::runtime_config(8)).expect("building the runtime");
-    let options = bench::eval_options().max_tool_calls(Some(CALLS));
+    let mut options = bench::eval_options();
+    options.max_tool_calls(Some(CALLS));
     let tools = workloads::noop_tools();
     let code = workloads::tool_loop(CALLS);
     let tokio = tokio::runtime::Builder::new_current_thread()

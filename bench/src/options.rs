@@ -135,7 +135,7 @@ impl BenchOptions {
             Some(wasm) => Runtime::with_guest(&config, wasm),
             None => Runtime::new(&config),
         }
-        .map_err(|e| e.to_string())
+        .map_err(|e| with_sources(&e))
     }
 }
 
@@ -159,6 +159,19 @@ pub fn cpu_bound_config(fuel: bool, epoch: bool) -> RuntimeConfig {
 /// calls).
 pub fn eval_options() -> EvalOptions {
     EvalOptions::default()
+}
+
+/// An error and its causes, `outer: inner: …` (a runtime error keeps wasmtime's cause as its
+/// source rather than in its message).
+fn with_sources(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 #[cfg(test)]

@@ -19,7 +19,8 @@ const SAMPLES: usize = 7;
 /// # Panics
 /// When an eval fails or records another number of calls.
 pub fn tool_round_trip(runtime: &Runtime, calls: u64, samples: usize) -> Samples {
-    let options = eval_options().max_tool_calls(Some(calls));
+    let mut options = eval_options();
+    options.max_tool_calls(Some(calls));
     let tools = workloads::noop_tools();
     let code = workloads::tool_loop(calls);
     let tokio = tokio_current();

@@ -66,7 +66,8 @@ async fn run_with_slow_human(
         .preview(Arc::new(extract_tool_calls(CODE)))
         .audit(audit.clone(), false)
         .build();
-    let options = EvalOptions::default().timeout(Some(Duration::from_millis(1000)));
+    let mut options = EvalOptions::default();
+    options.timeout(Some(Duration::from_millis(1000)));
     (runtime.eval(CODE, &options, &host).await, audit)
 }
 

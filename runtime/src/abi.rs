@@ -290,3 +290,6 @@ impl GuestExports {
         Ok(ptr)
     }
 }
+
+#[cfg(test)]
+mod shared_constants;

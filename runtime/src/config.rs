@@ -1,14 +1,31 @@
 //! Engine-wide settings: [`RuntimeConfig`].
 
 use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::InvalidConfig;
+
+/// The shortest [`RuntimeConfig::epoch_tick`]: a ticker waking more often costs a core
+/// noticeable time for no useful precision.
+pub const MIN_EPOCH_TICK: Duration = Duration::from_micros(100);
+
+/// The largest [`RuntimeConfig::max_memory`]: a 32-bit WebAssembly memory addresses 4 GiB.
+pub const MAX_MEMORY_LIMIT: u64 = 4 << 30;
 
 /// How a [`crate::Runtime`] is built: shared by every eval it runs.
+///
+/// Setters take and return `&mut Self`, so they chain; nothing is checked until
+/// [`RuntimeConfig::validate`], which [`crate::Runtime::new`] calls.
 ///
 /// ```
 /// use codemode_runtime::RuntimeConfig;
 /// let mut config = RuntimeConfig::default();
 /// config.max_concurrent_evals(64).max_memory(128 << 20).cache_dir(None);
 /// assert_eq!(config.get_max_concurrent_evals(), 64);
+/// assert!(config.validate().is_ok());
+///
+/// config.max_concurrent_evals(0);
+/// assert_eq!(config.validate().unwrap_err().field(), "max_concurrent_evals");
 /// ```
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -18,7 +35,7 @@ pub struct RuntimeConfig {
     pub(crate) fuel: bool,
     pub(crate) pooling: bool,
     pub(crate) cache_dir: Option<PathBuf>,
-    pub(crate) epoch_tick: std::time::Duration,
+    pub(crate) epoch_tick: Duration,
     pub(crate) epoch_interruption: bool,
     pub(crate) snapshot: bool,
     pub(crate) memory_keep_resident: usize,
@@ -36,7 +53,7 @@ impl Default for RuntimeConfig {
             fuel: true,
             pooling: true,
             cache_dir: default_cache_dir(),
-            epoch_tick: std::time::Duration::from_millis(2),
+            epoch_tick: Duration::from_millis(2),
             epoch_interruption: true,
             snapshot: true,
             memory_keep_resident: 16 << 20,
@@ -67,20 +84,22 @@ impl RuntimeConfig {
     }
 
     /// Evals that may hold an instance at once (suspended ones included); more wait for a slot.
-    /// Sizes the pooling allocator. Default 256.
+    /// Sizes the pooling allocator. Default 256; at least 1.
     pub fn max_concurrent_evals(&mut self, n: u32) -> &mut Self {
-        self.max_concurrent_evals = n.max(1);
+        self.max_concurrent_evals = n;
         self
     }
 
-    /// The largest linear memory any eval may ask for, in bytes. Default 256 MiB.
-    /// [`crate::EvalOptions::memory`] above it is clamped to it.
+    /// The largest linear memory any eval may ask for, in bytes. Default 256 MiB; at least 1,
+    /// at most [`MAX_MEMORY_LIMIT`] (4 GiB). An eval whose [`crate::EvalOptions::memory`] is
+    /// larger fails with [`crate::ErrorKind::InvalidOptions`].
     pub fn max_memory(&mut self, bytes: u64) -> &mut Self {
         self.max_memory = bytes;
         self
     }
 
-    /// Native stack for guest code, in bytes: bounds recursion depth. Default 1 MiB.
+    /// Native stack for guest code, in bytes: bounds recursion depth. Default 1 MiB; at
+    /// least 1.
     pub fn max_wasm_stack(&mut self, bytes: usize) -> &mut Self {
         self.max_wasm_stack = bytes;
         self
@@ -102,14 +121,22 @@ impl RuntimeConfig {
     /// Where the compiled guest is cached between processes; `None` compiles at every start.
     /// Default [`default_cache_dir`]. The cache prunes itself when it writes an entry: entries
     /// unused for 30 days go, and at most the 16 most recently used stay.
+    ///
+    /// A cache entry is native code that the runtime loads and runs, so on Unix the cache is
+    /// only used when it can be trusted: the directory, and the entry when it exists, must be
+    /// owned by the effective user and writable by no one else (no group or other write
+    /// permission). Otherwise another user could plant code in it, so the guest is compiled
+    /// in memory instead, the cache is neither read nor written, and a warning is logged
+    /// (once per process). Elsewhere the cache is always used.
     pub fn cache_dir(&mut self, dir: Option<PathBuf>) -> &mut Self {
         self.cache_dir = dir;
         self
     }
 
-    /// Granularity of wall-clock timeouts while guest code runs. Default 2 ms.
-    pub fn epoch_tick(&mut self, tick: std::time::Duration) -> &mut Self {
-        self.epoch_tick = tick.max(std::time::Duration::from_micros(100));
+    /// Granularity of wall-clock timeouts while guest code runs: a thread advances the
+    /// engine's epoch this often. Default 2 ms; at least [`MIN_EPOCH_TICK`] (100 µs).
+    pub fn epoch_tick(&mut self, tick: Duration) -> &mut Self {
+        self.epoch_tick = tick;
         self
     }
 
@@ -165,10 +192,10 @@ impl RuntimeConfig {
     /// Tear down an eval's instance (and reset its pool slot) on a thread of its own, after the
     /// outcome is returned, whenever that thread is idle. Default off.
     ///
-    /// It pays only with an idle core: on 2 vCPUs it took a trivial eval from 23 to 18 µs when
-    /// the other core was free, but made it slower when that core was busy, and it lowers
-    /// throughput when every core evaluates (docs/PERFORMANCE.md). The thread spins briefly
-    /// after each reset, waiting for the next. The slot counts against
+    /// It pays only with an idle core: then the reset leaves the eval's latency, but when the
+    /// other cores are busy it competes with them, making evals slower and lowering throughput
+    /// when every core evaluates (measurements in docs/PERFORMANCE.md). The thread spins
+    /// briefly after each reset, waiting for the next. The slot counts against
     /// [`RuntimeConfig::max_concurrent_evals`] until the reset is done.
     pub fn reset_off_request_path(&mut self, on: bool) -> &mut Self {
         self.reset_off_request_path = on;
@@ -178,5 +205,123 @@ impl RuntimeConfig {
     /// The configured [`RuntimeConfig::max_concurrent_evals`].
     pub fn get_max_concurrent_evals(&self) -> u32 {
         self.max_concurrent_evals
+    }
+
+    /// The configured [`RuntimeConfig::max_memory`].
+    pub fn get_max_memory(&self) -> u64 {
+        self.max_memory
+    }
+
+    /// Checks every setting against its documented range; [`crate::Runtime::new`] calls it.
+    ///
+    /// # Errors
+    /// [`InvalidConfig`] naming the first setting out of range.
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        if self.max_concurrent_evals == 0 {
+            return Err(InvalidConfig::new(
+                "max_concurrent_evals",
+                "must be at least 1 (it is 0)",
+            ));
+        }
+        if self.max_memory == 0 || self.max_memory > MAX_MEMORY_LIMIT {
+            return Err(InvalidConfig::new(
+                "max_memory",
+                format!(
+                    "must be between 1 and {MAX_MEMORY_LIMIT} bytes (it is {})",
+                    self.max_memory
+                ),
+            ));
+        }
+        if self.max_wasm_stack == 0 {
+            return Err(InvalidConfig::new(
+                "max_wasm_stack",
+                "must be at least 1 byte (it is 0)",
+            ));
+        }
+        if self.epoch_tick < MIN_EPOCH_TICK {
+            return Err(InvalidConfig::new(
+                "epoch_tick",
+                format!(
+                    "must be at least {MIN_EPOCH_TICK:?} (it is {:?})",
+                    self.epoch_tick
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(configure: impl FnOnce(&mut RuntimeConfig)) -> InvalidConfig {
+        let mut config = RuntimeConfig::default();
+        configure(&mut config);
+        config.validate().expect_err("invalid")
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(RuntimeConfig::default().validate(), Ok(()));
+    }
+
+    /// A change to the defaults that puts one setting out of range.
+    type Misconfigure = fn(&mut RuntimeConfig);
+
+    #[test]
+    fn each_setting_out_of_range_is_named() {
+        let cases: [(Misconfigure, &str, &str); 5] = [
+            (
+                |c| {
+                    c.max_concurrent_evals(0);
+                },
+                "max_concurrent_evals",
+                "must be at least 1 (it is 0)",
+            ),
+            (
+                |c| {
+                    c.max_memory(0);
+                },
+                "max_memory",
+                "must be between 1 and 4294967296 bytes (it is 0)",
+            ),
+            (
+                |c| {
+                    c.max_memory(MAX_MEMORY_LIMIT + 1);
+                },
+                "max_memory",
+                "must be between 1 and 4294967296 bytes (it is 4294967297)",
+            ),
+            (
+                |c| {
+                    c.max_wasm_stack(0);
+                },
+                "max_wasm_stack",
+                "must be at least 1 byte (it is 0)",
+            ),
+            (
+                |c| {
+                    c.epoch_tick(Duration::from_micros(99));
+                },
+                "epoch_tick",
+                "must be at least 100µs (it is 99µs)",
+            ),
+        ];
+        for (configure, field, reason) in cases {
+            let error = invalid(configure);
+            assert_eq!((error.field(), error.reason()), (field, reason));
+        }
+    }
+
+    #[test]
+    fn the_limits_themselves_are_valid() {
+        let mut config = RuntimeConfig::default();
+        config
+            .max_concurrent_evals(1)
+            .max_memory(MAX_MEMORY_LIMIT)
+            .max_wasm_stack(1)
+            .epoch_tick(MIN_EPOCH_TICK);
+        assert_eq!(config.validate(), Ok(()));
     }
 }

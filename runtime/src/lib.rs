@@ -5,21 +5,8 @@
 //! tool-call limits, no ambient authority (no files, network, environment or clock beyond
 //! `Date`), and tool calls that cross into the host concurrently.
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use codemode_runtime::{EvalOptions, FnTools, Runtime, RuntimeConfig};
-//! use serde_json::json;
-//!
-//! let runtime = Runtime::new(&RuntimeConfig::default())?;
-//! let tools = FnTools::new().sync_tool("double", |args| Ok(json!(args["n"].as_i64().unwrap_or(0) * 2)));
-//! let outcome = runtime
-//!     .eval("const [a, b] = await Promise.all([codemode.double({n: 1}), codemode.double({n: 2})]); a + b",
-//!           &EvalOptions::default(), &tools)
-//!     .await;
-//! assert!(outcome.ok);
-//! assert_eq!(outcome.result, json!(6));
-//! assert_eq!(outcome.tool_calls.len(), 2);
-//! # Ok(()) }
+//! ```rust
+#![doc = include_str!("../examples/embedding.rs")]
 //! ```
 //!
 //! ## Core concepts
@@ -39,6 +26,8 @@
 //!
 //! ## Limits
 //! See [`EvalOptions`] for each limit and its default, and [`ErrorKind`] for what each produces.
+//! Options out of range end an eval with [`ErrorKind::InvalidOptions`] before it runs; a
+//! [`RuntimeConfig`] out of range is an error from [`Runtime::new`].
 
 mod abi;
 mod clock;
@@ -57,8 +46,8 @@ mod wasi;
 
 pub use abi::{ABI_VERSION, MAX_TOOL_ARGS_BYTES, MAX_TOOL_NAME_BYTES};
 pub use clock::TimeoutPause;
-pub use config::{RuntimeConfig, default_cache_dir};
-pub use error::RuntimeError;
+pub use config::{MAX_MEMORY_LIMIT, MIN_EPOCH_TICK, RuntimeConfig, default_cache_dir};
+pub use error::{InvalidConfig, RuntimeError};
 pub use limits::*;
 pub use outcome::*;
 pub use runtime::{GUEST_WASM, Runtime};

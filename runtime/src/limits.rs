@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use crate::config::RuntimeConfig;
+use crate::error::InvalidConfig;
+
 /// Default fuel budget: 20 billion WebAssembly instructions (tens of seconds of compute).
 pub const DEFAULT_FUEL: u64 = 20_000_000_000;
 /// Default linear-memory limit: 64 MiB.
@@ -19,13 +22,18 @@ pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 16;
 ///
 /// Every limit has its own [`crate::ErrorKind`] when exceeded, except
 /// [`EvalOptions::max_concurrent_tool_calls`], which queues calls instead of failing them.
+/// Setters take and return `&mut Self`, so they chain. Options are checked by
+/// [`EvalOptions::validate`] when an eval starts: invalid ones end the eval at once with
+/// [`crate::ErrorKind::InvalidOptions`].
 ///
 /// ```
-/// use codemode_runtime::EvalOptions;
+/// use codemode_runtime::{EvalOptions, RuntimeConfig};
 /// use std::time::Duration;
-/// let opts = EvalOptions::default().fuel(Some(1_000_000)).timeout(Some(Duration::from_millis(500)));
+/// let mut opts = EvalOptions::default();
+/// opts.fuel(Some(1_000_000)).timeout(Some(Duration::from_millis(500)));
 /// assert_eq!(opts.fuel, Some(1_000_000));
 /// assert_eq!(opts.memory, 64 << 20);
+/// assert!(opts.validate(&RuntimeConfig::default()).is_ok());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -34,7 +42,7 @@ pub struct EvalOptions {
     /// [`DEFAULT_FUEL`]. Ignored (and `fuel_used` is 0) when the runtime was built with fuel off.
     pub fuel: Option<u64>,
     /// Linear-memory bytes; also bounds the QuickJS heap. Default [`DEFAULT_MEMORY`]; at most
-    /// the runtime's [`crate::RuntimeConfig::max_memory`].
+    /// the runtime's [`crate::RuntimeConfig::max_memory`] ([`EvalOptions::validate`]).
     pub memory: u64,
     /// Wall-clock time for the whole eval, tool calls included; `None` = unlimited. Default
     /// [`DEFAULT_TIMEOUT`]. Time a [`crate::ToolHost`] spends under
@@ -45,7 +53,7 @@ pub struct EvalOptions {
     /// Tool calls the script may start; `None` = unlimited. Default [`DEFAULT_MAX_TOOL_CALLS`].
     pub max_tool_calls: Option<u64>,
     /// Tool calls in flight at once; further calls wait (no error). Default
-    /// [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`].
+    /// [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`]; at least 1 ([`EvalOptions::validate`]).
     pub max_concurrent_tool_calls: usize,
 }
 
@@ -63,34 +71,137 @@ impl Default for EvalOptions {
 }
 
 impl EvalOptions {
-    /// Sets [`EvalOptions::fuel`].
-    pub fn fuel(mut self, fuel: Option<u64>) -> Self {
+    /// Sets [`EvalOptions::fuel`]: WebAssembly instructions the eval may execute, `None` for
+    /// unlimited. Default [`DEFAULT_FUEL`] (20 billion).
+    pub fn fuel(&mut self, fuel: Option<u64>) -> &mut Self {
         self.fuel = fuel;
         self
     }
-    /// Sets [`EvalOptions::memory`] in bytes.
-    pub fn memory(mut self, bytes: u64) -> Self {
+
+    /// Sets [`EvalOptions::memory`], the linear-memory limit in bytes. Default
+    /// [`DEFAULT_MEMORY`] (64 MiB); at most the runtime's
+    /// [`crate::RuntimeConfig::max_memory`] (256 MiB by default).
+    pub fn memory(&mut self, bytes: u64) -> &mut Self {
         self.memory = bytes;
         self
     }
-    /// Sets [`EvalOptions::timeout`].
-    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
+
+    /// Sets [`EvalOptions::timeout`], the wall-clock limit of the whole eval, `None` for
+    /// unlimited. Default [`DEFAULT_TIMEOUT`] (30 s).
+    pub fn timeout(&mut self, timeout: Option<Duration>) -> &mut Self {
         self.timeout = timeout;
         self
     }
-    /// Sets [`EvalOptions::max_output`] in bytes.
-    pub fn max_output(mut self, bytes: u64) -> Self {
+
+    /// Sets [`EvalOptions::max_output`], the bytes of logs plus result. Default
+    /// [`DEFAULT_MAX_OUTPUT`] (1 MiB).
+    pub fn max_output(&mut self, bytes: u64) -> &mut Self {
         self.max_output = bytes;
         self
     }
-    /// Sets [`EvalOptions::max_tool_calls`].
-    pub fn max_tool_calls(mut self, calls: Option<u64>) -> Self {
+
+    /// Sets [`EvalOptions::max_tool_calls`], the tool calls the script may start, `None` for
+    /// unlimited. Default [`DEFAULT_MAX_TOOL_CALLS`] (1000).
+    pub fn max_tool_calls(&mut self, calls: Option<u64>) -> &mut Self {
         self.max_tool_calls = calls;
         self
     }
-    /// Sets [`EvalOptions::max_concurrent_tool_calls`] (at least 1).
-    pub fn max_concurrent_tool_calls(mut self, calls: usize) -> Self {
-        self.max_concurrent_tool_calls = calls.max(1);
+
+    /// Sets [`EvalOptions::max_concurrent_tool_calls`], the tool calls in flight at once.
+    /// Default [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`] (16); at least 1.
+    pub fn max_concurrent_tool_calls(&mut self, calls: usize) -> &mut Self {
+        self.max_concurrent_tool_calls = calls;
         self
+    }
+
+    /// Checks the options against their documented ranges and against `config`, the
+    /// configuration of the runtime that runs the eval. Every eval calls it first.
+    ///
+    /// # Errors
+    /// [`InvalidConfig`] naming the first option out of range:
+    /// `max_concurrent_tool_calls` of 0, or `memory` above the runtime's
+    /// [`crate::RuntimeConfig::max_memory`].
+    pub fn validate(&self, config: &RuntimeConfig) -> Result<(), InvalidConfig> {
+        if self.max_concurrent_tool_calls == 0 {
+            return Err(InvalidConfig::new(
+                "max_concurrent_tool_calls",
+                "must be at least 1 (it is 0)",
+            ));
+        }
+        if self.memory > config.max_memory {
+            return Err(InvalidConfig::new(
+                "memory",
+                format!(
+                    "must be at most the runtime's max_memory of {} bytes (it is {})",
+                    config.max_memory, self.memory
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid_for_the_default_runtime() {
+        assert_eq!(
+            EvalOptions::default().validate(&RuntimeConfig::default()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn setters_chain_and_set_their_field() {
+        let mut options = EvalOptions::default();
+        options
+            .fuel(None)
+            .memory(1 << 20)
+            .timeout(Some(Duration::from_secs(1)))
+            .max_output(7)
+            .max_tool_calls(Some(3))
+            .max_concurrent_tool_calls(2);
+        assert_eq!(
+            options,
+            EvalOptions {
+                fuel: None,
+                memory: 1 << 20,
+                timeout: Some(Duration::from_secs(1)),
+                max_output: 7,
+                max_tool_calls: Some(3),
+                max_concurrent_tool_calls: 2,
+            }
+        );
+    }
+
+    #[test]
+    fn no_concurrent_tool_calls_is_invalid() {
+        let mut options = EvalOptions::default();
+        options.max_concurrent_tool_calls(0);
+        let error = options.validate(&RuntimeConfig::default()).unwrap_err();
+        assert_eq!(
+            (error.field(), error.reason()),
+            ("max_concurrent_tool_calls", "must be at least 1 (it is 0)")
+        );
+    }
+
+    #[test]
+    fn memory_above_the_runtime_maximum_is_invalid() {
+        let mut config = RuntimeConfig::default();
+        config.max_memory(32 << 20);
+        let mut options = EvalOptions::default();
+        options.memory(32 << 20);
+        assert_eq!(options.validate(&config), Ok(()));
+        options.memory((32 << 20) + 1);
+        let error = options.validate(&config).unwrap_err();
+        assert_eq!(
+            (error.field(), error.reason()),
+            (
+                "memory",
+                "must be at most the runtime's max_memory of 33554432 bytes (it is 33554433)"
+            )
+        );
     }
 }

@@ -6,6 +6,9 @@
 //! whenever it writes one: entries not used for [`MAX_UNUSED`] go, and only the
 //! [`MAX_ENTRIES`] most recently used stay (a hit marks its entry used). A process that still
 //! has a removed entry mapped keeps it until it exits.
+//!
+//! An entry is native code, so the cache is only used when no other user could have written
+//! it ([`trust`]); the directory and entries the cache creates are private to the user.
 
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -16,8 +19,11 @@ use wasmtime::{Engine, Module};
 
 use crate::error::RuntimeError;
 
+mod trust;
+
 /// Loads the compiled guest from `cache_dir`, or compiles it and stores it there.
-/// A cache that cannot be read or written only costs time: it never fails the load.
+/// A cache that cannot be read or written, or is not trusted, only costs time: it never fails
+/// the load.
 pub fn load(
     engine: &Engine,
     wasm: &[u8],
@@ -39,17 +45,27 @@ pub fn load_prepared<'w>(
     variant: &str,
     prepare: impl FnOnce(&'w [u8]) -> Option<std::borrow::Cow<'w, [u8]>>,
 ) -> Result<Option<Module>, RuntimeError> {
-    let Some(dir) = cache_dir else {
+    let trusted = cache_dir.and_then(|dir| {
+        let path = dir.join(format!("guest-{}{variant}.cwasm", cache_key(engine, wasm)));
+        match trust::check_dir(dir).and_then(|()| trust::check_file(&path)) {
+            Ok(()) => Some((dir, path)),
+            Err(why) => {
+                trust::warn_once(&why);
+                None
+            }
+        }
+    });
+    let Some((dir, path)) = trusted else {
         return match prepare(wasm) {
             Some(prepared) => compile(engine, &prepared).map(Some),
             None => Ok(None),
         };
     };
-    let path = dir.join(format!("guest-{}{variant}.cwasm", cache_key(engine, wasm)));
     if path.exists() {
-        // SAFETY: the file was written by `Module::serialize` of this same key (guest hash,
-        // engine compatibility hash, variant) into a directory of the user's; wasmtime checks
-        // the header and refuses artifacts of another version or configuration.
+        // SAFETY: the file is trusted (owned by this user, writable by no one else, in a
+        // directory likewise) and was written by `Module::serialize` of this same key (guest
+        // hash, engine compatibility hash, variant); wasmtime checks the header and refuses
+        // artifacts of another version or configuration.
         match unsafe { Module::deserialize_file(engine, &path) } {
             Ok(module) => {
                 mark_used(&path);
@@ -122,19 +138,29 @@ fn prune(dir: &Path, keep: &Path, now: SystemTime) {
 }
 
 fn compile(engine: &Engine, wasm: &[u8]) -> Result<Module, RuntimeError> {
-    Module::new(engine, wasm).map_err(|e| RuntimeError::Compile(format!("{e:#}")))
+    Module::new(engine, wasm).map_err(RuntimeError::compile)
 }
 
+/// Writes the entry, creating the directory if need be; both private to the user, so that
+/// the cache stays trusted whatever the umask.
 fn store(module: &Module, dir: &Path, path: &Path) -> std::io::Result<()> {
     let bytes = module.serialize().map_err(std::io::Error::other)?;
-    std::fs::create_dir_all(dir)?;
+    let mut dirs = std::fs::DirBuilder::new();
+    dirs.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut dirs, 0o700);
+    dirs.create(dir)?;
     // Write then rename, so a concurrent reader never sees half a file.
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("guest"),
         std::process::id()
     ));
-    std::fs::write(&tmp, bytes)?;
+    let mut file = std::fs::File::options();
+    file.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+    std::io::Write::write_all(&mut file.open(&tmp)?, &bytes)?;
     std::fs::rename(&tmp, path)
 }
 
@@ -207,5 +233,67 @@ mod tests {
         // `keep` + `recent` + the newest surplus entries make MAX_ENTRIES.
         assert_eq!(left, MAX_ENTRIES - 2);
         assert!(surplus[0].exists() && !surplus[MAX_ENTRIES - 1].exists());
+    }
+
+    /// A world-writable cache directory is not used: the runtime still evaluates, compiling
+    /// in memory, and writes nothing there.
+    #[cfg(unix)]
+    #[test]
+    fn a_world_writable_cache_dir_is_left_alone() {
+        use std::os::unix::fs::PermissionsExt;
+
+        let dir =
+            std::env::temp_dir().join(format!("codemode-shared-cache-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let _scratch = Scratch(dir.clone());
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+
+        let mut config = crate::RuntimeConfig::default();
+        config.cache_dir(Some(dir.clone())).max_concurrent_evals(1);
+        let runtime = crate::Runtime::new(&config).expect("building the runtime");
+        let outcome = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(runtime.eval("1 + 1", &crate::EvalOptions::default(), &crate::NoTools));
+        assert_eq!(outcome.result, serde_json::json!(2), "{outcome:?}");
+
+        let written: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert!(written.is_empty(), "{written:?}");
+    }
+
+    /// The directory and entries the cache creates are private, so the next process trusts them
+    /// whatever the umask.
+    #[cfg(unix)]
+    #[test]
+    fn what_the_cache_writes_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+
+        let root =
+            std::env::temp_dir().join(format!("codemode-private-cache-{}", std::process::id()));
+        let _scratch = Scratch(root.clone());
+        let dir = root.join("nested").join("cache");
+        let engine = Engine::default();
+        let wasm = wat_module();
+        let first = load(&engine, &wasm, Some(&dir)).expect("compiles and caches");
+        drop(first);
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        let entries: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(mode(&entries[0]), 0o600);
+        assert_eq!(trust::check_file(&entries[0]), Ok(()));
+        load(&engine, &wasm, Some(&dir)).expect("loads from the cache");
+    }
+
+    /// The smallest module: no imports, one memory.
+    fn wat_module() -> Vec<u8> {
+        // (module (memory 1))
+        vec![
+            0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x05, 0x03, 0x01, 0x00, 0x01,
+        ]
     }
 }

@@ -53,8 +53,20 @@ impl EvalError {
 }
 
 /// The class of an eval failure: each limit has its own.
+///
+/// In JSON (`error.kind`) each kind is its snake_case name ([`ErrorKind::as_str`]): `syntax`,
+/// `exception`, `out_of_fuel`, `memory_limit`, `timeout`, `cancelled`, `output_limit`,
+/// `stack_overflow`, `tool_limit`, `invalid_options`, `internal`. More kinds may be added, so
+/// a `match` needs a wildcard arm.
+///
+/// ```
+/// use codemode_runtime::ErrorKind;
+/// assert_eq!(ErrorKind::Cancelled.as_str(), "cancelled");
+/// assert_eq!(serde_json::to_string(&ErrorKind::InvalidOptions).unwrap(), r#""invalid_options""#);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The code does not parse.
     Syntax,
@@ -66,17 +78,37 @@ pub enum ErrorKind {
     MemoryLimit,
     /// The wall-clock timeout passed (time in tool calls included).
     Timeout,
+    /// The caller cancelled the eval ([`crate::Runtime::eval_cancellable`]).
+    Cancelled,
     /// Logs and result together exceeded the output limit.
     OutputLimit,
     /// Recursion went deeper than the stack allows.
     StackOverflow,
     /// The script attempted more tool calls than allowed.
     ToolLimit,
+    /// The [`crate::EvalOptions`] were invalid for this runtime (see
+    /// [`crate::EvalOptions::validate`]); the script did not run.
+    InvalidOptions,
     /// Something went wrong in the sandbox itself (a bug, or a malformed guest).
     Internal,
 }
 
 impl ErrorKind {
+    /// Every kind, in the order the documentation lists them.
+    pub const ALL: [ErrorKind; 11] = [
+        ErrorKind::Syntax,
+        ErrorKind::Exception,
+        ErrorKind::OutOfFuel,
+        ErrorKind::MemoryLimit,
+        ErrorKind::Timeout,
+        ErrorKind::Cancelled,
+        ErrorKind::OutputLimit,
+        ErrorKind::StackOverflow,
+        ErrorKind::ToolLimit,
+        ErrorKind::InvalidOptions,
+        ErrorKind::Internal,
+    ];
+
     /// The snake_case name used in JSON and in CLI messages.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -85,9 +117,11 @@ impl ErrorKind {
             ErrorKind::OutOfFuel => "out_of_fuel",
             ErrorKind::MemoryLimit => "memory_limit",
             ErrorKind::Timeout => "timeout",
+            ErrorKind::Cancelled => "cancelled",
             ErrorKind::OutputLimit => "output_limit",
             ErrorKind::StackOverflow => "stack_overflow",
             ErrorKind::ToolLimit => "tool_limit",
+            ErrorKind::InvalidOptions => "invalid_options",
             ErrorKind::Internal => "internal",
         }
     }
@@ -185,4 +219,35 @@ pub struct EvalStats {
     pub wall_ms: f64,
     /// The largest linear memory the guest reached, in bytes.
     pub memory_peak_bytes: u64,
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::ErrorKind;
+
+    /// `ALL` holds every kind once, in order: the match has no wildcard, so a new kind does not
+    /// compile until it is placed here (and in `ALL`).
+    #[test]
+    fn all_lists_every_kind_once() {
+        let position = |kind: ErrorKind| match kind {
+            ErrorKind::Syntax => 0,
+            ErrorKind::Exception => 1,
+            ErrorKind::OutOfFuel => 2,
+            ErrorKind::MemoryLimit => 3,
+            ErrorKind::Timeout => 4,
+            ErrorKind::Cancelled => 5,
+            ErrorKind::OutputLimit => 6,
+            ErrorKind::StackOverflow => 7,
+            ErrorKind::ToolLimit => 8,
+            ErrorKind::InvalidOptions => 9,
+            ErrorKind::Internal => 10,
+        };
+        for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {
+            assert_eq!(position(kind), i, "{kind:?}");
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::json!(kind.as_str())
+            );
+        }
+    }
 }

@@ -22,13 +22,16 @@ pub const GUEST_WASM: &[u8] = include_bytes!("../../guest/codemode_guest.wasm");
 /// Runs scripts in fresh, isolated sandboxes. Cheap to clone (`Arc` inside), `Send + Sync`:
 /// build one per process and share it.
 ///
-/// ```no_run
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// ```
 /// use codemode_runtime::{EvalOptions, NoTools, Runtime, RuntimeConfig};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let runtime = Runtime::new(&RuntimeConfig::default())?;
-/// let outcome = runtime.eval("1 + 2", &EvalOptions::default(), &NoTools).await;
+/// let outcome = tokio::runtime::Runtime::new()?
+///     .block_on(runtime.eval("1 + 2", &EvalOptions::default(), &NoTools));
 /// assert_eq!(outcome.result, serde_json::json!(3));
-/// # Ok(()) }
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct Runtime {
@@ -153,28 +156,35 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Builds the engine and compiles (or loads from the cache) the guest.
+    /// Validates `config`, builds the engine and compiles (or loads from the cache) the guest.
     ///
     /// # Errors
-    /// [`RuntimeError`] when the engine cannot be configured (e.g. the pool cannot reserve its
-    /// address space) or the guest does not compile or link.
+    /// [`RuntimeError::InvalidConfig`] naming a setting out of range
+    /// ([`RuntimeConfig::validate`]); [`RuntimeError::Engine`] when the engine cannot be
+    /// configured (e.g. the pool cannot reserve its address space); [`RuntimeError::Compile`]
+    /// or [`RuntimeError::Link`] when the guest does not compile or link;
+    /// [`RuntimeError::EpochTicker`] when the thread behind wall-clock timeouts cannot start.
     pub fn new(config: &RuntimeConfig) -> Result<Self, RuntimeError> {
         Self::with_guest(config, GUEST_WASM)
     }
 
     /// Like [`Runtime::new`] with another guest module (same ABI). For tests and experiments.
+    ///
+    /// # Errors
+    /// As [`Runtime::new`].
     pub fn with_guest(config: &RuntimeConfig, wasm: &[u8]) -> Result<Self, RuntimeError> {
-        let engine = Engine::new(&engine_config(config))
-            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        let linker = guest_linker(&engine).map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        config.validate().map_err(RuntimeError::InvalidConfig)?;
+        let engine = Engine::new(&engine_config(config)).map_err(RuntimeError::engine)?;
+        let linker = guest_linker(&engine).map_err(RuntimeError::link)?;
         let module = load_guest(config, &engine, wasm)?;
         let layout = abi::GuestLayout::new(&module);
         let pre = linker
             .instantiate_pre(&module)
-            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+            .map_err(RuntimeError::link)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
-        spawn_epoch_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone());
+        spawn_epoch_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone())
+            .map_err(RuntimeError::EpochTicker)?;
         Ok(Runtime {
             inner: Arc::new(Inner {
                 engine,
@@ -220,8 +230,8 @@ impl Runtime {
     }
 
     /// [`Runtime::eval_with_id`] that ends as soon as `cancel` is cancelled — even inside a busy
-    /// loop, within one epoch tick — with error kind `timeout` ("cancelled by its caller") and
-    /// the ledger of what ran. Dropping an eval's future also stops it, but only at its next
+    /// loop, within one epoch tick — with error kind [`crate::ErrorKind::Cancelled`] and the
+    /// ledger of what ran. Dropping an eval's future also stops it, but only at its next
     /// await point: a future cannot be dropped while guest code runs inside it.
     pub async fn eval_cancellable<T: ToolHost + ?Sized>(
         &self,
@@ -310,19 +320,20 @@ fn engine_config(config: &RuntimeConfig) -> wasmtime::Config {
     cfg
 }
 
-/// Advances the engine's epoch every `tick` so that running guest code notices its deadline.
-fn spawn_epoch_ticker(engine: Engine, tick: std::time::Duration, stop: Arc<AtomicBool>) {
-    let spawned = std::thread::Builder::new()
+/// Advances the engine's epoch every `tick` so that running guest code notices its deadline,
+/// until `stop` is set. Without it a timeout would only hold while a script waits on tools.
+fn spawn_epoch_ticker(
+    engine: Engine,
+    tick: std::time::Duration,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
         .name("codemode-epoch".into())
         .spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(tick);
                 engine.increment_epoch();
             }
-        });
-    if let Err(e) = spawned {
-        tracing::error!(
-            "cannot start the epoch thread ({e}): timeouts will only hold while scripts wait on tools"
-        );
-    }
+        })
+        .map(drop)
 }

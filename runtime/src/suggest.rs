@@ -8,7 +8,7 @@ pub fn closest(name: &str, candidates: &[String], max: usize) -> Vec<String> {
         .iter()
         .filter_map(|c| {
             let hay = c.to_lowercase();
-            let distance = levenshtein(&needle, &hay);
+            let distance = strsim::levenshtein(&needle, &hay);
             let budget = (needle.chars().count().max(hay.chars().count()) / 3).max(2);
             if distance <= budget {
                 Some((distance, c))
@@ -17,7 +17,7 @@ pub fn closest(name: &str, candidates: &[String], max: usize) -> Vec<String> {
             } else {
                 // `server__tool`: a match on the tool part alone is still a good hint.
                 let tail = hay.rsplit("__").next().unwrap_or(&hay);
-                (levenshtein(&needle, tail) <= 2).then_some((budget + 2, c))
+                (strsim::levenshtein(&needle, tail) <= 2).then_some((budget + 2, c))
             }
         })
         .collect();
@@ -27,25 +27,6 @@ pub fn closest(name: &str, candidates: &[String], max: usize) -> Vec<String> {
         .take(max)
         .map(|(_, c)| c.clone())
         .collect()
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                prev
-            } else {
-                1 + prev.min(cur).min(row[j])
-            };
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -82,9 +63,29 @@ mod tests {
     }
 
     #[test]
-    fn distance() {
-        assert_eq!(levenshtein("kitten", "sitting"), 3);
-        assert_eq!(levenshtein("", "abc"), 3);
-        assert_eq!(levenshtein("same", "same"), 0);
+    fn ranks_nearest_first_and_caps_the_count() {
+        let tools = names(&["fs__read_file", "fs__read_files", "fs__reap_file", "echo"]);
+        assert_eq!(
+            closest("fs__read_file", &tools, 2),
+            ["fs__read_file", "fs__read_files"]
+        );
+        assert_eq!(
+            closest("fs__read_file", &tools, 5),
+            ["fs__read_file", "fs__read_files", "fs__reap_file"]
+        );
+        assert_eq!(closest("fs__read_file", &tools, 0), Vec::<String>::new());
+    }
+
+    #[test]
+    fn equal_distances_sort_by_name() {
+        let tools = names(&["tab", "cat", "bat"]);
+        assert_eq!(closest("xat", &tools, 3), ["bat", "cat", "tab"]);
+    }
+
+    #[test]
+    fn counts_characters_not_bytes() {
+        // One substituted character, two bytes in UTF-8: still distance 1.
+        let tools = names(&["café_lookup"]);
+        assert_eq!(closest("cafe_lookup", &tools, 1), ["café_lookup"]);
     }
 }

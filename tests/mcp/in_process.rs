@@ -131,9 +131,11 @@ async fn tools_list_names_each_profile_and_the_outcome_schema() {
                 "out_of_fuel",
                 "memory_limit",
                 "timeout",
+                "cancelled",
                 "output_limit",
                 "stack_overflow",
                 "tool_limit",
+                "invalid_options",
                 "internal"
             ]),
             "{name}"
@@ -272,4 +274,29 @@ async fn a_syntax_error_has_its_line_and_column() {
         )
     );
     client.cancel().await.expect("close the client");
+}
+
+/// A hot reload whose limits do not fit the running engine (memory past the largest it was
+/// sized for) is refused and the running config stays; one that fits is applied.
+#[tokio::test]
+async fn a_reload_past_the_engines_memory_is_refused() {
+    let dir = codemode_test_support::scratch_dir("mcp", "reload-memory");
+    let path = dir.join("config.json");
+    let state = ServerState::new(RUNTIME.clone(), Config::default(), None).await;
+    let max = RUNTIME.config().get_max_memory();
+
+    std::fs::write(
+        &path,
+        format!(r#"{{"limits": {{"memory": "{}"}}}}"#, max + 65536),
+    )
+    .unwrap();
+    assert!(!codemode_host::server::reload::reload(&state, &path).await);
+    assert_eq!(
+        state.config().limits.memory,
+        Config::default().limits.memory
+    );
+
+    std::fs::write(&path, r#"{"limits": {"memory": "32MiB"}}"#).unwrap();
+    assert!(codemode_host::server::reload::reload(&state, &path).await);
+    assert_eq!(state.config().limits.memory, 32 << 20);
 }

@@ -63,7 +63,8 @@ async fn max_concurrent_tool_calls_queues_the_rest() {
     let counter = Arc::new(InFlight::default());
     let tools = counter.tools(&["slow"], Duration::from_millis(30));
     let code = "const ps = [];\nfor (let i = 0; i < 7; i++) ps.push(codemode.slow({i}));\n(await Promise.all(ps)).map((r) => r.args.i)";
-    let options = opts().max_concurrent_tool_calls(2);
+    let mut options = opts();
+    options.max_concurrent_tool_calls(2);
     let outcome = RUNTIME.eval(code, &options, &tools).await;
     assert_eq!(
         ok(&outcome),

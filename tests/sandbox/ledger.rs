@@ -65,7 +65,7 @@ async fn a_call_in_flight_when_the_eval_fails_is_unfinished() {
     let code = "await codemode.echo({});\nawait codemode.forever({});";
     let outcome = eval_with(
         code,
-        &opts().timeout(Some(Duration::from_millis(300))),
+        opts().timeout(Some(Duration::from_millis(300))),
         &tools,
     )
     .await;
@@ -213,7 +213,7 @@ async fn a_call_queued_behind_the_concurrency_limit_when_the_eval_fails_is_not_s
     // One call at a time: the second waits for the first, which never ends.
     let outcome = eval_with(
         "await Promise.all([codemode.forever({}), codemode.forever({})]);",
-        &opts()
+        opts()
             .max_concurrent_tool_calls(1)
             .timeout(Some(Duration::from_millis(300))),
         &tools,

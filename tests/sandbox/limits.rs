@@ -29,68 +29,68 @@ fn cases() -> Vec<Case> {
         Case {
             what: "fuel",
             code: "while (true) {}",
-            options: opts().fuel(Some(5_000_000)),
+            options: opts().fuel(Some(5_000_000)).clone(),
             kind: ErrorKind::OutOfFuel,
         },
         Case {
             what: "fuel after a tool call",
             code: "await codemode.echo({});\nlet i = 0;\nwhile (true) { i++; }",
-            options: opts().fuel(Some(5_000_000)),
+            options: opts().fuel(Some(5_000_000)).clone(),
             kind: ErrorKind::OutOfFuel,
         },
         Case {
             what: "memory",
             code: "const a = [];\nwhile (true) a.push(new Array(1000).fill(1));",
-            options: opts().memory(16 << 20),
+            options: opts().memory(16 << 20).clone(),
             kind: ErrorKind::MemoryLimit,
         },
         Case {
             what: "memory, typed arrays",
             code: "const keep = [];\nwhile (true) keep.push(new Uint8Array(1 << 20));",
-            options: opts().memory(16 << 20),
+            options: opts().memory(16 << 20).clone(),
             kind: ErrorKind::MemoryLimit,
         },
         Case {
             what: "timeout in a tool call",
             code: "await codemode.sleep5({});\n'finished'",
-            options: opts().timeout(Some(ms(300))),
+            options: opts().timeout(Some(ms(300))).clone(),
             kind: ErrorKind::Timeout,
         },
         Case {
             what: "timeout in a CPU loop",
             code: "while (true) {}",
-            options: opts().fuel(None).timeout(Some(ms(300))),
+            options: opts().fuel(None).timeout(Some(ms(300))).clone(),
             kind: ErrorKind::Timeout,
         },
         Case {
             // Calls that finish at once leave the deadline as it was: it still fires.
             what: "timeout in a CPU loop after tool calls",
             code: "for (let i = 0; i < 100; i++) await codemode.echo({i});\nwhile (true) {}",
-            options: opts().fuel(None).timeout(Some(ms(300))),
+            options: opts().fuel(None).timeout(Some(ms(300))).clone(),
             kind: ErrorKind::Timeout,
         },
         Case {
             what: "output: logs",
             code: "for (let i = 0; i < 100000; i++) console.log('line ' + i + ' ' + 'x'.repeat(50));",
-            options: opts().max_output(10 << 10),
+            options: opts().max_output(10 << 10).clone(),
             kind: ErrorKind::OutputLimit,
         },
         Case {
             what: "output: result",
             code: "'x'.repeat(20000)",
-            options: opts().max_output(10 << 10),
+            options: opts().max_output(10 << 10).clone(),
             kind: ErrorKind::OutputLimit,
         },
         Case {
             what: "output: logs and result together",
             code: "console.log('y'.repeat(6000));\n'x'.repeat(6000)",
-            options: opts().max_output(10 << 10),
+            options: opts().max_output(10 << 10).clone(),
             kind: ErrorKind::OutputLimit,
         },
         Case {
             what: "tool calls",
             code: "const out = [];\nfor (let i = 0; i < 10; i++) out.push(await codemode.echo({i}));\nout",
-            options: opts().max_tool_calls(Some(3)),
+            options: opts().max_tool_calls(Some(3)).clone(),
             kind: ErrorKind::ToolLimit,
         },
         Case {
@@ -148,7 +148,7 @@ async fn each_limit_has_its_own_kind_and_the_runtime_stays_usable() {
 #[tokio::test]
 async fn the_tool_limit_keeps_the_allowed_calls_in_the_ledger() {
     let code = "for (let i = 0; i < 10; i++) await codemode.echo({i});";
-    let outcome = eval_with(code, &opts().max_tool_calls(Some(3)), &basic_tools()).await;
+    let outcome = eval_with(code, opts().max_tool_calls(Some(3)), &basic_tools()).await;
     let error = failed(&outcome, ErrorKind::ToolLimit);
     assert!(
         error.message.contains('3'),
@@ -176,7 +176,7 @@ async fn the_tool_limit_keeps_the_allowed_calls_in_the_ledger() {
 
 async fn the_tool_limit_keeps_unawaited_allowed_calls_in_the_ledger() {
     let code = "const ps = [];\nfor (let i = 0; i < 10; i++) ps.push(codemode.echo({i}));\nawait Promise.all(ps)";
-    let outcome = eval_with(code, &opts().max_tool_calls(Some(3)), &basic_tools()).await;
+    let outcome = eval_with(code, opts().max_tool_calls(Some(3)), &basic_tools()).await;
     failed(&outcome, ErrorKind::ToolLimit);
     let ids: Vec<_> = outcome
         .tool_calls
@@ -194,7 +194,8 @@ async fn the_tool_limit_keeps_unawaited_allowed_calls_in_the_ledger() {
 #[tokio::test]
 async fn within_the_limits_nothing_fails() {
     let code = "const out = [];\nfor (let i = 0; i < 3; i++) out.push(await codemode.echo({i}));\nconsole.log('x'.repeat(100));\nout.length";
-    let options = opts()
+    let mut options = opts();
+    options
         .max_tool_calls(Some(3))
         .max_output(1024)
         .memory(16 << 20)
@@ -239,7 +240,8 @@ const TWO_ASKS: &str =
 #[tokio::test]
 async fn pause_timeout_stops_the_clock() {
     // Each call sleeps longer than the whole timeout, under a pause.
-    let options = opts().timeout(Some(Duration::from_millis(300)));
+    let mut options = opts();
+    options.timeout(Some(Duration::from_millis(300)));
     let tools = Patient {
         pause: true,
         sleep: Duration::from_millis(450),
@@ -256,7 +258,8 @@ async fn pause_timeout_stops_the_clock() {
 
 #[tokio::test]
 async fn without_a_pause_a_slow_tool_times_out() {
-    let options = opts().timeout(Some(Duration::from_millis(300)));
+    let mut options = opts();
+    options.timeout(Some(Duration::from_millis(300)));
     let tools = Patient {
         pause: false,
         sleep: Duration::from_millis(450),
@@ -285,7 +288,8 @@ async fn without_a_pause_a_slow_tool_times_out() {
 #[tokio::test]
 async fn a_short_paused_call_within_the_timeout_is_fine() {
     // The pause guard itself does no harm when the call is quick.
-    let options = opts().timeout(Some(Duration::from_secs(5)));
+    let mut options = opts();
+    options.timeout(Some(Duration::from_secs(5)));
     let tools = Patient {
         pause: true,
         sleep: Duration::from_millis(20),
@@ -314,9 +318,8 @@ async fn cancelling_stops_a_busy_loop() {
         heard.notified().await;
         canceller.cancel();
     });
-    let options = codemode_runtime::EvalOptions::default()
-        .fuel(None)
-        .timeout(Some(Duration::from_secs(60)));
+    let mut options = codemode_runtime::EvalOptions::default();
+    options.fuel(None).timeout(Some(Duration::from_secs(60)));
     let tools = crate::basic_tools().sync_tool("started", move |args| {
         called.notify_one();
         Ok(args)
@@ -330,13 +333,16 @@ async fn cancelling_stops_a_busy_loop() {
             &token,
         )
         .await;
+    // Kind `cancelled`, not `timeout`: the cancellation, not the 60 s clock, ended it.
     let error = outcome.error.as_ref().expect("cancelled");
     assert_eq!(
-        error.kind,
-        codemode_runtime::ErrorKind::Timeout,
+        (error.kind, error.message.as_str()),
+        (
+            codemode_runtime::ErrorKind::Cancelled,
+            "the eval was cancelled by its caller"
+        ),
         "{outcome:?}"
     );
-    assert!(error.message.contains("cancelled"), "{outcome:?}");
     assert_eq!(outcome.tool_calls.len(), 1);
 
     // Cancelled while waiting on a tool.
@@ -355,11 +361,17 @@ async fn cancelling_stops_a_busy_loop() {
             &token,
         )
         .await;
+    assert_eq!(
+        outcome.error.as_ref().map(|e| e.kind),
+        Some(codemode_runtime::ErrorKind::Cancelled),
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.tool_calls.len(), 1, "{outcome:?}");
     assert!(
-        outcome
-            .error
-            .as_ref()
-            .is_some_and(|e| e.message.contains("cancelled")),
+        outcome.tool_calls[0]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("unfinished")),
         "{outcome:?}"
     );
     assert!(crate::eval("1 + 1").await.ok);
@@ -372,7 +384,7 @@ async fn cancelling_stops_a_busy_loop() {
 async fn the_quickjs_heap_limit_fires_before_linear_memory_runs_out() {
     let limit = 24u64 << 20;
     let code = "let keep = [];\ntry {\n  while (true) keep.push(new Uint8Array(1 << 16));\n} catch (e) {\n  const n = keep.length;\n  keep = null;\n  return { caught: String(e), blocks: n };\n}";
-    let outcome = eval_with(code, &opts().memory(limit), &basic_tools()).await;
+    let outcome = eval_with(code, opts().memory(limit), &basic_tools()).await;
     let result = ok(&outcome);
     assert_eq!(
         result["caught"],
@@ -408,7 +420,7 @@ async fn running_out_of_memory_is_a_memory_limit_error_wherever_it_strikes() {
                 format!("const a = [];\ntry {{ {grow} }} catch (e) {{}}\n{grow}"),
             ),
         ] {
-            let outcome = eval_with(&code, &opts().memory(16 << 20), &tools).await;
+            let outcome = eval_with(&code, opts().memory(16 << 20), &tools).await;
             let error = failed_in(
                 &format!("{what}, arrays of {size}"),
                 &outcome,
@@ -426,5 +438,39 @@ async fn running_out_of_memory_is_a_memory_limit_error_wherever_it_strikes() {
     let outcome = eval_with("throw null", &opts(), &tools).await;
     let error = failed_in("throw null", &outcome, ErrorKind::Exception);
     assert_eq!(error.message, "Uncaught null", "{}", show(&outcome));
+    assert_still_usable().await;
+}
+
+#[tokio::test]
+async fn invalid_options_end_the_eval_before_it_runs() {
+    let mut no_concurrency = opts();
+    no_concurrency.max_concurrent_tool_calls(0);
+    let mut too_much_memory = opts();
+    too_much_memory.memory(crate::RUNTIME.config().get_max_memory() + 1);
+    let max = crate::RUNTIME.config().get_max_memory();
+    for (options, message) in [
+        (
+            no_concurrency,
+            "invalid eval options: `max_concurrent_tool_calls` must be at least 1 (it is 0)"
+                .to_string(),
+        ),
+        (
+            too_much_memory,
+            format!(
+                "invalid eval options: `memory` must be at most the runtime's max_memory of {max} bytes (it is {})",
+                max + 1
+            ),
+        ),
+    ] {
+        let outcome = eval_with("await codemode.echo({})", &options, &basic_tools()).await;
+        let error = failed(&outcome, ErrorKind::InvalidOptions);
+        assert_eq!(error.message, message);
+        assert!(
+            outcome.logs.is_empty() && outcome.tool_calls.is_empty(),
+            "{}",
+            show(&outcome)
+        );
+        assert_eq!(outcome.stats.fuel_used, 0);
+    }
     assert_still_usable().await;
 }

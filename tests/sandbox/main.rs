@@ -31,7 +31,9 @@ pub static RUNTIME: LazyLock<Runtime> =
 
 /// Default options with a timeout that only a hung test would reach.
 pub fn opts() -> EvalOptions {
-    EvalOptions::default().timeout(Some(Duration::from_secs(20)))
+    let mut options = EvalOptions::default();
+    options.timeout(Some(Duration::from_secs(20)));
+    options
 }
 
 /// Evaluates `code` without tools.

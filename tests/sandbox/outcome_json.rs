@@ -110,7 +110,7 @@ async fn failure_shape() {
     // An error with no position still has every key, as null.
     let outcome = eval_with(
         "while (true) {}",
-        &opts().fuel(Some(1_000_000)),
+        opts().fuel(Some(1_000_000)),
         &basic_tools(),
     )
     .await;

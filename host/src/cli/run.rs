@@ -70,19 +70,19 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 fn options(args: &RunArgs, config: Option<&Config>) -> EvalOptions {
     let mut options = config.map(|c| c.limits.eval_options()).unwrap_or_default();
     if let Some(fuel) = args.fuel {
-        options = options.fuel((fuel > 0).then_some(fuel));
+        options.fuel((fuel > 0).then_some(fuel));
     }
     if let Some(memory) = args.memory {
-        options = options.memory(memory);
+        options.memory(memory);
     }
     if let Some(timeout) = args.timeout {
-        options = options.timeout((!timeout.is_zero()).then_some(timeout));
+        options.timeout((!timeout.is_zero()).then_some(timeout));
     }
     if let Some(bytes) = args.max_output {
-        options = options.max_output(bytes);
+        options.max_output(bytes);
     }
     if let Some(calls) = args.max_tool_calls {
-        options = options.max_tool_calls((calls > 0).then_some(calls));
+        options.max_tool_calls((calls > 0).then_some(calls));
     }
     options
 }
@@ -111,7 +111,8 @@ pub async fn run(args: RunArgs) -> ExitCode {
     let runtime = match Runtime::new(&runtime_config) {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("codemode: {e}");
+            // `{:#}`: the error and its causes (wasmtime's, say), on one line.
+            eprintln!("codemode: {:#}", anyhow::Error::new(e));
             return ExitCode::from(EXIT_USAGE);
         }
     };

@@ -60,7 +60,8 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     let runtime = match Runtime::new(&runtime_config) {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("codemode: {e}");
+            // `{:#}`: the error and its causes (wasmtime's, say), on one line.
+            eprintln!("codemode: {:#}", anyhow::Error::new(e));
             return ExitCode::from(EXIT_USAGE);
         }
     };

@@ -64,6 +64,19 @@ pub async fn reload(state: &ServerState, path: &Path) -> bool {
     };
     match loaded {
         Ok(config) => {
+            // The engine was sized at start (its largest memory): limits past it cannot apply
+            // without a restart, and every eval would fail on them.
+            if let Err(e) = config
+                .limits
+                .eval_options()
+                .validate(state.runtime.config())
+            {
+                tracing::error!(
+                    "config {} changed but its limits do not fit this server ({e}); keeping the running config (restart codemode to apply it)",
+                    path.display()
+                );
+                return false;
+            }
             tracing::info!("config {} changed: applying it", path.display());
             state.apply_config(config).await;
             true

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use codemode_runtime::EvalOutcome;
+use codemode_runtime::{ErrorKind, EvalOutcome};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
@@ -90,8 +90,7 @@ pub fn outcome_schema() -> Value {
             "error": {
                 "type": ["object", "null"],
                 "properties": {
-                    "kind": {"type": "string", "enum": ["syntax", "exception", "out_of_fuel", "memory_limit", "timeout",
-                        "output_limit", "stack_overflow", "tool_limit", "internal"]},
+                    "kind": {"type": "string", "enum": ErrorKind::ALL.map(ErrorKind::as_str)},
                     "message": {"type": "string"},
                     "line": nullable_int,
                     "column": nullable_int,

@@ -207,13 +207,15 @@ impl Limits {
     /// These limits as the runtime's [`codemode_runtime::EvalOptions`] (a zero timeout means
     /// none).
     pub fn eval_options(&self) -> codemode_runtime::EvalOptions {
-        codemode_runtime::EvalOptions::default()
+        let mut options = codemode_runtime::EvalOptions::default();
+        options
             .fuel(self.fuel)
             .memory(self.memory)
             .timeout(Some(self.timeout).filter(|t| !t.is_zero()))
             .max_output(self.max_output)
             .max_tool_calls(self.max_tool_calls)
-            .max_concurrent_tool_calls(self.max_concurrent_tool_calls)
+            .max_concurrent_tool_calls(self.max_concurrent_tool_calls);
+        options
     }
 }
 

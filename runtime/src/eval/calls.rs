@@ -42,7 +42,8 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
     }
 
     pub(super) fn launch_queued(&mut self) {
-        let max = self.options.max_concurrent_tool_calls.max(1);
+        // At least 1: the options were validated when the eval started.
+        let max = self.options.max_concurrent_tool_calls;
         while self.in_flight.len() < max {
             let Some((id, args, name)) = self.queued.pop_front() else {
                 break;

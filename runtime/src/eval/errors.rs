@@ -71,7 +71,7 @@ pub(super) fn human_duration(d: Duration) -> String {
 }
 
 pub(super) fn cancelled_error() -> EvalError {
-    EvalError::new(ErrorKind::Timeout, "the eval was cancelled by its caller")
+    EvalError::new(ErrorKind::Cancelled, "the eval was cancelled by its caller")
 }
 
 pub(super) fn internal(what: &str, e: &wasmtime::Error) -> EvalError {

@@ -67,6 +67,16 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
         waited: false,
     };
 
+    if let Err(e) = options.validate(&runtime.inner.config) {
+        return eval.failed(
+            EvalError::new(
+                ErrorKind::InvalidOptions,
+                format!("invalid eval options: {e}"),
+            ),
+            started,
+        );
+    }
+
     // Waiting for a free instance slot counts against the timeout (a free one is taken at once,
     // without arming the deadline).
     let free = runtime.inner.slots.clone().try_acquire_owned().ok();
@@ -100,9 +110,8 @@ fn new_store(
     options: &EvalOptions,
     cancel: Option<&CancellationToken>,
 ) -> Result<Store<HostState>, EvalError> {
-    let limit = options.memory.min(runtime.inner.config.max_memory);
     let state = HostState::new(
-        usize::try_from(limit).unwrap_or(usize::MAX),
+        usize::try_from(options.memory).unwrap_or(usize::MAX),
         options.max_tool_calls.filter(|&n| n > 0),
         options.max_output,
     );
