@@ -4,6 +4,7 @@
 //! human ([`approvals`]).
 
 pub mod approvals;
+pub mod auth;
 pub mod catalog;
 pub mod cli;
 pub mod server;
