@@ -345,12 +345,22 @@ async fn cancelling_stops_a_busy_loop() {
     );
     assert_eq!(outcome.tool_calls.len(), 1);
 
-    // Cancelled while waiting on a tool.
+    // Cancelled while waiting on a tool: the cancellation follows the tool's start.
     let token = codemode_runtime::CancellationToken::new();
-    token.cancel();
-    let sleepy = codemode_runtime::FnTools::new().tool("sleep", |_| async {
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        Ok(serde_json::Value::Null)
+    let sleeping = std::sync::Arc::new(tokio::sync::Notify::new());
+    let canceller = token.clone();
+    let heard = sleeping.clone();
+    tokio::spawn(async move {
+        heard.notified().await;
+        canceller.cancel();
+    });
+    let sleepy = codemode_runtime::FnTools::new().tool("sleep", move |_| {
+        let sleeping = sleeping.clone();
+        async move {
+            sleeping.notify_one();
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(serde_json::Value::Null)
+        }
     });
     let outcome = runtime
         .eval_cancellable(
