@@ -98,17 +98,11 @@ impl BenchOptions {
             throughput_time: Duration::from_millis(500),
             threads: 2,
             suspended: 200,
-            codemode_exe: None,
             startup_runs: 5,
             first_run: false,
             limits_cost: false,
             engine_floor: false,
-            techniques: false,
-            epoch_only_too: true,
-            guest: None,
-            tweak: None,
-            only: Vec::new(),
-            workloads: Vec::new(),
+            ..BenchOptions::default()
         }
     }
 
