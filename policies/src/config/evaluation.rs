@@ -1,5 +1,6 @@
 //! Builds the `evaluation` section: profiles, their lists and rules.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -11,9 +12,9 @@ use crate::profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind, Fallback,
     GlobList, Profile, Rule,
 };
-use crate::{ConfigErrorKind, ConfigErrors};
+use crate::{ConfigErrorKind, ConfigErrors, Risk, RiskPolicy};
 
-const EVALUATION_KEYS: &[&str] = &["defaultProfile", "profiles"];
+const EVALUATION_KEYS: &[&str] = &["defaultProfile", "profiles", "evalRequiresPermissions"];
 const PROFILE_KEYS: &[&str] = &[
     "allowlist",
     "denylist",
@@ -22,14 +23,36 @@ const PROFILE_KEYS: &[&str] = &[
     "elicitationFallback",
     "approvalTimeoutSeconds",
     "maxPendingApprovals",
+    "defaultDisposition",
+    "requirePermissions",
+    "risk",
+    "defaultRisk",
+    "riskPolicies",
 ];
-const RULE_KEYS: &[&str] = &["tools", "when", "disposition", "reason"];
+const RULE_KEYS: &[&str] = &[
+    "tools",
+    "when",
+    "disposition",
+    "reason",
+    "requirePermissions",
+    "risk",
+];
+const RISK_POLICY_KEYS: &[&str] = &[
+    "approvalTimeoutSeconds",
+    "allowSessionApproval",
+    "allowEvalApproval",
+    "requireReason",
+];
 
 pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationConfig {
     let mut out = EvaluationConfig::default();
     let Some(map) = r.object(v, path, EVALUATION_KEYS) else {
         return out;
     };
+    if let Some(v) = map.get("evalRequiresPermissions") {
+        out.eval_requires_permissions =
+            read_permissions(r, v, &path.key("evalRequiresPermissions"));
+    }
     let mut names: Vec<&str> = Vec::new();
     if let Some(v) = map.get("profiles") {
         let ppath = path.key("profiles");
@@ -138,6 +161,26 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
             None => {}
         }
     }
+    let default_disposition = match map.get("defaultDisposition") {
+        Some(v) => read_disposition(r, v, &path.key("defaultDisposition")),
+        None => Some(DispositionKind::Allow),
+    };
+    let require_permissions = match map.get("requirePermissions") {
+        Some(v) => read_permissions(r, v, &path.key("requirePermissions")),
+        None => Vec::new(),
+    };
+    let (risk_globs, risk_levels) = match map.get("risk") {
+        Some(v) => read_risk_map(r, v, &path.key("risk")).unwrap_or_default(),
+        None => (GlobList::default(), Vec::new()),
+    };
+    let default_risk = match map.get("defaultRisk") {
+        Some(v) => read_risk(r, v, &path.key("defaultRisk")),
+        None => Some(Risk::default()),
+    };
+    let risk_policies = match map.get("riskPolicies") {
+        Some(v) => read_risk_policies(r, v, &path.key("riskPolicies")),
+        None => BTreeMap::new(),
+    };
     if r.errors.len() > before {
         return None;
     }
@@ -150,6 +193,12 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         elicitation_fallback,
         approval_timeout: approval_timeout?,
         max_pending_approvals,
+        default_disposition: default_disposition?,
+        require_permissions,
+        risk_globs,
+        risk_levels,
+        default_risk: default_risk?,
+        risk_policies,
     })
 }
 
@@ -191,23 +240,7 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         }
     };
     let disposition = match map.get("disposition") {
-        Some(v) => {
-            let dpath = path.key("disposition");
-            match v.as_str() {
-                Some("allow") => Some(DispositionKind::Allow),
-                Some("deny") => Some(DispositionKind::Deny),
-                Some("ask") => Some(DispositionKind::Ask),
-                _ => {
-                    let found = describe(v);
-                    r.error(
-                        &dpath,
-                        ConfigErrorKind::InvalidValue,
-                        format!("expected \"allow\", \"deny\" or \"ask\", found {found}"),
-                    );
-                    None
-                }
-            }
-        }
+        Some(v) => read_disposition(r, v, &path.key("disposition")),
         None => {
             r.error(
                 path,
@@ -221,6 +254,13 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         Some(v) => r.string(v, &path.key("reason")).map(str::to_string),
         None => None,
     };
+    let require_permissions = match map.get("requirePermissions") {
+        Some(v) => read_permissions(r, v, &path.key("requirePermissions")),
+        None => Vec::new(),
+    };
+    let risk = map
+        .get("risk")
+        .and_then(|v| read_risk(r, v, &path.key("risk")));
     let mut when = Vec::new();
     if let Some(v) = map.get("when") {
         let wpath = path.key("when");
@@ -240,7 +280,130 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         when,
         disposition: disposition?,
         reason,
+        require_permissions,
+        risk,
     })
+}
+
+/// `"allow"`, `"deny"` or `"ask"`.
+fn read_disposition(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<DispositionKind> {
+    match v.as_str() {
+        Some("allow") => Some(DispositionKind::Allow),
+        Some("deny") => Some(DispositionKind::Deny),
+        Some("ask") => Some(DispositionKind::Ask),
+        _ => {
+            let found = describe(v);
+            r.error(
+                path,
+                ConfigErrorKind::InvalidValue,
+                format!("expected \"allow\", \"deny\" or \"ask\", found {found}"),
+            );
+            None
+        }
+    }
+}
+
+/// An array of permission names: free strings, but not empty ones; duplicates are kept once.
+fn read_permissions(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (p, name) in r.strings(v, path).unwrap_or_default() {
+        if name.trim().is_empty() {
+            r.error(
+                &p,
+                ConfigErrorKind::InvalidValue,
+                "a permission name cannot be empty",
+            );
+        } else if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// `"low"`, `"medium"`, `"high"` or `"critical"`.
+fn read_risk(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Risk> {
+    let risk = v.as_str().and_then(Risk::parse);
+    if risk.is_none() {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            format!(
+                "expected \"low\", \"medium\", \"high\" or \"critical\", found {}",
+                describe(v)
+            ),
+        );
+    }
+    risk
+}
+
+/// The `risk` map, `{"<glob>": "<level>"}`, its globs compiled in written order.
+fn read_risk_map(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<(GlobList, Vec<Risk>)> {
+    let before = r.errors.len();
+    let map = r.any_object(v, path)?;
+    let mut globs = Vec::new();
+    let mut levels = Vec::new();
+    let mut paths = Vec::new();
+    for (glob, level) in r.in_written_order(map, path) {
+        let gpath = path.key(glob);
+        if let Some(level) = read_risk(r, level, &gpath) {
+            globs.push(glob.clone());
+            levels.push(level);
+            paths.push(gpath);
+        }
+    }
+    let list = match GlobList::new(globs) {
+        Ok(list) => list,
+        Err(errors) => {
+            for (i, msg) in errors {
+                r.error(&paths[i], ConfigErrorKind::InvalidGlob, msg);
+            }
+            return None;
+        }
+    };
+    (r.errors.len() == before).then_some((list, levels))
+}
+
+/// `riskPolicies`: `{"<level>": {approvalTimeoutSeconds, allowSessionApproval,
+/// allowEvalApproval, requireReason}}`.
+fn read_risk_policies(r: &mut Reader, v: &Value, path: &JsonPath) -> BTreeMap<Risk, RiskPolicy> {
+    let mut out = BTreeMap::new();
+    let Some(map) = r.any_object(v, path) else {
+        return out;
+    };
+    for (level, pv) in map {
+        let ppath = path.key(level);
+        let Some(risk) = Risk::parse(level) else {
+            r.error(
+                &ppath,
+                ConfigErrorKind::InvalidValue,
+                format!(
+                    "unknown risk level `{level}`; expected `low`, `medium`, `high` or `critical`"
+                ),
+            );
+            continue;
+        };
+        let Some(fields) = r.object(pv, &ppath, RISK_POLICY_KEYS) else {
+            continue;
+        };
+        let mut policy = RiskPolicy::default();
+        if let Some(v) = fields.get("approvalTimeoutSeconds") {
+            policy.approval_timeout = positive_seconds(r, v, &ppath.key("approvalTimeoutSeconds"));
+        }
+        let flag = |r: &mut Reader, key: &str, slot: &mut bool| {
+            if let Some(b) = fields.get(key).and_then(|v| r.bool(v, &ppath.key(key))) {
+                *slot = b;
+            }
+        };
+        flag(
+            r,
+            "allowSessionApproval",
+            &mut policy.allow_session_approval,
+        );
+        flag(r, "allowEvalApproval", &mut policy.allow_eval_approval);
+        flag(r, "requireReason", &mut policy.require_reason);
+        out.insert(risk, policy);
+    }
+    out
 }
 
 fn read_condition(r: &mut Reader, pointer: &str, v: &Value, path: &JsonPath) -> Option<Condition> {

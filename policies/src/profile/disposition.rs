@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Profile;
+use crate::Risk;
 
 /// What to do with a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -48,7 +49,9 @@ pub enum MatchedBy {
     Asklist(String),
     /// The profile has an `allowlist` and no glob of it matches.
     NotInAllowlist,
-    /// Nothing matched (or there is no profile): allowed.
+    /// No rule, `denylist` or `asklist` matched (and, with an `allowlist`, the allowlist
+    /// did), or there is no profile: the profile's `defaultDisposition` decided (always
+    /// `allow` with an allowlist or without a profile).
     Default,
 }
 
@@ -73,6 +76,11 @@ pub struct Disposition {
     pub matched: MatchedBy,
     /// The deciding rule's `reason`, if a rule decided and it has one.
     pub reason: Option<String>,
+    /// The call's risk (see [`Profile::disposition`]); [`Risk::Medium`] without a profile.
+    pub risk: Risk,
+    /// The permissions the deciding rule requires (`requirePermissions`; empty when no rule
+    /// decided). A caller lacking one is denied with reason `permission`.
+    pub required_permissions: Vec<String>,
 }
 
 impl Disposition {
@@ -82,52 +90,97 @@ impl Disposition {
             kind: DispositionKind::Allow,
             matched: MatchedBy::Default,
             reason: None,
+            risk: Risk::default(),
+            required_permissions: Vec::new(),
         }
     }
 }
 
 impl Profile {
-    /// Decides a call of `tool` with `args`, checking in this order:
+    /// Decides a call of `tool` with `args`, checking in this order (deny > ask > allow, with
+    /// the denylist absolute):
     ///
-    /// 1. `rules`, in order: the first rule whose `tools` globs match the name and whose `when`
-    ///    conditions all hold decides ([`MatchedBy::Rule`], with the rule's reason);
-    /// 2. a `denylist` match denies;
+    /// 1. a `denylist` match denies, whatever the rules say;
+    /// 2. `rules`, in order: the first rule whose `tools` globs match the name and whose `when`
+    ///    conditions all hold decides ([`MatchedBy::Rule`], with the rule's reason) — a rule can
+    ///    deny or ask what the lists would allow, and allow what the `asklist` would ask or the
+    ///    `allowlist` leaves out;
     /// 3. an `asklist` match asks;
-    /// 4. with an `allowlist`, a name matching none of it is denied;
-    /// 5. anything else is allowed.
+    /// 4. with an `allowlist`, a name matching none of it is denied, and one matching it is
+    ///    allowed;
+    /// 5. anything else gets `defaultDisposition` (default `allow`).
     ///
-    /// Pure: the same inputs always give the same answer; approvals already granted are the
-    /// enforcement layer's business ([`crate::PolicyToolHost`]).
+    /// The risk ([`Disposition::risk`]) is the first matching rule's that sets `risk` (whichever
+    /// rule decided), else the level of the first glob of the `risk` map matching the name (in
+    /// written order), else `high` for a call asked about only through
+    /// `defaultDisposition: "ask"`, else `defaultRisk`.
+    ///
+    /// Pure: the same inputs always give the same answer; the caller's permissions and
+    /// approvals already granted are the enforcement layer's business
+    /// ([`crate::PolicyToolHost`]).
     pub fn disposition(&self, tool: &str, args: &Value) -> Disposition {
-        if let Some((i, rule)) = self
+        let rule = self
             .rules
             .iter()
             .enumerate()
-            .find(|(_, r)| r.matches(tool, args))
-        {
-            return Disposition {
-                kind: rule.disposition,
-                matched: MatchedBy::Rule(i),
-                reason: rule.reason.clone(),
-            };
-        }
+            .find(|(_, r)| r.matches(tool, args));
         let (kind, matched) = if let Some(g) = self.denylist.first_match(tool) {
             (DispositionKind::Deny, MatchedBy::Denylist(g.to_string()))
+        } else if let Some((i, rule)) = rule {
+            (rule.disposition, MatchedBy::Rule(i))
         } else if let Some(g) = self.asklist.first_match(tool) {
             (DispositionKind::Ask, MatchedBy::Asklist(g.to_string()))
-        } else if self
-            .allowlist
-            .as_ref()
-            .is_some_and(|l| l.first_match(tool).is_none())
-        {
-            (DispositionKind::Deny, MatchedBy::NotInAllowlist)
+        } else if let Some(allowlist) = &self.allowlist {
+            if allowlist.first_match(tool).is_some() {
+                (DispositionKind::Allow, MatchedBy::Default)
+            } else {
+                (DispositionKind::Deny, MatchedBy::NotInAllowlist)
+            }
         } else {
-            (DispositionKind::Allow, MatchedBy::Default)
+            (self.default_disposition, MatchedBy::Default)
         };
+        let (reason, required_permissions) = match (&matched, rule) {
+            (MatchedBy::Rule(_), Some((_, rule))) => {
+                (rule.reason.clone(), rule.require_permissions.clone())
+            }
+            _ => (None, Vec::new()),
+        };
+        let risk = self.risk_of(tool, args, kind, &matched);
         Disposition {
             kind,
             matched,
-            reason: None,
+            reason,
+            risk,
+            required_permissions,
+        }
+    }
+
+    fn risk_of(
+        &self,
+        tool: &str,
+        args: &Value,
+        kind: DispositionKind,
+        matched: &MatchedBy,
+    ) -> Risk {
+        if let Some(risk) = self
+            .rules
+            .iter()
+            .filter(|r| r.risk.is_some())
+            .find(|r| r.matches(tool, args))
+            .and_then(|r| r.risk)
+        {
+            return risk;
+        }
+        if let Some(i) = self.risk_globs.first_index(tool) {
+            return self.risk_levels[i];
+        }
+        let asked_by_default = kind == DispositionKind::Ask
+            && *matched == MatchedBy::Default
+            && self.allowlist.is_none();
+        if asked_by_default {
+            Risk::High
+        } else {
+            self.default_risk
         }
     }
 }
@@ -306,13 +359,13 @@ mod tests {
                 MatchedBy::Rule(5),
                 reason("second match"),
             ),
-            // a rule beats the denylist; a boolean is matched as its JSON text
+            // the denylist is absolute: no rule allows or asks what it denies
             (
                 "fs__delete_file",
                 json!({"force": false}),
-                Ask,
-                MatchedBy::Rule(2),
-                reason("soft delete"),
+                Deny,
+                m_deny("fs__delete_*"),
+                None,
             ),
             (
                 "fs__delete_file",
@@ -324,9 +377,9 @@ mod tests {
             (
                 "fs__delete_file",
                 json!({"force": "false"}),
-                Ask,
-                MatchedBy::Rule(2),
-                reason("soft delete"),
+                Deny,
+                m_deny("fs__delete_*"),
+                None,
             ),
             // a rule beats the allowlist
             (
@@ -386,15 +439,236 @@ mod tests {
         for (tool, args, kind, matched, why) in cases {
             let d = p.disposition(tool, &args);
             assert_eq!(
-                d,
-                Disposition {
-                    kind,
-                    matched,
-                    reason: why
-                },
+                (d.kind, d.matched, d.reason),
+                (kind, matched, why),
                 "{tool} {args}"
             );
         }
+    }
+
+    /// §5 of the gateway semantics: deny > ask > allow, the denylist absolute, rules over the
+    /// other lists, `defaultDisposition` only without an allowlist.
+    #[test]
+    fn seed_semantics() {
+        let base = json!({
+            "denylist": ["pay__refund_all"],
+            "asklist": ["pay__*"],
+            "rules": [
+                {"tools": ["pay__refund_all"], "disposition": "allow"},
+                {"tools": ["pay__refund_all"], "disposition": "ask"},
+                {"tools": ["pay__balance"], "disposition": "allow"},
+                {"tools": ["fs__read"], "when": {"/path": "^/secret"}, "disposition": "deny"},
+                {"tools": ["fs__read"], "when": {"/path": "^/home"}, "disposition": "ask"}
+            ]
+        });
+        let with = |extra: Value| {
+            let mut v = base.clone();
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            v
+        };
+        let cases: Vec<(Value, &str, Value, DispositionKind, MatchedBy)> = vec![
+            // the denylist beats an allowing rule and an asking rule
+            (
+                base.clone(),
+                "pay__refund_all",
+                json!({}),
+                Deny,
+                m_deny("pay__refund_all"),
+            ),
+            // a rule allows what the asklist would ask
+            (
+                base.clone(),
+                "pay__balance",
+                json!({}),
+                Allow,
+                MatchedBy::Rule(2),
+            ),
+            (base.clone(), "pay__charge", json!({}), Ask, m_ask("pay__*")),
+            // rules deny or ask what would be allowed
+            (
+                base.clone(),
+                "fs__read",
+                json!({"path": "/secret/k"}),
+                Deny,
+                MatchedBy::Rule(3),
+            ),
+            (
+                base.clone(),
+                "fs__read",
+                json!({"path": "/home/me"}),
+                Ask,
+                MatchedBy::Rule(4),
+            ),
+            (
+                base.clone(),
+                "fs__read",
+                json!({"path": "/tmp"}),
+                Allow,
+                MatchedBy::Default,
+            ),
+            // defaultDisposition, for what nothing matched
+            (
+                with(json!({"defaultDisposition": "ask"})),
+                "fs__read",
+                json!({}),
+                Ask,
+                MatchedBy::Default,
+            ),
+            (
+                with(json!({"defaultDisposition": "deny"})),
+                "web__get",
+                json!({}),
+                Deny,
+                MatchedBy::Default,
+            ),
+            (
+                with(json!({"defaultDisposition": "allow"})),
+                "web__get",
+                json!({}),
+                Allow,
+                MatchedBy::Default,
+            ),
+            // ... and not for what a list or rule matched
+            (
+                with(json!({"defaultDisposition": "deny"})),
+                "pay__balance",
+                json!({}),
+                Allow,
+                MatchedBy::Rule(2),
+            ),
+            (
+                with(json!({"defaultDisposition": "allow"})),
+                "pay__charge",
+                json!({}),
+                Ask,
+                m_ask("pay__*"),
+            ),
+            // with an allowlist, defaultDisposition does not apply
+            (
+                with(json!({"defaultDisposition": "ask", "allowlist": ["fs__*"]})),
+                "fs__read",
+                json!({}),
+                Allow,
+                MatchedBy::Default,
+            ),
+            (
+                with(json!({"defaultDisposition": "allow", "allowlist": ["fs__*"]})),
+                "web__get",
+                json!({}),
+                Deny,
+                MatchedBy::NotInAllowlist,
+            ),
+            (
+                with(json!({"defaultDisposition": "ask", "allowlist": ["fs__*"]})),
+                "web__get",
+                json!({}),
+                Deny,
+                MatchedBy::NotInAllowlist,
+            ),
+        ];
+        for (cfg, tool, args, kind, matched) in cases {
+            let d = profile(cfg.clone()).disposition(tool, &args);
+            assert_eq!(
+                (d.kind, &d.matched),
+                (kind, &matched),
+                "{cfg} {tool} {args}"
+            );
+        }
+    }
+
+    /// The risk of each call: first matching rule with a `risk`, else the first `risk` glob,
+    /// else `high` for a default ask, else `defaultRisk`.
+    #[test]
+    fn risks() {
+        let p = |extra: Value| {
+            let mut v = json!({
+                "asklist": ["fs__write"],
+                "risk": {"fs__*": "low", "fs__write": "critical", "pay__*": "high"},
+                "rules": [
+                    {"tools": ["fs__write"], "when": {"/path": "^/etc"}, "disposition": "deny"},
+                    {"tools": ["fs__write"], "when": {"/path": "^/etc/passwd"}, "disposition": "ask", "risk": "critical"},
+                    {"tools": ["fs__*"], "when": {"/path": "^/tmp"}, "disposition": "allow", "risk": "medium"}
+                ]
+            });
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            profile(v)
+        };
+        use Risk::*;
+        let cases: Vec<(Value, &str, Value, Risk)> = vec![
+            // the first matching rule that sets a risk, even when an earlier rule decided
+            (
+                json!({}),
+                "fs__write",
+                json!({"path": "/etc/passwd"}),
+                Critical,
+            ),
+            (json!({}), "fs__read", json!({"path": "/tmp/a"}), Medium),
+            // else the first glob of the map (Profile::from_json on a Value: the map's own
+            // order, sorted; written order through Config is tested in config::tests)
+            (json!({}), "fs__write", json!({"path": "/etc/x"}), Low),
+            (json!({}), "pay__charge", json!({}), High),
+            // else defaultRisk
+            (json!({}), "web__get", json!({}), Medium),
+            (json!({"defaultRisk": "low"}), "web__get", json!({}), Low),
+            // a call asked only by defaultDisposition: high, whatever defaultRisk says
+            (
+                json!({"defaultDisposition": "ask", "defaultRisk": "low"}),
+                "web__get",
+                json!({}),
+                High,
+            ),
+            (
+                json!({"defaultDisposition": "ask"}),
+                "pay__x",
+                json!({}),
+                High,
+            ),
+            (
+                json!({"defaultDisposition": "deny", "defaultRisk": "low"}),
+                "web__get",
+                json!({}),
+                Low,
+            ),
+            // the risk map and rules still apply under defaultDisposition: ask
+            (
+                json!({"defaultDisposition": "ask"}),
+                "fs__read",
+                json!({}),
+                Low,
+            ),
+        ];
+        for (extra, tool, args, risk) in cases {
+            let d = p(extra.clone()).disposition(tool, &args);
+            assert_eq!(d.risk, risk, "{extra} {tool} {args}");
+        }
+        assert_eq!(Disposition::unrestricted().risk, Medium);
+    }
+
+    #[test]
+    fn rule_permissions_are_reported() {
+        let p = profile(json!({
+            "denylist": ["x"],
+            "rules": [{"tools": ["fs__delete", "x"], "disposition": "ask", "requirePermissions": ["destructive", "fs"]}]
+        }));
+        assert_eq!(
+            p.disposition("fs__delete", &json!({})).required_permissions,
+            ["destructive", "fs"]
+        );
+        // a denylist match: no rule decided, nothing required
+        assert!(
+            p.disposition("x", &json!({}))
+                .required_permissions
+                .is_empty()
+        );
+        assert!(
+            p.disposition("y", &json!({}))
+                .required_permissions
+                .is_empty()
+        );
     }
 
     #[test]
