@@ -243,3 +243,5 @@ pub struct AuditConfig {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_policy_keys;
