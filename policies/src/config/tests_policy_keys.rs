@@ -231,3 +231,37 @@ fn gateway_keys_report_every_error_with_its_path() {
         );
     }
 }
+
+/// The configuration reference in the README parses, gateway keys included.
+#[test]
+fn the_readme_example_parses() {
+    let readme = include_str!("../../../README.md");
+    let from = readme
+        .find("## Configuration")
+        .expect("a Configuration section");
+    let block = &readme[from..];
+    let start = block.find("```json\n").expect("a JSON block") + "```json\n".len();
+    let end = start + block[start..].find("```").expect("the block's end");
+    let c = Config::from_json_str(&block[start..end]).unwrap_or_else(|e| panic!("{e}"));
+    let p = c.profile("payments").expect("the payments profile");
+    assert_eq!(p.required_permissions(), ["payments"]);
+    assert_eq!(p.default_disposition(), DispositionKind::Ask);
+    let d = p.disposition("stripe__create_refund", &json!({}));
+    assert_eq!((d.kind, d.risk), (DispositionKind::Ask, Risk::Critical));
+    assert_eq!(d.required_permissions, ["refunds"]);
+    assert_eq!(
+        p.disposition("stripe__list_charges", &json!({})).risk,
+        Risk::Low
+    );
+    assert_eq!(
+        p.disposition("stripe__update_customer", &json!({})).risk,
+        Risk::High
+    );
+    let other = p.disposition("slack__post", &json!({}));
+    assert_eq!((other.kind, other.risk), (DispositionKind::Ask, Risk::High));
+    assert_eq!(
+        p.disposition("stripe__delete_customer", &json!({})).kind,
+        DispositionKind::Deny
+    );
+    assert!(!p.risk_policy(Risk::Critical).allow_session_approval);
+}
