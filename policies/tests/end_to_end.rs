@@ -266,14 +266,15 @@ async fn permissions_risk_policies_and_decline_reasons_reach_the_script() {
         ]
     );
     let recs = audit.tool_calls();
-    let rows: Vec<(
-        &str,
-        &str,
+    type Row<'a> = (
+        &'a str,
+        &'a str,
         Risk,
         Option<Channel>,
-        Option<&str>,
-        Option<&str>,
-    )> = recs
+        Option<&'a str>,
+        Option<&'a str>,
+    );
+    let rows: Vec<Row<'_>> = recs
         .iter()
         .map(|r| {
             (

@@ -193,7 +193,14 @@ async fn requests_carry_the_risk_and_its_policy() {
     assert_eq!(reqs[0].caller.name, "agent");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     let recs = audit.tool_calls();
-    let fields: Vec<(Risk, Option<Channel>, Option<&str>, Option<&str>, Decision)> = recs
+    type Row<'a> = (
+        Risk,
+        Option<Channel>,
+        Option<&'a str>,
+        Option<&'a str>,
+        Decision,
+    );
+    let fields: Vec<Row<'_>> = recs
         .iter()
         .map(|r| {
             (
