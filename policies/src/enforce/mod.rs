@@ -14,8 +14,8 @@ use crate::approval::ApprovalKey;
 use crate::audit::{AuditSink, Decision};
 use crate::{
     ApprovalDecision, ApprovalRequest, Approver, Caller, Channel, Disposition, DispositionKind,
-    Fallback, MatchedBy, NoApprover, Preview, Profile, SessionApprovals, new_request_id,
-    summarize_args,
+    Fallback, MatchedBy, NoApprover, Preview, Profile, RiskPolicy, SessionApprovals,
+    new_request_id, summarize_args,
 };
 use audit_guard::AuditGuard;
 
@@ -34,7 +34,9 @@ use audit_guard::AuditGuard;
 ///    `permission`, the message naming the missing permissions.
 /// 3. `deny`: [`ToolError::Denied`] with reason `denied`.
 /// 4. `ask`: if approved earlier for this eval or session (see [`SessionApprovals`] for what
-///    an approval covers: the caller, profile, tool and rule), the call proceeds. Otherwise, if the approver cannot ask anyone, the
+///    an approval covers: the caller, profile, tool and rule), the call proceeds — unless the
+///    call's risk policy forbids approvals of that scope (a session approval given for a
+///    lower-risk call of the tool does not cover a critical one). Otherwise, if the approver cannot ask anyone, the
 ///    profile's `elicitationFallback` decides (`deny`: reason `elicitation_unsupported`). If
 ///    `maxPendingApprovals` asks of this eval are already waiting, the call is denied (reason
 ///    `denied`, "approval queue full"). Otherwise the approver is asked, with the call's risk
@@ -178,8 +180,13 @@ impl PolicyToolHost {
         self.profile.as_deref().map(Profile::name)
     }
 
-    fn is_approved(&self, eval: EvalId, key: &ApprovalKey) -> bool {
-        self.session.contains(key) || lock(&self.eval_approvals).contains(&(eval, key.clone()))
+    /// Whether an approval remembered for the session or the eval covers `key`, counting
+    /// only the scopes the call's risk policy allows (an approval given for a lower-risk call
+    /// of the same tool does not carry over to a call whose risk forbids that scope).
+    fn is_approved(&self, eval: EvalId, key: &ApprovalKey, policy: &RiskPolicy) -> bool {
+        (policy.allow_session_approval && self.session.contains(key))
+            || (policy.allow_eval_approval
+                && lock(&self.eval_approvals).contains(&(eval, key.clone())))
     }
 
     fn queue(&self, key: &ApprovalKey) -> Arc<tokio::sync::Mutex<()>> {
@@ -208,7 +215,8 @@ impl PolicyToolHost {
         audit: &mut AuditGuard<'_>,
     ) -> (Decision, Result<(), ToolError>) {
         let key = ApprovalKey::new(&self.caller, Some(profile.name()), tool, &d.matched);
-        if self.is_approved(cx.eval_id, &key) {
+        let risk_policy = profile.risk_policy(d.risk);
+        if self.is_approved(cx.eval_id, &key, &risk_policy) {
             audit.channel = Some(Channel::Policy);
             return (Decision::Approved, Ok(()));
         }
@@ -248,11 +256,10 @@ impl PolicyToolHost {
         let _pause = cx.pause_timeout();
         let queue = self.queue(&key);
         let _turn = queue.lock().await;
-        if self.is_approved(cx.eval_id, &key) {
+        if self.is_approved(cx.eval_id, &key, &risk_policy) {
             audit.channel = Some(Channel::Policy);
             return (Decision::Approved, Ok(()));
         }
-        let risk_policy = profile.risk_policy(d.risk);
         let timeout = profile.approval_timeout_for(d.risk);
         let request = ApprovalRequest {
             id: new_request_id(),

@@ -462,3 +462,56 @@ async fn channels_of_the_audit() {
             .all(|r| r.caller == "local" && r.risk == Risk::Medium)
     );
 }
+
+async fn write(h: &PolicyToolHost, path: &str, id: u64) -> Result<Value, ToolError> {
+    h.call(
+        "fs__write",
+        json!({ "path": path }),
+        &CallContext::detached(EvalId(1), id),
+    )
+    .await
+}
+
+/// A session approval given for a call of one risk does not cover a call of the same tool (and
+/// the same deciding rule) whose risk forbids session approvals.
+#[tokio::test]
+async fn remembered_approvals_respect_the_risk_of_the_later_call() {
+    let p = json!({
+        "rules": [
+            {"tools": ["fs__write"], "disposition": "ask"},
+            {"tools": ["fs__write"], "when": {"/path": "^/etc"}, "disposition": "deny", "risk": "critical"}
+        ],
+        "riskPolicies": {"critical": {"allowSessionApproval": false}}
+    });
+    let session = SessionApprovals::new();
+    let approver = Scripted::new(ApprovalAnswer::new(
+        ApprovalDecision::ApproveToolForSession,
+        Channel::Elicitation,
+    ));
+    let (h, _, audit) = host(p, "gw", Caller::local(), approver.clone(), session.clone());
+    assert!(write(&h, "/tmp/a", 1).await.is_ok());
+    assert!(write(&h, "/tmp/b", 2).await.is_ok());
+    assert_eq!(
+        approver.asked(),
+        1,
+        "the session approval covers the medium-risk call"
+    );
+    // Same rule decides (rules[0]), but the risk is critical: asked again, and the session
+    // answer is refused there.
+    let r = write(&h, "/etc/passwd", 3).await;
+    assert_eq!(reason_of(&r), Some("elicitation_declined"));
+    assert_eq!(approver.asked(), 2);
+    let risks: Vec<(Risk, Option<Channel>)> = audit
+        .tool_calls()
+        .iter()
+        .map(|r| (r.risk, r.channel))
+        .collect();
+    assert_eq!(
+        risks,
+        [
+            (Risk::Medium, Some(Channel::Elicitation)),
+            (Risk::Medium, Some(Channel::Policy)),
+            (Risk::Critical, Some(Channel::Elicitation)),
+        ]
+    );
+}
