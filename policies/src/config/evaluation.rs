@@ -6,13 +6,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::EvaluationConfig;
+use super::gateway_keys::{read_permissions, read_risk, read_risk_map, read_risk_policies};
 use super::reader::{JsonPath, Reader, describe};
 use super::sections::positive_seconds;
 use crate::profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind, Fallback,
     GlobList, Profile, Rule,
 };
-use crate::{ConfigErrorKind, ConfigErrors, Risk, RiskPolicy};
+use crate::{ConfigErrorKind, ConfigErrors, Risk};
 
 const EVALUATION_KEYS: &[&str] = &["defaultProfile", "profiles", "evalRequiresPermissions"];
 const PROFILE_KEYS: &[&str] = &[
@@ -36,12 +37,6 @@ const RULE_KEYS: &[&str] = &[
     "reason",
     "requirePermissions",
     "risk",
-];
-const RISK_POLICY_KEYS: &[&str] = &[
-    "approvalTimeoutSeconds",
-    "allowSessionApproval",
-    "allowEvalApproval",
-    "requireReason",
 ];
 
 pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationConfig {
@@ -301,109 +296,6 @@ fn read_disposition(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Dispos
             None
         }
     }
-}
-
-/// An array of permission names: free strings, but not empty ones; duplicates are kept once.
-fn read_permissions(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for (p, name) in r.strings(v, path).unwrap_or_default() {
-        if name.trim().is_empty() {
-            r.error(
-                &p,
-                ConfigErrorKind::InvalidValue,
-                "a permission name cannot be empty",
-            );
-        } else if !out.contains(&name) {
-            out.push(name);
-        }
-    }
-    out
-}
-
-/// `"low"`, `"medium"`, `"high"` or `"critical"`.
-fn read_risk(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Risk> {
-    let risk = v.as_str().and_then(Risk::parse);
-    if risk.is_none() {
-        r.error(
-            path,
-            ConfigErrorKind::InvalidValue,
-            format!(
-                "expected \"low\", \"medium\", \"high\" or \"critical\", found {}",
-                describe(v)
-            ),
-        );
-    }
-    risk
-}
-
-/// The `risk` map, `{"<glob>": "<level>"}`, its globs compiled in written order.
-fn read_risk_map(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<(GlobList, Vec<Risk>)> {
-    let before = r.errors.len();
-    let map = r.any_object(v, path)?;
-    let mut globs = Vec::new();
-    let mut levels = Vec::new();
-    let mut paths = Vec::new();
-    for (glob, level) in r.in_written_order(map, path) {
-        let gpath = path.key(glob);
-        if let Some(level) = read_risk(r, level, &gpath) {
-            globs.push(glob.clone());
-            levels.push(level);
-            paths.push(gpath);
-        }
-    }
-    let list = match GlobList::new(globs) {
-        Ok(list) => list,
-        Err(errors) => {
-            for (i, msg) in errors {
-                r.error(&paths[i], ConfigErrorKind::InvalidGlob, msg);
-            }
-            return None;
-        }
-    };
-    (r.errors.len() == before).then_some((list, levels))
-}
-
-/// `riskPolicies`: `{"<level>": {approvalTimeoutSeconds, allowSessionApproval,
-/// allowEvalApproval, requireReason}}`.
-fn read_risk_policies(r: &mut Reader, v: &Value, path: &JsonPath) -> BTreeMap<Risk, RiskPolicy> {
-    let mut out = BTreeMap::new();
-    let Some(map) = r.any_object(v, path) else {
-        return out;
-    };
-    for (level, pv) in map {
-        let ppath = path.key(level);
-        let Some(risk) = Risk::parse(level) else {
-            r.error(
-                &ppath,
-                ConfigErrorKind::InvalidValue,
-                format!(
-                    "unknown risk level `{level}`; expected `low`, `medium`, `high` or `critical`"
-                ),
-            );
-            continue;
-        };
-        let Some(fields) = r.object(pv, &ppath, RISK_POLICY_KEYS) else {
-            continue;
-        };
-        let mut policy = RiskPolicy::default();
-        if let Some(v) = fields.get("approvalTimeoutSeconds") {
-            policy.approval_timeout = positive_seconds(r, v, &ppath.key("approvalTimeoutSeconds"));
-        }
-        let flag = |r: &mut Reader, key: &str, slot: &mut bool| {
-            if let Some(b) = fields.get(key).and_then(|v| r.bool(v, &ppath.key(key))) {
-                *slot = b;
-            }
-        };
-        flag(
-            r,
-            "allowSessionApproval",
-            &mut policy.allow_session_approval,
-        );
-        flag(r, "allowEvalApproval", &mut policy.allow_eval_approval);
-        flag(r, "requireReason", &mut policy.require_reason);
-        out.insert(risk, policy);
-    }
-    out
 }
 
 fn read_condition(r: &mut Reader, pointer: &str, v: &Value, path: &JsonPath) -> Option<Condition> {

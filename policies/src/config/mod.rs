@@ -6,6 +6,7 @@
 mod document;
 mod error;
 mod evaluation;
+mod gateway_keys;
 mod reader;
 mod sections;
 
