@@ -61,6 +61,11 @@ impl Profile {
     /// `evaluation.profiles.<name>`), for embedding without a configuration file. Error paths
     /// are relative to that value.
     ///
+    /// A `serde_json::Value` does not keep the written order of an object's keys (its maps are
+    /// sorted unless serde_json's `preserve_order` feature is on), so the `risk` globs are tried
+    /// in the map's own order here; [`crate::Config::from_json_str`] reads the text and keeps
+    /// the written order.
+    ///
     /// # Errors
     ///
     /// Every problem found (see [`crate::Config::from_json_str`]).
