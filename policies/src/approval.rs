@@ -200,29 +200,43 @@ impl ApprovalDecision {
 /// Tools approved "for the session": shared by the evals of one client session (a cheap clone
 /// of an `Arc`).
 ///
-/// An approval covers the tool for asks from the same source: an approval given when an
-/// `asklist` glob asked covers every later list-driven ask of that tool; one given when a rule
-/// asked covers only that rule (of that profile), since rules look at the arguments and the
-/// human approved one kind of arguments. A `deny` is never overridden.
+/// An approval is keyed by (caller, profile, tool, rule): it covers later asks of the same
+/// tool, by the same caller ([`Caller::name`]), under the same profile, from the same source —
+/// an approval given when an `asklist` glob (or `defaultDisposition: "ask"`) asked covers every
+/// later list-driven ask of that tool; one given when a rule asked covers only that rule,
+/// since rules look at the arguments and the human approved one kind of arguments. So an
+/// approval given in one profile never covers another profile's calls, and a second client
+/// presenting the same session id under another identity does not inherit it. A `deny` is
+/// never overridden.
 #[derive(Debug, Clone, Default)]
 pub struct SessionApprovals {
     inner: Arc<Mutex<HashSet<ApprovalKey>>>,
 }
 
-/// What one approval covers: a tool, and the rule that asked, if a rule did.
+/// What one approval covers: a caller, a profile, a tool, and the rule that asked, if a rule
+/// did.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct ApprovalKey {
+    caller: String,
+    profile: Option<String>,
     tool: String,
-    rule: Option<(Option<String>, usize)>,
+    rule: Option<usize>,
 }
 
 impl ApprovalKey {
-    pub(crate) fn new(tool: &str, profile: Option<&str>, matched: &MatchedBy) -> Self {
+    pub(crate) fn new(
+        caller: &Caller,
+        profile: Option<&str>,
+        tool: &str,
+        matched: &MatchedBy,
+    ) -> Self {
         let rule = match matched {
-            MatchedBy::Rule(i) => Some((profile.map(str::to_string), *i)),
+            MatchedBy::Rule(i) => Some(*i),
             _ => None,
         };
         ApprovalKey {
+            caller: caller.name.clone(),
+            profile: profile.map(str::to_string),
             tool: tool.to_string(),
             rule,
         }
@@ -364,20 +378,34 @@ mod tests {
     fn session_approvals_are_shared_and_scoped() {
         let a = SessionApprovals::new();
         let b = a.clone();
-        let list = ApprovalKey::new("fs__write", Some("p"), &MatchedBy::Asklist("fs__*".into()));
-        let rule = ApprovalKey::new("fs__write", Some("p"), &MatchedBy::Rule(0));
-        let other_profile = ApprovalKey::new("fs__write", Some("q"), &MatchedBy::Rule(0));
+        let me = Caller::local();
+        let key = |caller: &Caller, profile: &str, matched: MatchedBy| {
+            ApprovalKey::new(caller, Some(profile), "fs__write", &matched)
+        };
+        let list = key(&me, "p", MatchedBy::Asklist("fs__*".into()));
+        let rule = key(&me, "p", MatchedBy::Rule(0));
         a.insert(list.clone());
         assert!(b.contains(&list));
-        // Any list glob: the same key.
-        assert!(b.contains(&ApprovalKey::new(
+        // Any list glob, or the default disposition: the same key.
+        assert!(b.contains(&key(&me, "p", MatchedBy::Asklist("*".into()))));
+        assert!(b.contains(&key(&me, "p", MatchedBy::Default)));
+        // Not another profile's, not another caller's, not a rule's.
+        assert!(!b.contains(&key(&me, "q", MatchedBy::Asklist("fs__*".into()))));
+        assert!(!b.contains(&key(
+            &Caller::new("ci", ["x"]),
+            "p",
+            MatchedBy::Asklist("fs__*".into())
+        )));
+        assert!(!b.contains(&ApprovalKey::new(
+            &me,
+            None,
             "fs__write",
-            Some("q"),
-            &MatchedBy::Asklist("*".into())
+            &MatchedBy::Default
         )));
         assert!(!b.contains(&rule));
         b.insert(rule.clone());
-        assert!(a.contains(&rule) && !a.contains(&other_profile));
+        assert!(a.contains(&rule) && !a.contains(&key(&me, "q", MatchedBy::Rule(0))));
+        assert!(!a.contains(&key(&me, "p", MatchedBy::Rule(1))));
         assert_eq!(a.tools(), ["fs__write"]);
         a.revoke("fs__write");
         assert!(b.is_empty());

@@ -94,10 +94,17 @@
 //! A call's disposition is decided on the called name (and, for rules, its arguments), in this
 //! order — see [`Profile::disposition`]:
 //!
-//! 1. the first matching rule (`tools` globs match and every `when` condition holds: a JSON
+//! 1. a `denylist` glob → deny, always (no rule overrides it);
+//! 2. the first matching rule (`tools` globs match and every `when` condition holds: a JSON
 //!    Pointer into the arguments, whose value must match a regex);
-//! 2. a `denylist` glob → deny; 3. an `asklist` glob → ask;
-//! 4. an `allowlist` that does not match → deny; 5. otherwise allow.
+//! 3. an `asklist` glob → ask;
+//! 4. with an `allowlist`: not matching → deny, matching → allow; 5. otherwise the profile's
+//!    `defaultDisposition` (default allow).
+//!
+//! Each call also gets a [`Risk`] (rules' `risk`, the profile's `risk` globs in written order,
+//! `defaultRisk`), whose [`RiskPolicy`] (`riskPolicies`) bounds what a human may answer.
+//! Profiles and rules may require caller permissions (`requirePermissions`, checked against the
+//! [`Caller`]): a rule's missing permission denies the call with reason `permission`.
 //!
 //! Globs are [globset] globs; tool names contain no `/`, so `*` matches across the `__`
 //! between server and tool: `fs__*` matches `fs__dir__list`. Matching is case-sensitive.

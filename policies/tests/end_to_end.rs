@@ -170,3 +170,153 @@ async fn aliased_and_computed_calls_of_a_denied_tool_are_still_denied() {
         "a denied tool was reached"
     );
 }
+
+/// Answers by tool: approve `fs__write` for the session (which a critical risk forbids),
+/// decline anything else with a reason; remembers each request's tool and risk.
+struct ByTool(std::sync::Mutex<Vec<(String, codemode_policies::Risk)>>);
+
+impl Approver for ByTool {
+    fn supports(&self) -> bool {
+        true
+    }
+    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
+        self.0.lock().unwrap().push((req.tool.clone(), req.risk));
+        let answer = if req.tool == "fs__write" {
+            ApprovalAnswer::new(ApprovalDecision::ApproveToolForSession, Channel::Http)
+                .with_reason(Some("fine".into()))
+        } else {
+            ApprovalAnswer::new(ApprovalDecision::Decline, Channel::Http)
+                .with_reason(Some("not on a Friday".into()))
+                .decided_by("alice")
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+/// The gateway's decisions as a script sees them: a rule's missing permission, an answer the
+/// risk policy forbids, a decline's reason, the absolute denylist and `defaultDisposition`.
+#[tokio::test]
+async fn permissions_risk_policies_and_decline_reasons_reach_the_script() {
+    use codemode_policies::{Caller, Risk};
+    let runtime = Runtime::new(&RuntimeConfig::default()).expect("runtime");
+    let inner: Arc<dyn ToolHost> = Arc::new(
+        FnTools::new()
+            .sync_tool("fs__read", |_| Ok(json!("contents")))
+            .sync_tool("fs__write", |_| Ok(json!("written")))
+            .sync_tool("fs__delete", |_| Ok(json!("deleted")))
+            .sync_tool("pay__refund", |_| Ok(json!("refunded")))
+            .sync_tool("web__get", |_| Ok(json!("page"))),
+    );
+    let profile = Profile::from_json(
+        "gateway",
+        &json!({
+            "denylist": ["fs__delete"],
+            "asklist": ["fs__write"],
+            "defaultDisposition": "ask",
+            "risk": {"fs__write": "critical", "fs__read": "low"},
+            "riskPolicies": {"critical": {"allowSessionApproval": false}},
+            "rules": [
+                {"tools": ["fs__delete"], "disposition": "allow"},
+                {"tools": ["fs__read"], "disposition": "allow"},
+                {"tools": ["pay__*"], "disposition": "ask", "requirePermissions": ["payments"]}
+            ]
+        }),
+    )
+    .expect("profile");
+    let code = r#"
+        const out = {};
+        for (const [name, tool] of [["delete", "fs__delete"], ["write", "fs__write"],
+                                    ["refund", "pay__refund"], ["web", "web__get"],
+                                    ["read", "fs__read"]]) {
+          try {
+            out[name] = await codemode[tool]({});
+          } catch (e) {
+            out[name] = [e.name, e.reason, e.message];
+          }
+        }
+        return out;
+    "#;
+    let approver = Arc::new(ByTool(std::sync::Mutex::new(Vec::new())));
+    let audit = Arc::new(MemoryAuditSink::new());
+    let host = PolicyToolHost::builder(inner)
+        .profile(Some(Arc::new(profile)))
+        .approver(approver.clone())
+        .caller(Caller::new("ci", ["deploy"]))
+        .preview(Arc::new(extract_tool_calls(code)))
+        .audit(audit.clone(), false)
+        .build();
+    let outcome = runtime.eval(code, &EvalOptions::default(), &host).await;
+    assert!(outcome.ok, "{outcome:?}");
+    let denied = "ToolCallDeniedError";
+    assert_eq!(
+        outcome.result,
+        json!({
+            "delete": [denied, "denied", "`fs__delete` (denylist glob `fs__delete` of profile `gateway`): denied"],
+            "write": [denied, "elicitation_declined", "`fs__write` (asklist glob `fs__write` of profile `gateway`) was not approved: the answer \"approve for this session\" was refused (approving for the rest of the session is not allowed at this risk level; risk critical), so it counts as a decline"],
+            "refund": [denied, "permission", "`pay__refund` (rules[2] of profile `gateway`): denied: caller `ci` lacks the permission `payments`"],
+            "web": [denied, "elicitation_declined", "`web__get` (no list or rule matched of profile `gateway`) was declined by `alice`: not on a Friday"],
+            "read": "contents"
+        })
+    );
+    assert_eq!(
+        *approver.0.lock().unwrap(),
+        [
+            ("fs__write".to_string(), Risk::Critical),
+            ("web__get".to_string(), Risk::High)
+        ]
+    );
+    let recs = audit.tool_calls();
+    type Row<'a> = (
+        &'a str,
+        &'a str,
+        Risk,
+        Option<Channel>,
+        Option<&'a str>,
+        Option<&'a str>,
+    );
+    let rows: Vec<Row<'_>> = recs
+        .iter()
+        .map(|r| {
+            (
+                r.tool.as_str(),
+                r.caller.as_str(),
+                r.risk,
+                r.channel,
+                r.decided_by.as_deref(),
+                r.reason.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("fs__delete", "ci", Risk::Medium, None, None, Some("denied")),
+            (
+                "fs__write",
+                "ci",
+                Risk::Critical,
+                Some(Channel::Http),
+                None,
+                Some("elicitation_declined")
+            ),
+            (
+                "pay__refund",
+                "ci",
+                Risk::Medium,
+                None,
+                None,
+                Some("permission")
+            ),
+            (
+                "web__get",
+                "ci",
+                Risk::High,
+                Some(Channel::Http),
+                Some("alice"),
+                Some("elicitation_declined")
+            ),
+            ("fs__read", "ci", Risk::Low, None, None, None),
+        ]
+    );
+    assert_eq!(recs[3].decision_reason.as_deref(), Some("not on a Friday"));
+}

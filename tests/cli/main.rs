@@ -268,6 +268,51 @@ fn config_check_names_paths() {
     assert!(text(&out.stdout).contains("ok (1 servers, 2 profiles"));
 }
 
+/// `config check` validates the gateway's policy keys, each error with its JSON path.
+#[test]
+fn config_check_gateway_policy_keys() {
+    let dir = temp_dir("config-gateway");
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"evaluation": {"evalRequiresPermissions": [""], "profiles": {"p": {
+            "defaultDisposition": "maybe", "requirePermissions": "payments",
+            "risk": {"pay__*": "severe", "[": "low"}, "defaultRisk": "HIGH",
+            "riskPolicies": {"critical": {"allowSessionApproval": "no"}, "extreme": {}},
+            "rules": [{"tools": ["x"], "disposition": "ask", "risk": "huge"}]}}}}"#,
+    )
+    .unwrap();
+    let out = config_check(&bad);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    for needle in [
+        "evaluation.evalRequiresPermissions[0]: a permission name cannot be empty",
+        "evaluation.profiles.p.defaultDisposition: expected \"allow\", \"deny\" or \"ask\", found a string (\"maybe\")",
+        "evaluation.profiles.p.requirePermissions: expected an array of strings, found a string (\"payments\")",
+        "evaluation.profiles.p.risk[\"pay__*\"]: expected \"low\", \"medium\", \"high\" or \"critical\", found a string (\"severe\")",
+        "evaluation.profiles.p.risk[\"[\"]: invalid glob `[`",
+        "evaluation.profiles.p.defaultRisk: expected \"low\", \"medium\", \"high\" or \"critical\", found a string (\"HIGH\")",
+        "evaluation.profiles.p.riskPolicies.critical.allowSessionApproval: expected a boolean, found a string (\"no\")",
+        "evaluation.profiles.p.riskPolicies.extreme: unknown risk level `extreme`",
+        "evaluation.profiles.p.rules[0].risk: expected \"low\", \"medium\", \"high\" or \"critical\", found a string (\"huge\")",
+    ] {
+        assert!(stderr.contains(needle), "missing {needle:?} in:\n{stderr}");
+    }
+    let good = dir.join("good.json");
+    std::fs::write(
+        &good,
+        r#"{"evaluation": {"evalRequiresPermissions": ["eval"], "profiles": {"p": {
+            "defaultDisposition": "ask", "requirePermissions": ["payments"],
+            "risk": {"pay__*": "critical"}, "defaultRisk": "low",
+            "riskPolicies": {"critical": {"approvalTimeoutSeconds": 300, "allowSessionApproval": false,
+                                          "allowEvalApproval": false, "requireReason": true}},
+            "rules": [{"tools": ["x"], "disposition": "ask", "risk": "high", "requirePermissions": ["destructive"]}]}}}}"#,
+    )
+    .unwrap();
+    let out = config_check(&good);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
 fn python() -> &'static str {
     "python3"
 }

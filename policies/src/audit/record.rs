@@ -6,7 +6,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::time::now_rfc3339;
-use crate::DispositionKind;
+use crate::{Channel, DispositionKind, Risk};
 
 /// One line of the audit log. Serialised with an `event` field: `"tool_call"` or `"eval"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,6 +79,24 @@ pub struct ToolCallAuditRecord {
     pub status: CallStatus,
     /// From the start of the attempt (approval time included) to its end, in milliseconds.
     pub duration_ms: f64,
+    /// Who the eval runs for ([`crate::Caller::name`]: `local`, a token's name, a JWT's `sub`).
+    #[serde(default)]
+    pub caller: String,
+    /// The call's risk level ([`crate::Disposition::risk`]).
+    #[serde(default)]
+    pub risk: Risk,
+    /// Where the decision on an ask came from: a human's channel (`elicitation`, `http`,
+    /// `terminal`), `fallback` (nobody could be asked), `policy` (an approval remembered for
+    /// the eval or session, a timeout); `null` when nobody was asked.
+    #[serde(default)]
+    pub channel: Option<Channel>,
+    /// Who answered the ask, when the channel names them (an HTTP token's name, `local`).
+    #[serde(default)]
+    pub decided_by: Option<String>,
+    /// The reason the human gave with the answer, if any (or why a refused answer did not
+    /// take effect).
+    #[serde(default)]
+    pub decision_reason: Option<String>,
 }
 
 /// `event: "eval"`: one finished eval.
@@ -229,6 +247,11 @@ mod tests {
             reason: Some("elicitation_timeout".into()),
             status: CallStatus::Denied,
             duration_ms: 1.5,
+            caller: "ci".into(),
+            risk: Risk::Critical,
+            channel: Some(Channel::Http),
+            decided_by: Some("ops".into()),
+            decision_reason: Some("not now".into()),
         };
         let v = serde_json::to_value(AuditRecord::ToolCall(rec.clone())).unwrap();
         assert_eq!(
@@ -237,7 +260,25 @@ mod tests {
                    "session_id": null, "profile": "supervised", "tool": "fs__write",
                    "args_sha256": args_sha256(&json!({"a": 1})), "disposition": "ask",
                    "decision": "timeout", "reason": "elicitation_timeout", "status": "denied",
-                   "duration_ms": 1.5})
+                   "duration_ms": 1.5, "caller": "ci", "risk": "critical", "channel": "http",
+                   "decided_by": "ops", "decision_reason": "not now"})
+        );
+        // The new fields come last, in this order, after the older ones.
+        let line = serde_json::to_string(&rec).unwrap();
+        let at = |k: &str| line.find(&format!("\"{k}\":")).unwrap();
+        assert!(at("duration_ms") < at("caller") && at("caller") < at("risk"));
+        assert!(at("risk") < at("channel") && at("channel") < at("decided_by"));
+        assert!(at("decided_by") < at("decision_reason"));
+        // A record written before these fields existed still reads.
+        let old = r#"{"event":"tool_call","ts":"t","eval_id":1,"call_id":1,"session_id":null,
+            "profile":null,"tool":"t","args_sha256":"x","disposition":"allow","decision":"allowed",
+            "reason":null,"status":"ok","duration_ms":1.0}"#;
+        let AuditRecord::ToolCall(old) = serde_json::from_str(old).unwrap() else {
+            panic!("not a tool call")
+        };
+        assert_eq!(
+            (old.caller.as_str(), old.risk, old.channel),
+            ("", Risk::Medium, None)
         );
         rec.args = Some(json!({"a": 1}));
         let line = serde_json::to_string(&AuditRecord::ToolCall(rec.clone())).unwrap();

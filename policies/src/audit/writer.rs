@@ -314,6 +314,11 @@ mod tests {
             reason: None,
             status: CallStatus::Ok,
             duration_ms: 0.0,
+            caller: "local".into(),
+            risk: crate::Risk::Medium,
+            channel: None,
+            decided_by: None,
+            decision_reason: None,
         })
     }
 

@@ -4,8 +4,13 @@
 //! word. In a policy file that is a rule lost in silence: a profile with two `deny` lists
 //! denies only what the second one names. So the document is built here, by a visitor that
 //! records every repeated key with the path of its object, and [`parse`] fails with all of them.
+//!
+//! `serde_json`'s maps are sorted by key, so the visitor also records each object's keys in
+//! written order ([`KeyOrder`]), for the maps whose order means something (a profile's `risk`
+//! globs: the first that matches wins).
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -14,14 +19,26 @@ use serde_json::{Map, Value};
 use super::error::{ConfigError, ConfigErrorKind, ConfigErrors};
 use super::reader::JsonPath;
 
+/// The keys of each object of the document in written order, by the object's path
+/// (`JsonPath` text).
+pub(crate) type KeyOrder = HashMap<String, Vec<String>>;
+
 /// Parses `json`, failing on invalid JSON (with line and column) or on any key that an object
 /// holds more than once (every such key, each with its path).
+#[cfg(test)]
 pub(crate) fn parse(json: &str) -> Result<Value, ConfigErrors> {
+    parse_ordered(json).map(|(value, _)| value)
+}
+
+/// [`parse`], also returning each object's keys in written order.
+pub(crate) fn parse_ordered(json: &str) -> Result<(Value, KeyOrder), ConfigErrors> {
     let repeated = RefCell::new(Vec::new());
+    let order = RefCell::new(KeyOrder::new());
     let mut deserializer = serde_json::Deserializer::from_str(json);
     let node = Node {
         path: JsonPath::root(),
         repeated: &repeated,
+        order: &order,
     };
     let value = node
         .deserialize(&mut deserializer)
@@ -29,7 +46,7 @@ pub(crate) fn parse(json: &str) -> Result<Value, ConfigErrors> {
         .map_err(invalid_json)?;
     let repeated = repeated.into_inner();
     if repeated.is_empty() {
-        Ok(value)
+        Ok((value, order.into_inner()))
     } else {
         Err(ConfigErrors { errors: repeated })
     }
@@ -55,6 +72,7 @@ fn invalid_json(e: serde_json::Error) -> ConfigErrors {
 struct Node<'r> {
     path: JsonPath,
     repeated: &'r RefCell<Vec<ConfigError>>,
+    order: &'r RefCell<KeyOrder>,
 }
 
 impl<'de> DeserializeSeed<'de> for Node<'_> {
@@ -106,6 +124,7 @@ impl<'de> Visitor<'de> for Node<'_> {
         while let Some(item) = seq.next_element_seed(Node {
             path: self.path.index(items.len()),
             repeated: self.repeated,
+            order: self.order,
         })? {
             items.push(item);
         }
@@ -114,10 +133,12 @@ impl<'de> Visitor<'de> for Node<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
+        let mut keys = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
             let value = map.next_value_seed(Node {
                 path: self.path.key(&key),
                 repeated: self.repeated,
+                order: self.order,
             })?;
             if object.contains_key(&key) {
                 self.repeated.borrow_mut().push(ConfigError::new(
@@ -129,9 +150,11 @@ impl<'de> Visitor<'de> for Node<'_> {
                     ),
                 ));
             } else {
+                keys.push(key.clone());
                 object.insert(key, value);
             }
         }
+        self.order.borrow_mut().insert(self.path.to_string(), keys);
         Ok(Value::Object(object))
     }
 }
@@ -177,6 +200,14 @@ mod tests {
                 .message()
                 .contains("`timeout` is given more than once")
         );
+    }
+
+    #[test]
+    fn keys_are_kept_in_written_order() {
+        let (_, order) = parse_ordered(r#"{"z": {"b*": 1, "a*": 2, "c": {}}, "a": []}"#).unwrap();
+        assert_eq!(order["(root)"], ["z", "a"]);
+        assert_eq!(order["z"], ["b*", "a*", "c"]);
+        assert_eq!(order["z.c"], Vec::<String>::new());
     }
 
     #[test]

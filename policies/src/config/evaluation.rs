@@ -1,19 +1,21 @@
 //! Builds the `evaluation` section: profiles, their lists and rules.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::EvaluationConfig;
+use super::gateway_keys::{read_permissions, read_risk, read_risk_map, read_risk_policies};
 use super::reader::{JsonPath, Reader, describe};
 use super::sections::positive_seconds;
 use crate::profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind, Fallback,
     GlobList, Profile, Rule,
 };
-use crate::{ConfigErrorKind, ConfigErrors};
+use crate::{ConfigErrorKind, ConfigErrors, Risk};
 
-const EVALUATION_KEYS: &[&str] = &["defaultProfile", "profiles"];
+const EVALUATION_KEYS: &[&str] = &["defaultProfile", "profiles", "evalRequiresPermissions"];
 const PROFILE_KEYS: &[&str] = &[
     "allowlist",
     "denylist",
@@ -22,14 +24,30 @@ const PROFILE_KEYS: &[&str] = &[
     "elicitationFallback",
     "approvalTimeoutSeconds",
     "maxPendingApprovals",
+    "defaultDisposition",
+    "requirePermissions",
+    "risk",
+    "defaultRisk",
+    "riskPolicies",
 ];
-const RULE_KEYS: &[&str] = &["tools", "when", "disposition", "reason"];
+const RULE_KEYS: &[&str] = &[
+    "tools",
+    "when",
+    "disposition",
+    "reason",
+    "requirePermissions",
+    "risk",
+];
 
 pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationConfig {
     let mut out = EvaluationConfig::default();
     let Some(map) = r.object(v, path, EVALUATION_KEYS) else {
         return out;
     };
+    if let Some(v) = map.get("evalRequiresPermissions") {
+        out.eval_requires_permissions =
+            read_permissions(r, v, &path.key("evalRequiresPermissions"));
+    }
     let mut names: Vec<&str> = Vec::new();
     if let Some(v) = map.get("profiles") {
         let ppath = path.key("profiles");
@@ -138,6 +156,26 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
             None => {}
         }
     }
+    let default_disposition = match map.get("defaultDisposition") {
+        Some(v) => read_disposition(r, v, &path.key("defaultDisposition")),
+        None => Some(DispositionKind::Allow),
+    };
+    let require_permissions = match map.get("requirePermissions") {
+        Some(v) => read_permissions(r, v, &path.key("requirePermissions")),
+        None => Vec::new(),
+    };
+    let (risk_globs, risk_levels) = match map.get("risk") {
+        Some(v) => read_risk_map(r, v, &path.key("risk")).unwrap_or_default(),
+        None => (GlobList::default(), Vec::new()),
+    };
+    let default_risk = match map.get("defaultRisk") {
+        Some(v) => read_risk(r, v, &path.key("defaultRisk")),
+        None => Some(Risk::default()),
+    };
+    let risk_policies = match map.get("riskPolicies") {
+        Some(v) => read_risk_policies(r, v, &path.key("riskPolicies")),
+        None => BTreeMap::new(),
+    };
     if r.errors.len() > before {
         return None;
     }
@@ -150,6 +188,12 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         elicitation_fallback,
         approval_timeout: approval_timeout?,
         max_pending_approvals,
+        default_disposition: default_disposition?,
+        require_permissions,
+        risk_globs,
+        risk_levels,
+        default_risk: default_risk?,
+        risk_policies,
     })
 }
 
@@ -191,23 +235,7 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         }
     };
     let disposition = match map.get("disposition") {
-        Some(v) => {
-            let dpath = path.key("disposition");
-            match v.as_str() {
-                Some("allow") => Some(DispositionKind::Allow),
-                Some("deny") => Some(DispositionKind::Deny),
-                Some("ask") => Some(DispositionKind::Ask),
-                _ => {
-                    let found = describe(v);
-                    r.error(
-                        &dpath,
-                        ConfigErrorKind::InvalidValue,
-                        format!("expected \"allow\", \"deny\" or \"ask\", found {found}"),
-                    );
-                    None
-                }
-            }
-        }
+        Some(v) => read_disposition(r, v, &path.key("disposition")),
         None => {
             r.error(
                 path,
@@ -221,6 +249,13 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         Some(v) => r.string(v, &path.key("reason")).map(str::to_string),
         None => None,
     };
+    let require_permissions = match map.get("requirePermissions") {
+        Some(v) => read_permissions(r, v, &path.key("requirePermissions")),
+        None => Vec::new(),
+    };
+    let risk = map
+        .get("risk")
+        .and_then(|v| read_risk(r, v, &path.key("risk")));
     let mut when = Vec::new();
     if let Some(v) = map.get("when") {
         let wpath = path.key("when");
@@ -240,7 +275,27 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         when,
         disposition: disposition?,
         reason,
+        require_permissions,
+        risk,
     })
+}
+
+/// `"allow"`, `"deny"` or `"ask"`.
+fn read_disposition(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<DispositionKind> {
+    match v.as_str() {
+        Some("allow") => Some(DispositionKind::Allow),
+        Some("deny") => Some(DispositionKind::Deny),
+        Some("ask") => Some(DispositionKind::Ask),
+        _ => {
+            let found = describe(v);
+            r.error(
+                path,
+                ConfigErrorKind::InvalidValue,
+                format!("expected \"allow\", \"deny\" or \"ask\", found {found}"),
+            );
+            None
+        }
+    }
 }
 
 fn read_condition(r: &mut Reader, pointer: &str, v: &Value, path: &JsonPath) -> Option<Condition> {

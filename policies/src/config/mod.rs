@@ -6,6 +6,7 @@
 mod document;
 mod error;
 mod evaluation;
+mod gateway_keys;
 mod reader;
 mod sections;
 
@@ -64,8 +65,8 @@ impl Config {
     /// unknown keys (listing the allowed ones), wrong types, bad globs and
     /// regexes, invalid names, a `defaultProfile` naming no profile, …
     pub fn from_json_str(json: &str) -> Result<Config, ConfigErrors> {
-        let value = document::parse(json)?;
-        sections::config_from_value(&value)
+        let (value, key_order) = document::parse_ordered(json)?;
+        sections::config_from_value(&value, key_order)
     }
 
     /// Reads and parses the configuration file at `path`. Relative paths inside it (`audit.dir`,
@@ -165,6 +166,18 @@ pub struct EvaluationConfig {
     pub default_profile: Option<String>,
     /// The profiles, by name (`profiles`). Default: none.
     pub profiles: BTreeMap<String, Arc<Profile>>,
+    /// The permissions a caller needs to use the base `eval` tool
+    /// (`evalRequiresPermissions`, free strings). Default: none. See
+    /// [`EvaluationConfig::eval_missing_permissions`].
+    pub eval_requires_permissions: Vec<String>,
+}
+
+impl EvaluationConfig {
+    /// The permissions of `evalRequiresPermissions` that `caller` lacks, in written order:
+    /// empty when the caller may use the base `eval` tool.
+    pub fn eval_missing_permissions<'a>(&'a self, caller: &crate::Caller) -> Vec<&'a str> {
+        caller.missing(&self.eval_requires_permissions)
+    }
 }
 
 /// Resource limits of each eval (`limits`).
@@ -231,3 +244,5 @@ pub struct AuditConfig {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_policy_keys;

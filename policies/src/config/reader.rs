@@ -76,6 +76,8 @@ pub(crate) fn describe(v: &Value) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct Reader {
     pub(crate) errors: Vec<ConfigError>,
+    /// Each object's keys in written order (empty when the document came as a `Value`).
+    pub(crate) key_order: super::document::KeyOrder,
 }
 
 impl Reader {
@@ -142,6 +144,22 @@ impl Reader {
                 self.expected(path, "an object", v);
                 None
             }
+        }
+    }
+
+    /// The members of `map` (the object at `path`) in written order when the document's text
+    /// was read, else in the map's own (sorted) order.
+    pub(crate) fn in_written_order<'v>(
+        &self,
+        map: &'v Map<String, Value>,
+        path: &JsonPath,
+    ) -> Vec<(&'v String, &'v Value)> {
+        match self.key_order.get(&path.to_string()) {
+            Some(keys) => keys
+                .iter()
+                .filter_map(|k| map.get_key_value(k.as_str()))
+                .collect(),
+            None => map.iter().collect(),
         }
     }
 

@@ -42,8 +42,14 @@ const LIMIT_KEYS: &[&str] = &[
 ];
 const AUDIT_KEYS: &[&str] = &["dir", "includeArgs"];
 
-pub(crate) fn config_from_value(value: &Value) -> Result<Config, ConfigErrors> {
-    let mut r = Reader::default();
+pub(crate) fn config_from_value(
+    value: &Value,
+    key_order: super::document::KeyOrder,
+) -> Result<Config, ConfigErrors> {
+    let mut r = Reader {
+        key_order,
+        ..Reader::default()
+    };
     let root = JsonPath::root();
     let mut config = Config::default();
     if let Some(map) = r.object(value, &root, ROOT_KEYS) {

@@ -6,8 +6,8 @@ use codemode_runtime::{CallContext, CallStatus};
 use serde_json::Value;
 
 use super::PolicyToolHost;
-use crate::DispositionKind;
 use crate::audit::{AuditRecord, Decision, ToolCallAuditRecord, args_sha256, now_rfc3339};
+use crate::{Channel, DispositionKind, Risk};
 
 /// Collects what is known about one attempt and records it once: on [`AuditGuard::finish`],
 /// or on drop if the call's future was dropped before finishing (status `error`, reason
@@ -20,6 +20,11 @@ pub(super) struct AuditGuard<'h> {
     pub(super) disposition: DispositionKind,
     pub(super) decision: Decision,
     pub(super) reason: Option<String>,
+    pub(super) risk: Risk,
+    /// Where the answer to an ask came from; `None` when nobody was asked.
+    pub(super) channel: Option<Channel>,
+    pub(super) decided_by: Option<String>,
+    pub(super) decision_reason: Option<String>,
 }
 
 struct Base {
@@ -51,6 +56,10 @@ impl<'h> AuditGuard<'h> {
             disposition: DispositionKind::Allow,
             decision: Decision::Allowed,
             reason: None,
+            risk: Risk::default(),
+            channel: None,
+            decided_by: None,
+            decision_reason: None,
         }
     }
 
@@ -77,6 +86,11 @@ impl<'h> AuditGuard<'h> {
             reason: self.reason.take(),
             status,
             duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            caller: self.host.caller.name.clone(),
+            risk: self.risk,
+            channel: self.channel,
+            decided_by: self.decided_by.take(),
+            decision_reason: self.decision_reason.take(),
         }));
     }
 }

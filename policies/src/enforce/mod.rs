@@ -13,9 +13,9 @@ use serde_json::Value;
 use crate::approval::ApprovalKey;
 use crate::audit::{AuditSink, Decision};
 use crate::{
-    ApprovalDecision, ApprovalRequest, Approver, Caller, Disposition, DispositionKind, Fallback,
-    MatchedBy, NoApprover, Preview, Profile, Risk, RiskPolicy, SessionApprovals, new_request_id,
-    summarize_args,
+    ApprovalDecision, ApprovalRequest, Approver, Caller, Channel, Disposition, DispositionKind,
+    Fallback, MatchedBy, NoApprover, Preview, Profile, RiskPolicy, SessionApprovals,
+    new_request_id, summarize_args,
 };
 use audit_guard::AuditGuard;
 
@@ -29,17 +29,26 @@ use audit_guard::AuditGuard;
 ///
 /// 1. The disposition comes from [`Profile::disposition`] on the called name and arguments
 ///    (no profile: allowed).
-/// 2. `deny`: [`ToolError::Denied`] with reason `denied`.
-/// 3. `ask`: if approved earlier for this eval or session (see [`SessionApprovals`] for what
-///    an approval covers), the call proceeds. Otherwise, if the approver cannot ask anyone, the
+/// 2. If the deciding rule requires permissions (`requirePermissions`) the caller
+///    ([`PolicyToolHostBuilder::caller`]) lacks: [`ToolError::Denied`] with reason
+///    `permission`, the message naming the missing permissions.
+/// 3. `deny`: [`ToolError::Denied`] with reason `denied`.
+/// 4. `ask`: if approved earlier for this eval or session (see [`SessionApprovals`] for what
+///    an approval covers: the caller, profile, tool and rule), the call proceeds — unless the
+///    call's risk policy forbids approvals of that scope (a session approval given for a
+///    lower-risk call of the tool does not cover a critical one). Otherwise, if the approver cannot ask anyone, the
 ///    profile's `elicitationFallback` decides (`deny`: reason `elicitation_unsupported`). If
 ///    `maxPendingApprovals` asks of this eval are already waiting, the call is denied (reason
-///    `denied`, "approval queue full"). Otherwise the approver is asked, with the profile's
-///    approval timeout: no answer in time denies (reason `elicitation_timeout`; a timeout
-///    never approves), a decline or a dismissal denies (reason `elicitation_declined`).
+///    `denied`, "approval queue full"). Otherwise the approver is asked, with the call's risk
+///    and its risk policy ([`Profile::risk_policy`]) and the risk policy's approval timeout
+///    (else the profile's): no answer in time denies (reason `elicitation_timeout`; a timeout
+///    never approves), a decline or a dismissal denies (reason `elicitation_declined`, the
+///    message ending with the decider's reason, if given). An answer the risk policy forbids
+///    ([`crate::RiskPolicy::check`]: a session or eval approval it does not allow, a missing
+///    required reason) never takes effect: it is a decline, with a message saying why.
 ///    Asks about the same tool (from the same list or rule) wait for each other, so that
 ///    "approve for this eval" answers the calls queued behind it.
-/// 4. Otherwise the inner host is called.
+/// 5. Otherwise the inner host is called.
 ///
 /// # Human time and the eval's timeout
 ///
@@ -52,7 +61,9 @@ use audit_guard::AuditGuard;
 ///
 /// Exactly one [`crate::ToolCallAuditRecord`] per attempt, whatever happens to it, including
 /// a call abandoned midway (its future dropped when the eval ends): recorded then with status
-/// `error` and reason `cancelled`.
+/// `error` and reason `cancelled`. It names the caller and the risk, and for an ask the
+/// channel of the answer (`policy` for an approval remembered or a timeout, `fallback` when
+/// nobody could be asked), the decider and their reason.
 pub struct PolicyToolHost {
     inner: Arc<dyn ToolHost>,
     profile: Option<Arc<Profile>>,
@@ -126,7 +137,8 @@ impl PolicyToolHostBuilder {
         self
     }
 
-    /// Who the eval runs for (in approval requests).
+    /// Who the eval runs for: checked against rules' `requirePermissions`, bound to the
+    /// approvals given, named in approval requests and audit records.
     pub fn caller(mut self, caller: Caller) -> Self {
         self.host.caller = caller;
         self
@@ -168,8 +180,13 @@ impl PolicyToolHost {
         self.profile.as_deref().map(Profile::name)
     }
 
-    fn is_approved(&self, eval: EvalId, key: &ApprovalKey) -> bool {
-        self.session.contains(key) || lock(&self.eval_approvals).contains(&(eval, key.clone()))
+    /// Whether an approval remembered for the session or the eval covers `key`, counting
+    /// only the scopes the call's risk policy allows (an approval given for a lower-risk call
+    /// of the same tool does not carry over to a call whose risk forbids that scope).
+    fn is_approved(&self, eval: EvalId, key: &ApprovalKey, policy: &RiskPolicy) -> bool {
+        (policy.allow_session_approval && self.session.contains(key))
+            || (policy.allow_eval_approval
+                && lock(&self.eval_approvals).contains(&(eval, key.clone())))
     }
 
     fn queue(&self, key: &ApprovalKey) -> Arc<tokio::sync::Mutex<()>> {
@@ -186,7 +203,8 @@ impl PolicyToolHost {
             .map(|_| PendingSlot(&self.pending))
     }
 
-    /// Decides an `ask`: whether the call may go ahead, and how that was decided.
+    /// Decides an `ask`: whether the call may go ahead, and how that was decided (the
+    /// channel, decider and reason of the answer go into `audit`).
     async fn ask(
         &self,
         profile: &Profile,
@@ -196,12 +214,15 @@ impl PolicyToolHost {
         cx: &CallContext,
         audit: &mut AuditGuard<'_>,
     ) -> (Decision, Result<(), ToolError>) {
-        let key = ApprovalKey::new(tool, Some(profile.name()), &d.matched);
-        if self.is_approved(cx.eval_id, &key) {
+        let key = ApprovalKey::new(&self.caller, Some(profile.name()), tool, &d.matched);
+        let risk_policy = profile.risk_policy(d.risk);
+        if self.is_approved(cx.eval_id, &key, &risk_policy) {
+            audit.channel = Some(Channel::Policy);
             return (Decision::Approved, Ok(()));
         }
         let what = describe_match(profile, tool, &d.matched, d.reason.as_deref());
         if !self.approver.supports() {
+            audit.channel = Some(Channel::Fallback);
             return match profile.elicitation_fallback() {
                 Fallback::Allow => (Decision::Unsupported, Ok(())),
                 Fallback::Deny => (
@@ -235,9 +256,11 @@ impl PolicyToolHost {
         let _pause = cx.pause_timeout();
         let queue = self.queue(&key);
         let _turn = queue.lock().await;
-        if self.is_approved(cx.eval_id, &key) {
+        if self.is_approved(cx.eval_id, &key, &risk_policy) {
+            audit.channel = Some(Channel::Policy);
             return (Decision::Approved, Ok(()));
         }
+        let timeout = profile.approval_timeout_for(d.risk);
         let request = ApprovalRequest {
             id: new_request_id(),
             tool: tool.to_string(),
@@ -248,44 +271,81 @@ impl PolicyToolHost {
             call_id: cx.call_id,
             session_id: self.session_id.clone(),
             caller: self.caller.clone(),
-            risk: Risk::default(),
-            risk_policy: RiskPolicy::default(),
+            risk: d.risk,
+            risk_policy: risk_policy.clone(),
             matched: d.matched.clone(),
             reason: d.reason.clone(),
             preview: self.preview.clone(),
-            timeout: profile.approval_timeout(),
+            timeout,
         };
-        let answer =
-            tokio::time::timeout(profile.approval_timeout(), self.approver.approve(request)).await;
-        match answer.map(|a| a.decision) {
-            Err(_elapsed) => (
-                Decision::Timeout,
-                Err(denied(
-                    tool,
-                    "elicitation_timeout",
-                    format!(
-                        "{what} needs approval, and none came within {:?}",
-                        profile.approval_timeout()
-                    ),
-                )),
-            ),
-            Ok(ApprovalDecision::ApproveOnce) => (Decision::Approved, Ok(())),
-            Ok(ApprovalDecision::ApproveToolForEval) => {
-                lock(&self.eval_approvals).insert((cx.eval_id, key));
-                (Decision::Approved, Ok(()))
+        let answer = match tokio::time::timeout(timeout, self.approver.approve(request)).await {
+            Ok(answer) => answer,
+            Err(_elapsed) => {
+                audit.channel = Some(Channel::Policy);
+                return (
+                    Decision::Timeout,
+                    Err(denied(
+                        tool,
+                        "elicitation_timeout",
+                        format!("{what} needs approval, and none came within {timeout:?}"),
+                    )),
+                );
             }
-            Ok(ApprovalDecision::ApproveToolForSession) => {
-                self.session.insert(key);
-                (Decision::Approved, Ok(()))
-            }
-            Ok(ApprovalDecision::Decline | ApprovalDecision::Cancel) => (
+        };
+        audit.channel = Some(answer.channel);
+        audit.decided_by.clone_from(&answer.decided_by);
+        audit.decision_reason.clone_from(&answer.reason);
+        // An answer the risk policy forbids never takes effect, whichever channel let it
+        // through: it counts as a decline.
+        if let Err(refused) = risk_policy.check(answer.decision, answer.reason.as_deref()) {
+            let risk = d.risk;
+            audit.decision_reason = Some(match &answer.reason {
+                Some(r) => format!("refused answer ({refused}): {r}"),
+                None => format!("refused answer ({refused})"),
+            });
+            return (
                 Decision::Declined,
                 Err(denied(
                     tool,
                     "elicitation_declined",
-                    format!("{what} was declined by the user"),
+                    format!(
+                        "{what} was not approved: the answer \"{}\" was refused ({refused}; risk {risk}), so it counts as a decline",
+                        decision_name(answer.decision)
+                    ),
                 )),
-            ),
+            );
+        }
+        match answer.decision {
+            ApprovalDecision::ApproveOnce => (Decision::Approved, Ok(())),
+            ApprovalDecision::ApproveToolForEval => {
+                lock(&self.eval_approvals).insert((cx.eval_id, key));
+                (Decision::Approved, Ok(()))
+            }
+            ApprovalDecision::ApproveToolForSession => {
+                self.session.insert(key);
+                (Decision::Approved, Ok(()))
+            }
+            ApprovalDecision::Decline | ApprovalDecision::Cancel => {
+                let by = answer
+                    .decided_by
+                    .as_deref()
+                    .map_or_else(|| "the user".to_string(), |who| format!("`{who}`"));
+                let because = answer
+                    .reason
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty())
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default();
+                (
+                    Decision::Declined,
+                    Err(denied(
+                        tool,
+                        "elicitation_declined",
+                        format!("{what} was declined by {by}{because}"),
+                    )),
+                )
+            }
         }
     }
 
@@ -302,7 +362,29 @@ impl PolicyToolHost {
         };
         audit.disposition = d.kind;
         audit.reason = d.reason.clone();
+        audit.risk = d.risk;
+        let missing = self.caller.missing(&d.required_permissions);
         let (decision, gate) = match (d.kind, self.profile.as_deref()) {
+            (_, Some(p)) if !missing.is_empty() => {
+                let what = describe_match(p, tool, &d.matched, d.reason.as_deref());
+                let which = missing
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let s = if missing.len() == 1 { "" } else { "s" };
+                (
+                    Decision::Denied,
+                    Err(denied(
+                        tool,
+                        "permission",
+                        format!(
+                            "{what}: denied: caller `{}` lacks the permission{s} {which}",
+                            self.caller.name
+                        ),
+                    )),
+                )
+            }
             (DispositionKind::Allow, _) | (_, None) => (Decision::Allowed, Ok(())),
             (DispositionKind::Deny, Some(p)) => {
                 let what = describe_match(p, tool, &d.matched, d.reason.as_deref());
@@ -330,6 +412,17 @@ impl PolicyToolHost {
         };
         audit.finish(status);
         result
+    }
+}
+
+/// How an answer is named in messages.
+fn decision_name(decision: ApprovalDecision) -> &'static str {
+    match decision {
+        ApprovalDecision::ApproveOnce => "approve once",
+        ApprovalDecision::ApproveToolForEval => "approve for this script",
+        ApprovalDecision::ApproveToolForSession => "approve for this session",
+        ApprovalDecision::Decline => "decline",
+        ApprovalDecision::Cancel => "dismiss",
     }
 }
 

@@ -53,10 +53,15 @@ impl GlobList {
 
     /// The first glob (in configuration order) that matches `name`.
     pub(crate) fn first_match(&self, name: &str) -> Option<&str> {
+        self.first_index(name).map(|i| self.globs[i].as_str())
+    }
+
+    /// The index of the first glob (in configuration order) that matches `name`.
+    pub(crate) fn first_index(&self, name: &str) -> Option<usize> {
         let candidate = Candidate::new(name);
         let mut hits = Vec::new();
         self.set.matches_candidate_into(&candidate, &mut hits);
-        hits.into_iter().min().map(|i| self.globs[i].as_str())
+        hits.into_iter().min()
     }
 }
 

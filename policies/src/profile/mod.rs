@@ -4,9 +4,12 @@
 mod disposition;
 mod globs;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::Value;
+
+use crate::{Caller, Risk, RiskPolicy};
 
 pub use disposition::{Disposition, DispositionKind, MatchedBy};
 pub(crate) use globs::GlobList;
@@ -44,12 +47,24 @@ pub struct Profile {
     pub(crate) elicitation_fallback: Fallback,
     pub(crate) approval_timeout: Duration,
     pub(crate) max_pending_approvals: usize,
+    pub(crate) default_disposition: DispositionKind,
+    pub(crate) require_permissions: Vec<String>,
+    /// The `risk` map's globs, in written order, and the level of each.
+    pub(crate) risk_globs: GlobList,
+    pub(crate) risk_levels: Vec<Risk>,
+    pub(crate) default_risk: Risk,
+    pub(crate) risk_policies: BTreeMap<Risk, RiskPolicy>,
 }
 
 impl Profile {
     /// Builds a profile from the JSON of one profile entry (the value of
     /// `evaluation.profiles.<name>`), for embedding without a configuration file. Error paths
     /// are relative to that value.
+    ///
+    /// A `serde_json::Value` does not keep the written order of an object's keys (its maps are
+    /// sorted unless serde_json's `preserve_order` feature is on), so the `risk` globs are tried
+    /// in the map's own order here; [`crate::Config::from_json_str`] reads the text and keeps
+    /// the written order.
     ///
     /// # Errors
     ///
@@ -100,6 +115,61 @@ impl Profile {
     pub fn max_pending_approvals(&self) -> usize {
         self.max_pending_approvals
     }
+
+    /// What a call no list or rule matches gets (`defaultDisposition`; default:
+    /// [`DispositionKind::Allow`]). Not used when the profile has an `allowlist`: a call it
+    /// does not match is denied.
+    pub fn default_disposition(&self) -> DispositionKind {
+        self.default_disposition
+    }
+
+    /// The permissions a caller needs to run scripts under this profile at all
+    /// (`requirePermissions`; default: none). The host hides the profile's eval tool from a
+    /// caller lacking one and refuses it; see [`Profile::missing_permissions`].
+    pub fn required_permissions(&self) -> &[String] {
+        &self.require_permissions
+    }
+
+    /// The permissions of [`Profile::required_permissions`] that `caller` lacks, in written
+    /// order: empty when the caller may use the profile.
+    ///
+    /// ```
+    /// use codemode_policies::{Caller, Profile};
+    /// let p = Profile::from_json("pay", &serde_json::json!({"requirePermissions": ["payments"]})).unwrap();
+    /// assert_eq!(p.missing_permissions(&Caller::local()), ["payments"]);
+    /// assert!(p.missing_permissions(&Caller::new("ci", ["payments"])).is_empty());
+    /// ```
+    pub fn missing_permissions(&self, caller: &Caller) -> Vec<&str> {
+        caller.missing(&self.require_permissions)
+    }
+
+    /// The `risk` map: tool-name globs and their levels, in written order (default: none).
+    pub fn risk_globs(&self) -> impl Iterator<Item = (&str, Risk)> {
+        self.risk_globs
+            .globs()
+            .iter()
+            .map(String::as_str)
+            .zip(self.risk_levels.iter().copied())
+    }
+
+    /// The risk of a call nothing else classifies (`defaultRisk`; default: [`Risk::Medium`]).
+    pub fn default_risk(&self) -> Risk {
+        self.default_risk
+    }
+
+    /// What a human may answer to an ask of `risk` (`riskPolicies.<risk>`; default:
+    /// [`RiskPolicy::default`], everything allowed with the profile's approval timeout).
+    pub fn risk_policy(&self, risk: Risk) -> RiskPolicy {
+        self.risk_policies.get(&risk).cloned().unwrap_or_default()
+    }
+
+    /// How long a human has to answer an ask of `risk`: the risk policy's
+    /// `approvalTimeoutSeconds` when it sets one, else [`Profile::approval_timeout`].
+    pub fn approval_timeout_for(&self, risk: Risk) -> Duration {
+        self.risk_policy(risk)
+            .approval_timeout
+            .unwrap_or(self.approval_timeout)
+    }
 }
 
 /// One entry of a profile's `rules`: when the called name matches one of `tools` and every
@@ -110,6 +180,8 @@ pub struct Rule {
     pub(crate) when: Vec<Condition>,
     pub(crate) disposition: DispositionKind,
     pub(crate) reason: Option<String>,
+    pub(crate) require_permissions: Vec<String>,
+    pub(crate) risk: Option<Risk>,
 }
 
 impl Rule {
@@ -131,6 +203,18 @@ impl Rule {
     /// The human-readable reason, shown in approval prompts and denial messages.
     pub fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
+    }
+
+    /// The permissions a caller needs for the calls this rule matches (`requirePermissions`;
+    /// default: none). A caller lacking one is denied with reason `permission`, whatever the
+    /// rule's disposition.
+    pub fn required_permissions(&self) -> &[String] {
+        &self.require_permissions
+    }
+
+    /// The risk of the calls this rule matches (`risk`), if the rule sets one.
+    pub fn risk(&self) -> Option<Risk> {
+        self.risk
     }
 
     /// Whether this rule decides a call of `tool` with `args`.

@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod decisions;
+mod gateway;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,130 @@
+//! The gateway's profile keys: permission lists (`requirePermissions`,
+//! `evalRequiresPermissions`), risk levels (`risk`, `defaultRisk`, a rule's `risk`) and
+//! `riskPolicies`.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::reader::{JsonPath, Reader, describe};
+use super::sections::positive_seconds;
+use crate::profile::GlobList;
+use crate::{ConfigErrorKind, Risk, RiskPolicy};
+
+const RISK_POLICY_KEYS: &[&str] = &[
+    "approvalTimeoutSeconds",
+    "allowSessionApproval",
+    "allowEvalApproval",
+    "requireReason",
+];
+
+/// An array of permission names: free strings, but not empty ones; duplicates are kept once.
+pub(super) fn read_permissions(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (p, name) in r.strings(v, path).unwrap_or_default() {
+        if name.trim().is_empty() {
+            r.error(
+                &p,
+                ConfigErrorKind::InvalidValue,
+                "a permission name cannot be empty",
+            );
+        } else if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// `"low"`, `"medium"`, `"high"` or `"critical"`.
+pub(super) fn read_risk(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Risk> {
+    let risk = v.as_str().and_then(Risk::parse);
+    if risk.is_none() {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            format!(
+                "expected \"low\", \"medium\", \"high\" or \"critical\", found {}",
+                describe(v)
+            ),
+        );
+    }
+    risk
+}
+
+/// The `risk` map, `{"<glob>": "<level>"}`, its globs compiled in written order.
+pub(super) fn read_risk_map(
+    r: &mut Reader,
+    v: &Value,
+    path: &JsonPath,
+) -> Option<(GlobList, Vec<Risk>)> {
+    let before = r.errors.len();
+    let map = r.any_object(v, path)?;
+    let mut globs = Vec::new();
+    let mut levels = Vec::new();
+    let mut paths = Vec::new();
+    for (glob, level) in r.in_written_order(map, path) {
+        let gpath = path.key(glob);
+        if let Some(level) = read_risk(r, level, &gpath) {
+            globs.push(glob.clone());
+            levels.push(level);
+            paths.push(gpath);
+        }
+    }
+    let list = match GlobList::new(globs) {
+        Ok(list) => list,
+        Err(errors) => {
+            for (i, msg) in errors {
+                r.error(&paths[i], ConfigErrorKind::InvalidGlob, msg);
+            }
+            return None;
+        }
+    };
+    (r.errors.len() == before).then_some((list, levels))
+}
+
+/// `riskPolicies`: `{"<level>": {approvalTimeoutSeconds, allowSessionApproval,
+/// allowEvalApproval, requireReason}}`.
+pub(super) fn read_risk_policies(
+    r: &mut Reader,
+    v: &Value,
+    path: &JsonPath,
+) -> BTreeMap<Risk, RiskPolicy> {
+    let mut out = BTreeMap::new();
+    let Some(map) = r.any_object(v, path) else {
+        return out;
+    };
+    for (level, pv) in map {
+        let ppath = path.key(level);
+        let Some(risk) = Risk::parse(level) else {
+            r.error(
+                &ppath,
+                ConfigErrorKind::InvalidValue,
+                format!(
+                    "unknown risk level `{level}`; expected `low`, `medium`, `high` or `critical`"
+                ),
+            );
+            continue;
+        };
+        let Some(fields) = r.object(pv, &ppath, RISK_POLICY_KEYS) else {
+            continue;
+        };
+        let mut policy = RiskPolicy::default();
+        if let Some(v) = fields.get("approvalTimeoutSeconds") {
+            policy.approval_timeout = positive_seconds(r, v, &ppath.key("approvalTimeoutSeconds"));
+        }
+        let flag = |r: &mut Reader, key: &str, slot: &mut bool| {
+            if let Some(b) = fields.get(key).and_then(|v| r.bool(v, &ppath.key(key))) {
+                *slot = b;
+            }
+        };
+        flag(
+            r,
+            "allowSessionApproval",
+            &mut policy.allow_session_approval,
+        );
+        flag(r, "allowEvalApproval", &mut policy.allow_eval_approval);
+        flag(r, "requireReason", &mut policy.require_reason);
+        out.insert(risk, policy);
+    }
+    out
+}

@@ -1,0 +1,267 @@
+//! The profile keys of the gateway: `defaultDisposition`, `requirePermissions`, `risk`,
+//! `defaultRisk`, `riskPolicies`, rules' `requirePermissions` and `risk`, and
+//! `evaluation.evalRequiresPermissions`.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+use crate::{Caller, DispositionKind, Risk, RiskPolicy};
+
+const GATEWAY: &str = r#"{
+  "evaluation": {
+    "defaultProfile": "gateway",
+    "evalRequiresPermissions": ["eval", "eval", "audit"],
+    "profiles": {
+      "gateway": {
+        "defaultDisposition": "ask",
+        "requirePermissions": ["payments"],
+        "risk": {"pay__refund*": "critical", "pay__*": "high", "fs__read*": "low"},
+        "defaultRisk": "low",
+        "riskPolicies": {
+          "critical": {"approvalTimeoutSeconds": 300, "allowSessionApproval": false,
+                       "allowEvalApproval": false, "requireReason": true},
+          "high": {"allowSessionApproval": false}
+        },
+        "rules": [{"tools": ["fs__delete*"], "disposition": "ask",
+                   "requirePermissions": ["destructive"], "risk": "critical"}]
+      },
+      "plain": {}
+    }
+  }
+}"#;
+
+#[test]
+fn gateway_keys_parse() {
+    let c = Config::from_json_str(GATEWAY).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.evaluation.eval_requires_permissions, ["eval", "audit"]);
+    assert_eq!(
+        c.evaluation
+            .eval_missing_permissions(&Caller::new("ci", ["audit"])),
+        ["eval"]
+    );
+    assert!(
+        c.evaluation
+            .eval_missing_permissions(&Caller::new("ci", ["eval", "audit", "x"]))
+            .is_empty()
+    );
+    let p = c.profile("gateway").unwrap();
+    assert_eq!(p.default_disposition(), DispositionKind::Ask);
+    assert_eq!(p.required_permissions(), ["payments"]);
+    assert_eq!(p.missing_permissions(&Caller::local()), ["payments"]);
+    // Written order, not sorted: `pay__refund*` before `pay__*` before `fs__read*`.
+    let globs: Vec<(&str, Risk)> = p.risk_globs().collect();
+    assert_eq!(
+        globs,
+        [
+            ("pay__refund*", Risk::Critical),
+            ("pay__*", Risk::High),
+            ("fs__read*", Risk::Low)
+        ]
+    );
+    assert_eq!(
+        p.disposition("pay__refund", &json!({})).risk,
+        Risk::Critical
+    );
+    assert_eq!(p.disposition("pay__charge", &json!({})).risk, Risk::High);
+    assert_eq!(p.default_risk(), Risk::Low);
+    let critical = RiskPolicy {
+        approval_timeout: Some(Duration::from_secs(300)),
+        allow_eval_approval: false,
+        allow_session_approval: false,
+        require_reason: true,
+    };
+    assert_eq!(p.risk_policy(Risk::Critical), critical);
+    assert_eq!(
+        p.risk_policy(Risk::High),
+        RiskPolicy {
+            allow_session_approval: false,
+            ..RiskPolicy::default()
+        }
+    );
+    assert_eq!(p.risk_policy(Risk::Low), RiskPolicy::default());
+    assert_eq!(
+        p.approval_timeout_for(Risk::Critical),
+        Duration::from_secs(300)
+    );
+    assert_eq!(p.approval_timeout_for(Risk::High), p.approval_timeout());
+    let rule = &p.rules()[0];
+    assert_eq!(rule.required_permissions(), ["destructive"]);
+    assert_eq!(rule.risk(), Some(Risk::Critical));
+
+    // Defaults.
+    let plain = c.profile("plain").unwrap();
+    assert_eq!(plain.default_disposition(), DispositionKind::Allow);
+    assert!(plain.required_permissions().is_empty());
+    assert_eq!(plain.risk_globs().count(), 0);
+    assert_eq!(plain.default_risk(), Risk::Medium);
+    assert_eq!(plain.risk_policy(Risk::Critical), RiskPolicy::default());
+    assert!(
+        Config::default()
+            .evaluation
+            .eval_requires_permissions
+            .is_empty()
+    );
+}
+
+#[test]
+fn gateway_keys_report_every_error_with_its_path() {
+    use ConfigErrorKind::*;
+    let cases: &[(&str, &[(&str, ConfigErrorKind)])] = &[
+        (
+            r#"{"evaluation": {"evalRequiresPermissions": ["ok", "", 3]}}"#,
+            &[
+                (
+                    "evaluation.evalRequiresPermissions[1]: a permission name cannot be empty",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.evalRequiresPermissions[2]: expected a string, found a number (3)",
+                    WrongType,
+                ),
+            ],
+        ),
+        (
+            r#"{"evaluation": {"evalRequiresPermissions": "eval"}}"#,
+            &[(
+                "evaluation.evalRequiresPermissions: expected an array of strings, found a string (\"eval\")",
+                WrongType,
+            )],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"defaultDisposition": "maybe", "requirePermissions": [" "]}}}}"#,
+            &[
+                (
+                    "evaluation.profiles.p.defaultDisposition: expected \"allow\", \"deny\" or \"ask\", found a string (\"maybe\")",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.requirePermissions[0]: a permission name cannot be empty",
+                    InvalidValue,
+                ),
+            ],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"risk": {"a*": "severe", "[": "low", "b": 1}, "defaultRisk": "HIGH"}}}}"#,
+            &[
+                (
+                    "evaluation.profiles.p.risk[\"a*\"]: expected \"low\", \"medium\", \"high\" or \"critical\", found a string (\"severe\")",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.risk.b: expected \"low\", \"medium\", \"high\" or \"critical\", found a number (1)",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.risk[\"[\"]: invalid glob `[`: unclosed character class",
+                    InvalidGlob,
+                ),
+                (
+                    "evaluation.profiles.p.defaultRisk: expected \"low\", \"medium\", \"high\" or \"critical\", found a string (\"HIGH\")",
+                    InvalidValue,
+                ),
+            ],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"risk": []}}}}"#,
+            &[(
+                "evaluation.profiles.p.risk: expected an object, found an array",
+                WrongType,
+            )],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"riskPolicies": {
+                "extreme": {},
+                "high": {"approvalTimeoutSeconds": 0, "allowSessionApproval": "no", "requireReasons": true},
+                "low": []}}}}}"#,
+            &[
+                (
+                    "evaluation.profiles.p.riskPolicies.extreme: unknown risk level `extreme`; expected `low`, `medium`, `high` or `critical`",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.riskPolicies.high.approvalTimeoutSeconds: expected a positive number of seconds, found a number (0)",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.riskPolicies.high.allowSessionApproval: expected a boolean, found a string (\"no\")",
+                    WrongType,
+                ),
+                (
+                    "evaluation.profiles.p.riskPolicies.high.requireReasons: unknown key `requireReasons` (did you mean `requireReason`?)",
+                    UnknownKey,
+                ),
+                (
+                    "evaluation.profiles.p.riskPolicies.low: expected an object, found an array",
+                    WrongType,
+                ),
+            ],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"rules": [
+                {"tools": ["x"], "disposition": "ask", "risk": "huge", "requirePermissions": "destructive"}]}}}}"#,
+            &[
+                (
+                    "evaluation.profiles.p.rules[0].risk: expected \"low\", \"medium\", \"high\" or \"critical\", found a string (\"huge\")",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].requirePermissions: expected an array of strings",
+                    WrongType,
+                ),
+            ],
+        ),
+    ];
+    for (json, wanted) in cases {
+        let errs = match Config::from_json_str(json) {
+            Ok(_) => panic!("accepted: {json}"),
+            Err(e) => e,
+        };
+        for (want, kind) in *wanted {
+            let Some(error) = errs.iter().find(|e| e.to_string().starts_with(want)) else {
+                panic!("missing `{want}` in:\n{errs}");
+            };
+            assert_eq!(error.kind(), *kind, "the kind of `{error}`");
+        }
+        assert_eq!(
+            errs.errors.len(),
+            wanted.len(),
+            "unexpected errors for {json}:\n{errs}"
+        );
+    }
+}
+
+/// The configuration reference in the README parses, gateway keys included.
+#[test]
+fn the_readme_example_parses() {
+    let readme = include_str!("../../../README.md");
+    let from = readme
+        .find("## Configuration")
+        .expect("a Configuration section");
+    let block = &readme[from..];
+    let start = block.find("```json\n").expect("a JSON block") + "```json\n".len();
+    let end = start + block[start..].find("```").expect("the block's end");
+    let c = Config::from_json_str(&block[start..end]).unwrap_or_else(|e| panic!("{e}"));
+    let p = c.profile("payments").expect("the payments profile");
+    assert_eq!(p.required_permissions(), ["payments"]);
+    assert_eq!(p.default_disposition(), DispositionKind::Ask);
+    let d = p.disposition("stripe__create_refund", &json!({}));
+    assert_eq!((d.kind, d.risk), (DispositionKind::Ask, Risk::Critical));
+    assert_eq!(d.required_permissions, ["refunds"]);
+    assert_eq!(
+        p.disposition("stripe__list_charges", &json!({})).risk,
+        Risk::Low
+    );
+    assert_eq!(
+        p.disposition("stripe__update_customer", &json!({})).risk,
+        Risk::High
+    );
+    let other = p.disposition("slack__post", &json!({}));
+    assert_eq!((other.kind, other.risk), (DispositionKind::Ask, Risk::High));
+    assert_eq!(
+        p.disposition("stripe__delete_customer", &json!({})).kind,
+        DispositionKind::Deny
+    );
+    assert!(!p.risk_policy(Risk::Critical).allow_session_approval);
+}
