@@ -124,6 +124,7 @@ mod approval;
 mod audit;
 mod caller;
 mod config;
+mod display;
 mod enforce;
 mod preview;
 mod profile;
@@ -131,8 +132,8 @@ mod risk;
 mod units;
 
 pub use approval::{
-    ARGS_SUMMARY_MAX_CHARS, ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel,
-    NoApprover, SessionApprovals, new_request_id, summarize_args,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, NoApprover,
+    SessionApprovals, new_request_id,
 };
 pub use audit::{
     AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision, EvalAuditRecord,
@@ -145,6 +146,7 @@ pub use config::{
     DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, ServerConfig, ServerTransport,
     UnknownProfile,
 };
+pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use codemode_policies::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver};
+use codemode_policies::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, neutralize};
 use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
@@ -31,53 +31,74 @@ const DECISIONS: [(&str, &str, ApprovalDecision); 5] = [
     ("cancel", "Cancel", ApprovalDecision::Cancel),
 ];
 
-/// The approval form: one required `decision` field with the five choices.
+/// The approval form: one required `decision` field with the choices the request's risk policy
+/// allows (plus dismissing). Every script-chosen text in the message (tool name, rule reason,
+/// arguments, call sites) is neutralised, and the risk is stated.
 pub fn approval_question(req: &ApprovalRequest) -> Question {
-    let mut message = format!("A script wants to call `{}`", req.tool);
+    let mut message = format!(
+        "A script wants to call `{}` (risk: {})",
+        neutralize(&req.tool),
+        req.risk.as_str()
+    );
     if let Some(profile) = &req.profile {
-        let _ = write!(message, " (profile `{profile}`, {})", req.matched);
+        let _ = write!(
+            message,
+            " (profile `{}`, {})",
+            neutralize(profile),
+            neutralize(&req.matched.to_string())
+        );
     }
     message.push('.');
     if let Some(reason) = &req.reason {
-        let _ = write!(message, "\nReason: {reason}");
+        let _ = write!(message, "\nReason: {}", neutralize(reason));
     }
     let _ = write!(message, "\n\nArguments:\n{}", req.args_summary);
-    let others: Vec<String> = req
-        .preview
-        .calls
-        .iter()
-        .map(|c| match &c.tool {
-            Some(tool) => format!("  line {}: {tool}", c.line),
-            None => format!("  line {}: (computed at run time)", c.line),
-        })
-        .collect();
+    let others = call_sites(req);
     if !others.is_empty() {
-        let _ = write!(
-            message,
-            "\n\nThe script's tool calls:\n{}",
-            others.join("\n")
-        );
+        let _ = write!(message, "\n\nThe script's tool calls:\n{others}");
+    }
+    if req.risk_policy.require_reason {
+        message.push_str("\n\nA reason is required at this risk level.");
     }
     let _ = write!(
         message,
         "\n\nNo answer within {} s denies the call.",
         req.timeout.as_secs()
     );
+    let allowed = req.risk_policy.allowed_decisions();
     let schema = json!({
         "type": "object",
         "properties": {
             "decision": {
                 "type": "string",
                 "title": "Decision",
-                "oneOf": DECISIONS.iter().map(|(value, title, _)| json!({"const": value, "title": title})).collect::<Vec<_>>(),
-            }
+                "oneOf": DECISIONS
+                    .iter()
+                    .filter(|(_, _, d)| allowed.contains(d))
+                    .map(|(value, title, _)| json!({"const": value, "title": title}))
+                    .collect::<Vec<_>>(),
+            },
+            "reason": {"type": "string", "title": "Reason"}
         },
-        "required": ["decision"]
+        "required": if req.risk_policy.require_reason { json!(["decision", "reason"]) } else { json!(["decision"]) }
     });
     Question {
         message,
         schema: schema.as_object().cloned().unwrap_or_default(),
     }
+}
+
+/// The script's call sites, one neutralised line each (`  line 3: fs__write`).
+pub fn call_sites(req: &ApprovalRequest) -> String {
+    req.preview
+        .calls
+        .iter()
+        .map(|c| match &c.tool {
+            Some(tool) => format!("  line {}: {}", c.line, neutralize(tool)),
+            None => format!("  line {}: (computed at run time)", c.line),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Reads the decision out of an accepted approval form; anything unexpected declines.
@@ -95,6 +116,18 @@ pub fn decision_from(answer: &Answer) -> ApprovalDecision {
         }
         Answer::Cancel => ApprovalDecision::Cancel,
         _ => ApprovalDecision::Decline,
+    }
+}
+
+/// The `reason` of an accepted approval form, if one was given (not blank).
+pub fn reason_from(answer: &Answer) -> Option<String> {
+    match answer {
+        Answer::Accept(content) => content
+            .get("reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.trim().is_empty())
+            .map(str::to_string),
+        _ => None,
     }
 }
 
@@ -123,7 +156,16 @@ impl Approver for AskApprover {
             let timeout = req.timeout + std::time::Duration::from_secs(1);
             match self.asker.ask(approval_question(&req), timeout).await {
                 Answer::Timeout => std::future::pending().await,
-                answer => ApprovalAnswer::new(decision_from(&answer), self.asker.channel()),
+                answer => {
+                    let reason = reason_from(&answer);
+                    let mut decision = decision_from(&answer);
+                    // A client may submit a choice the form did not offer: the risk policy
+                    // still decides what counts.
+                    if req.risk_policy.check(decision, reason.as_deref()).is_err() {
+                        decision = ApprovalDecision::Decline;
+                    }
+                    ApprovalAnswer::new(decision, self.asker.channel()).with_reason(reason)
+                }
             }
         })
     }
