@@ -141,6 +141,7 @@ pub use audit::{
     sha256_hex,
 };
 pub use caller::Caller;
+pub use config::ApprovalsConfig;
 pub use config::{
     AuditConfig, Config, ConfigError, ConfigErrorKind, ConfigErrors, DEFAULT_CONFIG_JSON,
     DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, ServerConfig, ServerTransport,

@@ -150,25 +150,43 @@ impl Approver for AskApprover {
     }
     fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
         Box::pin(async move {
-            // The policy layer owns the approval timeout (and reports it as
-            // `elicitation_timeout`): ask a little longer, and never turn our own timeout into
-            // a decision.
-            let timeout = req.timeout + std::time::Duration::from_secs(1);
-            match self.asker.ask(approval_question(&req), timeout).await {
-                Answer::Timeout => std::future::pending().await,
-                answer => {
-                    let reason = reason_from(&answer);
-                    let mut decision = decision_from(&answer);
-                    // A client may submit a choice the form did not offer: the risk policy
-                    // still decides what counts.
-                    if req.risk_policy.check(decision, reason.as_deref()).is_err() {
-                        decision = ApprovalDecision::Decline;
-                    }
-                    ApprovalAnswer::new(decision, self.asker.channel()).with_reason(reason)
-                }
+            match ask_for_approval(self.asker.as_ref(), &req).await {
+                Some(answer) => answer,
+                None => ApprovalAnswer::new(ApprovalDecision::Decline, self.asker.channel()),
             }
         })
     }
+}
+
+/// Asks `asker` about `req`: the answer, or `None` when the channel could not answer (asking
+/// failed). Never returns on a timeout: the policy layer owns the approval timeout (and reports
+/// it as `elicitation_timeout`), so this asks a little longer and never turns its own timeout
+/// into a decision.
+pub async fn ask_for_approval(asker: &dyn Asker, req: &ApprovalRequest) -> Option<ApprovalAnswer> {
+    let timeout = req.timeout + std::time::Duration::from_secs(1);
+    match asker.ask(approval_question(req), timeout).await {
+        Answer::Timeout => std::future::pending().await,
+        Answer::Failed(_) => None,
+        answer => {
+            let reason = reason_from(&answer);
+            let mut decision = decision_from(&answer);
+            // A client may submit a choice the form did not offer: the risk policy still
+            // decides what counts.
+            if req.risk_policy.check(decision, reason.as_deref()).is_err() {
+                decision = ApprovalDecision::Decline;
+            }
+            Some(ApprovalAnswer::new(decision, asker.channel()).with_reason(reason))
+        }
+    }
+}
+
+/// The script's call sites: `(tool or None when computed at run time, line, column)`.
+pub fn call_sites_of(req: &ApprovalRequest) -> Vec<(Option<String>, u32, u32)> {
+    req.preview
+        .calls
+        .iter()
+        .map(|c| (c.tool.clone(), c.line, c.column))
+        .collect()
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use clap::Args;
 use codemode_runtime::{Runtime, RuntimeConfig};
 
 use super::{EXIT_USAGE, load_config};
+use crate::approvals;
 use crate::server::{self, ServerState};
 
 #[derive(Debug, Args)]
@@ -21,6 +22,12 @@ pub struct ServeArgs {
     /// 127.0.0.1:8080, localhost:8080 or [::1]:8080 (a name is resolved once, at start).
     #[arg(long, value_name = "ADDR", value_parser = parse_listen_address)]
     http: Option<SocketAddr>,
+
+    /// Serve the HTTP approval API and its page (http://ADDR/approvals/ui) on a listener of their
+    /// own, e.g. 127.0.0.1:8181 — for stdio servers, so that asks can be answered in a browser or
+    /// with `codemode approve`. Without authentication only a loopback address is accepted.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen_address)]
+    approvals_http: Option<SocketAddr>,
 }
 
 /// `HOST:PORT` → the address to listen on: an IP address as it is, a host name resolved (its
@@ -76,6 +83,29 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         },
         None => None,
     };
+    if let Some(addr) = args.approvals_http {
+        let auth: std::sync::Arc<dyn crate::auth::Authenticate> =
+            std::sync::Arc::new(crate::auth::NoAuth);
+        match approvals::http::bind(addr, auth.as_ref()).await {
+            Ok(listener) => {
+                let api = approvals::http::serve(
+                    listener,
+                    state.approvals.clone(),
+                    auth,
+                    tokio_util::sync::CancellationToken::new(),
+                );
+                tokio::spawn(async move {
+                    if let Err(e) = api.await {
+                        tracing::warn!("the approval API stopped: {e:#}");
+                    }
+                });
+            }
+            Err(e) => {
+                eprintln!("codemode: {e:#}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
     let result = match args.http {
         Some(addr) => {
             let shutdown = tokio_util::sync::CancellationToken::new();
