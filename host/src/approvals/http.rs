@@ -350,20 +350,24 @@ pub async fn bind(
     Ok(listener)
 }
 
-/// Serves the approval API and page on `listener` until `shutdown`.
+/// Serves the approval API and page on `listener` until `shutdown`. The broker counts as served
+/// from this call on (before the returned future is first polled).
 ///
 /// # Errors
 /// The listener fails.
-pub async fn serve(
+pub fn serve(
     listener: tokio::net::TcpListener,
     broker: Arc<ApprovalBroker>,
     auth: Arc<dyn Authenticate>,
     shutdown: tokio_util::sync::CancellationToken,
-) -> anyhow::Result<()> {
-    axum::serve(listener, router(broker, auth))
-        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-        .await?;
-    Ok(())
+) -> impl std::future::Future<Output = anyhow::Result<()>> + Send {
+    let app = router(broker, auth);
+    async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+            .await?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -92,3 +92,6 @@ impl Asker for NoAsker {
         Box::pin(async { Answer::Failed("the client does not support elicitation".into()) })
     }
 }
+
+#[cfg(test)]
+mod tests;
