@@ -137,9 +137,13 @@ async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response
             format!("host `{name}` is not allowed"),
         );
     }
-    let own_origin = format!("http://{}", host.trim().to_ascii_lowercase());
+    // The listener's own origin, over HTTP or behind a TLS-terminating proxy.
+    let own_host = host.trim().to_ascii_lowercase();
     let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
-    let same_origin = origin.is_some_and(|o| o.eq_ignore_ascii_case(&own_origin));
+    let same_origin = origin.is_some_and(|o| {
+        let o = o.to_ascii_lowercase();
+        o == format!("http://{own_host}") || o == format!("https://{own_host}")
+    });
     if let Some(origin) = origin
         && !same_origin
         && !api

@@ -1,0 +1,105 @@
+//! `codemode approve` in a real pseudo-terminal, answering an ask of a stdio server started with
+//! `--approvals-http` by a Python SDK client that cannot elicit.
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use codemode_test_support::peers;
+use serde_json::Value;
+
+use super::{temp_dir, text};
+
+const CODE: &str = "// the second call site\nif (false) { await codemode.get_tools({names: []}); }\n\
+    const found = await codemode.search_tools({query: \"time\\u001b[2K\\nfake: approved\", limit: 1});\n\
+    return found.results.length;";
+
+#[test]
+fn approve_answers_an_ask_in_a_terminal() {
+    let dir = temp_dir("approve");
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"evaluation": {"profiles": {"p": {"asklist": ["search_tools"], "approvalTimeoutSeconds": 300}}}}"#,
+    )
+    .unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let here = env!("CARGO_MANIFEST_DIR");
+    let eval = Command::new(peers::python())
+        .arg(format!("{here}/tests/cli/approve_eval.py"))
+        .arg(env!("CARGO_BIN_EXE_codemode"))
+        .arg(&config)
+        .arg(&addr)
+        .arg(CODE)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the MCP client");
+    let started = Instant::now();
+    while TcpStream::connect(&addr).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the approval API never listened on {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let screen = Command::new(peers::python())
+        .arg(format!("{here}/tests/cli/approve_driver.py"))
+        .args(["[v]iew full args", "x"])
+        .args(["type one of a, e, s, d or v", "v"])
+        .args(["Full arguments:", "a"])
+        .args(["via http", "^D"])
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_codemode"))
+        .args(["approve", "--url"])
+        .arg(format!("http://{addr}/approvals/ui"))
+        .output()
+        .expect("run the pty driver");
+    let eval = eval.wait_with_output().unwrap();
+    let shown = text(&screen.stdout);
+    assert_eq!(screen.status.code(), Some(0), "{shown}");
+    assert!(eval.status.success(), "{}", text(&eval.stderr));
+    let outcome: Value = serde_json::from_slice(&eval.stdout).expect("the eval's outcome");
+    assert_eq!(outcome["ok"], Value::Bool(true), "{outcome}");
+    assert!(outcome["result"].is_u64(), "{outcome}");
+
+    // What the person saw: the risk, the tool, who asks, the neutralised summary (no raw escape
+    // reaches the terminal: the fake line is shown as `\n`), the call sites, the keys, the full
+    // arguments on request, and the outcome.
+    let lines: Vec<&str> = shown.lines().map(|l| l.trim_end_matches('\r')).collect();
+    for want in [
+        "[risk MEDIUM] `search_tools` wants approval (caller local, profile p, eval ",
+        "  \"query\": \"time\\u001b[2K\\nfake: approved\"",
+        "  line 2:20  get_tools",
+        "  line 3:21  search_tools",
+        "  \"limit\": 1,",
+        "  approve_once: sent",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(want)),
+            "missing {want:?} in:\n{shown}"
+        );
+    }
+    assert!(
+        shown.contains(
+            "[a]pprove [e]val [s]ession [d]ecline [v]iew full args (denied automatically in "
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(": approve_once by local via http"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains('\u{1b}'),
+        "a raw escape reached the terminal:\n{shown}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.starts_with("fake: approved")),
+        "a script-made line:\n{shown}"
+    );
+}
