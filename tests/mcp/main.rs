@@ -16,6 +16,7 @@ use codemode_test_support::peers;
 mod harness;
 
 mod approvals;
+mod browser;
 mod cancel;
 mod core;
 mod fallback;

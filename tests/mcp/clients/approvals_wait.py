@@ -1,0 +1,15 @@
+"""A client that cannot elicit runs CODE with `codemode_eval_gate` and waits: its ask is answered
+on the approval page in a headless browser (tests/mcp/browser.rs). Emits the eval's result."""
+
+from harness import connect, evaluate, run
+
+CODE = """if (false) { await codemode.time__get_current_time({}); }
+return await codemode.everything__echo({message: "<img src=x onerror=alert(1)>\\u202e\\u001b[2K"});"""
+
+
+async def main() -> dict:
+    async with connect(None) as client:
+        return {"result": await evaluate(client, CODE, "codemode_eval_gate")}
+
+
+run(main)
