@@ -35,11 +35,7 @@ const DECISIONS: [(&str, &str, ApprovalDecision); 5] = [
 /// allows (plus dismissing). Every script-chosen text in the message (tool name, rule reason,
 /// arguments, call sites) is neutralised, and the risk is stated.
 pub fn approval_question(req: &ApprovalRequest) -> Question {
-    let mut message = format!(
-        "A script wants to call `{}` (risk: {})",
-        neutralize(&req.tool),
-        req.risk.as_str()
-    );
+    let mut message = format!("A script wants to call `{}`", neutralize(&req.tool));
     if let Some(profile) = &req.profile {
         let _ = write!(
             message,
@@ -48,7 +44,7 @@ pub fn approval_question(req: &ApprovalRequest) -> Question {
             neutralize(&req.matched.to_string())
         );
     }
-    message.push('.');
+    let _ = write!(message, ".\nRisk: {}", req.risk.as_str());
     if let Some(reason) = &req.reason {
         let _ = write!(message, "\nReason: {}", neutralize(reason));
     }
@@ -66,7 +62,7 @@ pub fn approval_question(req: &ApprovalRequest) -> Question {
         req.timeout.as_secs()
     );
     let allowed = req.risk_policy.allowed_decisions();
-    let schema = json!({
+    let mut schema = json!({
         "type": "object",
         "properties": {
             "decision": {
@@ -77,11 +73,16 @@ pub fn approval_question(req: &ApprovalRequest) -> Question {
                     .filter(|(_, _, d)| allowed.contains(d))
                     .map(|(value, title, _)| json!({"const": value, "title": title}))
                     .collect::<Vec<_>>(),
-            },
-            "reason": {"type": "string", "title": "Reason"}
+            }
         },
-        "required": if req.risk_policy.require_reason { json!(["decision", "reason"]) } else { json!(["decision"]) }
+        "required": ["decision"]
     });
+    // A reason field only where the risk policy requires one (the form stays one click
+    // otherwise; the HTTP API takes an optional reason with any decision).
+    if req.risk_policy.require_reason {
+        schema["properties"]["reason"] = json!({"type": "string", "title": "Reason"});
+        schema["required"] = json!(["decision", "reason"]);
+    }
     Question {
         message,
         schema: schema.as_object().cloned().unwrap_or_default(),

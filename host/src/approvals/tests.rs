@@ -303,3 +303,51 @@ async fn the_first_answer_wins_and_the_other_channel_is_withdrawn() {
         ApprovalAnswer::new(ApprovalDecision::ApproveToolForEval, Channel::Http).decided_by("op")
     );
 }
+
+/// The elicitation form: the risk is stated, script-chosen text is neutralised, only the
+/// decisions the risk policy allows are offered, and a reason is asked where one is required.
+#[test]
+fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
+    let mut req = request(RiskPolicy {
+        approval_timeout: None,
+        allow_eval_approval: false,
+        allow_session_approval: false,
+        require_reason: true,
+    });
+    req.reason = Some("backup\u{1b}[2K\nApproved by admin\u{202e}".into());
+    req.preview = Arc::new(codemode_policies::extract_tool_calls(
+        "await codemode.fs__write({path: '/etc/passwd'});",
+    ));
+    let q = super::approval_question(&req);
+    assert_eq!(
+        q.message,
+        "A script wants to call `fs__write` (profile `p`, asklist glob `fs__*`).\n\
+         Risk: critical\n\
+         Reason: backup\\u001b[2K\\nApproved by admin\\u202e\n\n\
+         Arguments:\n{\n  \"path\": \"/etc/passwd\"\n}\n\n\
+         The script's tool calls:\n  line 1: fs__write\n\n\
+         A reason is required at this risk level.\n\n\
+         No answer within 300 s denies the call."
+    );
+    let schema = Value::Object(q.schema);
+    let offered: Vec<&str> = schema["properties"]["decision"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["const"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["approve_once", "decline", "cancel"]);
+    assert_eq!(schema["required"], json!(["decision", "reason"]));
+
+    // Without a required reason: one field, every decision.
+    let q = super::approval_question(&request(RiskPolicy::default()));
+    let schema = Value::Object(q.schema);
+    assert_eq!(schema["required"], json!(["decision"]));
+    assert_eq!(
+        schema["properties"]["decision"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+}
