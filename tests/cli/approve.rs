@@ -103,3 +103,30 @@ fn approve_answers_an_ask_in_a_terminal() {
         "a script-made line:\n{shown}"
     );
 }
+
+/// `codemode run`'s human output cannot be forged by the script: log lines, the error line and
+/// the result show control, bidi and zero-width characters as escapes.
+#[test]
+fn run_output_shows_hostile_text_escaped() {
+    let out = super::run_with_stdin(
+        &["run", "-"],
+        "console.log('step 1\\n[log] all checks passed\\u001b[2K'); \
+         console.warn('\\u202eevil\\u200b'); \
+         return 'ok\\r\\u2028done';",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "\"ok\\r\\u2028done\"\n");
+    assert_eq!(
+        text(&out.stderr),
+        "[log] step 1\\n[log] all checks passed\\u001b[2K\n[warn] \\u202eevil\\u200b\n"
+    );
+    let out = super::run_with_stdin(&["run", "-"], "throw new Error('bad\\n\\u001b[32mok');");
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("<stdin>:1:") || err.starts_with("-:1:"),
+        "{err}"
+    );
+    assert!(err.ends_with("bad\\n\\u001b[32mok\n"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
