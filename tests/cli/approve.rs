@@ -16,6 +16,7 @@ const CODE: &str = "// the second call site\nif (false) { await codemode.get_too
 
 #[test]
 fn approve_answers_an_ask_in_a_terminal() {
+    peers::ensure_installed();
     let dir = temp_dir("approve");
     let config = dir.join("config.json");
     std::fs::write(
@@ -129,4 +130,24 @@ fn run_output_shows_hostile_text_escaped() {
     );
     assert!(err.ends_with("bad\\n\\u001b[32mok\n"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// Without authentication, the approval API's own listener must be a loopback address.
+#[test]
+fn approvals_http_refuses_a_public_address_without_auth() {
+    let dir = temp_dir("approvals-public");
+    let config = dir.join("config.json");
+    std::fs::write(&config, "{}").unwrap();
+    let out = super::codemode()
+        .args(["serve", "--approvals-http", "0.0.0.0:0", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "codemode: refusing to serve the approval API on 0.0.0.0:0 without authentication: \
+         use a loopback address such as 127.0.0.1:PORT\n"
+    );
 }

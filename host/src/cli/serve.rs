@@ -72,6 +72,18 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    // The approval API's own listener is bound first: a bad address stops here, before any
+    // upstream server starts.
+    let approvals_listener = match args.approvals_http {
+        Some(addr) => match approvals::http::bind(addr, &crate::auth::NoAuth).await {
+            Ok(listener) => Some(listener),
+            Err(e) => {
+                eprintln!("codemode: {e:#}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => None,
+    };
     let state = ServerState::new(runtime, config, args.config.clone()).await;
     let _watcher = match &args.config {
         Some(path) => match server::reload::watch(state.clone(), path.clone()) {
@@ -83,28 +95,18 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         },
         None => None,
     };
-    if let Some(addr) = args.approvals_http {
-        let auth: std::sync::Arc<dyn crate::auth::Authenticate> =
-            std::sync::Arc::new(crate::auth::NoAuth);
-        match approvals::http::bind(addr, auth.as_ref()).await {
-            Ok(listener) => {
-                let api = approvals::http::serve(
-                    listener,
-                    state.approvals.clone(),
-                    auth,
-                    tokio_util::sync::CancellationToken::new(),
-                );
-                tokio::spawn(async move {
-                    if let Err(e) = api.await {
-                        tracing::warn!("the approval API stopped: {e:#}");
-                    }
-                });
+    if let Some(listener) = approvals_listener {
+        let api = approvals::http::serve(
+            listener,
+            state.approvals.clone(),
+            std::sync::Arc::new(crate::auth::NoAuth),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        tokio::spawn(async move {
+            if let Err(e) = api.await {
+                tracing::warn!("the approval API stopped: {e:#}");
             }
-            Err(e) => {
-                eprintln!("codemode: {e:#}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        }
+        });
     }
     let result = match args.http {
         Some(addr) => {
