@@ -35,7 +35,7 @@ use codemode_runtime::{
     CancellationToken, EvalId, EvalOptions, EvalOutcome, NoTools, Runtime, ToolHost,
 };
 
-use crate::approvals::{ApprovalBroker, Asker, ChannelApprover, NoAsker};
+use crate::approvals::{ApprovalBroker, Asker, ChannelApprover, ChannelAsker, NoAsker};
 use crate::tools::ScriptTools;
 use crate::upstream::UpstreamPool;
 
@@ -194,7 +194,15 @@ impl GovernedEval {
     /// The script's tools behind the policy layer.
     fn tool_host(&self, code: &str) -> PolicyToolHost {
         let inner: Arc<dyn ToolHost> = match &self.upstreams {
-            Some(upstreams) => Arc::new(ScriptTools::new(upstreams.clone(), self.asker.clone())),
+            Some(upstreams) => Arc::new(ScriptTools::new(
+                upstreams.clone(),
+                Arc::new(ChannelAsker::new(
+                    self.asker.clone(),
+                    self.broker.clone(),
+                    self.id.to_string(),
+                    self.caller.name.clone(),
+                )),
+            )),
             None => Arc::new(NoTools),
         };
         let (session_id, approvals) = match &self.session {

@@ -1,8 +1,9 @@
-//! The server-wide approval broker: the pending approval requests of every eval, as the HTTP
-//! approval API shows them, and the last decisions.
+//! The server-wide approval broker: the pending approval requests (and `hitl_request`
+//! questions) of every eval, as the HTTP approval API shows them, and the last decisions.
 //!
-//! An eval's [`ChannelApprover`] offers each request to every channel it has — the MCP client
-//! (elicitation or input-required), the terminal, and this broker when the HTTP API is served.
+//! An eval's [`super::ChannelApprover`] (and [`super::ChannelAsker`]) offers each request to
+//! every channel it has — the MCP client (elicitation or input-required), the terminal, and this
+//! broker when the HTTP API is served.
 //! The first answer wins: the others are withdrawn (their futures dropped; the broker's
 //! subscribers see a `decided` event naming the channel that answered, or `expired` when the
 //! policy's timeout passed or the eval ended). Every channel shows the same request id.
@@ -13,16 +14,15 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use codemode_policies::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Caller, Channel, DecisionRefused,
-    rfc3339_utc,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Caller, Channel, DecisionRefused,
+    RiskPolicy, neutralize, new_request_id, rfc3339_utc,
 };
-use codemode_runtime::BoxFuture;
-use serde::Serialize;
-use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
-use super::form::{ask_for_approval, call_sites_of};
-use super::{Asker, NoAsker};
+pub use super::view::{
+    ApprovalView, BrokerEvent, CallSiteView, Choice, Outcome, QuestionAnswer, QuestionSpec,
+    decision_name, parse_decision,
+};
 
 /// How many decisions the broker remembers by default (`GET /approvals?state=decided`).
 pub const DEFAULT_DECISION_HISTORY: usize = 100;
@@ -31,164 +31,6 @@ pub const DEFAULT_DECISION_HISTORY: usize = 100;
 pub const APPROVE_PERMISSION: &str = "approve";
 /// The permission a decider needs, besides [`APPROVE_PERMISSION`], to decide its own asks.
 pub const APPROVE_SELF_PERMISSION: &str = "approve_self";
-
-/// One call site of the script, as the API shows it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct CallSiteView {
-    /// The tool named there; `null` when it is computed at run time.
-    pub tool: Option<String>,
-    /// 1-based line.
-    pub line: u32,
-    /// 1-based column.
-    pub column: u32,
-    /// Whether the name is computed at run time.
-    pub dynamic: bool,
-}
-
-/// A request as the HTTP API shows it (`GET /approvals`, the `requested` event). Decided ones
-/// also carry the decision fields.
-#[derive(Debug, Clone, Serialize)]
-pub struct ApprovalView {
-    /// The request id (random, 128 bits).
-    pub id: String,
-    /// The eval making the call.
-    pub eval_id: String,
-    /// Who the eval runs for.
-    pub caller: String,
-    /// The profile that asked.
-    pub profile: Option<String>,
-    /// The tool called.
-    pub tool: String,
-    /// The call's risk level.
-    pub risk: &'static str,
-    /// The decisions the risk policy allows (`approve_once`, `approve_eval`, `approve_session`,
-    /// `decline`).
-    pub allowed_decisions: Vec<&'static str>,
-    /// Whether a decision needs a reason.
-    pub reason_required: bool,
-    /// The rule's reason, if a rule with a reason asked.
-    pub rule_reason: Option<String>,
-    /// The arguments in full.
-    pub args: Value,
-    /// Every top-level key with a bounded preview.
-    pub args_summary: String,
-    /// The script's call sites.
-    pub call_sites: Vec<CallSiteView>,
-    /// When the request was made (RFC 3339 UTC).
-    pub requested_at: String,
-    /// When it is denied automatically (RFC 3339 UTC).
-    pub expires_at: String,
-    /// How long the human has, in milliseconds from `requested_at` (for countdowns that do not
-    /// trust the two clocks to agree).
-    pub timeout_ms: u64,
-    /// Decided ones: `approve_once`, `approve_eval`, `approve_session`, `decline`, `expired`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decision: Option<&'static str>,
-    /// Decided ones: who decided (a token's name, `local`), when the channel knows.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decided_by: Option<String>,
-    /// Decided ones: the decider's reason.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Decided ones: the channel that answered.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub channel: Option<&'static str>,
-    /// Decided ones: when (RFC 3339 UTC).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decided_at: Option<String>,
-}
-
-/// A decision's name in the API.
-pub fn decision_name(d: ApprovalDecision) -> &'static str {
-    match d {
-        ApprovalDecision::ApproveOnce => "approve_once",
-        ApprovalDecision::ApproveToolForEval => "approve_eval",
-        ApprovalDecision::ApproveToolForSession => "approve_session",
-        ApprovalDecision::Decline | ApprovalDecision::Cancel => "decline",
-    }
-}
-
-/// A decision by its API name.
-pub fn parse_decision(name: &str) -> Option<ApprovalDecision> {
-    Some(match name {
-        "approve_once" => ApprovalDecision::ApproveOnce,
-        "approve_eval" => ApprovalDecision::ApproveToolForEval,
-        "approve_session" => ApprovalDecision::ApproveToolForSession,
-        "decline" => ApprovalDecision::Decline,
-        _ => return None,
-    })
-}
-
-impl ApprovalView {
-    fn of(req: &ApprovalRequest, now: SystemTime) -> Self {
-        let allowed: Vec<&'static str> = req
-            .risk_policy
-            .allowed_decisions()
-            .into_iter()
-            .filter(|d| *d != ApprovalDecision::Cancel)
-            .map(decision_name)
-            .collect();
-        ApprovalView {
-            id: req.id.clone(),
-            eval_id: req.eval_id.to_string(),
-            caller: req.caller.name.clone(),
-            profile: req.profile.clone(),
-            tool: req.tool.clone(),
-            risk: req.risk.as_str(),
-            allowed_decisions: allowed,
-            reason_required: req.risk_policy.require_reason,
-            rule_reason: req.reason.clone(),
-            args: req.args.clone(),
-            args_summary: req.args_summary.clone(),
-            call_sites: call_sites_of(req)
-                .into_iter()
-                .map(|(tool, line, column)| CallSiteView {
-                    dynamic: tool.is_none(),
-                    tool,
-                    line,
-                    column,
-                })
-                .collect(),
-            requested_at: rfc3339_utc(now),
-            expires_at: rfc3339_utc(now + req.timeout),
-            timeout_ms: u64::try_from(req.timeout.as_millis()).unwrap_or(u64::MAX),
-            decision: None,
-            decided_by: None,
-            reason: None,
-            channel: None,
-            decided_at: None,
-        }
-    }
-}
-
-/// What subscribers of the broker (`GET /approvals/stream`) see.
-#[derive(Debug, Clone)]
-pub enum BrokerEvent {
-    /// A new pending request.
-    Requested(Arc<ApprovalView>),
-    /// A request was answered (on any channel).
-    Decided(Arc<ApprovalView>),
-    /// A request was withdrawn unanswered (timeout, or the eval ended).
-    Expired(Arc<ApprovalView>),
-}
-
-impl BrokerEvent {
-    /// The SSE event name: `requested`, `decided` or `expired`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            BrokerEvent::Requested(_) => "requested",
-            BrokerEvent::Decided(_) => "decided",
-            BrokerEvent::Expired(_) => "expired",
-        }
-    }
-
-    /// The request it is about.
-    pub fn view(&self) -> &ApprovalView {
-        match self {
-            BrokerEvent::Requested(v) | BrokerEvent::Decided(v) | BrokerEvent::Expired(v) => v,
-        }
-    }
-}
 
 /// Why a decision through the broker was refused (the HTTP status in brackets).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -206,12 +48,22 @@ pub enum DecideError {
     /// The request's risk policy refuses the decision (`422`).
     #[error("{0}")]
     Refused(#[from] DecisionRefused),
+    /// The choice does not fit the request: an answer for an approval, a decision other than
+    /// `decline` for a question, an answer that is not an option (`422`).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+enum Reply {
+    Approval(RiskPolicy, oneshot::Sender<ApprovalAnswer>),
+    Question(Vec<String>, oneshot::Sender<QuestionAnswer>),
 }
 
 struct Pending {
-    request: ApprovalRequest,
+    /// Who the asking eval runs for.
+    caller: String,
     view: Arc<ApprovalView>,
-    reply: oneshot::Sender<ApprovalAnswer>,
+    reply: Reply,
 }
 
 #[derive(Default)]
@@ -301,9 +153,9 @@ impl ApprovalBroker {
             inner.pending.insert(
                 req.id.clone(),
                 Pending {
-                    request: req.clone(),
+                    caller: req.caller.name.clone(),
                     view: view.clone(),
-                    reply: tx,
+                    reply: Reply::Approval(req.risk_policy.clone(), tx),
                 },
             );
         }
@@ -315,8 +167,35 @@ impl ApprovalBroker {
         }
     }
 
+    /// Registers a question as pending; the returned handle answers when someone answers through
+    /// [`decide`](Self::decide), and withdraws the question when dropped.
+    pub fn open_question(self: &Arc<Self>, q: &QuestionSpec) -> PendingQuestion {
+        let id = new_request_id();
+        let (tx, rx) = oneshot::channel();
+        let view = Arc::new(ApprovalView::of_question(q, &id, SystemTime::now()));
+        {
+            let mut inner = self.lock();
+            inner.order.push(id.clone());
+            inner.pending.insert(
+                id.clone(),
+                Pending {
+                    caller: q.caller.clone(),
+                    view: view.clone(),
+                    reply: Reply::Question(q.options.clone(), tx),
+                },
+            );
+        }
+        let _ = self.events.send(BrokerEvent::Requested(view));
+        PendingQuestion {
+            broker: self.clone(),
+            id,
+            rx,
+        }
+    }
+
     /// `decider` answers request `id`. Needs permission `approve`, and `approve_self` for an ask
-    /// raised under the decider's own name; the decision must pass the request's risk policy.
+    /// raised under the decider's own name; a decision must pass the request's risk policy, an
+    /// answer must be one of the question's options.
     ///
     /// # Errors
     /// [`DecideError`] (see its variants for the HTTP status each maps to).
@@ -324,10 +203,14 @@ impl ApprovalBroker {
         &self,
         id: &str,
         decider: &Caller,
-        decision: ApprovalDecision,
+        choice: Choice,
         reason: Option<String>,
     ) -> Result<(), DecideError> {
         let reason = reason.filter(|r| !r.trim().is_empty());
+        let choice_answer = match &choice {
+            Choice::Answer(a) => Some(a.clone()),
+            Choice::Decision(_) => None,
+        };
         let mut inner = self.lock();
         let Some(pending) = inner.pending.get(id) else {
             return Err(match inner.decided.iter().find(|v| v.id == id) {
@@ -344,25 +227,69 @@ impl ApprovalBroker {
                 decider.name
             )));
         }
-        if pending.request.caller.name == decider.name
-            && !decider.has_permission(APPROVE_SELF_PERMISSION)
-        {
+        if pending.caller == decider.name && !decider.has_permission(APPROVE_SELF_PERMISSION) {
             return Err(DecideError::Forbidden(format!(
                 "`{}` cannot decide its own ask without the permission `{APPROVE_SELF_PERMISSION}`",
                 decider.name
             )));
         }
-        pending
-            .request
-            .risk_policy
-            .check(decision, reason.as_deref())?;
+        let outcome = match (&pending.reply, choice) {
+            (Reply::Approval(policy, _), Choice::Decision(d)) => {
+                policy.check(d, reason.as_deref())?;
+                decision_name(d)
+            }
+            (Reply::Approval(..), Choice::Answer(_)) => {
+                return Err(DecideError::Invalid(
+                    "an approval request takes a decision, not an answer".into(),
+                ));
+            }
+            (
+                Reply::Question(..),
+                Choice::Decision(ApprovalDecision::Decline | ApprovalDecision::Cancel),
+            ) => "decline",
+            (Reply::Question(..), Choice::Decision(_)) => {
+                return Err(DecideError::Invalid(
+                    "a question takes `answer` with one of its options, or `decline`".into(),
+                ));
+            }
+            (Reply::Question(options, _), Choice::Answer(a)) if !options.contains(&a) => {
+                return Err(DecideError::Invalid(format!(
+                    "`{}` is not one of the options",
+                    neutralize(&a)
+                )));
+            }
+            (Reply::Question(..), Choice::Answer(_)) => "answer",
+        };
         let pending = self.take(&mut inner, id).expect("checked above");
-        let answer = ApprovalAnswer::new(decision, Channel::Http)
-            .with_reason(reason)
-            .decided_by(decider.name.clone());
-        let view = self.record(&mut inner, &pending.view, Some(&answer));
+        let answer = match &choice_answer {
+            Some(a) if outcome == "answer" => Some(a.clone()),
+            _ => None,
+        };
+        let recorded = Outcome {
+            decision: outcome,
+            decided_by: Some(decider.name.clone()),
+            reason: reason.clone(),
+            answer: answer.clone(),
+            channel: Channel::Http,
+        };
+        let view = self.record(&mut inner, &pending.view, Some(&recorded));
         drop(inner);
-        let _ = pending.reply.send(answer);
+        match pending.reply {
+            Reply::Approval(_, tx) => {
+                let decision = parse_decision(outcome).unwrap_or(ApprovalDecision::Decline);
+                let _ = tx.send(
+                    ApprovalAnswer::new(decision, Channel::Http)
+                        .with_reason(reason)
+                        .decided_by(decider.name.clone()),
+                );
+            }
+            Reply::Question(_, tx) => {
+                let _ = tx.send(QuestionAnswer {
+                    answer,
+                    decided_by: decider.name.clone(),
+                });
+            }
+        }
         let _ = self.events.send(BrokerEvent::Decided(view));
         Ok(())
     }
@@ -378,15 +305,16 @@ impl ApprovalBroker {
         &self,
         inner: &mut Inner,
         view: &ApprovalView,
-        answer: Option<&ApprovalAnswer>,
+        outcome: Option<&Outcome>,
     ) -> Arc<ApprovalView> {
         let mut done = view.clone();
-        match answer {
-            Some(a) => {
-                done.decision = Some(decision_name(a.decision));
-                done.decided_by = a.decided_by.clone();
-                done.reason = a.reason.clone();
-                done.channel = Some(a.channel.as_str());
+        match outcome {
+            Some(o) => {
+                done.decision = Some(o.decision);
+                done.decided_by = o.decided_by.clone();
+                done.reason = o.reason.clone();
+                done.answer = o.answer.clone();
+                done.channel = Some(o.channel.as_str());
             }
             None => {
                 done.decision = Some("expired");
@@ -402,15 +330,15 @@ impl ApprovalBroker {
         done
     }
 
-    /// Closes request `id` with an answer from another channel (`None`: withdrawn unanswered).
-    fn close(&self, id: &str, answer: Option<&ApprovalAnswer>) {
+    /// Closes request `id` with an outcome from another channel (`None`: withdrawn unanswered).
+    fn close(&self, id: &str, outcome: Option<&Outcome>) {
         let mut inner = self.lock();
         let Some(pending) = self.take(&mut inner, id) else {
             return;
         };
-        let view = self.record(&mut inner, &pending.view, answer);
+        let view = self.record(&mut inner, &pending.view, outcome);
         drop(inner);
-        let event = match answer {
+        let event = match outcome {
             Some(_) => BrokerEvent::Decided(view),
             None => BrokerEvent::Expired(view),
         };
@@ -437,7 +365,36 @@ impl PendingAsk {
 
     /// Another channel answered first: the broker's subscribers see who.
     pub fn answered_elsewhere(self, answer: &ApprovalAnswer) {
-        self.broker.close(&self.id, Some(answer));
+        self.broker
+            .close(&self.id, Some(&Outcome::of_approval(answer)));
+    }
+}
+
+/// A question pending in the broker; dropping it withdraws the question (`expired`).
+pub struct PendingQuestion {
+    broker: Arc<ApprovalBroker>,
+    id: String,
+    rx: oneshot::Receiver<QuestionAnswer>,
+}
+
+impl PendingQuestion {
+    /// Waits for an answer through the broker.
+    pub async fn answer(&mut self) -> QuestionAnswer {
+        match (&mut self.rx).await {
+            Ok(answer) => answer,
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Another channel answered first (`outcome`).
+    pub fn answered_elsewhere(self, outcome: &Outcome) {
+        self.broker.close(&self.id, Some(outcome));
+    }
+}
+
+impl Drop for PendingQuestion {
+    fn drop(&mut self) {
+        self.broker.close(&self.id, None);
     }
 }
 
@@ -445,67 +402,5 @@ impl Drop for PendingAsk {
     fn drop(&mut self) {
         // A no-op when the request was decided already.
         self.broker.close(&self.id, None);
-    }
-}
-
-/// An eval's [`Approver`]: offers each request to its own channel (the MCP client or the
-/// terminal) and, when the HTTP API is served, to the broker; the first answer wins.
-///
-/// Supported when either can ask; when neither can, the profile's `elicitationFallback` decides.
-pub struct ChannelApprover {
-    asker: Arc<dyn Asker>,
-    broker: Option<Arc<ApprovalBroker>>,
-}
-
-impl ChannelApprover {
-    /// Asks through `asker` and, if given and served, `broker`.
-    pub fn new(asker: Arc<dyn Asker>, broker: Option<Arc<ApprovalBroker>>) -> Self {
-        ChannelApprover { asker, broker }
-    }
-
-    /// Only the broker (no asker of the eval's own).
-    pub fn broker_only(broker: Arc<ApprovalBroker>) -> Self {
-        Self::new(Arc::new(NoAsker), Some(broker))
-    }
-
-    fn broker(&self) -> Option<&Arc<ApprovalBroker>> {
-        self.broker.as_ref().filter(|b| b.served())
-    }
-}
-
-impl Approver for ChannelApprover {
-    fn supports(&self) -> bool {
-        self.asker.supports() || self.broker().is_some()
-    }
-
-    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
-        Box::pin(async move {
-            let mut http = self.broker().map(|b| b.open(&req));
-            let has_http = http.is_some();
-            let own = async {
-                if !self.asker.supports() {
-                    return std::future::pending().await;
-                }
-                match ask_for_approval(self.asker.as_ref(), &req).await {
-                    Some(answer) => answer,
-                    // This channel cannot answer (failed or timed out): wait for the others,
-                    // or for the policy's timeout.
-                    None if has_http => std::future::pending().await,
-                    None => ApprovalAnswer::new(ApprovalDecision::Decline, self.asker.channel()),
-                }
-            };
-            let Some(pending) = http.as_mut() else {
-                return own.await;
-            };
-            tokio::select! {
-                answer = pending.answer() => answer,
-                answer = own => {
-                    if let Some(pending) = http.take() {
-                        pending.answered_elsewhere(&answer);
-                    }
-                    answer
-                }
-            }
-        })
     }
 }

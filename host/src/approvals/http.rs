@@ -26,13 +26,13 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use codemode_policies::Caller;
+use codemode_policies::{Caller, neutralize};
 use futures::Stream;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::broker::{
-    APPROVE_PERMISSION, APPROVE_SELF_PERMISSION, ApprovalBroker, BrokerEvent, DecideError,
+    APPROVE_PERMISSION, APPROVE_SELF_PERMISSION, ApprovalBroker, BrokerEvent, Choice, DecideError,
     parse_decision,
 };
 use crate::auth::{AuthError, Authenticate};
@@ -271,6 +271,8 @@ fn events(
 struct DecisionBody {
     decision: String,
     reason: Option<String>,
+    /// A question's option, with `"decision": "answer"`.
+    answer: Option<String>,
 }
 
 async fn decide(
@@ -292,16 +294,28 @@ async fn decide(
             );
         }
     };
-    let Some(decision) = parse_decision(&body.decision) else {
-        return error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "unknown decision `{}` (expected approve_once, approve_eval, approve_session or decline)",
-                body.decision
-            ),
-        );
+    let choice = match (body.decision.as_str(), body.answer) {
+        ("answer", Some(a)) => Choice::Answer(a),
+        ("answer", None) => {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "`\"decision\": \"answer\"` needs `answer`: one of the question's options",
+            );
+        }
+        (name, _) => match parse_decision(name) {
+            Some(d) => Choice::Decision(d),
+            None => {
+                return error(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    format!(
+                        "unknown decision `{}` (expected approve_once, approve_eval, approve_session, decline or answer)",
+                        neutralize(name)
+                    ),
+                );
+            }
+        },
     };
-    match api.broker.decide(&id, &caller, decision, body.reason) {
+    match api.broker.decide(&id, &caller, choice, body.reason) {
         Ok(()) => axum::Json(json!({"status": "decided"})).into_response(),
         Err(e) => {
             let status = match &e {

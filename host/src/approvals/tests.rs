@@ -12,7 +12,8 @@ use codemode_policies::{
 use codemode_runtime::{BoxFuture, EvalId};
 use serde_json::{Value, json};
 
-use super::broker::{ApprovalBroker, BrokerEvent, ChannelApprover};
+use super::broker::{ApprovalBroker, BrokerEvent, Choice};
+use super::channels::{ChannelApprover, ChannelAsker};
 use super::{Answer, Asker, Question, http};
 use crate::auth::{AuthError, Authenticate};
 
@@ -294,7 +295,7 @@ async fn the_first_answer_wins_and_the_other_channel_is_withdrawn() {
         .decide(
             &id,
             &Caller::new("op", ["approve"]),
-            ApprovalDecision::ApproveToolForEval,
+            Choice::Decision(ApprovalDecision::ApproveToolForEval),
             None,
         )
         .unwrap();
@@ -350,4 +351,123 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
             .len(),
         5
     );
+}
+
+/// `hitl_request` questions travel the broker too: offered with their options, answered with
+/// one of them (or declined), checked like approvals.
+#[tokio::test]
+async fn questions_are_answered_through_the_api_with_one_of_their_options() {
+    let broker = Arc::new(ApprovalBroker::default());
+    let base = start(broker.clone()).await;
+    let asker = Arc::new(ChannelAsker::new(
+        Arc::new(super::NoAsker),
+        Some(broker.clone()),
+        "9",
+        "agent",
+    ));
+    assert!(asker.supports());
+    let question = Question {
+        message: "Deploy\u{1b}[2K to prod?".into(),
+        schema: json!({"type": "object", "properties": {"answer": {"type": "string",
+            "enum": ["yes", "no"]}}, "required": ["answer"]})
+        .as_object()
+        .cloned()
+        .unwrap(),
+    };
+    let asking = tokio::spawn({
+        let asker = asker.clone();
+        async move { asker.ask(question, Duration::from_secs(300)).await }
+    });
+    while broker.pending().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    let (_, listed) = get(&base, "/approvals", "op").await;
+    let q = &listed["approvals"][0];
+    let id = q["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        (
+            &q["kind"],
+            &q["tool"],
+            &q["caller"],
+            &q["options"],
+            &q["args_summary"],
+            &q["eval_id"]
+        ),
+        (
+            &json!("question"),
+            &json!("hitl_request"),
+            &json!("agent"),
+            &json!(["yes", "no"]),
+            &json!("Deploy\\u001b[2K to prod?"),
+            &json!("9")
+        )
+    );
+    assert!(q.get("risk").is_none());
+    let refused = json!({"error": "…"});
+    for (token, body, status) in [
+        (
+            Some("agent"),
+            json!({"decision": "answer", "answer": "yes"}),
+            403,
+        ),
+        (
+            Some("op"),
+            json!({"decision": "answer", "answer": "maybe"}),
+            422,
+        ),
+        (Some("op"), json!({"decision": "answer"}), 422),
+        (Some("op"), json!({"decision": "approve_once"}), 422),
+    ] {
+        assert_eq!(
+            post(&base, &id, token, body.clone()).await,
+            (status, refused.clone()),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        post(
+            &base,
+            &id,
+            Some("op"),
+            json!({"decision": "answer", "answer": "no"})
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(
+        asking.await.unwrap(),
+        Answer::Accept(json!({"answer": "no"}))
+    );
+    let (_, decided) = get(&base, "/approvals?state=decided&limit=1", "op").await;
+    let d = &decided["approvals"][0];
+    assert_eq!(
+        (
+            &d["decision"],
+            &d["answer"],
+            &d["decided_by"],
+            &d["channel"]
+        ),
+        (&json!("answer"), &json!("no"), &json!("op"), &json!("http"))
+    );
+    // An approval request does not take an answer.
+    let req = request(RiskPolicy::default());
+    let id = req.id.clone();
+    let approver = Arc::new(ChannelApprover::broker_only(broker.clone()));
+    let asking = tokio::spawn(async move { approver.approve(req).await });
+    while broker.pending().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        post(
+            &base,
+            &id,
+            Some("op"),
+            json!({"decision": "answer", "answer": "x"})
+        )
+        .await
+        .0,
+        422
+    );
+    asking.abort();
 }

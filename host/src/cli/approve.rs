@@ -5,6 +5,7 @@
 //! automatic denial; the keys `[a]pprove [e]val [s]ession [d]ecline [v]iew full args` (only the
 //! decisions the request's risk policy allows), a reason when one is required. A request decided
 //! elsewhere (another approver, the client's own prompt) or expired is withdrawn from the screen.
+//! `hitl_request` questions are shown with their numbered options (`[1-n] answer [d]ecline`).
 //! Every script-chosen text is neutralised ([`codemode_policies::neutralize`]).
 
 use std::collections::VecDeque;
@@ -254,6 +255,27 @@ impl Screen {
             return;
         };
         let r = &shown.req;
+        if r["kind"] == "question" {
+            let message: Vec<String> = r["args"]["question"]
+                .as_str()
+                .unwrap_or_default()
+                .split('\n')
+                .map(neutralize)
+                .collect();
+            let mut out = format!(
+                "\n[question] from caller {} (eval {}, request {})\n{}\n",
+                text(r, "caller"),
+                text(r, "eval_id"),
+                short(r["id"].as_str().unwrap_or_default()),
+                message.join("\n")
+            );
+            for (i, option) in options(r).iter().enumerate() {
+                out.push_str(&format!("  {}) {}\n", i + 1, neutralize(option)));
+            }
+            eprint!("{out}");
+            self.prompt();
+            return;
+        }
         let mut out = format!(
             "\n[risk {}] `{}` wants approval (caller {}, profile {}, eval {}, request {})\n",
             text(r, "risk").to_uppercase(),
@@ -299,7 +321,12 @@ impl Screen {
             .deadline
             .saturating_duration_since(Instant::now())
             .as_secs();
-        if shown.reason_for.is_some() {
+        if shown.req["kind"] == "question" {
+            eprint!(
+                "\r[1-{}] answer [d]ecline (denied automatically in {left:>3} s) > ",
+                options(&shown.req).len()
+            );
+        } else if shown.reason_for.is_some() {
             eprint!("\r  reason (required; denied automatically in {left:>3} s) > ");
         } else {
             let keys: Vec<&str> = Self::allowed(&shown.req).iter().map(|k| k.2).collect();
@@ -331,6 +358,24 @@ impl Screen {
             self.decide(decision, Some(line.to_string())).await;
             return;
         }
+        if shown.req["kind"] == "question" {
+            let opts = options(&shown.req);
+            let body = match line
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| opts.get(n.wrapping_sub(1)))
+            {
+                Some(option) => json!({"decision": "answer", "answer": option}),
+                None if line == "d" => json!({"decision": "decline"}),
+                None => {
+                    eprintln!("  type a number from 1 to {}, or d", opts.len());
+                    self.prompt();
+                    return;
+                }
+            };
+            self.send(body).await;
+            return;
+        }
         if line == "v" {
             let full = serde_json::to_string_pretty(&shown.req["args"]).unwrap_or_default();
             let lines: Vec<String> = full.split('\n').map(neutralize).collect();
@@ -354,14 +399,20 @@ impl Screen {
     }
 
     async fn decide(&mut self, decision: &str, reason: Option<String>) {
-        let Some(shown) = self.queue.front() else {
-            return;
-        };
-        let id = shown.req["id"].as_str().unwrap_or_default().to_string();
         let mut body = json!({"decision": decision});
         if let Some(r) = reason {
             body["reason"] = json!(r);
         }
+        self.send(body).await;
+    }
+
+    /// Posts `body` for the request at the head of the queue.
+    async fn send(&mut self, body: Value) {
+        let Some(shown) = self.queue.front() else {
+            return;
+        };
+        let id = shown.req["id"].as_str().unwrap_or_default().to_string();
+        let decision = body["decision"].as_str().unwrap_or_default().to_string();
         let mut request = self
             .client
             .post(format!("{}/approvals/{id}", self.base))
@@ -391,6 +442,19 @@ impl Screen {
             }
         }
     }
+}
+
+/// A question's options.
+fn options(req: &Value) -> Vec<String> {
+    req["options"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The first 8 hex digits of a request id (enough to tell requests apart on screen).

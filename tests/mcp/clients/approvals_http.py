@@ -20,6 +20,8 @@ CODE = """// a second call site
 if (false) { await codemode.time__get_current_time({}); }
 return await codemode.everything__echo({message: "hi\\u001b[2K\\nthere", pad: "x".repeat(500)});"""
 
+HITL = 'return await codemode.hitl_request({question: "Deploy\\u001b[2K\\nnow?", options: ["yes", "no"]});'
+
 
 async def next_event(lines) -> tuple[str, dict]:
     """The next Server-Sent Event: (name, data as JSON)."""
@@ -83,10 +85,24 @@ async def main() -> dict:
             }
             name, decided = await next_event(lines)
             obs["decided"] = [name, view(decided)]
+            # A hitl_request question travels the same way, with its options.
+            hitl = asyncio.create_task(evaluate(client, HITL))
+            name, q = await next_event(lines)
+            obs["question"] = [name, {k: q.get(k) for k in ("kind", "tool", "options", "args_summary", "risk")}]
+            answer_url = f"/approvals/{q['id']}"
+            obs["question_statuses"] = {
+                "not_an_option": await status(answer_url, json={"decision": "answer", "answer": "maybe"}, headers={"Origin": origin}),
+                "answer": await status(answer_url, json={"decision": "answer", "answer": "yes"}, headers={"Origin": origin}),
+            }
+            name, answered = await next_event(lines)
+            obs["answered"] = [name, answered["decision"], answered["answer"], answered["channel"]]
+            hitl_result = (await hitl)["structured"]["result"]
+            obs["hitl_result"] = {k: hitl_result[k] for k in ("status", "selectedOption", "confirmed", "source")}
         obs["result"] = await task
         obs["pending_after"] = (await http.get("/approvals")).json()["approvals"]
-        last = (await http.get("/approvals?state=decided&limit=1")).json()["approvals"]
-        obs["last_decisions"] = [view(d) for d in last]
+        last = (await http.get("/approvals?state=decided&limit=2")).json()["approvals"]
+        obs["last_kinds"] = [d["kind"] for d in last]
+        obs["last_decisions"] = [view(d) for d in last if d["kind"] == "approval"]
         obs["bad_state"] = (await http.get("/approvals?state=maybe")).status_code
         page = await http.get("/approvals/ui")
         obs["page"] = [page.status_code, page.headers["content-type"], "<title>codemode approvals</title>" in page.text]
