@@ -1,7 +1,8 @@
 //! The approval page (`/approvals/ui`) in a real headless browser: Debian's Chromium driven by
 //! playwright-core (installed by tests/mcp/browser/setup.sh). A Python SDK client that cannot
 //! elicit runs a script whose ask waits; the page shows it (hostile text escaped, never
-//! interpreted), a click approves it, and the suspended script finishes.
+//! interpreted), a click approves it; the script's `hitl_request` question appears next, a click
+//! answers it, and the suspended script finishes.
 
 use std::path::Path;
 use std::process::Command;
@@ -79,18 +80,24 @@ fn the_approval_page_approves_a_waiting_script() {
             "tool": "everything__echo",
             "args": {"message": hostile},
             "args_text": "{\n  \"message\": \"<img src=x onerror=alert(1)>\\u202e\\u001b[2K\"\n}",
-            "call_sites": ["line 1:20  time__get_current_time", "line 2:14  everything__echo"],
+            "call_sites": [
+                "line 1:20  time__get_current_time",
+                "line 2:20  everything__echo",
+                "line 3:21  hitl_request"
+            ],
             "buttons": ["Approve once", "Approve for this script", "Approve for this session", "Decline"],
             "countdown": true,
             "injected_elements": 0,
             "decision": "approve_once  everything__echo (medium) by local via http",
+            "question": {"text": "Ship\\nit <b>now</b>?", "buttons": ["ship", "hold", "Decline"],
+                "injected_elements": 0},
             "dialogs": [],
         }),
     );
     assert_json(
         "the approved script",
         &eval_summary(&client["result"]),
-        &json!({"is_error": false, "ok": true, "result": format!("Echo: {hostile}"),
-            "calls": [["everything__echo", "ok", null]]}),
+        &json!({"is_error": false, "ok": true, "result": [format!("Echo: {hostile}"), "confirmed", "ship"],
+            "calls": [["everything__echo", "ok", null], ["hitl_request", "ok", null]]}),
     );
 }

@@ -18,7 +18,7 @@ async function main() {
     const dialogs = [];
     page.on("dialog", (d) => { dialogs.push(d.message()); d.dismiss(); });
     await page.goto(process.env.APPROVALS_URL);
-    const card = page.locator(".card");
+    const card = page.locator(".card:not(.question)");
     await card.first().waitFor({ timeout: 60000 });
     const obs = {
       title: await page.title(),
@@ -34,9 +34,19 @@ async function main() {
       injected_elements: await page.locator(".card img, .card script").count(),
     };
     await card.locator("button[data-decision=approve_once]").click();
-    await page.locator(".card").waitFor({ state: "detached", timeout: 60000 });
+    await page.locator(".card:not(.question)").waitFor({ state: "detached", timeout: 60000 });
     await page.locator(".decision").first().waitFor({ timeout: 60000 });
     obs.decision = (await page.locator(".decision").first().textContent()).replace(/^\S+\s+/, "");
+    // Then the script's hitl_request question, with its options.
+    const q = page.locator(".card.question");
+    await q.waitFor({ timeout: 60000 });
+    obs.question = {
+      text: await q.locator("pre.args").textContent(),
+      buttons: await q.locator("button").allTextContents(),
+      injected_elements: await page.locator(".card b").count(),
+    };
+    await q.locator("button[data-answer=ship]").click();
+    await page.locator(".card.question").waitFor({ state: "detached", timeout: 60000 });
     obs.dialogs = dialogs;
     console.log(JSON.stringify(obs));
   } finally {
