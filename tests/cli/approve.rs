@@ -12,7 +12,8 @@ use super::{temp_dir, text};
 
 const CODE: &str = "// the second call site\nif (false) { await codemode.get_tools({names: []}); }\n\
     const found = await codemode.search_tools({query: \"time\\u001b[2K\\nfake: approved\", limit: 1});\n\
-    return found.results.length;";
+    const asked = await codemode.hitl_request({question: \"Proceed?\\u001b[1A\", options: [\"go\", \"stop\"]});\n\
+    return [found.results.length, asked.selectedOption];";
 
 #[test]
 fn approve_answers_an_ask_in_a_terminal() {
@@ -53,7 +54,8 @@ fn approve_answers_an_ask_in_a_terminal() {
         .args(["[v]iew full args", "x"])
         .args(["type one of a, e, s, d or v", "v"])
         .args(["Full arguments:", "a"])
-        .args(["via http", "^D"])
+        .args(["[1-2] answer [d]ecline", "2"])
+        .args(["answer by local via http", "^D"])
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_codemode"))
         .args(["approve", "--url"])
@@ -66,7 +68,8 @@ fn approve_answers_an_ask_in_a_terminal() {
     assert!(eval.status.success(), "{}", text(&eval.stderr));
     let outcome: Value = serde_json::from_slice(&eval.stdout).expect("the eval's outcome");
     assert_eq!(outcome["ok"], Value::Bool(true), "{outcome}");
-    assert!(outcome["result"].is_u64(), "{outcome}");
+    assert!(outcome["result"][0].is_u64(), "{outcome}");
+    assert_eq!(outcome["result"][1], "stop", "{outcome}");
 
     // What the person saw: the risk, the tool, who asks, the neutralised summary (no raw escape
     // reaches the terminal: the fake line is shown as `\n`), the call sites, the keys, the full
@@ -77,8 +80,14 @@ fn approve_answers_an_ask_in_a_terminal() {
         "  \"query\": \"time\\u001b[2K\\nfake: approved\"",
         "  line 2:20  get_tools",
         "  line 3:21  search_tools",
+        "  line 4:21  hitl_request",
         "  \"limit\": 1,",
         "  approve_once: sent",
+        "[question] from caller local (eval ",
+        "Proceed?\\u001b[1A",
+        "  1) go",
+        "  2) stop",
+        "  answer: sent",
     ] {
         assert!(
             lines.iter().any(|l| l.contains(want)),
