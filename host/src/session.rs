@@ -6,7 +6,8 @@
 //! [`GovernedEval::run`]. It wires, in this order:
 //! 1. the script's tools ([`ScriptTools`]: upstream tools and built-ins);
 //! 2. the policy layer in front of them ([`PolicyToolHost`]: the profile's dispositions, the
-//!    approver asking through the eval's [`Asker`], the session's remembered approvals, the
+//!    approver asking through the eval's [`Asker`] and the approval broker, the session's
+//!    remembered approvals, the
 //!    static preview of the script's call sites shown in prompts, one audit record per call);
 //! 3. the sandbox ([`Runtime::eval_cancellable`]) with the eval's limits;
 //! 4. the outcome's syntax errors located in the user's code, and one `eval` audit record.
@@ -34,7 +35,7 @@ use codemode_runtime::{
     CancellationToken, EvalId, EvalOptions, EvalOutcome, NoTools, Runtime, ToolHost,
 };
 
-use crate::approvals::{AskApprover, Asker, NoAsker};
+use crate::approvals::{ApprovalBroker, Asker, ChannelApprover, ChannelAsker, NoAsker};
 use crate::tools::ScriptTools;
 use crate::upstream::UpstreamPool;
 
@@ -56,6 +57,7 @@ pub struct GovernedEval {
     session: Option<(String, SessionApprovals)>,
     profile: Option<Arc<Profile>>,
     asker: Arc<dyn Asker>,
+    broker: Option<Arc<ApprovalBroker>>,
     audit: Option<AuditTarget>,
     options: EvalOptions,
 }
@@ -99,6 +101,13 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// The server-wide approval broker: when its HTTP API is served, approval requests are also
+    /// offered there, and the first answer (there or through the asker) wins. Default: none.
+    pub fn broker(mut self, broker: Option<Arc<ApprovalBroker>>) -> Self {
+        self.eval.broker = broker;
+        self
+    }
+
     /// The audit log. Default: none.
     pub fn audit(mut self, audit: Option<AuditTarget>) -> Self {
         self.eval.audit = audit;
@@ -130,6 +139,7 @@ impl GovernedEval {
                 session: None,
                 profile: None,
                 asker: Arc::new(NoAsker),
+                broker: None,
                 audit: None,
                 options: EvalOptions::default(),
             },
@@ -184,7 +194,15 @@ impl GovernedEval {
     /// The script's tools behind the policy layer.
     fn tool_host(&self, code: &str) -> PolicyToolHost {
         let inner: Arc<dyn ToolHost> = match &self.upstreams {
-            Some(upstreams) => Arc::new(ScriptTools::new(upstreams.clone(), self.asker.clone())),
+            Some(upstreams) => Arc::new(ScriptTools::new(
+                upstreams.clone(),
+                Arc::new(ChannelAsker::new(
+                    self.asker.clone(),
+                    self.broker.clone(),
+                    self.id.to_string(),
+                    self.caller.name.clone(),
+                )),
+            )),
             None => Arc::new(NoTools),
         };
         let (session_id, approvals) = match &self.session {
@@ -193,7 +211,10 @@ impl GovernedEval {
         };
         let mut builder = PolicyToolHost::builder(inner)
             .profile(self.profile.clone())
-            .approver(Arc::new(AskApprover::new(self.asker.clone())))
+            .approver(Arc::new(ChannelApprover::new(
+                self.asker.clone(),
+                self.broker.clone(),
+            )))
             .session_approvals(approvals)
             .preview(Arc::new(extract_tool_calls(code)))
             .session_id(session_id)

@@ -4,7 +4,6 @@
 //! and the approvals remembered for a session ([`SessionApprovals`]).
 
 use std::collections::HashSet;
-use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -52,8 +51,8 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The arguments in full (the summary is what a prompt shows first).
     pub args: Value,
-    /// The arguments as pretty JSON, cut at [`ARGS_SUMMARY_MAX_CHARS`] characters with a
-    /// visible marker (see [`summarize_args`]).
+    /// Every top-level key with a bounded, neutralised preview of its value (see
+    /// [`crate::summarize_args`]).
     pub args_summary: String,
     /// The profile that asked.
     pub profile: Option<String>,
@@ -286,93 +285,9 @@ impl SessionApprovals {
     }
 }
 
-/// The longest argument summary in an [`ApprovalRequest`], in characters, before the marker.
-pub const ARGS_SUMMARY_MAX_CHARS: usize = 2000;
-
-/// Pretty-printed `args`, cut after [`ARGS_SUMMARY_MAX_CHARS`] characters with a marker
-/// `… (truncated, N bytes total)` on its own line. Never holds more than a few KiB, however
-/// large `args` is.
-///
-/// ```
-/// use codemode_policies::summarize_args;
-/// assert_eq!(summarize_args(&serde_json::json!({"a": 1})), "{\n  \"a\": 1\n}");
-/// let long = summarize_args(&serde_json::json!("x".repeat(5000)));
-/// assert!(long.ends_with("… (truncated, 5002 bytes total)"));
-/// ```
-pub fn summarize_args(args: &Value) -> String {
-    let mut out = CappedWriter {
-        buf: Vec::new(),
-        cap: ARGS_SUMMARY_MAX_CHARS * 4,
-        total: 0,
-    };
-    // Writing to memory cannot fail; a serialisation error would leave a partial text.
-    let _ = serde_json::to_writer_pretty(&mut out, args);
-    let text = String::from_utf8_lossy(&out.buf);
-    if out.total <= out.cap && text.chars().count() <= ARGS_SUMMARY_MAX_CHARS {
-        return text.into_owned();
-    }
-    let mut cut: String = text.chars().take(ARGS_SUMMARY_MAX_CHARS).collect();
-    cut.push_str(&format!("\n… (truncated, {} bytes total)", out.total));
-    cut
-}
-
-/// Keeps the first `cap` bytes written and counts them all.
-struct CappedWriter {
-    buf: Vec<u8>,
-    cap: usize,
-    total: usize,
-}
-
-impl io::Write for CappedWriter {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.total += data.len();
-        let room = self.cap.saturating_sub(self.buf.len());
-        self.buf.extend_from_slice(&data[..data.len().min(room)]);
-        Ok(data.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn summaries() {
-        let big = "é".repeat(3000);
-        let cases: Vec<(Value, &str, usize)> = vec![
-            (json!({}), "{}", 2),
-            (json!({"path": "/etc"}), "{\n  \"path\": \"/etc\"\n}", 20),
-            (json!("x".repeat(2000)), "", 2002 + 30),
-            (
-                json!(big),
-                "… (truncated, 6002 bytes total)",
-                ARGS_SUMMARY_MAX_CHARS + 32,
-            ),
-            (
-                json!(vec![1; 100_000]),
-                "… (truncated, 500002 bytes total)",
-                ARGS_SUMMARY_MAX_CHARS + 34,
-            ),
-        ];
-        for (args, want_end, max_chars) in cases {
-            let s = summarize_args(&args);
-            assert!(s.ends_with(want_end), "{s}");
-            assert!(
-                s.chars().count() <= max_chars,
-                "{} > {max_chars}",
-                s.chars().count()
-            );
-        }
-        // Exactly at the limit: not truncated.
-        let s = summarize_args(&json!("y".repeat(ARGS_SUMMARY_MAX_CHARS - 2)));
-        assert!(!s.contains("truncated"));
-        let s = summarize_args(&json!("y".repeat(ARGS_SUMMARY_MAX_CHARS - 1)));
-        assert!(s.contains("truncated, 2001 bytes total"));
-    }
 
     #[test]
     fn session_approvals_are_shared_and_scoped() {

@@ -131,6 +131,7 @@ mod approval;
 mod audit;
 mod caller;
 mod config;
+mod display;
 mod enforce;
 mod preview;
 mod profile;
@@ -138,8 +139,8 @@ mod risk;
 mod units;
 
 pub use approval::{
-    ARGS_SUMMARY_MAX_CHARS, ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel,
-    NoApprover, SessionApprovals, new_request_id, summarize_args,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, NoApprover,
+    SessionApprovals, new_request_id,
 };
 pub use audit::{
     AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision, EvalAuditRecord,
@@ -147,11 +148,13 @@ pub use audit::{
     sha256_hex,
 };
 pub use caller::Caller;
+pub use config::ApprovalsConfig;
 pub use config::{
     AuditConfig, Config, ConfigError, ConfigErrorKind, ConfigErrors, DEFAULT_CONFIG_JSON,
     DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, ServerConfig, ServerTransport,
     UnknownProfile,
 };
+pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,

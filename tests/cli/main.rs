@@ -1,6 +1,8 @@
 //! The `codemode` binary as a user runs it: exit codes, output formats, `check`, `config check`,
 //! and the terminal approval prompt (in a real pseudo-terminal).
 
+mod approve;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -149,6 +149,11 @@ impl Setup {
         }
     }
 
+    /// The HTTP server's `http://127.0.0.1:PORT/mcp`, for HTTP setups.
+    pub fn url(&self) -> Option<&str> {
+        self.server.as_ref().map(|s| s.url.as_str())
+    }
+
     /// Writes another config version into the scratch dir (for hot reload) and returns its path.
     pub fn config_version(&self, name: &str, value: &Value) -> PathBuf {
         let path = self.scratch.path(name);

@@ -15,6 +15,8 @@ use codemode_test_support::peers;
 
 mod harness;
 
+mod approvals;
+mod browser;
 mod cancel;
 mod core;
 mod fallback;

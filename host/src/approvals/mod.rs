@@ -8,11 +8,17 @@
 //! - [`terminal::TerminalAsker`]: the terminal of `codemode run`;
 //! - [`NoAsker`]: nobody can be asked (the profile's `elicitationFallback` decides).
 //!
-//! [`form::AskApprover`] turns the policy layer's approval requests into questions.
+//! [`form::AskApprover`] turns the policy layer's approval requests into questions;
+//! [`channels::ChannelApprover`] (and [`channels::ChannelAsker`], for `hitl_request`) offers them to the eval's asker and, when the HTTP approval API
+//! ([`http`]) is served, to the server-wide [`broker::ApprovalBroker`] — the first answer wins.
 
+pub mod broker;
+pub mod channels;
 pub mod elicitation;
 pub mod form;
+pub mod http;
 pub mod terminal;
+pub mod view;
 
 use std::time::Duration;
 
@@ -21,6 +27,8 @@ use codemode_runtime::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitationSchema, JsonObject};
 use serde_json::Value;
 
+pub use broker::ApprovalBroker;
+pub use channels::{ChannelApprover, ChannelAsker};
 pub use elicitation::PeerAsker;
 pub use form::{AskApprover, approval_question, decision_from};
 pub use terminal::TerminalAsker;
@@ -87,3 +95,6 @@ impl Asker for NoAsker {
         Box::pin(async { Answer::Failed("the client does not support elicitation".into()) })
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -5,7 +5,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use codemode_policies::Channel;
+use codemode_policies::{Channel, neutralize};
 use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
@@ -56,6 +56,15 @@ impl TerminalAsker {
             }
         }
     }
+}
+
+/// Whether the form requires the field `name`.
+fn requires(question: &Question, name: &str) -> bool {
+    question
+        .schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| r.iter().any(|v| v == name))
 }
 
 /// The first property of the form that has a fixed set of choices: `(name, [(value, title)])`.
@@ -110,9 +119,12 @@ impl Asker for TerminalAsker {
                 );
             };
             let deadline = Instant::now() + timeout;
-            let mut text = format!("\n{}\n", question.message);
+            // The message's own lines stay lines; anything else that could move the cursor or
+            // start an escape sequence is shown as an escape.
+            let message: Vec<String> = question.message.split('\n').map(neutralize).collect();
+            let mut text = format!("\n{}\n", message.join("\n"));
             for (i, (_, title)) in options.iter().enumerate() {
-                text.push_str(&format!("  {}) {title}\n", i + 1));
+                text.push_str(&format!("  {}) {}\n", i + 1, neutralize(title)));
             }
             text.push_str("Type a number (empty = decline): ");
             eprint!("{text}");
@@ -132,7 +144,20 @@ impl Asker for TerminalAsker {
                     .ok()
                     .and_then(|n| options.get(n.wrapping_sub(1)))
                 {
-                    Some((value, _)) => return Answer::Accept(json!({ field.clone(): value })),
+                    Some((value, _)) => {
+                        let mut answer = json!({ field.clone(): value });
+                        if requires(&question, "reason") {
+                            eprint!("  reason (required) > ");
+                            let _ = std::io::stderr().flush();
+                            let reason = tokio::task::block_in_place(|| self.next_line(deadline));
+                            let Some(reason) = reason else {
+                                eprintln!("\n  no answer: denied");
+                                return Answer::Timeout;
+                            };
+                            answer["reason"] = json!(reason.trim());
+                        }
+                        return Answer::Accept(answer);
+                    }
                     None => {
                         eprint!("  type a number from 1 to {} > ", options.len());
                         let _ = std::io::stderr().flush();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use codemode_policies::{AuditWriter, Config};
+use codemode_policies::{AuditWriter, Config, neutralize};
 use codemode_runtime::{CancellationToken, EvalOptions, EvalOutcome, Runtime, RuntimeConfig};
 
 use super::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
@@ -183,19 +183,22 @@ pub fn report(file: &str, outcome: &EvalOutcome, json: bool) -> ExitCode {
         let _ = writeln!(out, "{text}");
     } else {
         for log in &outcome.logs {
-            eprintln!("[{}] {}", log.level.as_str(), log.message);
+            // One line per log entry, whatever the script printed (see `neutralize`).
+            eprintln!("[{}] {}", log.level.as_str(), neutralize(&log.message));
         }
         if outcome.ok {
             let text =
                 serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into());
-            let _ = writeln!(out, "{text}");
+            // JSON escapes control characters already; this also shows bidi and zero-width ones.
+            let lines: Vec<String> = text.split('\n').map(neutralize).collect();
+            let _ = writeln!(out, "{}", lines.join("\n"));
         } else if let Some(error) = &outcome.error {
             let position = match (error.line, error.column) {
                 (Some(line), Some(column)) => format!("{file}:{line}:{column}"),
                 (Some(line), None) => format!("{file}:{line}"),
                 _ => file.to_string(),
             };
-            eprintln!("{position}: {}: {}", error.kind, error.message);
+            eprintln!("{position}: {}: {}", error.kind, neutralize(&error.message));
         }
     }
     let _ = out.flush();

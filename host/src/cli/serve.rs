@@ -8,6 +8,7 @@ use clap::Args;
 use codemode_runtime::{Runtime, RuntimeConfig};
 
 use super::{EXIT_USAGE, load_config};
+use crate::approvals;
 use crate::server::{self, ServerState};
 
 #[derive(Debug, Args)]
@@ -21,6 +22,12 @@ pub struct ServeArgs {
     /// 127.0.0.1:8080, localhost:8080 or [::1]:8080 (a name is resolved once, at start).
     #[arg(long, value_name = "ADDR", value_parser = parse_listen_address)]
     http: Option<SocketAddr>,
+
+    /// Serve the HTTP approval API and its page (http://ADDR/approvals/ui) on a listener of their
+    /// own, e.g. 127.0.0.1:8181 — for stdio servers, so that asks can be answered in a browser or
+    /// with `codemode approve`. Without authentication only a loopback address is accepted.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen_address)]
+    approvals_http: Option<SocketAddr>,
 }
 
 /// `HOST:PORT` → the address to listen on: an IP address as it is, a host name resolved (its
@@ -65,6 +72,18 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    // The approval API's own listener is bound first: a bad address stops here, before any
+    // upstream server starts.
+    let approvals_listener = match args.approvals_http {
+        Some(addr) => match approvals::http::bind(addr, &crate::auth::NoAuth).await {
+            Ok(listener) => Some(listener),
+            Err(e) => {
+                eprintln!("codemode: {e:#}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => None,
+    };
     let state = ServerState::new(runtime, config, args.config.clone()).await;
     let _watcher = match &args.config {
         Some(path) => match server::reload::watch(state.clone(), path.clone()) {
@@ -76,6 +95,19 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         },
         None => None,
     };
+    if let Some(listener) = approvals_listener {
+        let api = approvals::http::serve(
+            listener,
+            state.approvals.clone(),
+            std::sync::Arc::new(crate::auth::NoAuth),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        tokio::spawn(async move {
+            if let Err(e) = api.await {
+                tracing::warn!("the approval API stopped: {e:#}");
+            }
+        });
+    }
     let result = match args.http {
         Some(addr) => {
             let shutdown = tokio_util::sync::CancellationToken::new();

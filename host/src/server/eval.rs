@@ -138,6 +138,7 @@ impl CodemodeServer {
             .session(self.session_id.clone(), self.approvals.clone())
             .profile(profile)
             .asker(asker)
+            .broker(Some(state.approvals.clone()))
             .audit(audit)
             .options(config.limits.eval_options())
             .build();

@@ -55,7 +55,14 @@ pub async fn serve_http(
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token()),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let mut router = axum::Router::new().nest_service("/mcp", service);
+    if state.config().approvals.http {
+        // The approval API and page (`"approvals": {"http": true}`), with the same auth.
+        router = router.merge(crate::approvals::http::router(
+            state.approvals.clone(),
+            Arc::new(crate::auth::NoAuth),
+        ));
+    }
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     tracing::info!("codemode serving MCP at http://{local}/mcp");

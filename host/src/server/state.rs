@@ -24,6 +24,8 @@ pub struct ServerState {
     pub(crate) upstreams: UpstreamPool,
     audit: RwLock<Option<Arc<dyn AuditSink>>>,
     pub(crate) suspensions: Suspensions,
+    /// Pending approval requests of every session, for the HTTP approval API.
+    pub approvals: Arc<crate::approvals::ApprovalBroker>,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
     subscribers: Mutex<Vec<SubscriptionSink>>,
     /// Askers of running evals, newest last: where an upstream's own elicitation goes.
@@ -42,6 +44,7 @@ impl ServerState {
             upstreams: UpstreamPool::new(),
             audit: RwLock::new(None),
             suspensions: Suspensions::default(),
+            approvals: Arc::default(),
             legacy_peers: Mutex::new(Vec::new()),
             subscribers: Mutex::new(Vec::new()),
             active_askers: Mutex::new(Vec::new()),

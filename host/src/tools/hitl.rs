@@ -181,7 +181,8 @@ pub async fn run(args: &Value, asker: &dyn Asker, request_id: &str) -> Value {
     let schema =
         json!({"type": "object", "properties": {"answer": choice}, "required": ["answer"]});
     let question = Question {
-        message: req.question.clone(),
+        // What the human reads is what the script sent, control characters made visible.
+        message: codemode_policies::neutralize(&req.question),
         schema: schema.as_object().cloned().unwrap_or_default(),
     };
     let selected = match asker.ask(question, req.timeout).await {
@@ -231,7 +232,7 @@ pub async fn run(args: &Value, asker: &dyn Asker, request_id: &str) -> Value {
         "oneOf": [{"const": "confirm", "title": "Confirm"}, {"const": "cancel", "title": "Cancel"}]}},
         "required": ["confirm"]});
     let question = Question {
-        message,
+        message: codemode_policies::neutralize(&message),
         schema: schema.as_object().cloned().unwrap_or_default(),
     };
     match asker.ask(question, req.timeout).await {

@@ -3,6 +3,7 @@
 //! Parsed by [`Config::from_json_str`] / [`Config::load`], which check everything at once and
 //! report every problem with its JSON path ([`ConfigErrors`]). See the crate docs for the format.
 
+mod approvals;
 mod document;
 mod error;
 mod evaluation;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use crate::profile::Profile;
 
+pub use approvals::ApprovalsConfig;
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors};
 pub(crate) use evaluation::profile_from_json;
 
@@ -33,6 +35,9 @@ pub struct Config {
     pub limits: Limits,
     /// The audit log (`audit`). Default: off.
     pub audit: AuditConfig,
+    /// Where approvals can be answered besides the client (`approvals`). Default: the client's
+    /// channel only.
+    pub approvals: ApprovalsConfig,
 }
 
 /// The configuration [`Config::default`] stands for, as JSON: a starting point for a file.
@@ -55,7 +60,7 @@ impl Config {
     /// Parses and validates a configuration.
     ///
     /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
-    /// `audit`, and `$schema` (ignored, for editors). Every key is optional; unknown keys are
+    /// `audit`, `approvals`, and `$schema` (ignored, for editors). Every key is optional; unknown keys are
     /// errors.
     ///
     /// # Errors

@@ -22,6 +22,7 @@ const ROOT_KEYS: &[&str] = &[
     "evaluation",
     "limits",
     "audit",
+    "approvals",
 ];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -77,6 +78,9 @@ pub(crate) fn config_from_value(
         }
         if let Some(v) = map.get("audit") {
             config.audit = read_audit(&mut r, v, &root.key("audit"));
+        }
+        if let Some(v) = map.get("approvals") {
+            config.approvals = super::approvals::read_approvals(&mut r, v, &root.key("approvals"));
         }
     }
     if r.errors.is_empty() {

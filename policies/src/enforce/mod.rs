@@ -393,6 +393,12 @@ impl PolicyToolHost {
                     Err(denied(tool, "denied", format!("{what}: denied"))),
                 )
             }
+            // Nobody is asked about a tool that does not exist: the call fails as unknown.
+            (DispositionKind::Ask, Some(_))
+                if !self.inner.tool_names().iter().any(|n| n == tool) =>
+            {
+                (Decision::Allowed, Ok(()))
+            }
             (DispositionKind::Ask, Some(p)) => self.ask(p, tool, &args, &d, cx, &mut audit).await,
         };
         audit.decision = decision;

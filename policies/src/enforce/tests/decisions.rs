@@ -285,3 +285,24 @@ async fn a_session_approval_does_not_cover_a_rule_or_a_deny() {
     assert_eq!(reason_of(&r), Some("denied"));
     assert_eq!(s.calls.load(Ordering::SeqCst), 4);
 }
+
+/// An ask for a tool that does not exist reaches nobody: the call fails as unknown.
+#[tokio::test]
+async fn unknown_tools_are_never_asked_about() {
+    let approver = FakeApprover::new(ApprovalDecision::ApproveOnce, FAST);
+    let s = setup(
+        Some(profile(json!({"asklist": ["*"]}))),
+        approver.clone(),
+        SessionApprovals::new(),
+    );
+    let r = call(&s.host, "fs__wr\u{1b}[2Kite", 1).await;
+    assert_eq!(
+        r,
+        Err(ToolError::NotFound {
+            tool: "fs__wr\u{1b}[2Kite".into()
+        })
+    );
+    assert_eq!(approver.asked(), 0);
+    call(&s.host, "fs__write", 2).await.unwrap();
+    assert_eq!(approver.asked(), 1);
+}

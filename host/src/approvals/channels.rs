@@ -1,0 +1,181 @@
+//! The channels of one eval: [`ChannelApprover`] offers each approval request, and
+//! [`ChannelAsker`] each `hitl_request` question, to the eval's own asker (the MCP client or the
+//! terminal) and, when the HTTP approval API is served, to the [`ApprovalBroker`]; the first
+//! answer wins and the other channel is withdrawn.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_policies::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel};
+use codemode_runtime::BoxFuture;
+use serde_json::{Value, json};
+
+use super::broker::{ApprovalBroker, QuestionSpec};
+use super::form::ask_for_approval;
+use super::terminal::choices;
+use super::{Answer, Asker, NoAsker, Question};
+
+/// An eval's [`Approver`]: offers each request to its own channel (the MCP client or the
+/// terminal) and, when the HTTP API is served, to the broker; the first answer wins.
+///
+/// Supported when either can ask; when neither can, the profile's `elicitationFallback` decides.
+pub struct ChannelApprover {
+    asker: Arc<dyn Asker>,
+    broker: Option<Arc<ApprovalBroker>>,
+}
+
+impl ChannelApprover {
+    /// Asks through `asker` and, if given and served, `broker`.
+    pub fn new(asker: Arc<dyn Asker>, broker: Option<Arc<ApprovalBroker>>) -> Self {
+        ChannelApprover { asker, broker }
+    }
+
+    /// Only the broker (no asker of the eval's own).
+    pub fn broker_only(broker: Arc<ApprovalBroker>) -> Self {
+        Self::new(Arc::new(NoAsker), Some(broker))
+    }
+
+    fn broker(&self) -> Option<&Arc<ApprovalBroker>> {
+        self.broker.as_ref().filter(|b| b.served())
+    }
+}
+
+impl Approver for ChannelApprover {
+    fn supports(&self) -> bool {
+        self.asker.supports() || self.broker().is_some()
+    }
+
+    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
+        Box::pin(async move {
+            let mut http = self.broker().map(|b| b.open(&req));
+            let has_http = http.is_some();
+            let own = async {
+                if !self.asker.supports() {
+                    return std::future::pending().await;
+                }
+                match ask_for_approval(self.asker.as_ref(), &req).await {
+                    Some(answer) => answer,
+                    // This channel cannot answer (failed or timed out): wait for the others,
+                    // or for the policy's timeout.
+                    None if has_http => std::future::pending().await,
+                    None => ApprovalAnswer::new(ApprovalDecision::Decline, self.asker.channel()),
+                }
+            };
+            let Some(pending) = http.as_mut() else {
+                return own.await;
+            };
+            tokio::select! {
+                answer = pending.answer() => answer,
+                answer = own => {
+                    if let Some(pending) = http.take() {
+                        pending.answered_elsewhere(&answer);
+                    }
+                    answer
+                }
+            }
+        })
+    }
+}
+
+/// An eval's [`Asker`] for `hitl_request` questions: the eval's own asker and, when the HTTP
+/// approval API is served, the broker (multiple-choice questions only); the first answer wins.
+pub struct ChannelAsker {
+    asker: Arc<dyn Asker>,
+    broker: Option<Arc<ApprovalBroker>>,
+    eval_id: String,
+    caller: String,
+}
+
+impl ChannelAsker {
+    /// Asks through `asker` and, if given and served, `broker`, for eval `eval_id` of `caller`.
+    pub fn new(
+        asker: Arc<dyn Asker>,
+        broker: Option<Arc<ApprovalBroker>>,
+        eval_id: impl Into<String>,
+        caller: impl Into<String>,
+    ) -> Self {
+        ChannelAsker {
+            asker,
+            broker,
+            eval_id: eval_id.into(),
+            caller: caller.into(),
+        }
+    }
+
+    fn broker(&self) -> Option<&Arc<ApprovalBroker>> {
+        self.broker.as_ref().filter(|b| b.served())
+    }
+}
+
+impl Asker for ChannelAsker {
+    fn supports(&self) -> bool {
+        self.asker.supports() || self.broker().is_some()
+    }
+
+    fn channel(&self) -> Channel {
+        self.asker.channel()
+    }
+
+    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+        Box::pin(async move {
+            let Some(broker) = self.broker() else {
+                return self.asker.ask(question, timeout).await;
+            };
+            // The API answers with one of the options: string choices only.
+            let Some((field, options)) = choices(&question) else {
+                return self.asker.ask(question, timeout).await;
+            };
+            let Some(options) = options
+                .iter()
+                .map(|(v, _)| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<String>>>()
+            else {
+                return self.asker.ask(question, timeout).await;
+            };
+            let mut pending = broker.open_question(&QuestionSpec {
+                eval_id: self.eval_id.clone(),
+                caller: self.caller.clone(),
+                message: question.message.clone(),
+                options,
+                timeout,
+            });
+            let own = async {
+                if !self.asker.supports() {
+                    return std::future::pending().await;
+                }
+                match self.asker.ask(question, timeout).await {
+                    // This channel cannot answer: wait for the broker.
+                    Answer::Failed(_) | Answer::Timeout => std::future::pending().await,
+                    answer => answer,
+                }
+            };
+            let answer = tokio::select! {
+                a = pending.answer() => return match a.answer {
+                    Some(option) => Answer::Accept(json!({ field: option })),
+                    None => Answer::Decline,
+                },
+                a = own => a,
+                () = tokio::time::sleep(timeout) => return Answer::Timeout,
+            };
+            let chosen = match &answer {
+                Answer::Accept(content) => content
+                    .get(&field)
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                _ => None,
+            };
+            pending.answered_elsewhere(&super::broker::Outcome {
+                decision: if chosen.is_some() {
+                    "answer"
+                } else {
+                    "decline"
+                },
+                decided_by: None,
+                reason: None,
+                answer: chosen,
+                channel: self.asker.channel(),
+            });
+            answer
+        })
+    }
+}

@@ -1,0 +1,408 @@
+//! The HTTP approval API and its web page, on the MCP listener (`"approvals": {"http": true}`)
+//! or a listener of its own (`codemode serve --approvals-http ADDR`).
+//!
+//! - `GET /approvals` — the pending requests; `?state=decided&limit=N` — the last decisions;
+//! - `GET /approvals/stream` — Server-Sent Events `requested`, `decided`, `expired` (the pending
+//!   requests first, as `requested`);
+//! - `POST /approvals/{id}` `{"decision", "reason"}` — `200 {"status": "decided"}`, or `401`,
+//!   `403`, `404`, `409`, `422` (see [`DecideError`]); errors are `{"error": "…"}`;
+//! - `GET /approvals/ui` — the web page (embedded, no external assets).
+//!
+//! Every request passes the same [`Authenticate`] as the MCP endpoint (`401` with
+//! `WWW-Authenticate: Bearer`); a decider needs the permission `approve` (and `approve_self` for
+//! its own asks). Without authentication (loopback only) the decider is `local` with both.
+//! Requests are refused (`403`) unless their `Host` is an allowed host (loopback names by
+//! default) and their `Origin`, if any, is the listener's own origin or an allowed origin; a
+//! `POST` without authentication must also be `Content-Type: application/json` with a
+//! same-origin `Origin` — so neither a page elsewhere nor a DNS-rebinding one can approve.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use codemode_policies::{Caller, neutralize};
+use futures::Stream;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::broker::{
+    APPROVE_PERMISSION, APPROVE_SELF_PERMISSION, ApprovalBroker, BrokerEvent, Choice, DecideError,
+    parse_decision,
+};
+use crate::auth::{AuthError, Authenticate};
+
+/// The web page (HTML, CSS and script in one file).
+const PAGE: &str = include_str!("page.html");
+
+/// Which `Host` and `Origin` headers the API accepts, besides its own origin.
+#[derive(Debug, Clone, Default)]
+pub struct Origins {
+    /// Extra host names (without port) accepted in `Host`; loopback names always are.
+    pub allowed_hosts: Vec<String>,
+    /// Extra origins (`https://ops.example.com`) accepted in `Origin`.
+    pub allowed_origins: Vec<String>,
+}
+
+#[derive(Clone)]
+struct Api {
+    broker: Arc<ApprovalBroker>,
+    auth: Arc<dyn Authenticate>,
+    origins: Arc<Origins>,
+}
+
+/// The approval API and page with loopback host names only. Marks `broker` as served.
+pub fn router(broker: Arc<ApprovalBroker>, auth: Arc<dyn Authenticate>) -> Router {
+    router_with(broker, auth, Origins::default())
+}
+
+/// The approval API and page, accepting `origins` too. Marks `broker` as served.
+pub fn router_with(
+    broker: Arc<ApprovalBroker>,
+    auth: Arc<dyn Authenticate>,
+    origins: Origins,
+) -> Router {
+    broker.set_served(true);
+    let api = Api {
+        broker,
+        auth,
+        origins: Arc::new(origins),
+    };
+    Router::new()
+        .route("/approvals", get(list))
+        .route("/approvals/stream", get(stream))
+        .route("/approvals/ui", get(page))
+        .route("/approvals/{id}", post(decide))
+        .layer(middleware::from_fn_with_state(api.clone(), guard))
+        .with_state(api)
+}
+
+/// A refusal: its status and `{"error": message}`.
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        error(self.0, self.1)
+    }
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    let mut response = (status, axum::Json(json!({"error": message.into()}))).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+/// The host name of a `Host` header value (`[::1]:8080` → `[::1]`, `localhost:80` →
+/// `localhost`), lowercased.
+fn host_name(host: &str) -> String {
+    let host = host.trim().to_ascii_lowercase();
+    if host.starts_with('[') {
+        return host
+            .split(']')
+            .next()
+            .map_or(host.clone(), |h| format!("{h}]"));
+    }
+    host.rsplit_once(':')
+        .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+        .map_or(host.clone(), |(name, _)| name.to_string())
+}
+
+/// Checks `Host` and `Origin` (every request), then the same-origin rule for unauthenticated
+/// state changes.
+async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return error(StatusCode::FORBIDDEN, "a Host header is required");
+    };
+    let name = host_name(host);
+    let loopback = ["localhost", "127.0.0.1", "[::1]"].contains(&name.as_str());
+    if !loopback
+        && !api
+            .origins
+            .allowed_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(&name))
+    {
+        return error(
+            StatusCode::FORBIDDEN,
+            format!("host `{name}` is not allowed"),
+        );
+    }
+    // The listener's own origin, over HTTP or behind a TLS-terminating proxy.
+    let own_host = host.trim().to_ascii_lowercase();
+    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+    let same_origin = origin.is_some_and(|o| {
+        let o = o.to_ascii_lowercase();
+        o == format!("http://{own_host}") || o == format!("https://{own_host}")
+    });
+    if let Some(origin) = origin
+        && !same_origin
+        && !api
+            .origins
+            .allowed_origins
+            .iter()
+            .any(|o| o.eq_ignore_ascii_case(origin))
+    {
+        return error(
+            StatusCode::FORBIDDEN,
+            format!("origin `{origin}` is not allowed"),
+        );
+    }
+    if request.method() == axum::http::Method::POST && !api.auth.enabled() {
+        let json_body = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|c| c.to_str().ok())
+            .is_some_and(|c| {
+                c.split(';')
+                    .next()
+                    .is_some_and(|t| t.trim() == "application/json")
+            });
+        if !json_body || !same_origin {
+            return error(
+                StatusCode::FORBIDDEN,
+                "without authentication, a decision needs Content-Type: application/json and this listener's own Origin",
+            );
+        }
+    }
+    next.run(request).await
+}
+
+/// The caller deciding; without authentication, `local` with every approval permission.
+fn decider(api: &Api, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    if !api.auth.enabled() {
+        return Ok(Caller::new(
+            Caller::LOCAL,
+            [APPROVE_PERMISSION, APPROVE_SELF_PERMISSION],
+        ));
+    }
+    api.auth
+        .authenticate(headers)
+        .map_err(|e: AuthError| ApiError(StatusCode::UNAUTHORIZED, e.to_string()))
+}
+
+/// Reading needs the same permission as deciding: the arguments may be secrets.
+fn reader(api: &Api, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    let caller = decider(api, headers)?;
+    if !caller.has_permission(APPROVE_PERMISSION) {
+        return Err(ApiError(
+            StatusCode::FORBIDDEN,
+            format!(
+                "`{}` lacks the permission `{APPROVE_PERMISSION}`",
+                caller.name
+            ),
+        ));
+    }
+    Ok(caller)
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    state: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn list(State(api): State<Api>, headers: HeaderMap, Query(q): Query<ListQuery>) -> Response {
+    if let Err(e) = reader(&api, &headers) {
+        return e.into_response();
+    }
+    let approvals = match q.state.as_deref() {
+        None | Some("pending") => api.broker.pending(),
+        Some("decided") => api.broker.decided(q.limit.unwrap_or(50)),
+        Some(other) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("unknown state `{other}` (expected pending or decided)"),
+            );
+        }
+    };
+    axum::Json(json!({"approvals": approvals})).into_response()
+}
+
+async fn stream(State(api): State<Api>, headers: HeaderMap) -> Response {
+    if let Err(e) = reader(&api, &headers) {
+        return e.into_response();
+    }
+    // Subscribe before the snapshot: a request made in between appears twice (same id), never
+    // not at all.
+    let rx = api.broker.subscribe();
+    let first: Vec<BrokerEvent> = api
+        .broker
+        .pending()
+        .into_iter()
+        .map(BrokerEvent::Requested)
+        .collect();
+    Sse::new(events(first, rx))
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+fn events(
+    first: Vec<BrokerEvent>,
+    rx: tokio::sync::broadcast::Receiver<BrokerEvent>,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    use tokio::sync::broadcast::error::RecvError;
+    let first = futures::stream::iter(first);
+    let rest = futures::stream::unfold(rx, |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(event) => return Some((event, rx)),
+                // A slow reader missed events: it keeps the newer ones (a page reloads the list).
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    });
+    futures::StreamExt::map(futures::StreamExt::chain(first, rest), |event| {
+        let data = serde_json::to_string(event.view()).unwrap_or_default();
+        Ok(Event::default().event(event.name()).data(data))
+    })
+}
+
+#[derive(Deserialize)]
+struct DecisionBody {
+    decision: String,
+    reason: Option<String>,
+    /// A question's option, with `"decision": "answer"`.
+    answer: Option<String>,
+}
+
+async fn decide(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let caller = match decider(&api, &headers) {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
+    let body: DecisionBody = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("expected {{\"decision\": …, \"reason\": …}}: {e}"),
+            );
+        }
+    };
+    let choice = match (body.decision.as_str(), body.answer) {
+        ("answer", Some(a)) => Choice::Answer(a),
+        ("answer", None) => {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "`\"decision\": \"answer\"` needs `answer`: one of the question's options",
+            );
+        }
+        (name, _) => match parse_decision(name) {
+            Some(d) => Choice::Decision(d),
+            None => {
+                return error(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    format!(
+                        "unknown decision `{}` (expected approve_once, approve_eval, approve_session, decline or answer)",
+                        neutralize(name)
+                    ),
+                );
+            }
+        },
+    };
+    match api.broker.decide(&id, &caller, choice, body.reason) {
+        Ok(()) => axum::Json(json!({"status": "decided"})).into_response(),
+        Err(e) => {
+            let status = match &e {
+                DecideError::NotFound(_) => StatusCode::NOT_FOUND,
+                DecideError::Closed(..) => StatusCode::CONFLICT,
+                DecideError::Forbidden(_) => StatusCode::FORBIDDEN,
+                _ => StatusCode::UNPROCESSABLE_ENTITY,
+            };
+            error(status, e.to_string())
+        }
+    }
+}
+
+async fn page() -> Response {
+    let mut response = Html(PAGE).into_response();
+    let h = response.headers_mut();
+    // The page runs only its own inline script and talks only to this listener.
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    response
+}
+
+/// Binds the approval API's own listener (`serve --approvals-http ADDR`) and prints
+/// `approvals at http://ADDR/approvals/ui` on stderr; serve it with [`serve`].
+///
+/// # Errors
+/// The address cannot be bound, or it is not a loopback address while `auth` checks nothing.
+pub async fn bind(
+    addr: std::net::SocketAddr,
+    auth: &dyn Authenticate,
+) -> anyhow::Result<tokio::net::TcpListener> {
+    if !auth.enabled() && !addr.ip().is_loopback() {
+        anyhow::bail!(
+            "refusing to serve the approval API on {addr} without authentication: use a loopback address such as 127.0.0.1:PORT"
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for the approval API: {e}"))?;
+    eprintln!(
+        "approvals at http://{}/approvals/ui",
+        listener.local_addr()?
+    );
+    Ok(listener)
+}
+
+/// Serves the approval API and page on `listener` until `shutdown`. The broker counts as served
+/// from this call on (before the returned future is first polled).
+///
+/// # Errors
+/// The listener fails.
+pub fn serve(
+    listener: tokio::net::TcpListener,
+    broker: Arc<ApprovalBroker>,
+    auth: Arc<dyn Authenticate>,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> impl std::future::Future<Output = anyhow::Result<()>> + Send {
+    let app = router(broker, auth);
+    async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_name;
+
+    #[test]
+    fn host_names() {
+        for (host, want) in [
+            ("localhost:8080", "localhost"),
+            ("LOCALHOST", "localhost"),
+            ("127.0.0.1:1", "127.0.0.1"),
+            ("[::1]:9", "[::1]"),
+            ("[::1]", "[::1]"),
+            ("evil.example:80", "evil.example"),
+        ] {
+            assert_eq!(host_name(host), want, "{host}");
+        }
+    }
+}

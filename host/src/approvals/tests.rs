@@ -1,0 +1,473 @@
+//! The broker and the HTTP approval API with authentication, over a real loopback socket:
+//! every refusal's status, the decider's permissions, risk policies, expiry, and the first
+//! answer winning across channels.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_policies::{
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Caller, Channel, MatchedBy,
+    Preview, Risk, RiskPolicy, new_request_id, summarize_args,
+};
+use codemode_runtime::{BoxFuture, EvalId};
+use serde_json::{Value, json};
+
+use super::broker::{ApprovalBroker, BrokerEvent, Choice};
+use super::channels::{ChannelApprover, ChannelAsker};
+use super::{Answer, Asker, Question, http};
+use crate::auth::{AuthError, Authenticate};
+
+/// Tokens `op` (may approve), `viewer` (may not), `agent` (may approve, but is the caller of
+/// the asks), `boss` (the caller `agent` with `approve_self`).
+struct Tokens;
+
+impl Authenticate for Tokens {
+    fn authenticate(&self, headers: &::http::HeaderMap) -> Result<Caller, AuthError> {
+        let token = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or(AuthError::Missing)?;
+        Ok(match token {
+            "op" => Caller::new("op", ["approve"]),
+            "viewer" => Caller::new("viewer", Vec::<String>::new()),
+            "agent" => Caller::new("agent", ["approve"]),
+            "boss" => Caller::new("agent", ["approve", "approve_self"]),
+            _ => return Err(AuthError::Invalid("unknown token".into())),
+        })
+    }
+    fn enabled(&self) -> bool {
+        true
+    }
+}
+
+fn request(policy: RiskPolicy) -> ApprovalRequest {
+    let args = json!({"path": "/etc/passwd"});
+    ApprovalRequest {
+        id: new_request_id(),
+        tool: "fs__write".into(),
+        args_summary: summarize_args(&args),
+        args,
+        profile: Some("p".into()),
+        eval_id: EvalId(7),
+        call_id: 1,
+        session_id: None,
+        caller: Caller::new("agent", ["payments"]),
+        risk: Risk::Critical,
+        risk_policy: policy,
+        matched: MatchedBy::Asklist("fs__*".into()),
+        reason: None,
+        preview: Arc::new(Preview::default()),
+        timeout: Duration::from_secs(300),
+    }
+}
+
+async fn start(broker: Arc<ApprovalBroker>) -> String {
+    let auth: Arc<dyn Authenticate> = Arc::new(Tokens);
+    let listener = http::bind("127.0.0.1:0".parse().unwrap(), auth.as_ref())
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(http::serve(listener, broker, auth, shutdown));
+    format!("http://{addr}")
+}
+
+async fn post(base: &str, id: &str, token: Option<&str>, body: Value) -> (u16, Value) {
+    let mut req = reqwest::Client::new()
+        .post(format!("{base}/approvals/{id}"))
+        .json(&body);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let www = r
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_string());
+    let mut body: Value = r.json().await.unwrap();
+    if status == 401 {
+        assert_eq!(www.as_deref(), Some("Bearer"));
+    }
+    body["error"] = json!(body["error"].as_str().map(|_| "…"));
+    (status, body)
+}
+
+async fn get(base: &str, path: &str, token: &str) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .get(format!("{base}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn the_api_checks_token_permission_self_approval_risk_and_state() {
+    let broker = Arc::new(ApprovalBroker::default());
+    let base = start(broker.clone()).await;
+    let strict = RiskPolicy {
+        approval_timeout: None,
+        allow_eval_approval: true,
+        allow_session_approval: false,
+        require_reason: true,
+    };
+    let req = request(strict);
+    let id = req.id.clone();
+    let approver = Arc::new(ChannelApprover::broker_only(broker.clone()));
+    assert!(approver.supports());
+    let mut events = broker.subscribe();
+    let asking = tokio::spawn({
+        let approver = approver.clone();
+        async move { approver.approve(req).await }
+    });
+    while broker.pending().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    let once = json!({"decision": "approve_once", "reason": "checked"});
+    let refused = json!({"error": "…"});
+    let cases = [
+        (None, once.clone(), 401),
+        (Some("nope"), once.clone(), 401),
+        (Some("viewer"), once.clone(), 403),
+        (Some("agent"), once.clone(), 403),
+        (
+            Some("op"),
+            json!({"decision": "approve_session", "reason": "x"}),
+            422,
+        ),
+        (Some("op"), json!({"decision": "approve_once"}), 422),
+        (
+            Some("op"),
+            json!({"decision": "decline", "reason": " "}),
+            422,
+        ),
+    ];
+    for (token, body, status) in cases {
+        assert_eq!(
+            post(&base, &id, token, body.clone()).await,
+            (status, refused.clone()),
+            "{token:?} {body}"
+        );
+    }
+    assert_eq!(get(&base, "/approvals", "viewer").await.0, 403);
+    let (status, listed) = get(&base, "/approvals", "op").await;
+    assert_eq!(status, 200);
+    assert_eq!(listed["approvals"][0]["id"], json!(id));
+    assert_eq!(listed["approvals"][0]["caller"], json!("agent"));
+    assert_eq!(listed["approvals"][0]["risk"], json!("critical"));
+    assert_eq!(
+        listed["approvals"][0]["allowed_decisions"],
+        json!(["approve_once", "approve_eval", "decline"])
+    );
+    // `boss` speaks for the same caller, with approve_self.
+    assert_eq!(
+        post(&base, &id, Some("boss"), once.clone()).await,
+        (200, json!({"status": "decided", "error": null}))
+    );
+    assert_eq!(
+        asking.await.unwrap(),
+        ApprovalAnswer::new(ApprovalDecision::ApproveOnce, Channel::Http)
+            .with_reason(Some("checked".into()))
+            .decided_by("agent")
+    );
+    assert_eq!(
+        post(&base, &id, Some("op"), once.clone()).await,
+        (409, refused.clone())
+    );
+    assert!(matches!(events.recv().await.unwrap(), BrokerEvent::Requested(v) if v.id == id));
+    assert!(matches!(events.recv().await.unwrap(), BrokerEvent::Decided(v) if v.id == id));
+
+    // A request withdrawn unanswered (the policy's timeout, the eval's end) expires.
+    let req = request(RiskPolicy::default());
+    let id = req.id.clone();
+    let asking = tokio::spawn({
+        let approver = approver.clone();
+        async move { approver.approve(req).await }
+    });
+    while broker.pending().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    asking.abort();
+    let event = events.recv().await.unwrap();
+    assert_eq!(
+        (event.name(), event.view().id.as_str()),
+        ("requested", id.as_str())
+    );
+    let event = events.recv().await.unwrap();
+    assert_eq!(
+        (event.name(), event.view().id.as_str()),
+        ("expired", id.as_str())
+    );
+    assert_eq!(post(&base, &id, Some("op"), once).await, (409, refused));
+    let (_, decided) = get(&base, "/approvals?state=decided&limit=5", "op").await;
+    let decided: Vec<(&str, &str)> = decided["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["decision"].as_str().unwrap(),
+                d["channel"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(decided, [("expired", "policy"), ("approve_once", "http")]);
+    assert_eq!(
+        post(&base, "nope", Some("op"), json!({"decision": "decline"}))
+            .await
+            .0,
+        404
+    );
+}
+
+/// Answers every question after `delay` with `decision`.
+struct Scripted {
+    decision: &'static str,
+    delay: Duration,
+}
+
+impl Asker for Scripted {
+    fn supports(&self) -> bool {
+        true
+    }
+    fn channel(&self) -> Channel {
+        Channel::Elicitation
+    }
+    fn ask(&self, _q: Question, _timeout: Duration) -> BoxFuture<'_, Answer> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            Answer::Accept(json!({"decision": self.decision}))
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_first_answer_wins_and_the_other_channel_is_withdrawn() {
+    let broker = Arc::new(ApprovalBroker::default());
+    let mut events = broker.subscribe();
+    // Not served: only the client's channel asks.
+    let client = Arc::new(Scripted {
+        decision: "decline",
+        delay: Duration::ZERO,
+    });
+    let approver = ChannelApprover::new(client.clone(), Some(broker.clone()));
+    let answer = approver.approve(request(RiskPolicy::default())).await;
+    assert_eq!(answer.channel, Channel::Elicitation);
+    assert!(events.try_recv().is_err());
+
+    // Served: the client answers first; the broker's request is closed as decided there.
+    broker.set_served(true);
+    let req = request(RiskPolicy::default());
+    let id = req.id.clone();
+    let answer = approver.approve(req).await;
+    assert_eq!(
+        answer,
+        ApprovalAnswer::new(ApprovalDecision::Decline, Channel::Elicitation)
+    );
+    let e = events.recv().await.unwrap();
+    assert_eq!((e.name(), e.view().id.as_str()), ("requested", id.as_str()));
+    let e = events.recv().await.unwrap();
+    assert_eq!(
+        (e.name(), e.view().decision, e.view().channel),
+        ("decided", Some("decline"), Some("elicitation"))
+    );
+    assert!(broker.pending().is_empty());
+
+    // The HTTP side answers first; the client's question is dropped.
+    let slow = Arc::new(Scripted {
+        decision: "approve_once",
+        delay: Duration::from_secs(3600),
+    });
+    let approver = Arc::new(ChannelApprover::new(slow, Some(broker.clone())));
+    let req = request(RiskPolicy::default());
+    let id = req.id.clone();
+    let asking = tokio::spawn({
+        let approver = approver.clone();
+        async move { approver.approve(req).await }
+    });
+    while broker.pending().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    broker
+        .decide(
+            &id,
+            &Caller::new("op", ["approve"]),
+            Choice::Decision(ApprovalDecision::ApproveToolForEval),
+            None,
+        )
+        .unwrap();
+    assert_eq!(
+        asking.await.unwrap(),
+        ApprovalAnswer::new(ApprovalDecision::ApproveToolForEval, Channel::Http).decided_by("op")
+    );
+}
+
+/// The elicitation form: the risk is stated, script-chosen text is neutralised, only the
+/// decisions the risk policy allows are offered, and a reason is asked where one is required.
+#[test]
+fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
+    let mut req = request(RiskPolicy {
+        approval_timeout: None,
+        allow_eval_approval: false,
+        allow_session_approval: false,
+        require_reason: true,
+    });
+    req.reason = Some("backup\u{1b}[2K\nApproved by admin\u{202e}".into());
+    req.preview = Arc::new(codemode_policies::extract_tool_calls(
+        "await codemode.fs__write({path: '/etc/passwd'});",
+    ));
+    let q = super::approval_question(&req);
+    assert_eq!(
+        q.message,
+        "A script wants to call `fs__write` (profile `p`, asklist glob `fs__*`).\n\
+         Risk: critical\n\
+         Reason: backup\\u001b[2K\\nApproved by admin\\u202e\n\n\
+         Arguments:\n{\n  \"path\": \"/etc/passwd\"\n}\n\n\
+         The script's tool calls:\n  line 1: fs__write\n\n\
+         A reason is required at this risk level.\n\n\
+         No answer within 300 s denies the call."
+    );
+    let schema = Value::Object(q.schema);
+    let offered: Vec<&str> = schema["properties"]["decision"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["const"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["approve_once", "decline", "cancel"]);
+    assert_eq!(schema["required"], json!(["decision", "reason"]));
+
+    // Without a required reason: one field, every decision.
+    let q = super::approval_question(&request(RiskPolicy::default()));
+    let schema = Value::Object(q.schema);
+    assert_eq!(schema["required"], json!(["decision"]));
+    assert_eq!(
+        schema["properties"]["decision"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+}
+
+/// `hitl_request` questions travel the broker too: offered with their options, answered with
+/// one of them (or declined), checked like approvals.
+#[tokio::test]
+async fn questions_are_answered_through_the_api_with_one_of_their_options() {
+    let broker = Arc::new(ApprovalBroker::default());
+    let base = start(broker.clone()).await;
+    let asker = Arc::new(ChannelAsker::new(
+        Arc::new(super::NoAsker),
+        Some(broker.clone()),
+        "9",
+        "agent",
+    ));
+    assert!(asker.supports());
+    let question = Question {
+        message: "Deploy\u{1b}[2K to prod?".into(),
+        schema: json!({"type": "object", "properties": {"answer": {"type": "string",
+            "enum": ["yes", "no"]}}, "required": ["answer"]})
+        .as_object()
+        .cloned()
+        .unwrap(),
+    };
+    let asking = tokio::spawn({
+        let asker = asker.clone();
+        async move { asker.ask(question, Duration::from_secs(300)).await }
+    });
+    while broker.pending().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    let (_, listed) = get(&base, "/approvals", "op").await;
+    let q = &listed["approvals"][0];
+    let id = q["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        (
+            &q["kind"],
+            &q["tool"],
+            &q["caller"],
+            &q["options"],
+            &q["args_summary"],
+            &q["eval_id"]
+        ),
+        (
+            &json!("question"),
+            &json!("hitl_request"),
+            &json!("agent"),
+            &json!(["yes", "no"]),
+            &json!("Deploy\\u001b[2K to prod?"),
+            &json!("9")
+        )
+    );
+    assert!(q.get("risk").is_none());
+    let refused = json!({"error": "…"});
+    for (token, body, status) in [
+        (
+            Some("agent"),
+            json!({"decision": "answer", "answer": "yes"}),
+            403,
+        ),
+        (
+            Some("op"),
+            json!({"decision": "answer", "answer": "maybe"}),
+            422,
+        ),
+        (Some("op"), json!({"decision": "answer"}), 422),
+        (Some("op"), json!({"decision": "approve_once"}), 422),
+    ] {
+        assert_eq!(
+            post(&base, &id, token, body.clone()).await,
+            (status, refused.clone()),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        post(
+            &base,
+            &id,
+            Some("op"),
+            json!({"decision": "answer", "answer": "no"})
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(
+        asking.await.unwrap(),
+        Answer::Accept(json!({"answer": "no"}))
+    );
+    let (_, decided) = get(&base, "/approvals?state=decided&limit=1", "op").await;
+    let d = &decided["approvals"][0];
+    assert_eq!(
+        (
+            &d["decision"],
+            &d["answer"],
+            &d["decided_by"],
+            &d["channel"]
+        ),
+        (&json!("answer"), &json!("no"), &json!("op"), &json!("http"))
+    );
+    // An approval request does not take an answer.
+    let req = request(RiskPolicy::default());
+    let id = req.id.clone();
+    let approver = Arc::new(ChannelApprover::broker_only(broker.clone()));
+    let asking = tokio::spawn(async move { approver.approve(req).await });
+    while broker.pending().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        post(
+            &base,
+            &id,
+            Some("op"),
+            json!({"decision": "answer", "answer": "x"})
+        )
+        .await
+        .0,
+        422
+    );
+    asking.abort();
+}

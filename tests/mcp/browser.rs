@@ -1,0 +1,103 @@
+//! The approval page (`/approvals/ui`) in a real headless browser: Debian's Chromium driven by
+//! playwright-core (installed by tests/mcp/browser/setup.sh). A Python SDK client that cannot
+//! elicit runs a script whose ask waits; the page shows it (hostile text escaped, never
+//! interpreted), a click approves it; the script's `hitl_request` question appears next, a click
+//! answers it, and the suspended script finishes.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::harness::{Mode, Setup, Transport, assert_json, base_config, eval_summary};
+
+fn install() -> std::path::PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/browser");
+    let dir = std::env::var_os("CODEMODE_TEST_BROWSER").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-browser"),
+        Into::into,
+    );
+    let out = Command::new("bash")
+        .arg(here.join("setup.sh"))
+        .env("CODEMODE_TEST_BROWSER", &dir)
+        .output()
+        .expect("run tests/mcp/browser/setup.sh");
+    assert!(
+        out.status.success(),
+        "installing the browser failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join("node_modules/playwright-core")
+}
+
+#[test]
+fn the_approval_page_approves_a_waiting_script() {
+    let playwright = install();
+    let setup = Setup::new("approval_page", Transport::Http, |scratch| {
+        let mut config = base_config(scratch);
+        config["evaluation"]["profiles"]["gate"] =
+            json!({"asklist": ["everything__echo"], "approvalTimeoutSeconds": 300});
+        config["approvals"] = json!({"http": true});
+        config
+    });
+    let page = setup
+        .url()
+        .expect("an HTTP setup")
+        .replace("/mcp", "/approvals/ui");
+    let user_data = setup.scratch.path("chromium-profile");
+    let (client, browser) = std::thread::scope(|s| {
+        let client = s.spawn(|| setup.python("approvals_wait.py", Mode::Legacy, &[]));
+        let browser = Command::new("node")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/browser/approve_page.cjs"))
+            .env("APPROVALS_URL", &page)
+            .env("PLAYWRIGHT_CORE", &playwright)
+            .env("USER_DATA_DIR", &user_data)
+            .output()
+            .expect("run node");
+        if !browser.status.success() {
+            // Shown now: the client waits for an approval that will not come.
+            eprintln!(
+                "the browser script failed:\n{}",
+                String::from_utf8_lossy(&browser.stderr)
+            );
+        }
+        (client.join().expect("the client thread"), browser)
+    });
+    assert!(
+        browser.status.success(),
+        "the browser script failed:\n{}",
+        String::from_utf8_lossy(&browser.stderr)
+    );
+    let obs: Value = serde_json::from_slice(&browser.stdout).expect("the page's observations");
+    let hostile = "<img src=x onerror=alert(1)>\u{202e}\u{1b}[2K";
+    assert_json(
+        "approval page",
+        &obs,
+        &json!({
+            "title": "codemode approvals",
+            "cards": 1,
+            "risk": "medium",
+            "tool": "everything__echo",
+            "args": {"message": hostile},
+            "args_text": "{\n  \"message\": \"<img src=x onerror=alert(1)>\\u202e\\u001b[2K\"\n}",
+            "call_sites": [
+                "line 1:20  time__get_current_time",
+                "line 2:20  everything__echo",
+                "line 3:21  hitl_request"
+            ],
+            "buttons": ["Approve once", "Approve for this script", "Approve for this session", "Decline"],
+            "countdown": true,
+            "injected_elements": 0,
+            "decision": "approve_once  everything__echo (medium) by local via http",
+            "question": {"text": "Ship\\nit <b>now</b>?", "buttons": ["ship", "hold", "Decline"],
+                "injected_elements": 0},
+            "dialogs": [],
+        }),
+    );
+    assert_json(
+        "the approved script",
+        &eval_summary(&client["result"]),
+        &json!({"is_error": false, "ok": true, "result": [format!("Echo: {hostile}"), "confirmed", "ship"],
+            "calls": [["everything__echo", "ok", null], ["hitl_request", "ok", null]]}),
+    );
+}
