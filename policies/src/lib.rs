@@ -139,6 +139,12 @@ pub use audit::{
     MemoryAuditSink, ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc,
     sha256_hex,
 };
+// The audit chain, its verification and queries (issue 15 §7).
+pub use audit::{
+    AUDIT_CSV_COLUMNS, AuditEvent, AuditFormat, AuditKey, AuditQuery, AuditQueryError, ChainBreak,
+    ChainHead, EvalAuditContext, QueriedRecord, QueryResult, Verified, audit_eval_id, chain_hash,
+    format_records, genesis, parse_time_bound, query_audit_dir, verify_audit_dir,
+};
 pub use caller::Caller;
 pub use config::{
     AuditConfig, Config, ConfigError, ConfigErrorKind, ConfigErrors, DEFAULT_CONFIG_JSON,

@@ -7,7 +7,9 @@ use serde_json::Value;
 
 use super::PolicyToolHost;
 use crate::DispositionKind;
-use crate::audit::{AuditRecord, Decision, ToolCallAuditRecord, args_sha256, now_rfc3339};
+use crate::audit::{
+    AuditRecord, Decision, ToolCallAuditRecord, args_sha256, audit_eval_id, now_rfc3339,
+};
 
 /// Collects what is known about one attempt and records it once: on [`AuditGuard::finish`],
 /// or on drop if the call's future was dropped before finishing (status `error`, reason
@@ -65,7 +67,7 @@ impl<'h> AuditGuard<'h> {
         };
         sink.record(AuditRecord::ToolCall(ToolCallAuditRecord {
             ts: now_rfc3339(),
-            eval_id: base.eval_id,
+            eval_id: audit_eval_id(base.eval_id),
             call_id: base.call_id,
             session_id: self.host.session_id.clone(),
             profile: self.host.profile_name().map(str::to_string),
