@@ -1,6 +1,7 @@
 //! The `codemode` command line: argument parsing and wiring only; the work happens in the
 //! library crates.
 
+mod audit;
 mod bench;
 mod check;
 mod run;
@@ -51,6 +52,9 @@ enum Command {
     Config(check::ConfigCommand),
     /// Measure the sandbox against its performance targets (see docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
+    /// The audit log: verify its hash chains, query its records.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
 }
 
 /// Parses the process arguments and runs the command.
@@ -84,6 +88,7 @@ pub fn main() -> ExitCode {
             Command::Check(args) => check::check(args),
             Command::Config(command) => check::config(command),
             Command::Bench(args) => bench::bench(args),
+            Command::Audit(command) => audit::audit(command),
         }
     })
 }
