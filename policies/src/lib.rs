@@ -84,7 +84,8 @@
 //! - `limits`: sizes as `64MiB`, `512KiB`, `10MB`, `1000` ([`parse_size`]); durations as `30s`,
 //!   `500ms`, `2m`, `1h` ([`parse_duration`]); `0` fuel or tool calls means unlimited. See
 //!   [`Limits`] for the defaults.
-//! - `audit`: a directory for JSON Lines files, and whether to log arguments ([`AuditConfig`]).
+//! - `audit`: a directory for JSON Lines files, whether to log arguments, and `keyEnv` (HMAC chains)
+//!   ([`AuditConfig`]; [`verify_audit_dir`], [`query_audit_dir`]).
 //!
 //! [`Config::default`] (no file) has no servers, no profiles, default limits and no audit log;
 //! [`DEFAULT_CONFIG_JSON`] is the same as a file.
