@@ -28,8 +28,8 @@ use std::sync::Arc;
 
 pub use codemode_policies::Caller;
 use codemode_policies::{
-    AuditRecord, AuditSink, EvalAuditRecord, PolicyToolHost, Profile, SessionApprovals,
-    extract_tool_calls, locate_syntax_error,
+    AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, PolicyToolHost, Profile,
+    SessionApprovals, extract_tool_calls, locate_syntax_error,
 };
 use codemode_runtime::{
     CancellationToken, EvalId, EvalOptions, EvalOutcome, NoTools, Runtime, ToolHost,
@@ -168,8 +168,17 @@ impl GovernedEval {
 
     /// Runs `code` to its end, or until `cancel` is cancelled (error kind of a cancelled eval:
     /// see [`Runtime::eval_cancellable`]). Never panics on script input: every failure is in the
-    /// outcome. With an audit log, every call attempt and the eval itself are recorded.
+    /// outcome. With an audit log, every call attempt and the eval itself are recorded: the
+    /// eval by exactly one `eval` record, even when the future is dropped before it completes
+    /// (an aborted task, an MCP cancellation): then with `error_kind: "cancelled"`
+    /// ([`EvalAuditRecord::abandoned`]).
     pub async fn run(&self, code: &str, cancel: &CancellationToken) -> EvalOutcome {
+        let guard = EvalRecordGuard {
+            eval: self,
+            code,
+            started: std::time::Instant::now(),
+            done: false,
+        };
         let tools = self.tool_host(code);
         let mut outcome = self
             .runtime
@@ -178,17 +187,19 @@ impl GovernedEval {
         if let Some(error) = outcome.error.as_mut() {
             locate_syntax_error(code, error);
         }
-        if let Some(audit) = &self.audit {
-            let record = EvalAuditRecord::from_outcome(
-                &outcome,
-                self.id,
-                code,
-                self.session.as_ref().map(|(id, _)| id.as_str()),
-                self.profile.as_ref().map(|p| p.name()),
-            );
-            audit.sink.record(AuditRecord::Eval(record));
-        }
+        guard.finish(&outcome);
         outcome
+    }
+
+    /// What every `eval` record of this eval shares.
+    fn audit_context<'a>(&'a self, code: &'a str) -> EvalAuditContext<'a> {
+        EvalAuditContext {
+            eval_id: self.id,
+            code,
+            caller: &self.caller.name,
+            session_id: self.session.as_ref().map(|(id, _)| id.as_str()),
+            profile: self.profile.as_ref().map(|p| p.name()),
+        }
     }
 
     /// The script's tools behind the policy layer.
@@ -223,6 +234,38 @@ impl GovernedEval {
             builder = builder.audit(audit.sink.clone(), audit.include_args);
         }
         builder.build()
+    }
+}
+
+/// Writes the eval's one `eval` record: from the outcome on [`finish`](Self::finish), or, if
+/// the eval's future is dropped first, as abandoned (cancelled).
+struct EvalRecordGuard<'e> {
+    eval: &'e GovernedEval,
+    code: &'e str,
+    started: std::time::Instant,
+    done: bool,
+}
+
+impl EvalRecordGuard<'_> {
+    fn finish(mut self, outcome: &EvalOutcome) {
+        self.done = true;
+        if let Some(audit) = &self.eval.audit {
+            let record = EvalAuditRecord::from_outcome(outcome, self.eval.audit_context(self.code));
+            audit.sink.record(AuditRecord::Eval(record));
+        }
+    }
+}
+
+impl Drop for EvalRecordGuard<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some(audit) = &self.eval.audit {
+            let wall_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+            let record = EvalAuditRecord::abandoned(self.eval.audit_context(self.code), wall_ms);
+            audit.sink.record(AuditRecord::Eval(record));
+        }
     }
 }
 
@@ -276,7 +319,7 @@ mod tests {
             .tool_calls()
             .into_iter()
             .map(|r: ToolCallAuditRecord| {
-                assert_eq!(r.eval_id, eval.id());
+                assert_eq!(r.eval_id, codemode_policies::audit_eval_id(eval.id()));
                 assert_eq!(r.session_id.as_deref(), Some("s7"));
                 assert_eq!(r.profile.as_deref(), Some("p"));
                 (r.tool, r.disposition, r.decision)
@@ -306,10 +349,104 @@ mod tests {
             })
             .collect();
         assert_eq!(evals.len(), 1);
-        assert_eq!(evals[0].eval_id, eval.id());
+        assert_eq!(
+            evals[0].eval_id,
+            codemode_policies::audit_eval_id(eval.id())
+        );
+        assert_eq!(evals[0].caller, "local");
         assert!(evals[0].ok);
         assert_eq!(evals[0].tool_calls, 2);
         assert_eq!(evals[0].profile.as_deref(), Some("p"));
+    }
+
+    /// Asks nobody, forever; says when it was asked.
+    struct HangingAsker(std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>);
+
+    impl Asker for HangingAsker {
+        fn supports(&self) -> bool {
+            true
+        }
+        fn channel(&self) -> codemode_policies::Channel {
+            codemode_policies::Channel::Terminal
+        }
+        fn ask(
+            &self,
+            _question: crate::approvals::Question,
+            _timeout: std::time::Duration,
+        ) -> codemode_runtime::BoxFuture<'_, crate::approvals::Answer> {
+            if let Some(tx) = self.0.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+            Box::pin(std::future::pending())
+        }
+    }
+
+    /// An eval whose task is aborted mid-run (as an MCP cancellation drops it) still ends with
+    /// exactly one `eval` record: cancelled, for its caller.
+    #[tokio::test]
+    async fn an_aborted_eval_still_writes_one_cancelled_eval_record() {
+        let sink = Arc::new(MemoryAuditSink::new());
+        let (asked_tx, asked_rx) = tokio::sync::oneshot::channel();
+        let eval = Arc::new(
+            GovernedEval::builder(runtime())
+                .tools(UpstreamPool::new())
+                .asker(Arc::new(HangingAsker(std::sync::Mutex::new(Some(
+                    asked_tx,
+                )))))
+                .caller(Caller {
+                    name: "ci".into(),
+                    ..Caller::local()
+                })
+                .audit(Some(AuditTarget {
+                    sink: sink.clone(),
+                    include_args: false,
+                }))
+                .build(),
+        );
+        let code = "return await codemode.hitl_request({question: 'q', options: ['a', 'b']});";
+        let task = tokio::spawn({
+            let eval = eval.clone();
+            async move { eval.run(code, &CancellationToken::new()).await }
+        });
+        // The script is waiting for its human: abort it there.
+        asked_rx.await.unwrap();
+        task.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+        let records = sink.records();
+        assert_eq!(records.len(), 2, "{records:?}");
+        let AuditRecord::ToolCall(call) = &records[0] else {
+            panic!("{records:?}")
+        };
+        assert_eq!(
+            (call.tool.as_str(), call.reason.as_deref()),
+            ("hitl_request", Some("cancelled"))
+        );
+        let AuditRecord::Eval(rec) = &records[1] else {
+            panic!("{records:?}")
+        };
+        assert_eq!(rec.eval_id, codemode_policies::audit_eval_id(eval.id()));
+        assert_eq!(rec.eval_id, call.eval_id);
+        assert_eq!(rec.caller, "ci");
+        assert!(!rec.ok);
+        assert_eq!(rec.error_kind, Some(ErrorKind::Cancelled));
+        assert_eq!(
+            rec.code_sha256,
+            codemode_policies::sha256_hex(code.as_bytes())
+        );
+
+        // Cancelled through the token, the outcome's own record is the only one.
+        let sink = Arc::new(MemoryAuditSink::new());
+        let eval = GovernedEval::builder(runtime())
+            .audit(Some(AuditTarget {
+                sink: sink.clone(),
+                include_args: false,
+            }))
+            .build();
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let outcome = eval.run("while (true) {}", &cancel).await;
+        assert_eq!(outcome.error.unwrap().kind, ErrorKind::Cancelled);
+        assert_eq!(sink.records().len(), 1);
     }
 
     /// Without tools, no name resolves (not even the built-ins), and a syntax error is located in

@@ -84,7 +84,8 @@
 //! - `limits`: sizes as `64MiB`, `512KiB`, `10MB`, `1000` ([`parse_size`]); durations as `30s`,
 //!   `500ms`, `2m`, `1h` ([`parse_duration`]); `0` fuel or tool calls means unlimited. See
 //!   [`Limits`] for the defaults.
-//! - `audit`: a directory for JSON Lines files, and whether to log arguments ([`AuditConfig`]).
+//! - `audit`: a directory for JSON Lines files, whether to log arguments, and `keyEnv` (HMAC chains)
+//!   ([`AuditConfig`]; [`verify_audit_dir`], [`query_audit_dir`]).
 //!
 //! [`Config::default`] (no file) has no servers, no profiles, default limits and no audit log;
 //! [`DEFAULT_CONFIG_JSON`] is the same as a file.
@@ -146,6 +147,12 @@ pub use audit::{
     AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision, EvalAuditRecord,
     MemoryAuditSink, ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc,
     sha256_hex,
+};
+// The audit chain, its verification and queries (issue 15 §7).
+pub use audit::{
+    AUDIT_CSV_COLUMNS, AuditEvent, AuditFormat, AuditKey, AuditQuery, AuditQueryError, ChainBreak,
+    ChainHead, EvalAuditContext, QueriedRecord, QueryResult, Verified, audit_eval_id, chain_hash,
+    format_records, genesis, parse_time_bound, query_audit_dir, verify_audit_dir,
 };
 pub use caller::Caller;
 pub use config::ApprovalsConfig;

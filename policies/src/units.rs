@@ -52,7 +52,7 @@ pub enum ParseUnitError {
 }
 
 const SIZE_UNITS: &str = "B, KB, MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024)";
-const DURATION_UNITS: &str = "ms, s, m, h";
+const DURATION_UNITS: &str = "ms, s, m, h, d";
 
 /// Parses a byte size: a whole number and an optional unit, case-insensitive, with optional
 /// spaces between them.
@@ -104,7 +104,7 @@ pub fn parse_size(input: &str) -> Result<u64, ParseUnitError> {
 }
 
 /// Parses a duration: one or more whole numbers each followed by a unit (`ms`, `s`, `m`, `h`,
-/// case-insensitive, optionally after spaces), e.g. `30s`, `500ms`, `2m`, `1h`, `1m30s`. A bare
+/// `d` (days of 24 hours), case-insensitive, optionally after spaces), e.g. `30s`, `500ms`, `2m`, `1h`, `1m30s`. A bare
 /// `0` is zero (it is the same in every unit, and `--timeout 0` means "no timeout"); any other
 /// bare number is refused as ambiguous.
 ///
@@ -149,6 +149,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, ParseUnitError> {
             "s" => Duration::from_secs(number),
             "m" => Duration::from_secs(number.checked_mul(60).ok_or_else(overflow)?),
             "h" => Duration::from_secs(number.checked_mul(3600).ok_or_else(overflow)?),
+            "d" => Duration::from_secs(number.checked_mul(86_400).ok_or_else(overflow)?),
             _ => {
                 return Err(ParseUnitError::UnknownUnit {
                     input: input.to_string(),
@@ -265,6 +266,8 @@ mod tests {
             ("500ms", Ok(Duration::from_millis(500))),
             ("2m", Ok(secs(120))),
             ("1h", Ok(secs(3600))),
+            ("7d", Ok(secs(7 * 86_400))),
+            ("1d12h", Ok(secs(36 * 3600))),
             ("1m30s", Ok(secs(90))),
             ("1h 2m 3s 4ms", Ok(Duration::from_millis(3_723_004))),
             ("0s", Ok(Duration::ZERO)),
@@ -313,7 +316,7 @@ mod tests {
             ),
             (
                 unknown_unit("3 days", "days", DURATION_UNITS),
-                "unknown unit `days` in `3 days`; expected one of ms, s, m, h",
+                "unknown unit `days` in `3 days`; expected one of ms, s, m, h, d",
             ),
             (
                 missing_unit("30"),

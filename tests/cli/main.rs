@@ -456,3 +456,270 @@ fn serve_http_names_a_bad_address() {
         text(&out.stderr)
     );
 }
+
+/// The one `*.jsonl` file of an audit directory.
+fn audit_file(dir: &Path) -> PathBuf {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+fn audit_config(dir: &Path, extra: &str) -> PathBuf {
+    let logs = dir.join("logs");
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"audit": {{"dir": {}{extra}}}}}"#,
+            serde_json::to_string(logs.to_str().unwrap()).unwrap()
+        ),
+    )
+    .unwrap();
+    config
+}
+
+/// A log written by `codemode run` verifies; edited by hand, it breaks at the edited line
+/// (exit 1). Keyed (`audit.keyEnv`), it verifies only with the key.
+#[test]
+fn audit_verify_finds_a_hand_edit() {
+    let dir = temp_dir("audit-verify");
+    let config = audit_config(&dir, "");
+    let script = dir.join("s.js");
+    std::fs::write(
+        &script,
+        "await codemode.search_tools({query: 'a'}); await codemode.search_tools({query: 'b'}); 1",
+    )
+    .unwrap();
+    let out = codemode()
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let logs = dir.join("logs");
+    let file = audit_file(&logs);
+    let verify = |key_env: Option<&str>| {
+        let mut cmd = codemode();
+        cmd.args(["audit", "verify"]).arg(&logs);
+        if let Some(var) = key_env {
+            cmd.args(["--key-env", var]).env(var, "k3y");
+        }
+        cmd.output().unwrap()
+    };
+    let out = verify(None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "ok: 3 records");
+    let head_prefix = format!("{}: 3 records, head ", file.display());
+    assert!(lines[1].starts_with(&head_prefix), "{stdout}");
+    assert_eq!(lines[1].len(), head_prefix.len() + 64);
+    assert_eq!(lines.len(), 2);
+
+    // Change the second record's decision, as someone covering their tracks would.
+    let original = std::fs::read_to_string(&file).unwrap();
+    let mut rows: Vec<String> = original.lines().map(str::to_string).collect();
+    assert!(rows[1].contains("\"decision\":\"allowed\""), "{}", rows[1]);
+    rows[1] = rows[1].replace("\"decision\":\"allowed\"", "\"decision\":\"denied\"");
+    std::fs::write(&file, rows.join("\n") + "\n").unwrap();
+    let out = verify(None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), format!("broken: {}:2\n", file.display()));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "codemode: {}:2: the record was edited: its hash does not match it\n",
+            file.display()
+        )
+    );
+
+    // An HMAC chain: verifies with its key only; a config naming a missing key is refused.
+    let keyed = temp_dir("audit-verify-keyed");
+    let config = audit_config(&keyed, r#", "keyEnv": "CODEMODE_TEST_AUDIT_KEY""#);
+    let out = codemode()
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .arg(&script)
+        .env("CODEMODE_TEST_AUDIT_KEY", "k3y")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let logs = keyed.join("logs");
+    let out = codemode()
+        .args(["audit", "verify", "--key-env", "CODEMODE_TEST_AUDIT_KEY"])
+        .arg(&logs)
+        .env("CODEMODE_TEST_AUDIT_KEY", "k3y")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("ok: 3 records\n"));
+    let out = codemode()
+        .args(["audit", "verify"])
+        .arg(&logs)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        format!("broken: {}:1\n", audit_file(&logs).display())
+    );
+    let out = codemode()
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .arg(&script)
+        .env_remove("CODEMODE_TEST_AUDIT_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "{}: audit.keyEnv: the environment variable `CODEMODE_TEST_AUDIT_KEY` (the audit key) is not set\n",
+            config.display()
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&keyed).unwrap();
+}
+
+/// `audit query` selects and orders records across files, in each format.
+#[test]
+fn audit_query_prints_each_format() {
+    let dir = temp_dir("audit-query");
+    let a = r#"{"ts":"2024-05-01T10:00:01.000Z","event":"tool_call","eval_id":"x-1","call_id":1,"caller":"ci","session_id":null,"profile":"p","tool":"fs__read","args_sha256":"aa","disposition":"allow","decision":"allowed","reason":null,"status":"ok","duration_ms":1.5,"prev_hash":"p1","hash":"h1"}"#;
+    let b = r#"{"ts":"2024-05-01T10:00:02.000Z","event":"tool_call","eval_id":"x-1","call_id":2,"caller":"ci","session_id":null,"profile":"p","tool":"fs__write","args_sha256":"bb","disposition":"deny","decision":"denied","reason":"denied","status":"denied","duration_ms":0.5,"prev_hash":"h1","hash":"h2"}"#;
+    let c = r#"{"ts":"2024-05-01T10:00:03.000Z","event":"eval","eval_id":"x-1","caller":"ci","session_id":null,"profile":"p","code_sha256":"cc","ok":true,"error_kind":null,"fuel_used":10,"wall_ms":3.0,"tool_calls":2,"prev_hash":"h0","hash":"h3"}"#;
+    // The eval record is in an earlier-named file: the output is in time order regardless.
+    std::fs::write(dir.join("2024-04-30.jsonl"), format!("{c}\n")).unwrap();
+    std::fs::write(dir.join("2024-05-01.jsonl"), format!("{b}\n{a}\n")).unwrap();
+    let query = |args: &[&str]| {
+        let out = codemode()
+            .args(["audit", "query"])
+            .arg(&dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert_eq!(query(&[]), format!("{a}\n{b}\n{c}\n"));
+    assert_eq!(
+        query(&["--tool", "fs__*", "--format", "jsonl"]),
+        format!("{a}\n{b}\n")
+    );
+    assert_eq!(query(&["--decision", "denied"]), format!("{b}\n"));
+    assert_eq!(
+        query(&["--event", "eval", "--caller", "ci", "--eval", "x-1"]),
+        format!("{c}\n")
+    );
+    assert_eq!(
+        query(&[
+            "--since",
+            "2024-05-01T10:00:02Z",
+            "--until",
+            "2024-05-01T10:00:02.999Z"
+        ]),
+        format!("{b}\n")
+    );
+    assert_eq!(query(&["--since", "1h"]), "");
+    assert_eq!(query(&["--caller", "someone", "--format", "json"]), "[]\n");
+    let json: serde_json::Value =
+        serde_json::from_str(&query(&["--event", "eval", "--format", "json"])).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!([serde_json::from_str::<serde_json::Value>(c).unwrap()])
+    );
+    assert_eq!(
+        query(&["--format", "csv"]),
+        "ts,event,eval_id,call_id,caller,session_id,profile,tool,risk,disposition,decision,reason,channel,decided_by,decision_reason,status,duration_ms,args_sha256,args,code_sha256,ok,error_kind,fuel_used,wall_ms,tool_calls,prev_hash,hash\n\
+         2024-05-01T10:00:01.000Z,tool_call,x-1,1,ci,,p,fs__read,,allow,allowed,,,,,ok,1.5,aa,,,,,,,,p1,h1\n\
+         2024-05-01T10:00:02.000Z,tool_call,x-1,2,ci,,p,fs__write,,deny,denied,denied,,,,denied,0.5,bb,,,,,,,,h1,h2\n\
+         2024-05-01T10:00:03.000Z,eval,x-1,,ci,,p,,,,,,,,,,,,,cc,true,,10,3.0,2,h0,h3\n"
+    );
+    let out = codemode()
+        .args(["audit", "query"])
+        .arg(&dir)
+        .args(["--since", "yesterday", "--tool", "a["])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "codemode: --since: `yesterday` is neither an RFC 3339 time (2024-05-01T12:00:00Z) nor a duration back from now (90m, 1h, 7d)\n\
+         codemode: --tool: invalid tool glob `a[`: unclosed character class; missing ']'\n"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two `codemode run` processes writing one directory at once keep one valid chain, with
+/// distinct eval ids.
+#[test]
+fn concurrent_runs_share_one_audit_chain() {
+    let dir = temp_dir("audit-concurrent");
+    let config = audit_config(&dir, "");
+    let script = dir.join("s.js");
+    std::fs::write(
+        &script,
+        "for (let i = 0; i < 20; i++) { await codemode.search_tools({query: 'q' + i}); } 1",
+    )
+    .unwrap();
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            codemode()
+                .arg("run")
+                .arg("--config")
+                .arg(&config)
+                .arg(&script)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let logs = dir.join("logs");
+    let out = codemode()
+        .args(["audit", "verify"])
+        .arg(&logs)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).starts_with("ok: 42 records\n"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = codemode()
+        .args(["audit", "query", "--format", "json"])
+        .arg(&logs)
+        .output()
+        .unwrap();
+    let records: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ids: Vec<&str> = records
+        .iter()
+        .filter(|r| r["event"] == "eval")
+        .map(|r| r["eval_id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    for id in &ids {
+        let calls = records
+            .iter()
+            .filter(|r| r["event"] == "tool_call" && r["eval_id"] == *id)
+            .count();
+        assert_eq!(calls, 20, "{id}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -2,6 +2,7 @@
 //! library crates.
 
 mod approve;
+mod audit;
 mod bench;
 mod check;
 mod run;
@@ -55,6 +56,9 @@ enum Command {
     /// Answer approval requests of a running `codemode serve` from this terminal (its HTTP
     /// approval API: `"approvals": {"http": true}` or `serve --approvals-http ADDR`).
     Approve(approve::ApproveArgs),
+    /// The audit log: verify its hash chains, query its records.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
 }
 
 /// Parses the process arguments and runs the command.
@@ -89,6 +93,7 @@ pub fn main() -> ExitCode {
             Command::Config(command) => check::config(command),
             Command::Bench(args) => bench::bench(args),
             Command::Approve(args) => approve::approve(args).await,
+            Command::Audit(command) => audit::audit(command),
         }
     })
 }

@@ -129,7 +129,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
             }
         };
         let audit = match &config.audit.dir {
-            Some(dir) => match AuditWriter::open(dir.clone()) {
+            Some(dir) => match AuditWriter::open_keyed(dir.clone(), config.audit.key.clone()) {
                 Ok(writer) => Some(AuditTarget {
                     sink: Arc::new(writer),
                     include_args: config.audit.include_args,

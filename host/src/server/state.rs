@@ -83,7 +83,7 @@ impl ServerState {
     /// Evals already running keep the profile they started with.
     pub async fn apply_config(&self, config: Config) {
         let audit: Option<Arc<dyn AuditSink>> = match &config.audit.dir {
-            Some(dir) => match AuditWriter::open(dir.clone()) {
+            Some(dir) => match AuditWriter::open_keyed(dir.clone(), config.audit.key.clone()) {
                 Ok(w) => Some(Arc::new(w)),
                 Err(e) => {
                     tracing::error!("audit log disabled: cannot open {}: {e}", dir.display());

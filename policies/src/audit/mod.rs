@@ -3,19 +3,31 @@
 //! [`PolicyToolHost`](crate::PolicyToolHost) records one [`ToolCallAuditRecord`] per call
 //! attempt; the host records one [`EvalAuditRecord`] per eval
 //! ([`EvalAuditRecord::from_outcome`]). Records go to an [`AuditSink`]: an [`AuditWriter`]
-//! (JSON Lines files) or a [`MemoryAuditSink`].
+//! (JSON Lines files) or a [`MemoryAuditSink`]. The files are hash chains
+//! ([`verify_audit_dir`] checks them) and can be searched ([`query_audit_dir`]).
 
+mod chain;
+mod eval_id;
+mod query;
 mod record;
 mod time;
+mod verify;
 mod writer;
 
 use std::sync::Mutex;
 
+pub use chain::{AuditKey, chain_hash, genesis};
+pub use eval_id::audit_eval_id;
+pub use query::{
+    AUDIT_CSV_COLUMNS, AuditEvent, AuditFormat, AuditQuery, AuditQueryError, QueriedRecord,
+    QueryResult, format_records, parse_time_bound, query_audit_dir,
+};
 pub use record::{
-    AuditRecord, Decision, EvalAuditRecord, ToolCallAuditRecord, args_sha256, canonical_json,
-    sha256_hex,
+    AuditRecord, Decision, EvalAuditContext, EvalAuditRecord, ToolCallAuditRecord, args_sha256,
+    canonical_json, sha256_hex,
 };
 pub use time::{now_rfc3339, rfc3339_utc};
+pub use verify::{ChainBreak, ChainHead, Verified, verify_audit_dir};
 pub use writer::{AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES};
 
 /// Where audit records go. Recording never fails from the caller's point of view: a sink

@@ -52,8 +52,10 @@ pub enum Decision {
 pub struct ToolCallAuditRecord {
     /// When the attempt ended, RFC 3339 UTC.
     pub ts: String,
-    /// The eval.
-    pub eval_id: EvalId,
+    /// The eval ([`audit_eval_id`](super::audit_eval_id)); logs written before ids were strings
+    /// hold a number, read as its decimal text.
+    #[serde(deserialize_with = "eval_id_text")]
+    pub eval_id: String,
     /// The call's number within the eval.
     pub call_id: u64,
     /// The client session; `null` outside MCP.
@@ -99,13 +101,17 @@ pub struct ToolCallAuditRecord {
     pub decision_reason: Option<String>,
 }
 
-/// `event: "eval"`: one finished eval.
+/// `event: "eval"`: one finished eval (cancelled ones included).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalAuditRecord {
     /// When the record was made, RFC 3339 UTC.
     pub ts: String,
-    /// The eval.
-    pub eval_id: EvalId,
+    /// The eval ([`audit_eval_id`](super::audit_eval_id)); logs written before ids were strings
+    /// hold a number, read as its decimal text.
+    #[serde(deserialize_with = "eval_id_text")]
+    pub eval_id: String,
+    /// Who the eval ran for ([`Caller::name`](crate::Caller)).
+    pub caller: String,
     /// The client session; `null` outside MCP.
     pub session_id: Option<String>,
     /// The profile in force; `null` when unprofiled.
@@ -116,34 +122,59 @@ pub struct EvalAuditRecord {
     pub ok: bool,
     /// The class of failure; `null` when `ok`.
     pub error_kind: Option<ErrorKind>,
-    /// Fuel consumed.
+    /// Fuel consumed (0 for an eval abandoned midway: see [`EvalAuditRecord::abandoned`]).
     pub fuel_used: u64,
     /// Wall-clock time, in milliseconds.
     pub wall_ms: f64,
-    /// How many tool calls the script attempted.
+    /// How many tool calls the script attempted (0 for an eval abandoned midway; its
+    /// `tool_call` records still count them).
     pub tool_calls: u64,
+}
+
+/// Who ran an eval, where: what every `eval` record of it shares.
+#[derive(Debug, Clone, Copy)]
+pub struct EvalAuditContext<'a> {
+    /// The runtime's id of the eval (written as [`audit_eval_id`](super::audit_eval_id)).
+    pub eval_id: EvalId,
+    /// The code as submitted.
+    pub code: &'a str,
+    /// The caller's name.
+    pub caller: &'a str,
+    /// The client session, if any.
+    pub session_id: Option<&'a str>,
+    /// The profile in force, if any.
+    pub profile: Option<&'a str>,
 }
 
 impl EvalAuditRecord {
     /// The record of an eval that ended with `outcome`, stamped now.
-    pub fn from_outcome(
-        outcome: &EvalOutcome,
-        eval_id: EvalId,
-        code: &str,
-        session_id: Option<&str>,
-        profile: Option<&str>,
-    ) -> Self {
+    pub fn from_outcome(outcome: &EvalOutcome, cx: EvalAuditContext<'_>) -> Self {
         EvalAuditRecord {
-            ts: now_rfc3339(),
-            eval_id,
-            session_id: session_id.map(str::to_string),
-            profile: profile.map(str::to_string),
-            code_sha256: sha256_hex(code.as_bytes()),
             ok: outcome.ok,
             error_kind: outcome.error.as_ref().map(|e| e.kind),
             fuel_used: outcome.stats.fuel_used,
             wall_ms: outcome.stats.wall_ms,
             tool_calls: u64::try_from(outcome.tool_calls.len()).unwrap_or(u64::MAX),
+            ..Self::abandoned(cx, 0.0)
+        }
+    }
+
+    /// The record of an eval abandoned before it produced an outcome (its task was dropped,
+    /// e.g. on MCP cancellation) after `wall_ms`: `ok: false`, `error_kind: "cancelled"`; the
+    /// fuel and the number of calls are unknown, and written as 0.
+    pub fn abandoned(cx: EvalAuditContext<'_>, wall_ms: f64) -> Self {
+        EvalAuditRecord {
+            ts: now_rfc3339(),
+            eval_id: super::audit_eval_id(cx.eval_id),
+            caller: cx.caller.to_string(),
+            session_id: cx.session_id.map(str::to_string),
+            profile: cx.profile.map(str::to_string),
+            code_sha256: sha256_hex(cx.code.as_bytes()),
+            ok: false,
+            error_kind: Some(ErrorKind::Cancelled),
+            fuel_used: 0,
+            wall_ms,
+            tool_calls: 0,
         }
     }
 }
@@ -235,7 +266,7 @@ mod tests {
     fn tool_call_record_shape() {
         let mut rec = ToolCallAuditRecord {
             ts: "2024-05-01T12:34:56.789Z".into(),
-            eval_id: EvalId(7),
+            eval_id: "p-7".into(),
             call_id: 2,
             session_id: None,
             profile: Some("supervised".into()),
@@ -256,7 +287,7 @@ mod tests {
         let v = serde_json::to_value(AuditRecord::ToolCall(rec.clone())).unwrap();
         assert_eq!(
             v,
-            json!({"ts": "2024-05-01T12:34:56.789Z", "event": "tool_call", "eval_id": 7, "call_id": 2,
+            json!({"ts": "2024-05-01T12:34:56.789Z", "event": "tool_call", "eval_id": "p-7", "call_id": 2,
                    "session_id": null, "profile": "supervised", "tool": "fs__write",
                    "args_sha256": args_sha256(&json!({"a": 1})), "disposition": "ask",
                    "decision": "timeout", "reason": "elicitation_timeout", "status": "denied",
@@ -307,15 +338,47 @@ mod tests {
                 memory_peak_bytes: 0,
             },
         };
-        let rec = EvalAuditRecord::from_outcome(&outcome, EvalId(3), "return 1", Some("s1"), None);
+        let cx = EvalAuditContext {
+            eval_id: EvalId(3),
+            code: "return 1",
+            caller: "ci",
+            session_id: Some("s1"),
+            profile: None,
+        };
+        let rec = EvalAuditRecord::from_outcome(&outcome, cx);
+        let abandoned = EvalAuditRecord::abandoned(cx, 7.5);
         let mut v = serde_json::to_value(AuditRecord::Eval(rec)).unwrap();
         assert_eq!(v["ts"].as_str().unwrap().len(), 24);
         v.as_object_mut().unwrap().remove("ts");
         assert_eq!(
             v,
-            json!({"event": "eval", "eval_id": 3, "session_id": "s1", "profile": null,
+            json!({"event": "eval", "eval_id": crate::audit_eval_id(EvalId(3)), "caller": "ci",
+                   "session_id": "s1", "profile": null,
                    "code_sha256": sha256_hex(b"return 1"), "ok": false, "error_kind": "timeout",
                    "fuel_used": 42, "wall_ms": 12.5, "tool_calls": 1})
         );
+        let mut v = serde_json::to_value(AuditRecord::Eval(abandoned)).unwrap();
+        v.as_object_mut().unwrap().remove("ts");
+        assert_eq!(
+            v,
+            json!({"event": "eval", "eval_id": crate::audit_eval_id(EvalId(3)), "caller": "ci",
+                   "session_id": "s1", "profile": null,
+                   "code_sha256": sha256_hex(b"return 1"), "ok": false, "error_kind": "cancelled",
+                   "fuel_used": 0, "wall_ms": 7.5, "tool_calls": 0})
+        );
     }
+}
+
+/// An `eval_id` as text: the string written now, or the number older logs hold.
+fn eval_id_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Text(String),
+        Number(u64),
+    }
+    Ok(match Id::deserialize(deserializer)? {
+        Id::Text(text) => text,
+        Id::Number(n) => n.to_string(),
+    })
 }

@@ -1,12 +1,14 @@
-//! [`AuditWriter`]: JSON Lines files, one per UTC day, written by a thread of their own.
+//! [`AuditWriter`]: JSON Lines files, one per UTC day, written by a thread of their own,
+//! each line chained to the previous one ([`chain`](super::chain)) under a file lock.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
+use super::chain::{AuditKey, chain_hash, genesis, seal, unseal};
 use super::{AuditRecord, AuditSink};
 
 /// How many bytes of serialised records may wait for the writer thread at once (16 MiB), by
@@ -14,7 +16,17 @@ use super::{AuditRecord, AuditSink};
 pub const DEFAULT_AUDIT_QUEUE_BYTES: usize = 16 << 20;
 
 /// Appends records to `<dir>/YYYY-MM-DD.jsonl` (the UTC day of each record's `ts`), one JSON
-/// object per line.
+/// object per line, each ending with `prev_hash` and `hash` (the chain: see
+/// [`verify_audit_dir`](crate::verify_audit_dir) for what it proves).
+///
+/// # Files, locks and the chain
+///
+/// Files are created with mode `0600` and opened append-only. Each append takes an exclusive
+/// lock on the file (`flock`), reads the hash of the file's last line if another process
+/// appended since (or the genesis hash of an empty file), writes the sealed line with a single
+/// `write`, and releases the lock: processes of one machine sharing a directory keep one valid
+/// chain per file. (Nodes of a cluster write their own directories: `flock` on network file
+/// systems is not to be trusted.)
 ///
 /// # Threads and blocking
 ///
@@ -46,7 +58,8 @@ pub const DEFAULT_AUDIT_QUEUE_BYTES: usize = 16 << 20;
 /// let writer = AuditWriter::open(&dir)?;
 /// writer.record(AuditRecord::Eval(EvalAuditRecord {
 ///     ts: "2024-05-01T12:00:00.000Z".into(),
-///     eval_id: codemode_runtime::EvalId(1),
+///     eval_id: "7f3a9c01d2e4b5a6-1".into(),
+///     caller: "local".into(),
 ///     session_id: None,
 ///     profile: None,
 ///     code_sha256: String::new(),
@@ -76,6 +89,8 @@ pub struct AuditWriter {
 #[derive(Debug)]
 struct Shared {
     dir: PathBuf,
+    /// The key of HMAC chains; `None` for SHA-256.
+    key: Option<AuditKey>,
     failures: AtomicU64,
     /// Bytes of lines queued and not yet written.
     queued_bytes: AtomicUsize,
@@ -90,8 +105,8 @@ impl Shared {
 
 /// Work for the writer thread.
 enum Job {
-    /// Append `line` to the file of `day`.
-    Line { day: String, line: Vec<u8> },
+    /// Seal `line` (a serialised record) and append it to the file of `day`.
+    Line { day: String, line: String },
     /// Everything queued before has been written: say so.
     Flush(mpsc::SyncSender<()>),
 }
@@ -105,13 +120,28 @@ impl AuditWriter {
     /// When `dir` cannot be created, so that a misconfigured log is noticed at start-up
     /// rather than at the first record, or when the writer thread cannot be started.
     pub fn open(dir: impl Into<PathBuf>) -> io::Result<Self> {
-        Self::with_queue_bytes(dir.into(), DEFAULT_AUDIT_QUEUE_BYTES)
+        Self::open_keyed(dir, None)
     }
 
-    fn with_queue_bytes(dir: PathBuf, max_queued_bytes: usize) -> io::Result<Self> {
+    /// As [`open`](Self::open), with HMAC-SHA-256 chains under `key` (`audit.keyEnv`), or
+    /// SHA-256 ones for `None`.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open).
+    pub fn open_keyed(dir: impl Into<PathBuf>, key: Option<AuditKey>) -> io::Result<Self> {
+        Self::with_queue_bytes(dir.into(), key, DEFAULT_AUDIT_QUEUE_BYTES)
+    }
+
+    fn with_queue_bytes(
+        dir: PathBuf,
+        key: Option<AuditKey>,
+        max_queued_bytes: usize,
+    ) -> io::Result<Self> {
         std::fs::create_dir_all(&dir)?;
         let shared = Arc::new(Shared {
             dir,
+            key,
             failures: AtomicU64::new(0),
             queued_bytes: AtomicUsize::new(0),
         });
@@ -172,11 +202,10 @@ impl AuditWriter {
 
 impl AuditSink for AuditWriter {
     fn record(&self, rec: AuditRecord) {
-        let mut line = match serde_json::to_vec(&rec) {
+        let line = match serde_json::to_string(&rec) {
             Ok(line) => line,
             Err(e) => return self.shared.fail(&e),
         };
-        line.push(b'\n');
         let len = line.len();
         if !self.reserve(len) {
             return self.shared.fail(&format_args!(
@@ -218,13 +247,24 @@ impl Drop for AuditWriter {
     }
 }
 
+/// The file the writer thread has open: its day, and what it knows of the file's end.
+struct OpenFile {
+    day: String,
+    path: PathBuf,
+    name: String,
+    file: File,
+    /// The file's length after our last append, and the hash of the line we appended: while
+    /// the length is unchanged, nobody else appended, and the tail need not be read again.
+    last: Option<(u64, String)>,
+}
+
 /// The writer thread: writes each queued line until every sender is gone.
 fn write_until_closed(shared: &Shared, jobs: &mpsc::Receiver<Job>) {
-    let mut file: Option<(String, File)> = None;
+    let mut file: Option<OpenFile> = None;
     for job in jobs {
         match job {
             Job::Line { day, line } => {
-                if let Err(e) = write_line(&shared.dir, &mut file, &day, &line) {
+                if let Err(e) = write_line(shared, &mut file, &day, &line) {
                     // A handle that failed may be stale: reopen for the next line.
                     file = None;
                     shared.fail(&e);
@@ -238,32 +278,110 @@ fn write_until_closed(shared: &Shared, jobs: &mpsc::Receiver<Job>) {
     }
 }
 
-/// Appends `line` to the file of `day`, opening it (and the directory, which may have been
-/// removed since `open`) when `file` is for another day or none.
+/// Seals `record` after the last line of the file of `day` and appends it, under the file's
+/// lock, opening the file (and the directory, which may have been removed since `open`) when
+/// `file` is for another day or none.
 fn write_line(
-    dir: &Path,
-    file: &mut Option<(String, File)>,
+    shared: &Shared,
+    file: &mut Option<OpenFile>,
     day: &str,
-    line: &[u8],
+    record: &str,
 ) -> io::Result<()> {
-    let file = match file {
-        Some((d, f)) if d == day => f,
+    let open = match file {
+        Some(f) if f.day == day => f,
         _ => {
             *file = None;
-            std::fs::create_dir_all(dir)?;
-            let path = dir.join(format!("{day}.jsonl"));
-            let opened = OpenOptions::new().create(true).append(true).open(path)?;
-            &mut file.insert((day.to_string(), opened)).1
+            std::fs::create_dir_all(&shared.dir)?;
+            let name = format!("{day}.jsonl");
+            let path = shared.dir.join(&name);
+            let mut options = OpenOptions::new();
+            options.create(true).append(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let opened = options.open(&path)?;
+            file.insert(OpenFile {
+                day: day.to_string(),
+                path,
+                name,
+                file: opened,
+                last: None,
+            })
         }
     };
-    let written = file.write(line)?;
-    if written != line.len() {
+    open.file.lock()?;
+    let result = append_sealed(shared.key.as_ref(), open, record);
+    // Closing the handle on error releases the lock too; an unlock error changes nothing.
+    let _ = open.file.unlock();
+    result
+}
+
+/// With the lock held: finds the previous hash, seals `record` and writes it.
+fn append_sealed(key: Option<&AuditKey>, open: &mut OpenFile, record: &str) -> io::Result<()> {
+    let meta = open.file.metadata()?;
+    // A FIFO or device cannot be read back: chain from what this writer wrote.
+    let regular = meta.is_file();
+    let len = if regular { meta.len() } else { 0 };
+    let (prev, newline_first) = match &open.last {
+        Some((known, hash)) if !regular || *known == len => (hash.clone(), false),
+        _ if len == 0 => (genesis(key, &open.name), false),
+        _ => {
+            let (last, complete) = last_line(&open.path, len)?;
+            let prev = match std::str::from_utf8(&last).ok().and_then(unseal) {
+                Some((_, hash)) => hash.to_string(),
+                // Not a sealed line (an older codemode's, or a partial one): chain to its
+                // bytes; verify reports it, and the chain goes on after it.
+                None => chain_hash(key, &last),
+            };
+            (prev, !complete)
+        }
+    };
+    let (line, hash) = seal(key, record, &prev);
+    let mut bytes = Vec::with_capacity(line.len() + 2);
+    if newline_first {
+        bytes.push(b'\n');
+    }
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    let written = open.file.write(&bytes)?;
+    if written != bytes.len() {
+        open.last = None;
         return Err(io::Error::new(
             io::ErrorKind::WriteZero,
-            format!("short write: {written} of {} bytes", line.len()),
+            format!("short write: {written} of {} bytes", bytes.len()),
         ));
     }
+    open.last = Some((len + bytes.len() as u64, hash));
     Ok(())
+}
+
+/// The last line of the file at `path` of `len` bytes (without its newline), and whether it
+/// ended with one.
+fn last_line(path: &Path, len: u64) -> io::Result<(Vec<u8>, bool)> {
+    const CHUNK: u64 = 8 << 10;
+    let mut f = File::open(path)?;
+    let mut tail: Vec<u8> = Vec::new();
+    let mut pos = len;
+    loop {
+        let step = pos.min(CHUNK);
+        pos -= step;
+        f.seek(SeekFrom::Start(pos))?;
+        let mut chunk = vec![0; usize::try_from(step).unwrap_or(usize::MAX)];
+        f.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
+        let complete = tail.last() == Some(&b'\n');
+        let body = if complete {
+            &tail[..tail.len() - 1]
+        } else {
+            &tail[..]
+        };
+        if let Some(i) = body.iter().rposition(|&b| b == b'\n') {
+            return Ok((body[i + 1..].to_vec(), complete));
+        }
+        if pos == 0 {
+            return Ok((body.to_vec(), complete));
+        }
+    }
 }
 
 /// The UTC day (`YYYY-MM-DD`) a record's `ts` starts with; today's when `ts` does not start
@@ -290,7 +408,7 @@ mod tests {
     use super::*;
     use crate::DispositionKind;
     use crate::audit::{Decision, ToolCallAuditRecord};
-    use codemode_runtime::{CallStatus, EvalId};
+    use codemode_runtime::CallStatus;
     use std::sync::Arc;
 
     fn temp_dir(name: &str) -> PathBuf {
@@ -302,7 +420,7 @@ mod tests {
     fn rec(ts: &str, call_id: u64) -> AuditRecord {
         AuditRecord::ToolCall(ToolCallAuditRecord {
             ts: ts.into(),
-            eval_id: EvalId(1),
+            eval_id: "e-1".into(),
             call_id,
             session_id: None,
             profile: None,
@@ -377,7 +495,71 @@ mod tests {
         w.flush();
         let text = std::fs::read_to_string(dir.join("2024-05-01.jsonl")).unwrap();
         assert_eq!(text.lines().count(), 8 * 25 + 2);
+        // One chain per file, continued by the second writer.
+        let crate::Verified::Ok(heads) = crate::verify_audit_dir(&dir, None).unwrap() else {
+            panic!("a broken chain")
+        };
+        let counts: Vec<u64> = heads.iter().map(|h| h.records).collect();
+        assert_eq!(counts, [8 * 25 + 2, 8 * 25]);
         std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    }
+
+    /// Writers of one directory (here two, alternating, as two processes would) continue one
+    /// chain, under HMAC when keyed; files are private.
+    #[test]
+    fn writers_continue_the_chain_of_the_file() {
+        let dir = temp_dir("chain");
+        let key = AuditKey::new("k");
+        let a = AuditWriter::open_keyed(&dir, Some(key.clone())).unwrap();
+        let b = AuditWriter::open_keyed(&dir, Some(key.clone())).unwrap();
+        for i in 0..6 {
+            let w = if i % 2 == 0 { &a } else { &b };
+            w.record(rec("2024-05-01T00:00:00.000Z", i));
+            w.flush();
+        }
+        drop((a, b));
+        let reopened = AuditWriter::open_keyed(&dir, Some(key.clone())).unwrap();
+        reopened.record(rec("2024-05-01T00:00:01.000Z", 6));
+        drop(reopened);
+        let file = dir.join("2024-05-01.jsonl");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.ends_with(&format!(
+                r#""prev_hash":"{}","hash":"{}"}}"#,
+                genesis(Some(&key), "2024-05-01.jsonl"),
+                chain_hash(Some(&key), unseal(first).unwrap().0.as_bytes())
+            )),
+            "{first}"
+        );
+        assert!(matches!(
+            crate::verify_audit_dir(&dir, Some(&key)).unwrap(),
+            crate::Verified::Ok(h) if h[0].records == 7
+        ));
+        assert!(matches!(
+            crate::verify_audit_dir(&dir, None).unwrap(),
+            crate::Verified::Broken(crate::ChainBreak { line: 1, .. })
+        ));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // A file whose last line is cut (a crash mid-write) gets a new line; verify points at
+        // the cut one.
+        let mut f = OpenOptions::new().append(true).open(&file).unwrap();
+        f.write_all(b"{\"ts\":").unwrap();
+        let w = AuditWriter::open_keyed(&dir, Some(key.clone())).unwrap();
+        w.record(rec("2024-05-01T00:00:02.000Z", 7));
+        drop(w);
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.lines().count(), 9);
+        assert!(matches!(
+            crate::verify_audit_dir(&dir, Some(&key)).unwrap(),
+            crate::Verified::Broken(crate::ChainBreak { line: 8, .. })
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -430,7 +612,7 @@ mod tests {
         assert!(status.success());
         let record = |id| rec("2024-05-01T00:00:00.000Z", id);
         let line_len = serde_json::to_vec(&record(1)).unwrap().len() + 1;
-        let w = AuditWriter::with_queue_bytes(dir.clone(), 3 * line_len).unwrap();
+        let w = AuditWriter::with_queue_bytes(dir.clone(), None, 3 * line_len).unwrap();
         for id in 1..=4 {
             w.record(record(id));
         }

@@ -39,6 +39,8 @@ pub enum ConfigErrorKind {
     InvalidRegex,
     /// `defaultProfile` names no profile of the file.
     UnknownProfile,
+    /// An environment variable the file names (`audit.keyEnv`) is not set, or not UTF-8.
+    MissingEnv,
 }
 
 /// One problem in a configuration file.

@@ -245,6 +245,11 @@ pub struct AuditConfig {
     /// Whether tool-call records include the arguments themselves (`includeArgs`), not just
     /// their SHA-256. Default: `false`.
     pub include_args: bool,
+    /// The environment variable holding the key of HMAC-SHA-256 chains (`keyEnv`). Default:
+    /// `None`, plain SHA-256 chains.
+    pub key_env: Option<String>,
+    /// The key itself, read from `key_env` when the file is loaded.
+    pub key: Option<crate::AuditKey>,
 }
 
 #[cfg(test)]

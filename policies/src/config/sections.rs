@@ -41,7 +41,7 @@ const LIMIT_KEYS: &[&str] = &[
     "maxToolCalls",
     "maxConcurrentToolCalls",
 ];
-const AUDIT_KEYS: &[&str] = &["dir", "includeArgs"];
+const AUDIT_KEYS: &[&str] = &["dir", "includeArgs", "keyEnv"];
 
 pub(crate) fn config_from_value(
     value: &Value,
@@ -391,6 +391,40 @@ fn read_audit(r: &mut Reader, v: &Value, path: &JsonPath) -> AuditConfig {
         && let Some(b) = r.bool(v, &path.key("includeArgs"))
     {
         audit.include_args = b;
+    }
+    if let Some(v) = map.get("keyEnv") {
+        let p = path.key("keyEnv");
+        match r.string(v, &p) {
+            Some("") => r.error(
+                &p,
+                ConfigErrorKind::InvalidValue,
+                "the variable name is empty; leave `keyEnv` out for plain SHA-256 chains",
+            ),
+            // The key is read now, so that a missing one is a load error, not a surprise at
+            // the first record; its value is never part of a message.
+            Some(name) => match std::env::var(name) {
+                Ok(key) if !key.is_empty() => {
+                    audit.key_env = Some(name.to_string());
+                    audit.key = Some(crate::AuditKey::new(key));
+                }
+                Ok(_) => r.error(
+                    &p,
+                    ConfigErrorKind::MissingEnv,
+                    format!("the environment variable `{name}` (the audit key) is empty"),
+                ),
+                Err(std::env::VarError::NotPresent) => r.error(
+                    &p,
+                    ConfigErrorKind::MissingEnv,
+                    format!("the environment variable `{name}` (the audit key) is not set"),
+                ),
+                Err(std::env::VarError::NotUnicode(_)) => r.error(
+                    &p,
+                    ConfigErrorKind::MissingEnv,
+                    format!("the environment variable `{name}` (the audit key) is not UTF-8"),
+                ),
+            },
+            None => {}
+        }
     }
     audit
 }

@@ -65,7 +65,9 @@ fn the_documented_example_parses() {
         c.audit,
         AuditConfig {
             dir: Some("./audit-logs".into()),
-            include_args: false
+            include_args: false,
+            key_env: None,
+            key: None,
         }
     );
     assert_eq!(c.evaluation.default_profile.as_deref(), Some("supervised"));
@@ -209,7 +211,7 @@ fn invalid_configs_report_every_error_with_its_path() {
                     UnknownKey,
                 ),
                 (
-                    "audit.dirr: unknown key `dirr` (did you mean `dir`?); allowed keys: `dir`, `includeArgs`",
+                    "audit.dirr: unknown key `dirr` (did you mean `dir`?); allowed keys: `dir`, `includeArgs`, `keyEnv`",
                     UnknownKey,
                 ),
             ],
@@ -330,6 +332,17 @@ fn invalid_configs_report_every_error_with_its_path() {
                 ("audit.dir: the directory is empty", InvalidValue),
                 ("audit.includeArgs: expected a boolean", WrongType),
             ],
+        ),
+        (
+            r#"{"audit": {"dir": "d", "keyEnv": "CODEMODE_TEST_SURELY_UNSET_AUDIT_KEY"}}"#,
+            &[(
+                "audit.keyEnv: the environment variable `CODEMODE_TEST_SURELY_UNSET_AUDIT_KEY` (the audit key) is not set",
+                MissingEnv,
+            )],
+        ),
+        (
+            r#"{"audit": {"keyEnv": ""}}"#,
+            &[("audit.keyEnv: the variable name is empty", InvalidValue)],
         ),
         (
             r#"{"evaluation": {"defaultProfile": "missing", "profiles": {"bad-name": {}, "ok": {}}}}"#,

@@ -6,7 +6,9 @@ use codemode_runtime::{CallContext, CallStatus};
 use serde_json::Value;
 
 use super::PolicyToolHost;
-use crate::audit::{AuditRecord, Decision, ToolCallAuditRecord, args_sha256, now_rfc3339};
+use crate::audit::{
+    AuditRecord, Decision, ToolCallAuditRecord, args_sha256, audit_eval_id, now_rfc3339,
+};
 use crate::{Channel, DispositionKind, Risk};
 
 /// Collects what is known about one attempt and records it once: on [`AuditGuard::finish`],
@@ -74,7 +76,7 @@ impl<'h> AuditGuard<'h> {
         };
         sink.record(AuditRecord::ToolCall(ToolCallAuditRecord {
             ts: now_rfc3339(),
-            eval_id: base.eval_id,
+            eval_id: audit_eval_id(base.eval_id),
             call_id: base.call_id,
             session_id: self.host.session_id.clone(),
             profile: self.host.profile_name().map(str::to_string),

@@ -135,8 +135,8 @@ async fn single_calls() {
             "{label}"
         );
         assert_eq!(
-            (rec.tool.as_str(), rec.call_id, rec.eval_id),
-            (tool, 7, EvalId(1))
+            (rec.tool.as_str(), rec.call_id, rec.eval_id.clone()),
+            (tool, 7, crate::audit_eval_id(EvalId(1)))
         );
         assert_eq!(rec.profile.as_deref(), Some("p"));
     }
