@@ -145,6 +145,10 @@ pub use config::{
     DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, ServerConfig, ServerTransport,
     UnknownProfile,
 };
+pub use config::{
+    AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
+    TokenSettings,
+};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,

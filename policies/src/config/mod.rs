@@ -8,6 +8,7 @@ mod error;
 mod evaluation;
 mod reader;
 mod sections;
+mod server;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,10 @@ use crate::profile::Profile;
 
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors};
 pub(crate) use evaluation::profile_from_json;
+pub use server::{
+    AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
+    TokenSettings,
+};
 
 /// A whole configuration. [`Config::default`] is the built-in one: no servers, no profiles,
 /// default [`Limits`], no audit log.
@@ -32,6 +37,9 @@ pub struct Config {
     pub limits: Limits,
     /// The audit log (`audit`). Default: off.
     pub audit: AuditConfig,
+    /// How `serve --http` accepts requests (`server`): hosts, origins, auth. Default: loopback
+    /// only, no auth.
+    pub server: ServerSettings,
 }
 
 /// The configuration [`Config::default`] stands for, as JSON: a starting point for a file.

@@ -22,6 +22,7 @@ const ROOT_KEYS: &[&str] = &[
     "evaluation",
     "limits",
     "audit",
+    "server",
 ];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -71,6 +72,9 @@ pub(crate) fn config_from_value(value: &Value) -> Result<Config, ConfigErrors> {
         }
         if let Some(v) = map.get("audit") {
             config.audit = read_audit(&mut r, v, &root.key("audit"));
+        }
+        if let Some(v) = map.get("server") {
+            config.server = super::server::read_server_settings(&mut r, v, &root.key("server"));
         }
     }
     if r.errors.is_empty() {
