@@ -15,6 +15,7 @@ use codemode_test_support::peers;
 
 mod harness;
 
+mod auth;
 mod cancel;
 mod core;
 mod fallback;

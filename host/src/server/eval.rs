@@ -17,6 +17,7 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
 use super::handler::CodemodeServer;
+use super::listing::missing_permissions;
 use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 use super::progress::Progress;
 use super::result::eval_result;
@@ -82,6 +83,24 @@ impl CodemodeServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             }
         };
+        let caller = crate::auth::caller_of(&ctx.extensions);
+        let missing = missing_permissions(&self.state.config(), &tool, &caller);
+        if !missing.is_empty() {
+            return Err(McpError::invalid_params(
+                format!(
+                    "`{tool}` requires the permission{} {} (caller `{}` lacks {})",
+                    if missing.len() == 1 { "" } else { "s" },
+                    missing
+                        .iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    caller.name,
+                    if missing.len() == 1 { "it" } else { "them" },
+                ),
+                None,
+            ));
+        }
         let modern = ctx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
@@ -100,6 +119,7 @@ impl CodemodeServer {
         let cancel = CancellationToken::new();
         let eval = self.clone().run_eval(
             code,
+            caller,
             profile,
             asker,
             suspended.clone(),
@@ -120,6 +140,7 @@ impl CodemodeServer {
     async fn run_eval(
         self,
         code: String,
+        caller: Caller,
         profile: Option<Arc<Profile>>,
         asker: Arc<dyn Asker>,
         suspended: Option<Arc<Suspended>>,
@@ -134,7 +155,7 @@ impl CodemodeServer {
         });
         let eval = GovernedEval::builder(state.runtime.clone())
             .tools(state.upstreams.clone())
-            .caller(Caller::local())
+            .caller(caller)
             .session(self.session_id.clone(), self.approvals.clone())
             .profile(profile)
             .asker(asker)

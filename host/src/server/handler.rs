@@ -65,9 +65,10 @@ impl ServerHandler for CodemodeServer {
     async fn list_tools(
         &self,
         _req: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let caller = crate::auth::caller_of(&ctx.extensions);
+        Ok(ListToolsResult::with_all_items(self.tools(&caller)))
     }
 
     async fn call_tool(

@@ -48,7 +48,6 @@ pub struct HttpSettings {
 
 /// `server.auth`: exactly one of `tokens` or `jwt`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum AuthSettings {
     /// `tokens`: static bearer tokens.
     Tokens(Vec<TokenSettings>),

@@ -1,0 +1,180 @@
+//! JWT callers (`server.auth.jwt`): signature, algorithm, expiry, issuer and audience checked;
+//! the caller is the `sub` claim, its permissions the `permissionsClaim` claim.
+
+use std::collections::BTreeMap;
+
+use codemode_policies::{Caller, JwtKeySource, JwtSettings};
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::Value;
+
+use super::{AuthError, AuthSetupError, Authenticate, bearer};
+
+/// Seconds of clock skew tolerated on `exp` and `nbf`.
+pub const LEEWAY_SECONDS: u64 = 30;
+
+/// Callers identified by JWTs.
+pub struct JwtAuth {
+    issuer: String,
+    audience: String,
+    permissions_claim: String,
+    keys: Keys,
+}
+
+enum Keys {
+    /// One shared HS256 secret.
+    Hs256(DecodingKey),
+    /// Keys of a JWKS file, by `kid` (`None`: a key without one).
+    Jwks(BTreeMap<Option<String>, (DecodingKey, Option<Algorithm>)>),
+}
+
+impl std::fmt::Debug for JwtAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JwtAuth")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JwtAuth {
+    /// Reads the key (the secret's variable, or the JWKS file) now.
+    ///
+    /// # Errors
+    /// [`AuthSetupError`] naming the config path: an unset variable, an unreadable or invalid
+    /// JWKS file.
+    pub fn new(
+        settings: &JwtSettings,
+        getenv: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, AuthSetupError> {
+        let keys = match &settings.key {
+            JwtKeySource::Hs256SecretEnv(var) => match getenv(var).filter(|v| !v.is_empty()) {
+                Some(secret) => Keys::Hs256(DecodingKey::from_secret(secret.as_bytes())),
+                None => {
+                    return Err(AuthSetupError::MissingEnv {
+                        path: "server.auth.jwt.hs256SecretEnv".into(),
+                        var: var.clone(),
+                    });
+                }
+            },
+            JwtKeySource::JwksFile(path) => {
+                let bad = |message: String| AuthSetupError::Jwks {
+                    file: path.display().to_string(),
+                    message,
+                };
+                let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+                let set: JwkSet = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+                let mut keys = BTreeMap::new();
+                for jwk in &set.keys {
+                    let key = DecodingKey::from_jwk(jwk).map_err(|e| {
+                        bad(format!(
+                            "key {}: {e}",
+                            jwk.common.key_id.as_deref().unwrap_or("(no kid)")
+                        ))
+                    })?;
+                    let alg = jwk
+                        .common
+                        .key_algorithm
+                        .and_then(|a| a.to_string().parse::<Algorithm>().ok());
+                    keys.insert(jwk.common.key_id.clone(), (key, alg));
+                }
+                if keys.is_empty() {
+                    return Err(bad("no keys".into()));
+                }
+                Keys::Jwks(keys)
+            }
+        };
+        Ok(JwtAuth {
+            issuer: settings.issuer.clone(),
+            audience: settings.audience.clone(),
+            permissions_claim: settings.permissions_claim.clone(),
+            keys,
+        })
+    }
+
+    fn validation(&self, alg: Algorithm) -> Validation {
+        let mut v = Validation::new(alg);
+        v.leeway = LEEWAY_SECONDS;
+        v.set_issuer(&[&self.issuer]);
+        v.set_audience(&[&self.audience]);
+        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        v
+    }
+}
+
+fn invalid(e: jsonwebtoken::errors::Error) -> AuthError {
+    use jsonwebtoken::errors::ErrorKind;
+    AuthError::Invalid(match e.kind() {
+        ErrorKind::ExpiredSignature => "the token has expired".to_string(),
+        ErrorKind::InvalidIssuer => "wrong issuer".to_string(),
+        ErrorKind::InvalidAudience => "wrong audience".to_string(),
+        ErrorKind::InvalidSignature => "bad signature".to_string(),
+        ErrorKind::InvalidAlgorithm => "algorithm not allowed".to_string(),
+        ErrorKind::ImmatureSignature => "the token is not valid yet".to_string(),
+        ErrorKind::MissingRequiredClaim(c) => format!("missing claim `{c}`"),
+        _ => format!("malformed token ({e})"),
+    })
+}
+
+impl Authenticate for JwtAuth {
+    fn authenticate(&self, headers: &http::HeaderMap) -> Result<Caller, AuthError> {
+        let token = bearer(headers)?;
+        let header = jsonwebtoken::decode_header(token).map_err(invalid)?;
+        let (key, alg) = match &self.keys {
+            Keys::Hs256(key) => (key, Algorithm::HS256),
+            Keys::Jwks(keys) => {
+                let (key, pinned) = keys
+                    .get(&header.kid)
+                    .or_else(|| (keys.len() == 1).then(|| keys.values().next()).flatten())
+                    .ok_or_else(|| AuthError::Invalid("unknown key id".into()))?;
+                // A JWKS holds public keys: HMAC (the public key used as a secret) is refused,
+                // and a key that names its algorithm accepts only that one.
+                if matches!(
+                    header.alg,
+                    Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512
+                ) || pinned.is_some_and(|a| a != header.alg)
+                {
+                    return Err(AuthError::Invalid("algorithm not allowed".into()));
+                }
+                (key, header.alg)
+            }
+        };
+        let data =
+            jsonwebtoken::decode::<BTreeMap<String, Value>>(token, key, &self.validation(alg))
+                .map_err(invalid)?;
+        let claims = data.claims;
+        let sub = match claims.get("sub") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => {
+                return Err(AuthError::Invalid(
+                    "`sub` must be a non-empty string".into(),
+                ));
+            }
+        };
+        let permissions: Vec<String> = match claims.get(&self.permissions_claim) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    AuthError::Invalid(format!(
+                        "`{}` must be an array of strings",
+                        self.permissions_claim
+                    ))
+                })?,
+            Some(_) => {
+                return Err(AuthError::Invalid(format!(
+                    "`{}` must be an array of strings",
+                    self.permissions_claim
+                )));
+            }
+        };
+        Ok(Caller::new(sub, permissions))
+    }
+
+    fn enabled(&self) -> bool {
+        true
+    }
+}
