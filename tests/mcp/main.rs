@@ -19,6 +19,7 @@ mod auth;
 mod cancel;
 mod core;
 mod fallback;
+mod hitl_gateway;
 mod in_process;
 mod reload;
 mod sessions;

@@ -63,7 +63,13 @@ impl CodemodeServer {
                 ));
             }
             if let Some(responses) = &req.input_responses {
-                suspended.answer(responses);
+                let refused = suspended.answer(responses);
+                if !refused.is_empty() {
+                    tracing::warn!(
+                        "refused answers to questions this eval has not asked (or no longer asks): {}",
+                        refused.join(", ")
+                    );
+                }
             }
             return self.await_suspended(suspended, &ctx).await;
         }

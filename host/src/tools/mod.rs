@@ -42,6 +42,12 @@ pub fn builtin_infos() -> Vec<ToolInfo> {
             input_schema: hitl::input_schema(),
             output_schema: None,
         },
+        ToolInfo {
+            name: hitl::ALIAS.into(),
+            description: format!("The same as `{}`. {}", hitl::TOOL_NAME, hitl::DESCRIPTION),
+            input_schema: hitl::input_schema(),
+            output_schema: None,
+        },
     ]
 }
 
@@ -142,7 +148,7 @@ impl ToolHost for ScriptTools {
         match name {
             SEARCH_TOOLS => Box::pin(async move { search_tools(&catalog(&self.upstreams), &args) }),
             GET_TOOLS => Box::pin(async move { get_tools(&catalog(&self.upstreams), &args) }),
-            hitl::TOOL_NAME => Box::pin(async move {
+            hitl::TOOL_NAME | hitl::ALIAS => Box::pin(async move {
                 // A human is deciding: that time does not count against the eval's timeout.
                 let _pause = cx.pause_timeout();
                 let request_id = format!("hitl-{}-{}", cx.eval_id, cx.call_id);
