@@ -25,3 +25,4 @@ mod reload;
 mod sessions;
 mod typescript;
 mod upstream;
+mod upstream_elicitation;

@@ -168,9 +168,7 @@ impl CodemodeServer {
             .audit(audit)
             .options(config.limits.eval_options())
             .build();
-        state.push_asker(eval.id().0, eval.asker());
         let outcome = eval.run(&code, &cancel).await;
-        state.pop_asker(eval.id().0);
         match suspended {
             Some(s) => s.complete(outcome),
             None => {

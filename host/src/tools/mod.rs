@@ -3,6 +3,9 @@
 //! every upstream tool as `server__tool`.
 
 pub mod hitl;
+mod in_flight;
+
+pub use in_flight::{InFlightCalls, InFlightGuard, in_flight};
 
 use std::sync::Arc;
 
@@ -154,7 +157,15 @@ impl ToolHost for ScriptTools {
                 let request_id = format!("hitl-{}-{}", cx.eval_id, cx.call_id);
                 Ok(hitl::run(&args, self.asker.as_ref(), &request_id).await)
             }),
-            _ => self.upstreams.call(name, args, cx),
+            _ => match name.split_once("__") {
+                // An upstream's own elicitation during this call may reach this eval's human
+                // (see `in_flight`).
+                Some((server, _)) => Box::pin(async move {
+                    let _in_flight = in_flight().enter(server, &self.asker);
+                    self.upstreams.call(name, args, cx).await
+                }),
+                None => self.upstreams.call(name, args, cx),
+            },
         }
     }
 
