@@ -18,6 +18,7 @@ mod harness;
 mod auth;
 mod cancel;
 mod core;
+mod discovery;
 mod fallback;
 mod hitl_gateway;
 mod in_process;
