@@ -125,7 +125,12 @@ impl Authenticate for JwtAuth {
             Keys::Jwks(keys) => {
                 let (key, pinned) = keys
                     .get(&header.kid)
-                    .or_else(|| (keys.len() == 1).then(|| keys.values().next()).flatten())
+                    // A token without `kid` may use the file's only key.
+                    .or_else(|| {
+                        (header.kid.is_none() && keys.len() == 1)
+                            .then(|| keys.values().next())
+                            .flatten()
+                    })
                     .ok_or_else(|| AuthError::Invalid("unknown key id".into()))?;
                 // A JWKS holds public keys: HMAC (the public key used as a secret) is refused,
                 // and a key that names its algorithm accepts only that one.
@@ -176,5 +181,100 @@ impl Authenticate for JwtAuth {
 
     fn enabled(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jsonwebtoken::jwk::Jwk;
+    use jsonwebtoken::{EncodingKey, Header};
+    use serde_json::json;
+
+    /// A P-256 key made for this test only (`openssl ecparam -genkey -name prime256v1`).
+    const EC_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgIfhlt+pHD+Ic/7iG
+VLhKl9OhiXLKWltVusPuGq2mBnehRANCAASdrQHwi7d+OPYhhmOpCtPbmzngLKvM
+uxvejBLl3yh5EKEdx2t9epFdmfH7lkN68D8VIUMbZw00Nz1wSIqKeUP9
+-----END PRIVATE KEY-----
+";
+
+    fn bearer_headers(token: &str) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            http::header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
+        h
+    }
+
+    fn now() -> u64 {
+        jsonwebtoken::get_current_timestamp()
+    }
+
+    #[test]
+    fn a_jwks_file_verifies_es256_and_refuses_hmac_with_its_key() {
+        let key = EncodingKey::from_ec_pem(EC_KEY.as_bytes()).unwrap();
+        let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).unwrap();
+        jwk.common.key_id = Some("k1".into());
+        let dir = std::env::temp_dir().join(format!("codemode-jwks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("jwks.json");
+        std::fs::write(&file, json!({"keys": [jwk]}).to_string()).unwrap();
+        let settings = codemode_policies::Config::from_json_str(
+            &json!({"server": {"auth": {"jwt": {"issuer": "iss", "audience": "aud",
+                "jwksFile": file, "permissionsClaim": "scope"}}}})
+            .to_string(),
+        )
+        .unwrap()
+        .server
+        .auth
+        .unwrap();
+        let codemode_policies::AuthSettings::Jwt(jwt) = settings else {
+            panic!()
+        };
+        let auth = JwtAuth::new(&jwt, &|_| None).unwrap();
+        let claims = json!({"sub": "bob", "iss": "iss", "aud": "aud", "exp": now() + 600,
+            "scope": "approve payments"});
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some("k1".into());
+        let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token)).unwrap(),
+            Caller::new("bob", ["approve", "payments"])
+        );
+        // An unknown kid, and HMAC keyed with the public key's bytes, are refused.
+        header.kid = Some("k2".into());
+        let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token)),
+            Err(AuthError::Invalid("unknown key id".into()))
+        );
+        let mut hmac = Header::new(Algorithm::HS256);
+        hmac.kid = Some("k1".into());
+        let forged =
+            jsonwebtoken::encode(&hmac, &claims, &EncodingKey::from_secret(b"public")).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&forged)),
+            Err(AuthError::Invalid("algorithm not allowed".into()))
+        );
+        // A missing `sub` is refused.
+        let no_sub = json!({"iss": "iss", "aud": "aud", "exp": now() + 600});
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some("k1".into());
+        let token = jsonwebtoken::encode(&header, &no_sub, &key).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token)),
+            Err(AuthError::Invalid("missing claim `sub`".into()))
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        // An unreadable file refuses to start, naming the config path.
+        let mut bad = jwt;
+        bad.key = JwtKeySource::JwksFile("/nonexistent/jwks.json".into());
+        let err = JwtAuth::new(&bad, &|_| None).unwrap_err().to_string();
+        assert!(
+            err.starts_with("server.auth.jwt.jwksFile: /nonexistent/jwks.json: "),
+            "{err}"
+        );
     }
 }
