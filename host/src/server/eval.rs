@@ -125,8 +125,7 @@ impl CodemodeServer {
         let cancel = CancellationToken::new();
         let eval = self.clone().run_eval(
             code,
-            caller,
-            profile,
+            (caller, profile),
             asker,
             suspended.clone(),
             cancel.clone(),
@@ -146,8 +145,7 @@ impl CodemodeServer {
     async fn run_eval(
         self,
         code: String,
-        caller: Caller,
-        profile: Option<Arc<Profile>>,
+        (caller, profile): (Caller, Option<Arc<Profile>>),
         asker: Arc<dyn Asker>,
         suspended: Option<Arc<Suspended>>,
         cancel: CancellationToken,

@@ -15,9 +15,11 @@ use crate::approvals::Asker;
 /// The registry (see the module docs).
 #[derive(Default)]
 pub struct InFlightCalls {
-    /// server → (asker address, asker, calls in flight).
-    calls: Mutex<HashMap<String, Vec<(usize, Weak<dyn Asker>, usize)>>>,
+    calls: Mutex<Calls>,
 }
+
+/// server → (asker address, asker, calls in flight).
+type Calls = HashMap<String, Vec<(usize, Weak<dyn Asker>, usize)>>;
 
 /// The process's registry.
 pub fn in_flight() -> &'static InFlightCalls {
@@ -30,9 +32,7 @@ fn address(asker: &Arc<dyn Asker>) -> usize {
 }
 
 impl InFlightCalls {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, Vec<(usize, Weak<dyn Asker>, usize)>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Calls> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
