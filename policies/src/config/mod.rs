@@ -62,7 +62,8 @@ impl Config {
     /// Parses and validates a configuration.
     ///
     /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
-    /// `audit`, and `$schema` (ignored, for editors). Every key is optional; unknown keys are
+    /// `audit`, `server` (how `serve --http` accepts requests), and `$schema` (ignored, for
+    /// editors). Every key is optional; unknown keys are
     /// errors.
     ///
     /// # Errors
