@@ -205,15 +205,18 @@ impl GovernedEval {
     /// The script's tools behind the policy layer.
     fn tool_host(&self, code: &str) -> PolicyToolHost {
         let inner: Arc<dyn ToolHost> = match &self.upstreams {
-            Some(upstreams) => Arc::new(ScriptTools::new(
-                upstreams.clone(),
-                Arc::new(ChannelAsker::new(
-                    self.asker.clone(),
-                    self.broker.clone(),
-                    self.id.to_string(),
-                    self.caller.name.clone(),
-                )),
-            )),
+            Some(upstreams) => Arc::new(
+                ScriptTools::new(
+                    upstreams.clone(),
+                    Arc::new(ChannelAsker::new(
+                        self.asker.clone(),
+                        self.broker.clone(),
+                        self.id.to_string(),
+                        self.caller.name.clone(),
+                    )),
+                )
+                .with_profile(self.profile.clone()),
+            ),
             None => Arc::new(NoTools),
         };
         let (session_id, approvals) = match &self.session {

@@ -300,3 +300,67 @@ async fn a_reload_past_the_engines_memory_is_refused() {
     assert!(codemode_host::server::reload::reload(&state, &path).await);
     assert_eq!(state.config().limits.memory, 32 << 20);
 }
+
+/// A profile that requires permissions the caller lacks (here `local`, who has none) is not
+/// listed, and calling its tool anyway is a JSON-RPC invalid-params error naming them; the base
+/// `eval` likewise with `evaluation.evalRequiresPermissions`. A profile's script-side
+/// `search_tools` lists only what the profile may call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permissions_hide_eval_tools_and_profiles_filter_discovery() {
+    let client = connect(
+        r#"{"evaluation": {"evalRequiresPermissions": ["ops"], "profiles": {
+             "pay": {"requirePermissions": ["payments", "refunds"]},
+             "nosearch": {"denylist": ["get_tools"]}}}}"#,
+    )
+    .await;
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["codemode_eval_nosearch", "search_tools", "get_tools"]
+    );
+
+    for (tool, message) in [
+        (
+            "codemode_eval_pay",
+            "`codemode_eval_pay` requires the permissions `payments`, `refunds` (caller `local` lacks them)",
+        ),
+        (
+            "eval",
+            "`eval` requires the permission `ops` (caller `local` lacks it)",
+        ),
+    ] {
+        let refused = client
+            .call_tool(
+                CallToolRequestParams::new(tool)
+                    .with_arguments(json!({"code": "1"}).as_object().unwrap().clone()),
+            )
+            .await
+            .expect_err("refused before any eval");
+        let ServiceError::McpError(error) = refused else {
+            panic!("expected a JSON-RPC error, got {refused:?}");
+        };
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{tool}");
+        assert_eq!(error.message, message, "{tool}");
+    }
+
+    let found = call_code(
+        &client,
+        "codemode_eval_nosearch",
+        "(await codemode.search_tools({query: 'tools declarations search', limit: 50})).results.map(r => r.name)",
+    )
+    .await
+    .expect("the eval runs");
+    let names = structured(&found)["result"].clone();
+    assert!(
+        names.as_array().is_some_and(|a| a.contains(&json!("search_tools"))
+            && !a.contains(&json!("get_tools"))),
+        "{names}"
+    );
+    client.cancel().await.expect("close the client");
+}

@@ -16,12 +16,16 @@ use codemode_test_support::peers;
 mod harness;
 
 mod approvals;
+mod auth;
 mod browser;
 mod cancel;
 mod core;
+mod discovery;
 mod fallback;
+mod hitl_gateway;
 mod in_process;
 mod reload;
 mod sessions;
 mod typescript;
 mod upstream;
+mod upstream_elicitation;

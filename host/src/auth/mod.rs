@@ -4,7 +4,17 @@
 //! [`Authenticate`]; on stdio, and on unauthenticated loopback HTTP, the caller is
 //! [`Caller::local`].
 
-use codemode_policies::Caller;
+mod jwt;
+mod layer;
+mod tokens;
+
+use std::sync::Arc;
+
+use codemode_policies::{AuthSettings, Caller};
+
+pub use jwt::{JwtAuth, LEEWAY_SECONDS};
+pub use layer::{caller_of, require_auth};
+pub use tokens::StaticTokens;
 
 /// Why a request was refused before any handling (HTTP `401` with `WWW-Authenticate: Bearer`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,5 +51,65 @@ impl Authenticate for NoAuth {
 
     fn enabled(&self) -> bool {
         false
+    }
+}
+
+/// Why `server.auth` cannot be put in force (the server refuses to start).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthSetupError {
+    /// An environment variable the config names is unset or empty.
+    #[error("{path}: the environment variable `{var}` is not set (or empty)")]
+    MissingEnv {
+        /// The config path naming the variable.
+        path: String,
+        /// The variable.
+        var: String,
+    },
+    /// The JWKS file cannot be read or holds no usable key.
+    #[error("server.auth.jwt.jwksFile: {file}: {message}")]
+    Jwks {
+        /// The file.
+        file: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+/// The authenticator `server.auth` describes ([`NoAuth`] without it), reading the environment
+/// variables and files it names now.
+///
+/// # Errors
+/// [`AuthSetupError`] when a variable is missing or the JWKS file is unusable.
+pub fn from_settings(auth: Option<&AuthSettings>) -> Result<Arc<dyn Authenticate>, AuthSetupError> {
+    let getenv = |var: &str| std::env::var(var).ok();
+    Ok(match auth {
+        None => Arc::new(NoAuth),
+        Some(AuthSettings::Tokens(tokens)) => Arc::new(StaticTokens::new(tokens, &getenv)?),
+        Some(AuthSettings::Jwt(jwt)) => Arc::new(JwtAuth::new(jwt, &getenv)?),
+    })
+}
+
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case).
+///
+/// # Errors
+/// [`AuthError::Missing`] without the header; [`AuthError::Invalid`] for another scheme or a
+/// header that is not text.
+pub fn bearer(headers: &http::HeaderMap) -> Result<&str, AuthError> {
+    let Some(value) = headers.get(http::header::AUTHORIZATION) else {
+        return Err(AuthError::Missing);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| AuthError::Invalid("the Authorization header is not text".into()))?;
+    match text.split_once(' ') {
+        Some((scheme, token))
+            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+        {
+            Ok(token.trim())
+        }
+        _ => Err(AuthError::Invalid(
+            "expected `Authorization: Bearer <token>`".into(),
+        )),
     }
 }

@@ -28,6 +28,69 @@ pub struct ServeArgs {
     /// with `codemode approve`. Without authentication only a loopback address is accepted.
     #[arg(long, value_name = "ADDR", value_parser = parse_listen_address)]
     approvals_http: Option<SocketAddr>,
+
+    /// Also accept requests whose `Host` is H (`name` or `name:port`), besides the loopback
+    /// names and `server.http.allowedHosts`. Repeatable.
+    #[arg(long = "allowed-host", value_name = "H", requires = "http")]
+    allowed_hosts: Vec<String>,
+
+    /// Accept browser requests from origin O (`scheme://host[:port]`), besides
+    /// `server.http.allowedOrigins`; any origin given turns Origin validation on. Repeatable.
+    #[arg(long = "allowed-origin", value_name = "O", requires = "http")]
+    allowed_origins: Vec<String>,
+
+    /// Serve HTTP on a non-loopback address without `server.auth` (anyone who reaches the port
+    /// runs scripts with every upstream tool). A warning is printed on every start.
+    #[arg(long, requires = "http")]
+    allow_unauthenticated: bool,
+}
+
+/// The HTTP options of `serve --http ADDR`: the config's `server` section plus the flags.
+/// Refuses a non-loopback address without auth unless `--allow-unauthenticated`.
+fn http_options(
+    args: &ServeArgs,
+    addr: SocketAddr,
+    settings: &codemode_policies::ServerSettings,
+) -> Result<server::HttpOptions, String> {
+    let auth = crate::auth::from_settings(settings.auth.as_ref()).map_err(|e| e.to_string())?;
+    if !auth.enabled() && !addr.ip().is_loopback() {
+        if !args.allow_unauthenticated {
+            return Err(format!(
+                "refusing to serve HTTP on {addr} without authentication: anyone who can reach it could run \
+                 scripts with every upstream tool. Configure `server.auth` (tokens or jwt), listen on a \
+                 loopback address (127.0.0.1), or pass --allow-unauthenticated"
+            ));
+        }
+        eprintln!(
+            "codemode: warning: serving HTTP on {addr} WITHOUT authentication (--allow-unauthenticated): \
+             anyone who can reach it runs scripts with every upstream tool"
+        );
+    }
+    for origin in &args.allowed_origins {
+        if origin != "null" && !(origin.starts_with("http://") || origin.starts_with("https://")) {
+            return Err(format!(
+                "--allowed-origin: an origin is `scheme://host[:port]` (e.g. https://app.example.com), got `{origin}`"
+            ));
+        }
+    }
+    Ok(server::HttpOptions {
+        allowed_hosts: settings
+            .http
+            .allowed_hosts
+            .iter()
+            .chain(&args.allowed_hosts)
+            .cloned()
+            .collect(),
+        allowed_origins: settings
+            .http
+            .allowed_origins
+            .iter()
+            .chain(&args.allowed_origins)
+            .cloned()
+            .collect(),
+        auth,
+        extra: None,
+    })
 }
 
 /// `HOST:PORT` → the address to listen on: an IP address as it is, a host name resolved (its
@@ -62,6 +125,24 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
+    let http = match args.http {
+        Some(addr) => match http_options(&args, addr, &config.server) {
+            Ok(options) => Some((addr, options)),
+            Err(message) => {
+                eprintln!("codemode: {message}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => None,
+    };
+    // The approval API's own listener authenticates as the MCP endpoint does.
+    let approvals_auth = match crate::auth::from_settings(config.server.auth.as_ref()) {
+        Ok(auth) => auth,
+        Err(e) => {
+            eprintln!("codemode: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let mut runtime_config = RuntimeConfig::default();
     runtime_config.max_memory(config.limits.memory.max(64 << 20));
     let runtime = match Runtime::new(&runtime_config) {
@@ -75,7 +156,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     // The approval API's own listener is bound first: a bad address stops here, before any
     // upstream server starts.
     let approvals_listener = match args.approvals_http {
-        Some(addr) => match approvals::http::bind(addr, &crate::auth::NoAuth).await {
+        Some(addr) => match approvals::http::bind(addr, approvals_auth.as_ref()).await {
             Ok(listener) => Some(listener),
             Err(e) => {
                 eprintln!("codemode: {e:#}");
@@ -99,7 +180,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         let api = approvals::http::serve(
             listener,
             state.approvals.clone(),
-            std::sync::Arc::new(crate::auth::NoAuth),
+            approvals_auth,
             tokio_util::sync::CancellationToken::new(),
         );
         tokio::spawn(async move {
@@ -108,15 +189,15 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             }
         });
     }
-    let result = match args.http {
-        Some(addr) => {
+    let result = match http {
+        Some((addr, options)) => {
             let shutdown = tokio_util::sync::CancellationToken::new();
             let on_signal = shutdown.clone();
             tokio::spawn(async move {
                 let _ = tokio::signal::ctrl_c().await;
                 on_signal.cancel();
             });
-            server::serve_http(state.clone(), addr, shutdown, None).await
+            server::serve_http(state.clone(), addr, options, shutdown, None).await
         }
         None => server::serve_stdio(state.clone()).await,
     };

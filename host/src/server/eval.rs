@@ -17,6 +17,7 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
 use super::handler::CodemodeServer;
+use super::listing::missing_permissions;
 use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 use super::progress::Progress;
 use super::result::eval_result;
@@ -62,7 +63,13 @@ impl CodemodeServer {
                 ));
             }
             if let Some(responses) = &req.input_responses {
-                suspended.answer(responses);
+                let refused = suspended.answer(responses);
+                if !refused.is_empty() {
+                    tracing::warn!(
+                        "refused answers to questions this eval has not asked (or no longer asks): {}",
+                        refused.join(", ")
+                    );
+                }
             }
             return self.await_suspended(suspended, &ctx).await;
         }
@@ -82,6 +89,24 @@ impl CodemodeServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             }
         };
+        let caller = crate::auth::caller_of(&ctx.extensions);
+        let missing = missing_permissions(&self.state.config(), &tool, &caller);
+        if !missing.is_empty() {
+            return Err(McpError::invalid_params(
+                format!(
+                    "`{tool}` requires the permission{} {} (caller `{}` lacks {})",
+                    if missing.len() == 1 { "" } else { "s" },
+                    missing
+                        .iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    caller.name,
+                    if missing.len() == 1 { "it" } else { "them" },
+                ),
+                None,
+            ));
+        }
         let modern = ctx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
@@ -100,7 +125,7 @@ impl CodemodeServer {
         let cancel = CancellationToken::new();
         let eval = self.clone().run_eval(
             code,
-            profile,
+            (caller, profile),
             asker,
             suspended.clone(),
             cancel.clone(),
@@ -120,7 +145,7 @@ impl CodemodeServer {
     async fn run_eval(
         self,
         code: String,
-        profile: Option<Arc<Profile>>,
+        (caller, profile): (Caller, Option<Arc<Profile>>),
         asker: Arc<dyn Asker>,
         suspended: Option<Arc<Suspended>>,
         cancel: CancellationToken,
@@ -134,7 +159,7 @@ impl CodemodeServer {
         });
         let eval = GovernedEval::builder(state.runtime.clone())
             .tools(state.upstreams.clone())
-            .caller(Caller::local())
+            .caller(caller)
             .session(self.session_id.clone(), self.approvals.clone())
             .profile(profile)
             .asker(asker)
@@ -142,9 +167,7 @@ impl CodemodeServer {
             .audit(audit)
             .options(config.limits.eval_options())
             .build();
-        state.push_asker(eval.id().0, eval.asker());
         let outcome = eval.run(&code, &cancel).await;
-        state.pop_asker(eval.id().0);
         match suspended {
             Some(s) => s.complete(outcome),
             None => {

@@ -35,6 +35,49 @@ impl CodemodeServer {
     }
 }
 
+impl CodemodeServer {
+    /// The profile `search_tools` / `get_tools` answer for as MCP tools: the one named by the
+    /// `profile` argument (the caller must have its permissions), else the base `eval`'s.
+    fn discovery_profile(
+        &self,
+        args: &Value,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Option<Arc<codemode_policies::Profile>>, McpError> {
+        let config = self.state.config();
+        let caller = crate::auth::caller_of(&ctx.extensions);
+        let (tool, name) = match args.get("profile") {
+            None | Some(Value::Null) => (
+                EVAL_TOOL.to_string(),
+                config.evaluation.default_profile.clone(),
+            ),
+            Some(Value::String(name)) => {
+                if config.profile(name).is_none() {
+                    return Err(McpError::invalid_params(
+                        format!("unknown profile `{name}`"),
+                        None,
+                    ));
+                }
+                (format!("{PROFILE_TOOL_PREFIX}{name}"), Some(name.clone()))
+            }
+            Some(_) => {
+                return Err(McpError::invalid_params("`profile` must be a string", None));
+            }
+        };
+        let missing = super::listing::missing_permissions(&config, &tool, &caller);
+        if !missing.is_empty() {
+            return Err(McpError::invalid_params(
+                format!(
+                    "`{tool}` requires the permission(s) {} (caller `{}`)",
+                    missing.join(", "),
+                    caller.name
+                ),
+                None,
+            ));
+        }
+        Ok(name.and_then(|n| config.profile(&n).cloned()))
+    }
+}
+
 impl ServerHandler for CodemodeServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
@@ -65,9 +108,10 @@ impl ServerHandler for CodemodeServer {
     async fn list_tools(
         &self,
         _req: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let caller = crate::auth::caller_of(&ctx.extensions);
+        Ok(ListToolsResult::with_all_items(self.tools(&caller)))
     }
 
     async fn call_tool(
@@ -83,12 +127,15 @@ impl ServerHandler for CodemodeServer {
             .unwrap_or_else(|| json!({}));
         match name {
             SEARCH_TOOLS | GET_TOOLS => {
-                let catalog = tools::catalog(&self.state.upstreams);
+                let profile = self.discovery_profile(&args, &ctx)?;
+                let (catalog, asked) =
+                    tools::visible_to(tools::catalog(&self.state.upstreams), profile.as_deref());
                 let result = if name == SEARCH_TOOLS {
                     tools::search_tools(&catalog, &args)
                 } else {
                     tools::get_tools(&catalog, &args)
-                };
+                }
+                .map(|v| tools::mark_asked(v, &asked));
                 Ok(match result {
                     Ok(value) => {
                         let text = if name == GET_TOOLS {

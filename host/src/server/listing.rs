@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use codemode_policies::{Caller, Config, Profile};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
@@ -18,19 +19,27 @@ pub const EVAL_TOOL: &str = "eval";
 pub const PROFILE_TOOL_PREFIX: &str = "codemode_eval_";
 
 impl CodemodeServer {
-    /// The tools this server lists now.
-    pub fn tools(&self) -> Vec<Tool> {
+    /// The tools this server lists now to `caller` (the eval tools it lacks permissions for
+    /// are left out).
+    pub fn tools(&self, caller: &Caller) -> Vec<Tool> {
         let config = self.state.config();
         let namespaces = self.namespaces();
         let mut tools = Vec::new();
         let default = config.evaluation.default_profile.as_deref();
-        tools.push(eval_tool(
-            EVAL_TOOL,
-            default,
-            &namespaces,
-            default.is_none(),
-        ));
+        if missing_permissions(&config, EVAL_TOOL, caller).is_empty() {
+            tools.push(eval_tool(
+                EVAL_TOOL,
+                default,
+                &namespaces,
+                default.is_none(),
+            ));
+        }
         for name in config.evaluation.profiles.keys() {
+            let tool = format!("{PROFILE_TOOL_PREFIX}{name}");
+            if !missing_permissions(&config, &tool, caller).is_empty() {
+                // A caller without the profile's permissions does not see its tool.
+                continue;
+            }
             tools.push(eval_tool(
                 &format!("{PROFILE_TOOL_PREFIX}{name}"),
                 Some(name),
@@ -77,6 +86,38 @@ impl CodemodeServer {
             .map(|(s, n)| format!("{s} ({n} tools)"))
             .collect()
     }
+}
+
+/// The permissions of `required` that `caller` lacks for eval tool `tool` (`eval` or
+/// `codemode_eval_<profile>`): the profile's `requirePermissions`, and for `eval` also
+/// `evaluation.evalRequiresPermissions`. Empty for an unknown tool (the call reports that).
+pub(super) fn missing_permissions(config: &Config, tool: &str, caller: &Caller) -> Vec<String> {
+    let mut required: Vec<String> = Vec::new();
+    let profile = if tool == EVAL_TOOL {
+        required.extend(eval_requires_permissions(config).iter().cloned());
+        config.evaluation.default_profile.as_deref()
+    } else {
+        tool.strip_prefix(PROFILE_TOOL_PREFIX)
+    };
+    if let Some(profile) = profile.and_then(|name| config.profile(name)) {
+        required.extend(profile_requires_permissions(profile).iter().cloned());
+    }
+    required.dedup();
+    caller
+        .missing(&required)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `evaluation.evalRequiresPermissions`.
+fn eval_requires_permissions(config: &Config) -> &[String] {
+    &config.evaluation.eval_requires_permissions
+}
+
+/// A profile's `requirePermissions`.
+fn profile_requires_permissions(profile: &Profile) -> &[String] {
+    profile.required_permissions()
 }
 
 pub(super) fn schema_object(value: Value) -> Arc<JsonObject> {

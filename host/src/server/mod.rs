@@ -27,10 +27,13 @@ pub use state::ServerState;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
+
+use crate::auth::{Authenticate, NoAuth, require_auth};
 
 /// Serves one client on stdin/stdout until it disconnects.
 pub async fn serve_stdio(state: Arc<ServerState>) -> anyhow::Result<()> {
@@ -41,34 +44,108 @@ pub async fn serve_stdio(state: Arc<ServerState>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Serves streamable HTTP at `http://ADDR/mcp`, many sessions at once, until `shutdown`.
-/// Returns the bound address through `bound` (useful with port 0).
-pub async fn serve_http(
+/// How [`serve_http`] accepts requests. [`HttpOptions::default`]: loopback `Host`s only, no
+/// `Origin` check, no authentication (every request is the `local` caller), nothing else served.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// `Host` values accepted besides `localhost`, `127.0.0.1` and `::1` (`name` or `name:port`).
+    pub allowed_hosts: Vec<String>,
+    /// When non-empty, a request carrying `Origin` must match one of these
+    /// (`scheme://host[:port]`, `:*` for any port).
+    pub allowed_origins: Vec<String>,
+    /// Who may call `/mcp` ([`crate::auth::NoAuth`]: everyone, as `local`).
+    pub auth: Arc<dyn Authenticate>,
+    /// More routes on the same listener (the approval API), merged as they are: they do their
+    /// own authentication.
+    pub extra: Option<axum::Router>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            auth: Arc::new(NoAuth),
+            extra: None,
+        }
+    }
+}
+
+/// The loopback `Host` names always accepted (rmcp's default list).
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// The router of `/mcp`: rmcp's streamable HTTP service behind the authentication layer; the
+/// HTTP approval API and its page when the config turns them on (`"approvals": {"http": true}`,
+/// with the same authenticator, hosts and origins); plus `options.extra`.
+pub fn http_router(
     state: Arc<ServerState>,
-    addr: SocketAddr,
-    shutdown: CancellationToken,
-    bound: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
-) -> anyhow::Result<()> {
+    options: HttpOptions,
+    shutdown: &CancellationToken,
+) -> axum::Router {
     let factory_state = state.clone();
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown.child_token())
+        .with_allowed_hosts(
+            LOOPBACK_HOSTS
+                .iter()
+                .map(|h| h.to_string())
+                .chain(options.allowed_hosts.iter().cloned()),
+        );
+    if !options.allowed_origins.is_empty() {
+        config = config.with_allowed_origins(options.allowed_origins.iter().cloned());
+    }
     let service = StreamableHttpService::new(
         move || Ok(CodemodeServer::new(factory_state.clone())),
         LocalSessionManager::default().into(),
-        StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token()),
+        config,
     );
-    let mut router = axum::Router::new().nest_service("/mcp", service);
-    if state.config().approvals.http {
-        // The approval API and page (`"approvals": {"http": true}`), with the same auth.
-        router = router.merge(crate::approvals::http::router(
+    let approvals = state.config().approvals.http.then(|| {
+        crate::approvals::http::router_with(
             state.approvals.clone(),
-            Arc::new(crate::auth::NoAuth),
-        ));
+            options.auth.clone(),
+            crate::approvals::http::Origins {
+                allowed_hosts: options.allowed_hosts.clone(),
+                allowed_origins: options.allowed_origins.clone(),
+            },
+        )
+    });
+    let mut mcp = require_auth(
+        axum::Router::new().nest_service("/mcp", service),
+        options.auth,
+    );
+    if let Some(approvals) = approvals {
+        mcp = mcp.merge(approvals);
     }
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    match options.extra {
+        Some(extra) => mcp.merge(extra),
+        None => mcp,
+    }
+}
+
+/// Serves streamable HTTP at `http://ADDR/mcp`, many sessions at once, until `shutdown`; prints
+/// `listening on http://ADDR/mcp` on stderr once bound. Returns the bound address through
+/// `bound` (useful with port 0).
+pub async fn serve_http(
+    state: Arc<ServerState>,
+    addr: SocketAddr,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+    bound: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
+) -> anyhow::Result<()> {
+    let router = http_router(state, options, &shutdown);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr()?;
-    tracing::info!("codemode serving MCP at http://{local}/mcp");
+    eprintln!("listening on http://{local}/mcp");
     if let Some(tx) = bound {
         let _ = tx.send(local);
     }
+    // TCP_NODELAY: a response goes out as several small writes; without it, Nagle's algorithm
+    // meets the client's delayed ACK and every keep-alive request waits 40 ms.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
         .await?;

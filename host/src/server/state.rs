@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 
 use codemode_policies::{AuditSink, AuditWriter, Config};
 use codemode_runtime::{BoxFuture, Runtime};
@@ -12,7 +12,7 @@ use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 
 use super::suspend::Suspensions;
-use crate::approvals::{Answer, Asker, Question};
+use crate::approvals::{Answer, Question};
 use crate::upstream::{UpstreamElicitation, UpstreamPool, upstream_specs};
 
 /// Shared server state. See the module docs.
@@ -28,8 +28,6 @@ pub struct ServerState {
     pub approvals: Arc<crate::approvals::ApprovalBroker>,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
     subscribers: Mutex<Vec<SubscriptionSink>>,
-    /// Askers of running evals, newest last: where an upstream's own elicitation goes.
-    active_askers: Mutex<Vec<(u64, Weak<dyn Asker>)>>,
     next_session: AtomicU64,
 }
 
@@ -47,14 +45,11 @@ impl ServerState {
             approvals: Arc::default(),
             legacy_peers: Mutex::new(Vec::new()),
             subscribers: Mutex::new(Vec::new()),
-            active_askers: Mutex::new(Vec::new()),
             next_session: AtomicU64::new(1),
         });
         state
             .upstreams
-            .set_elicitation(Arc::new(ForwardElicitation {
-                state: Arc::downgrade(&state),
-            }));
+            .set_elicitation(Arc::new(ForwardElicitation));
         state.apply_config(config).await;
         let watcher = state.clone();
         let mut changes = state.upstreams.subscribe();
@@ -153,36 +148,14 @@ impl ServerState {
         }
         *self.subscribers.lock().unwrap_or_else(|e| e.into_inner()) = alive;
     }
-
-    /// Registers the asker of a running eval (see [`ForwardElicitation`]).
-    pub fn push_asker(&self, eval: u64, asker: &Arc<dyn Asker>) {
-        let mut list = self.active_askers.lock().unwrap_or_else(|e| e.into_inner());
-        list.retain(|(_, a)| a.strong_count() > 0);
-        list.push((eval, Arc::downgrade(asker)));
-    }
-
-    /// Forgets it when the eval ends.
-    pub fn pop_asker(&self, eval: u64) {
-        self.active_askers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|(id, _)| *id != eval);
-    }
-
-    fn latest_asker(&self) -> Option<Arc<dyn Asker>> {
-        let list = self.active_askers.lock().unwrap_or_else(|e| e.into_inner());
-        list.iter()
-            .rev()
-            .find_map(|(_, a)| a.upgrade().filter(|a| a.supports()))
-    }
 }
 
-/// An upstream server's own `elicitation/create` goes to the human of the most recently started
-/// eval that can ask one (MCP gives no way to tie it to a particular call); with none, it is
-/// declined.
-struct ForwardElicitation {
-    state: Weak<ServerState>,
-}
+/// An upstream server's own `elicitation/create` goes to the human of the eval whose call
+/// triggered it: MCP gives no way to tie the request to a call, so it is routed only when exactly
+/// one eval has a call in flight on that server ([`crate::tools::in_flight`]), and declined
+/// otherwise — and declined too when that eval's client cannot be asked. Never to another
+/// session's human.
+struct ForwardElicitation;
 
 impl UpstreamElicitation for ForwardElicitation {
     fn elicit<'a>(
@@ -191,7 +164,13 @@ impl UpstreamElicitation for ForwardElicitation {
         params: ElicitRequestParams,
     ) -> BoxFuture<'a, Result<ElicitResult, String>> {
         Box::pin(async move {
-            let Some(asker) = self.state.upgrade().and_then(|s| s.latest_asker()) else {
+            let Some(asker) = crate::tools::in_flight()
+                .sole_asker(server)
+                .filter(|a| a.supports())
+            else {
+                tracing::info!(
+                    "declined an elicitation from upstream `{server}`: not exactly one eval with a call in flight on it that can ask its human"
+                );
                 return Ok(ElicitResult::new(ElicitationAction::Decline));
             };
             let (message, schema) = match params {

@@ -86,7 +86,6 @@ fn random_token() -> String {
 #[derive(Default)]
 struct State {
     pending: BTreeMap<String, Pending>,
-    next_key: u64,
     outcome: Option<EvalOutcome>,
     finished_at: Option<Instant>,
 }
@@ -194,20 +193,25 @@ impl Suspended {
         }
     }
 
-    /// Delivers a retry's answers to the questions they name; unknown keys are ignored.
-    pub fn answer(&self, responses: &InputResponses) {
+    /// Delivers a retry's answers to the questions they name. An answer naming no pending
+    /// question (not asked yet, already answered or withdrawn) is refused: it is not kept for
+    /// later, and its key is returned.
+    pub fn answer(&self, responses: &InputResponses) -> Vec<String> {
         let mut delivered = Vec::new();
+        let mut refused = Vec::new();
         {
             let mut state = self.lock();
             for (key, response) in responses {
-                if let Some(pending) = state.pending.remove(key) {
-                    delivered.push((pending.reply, parse_response(response)));
+                match state.pending.remove(key) {
+                    Some(pending) => delivered.push((pending.reply, parse_response(response))),
+                    None => refused.push(key.clone()),
                 }
             }
         }
         for (reply, answer) in delivered {
             let _ = reply.send(answer);
         }
+        refused
     }
 
     /// An [`Asker`] whose questions become input-required results of this eval's request.
@@ -245,10 +249,11 @@ impl Asker for SuspendedAsker {
     fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
+            // A random key per question: a client cannot answer a question before it is asked
+            // (an answer naming any other key is refused).
             let key = {
                 let mut state = self.suspended.lock();
-                state.next_key += 1;
-                let key = format!("codemode-{}", state.next_key);
+                let key = format!("codemode-{}", random_token());
                 state
                     .pending
                     .insert(key.clone(), Pending { question, reply });
@@ -277,5 +282,97 @@ struct Withdraw<'a> {
 impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
         self.suspended.lock().pending.remove(self.key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn responses(pairs: &[(&str, Value)]) -> InputResponses {
+        serde_json::from_value(Value::Object(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        ))
+        .expect("input responses")
+    }
+
+    fn pending_keys(s: &Suspended) -> Vec<String> {
+        s.lock().pending.keys().cloned().collect()
+    }
+
+    fn is_random_key(key: &str) -> bool {
+        key.strip_prefix("codemode-")
+            .is_some_and(|hex| hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+    }
+
+    #[tokio::test]
+    async fn question_keys_are_random_and_an_early_answer_is_refused() {
+        let suspensions = Suspensions::default();
+        let s = suspensions.register("eval");
+        let question = || Question {
+            message: "Approve?".into(),
+            schema: json!({"type": "object", "properties": {}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        };
+        let accept = json!({"action": "accept", "content": {}});
+        let first = tokio::spawn({
+            let asker = s.asker();
+            async move { asker.ask(question(), Duration::from_secs(60)).await }
+        });
+        let Event::Input(_) = s.next_event().await else {
+            panic!("expected a question")
+        };
+        let keys = pending_keys(&s);
+        assert_eq!(keys.len(), 1);
+        assert!(is_random_key(&keys[0]), "{keys:?}");
+        // Answers for questions not asked yet (the old sequential names, a guess) are refused
+        // and not kept: the next question does not find them.
+        let early = [
+            "codemode-00000000000000000000000000000002",
+            "codemode-1",
+            "codemode-2",
+        ];
+        let refused = s.answer(&responses(
+            &early
+                .iter()
+                .map(|k| (*k, accept.clone()))
+                .collect::<Vec<_>>(),
+        ));
+        assert_eq!(refused, early);
+        assert_eq!(
+            pending_keys(&s),
+            keys,
+            "the asked question is still pending"
+        );
+        assert!(
+            s.answer(&responses(&[(&keys[0], accept.clone())]))
+                .is_empty()
+        );
+        assert!(matches!(first.await.unwrap(), Answer::Accept(_)));
+
+        let second = tokio::spawn({
+            let asker = s.asker();
+            async move { asker.ask(question(), Duration::from_secs(60)).await }
+        });
+        let Event::Input(_) = s.next_event().await else {
+            panic!("expected a question")
+        };
+        let again = pending_keys(&s);
+        assert_eq!(again.len(), 1);
+        assert!(is_random_key(&again[0]) && again[0] != keys[0], "{again:?}");
+        // Answering the first key again is refused too.
+        assert_eq!(
+            s.answer(&responses(&[(&keys[0], accept.clone())])),
+            [keys[0].clone()]
+        );
+        assert_eq!(pending_keys(&s), again);
+        s.answer(&responses(&[(&again[0], json!({"action": "decline"}))]));
+        assert!(matches!(second.await.unwrap(), Answer::Decline));
     }
 }

@@ -4,14 +4,18 @@
 //! const r = await codemode.hitl_request({
 //!   question: "Deploy to production?", options: ["yes", "no"],
 //!   requireConfirmation: true, confirmationMessage: "Really deploy?", defaultOption: "no", timeoutMs: 60000,
+//!   metadata: { ticket: 42 },
 //! });
 //! // r = { ok, status: "confirmed"|"canceled"|"timeout"|"error", confirmed, selectedOption,
-//! //       source: "user"|"timeout"|"system", requestId, message? }
+//! //       source: "user"|"timeout"|"system", requestId, message?, metadata? }
 //! ```
-//! Options only: the answer is one of them (free text is rejected). Without an interactive
-//! human the request resolves to `canceled` (source `system`) or `timeout` — never to an
-//! implicit confirmation, and `defaultOption` is only pre-selected in the form, never chosen for
-//! the human. `ok` is `false` only for `status: "error"`.
+//! Also callable as `human_intervention_request` ([`ALIAS`]). Options only: the answer is one
+//! of them (free text is rejected). `metadata` (any JSON) is echoed back in the result. Without
+//! an interactive human the request resolves to `canceled` (source `system`) or `timeout` —
+//! never to an implicit confirmation: when nobody answers in time and a `defaultOption` was
+//! given, the result is `{status: "timeout", selectedOption: <defaultOption>, confirmed: false,
+//! source: "timeout"}` (the script learns the default, flagged as nobody's choice). `ok` is
+//! `false` only for `status: "error"`.
 
 use std::time::Duration;
 
@@ -21,6 +25,8 @@ use crate::approvals::{Answer, Asker, Question};
 
 /// Name of the built-in tool.
 pub const TOOL_NAME: &str = "hitl_request";
+/// The same tool under the name of the approval-gateway design.
+pub const ALIAS: &str = "human_intervention_request";
 /// Default time the human has, per question.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Longest time a script may ask for.
@@ -31,8 +37,8 @@ const MAX_TEXT: usize = 4000;
 /// The tool's description for catalogs.
 pub const DESCRIPTION: &str = "Ask the human a multiple-choice question and wait for the answer. \
 Options only (no free text); optionally a confirm/cancel step. Resolves to \
-{ok, status: confirmed|canceled|timeout|error, confirmed, selectedOption, source: user|timeout|system, requestId, message?}; \
-never confirms implicitly.";
+{ok, status: confirmed|canceled|timeout|error, confirmed, selectedOption, source: user|timeout|system, requestId, message?, metadata?}; \
+never confirms implicitly (on timeout, selectedOption is defaultOption with confirmed: false). `metadata` is echoed back.";
 
 /// JSON Schema of the arguments.
 pub fn input_schema() -> Value {
@@ -45,7 +51,8 @@ pub fn input_schema() -> Value {
             "requireConfirmation": {"type": "boolean", "description": "Ask for an explicit confirm/cancel after the choice"},
             "confirmationMessage": {"type": "string", "description": "Text of the confirmation step"},
             "defaultOption": {"type": "string", "description": "Pre-selected option (must be one of options); never chosen automatically"},
-            "timeoutMs": {"type": "integer", "minimum": 1, "description": "How long the human has, per question (default 120000)"}
+            "timeoutMs": {"type": "integer", "minimum": 1, "description": "How long the human has, per question (default 120000)"},
+            "metadata": {"description": "Any JSON, echoed back in the result"}
         },
         "required": ["question", "options"],
         "additionalProperties": false
@@ -59,11 +66,13 @@ struct Request {
     confirmation_message: Option<String>,
     default_option: Option<String>,
     timeout: Duration,
+    metadata: Option<Value>,
 }
 
 fn parse(args: &Value) -> Result<Request, String> {
     let obj = args.as_object().ok_or("arguments must be an object")?;
-    const KEYS: [&str; 6] = [
+    const KEYS: [&str; 7] = [
+        "metadata",
         "question",
         "options",
         "requireConfirmation",
@@ -137,6 +146,7 @@ fn parse(args: &Value) -> Result<Request, String> {
         confirmation_message,
         default_option,
         timeout,
+        metadata: obj.get("metadata").cloned(),
     })
 }
 
@@ -169,6 +179,14 @@ pub async fn run(args: &Value, asker: &dyn Asker, request_id: &str) -> Value {
         Ok(r) => r,
         Err(message) => return result("error", None, "system", request_id, Some(message)),
     };
+    let mut out = ask(&req, asker, request_id).await;
+    if let (Some(metadata), Value::Object(map)) = (&req.metadata, &mut out) {
+        map.insert("metadata".into(), metadata.clone());
+    }
+    out
+}
+
+async fn ask(req: &Request, asker: &dyn Asker, request_id: &str) -> Value {
     if !asker.supports() {
         let message =
             "no interactive human is available to answer (the client does not support elicitation)";
@@ -213,7 +231,7 @@ pub async fn run(args: &Value, asker: &dyn Asker, request_id: &str) -> Value {
         Answer::Timeout => {
             return result(
                 "timeout",
-                None,
+                req.default_option.as_deref(),
                 "timeout",
                 request_id,
                 Some("nobody answered in time".into()),
@@ -334,6 +352,13 @@ mod tests {
                 "timeout",
             ),
             (
+                json!({"question": "Deploy?", "options": ["yes", "no"], "defaultOption": "no"}),
+                vec![Answer::Timeout],
+                "timeout",
+                json!("no"),
+                "timeout",
+            ),
+            (
                 qc.clone(),
                 vec![
                     Answer::Accept(json!({"answer": "no"})),
@@ -369,6 +394,30 @@ mod tests {
             assert_eq!(r["confirmed"], status == "confirmed");
             assert_eq!(r["requestId"], "r2");
         }
+    }
+
+    #[tokio::test]
+    async fn metadata_is_echoed_back() {
+        let meta = json!({"ticket": 42, "tags": ["a", {"b": null}]});
+        let r = run(
+            &json!({"question": "q", "options": ["a"], "metadata": meta}),
+            &asker(vec![Answer::Accept(json!({"answer": "a"}))]),
+            "r4",
+        )
+        .await;
+        assert_eq!(
+            r,
+            json!({"ok": true, "status": "confirmed", "confirmed": true, "selectedOption": "a",
+                "source": "user", "requestId": "r4", "metadata": meta})
+        );
+        // Echoed on every outcome, errors included (once the arguments parse).
+        let r = run(
+            &json!({"question": "q", "options": ["a"], "metadata": "m"}),
+            &crate::approvals::NoAsker,
+            "r5",
+        )
+        .await;
+        assert_eq!(r["metadata"], "m");
     }
 
     #[tokio::test]

@@ -3,11 +3,16 @@
 //! every upstream tool as `server__tool`.
 
 pub mod hitl;
+mod in_flight;
+
+pub use in_flight::{InFlightCalls, InFlightGuard, in_flight};
 
 use std::sync::Arc;
 
 use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 use serde_json::{Value, json};
+
+use codemode_policies::{DispositionKind, MatchedBy, Profile};
 
 use crate::approvals::Asker;
 use crate::catalog::{self, ToolInfo};
@@ -42,6 +47,12 @@ pub fn builtin_infos() -> Vec<ToolInfo> {
             input_schema: hitl::input_schema(),
             output_schema: None,
         },
+        ToolInfo {
+            name: hitl::ALIAS.into(),
+            description: format!("The same as `{}`. {}", hitl::TOOL_NAME, hitl::DESCRIPTION),
+            input_schema: hitl::input_schema(),
+            output_schema: None,
+        },
     ]
 }
 
@@ -49,14 +60,16 @@ pub fn builtin_infos() -> Vec<ToolInfo> {
 pub fn search_schema() -> Value {
     json!({"type": "object", "properties": {
         "query": {"type": "string", "description": "Keywords, e.g. \"read file\""},
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results (default 10)"}},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results (default 10)"},
+        "profile": {"type": "string", "description": "As an MCP tool: list what this profile's eval tool may call (default: the `eval` tool's profile). Ignored in scripts, which see their own profile."}},
         "required": ["query"], "additionalProperties": false})
 }
 
 /// JSON Schema of `get_tools`'s arguments.
 pub fn get_schema() -> Value {
     json!({"type": "object", "properties": {
-        "names": {"type": "array", "items": {"type": "string"}, "description": "Tool names as scripts call them"}},
+        "names": {"type": "array", "items": {"type": "string"}, "description": "Tool names as scripts call them"},
+        "profile": {"type": "string", "description": "As an MCP tool: declare only what this profile's eval tool may call (default: the `eval` tool's profile). Ignored in scripts, which see their own profile."}},
         "required": ["names"], "additionalProperties": false})
 }
 
@@ -75,6 +88,54 @@ pub fn catalog(upstreams: &UpstreamPool) -> Vec<ToolInfo> {
         });
     }
     tools
+}
+
+/// What `profile` lets its callers discover: `tools` without the ones it denies (their
+/// descriptions and schemas are not shown), and the names of those it asks about. A tool denied
+/// only by a rule with `when` conditions depends on the arguments and stays visible. Without a
+/// profile, everything is visible and nothing is asked.
+pub fn visible_to(tools: Vec<ToolInfo>, profile: Option<&Profile>) -> (Vec<ToolInfo>, Vec<String>) {
+    let Some(profile) = profile else {
+        return (tools, Vec::new());
+    };
+    let mut visible = Vec::with_capacity(tools.len());
+    let mut asked = Vec::new();
+    for tool in tools {
+        let d = profile.disposition(&tool.name, &json!({}));
+        let args_dependent = matches!(d.matched, MatchedBy::Rule(i)
+            if profile.rules().get(i).is_some_and(|r| !r.when().is_empty()));
+        match d.kind {
+            DispositionKind::Deny if !args_dependent => continue,
+            DispositionKind::Ask => asked.push(tool.name.clone()),
+            _ => {}
+        }
+        visible.push(tool);
+    }
+    (visible, asked)
+}
+
+/// Marks the results of [`search_tools`] / [`get_tools`] the profile asks about:
+/// `needsApproval: true` on each search hit, `needsApproval: [names]` on a `get_tools` result.
+pub fn mark_asked(mut result: Value, asked: &[String]) -> Value {
+    if let Some(hits) = result.get_mut("results").and_then(Value::as_array_mut) {
+        for hit in hits {
+            let name = hit["name"].as_str().unwrap_or_default().to_string();
+            if asked.contains(&name) {
+                hit["needsApproval"] = json!(true);
+            }
+        }
+    } else if result.get("declarations").is_some() {
+        let declared = result["declarations"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let needs: Vec<&String> = asked
+            .iter()
+            .filter(|n| declared.contains(n.as_str()))
+            .collect();
+        result["needsApproval"] = json!(needs);
+    }
+    result
 }
 
 /// `search_tools`: `{query, limit?}` → `{results: [{name, description, call, score}]}`.
@@ -123,12 +184,34 @@ pub fn get_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError> {
 pub struct ScriptTools {
     upstreams: UpstreamPool,
     asker: Arc<dyn Asker>,
+    profile: Option<Arc<Profile>>,
 }
 
 impl ScriptTools {
     /// Upstream tools plus built-ins; `hitl_request` asks through `asker`.
     pub fn new(upstreams: UpstreamPool, asker: Arc<dyn Asker>) -> Self {
-        ScriptTools { upstreams, asker }
+        ScriptTools {
+            upstreams,
+            asker,
+            profile: None,
+        }
+    }
+
+    /// The eval's profile: `search_tools` and `get_tools` show only what it lets the script
+    /// call (see [`visible_to`]). Default: none (everything).
+    pub fn with_profile(mut self, profile: Option<Arc<Profile>>) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    fn discover(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
+        let (tools, asked) = visible_to(catalog(&self.upstreams), self.profile.as_deref());
+        let result = if name == SEARCH_TOOLS {
+            search_tools(&tools, args)?
+        } else {
+            get_tools(&tools, args)?
+        };
+        Ok(mark_asked(result, &asked))
     }
 }
 
@@ -140,15 +223,22 @@ impl ToolHost for ScriptTools {
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         match name {
-            SEARCH_TOOLS => Box::pin(async move { search_tools(&catalog(&self.upstreams), &args) }),
-            GET_TOOLS => Box::pin(async move { get_tools(&catalog(&self.upstreams), &args) }),
-            hitl::TOOL_NAME => Box::pin(async move {
+            SEARCH_TOOLS | GET_TOOLS => Box::pin(async move { self.discover(name, &args) }),
+            hitl::TOOL_NAME | hitl::ALIAS => Box::pin(async move {
                 // A human is deciding: that time does not count against the eval's timeout.
                 let _pause = cx.pause_timeout();
                 let request_id = format!("hitl-{}-{}", cx.eval_id, cx.call_id);
                 Ok(hitl::run(&args, self.asker.as_ref(), &request_id).await)
             }),
-            _ => self.upstreams.call(name, args, cx),
+            _ => match name.split_once("__") {
+                // An upstream's own elicitation during this call may reach this eval's human
+                // (see `in_flight`).
+                Some((server, _)) => Box::pin(async move {
+                    let _in_flight = in_flight().enter(server, &self.asker);
+                    self.upstreams.call(name, args, cx).await
+                }),
+                None => self.upstreams.call(name, args, cx),
+            },
         }
     }
 

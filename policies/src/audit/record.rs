@@ -228,6 +228,20 @@ fn write_canonical(v: &Value, out: &mut String) {
     }
 }
 
+/// An `eval_id` as text: the string written now, or the number older logs hold.
+fn eval_id_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Text(String),
+        Number(u64),
+    }
+    Ok(match Id::deserialize(deserializer)? {
+        Id::Text(text) => text,
+        Id::Number(n) => n.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,18 +381,4 @@ mod tests {
                    "fuel_used": 0, "wall_ms": 7.5, "tool_calls": 0})
         );
     }
-}
-
-/// An `eval_id` as text: the string written now, or the number older logs hold.
-fn eval_id_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Id {
-        Text(String),
-        Number(u64),
-    }
-    Ok(match Id::deserialize(deserializer)? {
-        Id::Text(text) => text,
-        Id::Number(n) => n.to_string(),
-    })
 }

@@ -10,6 +10,7 @@ mod evaluation;
 mod gateway_keys;
 mod reader;
 mod sections;
+mod server;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,10 @@ use crate::profile::Profile;
 pub use approvals::ApprovalsConfig;
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors};
 pub(crate) use evaluation::profile_from_json;
+pub use server::{
+    AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
+    TokenSettings,
+};
 
 /// A whole configuration. [`Config::default`] is the built-in one: no servers, no profiles,
 /// default [`Limits`], no audit log.
@@ -38,6 +43,9 @@ pub struct Config {
     /// Where approvals can be answered besides the client (`approvals`). Default: the client's
     /// channel only.
     pub approvals: ApprovalsConfig,
+    /// How `serve --http` accepts requests (`server`): hosts, origins, auth. Default: loopback
+    /// only, no auth.
+    pub server: ServerSettings,
 }
 
 /// The configuration [`Config::default`] stands for, as JSON: a starting point for a file.
@@ -60,7 +68,8 @@ impl Config {
     /// Parses and validates a configuration.
     ///
     /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
-    /// `audit`, `approvals`, and `$schema` (ignored, for editors). Every key is optional; unknown keys are
+    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), and `$schema`
+    /// (ignored, for editors). Every key is optional; unknown keys are
     /// errors.
     ///
     /// # Errors

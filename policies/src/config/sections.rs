@@ -23,6 +23,7 @@ const ROOT_KEYS: &[&str] = &[
     "limits",
     "audit",
     "approvals",
+    "server",
 ];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -81,6 +82,9 @@ pub(crate) fn config_from_value(
         }
         if let Some(v) = map.get("approvals") {
             config.approvals = super::approvals::read_approvals(&mut r, v, &root.key("approvals"));
+        }
+        if let Some(v) = map.get("server") {
+            config.server = super::server::read_server_settings(&mut r, v, &root.key("server"));
         }
     }
     if r.errors.is_empty() {

@@ -1,0 +1,280 @@
+//! JWT callers (`server.auth.jwt`): signature, algorithm, expiry, issuer and audience checked;
+//! the caller is the `sub` claim, its permissions the `permissionsClaim` claim.
+
+use std::collections::BTreeMap;
+
+use codemode_policies::{Caller, JwtKeySource, JwtSettings};
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::Value;
+
+use super::{AuthError, AuthSetupError, Authenticate, bearer};
+
+/// Seconds of clock skew tolerated on `exp` and `nbf`.
+pub const LEEWAY_SECONDS: u64 = 30;
+
+/// Callers identified by JWTs.
+pub struct JwtAuth {
+    issuer: String,
+    audience: String,
+    permissions_claim: String,
+    keys: Keys,
+}
+
+enum Keys {
+    /// One shared HS256 secret.
+    Hs256(DecodingKey),
+    /// Keys of a JWKS file, by `kid` (`None`: a key without one).
+    Jwks(BTreeMap<Option<String>, (DecodingKey, Option<Algorithm>)>),
+}
+
+impl std::fmt::Debug for JwtAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JwtAuth")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JwtAuth {
+    /// Reads the key (the secret's variable, or the JWKS file) now.
+    ///
+    /// # Errors
+    /// [`AuthSetupError`] naming the config path: an unset variable, an unreadable or invalid
+    /// JWKS file.
+    pub fn new(
+        settings: &JwtSettings,
+        getenv: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, AuthSetupError> {
+        let keys = match &settings.key {
+            JwtKeySource::Hs256SecretEnv(var) => match getenv(var).filter(|v| !v.is_empty()) {
+                Some(secret) => Keys::Hs256(DecodingKey::from_secret(secret.as_bytes())),
+                None => {
+                    return Err(AuthSetupError::MissingEnv {
+                        path: "server.auth.jwt.hs256SecretEnv".into(),
+                        var: var.clone(),
+                    });
+                }
+            },
+            JwtKeySource::JwksFile(path) => {
+                let bad = |message: String| AuthSetupError::Jwks {
+                    file: path.display().to_string(),
+                    message,
+                };
+                let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+                let set: JwkSet = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+                let mut keys = BTreeMap::new();
+                for jwk in &set.keys {
+                    let key = DecodingKey::from_jwk(jwk).map_err(|e| {
+                        bad(format!(
+                            "key {}: {e}",
+                            jwk.common.key_id.as_deref().unwrap_or("(no kid)")
+                        ))
+                    })?;
+                    let alg = jwk
+                        .common
+                        .key_algorithm
+                        .and_then(|a| a.to_string().parse::<Algorithm>().ok());
+                    keys.insert(jwk.common.key_id.clone(), (key, alg));
+                }
+                if keys.is_empty() {
+                    return Err(bad("no keys".into()));
+                }
+                Keys::Jwks(keys)
+            }
+        };
+        Ok(JwtAuth {
+            issuer: settings.issuer.clone(),
+            audience: settings.audience.clone(),
+            permissions_claim: settings.permissions_claim.clone(),
+            keys,
+        })
+    }
+
+    fn validation(&self, alg: Algorithm) -> Validation {
+        let mut v = Validation::new(alg);
+        v.leeway = LEEWAY_SECONDS;
+        v.set_issuer(&[&self.issuer]);
+        v.set_audience(&[&self.audience]);
+        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        v
+    }
+}
+
+fn invalid(e: jsonwebtoken::errors::Error) -> AuthError {
+    use jsonwebtoken::errors::ErrorKind;
+    AuthError::Invalid(match e.kind() {
+        ErrorKind::ExpiredSignature => "the token has expired".to_string(),
+        ErrorKind::InvalidIssuer => "wrong issuer".to_string(),
+        ErrorKind::InvalidAudience => "wrong audience".to_string(),
+        ErrorKind::InvalidSignature => "bad signature".to_string(),
+        ErrorKind::InvalidAlgorithm => "algorithm not allowed".to_string(),
+        ErrorKind::ImmatureSignature => "the token is not valid yet".to_string(),
+        ErrorKind::MissingRequiredClaim(c) => format!("missing claim `{c}`"),
+        _ => format!("malformed token ({e})"),
+    })
+}
+
+impl Authenticate for JwtAuth {
+    fn authenticate(&self, headers: &http::HeaderMap) -> Result<Caller, AuthError> {
+        let token = bearer(headers)?;
+        let header = jsonwebtoken::decode_header(token).map_err(invalid)?;
+        let (key, alg) = match &self.keys {
+            Keys::Hs256(key) => (key, Algorithm::HS256),
+            Keys::Jwks(keys) => {
+                let (key, pinned) = keys
+                    .get(&header.kid)
+                    // A token without `kid` may use the file's only key.
+                    .or_else(|| {
+                        (header.kid.is_none() && keys.len() == 1)
+                            .then(|| keys.values().next())
+                            .flatten()
+                    })
+                    .ok_or_else(|| AuthError::Invalid("unknown key id".into()))?;
+                // A JWKS holds public keys: HMAC (the public key used as a secret) is refused,
+                // and a key that names its algorithm accepts only that one.
+                if matches!(
+                    header.alg,
+                    Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512
+                ) || pinned.is_some_and(|a| a != header.alg)
+                {
+                    return Err(AuthError::Invalid("algorithm not allowed".into()));
+                }
+                (key, header.alg)
+            }
+        };
+        let data =
+            jsonwebtoken::decode::<BTreeMap<String, Value>>(token, key, &self.validation(alg))
+                .map_err(invalid)?;
+        let claims = data.claims;
+        let sub = match claims.get("sub") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => {
+                return Err(AuthError::Invalid(
+                    "`sub` must be a non-empty string".into(),
+                ));
+            }
+        };
+        let permissions: Vec<String> = match claims.get(&self.permissions_claim) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    AuthError::Invalid(format!(
+                        "`{}` must be an array of strings",
+                        self.permissions_claim
+                    ))
+                })?,
+            Some(_) => {
+                return Err(AuthError::Invalid(format!(
+                    "`{}` must be an array of strings",
+                    self.permissions_claim
+                )));
+            }
+        };
+        Ok(Caller::new(sub, permissions))
+    }
+
+    fn enabled(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jsonwebtoken::jwk::Jwk;
+    use jsonwebtoken::{EncodingKey, Header};
+    use serde_json::json;
+
+    /// A P-256 key made for this test only (`openssl ecparam -genkey -name prime256v1`).
+    const EC_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgIfhlt+pHD+Ic/7iG
+VLhKl9OhiXLKWltVusPuGq2mBnehRANCAASdrQHwi7d+OPYhhmOpCtPbmzngLKvM
+uxvejBLl3yh5EKEdx2t9epFdmfH7lkN68D8VIUMbZw00Nz1wSIqKeUP9
+-----END PRIVATE KEY-----
+";
+
+    fn bearer_headers(token: &str) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            http::header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
+        h
+    }
+
+    fn now() -> u64 {
+        jsonwebtoken::get_current_timestamp()
+    }
+
+    #[test]
+    fn a_jwks_file_verifies_es256_and_refuses_hmac_with_its_key() {
+        let key = EncodingKey::from_ec_pem(EC_KEY.as_bytes()).unwrap();
+        let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).unwrap();
+        jwk.common.key_id = Some("k1".into());
+        let dir = std::env::temp_dir().join(format!("codemode-jwks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("jwks.json");
+        std::fs::write(&file, json!({"keys": [jwk]}).to_string()).unwrap();
+        let settings = codemode_policies::Config::from_json_str(
+            &json!({"server": {"auth": {"jwt": {"issuer": "iss", "audience": "aud",
+                "jwksFile": file, "permissionsClaim": "scope"}}}})
+            .to_string(),
+        )
+        .unwrap()
+        .server
+        .auth
+        .unwrap();
+        let codemode_policies::AuthSettings::Jwt(jwt) = settings else {
+            panic!()
+        };
+        let auth = JwtAuth::new(&jwt, &|_| None).unwrap();
+        let claims = json!({"sub": "bob", "iss": "iss", "aud": "aud", "exp": now() + 600,
+            "scope": "approve payments"});
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some("k1".into());
+        let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token)).unwrap(),
+            Caller::new("bob", ["approve", "payments"])
+        );
+        // An unknown kid, and HMAC keyed with the public key's bytes, are refused.
+        header.kid = Some("k2".into());
+        let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token)),
+            Err(AuthError::Invalid("unknown key id".into()))
+        );
+        let mut hmac = Header::new(Algorithm::HS256);
+        hmac.kid = Some("k1".into());
+        let forged =
+            jsonwebtoken::encode(&hmac, &claims, &EncodingKey::from_secret(b"public")).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&forged)),
+            Err(AuthError::Invalid("algorithm not allowed".into()))
+        );
+        // A missing `sub` is refused.
+        let no_sub = json!({"iss": "iss", "aud": "aud", "exp": now() + 600});
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some("k1".into());
+        let token = jsonwebtoken::encode(&header, &no_sub, &key).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token)),
+            Err(AuthError::Invalid("missing claim `sub`".into()))
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        // An unreadable file refuses to start, naming the config path.
+        let mut bad = jwt;
+        bad.key = JwtKeySource::JwksFile("/nonexistent/jwks.json".into());
+        let err = JwtAuth::new(&bad, &|_| None).unwrap_err().to_string();
+        assert!(
+            err.starts_with("server.auth.jwt.jwksFile: /nonexistent/jwks.json: "),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,69 @@
+//! The axum layer that authenticates every request before any handling: a refused request gets
+//! `401` with `WWW-Authenticate: Bearer`; an accepted one carries its [`Caller`] as a request
+//! extension (rmcp hands the request's `http::request::Parts` to the MCP handler, so the caller
+//! reaches each tool call through [`caller_of`]).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use codemode_policies::Caller;
+
+use super::{AuthError, Authenticate};
+
+/// `router` with every request authenticated by `auth` (see the module docs).
+pub fn require_auth(router: axum::Router, auth: Arc<dyn Authenticate>) -> axum::Router {
+    router.layer(axum::middleware::from_fn_with_state(auth, authenticate))
+}
+
+async fn authenticate(
+    State(auth): State<Arc<dyn Authenticate>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match auth.authenticate(request.headers()) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(error) => unauthorized(&error),
+    }
+}
+
+fn unauthorized(error: &AuthError) -> Response {
+    let challenge = match error {
+        AuthError::Missing => "Bearer".to_string(),
+        // RFC 6750 §3: the error code, with a description free of quotes and control characters.
+        AuthError::Invalid(why) => format!(
+            "Bearer error=\"invalid_token\", error_description=\"{}\"",
+            why.chars()
+                .map(|c| if c == '"' || c == '\\' || c.is_control() {
+                    '\''
+                } else {
+                    c
+                })
+                .collect::<String>()
+        ),
+    };
+    let body = serde_json::json!({ "error": error.to_string() }).to_string();
+    (
+        http::StatusCode::UNAUTHORIZED,
+        [
+            (http::header::WWW_AUTHENTICATE, challenge),
+            (http::header::CONTENT_TYPE, "application/json".to_string()),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The caller the layer attached to an MCP request (`ctx.extensions` of an rmcp request
+/// context); [`Caller::local`] where there is none (stdio, in-process).
+pub fn caller_of(extensions: &rmcp::model::Extensions) -> Caller {
+    extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+        .cloned()
+        .unwrap_or_else(Caller::local)
+}

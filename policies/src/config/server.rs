@@ -1,0 +1,461 @@
+//! The `server` section: how `codemode serve --http` accepts requests — which `Host` and
+//! `Origin` headers it answers, and who may call it (`auth`: static bearer tokens or JWTs).
+//!
+//! Only the shape is checked here (JSON paths in every error); reading the environment
+//! variables and the JWKS file happens when the server starts (`codemode-host`'s `auth`).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::ConfigErrorKind;
+use super::reader::{JsonPath, Reader};
+
+const SERVER_KEYS: &[&str] = &["http", "auth"];
+const HTTP_KEYS: &[&str] = &["allowedHosts", "allowedOrigins"];
+const AUTH_KEYS: &[&str] = &["tokens", "jwt"];
+const TOKEN_KEYS: &[&str] = &["name", "sha256", "env", "permissions"];
+const JWT_KEYS: &[&str] = &[
+    "issuer",
+    "audience",
+    "hs256SecretEnv",
+    "jwksFile",
+    "permissionsClaim",
+];
+
+/// The `server` section. Default: loopback `Host`s only, no `Origin` check, no auth.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerSettings {
+    /// `server.http`.
+    pub http: HttpSettings,
+    /// `server.auth`. Default: none (every request is the `local` caller; then HTTP may only be
+    /// served on a loopback address unless `--allow-unauthenticated`).
+    pub auth: Option<AuthSettings>,
+}
+
+/// `server.http`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpSettings {
+    /// `allowedHosts`: `Host` values accepted besides the loopback names (`localhost`,
+    /// `127.0.0.1`, `::1`), as `name` (any port) or `name:port`. Default: none.
+    pub allowed_hosts: Vec<String>,
+    /// `allowedOrigins`: when non-empty, a request carrying an `Origin` header must match one
+    /// (`scheme://host:port`, `:*` for any port). Default: none (no Origin check).
+    pub allowed_origins: Vec<String>,
+}
+
+/// `server.auth`: exactly one of `tokens` or `jwt`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthSettings {
+    /// `tokens`: static bearer tokens.
+    Tokens(Vec<TokenSettings>),
+    /// `jwt`: signed JSON Web Tokens.
+    Jwt(JwtSettings),
+}
+
+/// One static bearer token (`server.auth.tokens[i]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TokenSettings {
+    /// `name`: the caller this token speaks for (required, non-empty).
+    pub name: String,
+    /// Where the token is: its hash in the file, or an environment variable.
+    pub secret: TokenSecret,
+    /// `permissions` granted to the caller. Default: none.
+    pub permissions: Vec<String>,
+}
+
+/// How a static token is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSecret {
+    /// `sha256`: the SHA-256 of the token (64 hex digits); the file never holds the token.
+    Sha256([u8; 32]),
+    /// `env`: the name of an environment variable holding the token, read at start.
+    Env(String),
+}
+
+/// `server.auth.jwt`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JwtSettings {
+    /// `issuer`: the required `iss` claim (required).
+    pub issuer: String,
+    /// `audience`: the required `aud` claim (required).
+    pub audience: String,
+    /// The verification key: `hs256SecretEnv` or `jwksFile` (exactly one).
+    pub key: JwtKeySource,
+    /// `permissionsClaim`: the claim holding the caller's permissions (an array of strings, or
+    /// one space-separated string). Default: `permissions`.
+    pub permissions_claim: String,
+}
+
+/// Where a JWT verification key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwtKeySource {
+    /// `hs256SecretEnv`: an environment variable holding an HS256 shared secret.
+    Hs256SecretEnv(String),
+    /// `jwksFile`: a JSON Web Key Set file (RS256, ES256, … keys selected by `kid`).
+    JwksFile(PathBuf),
+}
+
+pub(super) fn read_server_settings(r: &mut Reader, v: &Value, path: &JsonPath) -> ServerSettings {
+    let mut out = ServerSettings::default();
+    let Some(map) = r.object(v, path, SERVER_KEYS) else {
+        return out;
+    };
+    if let Some(v) = map.get("http") {
+        let p = path.key("http");
+        if let Some(http) = r.object(v, &p, HTTP_KEYS) {
+            if let Some(v) = http.get("allowedHosts") {
+                out.http.allowed_hosts = non_empty_strings(r, v, &p.key("allowedHosts"));
+            }
+            if let Some(v) = http.get("allowedOrigins") {
+                let op = p.key("allowedOrigins");
+                out.http.allowed_origins = non_empty_strings(r, v, &op);
+                for (i, origin) in out.http.allowed_origins.iter().enumerate() {
+                    if origin != "null"
+                        && !(origin.starts_with("http://") || origin.starts_with("https://"))
+                    {
+                        r.error(
+                            &op.index(i),
+                            ConfigErrorKind::InvalidValue,
+                            format!(
+                                "an origin is `scheme://host[:port]` (e.g. `https://app.example.com`), got `{origin}`"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    if let Some(v) = map.get("auth") {
+        out.auth = read_auth(r, v, &path.key("auth"));
+    }
+    out
+}
+
+fn non_empty_strings(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<String> {
+    let mut out = Vec::new();
+    for (p, s) in r.strings(v, path).unwrap_or_default() {
+        if s.is_empty() {
+            r.error(&p, ConfigErrorKind::InvalidValue, "an empty string");
+        } else {
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn read_auth(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<AuthSettings> {
+    let map = r.object(v, path, AUTH_KEYS)?;
+    match (map.get("tokens"), map.get("jwt")) {
+        (Some(_), Some(_)) => {
+            r.error(
+                path,
+                ConfigErrorKind::ConflictingKeys,
+                "give either `tokens` (static bearer tokens) or `jwt`, not both",
+            );
+            None
+        }
+        (None, None) => {
+            r.error(
+                path,
+                ConfigErrorKind::MissingField,
+                "missing `tokens` (static bearer tokens) or `jwt`",
+            );
+            None
+        }
+        (Some(tokens), None) => {
+            read_tokens(r, tokens, &path.key("tokens")).map(AuthSettings::Tokens)
+        }
+        (None, Some(jwt)) => read_jwt(r, jwt, &path.key("jwt")).map(AuthSettings::Jwt),
+    }
+}
+
+fn read_tokens(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Vec<TokenSettings>> {
+    let Value::Array(items) = v else {
+        r.expected(path, "an array of tokens", v);
+        return None;
+    };
+    if items.is_empty() {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            "no tokens: give at least one, or remove `auth`",
+        );
+    }
+    let mut out = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    for (i, item) in items.iter().enumerate() {
+        let p = path.index(i);
+        let Some(map) = r.object(item, &p, TOKEN_KEYS) else {
+            continue;
+        };
+        let name = match map.get("name") {
+            Some(v) => r.string(v, &p.key("name")).map(str::to_string),
+            None => {
+                r.error(&p, ConfigErrorKind::MissingField, "missing `name`");
+                None
+            }
+        };
+        if let Some(n) = &name {
+            if n.is_empty() {
+                r.error(
+                    &p.key("name"),
+                    ConfigErrorKind::InvalidValue,
+                    "an empty name",
+                );
+            } else if !names.insert(n.clone()) {
+                r.error(
+                    &p.key("name"),
+                    ConfigErrorKind::InvalidValue,
+                    format!(
+                        "a second token named `{n}`: names identify callers, give each its own"
+                    ),
+                );
+            }
+        }
+        let secret = match (map.get("sha256"), map.get("env")) {
+            (Some(_), Some(_)) => {
+                r.error(
+                    &p,
+                    ConfigErrorKind::ConflictingKeys,
+                    "give either `sha256` (the token's hash) or `env` (a variable holding the token), not both",
+                );
+                None
+            }
+            (None, None) => {
+                r.error(
+                    &p,
+                    ConfigErrorKind::MissingField,
+                    "missing `sha256` (the token's SHA-256 in hex) or `env` (a variable holding the token)",
+                );
+                None
+            }
+            (Some(h), None) => {
+                let hp = p.key("sha256");
+                r.string(h, &hp).and_then(|s| match parse_sha256(s) {
+                    Some(bytes) => Some(TokenSecret::Sha256(bytes)),
+                    None => {
+                        r.error(
+                            &hp,
+                            ConfigErrorKind::InvalidValue,
+                            "expected 64 hex digits (e.g. from `printf %s TOKEN | sha256sum`)",
+                        );
+                        None
+                    }
+                })
+            }
+            (None, Some(e)) => env_name(r, e, &p.key("env")).map(TokenSecret::Env),
+        };
+        let permissions = match map.get("permissions") {
+            Some(v) => non_empty_strings(r, v, &p.key("permissions")),
+            None => Vec::new(),
+        };
+        if let (Some(name), Some(secret)) = (name, secret) {
+            out.push(TokenSettings {
+                name,
+                secret,
+                permissions,
+            });
+        }
+    }
+    Some(out)
+}
+
+fn env_name(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<String> {
+    let s = r.string(v, path)?;
+    let ok = !s.is_empty()
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Some(s.to_string())
+    } else {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            format!("`{s}` is not an environment variable name (ASCII letters, digits and `_`)"),
+        );
+        None
+    }
+}
+
+fn parse_sha256(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64 || !text.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+fn read_jwt(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<JwtSettings> {
+    let map = r.object(v, path, JWT_KEYS)?;
+    let required = |r: &mut Reader, key: &str| match map.get(key) {
+        Some(v) => {
+            let s = r.string(v, &path.key(key))?;
+            if s.is_empty() {
+                r.error(
+                    &path.key(key),
+                    ConfigErrorKind::InvalidValue,
+                    "an empty string",
+                );
+                return None;
+            }
+            Some(s.to_string())
+        }
+        None => {
+            r.error(
+                path,
+                ConfigErrorKind::MissingField,
+                format!("missing `{key}`"),
+            );
+            None
+        }
+    };
+    let issuer = required(r, "issuer");
+    let audience = required(r, "audience");
+    let key = match (map.get("hs256SecretEnv"), map.get("jwksFile")) {
+        (Some(_), Some(_)) => {
+            r.error(
+                path,
+                ConfigErrorKind::ConflictingKeys,
+                "give either `hs256SecretEnv` or `jwksFile`, not both",
+            );
+            None
+        }
+        (None, None) => {
+            r.error(
+                path,
+                ConfigErrorKind::MissingField,
+                "missing the key: `hs256SecretEnv` (a variable holding an HS256 secret) or `jwksFile` (a JWKS file)",
+            );
+            None
+        }
+        (Some(e), None) => {
+            env_name(r, e, &path.key("hs256SecretEnv")).map(JwtKeySource::Hs256SecretEnv)
+        }
+        (None, Some(f)) => {
+            let fp = path.key("jwksFile");
+            match r.string(f, &fp) {
+                Some("") => {
+                    r.error(&fp, ConfigErrorKind::InvalidValue, "an empty path");
+                    None
+                }
+                Some(s) => Some(JwtKeySource::JwksFile(PathBuf::from(s))),
+                None => None,
+            }
+        }
+    };
+    let permissions_claim = match map.get("permissionsClaim") {
+        Some(v) => r
+            .string(v, &path.key("permissionsClaim"))
+            .map(str::to_string),
+        None => Some("permissions".to_string()),
+    };
+    Some(JwtSettings {
+        issuer: issuer?,
+        audience: audience?,
+        key: key?,
+        permissions_claim: permissions_claim?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{AuthSettings, Config, ConfigErrorKind, JwtKeySource, TokenSecret};
+
+    #[test]
+    fn a_full_section_reads() {
+        let hash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let c = Config::from_json_str(&format!(
+            r#"{{"server": {{"http": {{"allowedHosts": ["mcp.example.com"], "allowedOrigins": ["https://app.example.com"]}},
+                "auth": {{"tokens": [{{"name": "ci", "sha256": "{hash}", "permissions": ["payments"]}}, {{"name": "dev", "env": "DEV_TOKEN"}}]}}}}}}"#
+        ))
+        .unwrap();
+        assert_eq!(c.server.http.allowed_hosts, ["mcp.example.com"]);
+        assert_eq!(c.server.http.allowed_origins, ["https://app.example.com"]);
+        let Some(AuthSettings::Tokens(tokens)) = &c.server.auth else {
+            panic!("{:?}", c.server.auth)
+        };
+        assert_eq!(tokens[0].name, "ci");
+        assert!(
+            matches!(tokens[0].secret, TokenSecret::Sha256(b) if b[0] == 0x9f && b[31] == 0x08)
+        );
+        assert_eq!(tokens[0].permissions, ["payments"]);
+        assert_eq!(tokens[1].secret, TokenSecret::Env("DEV_TOKEN".into()));
+        let c = Config::from_json_str(
+            r#"{"server": {"auth": {"jwt": {"issuer": "i", "audience": "a", "jwksFile": "keys.json"}}}}"#,
+        )
+        .unwrap();
+        let Some(AuthSettings::Jwt(jwt)) = &c.server.auth else {
+            panic!()
+        };
+        assert_eq!(jwt.key, JwtKeySource::JwksFile("keys.json".into()));
+        assert_eq!(jwt.permissions_claim, "permissions");
+    }
+
+    #[test]
+    fn every_problem_names_its_path() {
+        let errors = Config::from_json_str(
+            r#"{"server": {"http": {"allowedHosts": [""], "allowedOrigins": ["app.example.com"], "x": 1},
+                "auth": {"tokens": [{"name": "ci", "sha256": "abc"}, {"name": "ci", "env": "1X"}, {"sha256": "00", "env": "A"}]}}}"#,
+        )
+        .unwrap_err();
+        let got: Vec<(String, ConfigErrorKind)> = errors
+            .errors
+            .iter()
+            .map(|e| (e.path().to_string(), e.kind()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("server.http.x".to_string(), ConfigErrorKind::UnknownKey),
+                (
+                    "server.http.allowedHosts[0]".to_string(),
+                    ConfigErrorKind::InvalidValue
+                ),
+                (
+                    "server.http.allowedOrigins[0]".to_string(),
+                    ConfigErrorKind::InvalidValue
+                ),
+                (
+                    "server.auth.tokens[0].sha256".to_string(),
+                    ConfigErrorKind::InvalidValue
+                ),
+                (
+                    "server.auth.tokens[1].name".to_string(),
+                    ConfigErrorKind::InvalidValue
+                ),
+                (
+                    "server.auth.tokens[1].env".to_string(),
+                    ConfigErrorKind::InvalidValue
+                ),
+                (
+                    "server.auth.tokens[2]".to_string(),
+                    ConfigErrorKind::MissingField
+                ),
+                (
+                    "server.auth.tokens[2]".to_string(),
+                    ConfigErrorKind::ConflictingKeys
+                ),
+            ]
+        );
+        let errors = Config::from_json_str(
+            r#"{"server": {"auth": {"jwt": {"issuer": "i", "hs256SecretEnv": "S", "jwksFile": "k"}}}}"#,
+        )
+        .unwrap_err();
+        let msgs: Vec<String> = errors.errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            msgs,
+            [
+                "server.auth.jwt: missing `audience`",
+                "server.auth.jwt: give either `hs256SecretEnv` or `jwksFile`, not both",
+            ]
+        );
+    }
+}
