@@ -320,3 +320,186 @@ async fn permissions_risk_policies_and_decline_reasons_reach_the_script() {
     );
     assert_eq!(recs[3].decision_reason.as_deref(), Some("not on a Friday"));
 }
+
+/// Red team, contained: odd, computed and protocol names, and arguments that change between
+/// reads (getters, `toJSON`, proxies). Each call is decided on the exact name and the exact
+/// arguments the tool then receives (the arguments are serialised once, in the sandbox): a
+/// denylisted tool is never reached, a `when` rule cannot be dodged by arguments that look
+/// different the second time they are read, and names that merely resemble a tool (case,
+/// leading space, doubled separator) are unknown tools, while names the denylist's glob
+/// covers (a zero-width or `_` suffix) are denied by it. Every attempt has one ledger row.
+#[tokio::test]
+async fn red_team_odd_names_and_shifting_arguments_are_decided_on_what_the_tool_receives() {
+    use std::sync::Mutex;
+    let runtime = Runtime::new(&RuntimeConfig::default()).expect("runtime");
+    let received: Arc<Mutex<Vec<(String, serde_json::Value)>>> = Arc::default();
+    let mut tools = FnTools::new();
+    for name in ["fs__delete", "fs__write", "then", "toJSON", "constructor"] {
+        let received = received.clone();
+        tools = tools.sync_tool(name, move |args| {
+            received
+                .lock()
+                .unwrap()
+                .push((name.to_string(), args.clone()));
+            Ok(json!("done"))
+        });
+    }
+    let inner: Arc<dyn ToolHost> = Arc::new(tools);
+    let profile = Arc::new(
+        Profile::from_json(
+            "p",
+            &json!({
+                "denylist": ["fs__delete*", "then", "toJSON", "constructor"],
+                "rules": [{"tools": ["fs__write"], "when": {"/path": "^/etc/"},
+                           "disposition": "deny", "reason": "system files"}]
+            }),
+        )
+        .expect("profile"),
+    );
+    let catch = "catch (e) { return [e.name, e.toolName ?? null, e.reason ?? null]; }";
+    let denied = |tool: &str| json!(["ToolCallDeniedError", tool, "denied"]);
+    let unknown = json!(["UnknownToolError", null, null]);
+    let system = json!(["ToolCallDeniedError", "fs__write", "denied"]);
+    // (script body before `catch`, what it returns, the ledger's (tool, status))
+    let cases: Vec<(&str, serde_json::Value, (&str, CallStatus))> = vec![
+        // Names that resemble fs__delete.
+        (
+            "return await codemode['fs__delete\\u200b']({})",
+            denied("fs__delete\u{200b}"),
+            ("fs__delete\u{200b}", CallStatus::Denied),
+        ),
+        (
+            "return await codemode['fs__delete_']({})",
+            denied("fs__delete_"),
+            ("fs__delete_", CallStatus::Denied),
+        ),
+        (
+            "return await codemode['FS__DELETE']({})",
+            unknown.clone(),
+            ("FS__DELETE", CallStatus::Error),
+        ),
+        (
+            "return await codemode[' fs__delete']({})",
+            unknown.clone(),
+            (" fs__delete", CallStatus::Error),
+        ),
+        (
+            "return await codemode['fs____delete']({})",
+            unknown.clone(),
+            ("fs____delete", CallStatus::Error),
+        ),
+        (
+            "return await codemode['fs__delete'.normalize('NFKC')]({})",
+            denied("fs__delete"),
+            ("fs__delete", CallStatus::Denied),
+        ),
+        // Calling conventions.
+        (
+            "return await Function.prototype.call.call(codemode.fs__delete, null, {})",
+            denied("fs__delete"),
+            ("fs__delete", CallStatus::Denied),
+        ),
+        (
+            "return await codemode.fs__delete.apply(undefined, [{}])",
+            denied("fs__delete"),
+            ("fs__delete", CallStatus::Denied),
+        ),
+        (
+            "return await Reflect.apply(Reflect.get(codemode, 'fs__delete'), codemode, [{}])",
+            denied("fs__delete"),
+            ("fs__delete", CallStatus::Denied),
+        ),
+        (
+            "const f = codemode.fs__delete.bind({}); return await f({})",
+            denied("fs__delete"),
+            ("fs__delete", CallStatus::Denied),
+        ),
+        // JS protocol names are tool names like any other, and the profile decides them.
+        (
+            "return await codemode['toJSON']({})",
+            denied("toJSON"),
+            ("toJSON", CallStatus::Denied),
+        ),
+        (
+            "return await codemode['constructor']({})",
+            denied("constructor"),
+            ("constructor", CallStatus::Denied),
+        ),
+        // Arguments that change between reads: the policy sees what the tool gets.
+        (
+            "let n = 0; const a = { get path() { return n++ === 0 ? '/etc/passwd' : '/tmp/ok'; } };\nreturn await codemode.fs__write(a)",
+            system.clone(),
+            ("fs__write", CallStatus::Denied),
+        ),
+        (
+            "let n = 0; const a = { get path() { return n++ === 0 ? '/tmp/ok' : '/etc/passwd'; } };\nreturn await codemode.fs__write(a)",
+            json!("done"),
+            ("fs__write", CallStatus::Ok),
+        ),
+        (
+            "let n = 0; const a = { toJSON() { return { path: n++ === 0 ? '/etc/shadow' : '/tmp/ok' }; } };\nreturn await codemode.fs__write(a)",
+            system.clone(),
+            ("fs__write", CallStatus::Denied),
+        ),
+        (
+            "let n = 0; const a = new Proxy({}, { ownKeys: () => ['path'],\n\
+          getOwnPropertyDescriptor: () => ({ value: 'x', enumerable: true, configurable: true }),\n\
+          get: (t, k) => k === 'path' ? (n++ === 0 ? '/etc/hosts' : '/tmp/ok') : undefined });\n\
+          return await codemode.fs__write(a)",
+            system.clone(),
+            ("fs__write", CallStatus::Denied),
+        ),
+    ];
+    for (body, want, (tool, status)) in &cases {
+        let code = format!("try {{ {body} }} {catch}");
+        let host = PolicyToolHost::builder(inner.clone())
+            .profile(Some(profile.clone()))
+            .preview(Arc::new(extract_tool_calls(&code)))
+            .build();
+        let outcome = runtime.eval(&code, &EvalOptions::default(), &host).await;
+        assert!(outcome.ok, "{code}: {outcome:?}");
+        assert_eq!(&outcome.result, want, "{code}");
+        let rows: Vec<(&str, CallStatus)> = outcome
+            .tool_calls
+            .iter()
+            .map(|c| (c.tool.as_str(), c.status))
+            .collect();
+        assert_eq!(rows, [(*tool, *status)], "{code}");
+    }
+    let got = received.lock().unwrap().clone();
+    assert_eq!(
+        got,
+        [("fs__write".to_string(), json!({"path": "/tmp/ok"})),],
+        "only what the policy allowed reached a tool"
+    );
+}
+
+/// Red team: `when` regexes test the literal argument string, so the README's own example rule
+/// (`"when": {"/path": "^/etc/"}`, deny, "system files") does not deny other spellings of the
+/// same file, which a filesystem server resolves to it: `/tmp/../etc/passwd`, `//etc/passwd`,
+/// `/./etc/passwd`. Either paths are normalised before matching, or the README must say that
+/// `when` is a string match and show a rule that holds (e.g. an allow-list of prefixes with
+/// `..` refused).
+#[tokio::test]
+#[ignore = "red-team finding: when-rule path regexes (README's ^/etc/ example) are bypassed by /tmp/../etc, //etc, /./etc"]
+async fn the_readme_system_files_rule_denies_every_spelling_of_etc() {
+    let profile = Profile::from_json(
+        "supervised",
+        &json!({"rules": [{"tools": ["fs__write"], "when": {"/path": "^/etc/"},
+                           "disposition": "deny", "reason": "system files"}]}),
+    )
+    .expect("profile");
+    for path in [
+        "/etc/passwd",
+        "/tmp/../etc/passwd",
+        "//etc/passwd",
+        "/./etc/passwd",
+    ] {
+        let d = profile.disposition("fs__write", &json!({ "path": path }));
+        assert_eq!(
+            d.kind,
+            codemode_policies::DispositionKind::Deny,
+            "`{path}` is a system file"
+        );
+    }
+}

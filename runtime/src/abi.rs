@@ -119,11 +119,16 @@ fn call_start(
     args_ptr: u32,
     args_len: u32,
 ) -> wasmtime::Result<u32> {
+    // The script chooses the name (`codemode['x'.repeat(1e5)]`): a too-long one is the
+    // script's error (kind `exception`, as for oversized arguments), not a malformed call.
     if name_len as usize > MAX_TOOL_NAME_BYTES {
-        return Err(malformed(
-            &mut caller,
-            &format!("a tool name of {name_len} bytes (at most {MAX_TOOL_NAME_BYTES})"),
-        ));
+        let error = EvalError::new(
+            ErrorKind::Exception,
+            format!(
+                "a tool name of {name_len} bytes exceeds the {MAX_TOOL_NAME_BYTES}-byte limit (no tool has such a name)"
+            ),
+        );
+        return Err(abort(&mut caller, error));
     }
     if args_len as usize > MAX_TOOL_ARGS_BYTES {
         let error = EvalError::new(

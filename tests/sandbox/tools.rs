@@ -457,3 +457,42 @@ async fn codemode_answers_every_tool_name_and_cannot_be_changed() {
         assert_eq!(ok(&outcome), want, "{code}: {}", show(&outcome));
     }
 }
+
+/// Red team (error kinds): a tool name is chosen by the script, so a name past
+/// [`codemode_runtime::MAX_TOOL_NAME_BYTES`] is the script's error, kind `exception` (as for
+/// oversized arguments) — it used to end the eval with kind `internal` ("malformed host call"),
+/// which only a host bug may produce. Names at the limit are ordinary unknown tools.
+#[tokio::test]
+async fn an_overlong_tool_name_is_the_scripts_exception_not_internal() {
+    let max = codemode_runtime::MAX_TOOL_NAME_BYTES;
+    let cases: &[(String, usize)] = &[
+        (
+            format!("await codemode['x'.repeat({})]({{}})", max + 1),
+            max + 1,
+        ),
+        (
+            "await codemode['x'.repeat(100000)]({})".to_string(),
+            100_000,
+        ),
+        // Multi-byte characters count in UTF-8 bytes: 342 × 3 bytes = 1026.
+        ("await codemode['€'.repeat(342)]()".to_string(), 1026),
+    ];
+    for (code, len) in cases {
+        let outcome = eval_with(code, &opts(), &basic_tools()).await;
+        let error = failed(&outcome, ErrorKind::Exception);
+        assert_eq!(
+            error.message,
+            format!(
+                "a tool name of {len} bytes exceeds the {max}-byte limit (no tool has such a name)"
+            ),
+            "{code}"
+        );
+        assert!(outcome.tool_calls.is_empty(), "{code}: {}", show(&outcome));
+    }
+    // At the limit: an unknown tool, which the script can catch.
+    let code = format!(
+        "try {{ await codemode['x'.repeat({max})]({{}}); }} catch (e) {{ return [e.name, e.message.includes('x'.repeat({max}))]; }}"
+    );
+    let outcome = eval_with(&code, &opts(), &basic_tools()).await;
+    assert_eq!(ok(&outcome), &json!(["UnknownToolError", true]));
+}
