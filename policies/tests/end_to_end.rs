@@ -503,3 +503,48 @@ async fn the_readme_system_files_rule_denies_every_spelling_of_etc() {
         );
     }
 }
+
+/// Red team, contained: a tool that panics (a host bug, never a script's doing) unwinds through
+/// the eval, and the policy layer's guard still writes exactly one record for the attempt, as
+/// abandoned (`error`, reason `cancelled`) — the attempt is never lost from the audit log.
+#[tokio::test]
+async fn a_panicking_tool_still_leaves_exactly_one_audit_record() {
+    let inner: Arc<dyn ToolHost> =
+        Arc::new(FnTools::new().sync_tool("fs__read", |_| panic!("a tool bug")));
+    let audit = Arc::new(MemoryAuditSink::new());
+    let host = PolicyToolHost::builder(inner)
+        .profile(Some(Arc::new(
+            Profile::from_json("p", &json!({})).expect("profile"),
+        )))
+        .audit(audit.clone(), false)
+        .build();
+    let runtime = Runtime::new(&RuntimeConfig::default()).expect("runtime");
+    let task = tokio::spawn(async move {
+        runtime
+            .eval(
+                "await codemode.fs__read({})",
+                &EvalOptions::default(),
+                &host,
+            )
+            .await
+    });
+    let joined = task.await;
+    assert!(
+        joined.as_ref().is_err_and(tokio::task::JoinError::is_panic),
+        "{joined:?}"
+    );
+    let rows: Vec<(String, CallStatus, Option<String>, Decision)> = audit
+        .tool_calls()
+        .into_iter()
+        .map(|r| (r.tool, r.status, r.reason, r.decision))
+        .collect();
+    assert_eq!(
+        rows,
+        [(
+            "fs__read".to_string(),
+            CallStatus::Error,
+            Some("cancelled".to_string()),
+            Decision::Allowed
+        )]
+    );
+}
