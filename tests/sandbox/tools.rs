@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use codemode_runtime::{CallStatus, ErrorKind, FnTools};
 use serde_json::{Value, json};
 
-use crate::{basic_tools, eval_with, failed, ok, opts, show};
+use crate::{basic_tools, eval_with, failed, failed_in, ok, opts, show};
 
 #[tokio::test]
 async fn calls_return_promises_of_json_results() {
@@ -495,4 +495,100 @@ async fn an_overlong_tool_name_is_the_scripts_exception_not_internal() {
     );
     let outcome = eval_with(&code, &opts(), &basic_tools()).await;
     assert_eq!(ok(&outcome), &json!(["UnknownToolError", true]));
+}
+
+/// Red team, contained (error kinds): hostile scripts that strain the tool-call path end as
+/// the script's own failure — `exception`, `memory_limit` or `syntax` — never `internal`.
+#[tokio::test]
+async fn hostile_tool_calls_never_end_an_eval_as_internal() {
+    let big = format!("'{}'.length", "x".repeat(80 << 20));
+    // (script, kind, start of the message, ledger rows)
+    let cases: Vec<(String, ErrorKind, &str, usize)> = vec![
+        ("1\u{0}+1".into(), ErrorKind::Syntax, "SyntaxError", 0),
+        (
+            big,
+            ErrorKind::MemoryLimit,
+            "the script exceeded its memory limit",
+            0,
+        ),
+        (
+            "let a = []; for (let i = 0; i < 1e6; i++) a = [a]; await codemode.echo({a})".into(),
+            ErrorKind::MemoryLimit,
+            "",
+            0,
+        ),
+        (
+            "const s = []; try { while (true) s.push('x'.repeat(1e6)); } catch (e) {}\n\
+          await codemode.echo({big: 'y'.repeat(1e6)})"
+                .into(),
+            ErrorKind::MemoryLimit,
+            "",
+            0,
+        ),
+        (
+            "await codemode.echo({s: 'x'.repeat(9 << 20)})".into(),
+            ErrorKind::Exception,
+            "tool-call arguments of 9437192 bytes exceed the 8388608-byte limit",
+            0,
+        ),
+        (
+            "await codemode.echo({toJSON() { return 'x'.repeat(9 << 20) }})".into(),
+            ErrorKind::Exception,
+            "tool-call arguments of 9437186 bytes exceed the 8388608-byte limit",
+            0,
+        ),
+        (
+            "await codemode[Symbol.iterator]()".into(),
+            ErrorKind::Exception,
+            "TypeError: not a function",
+            0,
+        ),
+        (
+            "await codemode[123]()".into(),
+            ErrorKind::Exception,
+            "UnknownToolError: unknown tool `123`",
+            1,
+        ),
+        (
+            "await codemode.echo(() => 1)".into(),
+            ErrorKind::Exception,
+            "TypeError: codemode.echo: arguments are not JSON-serialisable (got a function)",
+            0,
+        ),
+        (
+            "await codemode.echo(Symbol('x'))".into(),
+            ErrorKind::Exception,
+            "TypeError: codemode.echo: arguments are not JSON-serialisable (got a symbol)",
+            0,
+        ),
+        (
+            "await codemode.echo({toJSON() { throw new Error('tj') }})".into(),
+            ErrorKind::Exception,
+            "TypeError: codemode.echo: arguments are not JSON-serialisable: tj",
+            0,
+        ),
+        (
+            "await codemode.echo({get x() { throw new Error('getter') }})".into(),
+            ErrorKind::Exception,
+            "TypeError: codemode.echo: arguments are not JSON-serialisable: getter",
+            0,
+        ),
+        (
+            "await codemode.echo(new Proxy({}, {ownKeys() { throw new Error('px') }}))".into(),
+            ErrorKind::Exception,
+            "TypeError: codemode.echo: arguments are not JSON-serialisable: px",
+            0,
+        ),
+    ];
+    for (code, kind, message, calls) in &cases {
+        let outcome = eval_with(code, &opts(), &basic_tools()).await;
+        let shown_code: String = code.chars().take(80).collect();
+        let error = failed_in(&shown_code, &outcome, *kind);
+        assert!(
+            error.message.starts_with(message),
+            "{shown_code}: {}",
+            error.message
+        );
+        assert_eq!(outcome.tool_calls.len(), *calls, "{shown_code}");
+    }
 }
