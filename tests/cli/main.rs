@@ -723,3 +723,38 @@ fn concurrent_runs_share_one_audit_chain() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Red team, contained: `codemode run` without `--config` gives the script no tools at all — not
+/// even the built-ins — however the name is reached.
+#[test]
+fn run_without_a_config_exposes_no_tool_not_even_the_built_ins() {
+    let code = "const out = [];\n\
+        for (const n of ['search_tools', 'get_tools', 'hitl_request', 'then', 'constructor', '__proto__']) {\n\
+          try { await Reflect.get(codemode, n)({query: 'x', names: [], question: 'q', options: ['a']}); out.push('called ' + n); }\n\
+          catch (e) { out.push(e.name); }\n\
+        }\n\
+        out";
+    let out = run_with_stdin(&["run", "--json", "-"], code);
+    let outcome: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(outcome["ok"], true, "{outcome}");
+    assert_eq!(
+        outcome["result"],
+        // `codemode.then` is undefined (`codemode` is not a thenable): no call at all.
+        serde_json::json!([
+            "UnknownToolError",
+            "UnknownToolError",
+            "UnknownToolError",
+            "TypeError",
+            "UnknownToolError",
+            "UnknownToolError"
+        ]),
+        "{outcome}"
+    );
+    let ledger: Vec<&str> = outcome["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(ledger, ["error"; 5], "{outcome}");
+}
