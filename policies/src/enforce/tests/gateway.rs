@@ -515,3 +515,188 @@ async fn remembered_approvals_respect_the_risk_of_the_later_call() {
         ]
     );
 }
+
+/// Red team: a session approval is keyed by the rule's *index*, and the server keeps a
+/// session's approvals across a config reload. A reload that puts a wider rule at the same
+/// index (same profile name, same tool) lets an approval given for the narrow rule cover calls
+/// the human never saw: here "fs__write under /tmp" approved for the session covers a write to
+/// /etc/passwd once rules[0] no longer has the `when`.
+#[tokio::test]
+#[ignore = "red-team finding: session approvals keyed by rule index survive a reload that changes that rule"]
+async fn a_session_approval_does_not_carry_over_to_a_different_rule_at_the_same_index() {
+    let session = SessionApprovals::new();
+    let v1 = json!({"rules": [
+        {"tools": ["fs__write"], "when": {"/path": "^/tmp/"}, "disposition": "ask", "reason": "scratch files"},
+        {"tools": ["fs__write"], "disposition": "deny"}
+    ]});
+    let approve = Scripted::new(ApprovalAnswer::new(
+        ApprovalDecision::ApproveToolForSession,
+        Channel::Elicitation,
+    ));
+    let (h, _, _) = host(v1, "gw", Caller::local(), approve.clone(), session.clone());
+    assert!(write(&h, "/tmp/a", 1).await.is_ok());
+    assert_eq!(approve.asked(), 1);
+    assert_eq!(
+        reason_of(&write(&h, "/etc/passwd", 2).await),
+        Some("denied")
+    );
+
+    // The config is reloaded: same profile, rules[0] is now another (wider) rule.
+    let v2 = json!({"rules": [
+        {"tools": ["fs__write"], "disposition": "ask", "reason": "any file, system files included"}
+    ]});
+    let decline = Scripted::new(ApprovalAnswer::new(
+        ApprovalDecision::Decline,
+        Channel::Elicitation,
+    ));
+    let (h, calls, _) = host(v2, "gw", Caller::local(), decline.clone(), session.clone());
+    let r = write(&h, "/etc/passwd", 3).await;
+    assert_eq!(
+        decline.asked(),
+        1,
+        "the new rules[0] must be asked about, not covered by the old rule's approval"
+    );
+    assert_eq!(reason_of(&r), Some("elicitation_declined"));
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+/// Red team, contained: attempts to get past the absolute denylist, `defaultDisposition`, a
+/// rule's `when` and its `requirePermissions`, with the exact reason, message, audit decision
+/// and whether a human was asked. A rule allowing a denylisted tool (even for a caller holding
+/// its permission) changes nothing; a missing permission denies before anyone is asked; a
+/// `when` on a string does not match the same path wrapped in an array.
+#[tokio::test]
+async fn red_team_policy_bypass_attempts_are_contained() {
+    let p = json!({
+        "denylist": ["fs__delete"],
+        "asklist": ["fs__write"],
+        "defaultDisposition": "deny",
+        "rules": [
+            {"tools": ["fs__delete"], "disposition": "allow", "requirePermissions": ["destructive"],
+             "reason": "ops may delete"},
+            {"tools": ["fs__*"], "disposition": "allow", "when": {"/path": "^/tmp/"}},
+            {"tools": ["time__now"], "disposition": "ask", "requirePermissions": ["clock"]}
+        ]
+    });
+    let ops = Caller::new("ops", ["destructive", "clock"]);
+    let local = Caller::local();
+    // (caller, tool, args, denial reason, message, audit decision, asked)
+    let cases: Vec<(&Caller, &str, Value, Option<&str>, &str, Decision, usize)> = vec![
+        (
+            &ops,
+            "fs__delete",
+            json!({}),
+            Some("denied"),
+            "`fs__delete` (denylist glob `fs__delete` of profile `gw`): denied",
+            Decision::Denied,
+            0,
+        ),
+        (
+            &local,
+            "fs__delete",
+            json!({}),
+            Some("denied"),
+            "`fs__delete` (denylist glob `fs__delete` of profile `gw`): denied",
+            Decision::Denied,
+            0,
+        ),
+        (
+            &local,
+            "fs__write",
+            json!({"path": "/tmp/x"}),
+            None,
+            "",
+            Decision::Allowed,
+            0,
+        ),
+        (
+            &local,
+            "fs__write",
+            json!({"path": "/etc/x"}),
+            Some("elicitation_declined"),
+            "`fs__write` (asklist glob `fs__write` of profile `gw`) was declined by the user",
+            Decision::Declined,
+            1,
+        ),
+        (
+            &local,
+            "fs__write",
+            json!({"path": ["/tmp/x"]}),
+            Some("elicitation_declined"),
+            "`fs__write` (asklist glob `fs__write` of profile `gw`) was declined by the user",
+            Decision::Declined,
+            1,
+        ),
+        (
+            &local,
+            "fs__read",
+            json!({"path": "/tmp/x"}),
+            None,
+            "",
+            Decision::Allowed,
+            0,
+        ),
+        (
+            &local,
+            "time__now",
+            json!({}),
+            Some("permission"),
+            "`time__now` (rules[2] of profile `gw`): denied: caller `local` lacks the permission `clock`",
+            Decision::Denied,
+            0,
+        ),
+        (
+            &ops,
+            "time__now",
+            json!({}),
+            Some("elicitation_declined"),
+            "`time__now` (rules[2] of profile `gw`) was declined by the user",
+            Decision::Declined,
+            1,
+        ),
+        (
+            &ops,
+            "web__get",
+            json!({}),
+            Some("denied"),
+            "`web__get` (no list or rule matched of profile `gw`): denied",
+            Decision::Denied,
+            0,
+        ),
+    ];
+    for (caller, tool, args, reason, message, decision, asked) in cases {
+        let approver = Scripted::new(ApprovalAnswer::new(
+            ApprovalDecision::Decline,
+            Channel::Elicitation,
+        ));
+        let (h, calls, audit) = host(
+            p.clone(),
+            "gw",
+            caller.clone(),
+            approver.clone(),
+            SessionApprovals::new(),
+        );
+        let r = h
+            .call(tool, args.clone(), &CallContext::detached(EvalId(1), 1))
+            .await;
+        let what = format!("{} {tool} {args}", caller.name);
+        assert_eq!(reason_of(&r), reason, "{what}: {r:?}");
+        if reason.is_some() {
+            assert_eq!(message_of(&r), message, "{what}");
+            assert_eq!(
+                calls.load(Ordering::SeqCst),
+                0,
+                "{what}: the tool was reached"
+            );
+        } else {
+            assert_eq!(calls.load(Ordering::SeqCst), 1, "{what}");
+        }
+        assert_eq!(approver.asked(), asked, "{what}");
+        let recs = audit.tool_calls();
+        assert_eq!(recs.len(), 1, "{what}");
+        assert_eq!(recs[0].decision, decision, "{what}");
+        if reason.is_some() {
+            assert_eq!(recs[0].reason.as_deref(), reason, "{what}");
+        }
+    }
+}
