@@ -213,13 +213,15 @@ pub struct SessionApprovals {
 }
 
 /// What one approval covers: a caller, a profile, a tool, and the rule that asked, if a rule
-/// did.
+/// did — by its index and its content, so that an approval does not carry over to another rule
+/// put at the same index by a config reload.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct ApprovalKey {
     caller: String,
     profile: Option<String>,
     tool: String,
     rule: Option<usize>,
+    rule_content: Option<String>,
 }
 
 impl ApprovalKey {
@@ -238,7 +240,23 @@ impl ApprovalKey {
             profile: profile.map(str::to_string),
             tool: tool.to_string(),
             rule,
+            rule_content: None,
         }
+    }
+
+    /// The key of an ask of `tool` decided by `matched` in `profile`, bound to the deciding
+    /// rule's content (see [`crate::Rule::fingerprint`]).
+    pub(crate) fn for_profile(
+        caller: &Caller,
+        profile: &crate::Profile,
+        tool: &str,
+        matched: &MatchedBy,
+    ) -> Self {
+        let mut key = ApprovalKey::new(caller, Some(profile.name()), tool, matched);
+        if let MatchedBy::Rule(i) = matched {
+            key.rule_content = profile.rules().get(*i).map(crate::Rule::fingerprint);
+        }
+        key
     }
 }
 

@@ -214,7 +214,7 @@ impl PolicyToolHost {
         cx: &CallContext,
         audit: &mut AuditGuard<'_>,
     ) -> (Decision, Result<(), ToolError>) {
-        let key = ApprovalKey::new(&self.caller, Some(profile.name()), tool, &d.matched);
+        let key = ApprovalKey::for_profile(&self.caller, profile, tool, &d.matched);
         let risk_policy = profile.risk_policy(d.risk);
         if self.is_approved(cx.eval_id, &key, &risk_policy) {
             audit.channel = Some(Channel::Policy);

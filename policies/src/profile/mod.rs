@@ -217,6 +217,27 @@ impl Rule {
         self.risk
     }
 
+    /// The rule's content as one string (globs, conditions, disposition, reason, permissions,
+    /// risk): two rules with the same fingerprint decide alike. Approvals remembered for a rule
+    /// are bound to it, so that a reload putting another rule at the same index does not
+    /// inherit them.
+    pub fn fingerprint(&self) -> String {
+        let when: Vec<(&str, &str)> = self
+            .when
+            .iter()
+            .map(|c| (c.pointer.as_str(), c.regex.as_str()))
+            .collect();
+        format!(
+            "{:?}|{:?}|{}|{:?}|{:?}|{:?}",
+            self.tools.globs(),
+            when,
+            self.disposition,
+            self.reason,
+            self.require_permissions,
+            self.risk
+        )
+    }
+
     /// Whether this rule decides a call of `tool` with `args`.
     pub fn matches(&self, tool: &str, args: &Value) -> bool {
         self.tools.first_match(tool).is_some() && self.when.iter().all(|c| c.matches(args))

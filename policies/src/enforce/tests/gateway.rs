@@ -516,13 +516,13 @@ async fn remembered_approvals_respect_the_risk_of_the_later_call() {
     );
 }
 
-/// Red team: a session approval is keyed by the rule's *index*, and the server keeps a
-/// session's approvals across a config reload. A reload that puts a wider rule at the same
-/// index (same profile name, same tool) lets an approval given for the narrow rule cover calls
-/// the human never saw: here "fs__write under /tmp" approved for the session covers a write to
-/// /etc/passwd once rules[0] no longer has the `when`.
+/// Red team: a session approval was keyed by the rule's *index*, and the server keeps a
+/// session's approvals across a config reload. A reload that put a wider rule at the same
+/// index (same profile name, same tool) let an approval given for the narrow rule cover calls
+/// the human never saw: "fs__write under /tmp" approved for the session covered a write to
+/// /etc/passwd once rules[0] no longer had the `when`. Approvals are now bound to the rule's
+/// content; an unchanged rule keeps them.
 #[tokio::test]
-#[ignore = "red-team finding: session approvals keyed by rule index survive a reload that changes that rule"]
 async fn a_session_approval_does_not_carry_over_to_a_different_rule_at_the_same_index() {
     let session = SessionApprovals::new();
     let v1 = json!({"rules": [
@@ -699,4 +699,36 @@ async fn red_team_policy_bypass_attempts_are_contained() {
             assert_eq!(recs[0].reason.as_deref(), reason, "{what}");
         }
     }
+}
+
+/// The other side of the above: a reload that leaves the deciding rule as it was keeps the
+/// session's approval (a new `Profile` with the same rule at the same index).
+#[tokio::test]
+async fn a_session_approval_survives_a_reload_that_keeps_its_rule() {
+    let session = SessionApprovals::new();
+    let p = json!({"rules": [
+        {"tools": ["fs__write"], "when": {"/path": "^/tmp/"}, "disposition": "ask", "reason": "scratch files"}
+    ]});
+    let approve = Scripted::new(ApprovalAnswer::new(
+        ApprovalDecision::ApproveToolForSession,
+        Channel::Elicitation,
+    ));
+    let (h, _, _) = host(
+        p.clone(),
+        "gw",
+        Caller::local(),
+        approve.clone(),
+        session.clone(),
+    );
+    assert!(write(&h, "/tmp/a", 1).await.is_ok());
+    let mut reloaded = p;
+    reloaded["asklist"] = json!(["web__*"]);
+    let decline = Scripted::new(ApprovalAnswer::new(
+        ApprovalDecision::Decline,
+        Channel::Elicitation,
+    ));
+    let (h, calls, _) = host(reloaded, "gw", Caller::local(), decline.clone(), session);
+    assert!(write(&h, "/tmp/b", 2).await.is_ok());
+    assert_eq!(decline.asked(), 0);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
