@@ -581,7 +581,15 @@ async fn red_team_policy_bypass_attempts_are_contained() {
     let ops = Caller::new("ops", ["destructive", "clock"]);
     let local = Caller::local();
     // (caller, tool, args, denial reason, message, audit decision, asked)
-    type Case<'a> = (&'a Caller, &'a str, Value, Option<&'a str>, &'a str, Decision, usize);
+    type Case<'a> = (
+        &'a Caller,
+        &'a str,
+        Value,
+        Option<&'a str>,
+        &'a str,
+        Decision,
+        usize,
+    );
     let cases: Vec<Case> = vec![
         (
             &ops,
