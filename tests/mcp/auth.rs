@@ -393,3 +393,57 @@ fn non_loopback_without_auth_refuses_to_start() {
     );
     assert!(served.addr.starts_with("0.0.0.0:"), "{}", served.addr);
 }
+
+/// The approval API on the `/mcp` listener, behind the same tokens: an ask of the agent's eval
+/// waits there; nobody without a token, and not the agent itself (permission `approve` without
+/// `approve_self`), can decide it; the operator can, and the eval goes on.
+fn approvals_behind_tokens(mode: Mode) {
+    let name = format!("auth_approvals_{mode:?}").to_lowercase();
+    let setup = Setup::new(&name, Transport::Stdio, |s| {
+        let mut c = base_config(s);
+        c["evaluation"]["profiles"]["gate"] = json!({
+            "asklist": ["everything__echo"],
+            "approvalTimeoutSeconds": 300,
+            "elicitationFallback": "deny"
+        });
+        c["approvals"] = json!({"http": true});
+        c["server"] = json!({"auth": {"tokens": [
+            {"name": "agent", "sha256": sha256_hex("agent-token"), "permissions": ["approve"]},
+            {"name": "ops", "sha256": sha256_hex("ops-token"), "permissions": ["approve"]},
+        ]}});
+        c
+    });
+    let served = Served::start(&setup.config, &[], &[]);
+    let url = served.url();
+    let obs = setup.python(
+        "approvals_auth.py",
+        mode,
+        &[
+            ("CODEMODE_AUTH_URL", Path::new(&url)),
+            ("AGENT_TOKEN", Path::new("agent-token")),
+            ("OPS_TOKEN", Path::new("ops-token")),
+        ],
+    );
+    assert_json(
+        &name,
+        &obs,
+        &json!({
+            "list_without_token": 401,
+            "pending": {"caller": "agent", "profile": "gate", "tool": "everything__echo", "risk": "medium"},
+            "statuses": {"no_token": 401, "own_ask": 403, "operator": 200, "again": 409},
+            "result": {"ok": true, "result": "Echo: deploy"},
+            "decided": {"caller": "agent", "decision": "approve_once", "decided_by": "ops",
+                "reason": "reviewed", "channel": "http"},
+        }),
+    );
+}
+
+#[test]
+fn approvals_behind_tokens_auto() {
+    approvals_behind_tokens(Mode::Auto);
+}
+
+#[test]
+fn approvals_behind_tokens_legacy() {
+    approvals_behind_tokens(Mode::Legacy);
+}
