@@ -211,7 +211,7 @@ impl GovernedEval {
                     Arc::new(ChannelAsker::new(
                         self.asker.clone(),
                         self.broker.clone(),
-                        self.id.to_string(),
+                        codemode_policies::audit_eval_id(self.id),
                         self.caller.name.clone(),
                     )),
                 )

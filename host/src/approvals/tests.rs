@@ -157,6 +157,11 @@ async fn the_api_checks_token_permission_self_approval_risk_and_state() {
     assert_eq!(status, 200);
     assert_eq!(listed["approvals"][0]["id"], json!(id));
     assert_eq!(listed["approvals"][0]["caller"], json!("agent"));
+    // The id the audit log writes, so `codemode audit query --eval ID` finds the eval's records.
+    assert_eq!(
+        listed["approvals"][0]["eval_id"],
+        json!(codemode_policies::audit_eval_id(EvalId(7)))
+    );
     assert_eq!(listed["approvals"][0]["risk"], json!("critical"));
     assert_eq!(
         listed["approvals"][0]["allowed_decisions"],

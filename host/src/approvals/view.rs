@@ -121,7 +121,7 @@ impl ApprovalView {
             .collect();
         ApprovalView {
             id: req.id.clone(),
-            eval_id: req.eval_id.to_string(),
+            eval_id: codemode_policies::audit_eval_id(req.eval_id),
             caller: req.caller.name.clone(),
             profile: req.profile.clone(),
             tool: req.tool.clone(),
