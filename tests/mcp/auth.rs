@@ -137,6 +137,8 @@ fn assert_refused(served: &Served, headers: &[(&str, &str)], challenge: &str, er
         "{headers:?}"
     );
     assert_eq!(header(&got, "mcp-session-id"), None, "{headers:?}");
+    // The body was never read, so the connection is not reused for another request.
+    assert_eq!(header(&got, "connection"), Some("close"), "{headers:?}");
     assert_eq!(
         serde_json::from_str::<Value>(&body).expect("a JSON body"),
         json!({ "error": error }),

@@ -116,12 +116,22 @@ fn host_name(host: &str) -> String {
         .map_or(host.clone(), |(name, _)| name.to_string())
 }
 
+/// [`error`] for a request refused before its body is read: the connection cannot carry
+/// another request, so a keep-alive client is told not to send one on it (`Connection: close`).
+fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+    let mut response = error(status, message);
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 /// Checks `Host` and `Origin` (every request), then the same-origin rule for unauthenticated
 /// state changes.
 async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
-        return error(StatusCode::FORBIDDEN, "a Host header is required");
+        return refuse(StatusCode::FORBIDDEN, "a Host header is required");
     };
     let name = host_name(host);
     let loopback = ["localhost", "127.0.0.1", "[::1]"].contains(&name.as_str());
@@ -132,7 +142,7 @@ async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response
             .iter()
             .any(|h| h.eq_ignore_ascii_case(&name))
     {
-        return error(
+        return refuse(
             StatusCode::FORBIDDEN,
             format!("host `{name}` is not allowed"),
         );
@@ -152,7 +162,7 @@ async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response
             .iter()
             .any(|o| o.eq_ignore_ascii_case(origin))
     {
-        return error(
+        return refuse(
             StatusCode::FORBIDDEN,
             format!("origin `{origin}` is not allowed"),
         );
@@ -167,7 +177,7 @@ async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response
                     .is_some_and(|t| t.trim() == "application/json")
             });
         if !json_body || !same_origin {
-            return error(
+            return refuse(
                 StatusCode::FORBIDDEN,
                 "without authentication, a decision needs Content-Type: application/json and this listener's own Origin",
             );

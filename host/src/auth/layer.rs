@@ -52,6 +52,9 @@ fn unauthorized(error: &AuthError) -> Response {
         [
             (http::header::WWW_AUTHENTICATE, challenge),
             (http::header::CONTENT_TYPE, "application/json".to_string()),
+            // The request's body is never read: the connection cannot carry another request,
+            // and a keep-alive client must be told before it sends one on it.
+            (http::header::CONNECTION, "close".to_string()),
         ],
         body,
     )
