@@ -7,7 +7,7 @@ use serde_json::Value;
 /// The full result of one eval: value or error, captured logs, the ledger of tool calls, stats.
 ///
 /// Serialises to exactly:
-/// `{"ok", "result", "error", "logs", "tool_calls", "stats"}` (see the crate docs).
+/// `{"ok", "result", "error", "warnings", "logs", "tool_calls", "stats"}` (see the crate docs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalOutcome {
     /// `true` when the script finished and its result was JSON-serialisable.
@@ -16,6 +16,10 @@ pub struct EvalOutcome {
     pub result: Value,
     /// Why the eval failed; `None` when `ok`.
     pub error: Option<EvalError>,
+    /// Things that did not stop the script but are probably mistakes (a tool's output that does
+    /// not match its declared schema, …), in the order they were noticed; empty when none.
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
     /// `console.*` output, in order.
     pub logs: Vec<LogEntry>,
     /// Every tool call the script attempted, in order of start (the ledger).
@@ -48,6 +52,28 @@ impl EvalError {
             line: None,
             column: None,
             stack: None,
+        }
+    }
+}
+
+/// Something about an eval that is probably a mistake but did not stop it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// What was noticed and, where there is one, the likely fix.
+    pub message: String,
+    /// 1-based line in the user's code, when known.
+    pub line: Option<u32>,
+    /// 1-based column in the user's code, when known.
+    pub column: Option<u32>,
+}
+
+impl Warning {
+    /// A warning with no position.
+    pub fn new(message: impl Into<String>) -> Self {
+        Warning {
+            message: message.into(),
+            line: None,
+            column: None,
         }
     }
 }

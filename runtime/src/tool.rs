@@ -40,6 +40,25 @@ pub struct CallContext {
     /// ledger ([`crate::ToolCallRecord::id`]).
     pub call_id: u64,
     pub(crate) clock: Arc<EvalClock>,
+    pub(crate) warnings: Arc<CallWarnings>,
+}
+
+/// Warnings raised by tool calls during one eval, each with the call that raised it (the
+/// runtime places it at that call's site in the script).
+#[derive(Debug, Default)]
+pub(crate) struct CallWarnings(std::sync::Mutex<Vec<(u64, String)>>);
+
+impl CallWarnings {
+    pub(crate) fn push(&self, call_id: u64, message: String) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((call_id, message));
+    }
+
+    pub(crate) fn take(&self) -> Vec<(u64, String)> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 impl CallContext {
@@ -50,7 +69,15 @@ impl CallContext {
             eval_id,
             call_id,
             clock: Arc::new(EvalClock::new(None)),
+            warnings: Arc::default(),
         }
+    }
+
+    /// Adds a warning to the eval's outcome ([`crate::EvalOutcome::warnings`]), placed at this
+    /// call's site in the script: for something that did not make the call fail but is
+    /// probably a mistake (a result that does not match the tool's declared output schema, …).
+    pub fn warn(&self, message: impl Into<String>) {
+        self.warnings.push(self.call_id, message.into());
     }
 
     /// Stops the eval's wall-clock timeout from counting while the returned guard lives.

@@ -142,7 +142,15 @@ async fn tools_list_names_each_profile_and_the_outcome_schema() {
         );
         assert_eq!(
             output["required"],
-            json!(["ok", "result", "error", "logs", "tool_calls", "stats"]),
+            json!([
+                "ok",
+                "result",
+                "error",
+                "warnings",
+                "logs",
+                "tool_calls",
+                "stats"
+            ]),
             "{name}"
         );
     }

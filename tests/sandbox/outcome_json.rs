@@ -20,7 +20,15 @@ fn set<'a>(names: &[&'a str]) -> BTreeSet<&'a str> {
     names.iter().copied().collect()
 }
 
-const TOP: &[&str] = &["ok", "result", "error", "logs", "tool_calls", "stats"];
+const TOP: &[&str] = &[
+    "ok",
+    "result",
+    "error",
+    "warnings",
+    "logs",
+    "tool_calls",
+    "stats",
+];
 const ERROR: &[&str] = &["kind", "message", "line", "column", "stack"];
 const LOG: &[&str] = &["level", "message"];
 const CALL: &[&str] = &["id", "tool", "status", "reason", "duration_ms"];
@@ -118,4 +126,52 @@ async fn failure_shape() {
     assert_eq!(keys(&value["error"]), set(ERROR), "{}", show(&outcome));
     assert_eq!(value["error"]["kind"], json!("out_of_fuel"));
     assert_eq!(value["error"]["line"], Value::Null);
+}
+
+/// A tool that answers `{}` and warns through its call context.
+struct WarningTool;
+
+impl codemode_runtime::ToolHost for WarningTool {
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        _args: Value,
+        cx: &'a codemode_runtime::CallContext,
+    ) -> codemode_runtime::BoxFuture<'a, Result<Value, codemode_runtime::ToolError>> {
+        Box::pin(async move {
+            cx.warn(format!("{name} (call {}) looks odd", cx.call_id));
+            Ok(json!({}))
+        })
+    }
+    fn tool_names(&self) -> Vec<String> {
+        vec!["odd".into()]
+    }
+}
+
+#[tokio::test]
+async fn warnings_from_tool_calls_are_in_the_outcome_in_order() {
+    let outcome = eval_with(
+        "await codemode.odd(); await codemode.odd(); return 1",
+        &opts(),
+        &WarningTool,
+    )
+    .await;
+    assert!(outcome.ok, "{}", show(&outcome));
+    let messages: Vec<&str> = outcome
+        .warnings
+        .iter()
+        .map(|w| w.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        ["odd (call 1) looks odd", "odd (call 2) looks odd"]
+    );
+    let json = serde_json::to_value(&outcome).unwrap();
+    assert_eq!(
+        keys(&json["warnings"][0]),
+        set(&["message", "line", "column"])
+    );
+
+    let quiet = eval_with("return 1", &opts(), &WarningTool).await;
+    assert_eq!(serde_json::to_value(&quiet).unwrap()["warnings"], json!([]));
 }

@@ -98,6 +98,9 @@ pub fn outcome_schema() -> Value {
                 },
                 "required": ["kind", "message", "line", "column", "stack"]
             },
+            "warnings": {"type": "array", "items": {"type": "object", "properties": {
+                "message": {"type": "string"}, "line": nullable_int, "column": nullable_int},
+                "required": ["message", "line", "column"]}},
             "logs": {"type": "array", "items": {"type": "object", "properties": {
                 "level": {"type": "string", "enum": ["log", "info", "warn", "error", "debug"]},
                 "message": {"type": "string"}}, "required": ["level", "message"]}},
@@ -111,6 +114,6 @@ pub fn outcome_schema() -> Value {
                 "memory_peak_bytes": {"type": "integer"}},
                 "required": ["fuel_used", "wall_ms", "memory_peak_bytes"]}
         },
-        "required": ["ok", "result", "error", "logs", "tool_calls", "stats"]
+        "required": ["ok", "result", "error", "warnings", "logs", "tool_calls", "stats"]
     })
 }

@@ -338,6 +338,7 @@ mod tests {
             ok: false,
             result: Value::Null,
             error: Some(EvalError::new(ErrorKind::Timeout, "too slow")),
+            warnings: vec![],
             logs: vec![],
             tool_calls: vec![ToolCallRecord {
                 id: 1,

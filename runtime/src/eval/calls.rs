@@ -55,6 +55,7 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
                 eval_id: self.id,
                 call_id: id,
                 clock: self.clock.clone(),
+                warnings: self.warnings.clone(),
             };
             let mut call: super::CallFuture<'_> = Box::pin(async move {
                 let result = match args {

@@ -19,10 +19,10 @@ use wasmtime::{Store, UpdateDeadline};
 use crate::EvalOptions;
 use crate::abi::{GuestExports, STATUS_DONE, STATUS_PENDING};
 use crate::clock::EvalClock;
-use crate::outcome::{ErrorKind, EvalError, EvalOutcome, EvalStats, ToolCallRecord};
+use crate::outcome::{ErrorKind, EvalError, EvalOutcome, EvalStats, ToolCallRecord, Warning};
 use crate::runtime::Runtime;
 use crate::state::HostState;
-use crate::tool::{BoxFuture, EvalId, ToolError, ToolHost};
+use crate::tool::{BoxFuture, CallWarnings, EvalId, ToolError, ToolHost};
 
 mod calls;
 mod errors;
@@ -56,6 +56,7 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
     let mut eval = Eval {
         id,
         clock: clock.clone(),
+        warnings: Arc::default(),
         options,
         tools,
         cancel: cancel.cloned(),
@@ -142,6 +143,8 @@ fn new_store(
 struct Eval<'a, T: ?Sized> {
     id: EvalId,
     clock: Arc<EvalClock>,
+    /// Warnings raised by tool calls ([`crate::CallContext::warn`]).
+    warnings: Arc<CallWarnings>,
     options: &'a EvalOptions,
     tools: &'a T,
     cancel: Option<CancellationToken>,
@@ -311,11 +314,13 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             (Ok(left), None) => u64::MAX - left,
             (Err(_), _) => 0,
         };
+        let warnings = self.warnings();
         let state = store.data_mut();
         EvalOutcome {
             ok,
             result,
             error,
+            warnings,
             logs: std::mem::take(&mut state.logs),
             tool_calls: self.closed_ledger(),
             stats: EvalStats {
@@ -326,12 +331,22 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         }
     }
 
+    /// The warnings tool calls raised, in the order they were raised.
+    fn warnings(&self) -> Vec<Warning> {
+        self.warnings
+            .take()
+            .into_iter()
+            .map(|(_call_id, message)| Warning::new(message))
+            .collect()
+    }
+
     /// An outcome for an eval that failed before its guest ran.
     fn failed(mut self, error: EvalError, started: Instant) -> EvalOutcome {
         EvalOutcome {
             ok: false,
             result: Value::Null,
             error: Some(error),
+            warnings: self.warnings(),
             logs: Vec::new(),
             tool_calls: self.closed_ledger(),
             stats: EvalStats {
