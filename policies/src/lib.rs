@@ -173,7 +173,7 @@ pub use preview::{
 };
 pub use profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
-    DispositionKind, Fallback, MatchedBy, Profile, Rule,
+    DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
 pub use units::{ParseUnitError, parse_duration, parse_size};

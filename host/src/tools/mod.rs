@@ -92,7 +92,7 @@ pub fn catalog(upstreams: &UpstreamPool) -> Vec<ToolInfo> {
 
 /// What `profile` lets its callers discover: `tools` without the ones it denies (their
 /// descriptions and schemas are not shown), and the names of those it asks about. A tool denied
-/// only by a rule with `when` conditions depends on the arguments and stays visible. Without a
+/// only by a rule with `when` or `whenPath` conditions depends on the arguments and stays visible. Without a
 /// profile, everything is visible and nothing is asked.
 pub fn visible_to(tools: Vec<ToolInfo>, profile: Option<&Profile>) -> (Vec<ToolInfo>, Vec<String>) {
     let Some(profile) = profile else {
@@ -103,7 +103,7 @@ pub fn visible_to(tools: Vec<ToolInfo>, profile: Option<&Profile>) -> (Vec<ToolI
     for tool in tools {
         let d = profile.disposition(&tool.name, &json!({}));
         let args_dependent = matches!(d.matched, MatchedBy::Rule(i)
-            if profile.rules().get(i).is_some_and(|r| !r.when().is_empty()));
+            if profile.rules().get(i).is_some_and(|r| r.depends_on_args()));
         match d.kind {
             DispositionKind::Deny if !args_dependent => continue,
             DispositionKind::Ask => asked.push(tool.name.clone()),
