@@ -12,7 +12,15 @@ use super::ConfigErrorKind;
 use super::reader::{JsonPath, Reader};
 
 const SERVER_KEYS: &[&str] = &["http", "auth"];
-const HTTP_KEYS: &[&str] = &["allowedHosts", "allowedOrigins"];
+const HTTP_KEYS: &[&str] = &[
+    "allowedHosts",
+    "allowedOrigins",
+    "maxSessions",
+    "maxSessionsPerClient",
+    "headerReadTimeout",
+    "bodyReadTimeout",
+    "maxRequestBody",
+];
 const AUTH_KEYS: &[&str] = &["tokens", "jwt"];
 const TOKEN_KEYS: &[&str] = &["name", "sha256", "env", "permissions"];
 const JWT_KEYS: &[&str] = &[
@@ -44,6 +52,9 @@ pub struct HttpSettings {
     /// `allowedOrigins`: when non-empty, a request carrying an `Origin` header must match one
     /// (`scheme://host:port`, `:*` for any port). Default: none (no Origin check).
     pub allowed_origins: Vec<String>,
+    /// Session caps, read timeouts and the body size limit of the listener. Default:
+    /// [`ListenerLimits::default`].
+    pub limits: super::ListenerLimits,
 }
 
 /// `server.auth`: exactly one of `tokens` or `jwt`.
@@ -108,6 +119,7 @@ pub(super) fn read_server_settings(r: &mut Reader, v: &Value, path: &JsonPath) -
     if let Some(v) = map.get("http") {
         let p = path.key("http");
         if let Some(http) = r.object(v, &p, HTTP_KEYS) {
+            out.http.limits = super::fairness::read_listener(r, http, &p);
             if let Some(v) = http.get("allowedHosts") {
                 out.http.allowed_hosts = non_empty_strings(r, v, &p.key("allowedHosts"));
             }
