@@ -12,6 +12,7 @@
 //! `ServerHandler` routing ([`CodemodeServer`]).
 
 mod eval;
+pub mod fair;
 mod handler;
 mod listing;
 mod progress;

@@ -66,3 +66,54 @@ async fn get_tools_refuses_too_many_or_too_long_names() {
         ])
     );
 }
+
+/// A human who never answers.
+struct Silent;
+
+impl crate::approvals::Asker for Silent {
+    fn supports(&self) -> bool {
+        true
+    }
+    fn channel(&self) -> codemode_policies::Channel {
+        codemode_policies::Channel::Elicitation
+    }
+    fn ask(
+        &self,
+        _question: crate::approvals::Question,
+        timeout: Duration,
+    ) -> codemode_runtime::BoxFuture<'_, crate::approvals::Answer> {
+        Box::pin(async move {
+            tokio::time::sleep(timeout).await;
+            crate::approvals::Answer::Timeout
+        })
+    }
+}
+
+/// Red team (issue 17): time waiting for a human does not count against the eval's timeout, so
+/// an eval asking one question after another outlived it by about max-tool-calls × approval
+/// timeout (15 asks → 15 s against a 10 s timeout). The lifetime counts that time too: the eval
+/// is stopped during its first unanswered question, with error kind `timeout` naming the
+/// lifetime, and the ledger shows the one question asked.
+#[tokio::test]
+async fn human_waits_end_at_the_eval_lifetime_as_a_timeout() {
+    let mut options = EvalOptions::default();
+    options.timeout(Some(Duration::from_secs(10)));
+    let eval = GovernedEval::builder(runtime())
+        .tools(UpstreamPool::new())
+        .asker(Arc::new(Silent))
+        .options(options)
+        .lifetime(Some(Duration::from_millis(300)))
+        .build();
+    let code = r#"for (let i = 0; i < 15; i++) {
+          await codemode.hitl_request({question: "go?", options: ["yes", "no"], timeoutMs: 1000});
+        }
+        return "outlived";"#;
+    let outcome = eval.run(code, &CancellationToken::new()).await;
+    let error = outcome.error.expect("stopped by its lifetime");
+    assert_eq!(error.kind, codemode_runtime::ErrorKind::Timeout);
+    assert_eq!(
+        error.message,
+        "the eval exceeded its lifetime of 300ms (limits.maxEvalLifetime), which counts time spent waiting for a human"
+    );
+    assert_eq!(outcome.tool_calls.len(), 1);
+}
