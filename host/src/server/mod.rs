@@ -13,7 +13,9 @@
 
 mod eval;
 pub mod fair;
+mod guard;
 mod handler;
+mod listener;
 mod listing;
 mod progress;
 pub mod reload;
@@ -28,7 +30,6 @@ pub use state::ServerState;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -84,7 +85,9 @@ pub fn http_router(
     shutdown: &CancellationToken,
 ) -> axum::Router {
     let factory_state = state.clone();
+    let limits = state.config().server.http.limits;
     let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(usize::try_from(limits.max_request_body).unwrap_or(usize::MAX))
         .with_cancellation_token(shutdown.child_token())
         .with_allowed_hosts(
             LOOPBACK_HOSTS
@@ -95,11 +98,13 @@ pub fn http_router(
     if !options.allowed_origins.is_empty() {
         config = config.with_allowed_origins(options.allowed_origins.iter().cloned());
     }
+    let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(CodemodeServer::new(factory_state.clone())),
-        LocalSessionManager::default().into(),
+        sessions.clone(),
         config,
     );
+    let guard = guard::Guard::new(state.clone(), sessions);
     let approvals = state.config().approvals.http.then(|| {
         crate::approvals::http::router_with(
             state.approvals.clone(),
@@ -110,8 +115,9 @@ pub fn http_router(
             },
         )
     });
+    // Authentication first (a refused request's body is never read), then the guard.
     let mut mcp = require_auth(
-        axum::Router::new().nest_service("/mcp", service),
+        guard.layer(axum::Router::new().nest_service("/mcp", service)),
         options.auth,
     );
     if let Some(approvals) = approvals {
@@ -133,6 +139,7 @@ pub async fn serve_http(
     shutdown: CancellationToken,
     bound: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
 ) -> anyhow::Result<()> {
+    let header_read_timeout = state.config().server.http.limits.header_read_timeout;
     let router = http_router(state, options, &shutdown);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -142,13 +149,6 @@ pub async fn serve_http(
     if let Some(tx) = bound {
         let _ = tx.send(local);
     }
-    // TCP_NODELAY: a response goes out as several small writes; without it, Nagle's algorithm
-    // meets the client's delayed ACK and every keep-alive request waits 40 ms.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-        .await?;
+    listener::serve(listener, router, header_read_timeout, shutdown).await;
     Ok(())
 }
