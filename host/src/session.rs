@@ -325,7 +325,7 @@ fn lifetime_error(lifetime: Duration) -> EvalError {
 /// `15m`, `1m30s`, `2s`, `250ms`: a duration as the config spells it.
 fn spelled(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let (m, s) = (ms / 60_000, (ms / 1000) % 60);

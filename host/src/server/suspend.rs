@@ -82,10 +82,10 @@ impl Suspensions {
     pub fn remove(&self, token: &str) {
         self.lock().remove(token);
         let mut retained = self.retained();
-        if let Some(i) = retained.finished.iter().position(|(t, _)| t == token) {
-            if let Some((_, size)) = retained.finished.remove(i) {
-                retained.bytes -= size;
-            }
+        if let Some(i) = retained.finished.iter().position(|(t, _)| t == token)
+            && let Some((_, size)) = retained.finished.remove(i)
+        {
+            retained.bytes -= size;
         }
     }
 
