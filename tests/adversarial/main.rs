@@ -5,6 +5,7 @@
 //! upstream's own side effects on disk), and the audit log has exactly one `eval` record and one
 //! `tool_call` record per attempt.
 
+mod abi;
 mod escape;
 mod exhaustion;
 mod harness;
