@@ -53,7 +53,8 @@ pub struct HttpOptions {
     /// `Host` values accepted besides `localhost`, `127.0.0.1` and `::1` (`name` or `name:port`).
     pub allowed_hosts: Vec<String>,
     /// When non-empty, a request carrying `Origin` must match one of these
-    /// (`scheme://host[:port]`, `:*` for any port).
+    /// (`scheme://host[:port]`, `:*` for any port; no port: the scheme's default), matched by
+    /// [`codemode_policies::origin_allowed`].
     pub allowed_origins: Vec<String>,
     /// Who may call `/mcp` ([`crate::auth::NoAuth`]: everyone, as `local`).
     pub auth: Arc<dyn Authenticate>,
@@ -96,7 +97,10 @@ pub fn http_router(
                 .chain(options.allowed_hosts.iter().cloned()),
         );
     if !options.allowed_origins.is_empty() {
-        config = config.with_allowed_origins(options.allowed_origins.iter().cloned());
+        // rmcp matches a port-less origin against any port; ours means the default port only.
+        config = config.with_allowed_origins(codemode_policies::explicit_default_ports(
+            &options.allowed_origins,
+        ));
     }
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(

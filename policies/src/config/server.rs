@@ -127,14 +127,12 @@ pub(super) fn read_server_settings(r: &mut Reader, v: &Value, path: &JsonPath) -
                 let op = p.key("allowedOrigins");
                 out.http.allowed_origins = non_empty_strings(r, v, &op);
                 for (i, origin) in out.http.allowed_origins.iter().enumerate() {
-                    if origin != "null"
-                        && !(origin.starts_with("http://") || origin.starts_with("https://"))
-                    {
+                    if !crate::origin::valid_allowed_origin(origin) {
                         r.error(
                             &op.index(i),
                             ConfigErrorKind::InvalidValue,
                             format!(
-                                "an origin is `scheme://host[:port]` (e.g. `https://app.example.com`), got `{origin}`"
+                                "an origin is `null` or `scheme://host[:port|:*]` with no path (e.g. `https://app.example.com`), got `{origin}`"
                             ),
                         );
                     }
