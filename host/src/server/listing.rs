@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use codemode_policies::{Caller, Config, Profile};
+use codemode_policies::{Caller, Config, Profile, neutralize};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
@@ -29,12 +29,12 @@ impl CodemodeServer {
         if missing_permissions(&config, EVAL_TOOL, caller).is_empty() {
             tools.push(eval_tool(
                 EVAL_TOOL,
-                default,
+                default.and_then(|name| config.profile(name)).map(|p| &**p),
                 &namespaces,
                 default.is_none(),
             ));
         }
-        for name in config.evaluation.profiles.keys() {
+        for (name, profile) in &config.evaluation.profiles {
             let tool = format!("{PROFILE_TOOL_PREFIX}{name}");
             if !missing_permissions(&config, &tool, caller).is_empty() {
                 // A caller without the profile's permissions does not see its tool.
@@ -42,7 +42,7 @@ impl CodemodeServer {
             }
             tools.push(eval_tool(
                 &format!("{PROFILE_TOOL_PREFIX}{name}"),
-                Some(name),
+                Some(profile),
                 &namespaces,
                 false,
             ));
@@ -124,13 +124,30 @@ pub(super) fn schema_object(value: Value) -> Arc<JsonObject> {
     Arc::new(value.as_object().cloned().unwrap_or_default())
 }
 
+/// `Runs under the `p` profile: <its description>. <its summary>`: what a model reads to tell
+/// one eval tool from another. The description is the operator's, [`neutralize`]d.
+fn profile_scope(profile: &Profile) -> String {
+    let description = profile
+        .description()
+        .map(|d| format!(": {}", neutralize(d.trim().trim_end_matches('.'))))
+        .unwrap_or_default();
+    format!(
+        "Runs under the `{}` profile{description}. {}",
+        profile.name(),
+        profile.summary()
+    )
+}
+
 /// An eval tool (see the module docs).
-fn eval_tool(name: &str, profile: Option<&str>, namespaces: &[String], unrestricted: bool) -> Tool {
+fn eval_tool(
+    name: &str,
+    profile: Option<&Profile>,
+    namespaces: &[String],
+    unrestricted: bool,
+) -> Tool {
     let scope = match (profile, unrestricted) {
         (_, true) => "Runs unrestricted (no profile).".to_string(),
-        (Some(p), _) => format!(
-            "Runs under the `{p}` profile: some calls may be denied or need a human's approval."
-        ),
+        (Some(p), _) => profile_scope(p),
         (None, _) => String::new(),
     };
     let servers = if namespaces.is_empty() {
