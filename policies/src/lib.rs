@@ -61,7 +61,8 @@
 //!   "evaluation": {
 //!     "defaultProfile": "supervised",
 //!     "profiles": {
-//!       "safe":       { "allowlist": ["time__*", "search_tools", "get_tools"] },
+//!       "safe":       { "description": "reads the clock",
+//!                       "allowlist": ["time__*", "search_tools", "get_tools"] },
 //!       "supervised": { "denylist": ["fs__delete_*"], "asklist": ["fs__*"],
 //!                       "elicitationFallback": "deny", "approvalTimeoutSeconds": 60,
 //!                       "maxPendingApprovals": 4,
@@ -70,7 +71,7 @@
 //!     }
 //!   },
 //!   "limits": { "fuel": 0, "memory": "64MiB", "timeout": "30s", "maxOutput": "1MiB",
-//!               "maxToolCalls": 0, "maxConcurrentToolCalls": 16 },
+//!               "maxResultText": "24KiB", "maxToolCalls": 0, "maxConcurrentToolCalls": 16 },
 //!   "audit":  { "dir": "./audit-logs", "includeArgs": false }
 //! }
 //! ```
@@ -106,6 +107,9 @@
 //! `defaultRisk`), whose [`RiskPolicy`] (`riskPolicies`) bounds what a human may answer.
 //! Profiles and rules may require caller permissions (`requirePermissions`, checked against the
 //! [`Caller`]): a rule's missing permission denies the call with reason `permission`.
+//! An optional `description` (the operator's words, at most 500 characters) and
+//! [`Profile::summary`] (what the lists and rules allow, ask about and deny) tell a model what
+//! each profile's eval tool may do.
 //!
 //! Globs are [globset] globs; tool names contain no `/`, so `*` matches across the `__`
 //! between server and tool: `fs__*` matches `fs__dir__list`. Matching is case-sensitive.
@@ -159,8 +163,8 @@ pub use caller::Caller;
 pub use config::ApprovalsConfig;
 pub use config::{
     AuditConfig, Config, ConfigError, ConfigErrorKind, ConfigErrors, DEFAULT_CONFIG_JSON,
-    DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, ServerConfig, ServerTransport,
-    UnknownProfile,
+    DEFAULT_RESULT_TEXT, DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, MIN_RESULT_TEXT,
+    ServerConfig, ServerTransport, UnknownProfile,
 };
 pub use config::{
     AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,

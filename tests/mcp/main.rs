@@ -26,6 +26,7 @@ mod fallback;
 mod hitl_gateway;
 mod in_process;
 mod reload;
+mod results;
 mod sessions;
 mod typescript;
 mod upstream;

@@ -1,6 +1,7 @@
 //! `codemode run`.
 
-use std::io::Write;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -179,8 +180,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
     report(&display_name, &outcome, args.json)
 }
 
-/// Prints the outcome: JSON on stdout with `--json`; otherwise logs on stderr, the result as
-/// pretty JSON on stdout, and an error as `file:line:col: kind: message` on stderr.
+/// Prints the outcome: JSON on stdout with `--json`; otherwise [`human`].
 pub fn report(file: &str, outcome: &EvalOutcome, json: bool) -> ExitCode {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -189,29 +189,115 @@ pub fn report(file: &str, outcome: &EvalOutcome, json: bool) -> ExitCode {
             .unwrap_or_else(|e| format!("{{\"ok\":false,\"error\":\"{e}\"}}"));
         let _ = writeln!(out, "{text}");
     } else {
-        for log in &outcome.logs {
-            // One line per log entry, whatever the script printed (see `neutralize`).
-            eprintln!("[{}] {}", log.level.as_str(), neutralize(&log.message));
-        }
-        if outcome.ok {
-            let text =
-                serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into());
-            // JSON escapes control characters already; this also shows bidi and zero-width ones.
-            let lines: Vec<String> = text.split('\n').map(neutralize).collect();
-            let _ = writeln!(out, "{}", lines.join("\n"));
-        } else if let Some(error) = &outcome.error {
-            let position = match (error.line, error.column) {
-                (Some(line), Some(column)) => format!("{file}:{line}:{column}"),
-                (Some(line), None) => format!("{file}:{line}"),
-                _ => file.to_string(),
-            };
-            eprintln!("{position}: {}: {}", error.kind, neutralize(&error.message));
-        }
+        let (stdout_text, stderr_text) = human(file, outcome);
+        eprint!("{stderr_text}");
+        let _ = write!(out, "{stdout_text}");
     }
     let _ = out.flush();
     if outcome.ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_SCRIPT_FAILED)
+    }
+}
+
+/// The human rendering of an outcome, as (stdout, stderr): logs on stderr, one line each; then
+/// warnings as `file:line:col: warning: message`; the result as pretty JSON on stdout, or the
+/// error as `file:line:col: kind: message` on stderr. Every script- or tool-chosen text is
+/// [`neutralize`]d, so a message can neither start a line that looks like one of these nor
+/// carry a terminal escape.
+pub fn human(file: &str, outcome: &EvalOutcome) -> (String, String) {
+    let mut out = String::new();
+    let mut err = String::new();
+    let at = |line: Option<u32>, column: Option<u32>| match (line, column) {
+        (Some(line), Some(column)) => format!("{file}:{line}:{column}"),
+        (Some(line), None) => format!("{file}:{line}"),
+        _ => file.to_string(),
+    };
+    for log in &outcome.logs {
+        let _ = writeln!(err, "[{}] {}", log.level.as_str(), neutralize(&log.message));
+    }
+    for w in &outcome.warnings {
+        let _ = writeln!(
+            err,
+            "{}: warning: {}",
+            at(w.line, w.column),
+            neutralize(&w.message)
+        );
+    }
+    if outcome.ok {
+        let text = serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into());
+        // JSON escapes control characters already; this also shows bidi and zero-width ones.
+        let lines: Vec<String> = text.split('\n').map(neutralize).collect();
+        let _ = writeln!(out, "{}", lines.join("\n"));
+    } else if let Some(error) = &outcome.error {
+        let _ = writeln!(
+            err,
+            "{}: {}: {}",
+            at(error.line, error.column),
+            error.kind,
+            neutralize(&error.message)
+        );
+    }
+    (out, err)
+}
+
+#[cfg(test)]
+mod tests {
+    use codemode_runtime::{
+        ErrorKind, EvalError, EvalOutcome, EvalStats, LogEntry, LogLevel, Warning,
+    };
+    use serde_json::json;
+
+    use super::human;
+
+    #[test]
+    fn hostile_logs_warnings_and_errors_stay_on_their_lines() {
+        let hostile = "x\n[error] FAKE\u{1b}]0;t\u{7}";
+        let mut outcome = EvalOutcome {
+            ok: true,
+            result: json!({"k\u{202e}": hostile}),
+            error: None,
+            warnings: vec![Warning {
+                message: format!("w {hostile}"),
+                line: Some(2),
+                column: Some(3),
+            }],
+            logs: vec![LogEntry {
+                level: LogLevel::Log,
+                message: hostile.into(),
+            }],
+            tool_calls: Vec::new(),
+            stats: EvalStats::default(),
+        };
+        assert_eq!(
+            human("s.js", &outcome),
+            (
+                "{\n  \"k\\u202e\": \"x\\n[error] FAKE\\u001b]0;t\\u0007\"\n}\n".to_string(),
+                "[log] x\\n[error] FAKE\\u001b]0;t\\u0007\n\
+                 s.js:2:3: warning: w x\\n[error] FAKE\\u001b]0;t\\u0007\n"
+                    .to_string()
+            )
+        );
+        outcome.ok = false;
+        outcome.result = json!(null);
+        outcome.logs.clear();
+        outcome.warnings[0].line = None;
+        outcome.error = Some(EvalError {
+            kind: ErrorKind::Exception,
+            message: "Error: bad\ns.js:9:9: internal: fake".into(),
+            line: Some(1),
+            column: None,
+            stack: None,
+        });
+        assert_eq!(
+            human("s.js", &outcome),
+            (
+                String::new(),
+                "s.js: warning: w x\\n[error] FAKE\\u001b]0;t\\u0007\n\
+                 s.js:1: exception: Error: bad\\ns.js:9:9: internal: fake\n"
+                    .to_string()
+            )
+        );
     }
 }

@@ -27,6 +27,12 @@ use crate::approvals::{Asker, NoAsker, PeerAsker};
 use crate::session::{AuditTarget, Caller, GovernedEval};
 
 impl CodemodeServer {
+    /// The bytes the result may take in an eval's text block: `limits.maxResultText` of the
+    /// config in force when the eval ends (a reload applies to the next result).
+    fn text_budget(&self) -> usize {
+        usize::try_from(self.state.config().limits.max_result_text).unwrap_or(usize::MAX)
+    }
+
     fn profile_for(&self, tool: &str) -> Result<Option<Arc<Profile>>, String> {
         let config = self.state.config();
         if tool == EVAL_TOOL {
@@ -214,7 +220,7 @@ impl CodemodeServer {
             tokio::select! {
                 outcome = &mut done => {
                     return match outcome {
-                        Ok(outcome) => Ok(eval_result(&outcome).into()),
+                        Ok(outcome) => Ok(eval_result(&outcome, self.text_budget()).into()),
                         Err(_) => Err(McpError::internal_error("the eval task ended without an outcome", None)),
                     };
                 }
@@ -243,7 +249,7 @@ impl CodemodeServer {
                     return Ok(match event {
                         Event::Complete(outcome) => {
                             self.state.suspensions.remove(suspended.token());
-                            eval_result(&outcome).into()
+                            eval_result(&outcome, self.text_budget()).into()
                         }
                         Event::Input(requests) => {
                             InputRequiredResult::new(Some(requests), Some(suspended.token().to_string())).into()

@@ -11,6 +11,7 @@
 //! progress notifications (`progress`), results ([`result`]), hot reload ([`reload`]), and the
 //! `ServerHandler` routing ([`CodemodeServer`]).
 
+mod elide;
 mod eval;
 pub mod fair;
 mod guard;

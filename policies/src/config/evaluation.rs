@@ -17,6 +17,7 @@ use crate::{ConfigErrorKind, ConfigErrors, Risk};
 
 const EVALUATION_KEYS: &[&str] = &["defaultProfile", "profiles", "evalRequiresPermissions"];
 const PROFILE_KEYS: &[&str] = &[
+    "description",
     "allowlist",
     "denylist",
     "asklist",
@@ -30,6 +31,8 @@ const PROFILE_KEYS: &[&str] = &[
     "defaultRisk",
     "riskPolicies",
 ];
+/// The longest profile `description`, in characters.
+const MAX_DESCRIPTION_CHARS: usize = 500;
 const RULE_KEYS: &[&str] = &[
     "tools",
     "when",
@@ -114,6 +117,27 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         map.get(key)
             .map(|v| read_globs(r, v, &path.key(key)).unwrap_or_default())
     };
+    let description = map.get("description").and_then(|v| {
+        let dpath = path.key("description");
+        match v.as_str() {
+            Some(d) if d.chars().count() > MAX_DESCRIPTION_CHARS => {
+                r.error(
+                    &dpath,
+                    ConfigErrorKind::InvalidValue,
+                    format!(
+                        "at most {MAX_DESCRIPTION_CHARS} characters (it goes into a tool description), found {}",
+                        d.chars().count()
+                    ),
+                );
+                None
+            }
+            Some(d) => Some(d.to_string()),
+            None => {
+                r.expected(&dpath, "a string", v);
+                None
+            }
+        }
+    });
     let allowlist = list(r, "allowlist");
     let denylist = list(r, "denylist").unwrap_or_default();
     let asklist = list(r, "asklist").unwrap_or_default();
@@ -183,6 +207,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
     }
     Some(Profile {
         name: name.to_string(),
+        description,
         allowlist,
         denylist,
         asklist,

@@ -59,6 +59,7 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
     "memory": "64MiB",
     "timeout": "30s",
     "maxOutput": "1MiB",
+    "maxResultText": "24KiB",
     "maxToolCalls": 1000,
     "maxConcurrentToolCalls": 16,
     "maxEvalLifetime": "15m",
@@ -199,6 +200,11 @@ impl EvaluationConfig {
     }
 }
 
+/// The default of `limits.maxResultText`: 24 KiB.
+pub const DEFAULT_RESULT_TEXT: u64 = 24 * 1024;
+/// The smallest `limits.maxResultText`: room for any value elided to its markers.
+pub const MIN_RESULT_TEXT: u64 = 256;
+
 /// Resource limits of each eval (`limits`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -212,6 +218,11 @@ pub struct Limits {
     pub timeout: Duration,
     /// Maximum size of logs plus result, in bytes (`maxOutput`). Default: 1 MiB.
     pub max_output: u64,
+    /// Most bytes the result takes in the text block of an MCP eval result (`maxResultText`, a
+    /// size); a larger result is elided there keeping valid JSON of the same shape, while the
+    /// structured content keeps all of it. At least [`MIN_RESULT_TEXT`]. Default:
+    /// [`DEFAULT_RESULT_TEXT`] (24 KiB).
+    pub max_result_text: u64,
     /// Maximum tool calls per eval (`maxToolCalls`; `0` in the file means unlimited). Default:
     /// the runtime's [`codemode_runtime::DEFAULT_MAX_TOOL_CALLS`] (1000).
     pub max_tool_calls: Option<u64>,
@@ -238,6 +249,7 @@ impl Default for Limits {
             memory: d.memory,
             timeout: d.timeout.unwrap_or_default(),
             max_output: d.max_output,
+            max_result_text: DEFAULT_RESULT_TEXT,
             max_tool_calls: d.max_tool_calls,
             max_concurrent_tool_calls: d.max_concurrent_tool_calls,
             max_eval_lifetime: DEFAULT_MAX_EVAL_LIFETIME,

@@ -11,7 +11,7 @@ use super::evaluation::read_evaluation;
 use super::reader::{JsonPath, Reader, describe};
 use super::{
     AuditConfig, Config, ConfigErrorKind, ConfigErrors, DEFAULT_SERVER_TIMEOUT, Limits,
-    ServerConfig, ServerTransport,
+    MIN_RESULT_TEXT, ServerConfig, ServerTransport,
 };
 use crate::units::{parse_duration, parse_size};
 
@@ -39,6 +39,7 @@ const LIMIT_KEYS: &[&str] = &[
     "memory",
     "timeout",
     "maxOutput",
+    "maxResultText",
     "maxToolCalls",
     "maxConcurrentToolCalls",
     "maxEvalLifetime",
@@ -322,6 +323,18 @@ fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
         && let Some(n) = size(r, v, &path.key("maxOutput"))
     {
         limits.max_output = n;
+    }
+    if let Some(v) = map.get("maxResultText") {
+        let p = path.key("maxResultText");
+        match size(r, v, &p) {
+            Some(n) if n < MIN_RESULT_TEXT => r.error(
+                &p,
+                ConfigErrorKind::InvalidValue,
+                format!("must be at least {MIN_RESULT_TEXT} bytes, found {n}"),
+            ),
+            Some(n) => limits.max_result_text = n,
+            None => {}
+        }
     }
     if let Some(v) = map.get("maxToolCalls")
         && let Some(n) = r.u64(v, &path.key("maxToolCalls"))

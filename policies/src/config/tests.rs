@@ -107,6 +107,7 @@ fn defaults() {
     assert_eq!(l.memory, 64 * 1024 * 1024);
     assert_eq!(l.timeout, Duration::from_secs(30));
     assert_eq!(l.max_output, 1024 * 1024);
+    assert_eq!(l.max_result_text, 24 * 1024);
     assert_eq!(
         l.max_tool_calls,
         Some(codemode_runtime::DEFAULT_MAX_TOOL_CALLS)
@@ -144,6 +145,13 @@ fn valid_variants() {
             },
         ),
         (
+            r#"{"limits": {"maxResultText": "1KiB"}, "evaluation": {"profiles": {"p": {"description": "reads only"}}}}"#,
+            |c| {
+                assert_eq!(c.limits.max_result_text, 1024);
+                assert_eq!(c.profile("p").unwrap().description(), Some("reads only"));
+            },
+        ),
+        (
             r#"{"limits": {"fuel": 5, "maxToolCalls": 3, "timeout": "1m30s"}}"#,
             |c| {
                 assert_eq!(c.limits.fuel, Some(5));
@@ -177,6 +185,9 @@ fn valid_variants() {
 #[test]
 fn invalid_configs_report_every_error_with_its_path() {
     use ConfigErrorKind::*;
+    let bad_descriptions = r#"{"limits": {"maxResultText": 255}, "evaluation": {"profiles": {
+        "a": {"description": 3}, "b": {"description": "DESC"}}}}"#
+        .replace("DESC", &"d".repeat(501));
     let cases: &[(&str, &[(&str, ConfigErrorKind)])] = &[
         (
             "{\"limits\": {\n  \"memory\": ,\n}}",
@@ -308,6 +319,23 @@ fn invalid_configs_report_every_error_with_its_path() {
                 ),
                 (
                     "limits.maxConcurrentToolCalls: must be at least 1",
+                    InvalidValue,
+                ),
+            ],
+        ),
+        (
+            &bad_descriptions,
+            &[
+                (
+                    "evaluation.profiles.a.description: expected a string, found a number (3)",
+                    WrongType,
+                ),
+                (
+                    "evaluation.profiles.b.description: at most 500 characters (it goes into a tool description), found 501",
+                    InvalidValue,
+                ),
+                (
+                    "limits.maxResultText: must be at least 256 bytes, found 255",
                     InvalidValue,
                 ),
             ],

@@ -4,6 +4,7 @@
 mod disposition;
 mod globs;
 mod paths;
+mod summary;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -42,6 +43,7 @@ pub const DEFAULT_MAX_PENDING_APPROVALS: usize = 4;
 #[derive(Debug, Clone)]
 pub struct Profile {
     pub(crate) name: String,
+    pub(crate) description: Option<String>,
     pub(crate) allowlist: Option<GlobList>,
     pub(crate) denylist: GlobList,
     pub(crate) asklist: GlobList,
@@ -78,6 +80,12 @@ impl Profile {
     /// The profile's name (its key under `evaluation.profiles`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The operator's own words about the profile (`description`), if any: shown to models in
+    /// its eval tool's description, before [`Profile::summary`].
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
     }
 
     /// The `allowlist` globs; `None` when the profile has no allowlist (everything not denied
