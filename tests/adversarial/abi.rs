@@ -3,7 +3,20 @@
 //! catchable rejection or well-formed JSON, never as a host failure. (Hand-written guest modules
 //! misusing the ABI itself are in tests/sandbox/abi.rs.)
 
-use crate::harness::{Case, Expect::*, case, run_table};
+use serde_json::json;
+
+use crate::harness::{Case, Expect::*, Probe, case, run_table};
+
+/// The script made no tool call (JS looking up its own protocol names is not a call).
+fn no_calls(p: &Probe<'_>) -> Result<(), String> {
+    match p.outcome.tool_calls.as_slice() {
+        [] => Ok(()),
+        calls => Err(format!(
+            "phantom calls in the ledger: {:?}",
+            calls.iter().map(|c| c.tool.as_str()).collect::<Vec<_>>()
+        )),
+    }
+}
 
 /// A call to the allowed `fs__list_allowed_directories` with `args`; returns what happened.
 fn call(name: &'static str, args: &str) -> Case {
@@ -81,6 +94,36 @@ fn cases() -> Vec<Case> {
             "try { Object.setPrototypeOf(codemode, { fs__move_file: () => 1 }); } catch (e) {} try { await codemode.fs__move_file({}); return 'ran' } catch (e) { return e.name }",
             Contained,
         ),
+        case(
+            "String(codemode) is not a tool call",
+            "return typeof String(codemode)",
+            Returns(json!("string")),
+        )
+        .checked(no_calls),
+        case(
+            "JSON.stringify(codemode) is not a tool call",
+            "JSON.stringify(codemode); JSON.stringify({ c: codemode }); return 1",
+            Returns(json!(1)),
+        )
+        .checked(no_calls),
+        case(
+            "console.log(codemode) is not a tool call",
+            "console.log(codemode); console.log(`${codemode}`); return 1",
+            Returns(json!(1)),
+        )
+        .checked(no_calls),
+        case(
+            "awaiting codemode itself is not a tool call",
+            "const c = await codemode; return typeof c",
+            AnyResult,
+        )
+        .checked(no_calls),
+        case(
+            "coercing codemode is not a tool call",
+            "try { codemode + 1; +codemode; codemode == 1; } catch (e) {} return 1",
+            Returns(json!(1)),
+        )
+        .checked(no_calls),
         case(
             "a result settled twice",
             "const p = codemode.fs__list_allowed_directories({}); const a = await p; const b = await p; return a === b",

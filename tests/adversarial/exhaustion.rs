@@ -40,8 +40,13 @@ fn cases() -> Vec<Case> {
             Kind(MemoryLimit),
         ),
         case(
-            "memory: string doubling",
+            "memory: string doubling (QuickJS caps a string's length)",
             "let s = 'x'; for (;;) s += s;",
+            Kind(Exception),
+        ),
+        case(
+            "memory: ever more long strings",
+            "const a = []; const s = 'x'.repeat(1 << 20); for (;;) a.push(s + a.length);",
             Kind(MemoryLimit),
         ),
         case(
@@ -139,6 +144,16 @@ fn cases() -> Vec<Case> {
             "arguments over the limit are a catchable rejection",
             "try { await codemode.fs__read_text_file({ path: 'x'.repeat(9 << 20) }); } catch (e) { return e.name } return 'sent'",
             AnyResult,
+        ),
+        case(
+            "search_tools with a 500 KB query, six times",
+            "const q = 'echo '.repeat(1e5); let n = 0; for (let i = 0; i < 6; i++) await codemode.search_tools({ query: q }).catch(() => n++); return n",
+            Returns(json!(6)),
+        ),
+        case(
+            "get_tools with 100,000 names",
+            "try { await codemode.get_tools({ names: Array.from({ length: 100000 }, (_, i) => 'fs__' + i) }); return 'answered' } catch (e) { return e.name }",
+            Returns(json!("ToolError")),
         ),
         case(
             "sort with a comparator that lies",

@@ -157,10 +157,10 @@ impl Fixture {
                     "elicitationFallback": "deny",
                     "rules": [
                         { "tools": ["fs__write_file"],
-                          "when": { "/path": format!("^{}/protected/", regex_escape(&root_str)) },
+                          "whenPath": { "/path": [format!("{root_str}/protected"), format!("{root_str}/protected/**")] },
                           "disposition": "deny", "reason": "protected files" },
                         { "tools": ["fs__write_file"],
-                          "when": { "/path": format!("^{}/canary\\.txt$", regex_escape(&root_str)) },
+                          "whenPath": { "/path": [format!("{root_str}/canary.txt")] },
                           "disposition": "deny", "reason": "the canary" }
                     ]
                 } }
@@ -362,18 +362,6 @@ fn side_effects(root: &Path) -> Option<String> {
         return Some(format!("stray files in the root: {stray:?}"));
     }
     None
-}
-
-/// `s` with regex metacharacters escaped.
-fn regex_escape(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Runs `cases` on a fresh fixture in a runtime of its own; panics listing every failure.

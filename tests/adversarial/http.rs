@@ -36,7 +36,12 @@ impl Server {
         let config = json!({
             "evaluation": { "profiles": { "p": { "asklist": ["hitl_request"] } } },
             "server": {
-                "http": { "allowedOrigins": ["https://ok.example"] },
+                "http": {
+                    "allowedOrigins": ["https://ok.example"],
+                    "headerReadTimeout": "1s",
+                    "bodyReadTimeout": "1s",
+                    "maxSessionsPerClient": 8
+                },
                 "auth": { "tokens": [ { "name": "adv", "sha256": token_sha } ] }
             },
             "audit": { "dir": dir.join("audit") }
@@ -76,16 +81,25 @@ impl Server {
     }
 
     /// Sends `request` (bytes as written) on a new connection and reads until the server closes
-    /// it or 10 s pass: `(status, body)`, status 0 when the server closed without answering.
+    /// it or 20 s pass: `(status, body)`; status 0 when the server closed without answering, 1
+    /// when it kept the connection open that long without answering.
     fn send(&self, request: &[u8]) -> (u16, String) {
         let mut stream = TcpStream::connect(&self.addr).expect("connect");
         stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
+            .set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
         // A server may answer and close before reading everything (a body too big).
         let _ = stream.write_all(request);
         let mut response = Vec::new();
-        let _ = stream.read_to_end(&mut response);
+        if let Err(e) = stream.read_to_end(&mut response)
+            && matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            )
+        {
+            // Still open after 20 s: the server would wait forever.
+            return (1, String::from_utf8_lossy(&response).into_owned());
+        }
         let response = String::from_utf8_lossy(&response).into_owned();
         let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
         let status = head
@@ -178,6 +192,8 @@ enum Want {
     Refused,
     /// A 200 whose tool result `isError` is true and whose text contains this.
     ToolError(&'static str),
+    /// The server closes the connection without answering (it does not wait forever).
+    Closed,
 }
 
 struct HttpCase {
@@ -385,7 +401,7 @@ fn cases() -> Vec<HttpCase> {
             Want::Status(413),
         ),
         c(
-            "a body shorter than its Content-Length",
+            "a body that never finishes (shorter than its Content-Length)",
             |a| {
                 let mut r =
                     String::from_utf8(request(a, &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL], b"{}"))
@@ -393,7 +409,7 @@ fn cases() -> Vec<HttpCase> {
                 r = r.replacen("Content-Length: 2", "Content-Length: 200", 1);
                 r.into_bytes()
             },
-            Want::Refused,
+            Want::Status(408),
         ),
         c(
             "two Content-Length headers",
@@ -437,6 +453,14 @@ fn cases() -> Vec<HttpCase> {
                 .into_bytes()
             },
             Want::Status(404),
+        ),
+        c(
+            "a head that never finishes",
+            |a| {
+                format!("POST /mcp HTTP/1.1\r\nHost: {a}\r\nContent-Type: application/json\r\n")
+                    .into_bytes()
+            },
+            Want::Closed,
         ),
         c(
             "a forged requestState",
@@ -503,6 +527,7 @@ fn judge(want: &Want, status: u16, body: &str) -> Result<(), String> {
             Ok(())
         }
         Want::Refused if status == 0 || (400..500).contains(&status) => Ok(()),
+        Want::Closed if status == 0 => Ok(()),
         Want::Refused
             if status == 200
                 && (message(body)["error"].is_object()
@@ -527,6 +552,31 @@ fn judge(want: &Want, status: u16, body: &str) -> Result<(), String> {
             body.chars().take(300).collect::<String>()
         )
     })
+}
+
+/// An `initialize` (protocol 2025-11-25: a legacy session).
+fn initialize(addr: &str) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "flood", "version": "0"}}})
+    .to_string();
+    request(addr, &[JSON, ACCEPT, AUTH], body.as_bytes())
+}
+
+/// 10,000 `initialize` requests once added 477 MB: sessions are capped per client (8 here),
+/// the rest get `429`, and the server still answers evals.
+#[test]
+fn a_session_flood_is_capped() {
+    let server = Server::start();
+    let mut statuses = std::collections::BTreeMap::new();
+    for _ in 0..40 {
+        let (status, _) = server.send(&initialize(&server.addr));
+        *statuses.entry(status).or_insert(0) += 1;
+    }
+    assert_eq!(statuses, [(200, 8), (429, 32)].into_iter().collect());
+    let (status, body) = server.send(&eval_request(&server.addr, "return 1 + 1", json!({})));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(message(&body)["result"]["structuredContent"]["result"], 2);
 }
 
 #[test]
