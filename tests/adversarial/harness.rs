@@ -128,10 +128,6 @@ impl Asker for RecordingAsker {
 pub const CANARY: &str = "canary: unchanged\n";
 
 impl Fixture {
-    pub async fn start(name: &str) -> Fixture {
-        Fixture::start_with(name, false).await
-    }
-
     /// The fixture, plus (with `nasty`) the misbehaving upstream `nasty` (`nasty_server.py`).
     pub async fn start_with(name: &str, nasty: bool) -> Fixture {
         peers::ensure_installed();
@@ -291,7 +287,10 @@ impl Fixture {
         if let Some(check) = case.check {
             let probe = Probe {
                 outcome,
-                text: codemode_host::server::result::render(outcome),
+                text: codemode_host::server::result::render(
+                    outcome,
+                    codemode_policies::DEFAULT_RESULT_TEXT as usize,
+                ),
                 asked,
                 audit_calls: &calls,
             };
