@@ -59,7 +59,7 @@
   function callEncoded(name, hostName, args) {
     let json;
     try {
-      json = toJsonNoting(args, `the arguments of codemode.${name}`);
+      json = toJsonNoting(args, name);
     } catch (e) {
       return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable: ${e.message}`));
     }
@@ -83,6 +83,7 @@
   // The error a failed call rejects with, from the host's JSON description of it. Its stack is
   // the call's site (`line`:`column` of the compiled code, 0 when unknown): the frames that led
   // to the call are gone by the time the host answers.
+  const PLAIN_NAME = /^[\w$-]{1,64}$/;
   function rejection(name, json, line, column) {
     let error;
     let value;
@@ -104,45 +105,39 @@
     }
     if (line > 0) {
       // The frame names the tool when its name is a plain identifier-like one (anything else
-      // could hold text that reads like a position).
-      const tool = /^[\w$-]{1,64}$/.test(name) ? `codemode.${name}` : "codemode[…]";
-      Object.defineProperty(error, "stack", {
-        value: `    at ${tool} (${FILE}:${line}:${column})\n`,
-        writable: true,
-        configurable: true,
-      });
+      // could hold text that reads like a position). `stack` is the error's own data property.
+      const tool = PLAIN_NAME.test(name) ? `codemode.${name}` : "codemode[…]";
+      error.stack = `    at ${tool} (${FILE}:${line}:${column})\n`;
     }
     return error;
   }
 
   // A promise in a result (or tool arguments) is sent as `{}`: almost always a missing `await`.
-  // While `encoding` names what is being encoded, each promise JSON.stringify meets is noted.
-  let encoding = null;
-  let promiseKeys = [];
+  // JSON.stringify calls this `toJSON` for each promise it meets: it counts them (and keeps the
+  // first one's key) for `toJsonNoting`, which resets the count before it encodes; nothing is
+  // allocated when there is none.
+  let promises = 0;
+  let firstPromiseKey = "";
   Object.defineProperty(Promise.prototype, "toJSON", {
     value: function toJSON(key) {
-      if (encoding !== null) promiseKeys.push(key);
+      if (promises++ === 0) firstPromiseKey = key;
       return this;
     },
     writable: true,
     configurable: true,
   });
-  // JSON text of `value`, noting the promises in it (see `encoding`): what `toJson` returns.
+  // JSON text of `value` as `toJson` gives it, with a warning when it held a promise; `what` is
+  // the tool whose arguments it is, null for the result.
   function toJsonNoting(value, what) {
-    encoding = what;
-    promiseKeys = [];
-    try {
-      return toJson(value);
-    } finally {
-      encoding = null;
-      if (promiseKeys.length > 0) {
-        const where = promiseKeys[0] === "" ? "" : ` (at key \`${promiseKeys[0]}\`)`;
-        const count = promiseKeys.length === 1 ? "a Promise" : `${promiseKeys.length} Promises, the first`;
-        const verb = what === "the result" ? "contains" : "contain";
-        hostWarn(wellFormed(`${what} ${verb} ${count}${where}, which is sent as {}: did you forget \`await\`?`));
-        promiseKeys = [];
-      }
+    promises = 0;
+    const json = toJson(value);
+    if (promises > 0) {
+      const where = firstPromiseKey === "" ? "" : ` (at key \`${firstPromiseKey}\`)`;
+      const count = promises === 1 ? "a Promise" : `${promises} Promises, the first`;
+      const subject = what === null ? "the result contains" : `the arguments of codemode.${what} contain`;
+      hostWarn(wellFormed(`${subject} ${count}${where}, which is sent as {}: did you forget \`await\`?`));
     }
+    return json;
   }
 
   // A script that meant to call a tool whose name has a dash, `codemode.a-b(...)`, computed
@@ -263,7 +258,7 @@
     if (value === undefined) value = null;
     let json;
     try {
-      json = toJsonNoting(value, "the result");
+      json = toJsonNoting(value, null);
     } catch (e) {
       fail(new TypeError(`the result is not JSON-serialisable: ${e.message}`), "exception");
       return;
