@@ -414,17 +414,6 @@ async fn red_team_odd_names_and_shifting_arguments_are_decided_on_what_the_tool_
             denied("fs__delete"),
             ("fs__delete", CallStatus::Denied),
         ),
-        // JS protocol names are tool names like any other, and the profile decides them.
-        (
-            "return await codemode['toJSON']({})",
-            denied("toJSON"),
-            ("toJSON", CallStatus::Denied),
-        ),
-        (
-            "return await codemode['constructor']({})",
-            denied("constructor"),
-            ("constructor", CallStatus::Denied),
-        ),
         // Arguments that change between reads: the policy sees what the tool gets.
         (
             "let n = 0; const a = { get path() { return n++ === 0 ? '/etc/passwd' : '/tmp/ok'; } };\nreturn await codemode.fs__write(a)",
@@ -465,6 +454,20 @@ async fn red_team_odd_names_and_shifting_arguments_are_decided_on_what_the_tool_
             .map(|c| (c.tool.as_str(), c.status))
             .collect();
         assert_eq!(rows, [(*tool, *status)], "{code}");
+    }
+    // The names JavaScript looks up by itself are never tools (guest/src/namespace.rs): reading
+    // them gives `undefined`, so calling them is a TypeError and no call reaches the policy.
+    for name in ["toJSON", "constructor", "then"] {
+        let code = format!(
+            "try {{ return await codemode['{name}']({{}}) }} catch (e) {{ return e.name }}"
+        );
+        let host = PolicyToolHost::builder(inner.clone())
+            .profile(Some(profile.clone()))
+            .preview(Arc::new(extract_tool_calls(&code)))
+            .build();
+        let outcome = runtime.eval(&code, &EvalOptions::default(), &host).await;
+        assert_eq!(outcome.result, json!("TypeError"), "{code}: {outcome:?}");
+        assert!(outcome.tool_calls.is_empty(), "{code}: {outcome:?}");
     }
     let got = received.lock().unwrap().clone();
     assert_eq!(
