@@ -161,10 +161,12 @@ pub use config::{
     DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, ServerConfig, ServerTransport,
     UnknownProfile,
 };
+// Server entries as MCP clients write them (issue 16 §7).
 pub use config::{
     AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
     TokenSettings,
 };
+pub use config::{ConfigWarning, DEFAULT_SERVER_START_TIMEOUT};
 pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use preview::{
