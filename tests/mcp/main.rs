@@ -26,6 +26,7 @@ mod hitl_gateway;
 mod in_process;
 mod reload;
 mod sessions;
+mod startup;
 mod typescript;
 mod upstream;
 mod upstream_elicitation;
