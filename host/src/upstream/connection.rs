@@ -423,3 +423,55 @@ async fn deadline<F: Future>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::UpstreamStatus;
+
+    fn status(
+        connected: bool,
+        starting: bool,
+        tools: usize,
+        error: Option<&str>,
+    ) -> UpstreamStatus {
+        UpstreamStatus {
+            name: "s".into(),
+            connected,
+            tools,
+            last_error: error.map(str::to_string),
+            pid: None,
+            connects: 0,
+            starting,
+        }
+    }
+
+    #[test]
+    fn summaries_say_up_starting_or_down_with_a_neutralised_reason() {
+        let long = "x".repeat(500);
+        let cases = [
+            (status(true, false, 2, None), "s (2 tools)".to_string()),
+            (status(true, false, 1, None), "s (1 tool)".to_string()),
+            (status(true, false, 0, None), "s (0 tools)".to_string()),
+            (status(false, true, 0, None), "s (starting)".to_string()),
+            (
+                status(false, false, 0, Some("bad\n\u{1b}[2Kthing")),
+                "s (down: bad\\n\\u001b[2Kthing)".to_string(),
+            ),
+            (
+                status(false, false, 3, Some("closed")),
+                "s (3 tools, down: closed)".to_string(),
+            ),
+            (
+                status(false, false, 0, None),
+                "s (down: not connected)".to_string(),
+            ),
+            (
+                status(false, false, 0, Some(&long)),
+                format!("s (down: {}…)", "x".repeat(400)),
+            ),
+        ];
+        for (status, want) in cases {
+            assert_eq!(status.summary(), want);
+        }
+    }
+}
