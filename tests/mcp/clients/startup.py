@@ -47,7 +47,7 @@ async def main() -> dict:
         if isinstance(message, ToolListChangedNotification):
             notified[0] += 1
 
-    async with connect(None, message_handler=on_message) as client:
+    async with connect(None, ready=False, message_handler=on_message) as client:
         events.append("initialized")
         assert not os.path.exists(GATE)
         out["servers_at_start"] = await servers(client)
