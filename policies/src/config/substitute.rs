@@ -9,9 +9,12 @@
 use std::fmt;
 use std::sync::Arc;
 
+/// A variable's value by name (`None`: unset).
+type LookupFn = dyn Fn(&str) -> Option<String> + Send + Sync;
+
 /// Where variables are read: the process environment, or a function (tests, embedders).
 #[derive(Clone)]
-pub(crate) struct EnvLookup(Arc<dyn Fn(&str) -> Option<String> + Send + Sync>);
+pub(crate) struct EnvLookup(Arc<LookupFn>);
 
 impl EnvLookup {
     pub(crate) fn new(lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
