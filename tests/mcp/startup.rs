@@ -22,7 +22,8 @@ fn config(scratch: &Scratch) -> Value {
             "slow": {"command": "sh", "args": slow_args, "startTimeoutSeconds": 90},
             "broken": {"command": "sh", "args": ["-c", "printf 'no API key configured\\033[2K (set KEY)\\n' >&2; exit 1"]},
             "time": stdio_server(peers::time_server_cmd()),
-        }
+        },
+        "evaluation": {"profiles": {"asks": {"asklist": ["slow__*"], "elicitationFallback": "deny"}}}
     })
 }
 
@@ -45,6 +46,12 @@ fn serve_answers_first_and_upstreams_arrive_later() {
         &json!({"is_error": obs["slow_call"]["is_error"], "ok": obs["slow_call"]["structured"]["ok"],
                 "result": obs["slow_call"]["structured"]["result"]}),
         &json!({"is_error": false, "ok": true, "result": "UTC"}),
+    );
+    // Decided by the profile once slow's tools were known: asked (and, with no human, denied).
+    assert_json(
+        "the asked call made while slow was starting",
+        &obs["asked_call"],
+        &json!({"name": "ToolCallDeniedError", "reason": "elicitation_unsupported"}),
     );
     // The middle (how the handshake failed) is rmcp's and depends on the race between the
     // child exiting and the request being written; the start and the child's own line are ours.

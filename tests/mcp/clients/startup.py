@@ -12,6 +12,9 @@ stderr and exits 1. The client records the ORDER of events:
      the eval then succeeds;
   3. `list_changed`: the first tools/list_changed notification after the gate (slow came up);
   4. `tool_listed`: the description lists `slow (2 tools)`.
+The same call under the profile `asks` (asklist slow__*, no human to ask → deny) made while
+`slow` is starting is denied: the profile decides it once slow's tools are known, it is not
+waved through as a call to an unknown tool.
 `broken` is listed as down with its neutralised last stderr line, and `search_tools` (as an MCP
 tool and from a script) reports it under `unavailable`.
 """
@@ -27,6 +30,10 @@ from harness import call, connect, evaluate, log, run, wait_until
 GATE = os.path.join(os.environ["CODEMODE_DIR"], "gate")
 
 CALL_SLOW = 'return (await codemode.slow__get_current_time({ timezone: "UTC" })).timezone;'
+ASKED_SLOW = """
+try { await codemode.slow__get_current_time({ timezone: "UTC" }); return "ran without asking"; }
+catch (e) { return { name: e.name, reason: e.reason }; }
+"""
 SEARCH_IN_SCRIPT = 'const r = await codemode.search_tools({ query: "time" }); return r.unavailable;'
 
 
@@ -52,6 +59,9 @@ async def main() -> dict:
         assert not os.path.exists(GATE)
         out["servers_at_start"] = await servers(client)
         slow_call = asyncio.ensure_future(evaluate(client, CALL_SLOW))
+        # Under `asks` (which asks about slow__*; this client cannot be asked, so: deny), the
+        # call must be decided once slow's tools are known, not waved through as unknown.
+        asked_call = asyncio.ensure_future(evaluate(client, ASKED_SLOW, "codemode_eval_asks"))
         # `time` comes up and `broken` goes down meanwhile (each with its own notification).
         for _ in range(2400):
             listed = await servers(client)
@@ -60,10 +70,12 @@ async def main() -> dict:
             await asyncio.sleep(0.05)
         out["servers_before_gate"] = listed
         assert not slow_call.done(), "the call to slow finished before slow could start"
+        assert not asked_call.done(), "the asked call to slow finished before slow could start"
         before_gate = notified[0]
         open(GATE, "w").close()
         events.append("gate_opened")
         out["slow_call"] = await slow_call
+        out["asked_call"] = (await asked_call)["structured"].get("result")
         await wait_until(lambda: notified[0] > before_gate, "tools/list_changed after the gate")
         events.append("list_changed")
         while "slow (2 tools)" not in await servers(client):
