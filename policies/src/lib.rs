@@ -48,8 +48,9 @@
 //!
 //! # The configuration file
 //!
-//! One JSON document, shared with the MCP side (which reads `mcpServers`). Every section is
-//! optional; unknown keys are errors, so is a key given twice in one object, and
+//! One JSON document (comments and trailing commas allowed), shared with the MCP side (which
+//! reads `mcpServers`). Every section is optional; unknown keys are errors, so is a key given
+//! twice in one object, and
 //! [`Config::from_json_str`] reports every problem with its JSON path ([`ConfigErrors`]).
 //!
 //! ```json
@@ -78,7 +79,11 @@
 //!
 //! - `mcpServers` (alias `servers`, not both): by name (`^[A-Za-z0-9_-]{1,64}$`, no `__`),
 //!   either stdio (`command`, optional `args`, `env`, `cwd`) or HTTP (`url`, optional
-//!   `headers`), with an optional `timeoutSeconds` per call (default 60). See [`ServerConfig`].
+//!   `headers`), with an optional `timeoutSeconds` per call (default 60) and
+//!   `startTimeoutSeconds` (default 30). Entries as MCP clients write them read as they are:
+//!   `type`, `disabled`, `autoApprove`/`alwaysAllow` (ignored, with a [`ConfigWarning`]),
+//!   `${VAR}`/`${env:VAR}`/`${VAR:-default}` in `args`, `env`, `headers`, `url`; `"type": "sse"`
+//!   is refused. See [`ServerConfig`] and [`Config::from_json_str_with_env`].
 //! - `evaluation`: profiles by name (`^[A-Za-z0-9_]{1,32}$`) and the `defaultProfile`. Evals
 //!   are unrestricted unless a profile is requested or `defaultProfile` is set
 //!   ([`Config::resolve_profile`]).
@@ -166,10 +171,12 @@ pub use config::{
     DEFAULT_RESULT_TEXT, DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, MIN_RESULT_TEXT,
     ServerConfig, ServerTransport, UnknownProfile,
 };
+// Server entries as MCP clients write them (issue 16 §7).
 pub use config::{
     AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
     TokenSettings,
 };
+pub use config::{ConfigWarning, DEFAULT_SERVER_START_TIMEOUT};
 pub use config::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
 pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};

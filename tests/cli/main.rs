@@ -2,6 +2,7 @@
 //! and the terminal approval prompt (in a real pseudo-terminal).
 
 mod approve;
+mod clients;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 fn codemode() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_codemode"));
     // The compiled guest is cached per user; tests share the default cache.
-    cmd.env_remove("RUST_LOG");
+    cmd.env_remove("RUST_LOG").env_remove("CODEMODE_CONFIG");
     cmd
 }
 

@@ -28,6 +28,7 @@ mod in_process;
 mod reload;
 mod results;
 mod sessions;
+mod startup;
 mod typescript;
 mod upstream;
 mod upstream_elicitation;

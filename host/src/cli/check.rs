@@ -74,6 +74,7 @@ pub fn config(command: ConfigCommand) -> ExitCode {
     match command {
         ConfigCommand::Check { file } => match Config::load(&file) {
             Ok(config) => {
+                super::print_config_warnings(&file.display().to_string(), &config);
                 let stdout = std::io::stdout();
                 let _ = writeln!(
                     stdout.lock(),

@@ -48,14 +48,16 @@ pub struct RunArgs {
     max_tool_calls: Option<u64>,
 
     /// A config file: its `mcpServers` become the script's tools (`codemode.<server>__<tool>`),
-    /// its profiles apply, its limits are the defaults. Without it, no tools exist.
+    /// its profiles apply, its limits are the defaults. Default: `$CODEMODE_CONFIG` when set;
+    /// without either, no tools exist. The script runs once every server has started or
+    /// failed to (each within its `startTimeoutSeconds`).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
     /// Run under this profile of the config (default: its `defaultProfile`, else unrestricted).
     /// Calls the profile asks about are put to you on the terminal when stdin is one; otherwise
     /// the profile's `elicitationFallback` decides.
-    #[arg(long, value_name = "NAME", requires = "config")]
+    #[arg(long, value_name = "NAME")]
     profile: Option<String>,
 }
 
@@ -96,11 +98,18 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let config = match &args.config {
-        Some(path) => match load_config(Some(path)) {
+    let config = match super::config_path(args.config.as_deref()) {
+        Some(path) => match load_config(Some(&path)) {
             Ok(c) => Some(c),
             Err(code) => return code,
         },
+        None if args.profile.is_some() => {
+            eprintln!(
+                "codemode: --profile needs a config: give --config FILE or set {}",
+                super::CONFIG_ENV
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
         None => None,
     };
     let options = options(&args, config.as_ref());
@@ -109,7 +118,10 @@ pub async fn run(args: RunArgs) -> ExitCode {
     runtime_config
         .max_concurrent_evals(2)
         .max_memory(options.memory.max(64 << 20));
-    let runtime = match Runtime::new(&runtime_config) {
+    let progress = CompileProgress::on_terminal(&mut runtime_config);
+    let runtime = Runtime::new(&runtime_config);
+    progress.done();
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             // `{:#}`: the error and its causes (wasmtime's, say), on one line.
@@ -178,6 +190,39 @@ pub async fn run(args: RunArgs) -> ExitCode {
         pool.shutdown().await;
     }
     report(&display_name, &outcome, args.json)
+}
+
+/// The one-line "compiling" message of a cold module cache: shown on stderr while the guest
+/// compiles, only when stderr is a terminal (a log file or a client gets nothing), and erased
+/// when the compile is done.
+struct CompileProgress(Option<Arc<std::sync::atomic::AtomicBool>>);
+
+impl CompileProgress {
+    fn on_terminal(config: &mut RuntimeConfig) -> Self {
+        use std::io::IsTerminal;
+        if !std::io::stderr().is_terminal() {
+            return CompileProgress(None);
+        }
+        let shown = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = shown.clone();
+        config.on_compile(move || {
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            let where_ = codemode_runtime::default_cache_dir()
+                .map(|d| format!(", cached in {}", d.display()))
+                .unwrap_or_default();
+            eprint!("codemode: compiling the sandbox (first run only{where_})…");
+        });
+        CompileProgress(Some(shown))
+    }
+
+    /// Erases the line if it was shown (carriage return, then clear to the end of the line).
+    fn done(self) {
+        if let Some(shown) = self.0
+            && shown.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            eprint!("\r\x1b[2K");
+        }
+    }
 }
 
 /// Prints the outcome: JSON on stdout with `--json`; otherwise [`human`].

@@ -13,8 +13,9 @@ use crate::server::{self, ServerState};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The config file (JSON). Without it, the embedded default config is used (see README).
-    /// The file is watched: valid changes apply at once, invalid ones are reported and ignored.
+    /// The config file (JSON, comments allowed). Default: `$CODEMODE_CONFIG` when set, else the
+    /// embedded default config (see README). The file is watched: valid changes apply at once,
+    /// invalid ones are reported and ignored.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
@@ -121,7 +122,8 @@ fn parse_listen_address(text: &str) -> Result<SocketAddr, String> {
 }
 
 pub async fn serve(args: ServeArgs) -> ExitCode {
-    let config = match load_config(args.config.as_deref()) {
+    let config_path = super::config_path(args.config.as_deref());
+    let config = match load_config(config_path.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -165,8 +167,8 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         },
         None => None,
     };
-    let state = ServerState::new(runtime, config, args.config.clone()).await;
-    let _watcher = match &args.config {
+    let state = ServerState::new(runtime, config, config_path.clone()).await;
+    let _watcher = match &config_path {
         Some(path) => match server::reload::watch(state.clone(), path.clone()) {
             Ok(w) => Some(w),
             Err(e) => {

@@ -135,7 +135,8 @@ impl ServerHandler for CodemodeServer {
                 } else {
                     tools::get_tools(&catalog, &args)
                 }
-                .map(|v| tools::mark_asked(v, &asked));
+                .map(|v| tools::mark_asked(v, &asked))
+                .map(|v| tools::mark_unavailable(v, &self.state.upstreams));
                 Ok(match result {
                     Ok(value) => {
                         let text = if name == GET_TOOLS {

@@ -67,23 +67,14 @@ impl CodemodeServer {
         tools
     }
 
-    /// `server (N tools)` for each upstream server, for the eval tools' descriptions.
+    /// `server (N tools)` for each upstream server, or its state when it is not up
+    /// (`starting`, `down: <why>`), for the eval tools' descriptions.
     fn namespaces(&self) -> Vec<String> {
-        let mut counts: std::collections::BTreeMap<String, usize> = self
-            .state
-            .config()
-            .servers
-            .keys()
-            .map(|k| (k.clone(), 0))
-            .collect();
-        for (name, _) in self.state.upstreams.tools() {
-            if let Some((server, _)) = name.split_once("__") {
-                *counts.entry(server.to_string()).or_default() += 1;
-            }
-        }
-        counts
-            .into_iter()
-            .map(|(s, n)| format!("{s} ({n} tools)"))
+        self.state
+            .upstreams
+            .status()
+            .iter()
+            .map(crate::upstream::UpstreamStatus::summary)
             .collect()
     }
 }

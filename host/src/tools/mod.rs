@@ -145,6 +145,31 @@ pub fn mark_asked(mut result: Value, asked: &[String]) -> Value {
     result
 }
 
+/// Adds `unavailable: [{server, state, error?}]` to a [`search_tools`] result when some
+/// upstream server is not up (`state`: `starting`, or `down` with the neutralised `error`), so
+/// that a search finding nothing of a server says why. Other results are returned as they are.
+pub fn mark_unavailable(mut result: Value, upstreams: &UpstreamPool) -> Value {
+    if result.get("results").is_none() {
+        return result;
+    }
+    let unavailable: Vec<Value> = upstreams
+        .status()
+        .iter()
+        .filter(|s| !s.connected)
+        .map(|s| {
+            if s.starting {
+                json!({"server": s.name, "state": "starting"})
+            } else {
+                json!({"server": s.name, "state": "down", "error": s.down_reason()})
+            }
+        })
+        .collect();
+    if !unavailable.is_empty() {
+        result["unavailable"] = Value::Array(unavailable);
+    }
+    result
+}
+
 /// `search_tools`: `{query, limit?}` → `{results: [{name, description, call, score}]}`.
 pub fn search_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError> {
     let query = args
@@ -247,6 +272,7 @@ impl ScriptTools {
             Ok(mark_asked(result, &asked))
         });
         match ranked.await {
+            Ok(Ok(result)) if search => Ok(mark_unavailable(result, &self.upstreams)),
             Ok(result) => result,
             Err(e) => Err(ToolError::failed(format!("`{name}` did not finish: {e}"))),
         }

@@ -12,6 +12,8 @@ mod gateway_keys;
 mod reader;
 mod sections;
 mod server;
+mod substitute;
+mod upstream;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +23,7 @@ use std::time::Duration;
 use crate::profile::Profile;
 
 pub use approvals::ApprovalsConfig;
-pub use error::{ConfigError, ConfigErrorKind, ConfigErrors};
+pub use error::{ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning};
 pub(crate) use evaluation::profile_from_json;
 pub use fairness::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
 pub use server::{
@@ -48,6 +50,9 @@ pub struct Config {
     /// How `serve --http` accepts requests (`server`): hosts, origins, auth. Default: loopback
     /// only, no auth.
     pub server: ServerSettings,
+    /// What the file says that codemode accepts but ignores (a client-only key such as
+    /// `autoApprove`, VS Code `inputs`), for the caller to show. Default: none.
+    pub warnings: Vec<ConfigWarning>,
 }
 
 /// The configuration [`Config::default`] stands for, as JSON: a starting point for a file.
@@ -73,10 +78,13 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
 impl Config {
     /// Parses and validates a configuration.
     ///
+    /// The text is JSON, with comments (`//`, `/* */`) and trailing commas allowed.
     /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
-    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), and `$schema`
-    /// (ignored, for editors). Every key is optional; unknown keys are
-    /// errors.
+    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `$schema`
+    /// (ignored, for editors) and `inputs` (VS Code's prompts: accepted, with a
+    /// [warning](Config::warnings) when non-empty). Every key is optional; unknown keys are
+    /// errors. `${VAR}` references in servers' `args`, `env`, `headers` and `url` are read
+    /// from the process environment.
     ///
     /// # Errors
     ///
@@ -86,7 +94,38 @@ impl Config {
     /// regexes, invalid names, a `defaultProfile` naming no profile, …
     pub fn from_json_str(json: &str) -> Result<Config, ConfigErrors> {
         let (value, key_order) = document::parse_ordered(json)?;
-        sections::config_from_value(&value, key_order)
+        sections::config_from_value(&value, key_order, substitute::EnvLookup::default())
+    }
+
+    /// [`Config::from_json_str`], reading the `${VAR}` references of servers through `env`
+    /// instead of the process environment (`None`: unset).
+    ///
+    /// ```
+    /// use codemode_policies::{Config, ConfigErrorKind, ServerTransport};
+    /// let json = r#"{"mcpServers": {"api": {"type": "http", "url": "${BASE:-http://localhost:3000}/mcp",
+    ///     "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}}}}"#;
+    /// let config = Config::from_json_str_with_env(json, |name| {
+    ///     (name == "API_TOKEN").then(|| "t0ken".to_string())
+    /// })
+    /// .unwrap();
+    /// let ServerTransport::Http { url, headers } = &config.servers["api"].transport else { panic!() };
+    /// assert_eq!(url, "http://localhost:3000/mcp");
+    /// assert_eq!(headers["Authorization"], "Bearer t0ken");
+    ///
+    /// let errors = Config::from_json_str_with_env(json, |_| None).unwrap_err();
+    /// assert_eq!(errors.errors[0].kind(), ConfigErrorKind::MissingEnv);
+    /// assert_eq!(errors.errors[0].path(), "mcpServers.api.headers.Authorization");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::from_json_str`].
+    pub fn from_json_str_with_env(
+        json: &str,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Result<Config, ConfigErrors> {
+        let (value, key_order) = document::parse_ordered(json)?;
+        sections::config_from_value(&value, key_order, substitute::EnvLookup::new(env))
     }
 
     /// Reads and parses the configuration file at `path`. Relative paths inside it (`audit.dir`,
@@ -150,10 +189,17 @@ pub struct ServerConfig {
     pub transport: ServerTransport,
     /// How long one call to it may take (`timeoutSeconds`). Default: [`DEFAULT_SERVER_TIMEOUT`].
     pub timeout: Duration,
+    /// How long starting it (spawn or dial, `initialize`, the first `tools/list`) may take
+    /// before the attempt counts as failed (`startTimeoutSeconds`); a call to one of its tools
+    /// made while it is still starting waits that long at most. Default:
+    /// [`DEFAULT_SERVER_START_TIMEOUT`].
+    pub startup_timeout: Duration,
 }
 
 /// The default of a server's `timeoutSeconds`: 60 seconds.
 pub const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default of a server's `startTimeoutSeconds`: 30 seconds.
+pub const DEFAULT_SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How to reach an MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -40,6 +40,7 @@ fn the_documented_example_parses() {
                 cwd: Some("/x".into()),
             },
             timeout: DEFAULT_SERVER_TIMEOUT,
+            startup_timeout: crate::DEFAULT_SERVER_START_TIMEOUT,
         }
     );
     assert_eq!(
@@ -50,6 +51,7 @@ fn the_documented_example_parses() {
                 headers: [("Authorization".to_string(), "Bearer x".to_string())].into(),
             },
             timeout: Duration::from_secs(5),
+            startup_timeout: crate::DEFAULT_SERVER_START_TIMEOUT,
         }
     );
     // `0` in the file means unlimited.
