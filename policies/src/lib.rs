@@ -137,6 +137,7 @@ mod enforce;
 mod preview;
 mod profile;
 mod risk;
+mod script;
 mod units;
 
 pub use approval::{
@@ -176,4 +177,5 @@ pub use profile::{
     DispositionKind, Fallback, MatchedBy, Profile, Rule,
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
+pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize};
 pub use units::{ParseUnitError, parse_duration, parse_size};
