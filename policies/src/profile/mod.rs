@@ -238,6 +238,11 @@ impl Rule {
         )
     }
 
+    /// Whether one of the rule's `tools` globs matches `tool` (its `when` conditions aside).
+    pub fn matches_tool(&self, tool: &str) -> bool {
+        self.tools.first_match(tool).is_some()
+    }
+
     /// Whether this rule decides a call of `tool` with `args`.
     pub fn matches(&self, tool: &str, args: &Value) -> bool {
         self.tools.first_match(tool).is_some() && self.when.iter().all(|c| c.matches(args))
