@@ -214,7 +214,7 @@ fn error_offset(ret: &ParserReturn<'_>) -> u32 {
         .next()
         .and_then(|d| {
             let label = d.labels.iter().find(|l| l.primary()).or(d.labels.first());
-            label.map(|l| u32::try_from(l.offset()).unwrap_or(u32::MAX))
+            label.map(|l| l.offset())
         })
         .unwrap_or(0)
 }

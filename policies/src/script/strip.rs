@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use oxc_ast::ast::{
     AccessorProperty, ArrowFunctionExpression, Class, ClassElement, Declaration,
-    ExportDefaultDeclarationKind, ExportSpecifier, FormalParameter, Function, ImportSpecifier,
+    ExportDefaultDeclarationKind, ExportSpecifier, FormalParameter, ImportSpecifier,
     MethodDefinition, MethodDefinitionType, ModuleDeclaration, PropertyDefinition,
     PropertyDefinitionType, Statement, TSAsExpression, TSClassImplements, TSNonNullExpression,
     TSSatisfiesExpression, TSThisParameter, TSTypeAnnotation, TSTypeAssertion,
@@ -23,7 +23,6 @@ use oxc_ast::ast::{
 use oxc_ast::ast::{Decorator, TSIndexSignature};
 use oxc_ast_visit::{Visit, walk};
 use oxc_span::{GetSpan, Span};
-use oxc_syntax::scope::ScopeFlags;
 
 /// Modifier keywords that exist only in TypeScript (blanked where they prefix a class member).
 const TS_MODIFIERS: &[&str] = &[
@@ -399,10 +398,6 @@ impl<'a> Visit<'a> for Stripper<'_> {
             self.blank_marker(it.id.span().end, t.span.start, b'!');
         }
         walk::walk_variable_declarator(self, it);
-    }
-
-    fn visit_function(&mut self, it: &Function<'a>, flags: ScopeFlags) {
-        walk::walk_function(self, it, flags);
     }
 
     fn visit_arrow_function_expression(&mut self, it: &ArrowFunctionExpression<'a>) {
