@@ -335,3 +335,63 @@ pub fn config(command: ConfigCommand) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Each call is decided in the order the runtime decides it: an unknown name first (the
+    /// profile is not consulted), then the profile's lists and rules; allowed calls are no
+    /// finding.
+    #[test]
+    fn findings_follow_the_order_calls_are_decided_in() {
+        let names: Vec<String> = [
+            "search_tools",
+            "fs__read",
+            "fs__write",
+            "fs__delete",
+            "gh__issue",
+        ]
+        .map(String::from)
+        .to_vec();
+        let profile = Profile::from_json(
+            "ro",
+            &json!({
+                "allowlist": ["fs__*", "search_tools"],
+                "denylist": ["fs__delete"],
+                "asklist": ["fs__write"],
+                "rules": [
+                    {"tools": ["fs__read"], "when": {"/path": "^/etc"}, "disposition": "ask"},
+                    {"tools": ["fs__wri*"], "disposition": "deny", "reason": "read-only"}
+                ]
+            }),
+        )
+        .unwrap();
+        let code = "await codemode.fs__read({});\nawait codemode.fs__write({});\n\
+                    await codemode.fs__delete({});\nawait codemode.gh__issue({});\n\
+                    await codemode.fs__raed({});\nawait codemode.search_tools({query: 'x'});";
+        let preview = extract_tool_calls(code);
+        let got: Vec<(u32, FindingKind, String)> = findings(&preview, &names, Some(&profile))
+            .into_iter()
+            .map(|f| (f.line, f.kind, f.message))
+            .collect();
+        let want = [
+            (1, FindingKind::DependsOnArguments, "`fs__read` may ask for approval under profile `ro`, depending on its arguments (rules[0])"),
+            (2, FindingKind::Denied, "`fs__write` is denied by profile `ro` (rules[1]): read-only"),
+            (3, FindingKind::Denied, "`fs__delete` is denied by profile `ro` (denylist glob `fs__delete`)"),
+            (4, FindingKind::Denied, "`gh__issue` is denied by profile `ro` (not in the allowlist)"),
+            (5, FindingKind::UnknownTool, "unknown tool `fs__raed`; did you mean `fs__read`?"),
+        ]
+        .map(|(l, k, m)| (l, k, m.to_string()));
+        assert_eq!(got, want);
+        // Without a profile, only the unknown name is a finding.
+        let kinds: Vec<FindingKind> = findings(&preview, &names, None)
+            .into_iter()
+            .map(|f| f.kind)
+            .collect();
+        assert_eq!(kinds, [FindingKind::UnknownTool]);
+        assert!(FindingKind::UnknownTool.fails() && FindingKind::Denied.fails());
+        assert!(!FindingKind::Asks.fails() && !FindingKind::DependsOnArguments.fails());
+    }
+}
