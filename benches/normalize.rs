@@ -1,12 +1,13 @@
 //! The cost of reading code as models write it ([`codemode_policies::normalize`]) on a typical
 //! 20-line script, paid once per eval before the sandbox starts: plain JavaScript (passed on
 //! unchanged) and the same script as fenced TypeScript (types blanked in place). The thread
-//! the parse runs on (a large stack, for deeply nested code) is part of the figure.
+//! the parse runs on (a large stack, for deeply nested code) is part of the figure, and is most
+//! of it: compare `eval_prework_*`, what an eval pays before and after code forms.
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use codemode_policies::normalize;
+use codemode_policies::{extract_tool_calls, normalize, normalize_with_preview};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const JS: &str = r#"const found = await codemode.search_tools({ query: "issues" });
@@ -64,6 +65,14 @@ fn normalize_bench(c: &mut Criterion) {
     });
     group.bench_function("fenced_ts_20_lines", |b| {
         b.iter(|| normalize(black_box(TS)).map(|c| c.len()))
+    });
+    // What an eval pays before the sandbox starts: before code forms, the preview alone; now
+    // the normalisation and the preview on one parsing thread.
+    group.bench_function("eval_prework_before_extract_tool_calls", |b| {
+        b.iter(|| extract_tool_calls(black_box(JS)).calls.len())
+    });
+    group.bench_function("eval_prework_normalize_with_preview", |b| {
+        b.iter(|| normalize_with_preview(black_box(JS)).map(|(_, p)| p.calls.len()))
     });
     group.finish();
 }

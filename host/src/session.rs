@@ -5,7 +5,7 @@
 //! *who* is calling and *how* the eval is governed with a [`GovernedEval`], then calls
 //! [`GovernedEval::run`]. It wires, in this order:
 //! 0. the code as written turned into the JavaScript the sandbox runs, at the same lines and
-//!    columns ([`normalize`]: a markdown fence, `export default`, TypeScript); a problem there
+//!    columns ([`normalize_with_preview`]: a markdown fence, `export default`, TypeScript); a problem there
 //!    is the eval's `syntax` error, and nothing runs;
 //! 1. the script's tools ([`ScriptTools`]: upstream tools and built-ins);
 //! 2. the policy layer in front of them ([`PolicyToolHost`]: the profile's dispositions, the
@@ -31,8 +31,8 @@ use std::sync::Arc;
 
 pub use codemode_policies::Caller;
 use codemode_policies::{
-    AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, PolicyToolHost, Profile,
-    SessionApprovals, extract_tool_calls, locate_syntax_error, normalize,
+    AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, PolicyToolHost, Preview, Profile,
+    SessionApprovals, locate_syntax_error, normalize_with_preview,
 };
 use codemode_runtime::{
     CancellationToken, EvalId, EvalOptions, EvalOutcome, EvalStats, NoTools, Runtime, ToolHost,
@@ -182,8 +182,8 @@ impl GovernedEval {
             started: std::time::Instant::now(),
             done: false,
         };
-        let script = match normalize(code) {
-            Ok(script) => script,
+        let (script, preview) = match normalize_with_preview(code) {
+            Ok(prepared) => prepared,
             Err(e) => {
                 let outcome = EvalOutcome {
                     ok: false,
@@ -198,7 +198,7 @@ impl GovernedEval {
                 return outcome;
             }
         };
-        let tools = self.tool_host(&script);
+        let tools = self.tool_host(preview);
         let mut outcome = self
             .runtime
             .eval_cancellable(self.id, &script, &self.options, &tools, cancel)
@@ -222,7 +222,7 @@ impl GovernedEval {
     }
 
     /// The script's tools behind the policy layer.
-    fn tool_host(&self, code: &str) -> PolicyToolHost {
+    fn tool_host(&self, preview: Preview) -> PolicyToolHost {
         let inner: Arc<dyn ToolHost> = match &self.upstreams {
             Some(upstreams) => Arc::new(
                 ScriptTools::new(
@@ -249,7 +249,7 @@ impl GovernedEval {
                 self.broker.clone(),
             )))
             .session_approvals(approvals)
-            .preview(Arc::new(extract_tool_calls(code)))
+            .preview(Arc::new(preview))
             .session_id(session_id)
             .caller(self.caller.clone());
         if let Some(audit) = &self.audit {

@@ -177,5 +177,5 @@ pub use profile::{
     DispositionKind, Fallback, MatchedBy, Profile, Rule,
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
-pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize};
+pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize, normalize_with_preview};
 pub use units::{ParseUnitError, parse_duration, parse_size};

@@ -175,7 +175,11 @@ fn extract_on_this_thread(code: &str) -> Preview {
             };
         }
     };
-    let code: &str = &code;
+    find_calls(&code)
+}
+
+/// The call sites of plain JavaScript (already normalised).
+pub(crate) fn find_calls(code: &str) -> Preview {
     let allocator = Allocator::default();
     let options = ParseOptions {
         allow_return_outside_function: true,

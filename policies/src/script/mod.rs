@@ -18,6 +18,7 @@ use oxc_ast_visit::Visit;
 use oxc_parser::{ParseOptions, Parser, ParserReturn};
 use oxc_span::SourceType;
 
+use crate::Preview;
 use crate::preview::lines::LineIndex;
 
 /// The language a fence names (```` ```ts ````), which decides which parse is tried first.
@@ -127,6 +128,35 @@ pub fn normalize(code: &str) -> Result<Cow<'_, str>, ScriptError> {
         // A parser panic is a bug in oxc: the sandbox gets the code as it is and reports.
         Ok(Err(_panic)) => Ok(Cow::Borrowed(code)),
         Err(_cannot_spawn) => Ok(Cow::Borrowed(code)),
+    }
+}
+
+/// [`normalize`], and the [`Preview`] of the resulting JavaScript, in one go: what an eval
+/// needs before it starts, for the cost of one parsing thread instead of two. The preview is
+/// the same as [`extract_tool_calls`](crate::extract_tool_calls) of `code` would give.
+///
+/// # Errors
+///
+/// As [`normalize`].
+pub fn normalize_with_preview(code: &str) -> Result<(Cow<'_, str>, Preview), ScriptError> {
+    if code.len() > MAX_NORMALIZE_BYTES {
+        return Ok((Cow::Borrowed(code), crate::extract_tool_calls(code)));
+    }
+    let spawned = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("codemode-normalize".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(s, || {
+                let script = normalize_on_this_thread(code)?;
+                let preview = crate::preview::find_calls(&script);
+                Ok((script, preview))
+            })
+            .map(|handle| handle.join())
+    });
+    match spawned {
+        Ok(Ok(result)) => result,
+        // A parser panic is a bug in oxc: the sandbox gets the code as it is and reports.
+        Ok(Err(_)) | Err(_) => Ok((Cow::Borrowed(code), crate::extract_tool_calls(code))),
     }
 }
 

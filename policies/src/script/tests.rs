@@ -365,3 +365,25 @@ fn a_script_error_is_the_sandbox_syntax_shape() {
     assert_eq!(e.message, "SyntaxError: Unexpected token");
     assert_eq!((e.line, e.column, e.stack), (Some(4), Some(2), None));
 }
+
+/// One thread for both: the same script and the same preview as the two calls apart.
+#[test]
+fn normalize_with_preview_agrees_with_the_two_calls() {
+    for code in [
+        "return await codemode.a__x({});",
+        "```ts\nconst r: number = await codemode.a__x<number>({});\nreturn r as number;\n```",
+        "export default async () => codemode['b-c']({});",
+        "enum E { A }",
+        "return (1;",
+    ] {
+        let (script, preview) = match normalize_with_preview(code) {
+            Ok(v) => v,
+            Err(e) => {
+                assert_eq!(normalize(code), Err(e), "{code:?}");
+                continue;
+            }
+        };
+        assert_eq!(Ok(script), normalize(code), "{code:?}");
+        assert_eq!(preview, crate::extract_tool_calls(code), "{code:?}");
+    }
+}
