@@ -4,6 +4,9 @@
 //! Every entry point (`codemode run`, the MCP server's eval tools, and any later one) describes
 //! *who* is calling and *how* the eval is governed with a [`GovernedEval`], then calls
 //! [`GovernedEval::run`]. It wires, in this order:
+//! 0. the code as written turned into the JavaScript the sandbox runs, at the same lines and
+//!    columns ([`normalize_with_preview`]: a markdown fence, `export default`, TypeScript); a problem there
+//!    is the eval's `syntax` error, and nothing runs;
 //! 1. the script's tools ([`ScriptTools`]: upstream tools and built-ins);
 //! 2. the policy layer in front of them ([`PolicyToolHost`]: the profile's dispositions, the
 //!    approver asking through the eval's [`Asker`] and the approval broker, the session's
@@ -30,12 +33,12 @@ use std::time::Duration;
 
 pub use codemode_policies::Caller;
 use codemode_policies::{
-    Approver, AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, PolicyToolHost, Profile,
-    SessionApprovals, extract_tool_calls, locate_syntax_error,
+    Approver, AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, PolicyToolHost, Preview,
+    Profile, SessionApprovals, locate_syntax_error, normalize_with_preview,
 };
 use codemode_runtime::{
-    CancellationToken, ErrorKind, EvalError, EvalId, EvalOptions, EvalOutcome, NoTools, Runtime,
-    ToolHost,
+    CancellationToken, ErrorKind, EvalError, EvalId, EvalOptions, EvalOutcome, EvalStats, NoTools,
+    Runtime, ToolHost,
 };
 
 use crate::approvals::{
@@ -204,14 +207,30 @@ impl GovernedEval {
             started: std::time::Instant::now(),
             done: false,
         };
+        let (script, preview) = match normalize_with_preview(code) {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                let outcome = EvalOutcome {
+                    ok: false,
+                    result: serde_json::Value::Null,
+                    error: Some(e.to_eval_error()),
+                    warnings: Vec::new(),
+                    logs: Vec::new(),
+                    tool_calls: Vec::new(),
+                    stats: EvalStats::default(),
+                };
+                guard.finish(&outcome);
+                return outcome;
+            }
+        };
         let tools = StartupGate {
-            inner: self.tool_host(code),
+            inner: self.tool_host(preview),
             upstreams: self.upstreams.clone(),
         };
         let mut outcome = match self.lifetime {
             None => {
                 self.runtime
-                    .eval_cancellable(self.id, code, &self.options, &tools, cancel)
+                    .eval_cancellable(self.id, &script, &self.options, &tools, cancel)
                     .await
             }
             Some(lifetime) => {
@@ -229,7 +248,7 @@ impl GovernedEval {
                 });
                 let mut outcome = self
                     .runtime
-                    .eval_cancellable(self.id, code, &self.options, &tools, &stop)
+                    .eval_cancellable(self.id, &script, &self.options, &tools, &stop)
                     .await;
                 timer.abort();
                 if expired.load(Ordering::SeqCst)
@@ -243,7 +262,7 @@ impl GovernedEval {
             }
         };
         if let Some(error) = outcome.error.as_mut() {
-            locate_syntax_error(code, error);
+            locate_syntax_error(&script, error);
         }
         guard.finish(&outcome);
         outcome
@@ -261,7 +280,7 @@ impl GovernedEval {
     }
 
     /// The script's tools behind the policy layer.
-    fn tool_host(&self, code: &str) -> PolicyToolHost {
+    fn tool_host(&self, preview: Preview) -> PolicyToolHost {
         let inner: Arc<dyn ToolHost> = match &self.upstreams {
             Some(upstreams) => Arc::new(
                 ScriptTools::new(
@@ -288,7 +307,7 @@ impl GovernedEval {
                 self.broker.clone(),
             ))))
             .session_approvals(approvals)
-            .preview(Arc::new(extract_tool_calls(code)))
+            .preview(Arc::new(preview))
             .session_id(session_id)
             .caller(self.caller.clone());
         if let Some(audit) = &self.audit {
@@ -605,5 +624,51 @@ mod tests {
         assert_eq!(error.kind, ErrorKind::Syntax);
         assert_eq!((error.line, error.column), (Some(2), Some(9)));
         assert_eq!(eval.caller(), &Caller::local());
+    }
+
+    /// Fenced TypeScript runs with its errors on the lines as written (the fence line counts);
+    /// a construct that needs more than stripping is a `syntax` outcome at its place, with the
+    /// eval still audited (the code's hash is that of the text as written).
+    #[tokio::test]
+    async fn typescript_in_a_fence_runs_at_the_lines_written() {
+        let runtime = runtime();
+        let code = "```ts\ninterface P { n: number }\nconst p: P = { n: 1 } satisfies P;\nthrow new Error(`n=${p!.n as number}`);\n```";
+        let outcome = GovernedEval::builder(runtime.clone())
+            .build()
+            .run(code, &CancellationToken::new())
+            .await;
+        let error = outcome.error.expect("the throw");
+        assert_eq!(error.kind, ErrorKind::Exception);
+        assert_eq!(error.message, "Error: n=1");
+        assert_eq!(error.line, Some(4));
+
+        let sink = Arc::new(MemoryAuditSink::new());
+        let eval = GovernedEval::builder(runtime)
+            .audit(Some(AuditTarget {
+                sink: sink.clone(),
+                include_args: false,
+            }))
+            .build();
+        let code = "const a = 1;\nenum E { A }\nreturn a;";
+        let outcome = eval.run(code, &CancellationToken::new()).await;
+        let error = outcome.error.expect("the enum");
+        assert_eq!(error.kind, ErrorKind::Syntax);
+        assert!(
+            error
+                .message
+                .starts_with("SyntaxError: TypeScript `enum` needs more than type stripping"),
+            "{}",
+            error.message
+        );
+        assert_eq!((error.line, error.column), (Some(2), Some(1)));
+        let records = sink.records();
+        let [AuditRecord::Eval(rec)] = records.as_slice() else {
+            panic!("{records:?}")
+        };
+        assert_eq!(rec.error_kind, Some(ErrorKind::Syntax));
+        assert_eq!(
+            rec.code_sha256,
+            codemode_policies::sha256_hex(code.as_bytes())
+        );
     }
 }

@@ -147,6 +147,7 @@ mod origin;
 mod preview;
 mod profile;
 mod risk;
+mod script;
 mod units;
 
 pub use approval::{
@@ -190,4 +191,5 @@ pub use profile::{
     DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
+pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize, normalize_with_preview};
 pub use units::{ParseUnitError, parse_duration, parse_size};

@@ -3,6 +3,7 @@
 
 mod approve;
 mod clients;
+mod codeforms;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -19,6 +19,7 @@ mod approvals;
 mod auth;
 mod browser;
 mod cancel;
+mod codeforms;
 mod core;
 mod discovery;
 mod fair;

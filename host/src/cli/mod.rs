@@ -46,7 +46,8 @@ enum Command {
     Run(run::RunArgs),
     /// Serve MCP (stdio, or streamable HTTP with --http): eval tools, search_tools, get_tools.
     Serve(serve::ServeArgs),
-    /// List the tool calls a script makes, found statically (nothing runs).
+    /// List the tool calls a script makes, found statically (nothing runs); with --config, report
+    /// unknown tools and calls the profile denies or asks about.
     Check(check::CheckArgs),
     /// Config files.
     #[command(subcommand)]
@@ -89,7 +90,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Serve(args) => serve::serve(args).await,
-            Command::Check(args) => check::check(args),
+            Command::Check(args) => check::check(args).await,
             Command::Config(command) => check::config(command),
             Command::Bench(args) => bench::bench(args),
             Command::Approve(args) => approve::approve(args).await,

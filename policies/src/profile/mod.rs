@@ -274,6 +274,11 @@ impl Rule {
         )
     }
 
+    /// Whether one of the rule's `tools` globs matches `tool` (its `when` conditions aside).
+    pub fn matches_tool(&self, tool: &str) -> bool {
+        self.tools.first_match(tool).is_some()
+    }
+
     /// Whether this rule decides a call of `tool` with `args`. A `whenPath` value that is not
     /// an absolute path once resolved ([`PathValue::Unjudgeable`]) fails closed: a rule that
     /// denies or asks applies, one that allows does not.
