@@ -26,7 +26,16 @@
     // writes `\u` escapes in lower case).
     if (json === undefined || json.indexOf("\\u") === -1) return json;
     if (!LONE_SURROGATE.test(json)) return json;
-    return JSON.stringify(value, (_key, v) => (typeof v === "string" ? wellFormed(v) : v));
+    // Values and keys alike: the host reads UTF-8, which has no lone surrogates.
+    return JSON.stringify(value, (_key, v) => {
+      if (typeof v === "string") return wellFormed(v);
+      if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
+      const keys = Object.keys(v);
+      if (keys.every((k) => wellFormed(k) === k)) return v;
+      const out = {};
+      for (const k of keys) out[wellFormed(k)] = v[k];
+      return out;
+    });
   }
 
   class ToolError extends Error {

@@ -15,6 +15,14 @@ fn no_fuel() -> EvalOptions {
     o
 }
 
+/// The fixture's options with the default 64 MiB of memory: room for arguments over the 8 MiB
+/// limit and their JSON.
+fn roomy() -> EvalOptions {
+    let mut o = Fixture::options();
+    o.memory(64 << 20);
+    o
+}
+
 fn cases() -> Vec<Case> {
     vec![
         case("busy loop runs out of fuel", "for (;;) {}", Kind(OutOfFuel)),
@@ -144,7 +152,8 @@ fn cases() -> Vec<Case> {
             "arguments over the limit are a catchable rejection",
             "try { await codemode.fs__read_text_file({ path: 'x'.repeat(9 << 20) }); } catch (e) { return e.name } return 'sent'",
             AnyResult,
-        ),
+        )
+        .with_options(roomy()),
         case(
             "search_tools with a 500 KB query, six times",
             "const q = 'echo '.repeat(1e5); let n = 0; for (let i = 0; i < 6; i++) await codemode.search_tools({ query: q }).catch(() => n++); return n",

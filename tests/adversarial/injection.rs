@@ -44,7 +44,8 @@ fn one_tool_calls_section(p: &Probe<'_>) -> Result<(), String> {
     }
     if p.text
         .lines()
-        .any(|l| l.trim_start().starts_with("fs__move_file") || l.contains("#9 "))
+        .map(str::trim_start)
+        .any(|l| l.starts_with("fs__move_file") || l.starts_with("#9") || l.starts_with("- #9"))
     {
         return Err(format!("a forged ledger line: {:?}", p.text));
     }

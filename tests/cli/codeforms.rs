@@ -17,7 +17,8 @@ fn run_json(code: &str) -> (Option<i32>, Value) {
 }
 
 /// A fenced TypeScript script throwing on line 4 of the text as written (the fence is line 1):
-/// the error is at line 4, the column QuickJS gives for the plain-JavaScript line.
+/// the error is at line 4, at the column of the last expression QuickJS evaluated there (the
+/// property read `.n`), exactly where it is in the plain JavaScript the types blank out to.
 #[test]
 fn fenced_typescript_errors_are_on_the_lines_written() {
     let code = "```ts\ninterface P { n: number }\nconst p: P = { n: 1 } satisfies P;\n\
@@ -26,13 +27,13 @@ fn fenced_typescript_errors_are_on_the_lines_written() {
     assert_eq!(status, Some(1));
     assert_eq!(
         outcome["error"],
-        json!({"kind": "exception", "message": "Error: n=1", "line": 4, "column": 11,
-               "stack": "    at <eval> (script.js:4:11)\n"})
+        json!({"kind": "exception", "message": "Error: n=1", "line": 4, "column": 25,
+               "stack": "    at <eval> (script.js:4:25)\n"})
     );
-    // The same line in plain JavaScript, without the fence and the types: the same place.
-    let (_, plain) = run_json("\n\nconst p = { n: 1 };\nthrow new Error(`n=${p.n}`);\n");
+    // The same text with the fence and the types blanked by hand: the same place.
+    let (_, plain) = run_json("\n\nconst p = { n: 1 };\nthrow new Error(`n=${p .n}`);\n");
     assert_eq!(plain["error"]["line"], 4);
-    assert_eq!(plain["error"]["column"], 11);
+    assert_eq!(plain["error"]["column"], 25);
 }
 
 /// A TypeScript syntax error is reported at its place in the user's text, in the sandbox's
