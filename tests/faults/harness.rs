@@ -24,7 +24,9 @@ impl World {
     /// Writes `config(dir)` to `<dir>/codemode.json` and starts `codemode serve --http` on it.
     pub fn start(name: &str, config: impl FnOnce(&Path) -> Value) -> Self {
         peers::ensure_installed();
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("faults").join(name);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("faults")
+            .join(name);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create the scratch dir");
         let path = dir.join("codemode.json");
@@ -41,6 +43,19 @@ impl World {
     /// Every record of the audit log (`<dir>/audit/*.jsonl`).
     pub fn audit(&self) -> Vec<Value> {
         audit_records(&self.dir.join("audit"))
+    }
+
+    /// The audit log once it has at least `evals` eval records (the writer writes on a thread
+    /// of its own, a moment after the eval answered).
+    pub fn audit_with_evals(&self, evals: usize) -> Vec<Value> {
+        let started = Instant::now();
+        loop {
+            let records = self.audit();
+            if eval_records(&records).len() >= evals || started.elapsed() > PATIENCE {
+                return records;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Waits until `<dir>/<file>` exists and has at least `lines` lines; returns them.
@@ -64,10 +79,10 @@ impl World {
         }
     }
 
-    /// Waits until the server's stderr has a line containing `text`.
-    pub fn await_log(&self, text: &str) {
+    /// Waits until the server's stderr has `count` lines containing `text`.
+    pub fn await_log(&self, text: &str, count: usize) {
         let started = Instant::now();
-        while !self.server.log_tail().contains(text) {
+        while self.server.log_lines_containing(text) < count {
             assert!(
                 started.elapsed() < PATIENCE,
                 "the server never logged `{text}`:\n{}",
@@ -127,7 +142,9 @@ pub fn slow_server(dir: &Path) -> Value {
 /// not, or the transport/protocol error in words.
 pub async fn eval(url: &str, protocol: Protocol, code: &str) -> Result<Value, String> {
     let mut client = Client::connect(url, protocol).await?;
-    let outcome = client.call_tool_outcome("eval", json!({ "code": code })).await;
+    let outcome = client
+        .call_tool_outcome("eval", json!({ "code": code }))
+        .await;
     client.close().await;
     outcome.map(|result| result["structuredContent"].clone())
 }

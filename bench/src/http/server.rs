@@ -14,8 +14,10 @@ pub const NODE_VM_PEER: &str = include_str!("../../peer/node-vm-server.cjs");
 
 /// Longest a server may take to print its address.
 const START_DEADLINE: Duration = Duration::from_secs(60);
-/// Stderr lines kept for error messages.
-const KEPT_LINES: usize = 40;
+/// Stderr lines kept (the oldest go first past this).
+const KEPT_LINES: usize = 10_000;
+/// Stderr lines shown in error messages.
+const TAIL_LINES: usize = 40;
 
 /// A server child process, killed when dropped.
 pub struct Server {
@@ -121,7 +123,14 @@ impl Server {
 
     /// The last lines the server printed on stderr.
     pub fn log_tail(&self) -> String {
-        self.log.lock().expect("log lock").join("\n")
+        let log = self.log.lock().expect("log lock");
+        log[log.len().saturating_sub(TAIL_LINES)..].join("\n")
+    }
+
+    /// How many of the lines the server printed on stderr contain `text`.
+    pub fn log_lines_containing(&self, text: &str) -> usize {
+        let log = self.log.lock().expect("log lock");
+        log.iter().filter(|l| l.contains(text)).count()
     }
 
     /// Sends `SIGTERM` and waits for the exit; returns the status and how long it took.
