@@ -7,6 +7,7 @@
 
 mod harness;
 
+mod disconnect;
 mod load;
 mod reload;
 mod upstream;

@@ -57,6 +57,7 @@ pub struct Client {
     /// The legacy session's id.
     session: Option<String>,
     next_id: u64,
+    capabilities: Value,
 }
 
 impl Client {
@@ -66,6 +67,19 @@ impl Client {
     /// # Errors
     /// When the connection or the session cannot be opened.
     pub async fn connect(url: &str, protocol: Protocol) -> Result<Self, String> {
+        Self::connect_with(url, protocol, json!({})).await
+    }
+
+    /// [`Client::connect`] declaring `capabilities` (e.g. `{"elicitation": {}}`): in
+    /// `initialize` for a legacy session, in every request's `_meta` for stateless requests.
+    ///
+    /// # Errors
+    /// When the connection or the session cannot be opened.
+    pub async fn connect_with(
+        url: &str,
+        protocol: Protocol,
+        capabilities: Value,
+    ) -> Result<Self, String> {
         let rest = url
             .strip_prefix("http://")
             .ok_or_else(|| format!("only http:// URLs are supported, got `{url}`"))?;
@@ -89,6 +103,7 @@ impl Client {
             protocol,
             session: None,
             next_id: 0,
+            capabilities,
         };
         if protocol == Protocol::Legacy {
             client.initialize().await?;
@@ -99,7 +114,7 @@ impl Client {
     async fn initialize(&mut self) -> Result<(), String> {
         let params = json!({
             "protocolVersion": "2025-11-25",
-            "capabilities": {},
+            "capabilities": self.capabilities,
             "clientInfo": {"name": "codemode-bench", "version": env!("CARGO_PKG_VERSION")}
         });
         let (headers, _) = self.post("initialize", None, params).await?;
@@ -125,15 +140,19 @@ impl Client {
         if result.get("isError") == Some(&Value::Bool(true)) {
             return Err(format!("error result: {}", short(&result)));
         }
+        if let Some(kind) = result.get("resultType").and_then(Value::as_str)
+            && kind != "complete"
+        {
+            return Err(format!("result type `{kind}`: {}", short(&result)));
+        }
         Ok(result)
     }
 
-    /// Calls tool `tool` with `arguments`; returns the call's `result` when it completed, an
-    /// error result (`isError: true`) included.
+    /// Calls tool `tool` with `arguments`; returns the call's `result` whatever it is: complete
+    /// (an error result included) or input-required.
     ///
     /// # Errors
-    /// A transport failure, a JSON-RPC error, or a result that is not complete (input
-    /// required), in words.
+    /// A transport failure or a JSON-RPC error, in words.
     pub async fn call_tool_outcome(
         &mut self,
         tool: &str,
@@ -143,18 +162,80 @@ impl Client {
         if self.protocol == Protocol::Stateless {
             params["_meta"] = json!({
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientCapabilities": self.capabilities,
                 "io.modelcontextprotocol/clientInfo":
                     {"name": "codemode-bench", "version": env!("CARGO_PKG_VERSION")}
             });
         }
         let (_, result) = self.post("tools/call", Some(tool), params).await?;
-        if let Some(kind) = result.get("resultType").and_then(Value::as_str)
-            && kind != "complete"
-        {
-            return Err(format!("result type `{kind}`: {}", short(&result)));
-        }
         Ok(result)
+    }
+
+    /// Calls tool `tool` and reads the response's messages until one satisfies `until` (e.g.
+    /// the server's `elicitation/create` request); returns that message and drops the whole
+    /// connection without answering — a client that goes away in the middle of a call.
+    ///
+    /// # Errors
+    /// A transport failure, or a response that ends without such a message.
+    pub async fn call_tool_then_disconnect(
+        mut self,
+        tool: &str,
+        arguments: Value,
+        until: impl Fn(&Value) -> bool,
+    ) -> Result<Value, String> {
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                          "params": {"name": tool, "arguments": arguments}});
+        let request = self
+            .request_builder("tools/call", Some(tool))
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| format!("building the request: {e}"))?;
+        self.sender
+            .ready()
+            .await
+            .map_err(|e| format!("tools/call: connection lost: {e}"))?;
+        let response = self
+            .sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("tools/call: {e}"))?;
+        read_until(response.into_body(), until).await
+    }
+
+    /// The legacy session's id.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// Opens the legacy session's standalone stream (`GET`, on a connection of its own: where
+    /// the server sends its own requests, such as `elicitation/create`), reads it until a
+    /// message satisfies `until`, and drops the connection. `session` is
+    /// [`Client::session`] of the client that opened it.
+    ///
+    /// # Errors
+    /// A transport failure, or a stream that ends without such a message.
+    pub async fn listen_then_disconnect(
+        url: &str,
+        session: &str,
+        until: impl Fn(&Value) -> bool,
+    ) -> Result<Value, String> {
+        let mut client = Client::connect_with(url, Protocol::Stateless, json!({})).await?;
+        let request = Request::get(&client.path)
+            .header("host", &client.authority)
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", Protocol::Legacy.name())
+            .header("mcp-session-id", session)
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| format!("building the request: {e}"))?;
+        let response = client
+            .sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("GET: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("GET: HTTP {}", response.status()));
+        }
+        read_until(response.into_body(), until).await
     }
 
     /// Ends the legacy session (`DELETE`); nothing for stateless clients.
@@ -202,6 +283,15 @@ impl Client {
         name: Option<&str>,
         body: &Value,
     ) -> Result<(hyper::HeaderMap, String), String> {
+        let request = self
+            .request_builder(method, name)
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| format!("{method}: building the request: {e}"))?;
+        self.finish_send(method, request).await
+    }
+
+    /// A POST of `method` with the headers of this client's protocol.
+    fn request_builder(&self, method: &str, name: Option<&str>) -> hyper::http::request::Builder {
         let mut request = Request::post(&self.path)
             .header("host", &self.authority)
             .header("content-type", "application/json")
@@ -216,9 +306,14 @@ impl Client {
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session);
         }
-        let request = request
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| format!("{method}: building the request: {e}"))?;
+        request
+    }
+
+    async fn finish_send(
+        &mut self,
+        method: &str,
+        request: Request<Full<Bytes>>,
+    ) -> Result<(hyper::HeaderMap, String), String> {
         self.sender
             .ready()
             .await
@@ -241,6 +336,30 @@ impl Client {
         }
         Ok((parts.headers, text))
     }
+}
+
+/// Reads an SSE body until a message satisfies `until`.
+async fn read_until(
+    mut body: hyper::body::Incoming,
+    until: impl Fn(&Value) -> bool,
+) -> Result<Value, String> {
+    let mut text = String::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading the response: {e}"))?;
+        if let Some(data) = frame.data_ref() {
+            text.push_str(&String::from_utf8_lossy(data));
+            for line in text.lines().filter_map(|l| l.strip_prefix("data:")) {
+                if let Ok(message) = serde_json::from_str::<Value>(line.trim())
+                    && until(&message)
+                {
+                    return Ok(message);
+                }
+            }
+        }
+    }
+    Err(format!(
+        "the response ended without the message awaited: {text:.300}"
+    ))
 }
 
 /// The last JSON-RPC message of a response: a JSON body, or the last `data:` line of an SSE
