@@ -7,6 +7,7 @@
 
 mod harness;
 
+mod audit;
 mod disconnect;
 mod load;
 mod reload;
