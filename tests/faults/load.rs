@@ -169,3 +169,85 @@ fn sigterm_during_evals_refuses_new_connections_answers_every_eval_and_exits_0()
     kinds.sort();
     assert_eq!(kinds, ["cancelled", "ok", "ok", "ok", "ok", "ok", "ok"]);
 }
+
+/// `SIGTERM` to `codemode serve` over stdio while an eval is in flight (its client keeps stdin
+/// open): the eval still answers on stdout, its audit record is written, and the process exits
+/// 0 without waiting for stdin to close.
+#[test]
+fn sigterm_over_stdio_answers_the_eval_in_flight_and_exits_0() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("faults/sigterm_stdio");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("codemode.json");
+    crate::harness::write_json(
+        &config,
+        &json!({"mcpServers": {"slow": slow_server(&dir)}, "audit": {"dir": dir.join("audit")}}),
+    );
+    let mut child = Command::new(crate::harness::CODEMODE)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "faults", "version": "1"}}}),
+    );
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\":1"), "{line}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "eval",
+        "arguments": {"code": "return await codemode.slow__sleep({seconds: 1, tag: \"s\"})"}}}),
+    );
+    // The call is in flight on the upstream.
+    let started = Instant::now();
+    while !dir.join("started").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the call never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    let response: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(response["id"], 2, "{response}");
+    let outcome = &response["result"]["structuredContent"];
+    assert_eq!(outcome["ok"], true, "{response}");
+    assert_eq!(outcome["result"], json!({"result": "s"}));
+    // stdin is still open: the exit does not wait for it.
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(send);
+    assert!(status.success(), "{status}");
+    let records = crate::harness::audit_records(&dir.join("audit"));
+    assert_eq!(eval_records(&records).len(), 1, "{records:#?}");
+}
