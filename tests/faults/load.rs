@@ -246,7 +246,8 @@ fn sigterm_over_stdio_answers_the_eval_in_flight_and_exits_0() {
         );
         std::thread::sleep(Duration::from_millis(10));
     };
-    drop(send);
+    // Closed only now: the server exited with its stdin open.
+    drop(stdin);
     assert!(status.success(), "{status}");
     let records = crate::harness::audit_records(&dir.join("audit"));
     assert_eq!(eval_records(&records).len(), 1, "{records:#?}");

@@ -370,10 +370,10 @@ fn last_message(text: &str) -> Option<Value> {
         return serde_json::from_str(trimmed).ok();
     }
     text.lines()
+        .rev()
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-        .filter(|m| m.get("result").is_some() || m.get("error").is_some())
-        .last()
+        .find(|m| m.get("result").is_some() || m.get("error").is_some())
 }
 
 fn short(value: &Value) -> String {
