@@ -144,10 +144,9 @@ impl HttpOptions {
 /// What one server did under every run of the load.
 #[derive(Debug, Clone)]
 pub struct Measured {
-    /// One run per entry of [`HttpOptions::clients`].
-    pub runs: Vec<(usize, LoadRun)>,
-    /// The server's samples over all runs.
-    pub samples: Vec<proc::ProcSample>,
+    /// One run per entry of [`HttpOptions::clients`]: the number of clients, what the
+    /// generator measured, and the server's samples during the run (warm-up included).
+    pub runs: Vec<(usize, LoadRun, Vec<proc::ProcSample>)>,
     /// Descriptors before the first client connected, and after the last one closed.
     pub fds_before_after: Option<(usize, usize)>,
 }
@@ -164,7 +163,6 @@ pub fn measure(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Measured, String> {
     let before = pid.and_then(proc::sample).map(|(_, fds)| fds);
-    let sampler = pid.map(|pid| proc::Sampler::start(pid, options.sample_every));
     let mut runs = Vec::new();
     for &clients in &options.clients {
         progress(&format!(
@@ -174,6 +172,7 @@ pub fn measure(
             options.duration,
             options.warmup
         ));
+        let sampler = pid.map(|pid| proc::Sampler::start(pid, options.sample_every));
         let run = load::run(&Load {
             url: url.to_string(),
             tool: "eval".into(),
@@ -184,9 +183,9 @@ pub fn measure(
             protocol,
             threads: options.threads,
         })?;
-        runs.push((clients, run));
+        let samples = sampler.map(proc::Sampler::finish).unwrap_or_default();
+        runs.push((clients, run, samples));
     }
-    let samples = sampler.map(proc::Sampler::finish).unwrap_or_default();
     // The server closes a connection when it sees the client's FIN: wait for the count to
     // come back (a bounded number of looks; what it reaches is reported either way).
     let fds_before_after = match (pid, before) {
@@ -205,7 +204,6 @@ pub fn measure(
     };
     Ok(Measured {
         runs,
-        samples,
         fds_before_after,
     })
 }
@@ -245,17 +243,24 @@ pub fn run_http(options: &HttpOptions, progress: &mut dyn FnMut(&str)) -> Result
         None => None,
     };
     let label = format!("{}, {}", options.workload.name(), options.protocol.name());
-    for (i, (clients, run)) in ours.runs.iter().enumerate() {
+    for (i, (clients, run, samples)) in ours.runs.iter().enumerate() {
         let peer_run = peer.as_ref().map(|p| &p.runs[i].1);
         figures.extend(run_figures("codemode", *clients, &label, run, peer_run));
+        figures.extend(memory_figure("codemode", *clients, samples, options.warmup));
     }
-    figures.extend(process_figures("codemode", &ours, options.warmup));
+    figures.extend(fd_figure("codemode", &ours));
     if let Some(peer) = &peer {
         let label = format!("{}, 2025-11-25", options.workload.name());
-        for (clients, run) in &peer.runs {
+        for (clients, run, samples) in &peer.runs {
             figures.extend(run_figures("node:vm peer", *clients, &label, run, None));
+            figures.extend(memory_figure(
+                "node:vm peer",
+                *clients,
+                samples,
+                options.warmup,
+            ));
         }
-        figures.extend(process_figures("node:vm peer", peer, options.warmup));
+        figures.extend(fd_figure("node:vm peer", peer));
     }
     if options.in_process {
         progress("in-process evals, 2 threads");
@@ -266,10 +271,22 @@ pub fn run_http(options: &HttpOptions, progress: &mut dyn FnMut(&str)) -> Result
             2,
             options.duration.min(Duration::from_secs(5)),
         );
-        let mut figure = Figure::new("http", "in-process trivial evals, 2 threads", rate, "evals/s")
-            .note("Runtime::eval with no transport; ratio = in-process / codemode over HTTP at the first client count");
-        if let Some((_, run)) = ours.runs.first() {
-            figure.ratio = Some(rate / run.evals_per_s);
+        let mut figure = Figure::new(
+            "http",
+            "in-process trivial evals, 2 threads",
+            rate,
+            "evals/s",
+        )
+        .note(
+            "Runtime::eval with no transport; ratio = in-process / the best rate over HTTP above",
+        );
+        let best = ours
+            .runs
+            .iter()
+            .map(|(_, run, _)| run.evals_per_s)
+            .fold(0.0, f64::max);
+        if best > 0.0 {
+            figure.ratio = Some(rate / best);
         }
         figures.push(figure);
     }
@@ -337,44 +354,53 @@ fn run_figures(
     vec![rate, latency, errors]
 }
 
-/// Memory and descriptors of a server over the runs.
-fn process_figures(who: &str, measured: &Measured, warmup: Duration) -> Vec<Figure> {
-    let mut figures = Vec::new();
-    let samples = &measured.samples;
-    let after_warmup = samples.iter().find(|s| s.at_s >= warmup.as_secs_f64());
-    if let (Some(first), Some(last)) = (after_warmup, samples.last()) {
-        let max = samples.iter().map(|s| s.rss_kib).max().unwrap_or(0);
-        let growth = (last.rss_kib as f64 / first.rss_kib as f64 - 1.0) * 100.0;
-        figures.push(
-            Figure::new(
-                "http",
-                format!("{who}: RSS growth after warm-up"),
-                growth,
-                "%",
-            )
-            .target("≤ 10%", growth <= 10.0)
-            .note(format!(
-                "{} KiB after warm-up → {} KiB at the end (max {max} KiB, {} samples)",
-                first.rss_kib,
-                last.rss_kib,
-                samples.len()
-            )),
-        );
-    }
-    if let Some((before, after)) = measured.fds_before_after {
-        let peak = samples.iter().map(|s| s.fds).max().unwrap_or(0);
-        figures.push(
-            Figure::new(
-                "http",
-                format!("{who}: open fds after the clients left"),
-                after as f64,
-                "fds",
-            )
-            .target(&format!("= {before} (before the load)"), after <= before)
-            .note(format!("{peak} at the peak")),
-        );
-    }
-    figures
+/// Resident memory of a server during one run: growth from the end of the warm-up to the end.
+fn memory_figure(
+    who: &str,
+    clients: usize,
+    samples: &[proc::ProcSample],
+    warmup: Duration,
+) -> Option<Figure> {
+    let first = samples.iter().find(|s| s.at_s >= warmup.as_secs_f64())?;
+    let last = samples.last()?;
+    let max = samples.iter().map(|s| s.rss_kib).max().unwrap_or(0);
+    let growth = (last.rss_kib as f64 / first.rss_kib as f64 - 1.0) * 100.0;
+    Some(
+        Figure::new(
+            "http",
+            format!("{who}: RSS growth after warm-up, {clients} clients"),
+            growth,
+            "%",
+        )
+        .target("≤ 10%", growth <= 10.0)
+        .note(format!(
+            "{} KiB after warm-up → {} KiB at the end (max {max} KiB, {} samples)",
+            first.rss_kib,
+            last.rss_kib,
+            samples.len()
+        )),
+    )
+}
+
+/// Open descriptors of a server before the load and after the clients left.
+fn fd_figure(who: &str, measured: &Measured) -> Option<Figure> {
+    let (before, after) = measured.fds_before_after?;
+    let peak = measured
+        .runs
+        .iter()
+        .flat_map(|(_, _, samples)| samples.iter().map(|s| s.fds))
+        .max()
+        .unwrap_or(0);
+    Some(
+        Figure::new(
+            "http",
+            format!("{who}: open fds after the clients left"),
+            after as f64,
+            "fds",
+        )
+        .target(&format!("= {before} (before the load)"), after <= before)
+        .note(format!("{peak} at the peak")),
+    )
 }
 
 /// `SIGTERM` to the server in the middle of a load of the first client count: how long until it
