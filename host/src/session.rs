@@ -25,17 +25,23 @@
 //! ```
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 pub use codemode_policies::Caller;
 use codemode_policies::{
-    AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, PolicyToolHost, Profile,
+    Approver, AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, PolicyToolHost, Profile,
     SessionApprovals, extract_tool_calls, locate_syntax_error,
 };
 use codemode_runtime::{
-    CancellationToken, EvalId, EvalOptions, EvalOutcome, NoTools, Runtime, ToolHost,
+    CancellationToken, ErrorKind, EvalError, EvalId, EvalOptions, EvalOutcome, NoTools, Runtime,
+    ToolHost,
 };
 
-use crate::approvals::{ApprovalBroker, Asker, ChannelApprover, ChannelAsker, NoAsker};
+use crate::approvals::{
+    ApprovalBroker, Asker, ChannelApprover, ChannelAsker, HumanWaits, NoAsker, WaitingApprover,
+    WaitingAsker,
+};
 use crate::tools::ScriptTools;
 use crate::upstream::UpstreamPool;
 
@@ -60,6 +66,8 @@ pub struct GovernedEval {
     broker: Option<Arc<ApprovalBroker>>,
     audit: Option<AuditTarget>,
     options: EvalOptions,
+    lifetime: Option<Duration>,
+    waits: Option<Arc<dyn HumanWaits>>,
 }
 
 /// Builds a [`GovernedEval`]. Every setting has a default that grants nothing.
@@ -120,6 +128,21 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// The longest the eval may live, time spent waiting for a human included (the
+    /// `timeout` of [`options`](Self::options) does not count that time). Past it the eval is
+    /// stopped and ends with error kind `timeout`. Default: none.
+    pub fn lifetime(mut self, lifetime: Option<Duration>) -> Self {
+        self.eval.lifetime = lifetime;
+        self
+    }
+
+    /// Told when the eval starts and stops waiting on a human (approvals and `hitl_request`),
+    /// and able to refuse a wait (the question is then not asked). Default: none.
+    pub fn waits(mut self, waits: Option<Arc<dyn HumanWaits>>) -> Self {
+        self.eval.waits = waits;
+        self
+    }
+
     /// The eval, with its id allocated.
     pub fn build(self) -> GovernedEval {
         self.eval
@@ -142,6 +165,8 @@ impl GovernedEval {
                 broker: None,
                 audit: None,
                 options: EvalOptions::default(),
+                lifetime: None,
+                waits: None,
             },
         }
     }
@@ -180,10 +205,40 @@ impl GovernedEval {
             done: false,
         };
         let tools = self.tool_host(code);
-        let mut outcome = self
-            .runtime
-            .eval_cancellable(self.id, code, &self.options, &tools, cancel)
-            .await;
+        let mut outcome = match self.lifetime {
+            None => {
+                self.runtime
+                    .eval_cancellable(self.id, code, &self.options, &tools, cancel)
+                    .await
+            }
+            Some(lifetime) => {
+                // The lifetime cancels the sandbox like a client would; the outcome then says
+                // it was the lifetime, as a timeout.
+                let stop = cancel.child_token();
+                let expired = Arc::new(AtomicBool::new(false));
+                let timer = tokio::spawn({
+                    let (stop, expired) = (stop.clone(), expired.clone());
+                    async move {
+                        tokio::time::sleep(lifetime).await;
+                        expired.store(true, Ordering::SeqCst);
+                        stop.cancel();
+                    }
+                });
+                let mut outcome = self
+                    .runtime
+                    .eval_cancellable(self.id, code, &self.options, &tools, &stop)
+                    .await;
+                timer.abort();
+                if expired.load(Ordering::SeqCst)
+                    && !cancel.is_cancelled()
+                    && let Some(error) = outcome.error.as_mut()
+                    && error.kind == ErrorKind::Cancelled
+                {
+                    *error = lifetime_error(lifetime);
+                }
+                outcome
+            }
+        };
         if let Some(error) = outcome.error.as_mut() {
             locate_syntax_error(code, error);
         }
@@ -208,12 +263,12 @@ impl GovernedEval {
             Some(upstreams) => Arc::new(
                 ScriptTools::new(
                     upstreams.clone(),
-                    Arc::new(ChannelAsker::new(
+                    self.counted_asker(Arc::new(ChannelAsker::new(
                         self.asker.clone(),
                         self.broker.clone(),
                         codemode_policies::audit_eval_id(self.id),
                         self.caller.name.clone(),
-                    )),
+                    ))),
                 )
                 .with_profile(self.profile.clone()),
             ),
@@ -225,10 +280,10 @@ impl GovernedEval {
         };
         let mut builder = PolicyToolHost::builder(inner)
             .profile(self.profile.clone())
-            .approver(Arc::new(ChannelApprover::new(
+            .approver(self.counted_approver(Arc::new(ChannelApprover::new(
                 self.asker.clone(),
                 self.broker.clone(),
-            )))
+            ))))
             .session_approvals(approvals)
             .preview(Arc::new(extract_tool_calls(code)))
             .session_id(session_id)
@@ -237,6 +292,47 @@ impl GovernedEval {
             builder = builder.audit(audit.sink.clone(), audit.include_args);
         }
         builder.build()
+    }
+}
+
+impl GovernedEval {
+    fn counted_asker(&self, asker: Arc<dyn Asker>) -> Arc<dyn Asker> {
+        match &self.waits {
+            Some(waits) => Arc::new(WaitingAsker::new(asker, waits.clone())),
+            None => asker,
+        }
+    }
+
+    fn counted_approver(&self, approver: Arc<dyn Approver>) -> Arc<dyn Approver> {
+        match &self.waits {
+            Some(waits) => Arc::new(WaitingApprover::new(approver, waits.clone())),
+            None => approver,
+        }
+    }
+}
+
+/// The error of an eval stopped by its [`GovernedEvalBuilder::lifetime`].
+fn lifetime_error(lifetime: Duration) -> EvalError {
+    EvalError::new(
+        ErrorKind::Timeout,
+        format!(
+            "the eval exceeded its lifetime of {} (limits.maxEvalLifetime), which counts time spent waiting for a human",
+            spelled(lifetime)
+        ),
+    )
+}
+
+/// `15m`, `1m30s`, `2s`, `250ms`: a duration as the config spells it.
+fn spelled(d: Duration) -> String {
+    let ms = d.as_millis();
+    if !ms.is_multiple_of(1000) {
+        return format!("{ms}ms");
+    }
+    let (m, s) = (ms / 60_000, (ms / 1000) % 60);
+    match (m, s) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
     }
 }
 

@@ -134,6 +134,7 @@ mod caller;
 mod config;
 mod display;
 mod enforce;
+mod origin;
 mod preview;
 mod profile;
 mod risk;
@@ -165,15 +166,17 @@ pub use config::{
     AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
     TokenSettings,
 };
+pub use config::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
 pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
+pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,
     locate_syntax_error,
 };
 pub use profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
-    DispositionKind, Fallback, MatchedBy, Profile, Rule,
+    DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
 pub use units::{ParseUnitError, parse_duration, parse_size};

@@ -21,6 +21,7 @@ mod browser;
 mod cancel;
 mod core;
 mod discovery;
+mod fair;
 mod fallback;
 mod hitl_gateway;
 mod in_process;

@@ -118,7 +118,14 @@ pub async fn run(args: RunArgs) -> ExitCode {
     };
     let mut eval = GovernedEval::builder(runtime)
         .caller(Caller::local())
-        .options(options);
+        .options(options)
+        .lifetime(Some(
+            config
+                .as_ref()
+                .map_or(codemode_policies::DEFAULT_MAX_EVAL_LIFETIME, |c| {
+                    c.limits.max_eval_lifetime
+                }),
+        ));
     let mut upstreams = None;
     if let Some(config) = &config {
         let profile = match config.resolve_profile(args.profile.as_deref()) {

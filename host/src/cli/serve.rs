@@ -34,7 +34,7 @@ pub struct ServeArgs {
     #[arg(long = "allowed-host", value_name = "H", requires = "http")]
     allowed_hosts: Vec<String>,
 
-    /// Accept browser requests from origin O (`scheme://host[:port]`), besides
+    /// Accept browser requests from origin O (`scheme://host[:port|:*]`; no port: the default one), besides
     /// `server.http.allowedOrigins`; any origin given turns Origin validation on. Repeatable.
     #[arg(long = "allowed-origin", value_name = "O", requires = "http")]
     allowed_origins: Vec<String>,
@@ -67,9 +67,9 @@ fn http_options(
         );
     }
     for origin in &args.allowed_origins {
-        if origin != "null" && !(origin.starts_with("http://") || origin.starts_with("https://")) {
+        if !codemode_policies::valid_allowed_origin(origin) {
             return Err(format!(
-                "--allowed-origin: an origin is `scheme://host[:port]` (e.g. https://app.example.com), got `{origin}`"
+                "--allowed-origin: an origin is `null` or `scheme://host[:port|:*]` with no path (e.g. https://app.example.com), got `{origin}`"
             ));
         }
     }

@@ -16,6 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
+use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::listing::missing_permissions;
 use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
@@ -54,10 +55,16 @@ impl CodemodeServer {
         if let Some(token) = req.request_state.as_deref() {
             // A 2026-07-28 client answering an input-required result.
             let Some(suspended) = self.state.suspensions.get(token) else {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(
-                    "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again",
-                )])
-                .into());
+                let message = if self.state.suspensions.was_dropped(token) {
+                    let kept = self.state.config().limits.unfetched_results;
+                    format!(
+                        "this eval's result was dropped before it was fetched: the server keeps at most {} unfetched results and {} bytes of them (limits.unfetchedResults), the oldest dropped first; run it again",
+                        kept.max_count, kept.max_bytes
+                    )
+                } else {
+                    "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again".to_string()
+                };
+                return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             };
             if suspended.tool() != tool {
                 return Err(McpError::invalid_params(
@@ -113,6 +120,18 @@ impl CodemodeServer {
         let modern = ctx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        // Refused at once, before a pool slot is taken, when the client is over a cap.
+        let client = client_key(&ctx, &caller, modern, &self.session_id);
+        let slot = match self
+            .state
+            .clients
+            .try_start(client, self.state.config().limits.per_client)
+        {
+            Ok(slot) => slot,
+            Err(message) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+            }
+        };
         let can_elicit = ctx
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some());
@@ -130,7 +149,7 @@ impl CodemodeServer {
         let running = self.state.drain.enter();
         let eval = self.clone().run_eval(
             code,
-            (caller, profile),
+            (caller, profile, slot),
             asker,
             suspended.clone(),
             cancel.clone(),
@@ -153,7 +172,7 @@ impl CodemodeServer {
     async fn run_eval(
         self,
         code: String,
-        (caller, profile): (Caller, Option<Arc<Profile>>),
+        (caller, profile, slot): (Caller, Option<Arc<Profile>>, Arc<EvalSlot>),
         asker: Arc<dyn Asker>,
         suspended: Option<Arc<Suspended>>,
         cancel: CancellationToken,
@@ -174,10 +193,15 @@ impl CodemodeServer {
             .broker(Some(state.approvals.clone()))
             .audit(audit)
             .options(config.limits.eval_options())
+            .lifetime(Some(config.limits.max_eval_lifetime))
+            .waits(Some(slot.clone()))
             .build();
         let outcome = eval.run(&code, &cancel).await;
+        drop(slot);
         match suspended {
-            Some(s) => s.complete(outcome),
+            Some(s) => state
+                .suspensions
+                .complete(&s, outcome, config.limits.unfetched_results),
             None => {
                 let _ = done.send(outcome);
             }

@@ -13,7 +13,10 @@
 
 pub mod drain;
 mod eval;
+pub mod fair;
+mod guard;
 mod handler;
+mod listener;
 mod listing;
 mod progress;
 pub mod reload;
@@ -28,7 +31,6 @@ pub use state::ServerState;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -64,7 +66,8 @@ pub struct HttpOptions {
     /// `Host` values accepted besides `localhost`, `127.0.0.1` and `::1` (`name` or `name:port`).
     pub allowed_hosts: Vec<String>,
     /// When non-empty, a request carrying `Origin` must match one of these
-    /// (`scheme://host[:port]`, `:*` for any port).
+    /// (`scheme://host[:port]`, `:*` for any port; no port: the scheme's default), matched by
+    /// [`codemode_policies::origin_allowed`].
     pub allowed_origins: Vec<String>,
     /// Who may call `/mcp` ([`crate::auth::NoAuth`]: everyone, as `local`).
     pub auth: Arc<dyn Authenticate>,
@@ -96,7 +99,9 @@ pub fn http_router(
     shutdown: &CancellationToken,
 ) -> axum::Router {
     let factory_state = state.clone();
+    let limits = state.config().server.http.limits;
     let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(usize::try_from(limits.max_request_body).unwrap_or(usize::MAX))
         .with_cancellation_token(shutdown.child_token())
         .with_allowed_hosts(
             LOOPBACK_HOSTS
@@ -105,13 +110,18 @@ pub fn http_router(
                 .chain(options.allowed_hosts.iter().cloned()),
         );
     if !options.allowed_origins.is_empty() {
-        config = config.with_allowed_origins(options.allowed_origins.iter().cloned());
+        // rmcp matches a port-less origin against any port; ours means the default port only.
+        config = config.with_allowed_origins(codemode_policies::explicit_default_ports(
+            &options.allowed_origins,
+        ));
     }
+    let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(CodemodeServer::new(factory_state.clone())),
-        LocalSessionManager::default().into(),
+        sessions.clone(),
         config,
     );
+    let guard = guard::Guard::new(state.clone(), sessions);
     let approvals = state.config().approvals.http.then(|| {
         crate::approvals::http::router_with(
             state.approvals.clone(),
@@ -122,8 +132,9 @@ pub fn http_router(
             },
         )
     });
+    // Authentication first (a refused request's body is never read), then the guard.
     let mut mcp = require_auth(
-        axum::Router::new().nest_service("/mcp", service),
+        guard.layer(axum::Router::new().nest_service("/mcp", service)),
         options.auth,
     );
     if let Some(approvals) = approvals {
@@ -150,6 +161,7 @@ pub async fn serve_http(
     shutdown: CancellationToken,
     bound: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
 ) -> anyhow::Result<()> {
+    let header_read_timeout = state.config().server.http.limits.header_read_timeout;
     // MCP's sessions and streams end after the evals, not with the signal.
     let sessions = CancellationToken::new();
     let router = http_router(state.clone(), options, &sessions);
@@ -161,11 +173,6 @@ pub async fn serve_http(
     if let Some(tx) = bound {
         let _ = tx.send(local);
     }
-    // TCP_NODELAY: a response goes out as several small writes; without it, Nagle's algorithm
-    // meets the client's delayed ACK and every keep-alive request waits 40 ms.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
     let drained = {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
@@ -174,9 +181,7 @@ pub async fn serve_http(
             sessions.cancel();
         })
     };
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-        .await?;
+    listener::serve(listener, router, header_read_timeout, shutdown).await;
     // Every connection has closed: the drain has finished (or the server stopped by itself).
     drained.abort();
     Ok(())

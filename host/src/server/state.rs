@@ -24,6 +24,8 @@ pub struct ServerState {
     pub(crate) upstreams: UpstreamPool,
     audit: RwLock<Option<Arc<dyn AuditSink>>>,
     pub(crate) suspensions: Suspensions,
+    /// Every client's running and waiting evals (`limits.perClient`).
+    pub clients: Arc<super::fair::ClientLoad>,
     /// Pending approval requests of every session, for the HTTP approval API.
     pub approvals: Arc<crate::approvals::ApprovalBroker>,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
@@ -44,6 +46,7 @@ impl ServerState {
             upstreams: UpstreamPool::new(),
             audit: RwLock::new(None),
             suspensions: Suspensions::default(),
+            clients: Arc::default(),
             approvals: Arc::default(),
             legacy_peers: Mutex::new(Vec::new()),
             subscribers: Mutex::new(Vec::new()),

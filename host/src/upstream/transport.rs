@@ -4,6 +4,7 @@
 
 use std::process::Stdio;
 
+use codemode_policies::neutralize;
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
@@ -105,10 +106,34 @@ async fn copy_stderr(prefix: String, mut from: impl AsyncRead + Unpin) {
 }
 
 async fn emit(out: &mut tokio::io::Stderr, prefix: &str, line: &[u8]) {
-    let mut buf = Vec::with_capacity(prefix.len() + line.len() + 1);
-    buf.extend_from_slice(prefix.as_bytes());
-    buf.extend_from_slice(line);
-    buf.push(b'\n');
     // Nowhere to report a failing stderr.
-    let _ = out.write_all(&buf).await;
+    let _ = out.write_all(stderr_line(prefix, line).as_bytes()).await;
+}
+
+/// One line of an upstream's stderr as the operator's terminal shows it: prefixed, invalid UTF-8
+/// replaced, and [`neutralize`]d, so an upstream cannot send escape sequences to the terminal or
+/// start a line that looks like codemode's own.
+fn stderr_line(prefix: &str, line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\r').unwrap_or(&text);
+    format!("{prefix}{}\n", neutralize(text))
+}
+
+#[cfg(test)]
+mod stderr_tests {
+    use super::stderr_line;
+
+    #[test]
+    fn an_upstream_cannot_send_escapes_or_fake_lines_to_the_terminal() {
+        for (raw, shown) in [
+            (&b"plain"[..], "[up] plain\n"),
+            (b"crlf\r", "[up] crlf\n"),
+            (b"\x1b[31mFAKE\x1b[0m", "[up] \\u001b[31mFAKE\\u001b[0m\n"),
+            (b"a\rcodemode: fake", "[up] a\\rcodemode: fake\n"),
+            (b"bad \xff utf8", "[up] bad \u{fffd} utf8\n"),
+            (b"bidi \xe2\x80\xae", "[up] bidi \\u202e\n"),
+        ] {
+            assert_eq!(stderr_line("[up] ", raw), shown, "{raw:?}");
+        }
+    }
 }

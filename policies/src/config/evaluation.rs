@@ -11,7 +11,7 @@ use super::reader::{JsonPath, Reader, describe};
 use super::sections::positive_seconds;
 use crate::profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind, Fallback,
-    GlobList, Profile, Rule,
+    GlobList, PathCondition, Profile, Rule,
 };
 use crate::{ConfigErrorKind, ConfigErrors, Risk};
 
@@ -33,6 +33,8 @@ const PROFILE_KEYS: &[&str] = &[
 const RULE_KEYS: &[&str] = &[
     "tools",
     "when",
+    "whenPath",
+    "base",
     "disposition",
     "reason",
     "requirePermissions",
@@ -267,12 +269,28 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
             }
         }
     }
+    let mut when_path = Vec::new();
+    if let Some(v) = map.get("whenPath") {
+        let wpath = path.key("whenPath");
+        if let Some(conds) = r.any_object(v, &wpath) {
+            for (pointer, gv) in conds {
+                if let Some(c) = read_path_condition(r, pointer, gv, &wpath.key(pointer)) {
+                    when_path.push(c);
+                }
+            }
+        }
+    }
+    let base = map
+        .get("base")
+        .and_then(|v| read_base(r, v, &path.key("base"), map.contains_key("whenPath")));
     if r.errors.len() > before {
         return None;
     }
     Some(Rule {
         tools: tools?,
         when,
+        when_path,
+        base,
         disposition: disposition?,
         reason,
         require_permissions,
@@ -317,6 +335,57 @@ fn read_condition(r: &mut Reader, pointer: &str, v: &Value, path: &JsonPath) -> 
             None
         }
     }
+}
+
+/// One `whenPath` entry: a JSON Pointer → a non-empty array of absolute path globs.
+fn read_path_condition(
+    r: &mut Reader,
+    pointer: &str,
+    v: &Value,
+    path: &JsonPath,
+) -> Option<PathCondition> {
+    if let Err(msg) = check_pointer(pointer) {
+        r.error(path, ConfigErrorKind::InvalidPointer, msg);
+    }
+    if matches!(v, Value::Array(a) if a.is_empty()) {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            "needs at least one path glob (e.g. [\"/etc/**\"])",
+        );
+        return None;
+    }
+    let items = r.strings(v, path)?;
+    let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
+    match PathCondition::new(pointer.to_string(), globs) {
+        Ok(c) => Some(c),
+        Err((i, msg)) => {
+            r.error(&paths[i], ConfigErrorKind::InvalidGlob, msg);
+            None
+        }
+    }
+}
+
+/// A rule's `base`: an absolute directory, meaningful only with `whenPath`.
+fn read_base(r: &mut Reader, v: &Value, path: &JsonPath, has_when_path: bool) -> Option<String> {
+    let base = r.string(v, path)?;
+    if !has_when_path {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            "`base` resolves relative `whenPath` values; this rule has no `whenPath`",
+        );
+        return None;
+    }
+    if !base.starts_with('/') {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            format!("`{base}` is not an absolute directory (it must start with `/`)"),
+        );
+        return None;
+    }
+    Some(crate::profile::normalize_path(base))
 }
 
 /// RFC 6901: `""`, or `/`-separated tokens where `~` is only in `~0` and `~1`.

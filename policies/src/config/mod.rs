@@ -7,6 +7,7 @@ mod approvals;
 mod document;
 mod error;
 mod evaluation;
+mod fairness;
 mod gateway_keys;
 mod reader;
 mod sections;
@@ -22,6 +23,7 @@ use crate::profile::Profile;
 pub use approvals::ApprovalsConfig;
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors};
 pub(crate) use evaluation::profile_from_json;
+pub use fairness::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
 pub use server::{
     AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
     TokenSettings,
@@ -58,7 +60,10 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
     "timeout": "30s",
     "maxOutput": "1MiB",
     "maxToolCalls": 1000,
-    "maxConcurrentToolCalls": 16
+    "maxConcurrentToolCalls": 16,
+    "maxEvalLifetime": "15m",
+    "perClient": { "maxConcurrentEvals": 32, "maxSuspendedEvals": 16 },
+    "unfetchedResults": { "maxCount": 64, "maxBytes": "32MiB" }
   },
   "audit": { "includeArgs": false }
 }
@@ -212,6 +217,15 @@ pub struct Limits {
     pub max_tool_calls: Option<u64>,
     /// Maximum tool calls in flight at once (`maxConcurrentToolCalls`). Default: 16.
     pub max_concurrent_tool_calls: usize,
+    /// The longest an eval may live, including time spent waiting for a human
+    /// (`maxEvalLifetime`, a duration). Past it the eval ends with error kind `timeout`.
+    /// Default: [`DEFAULT_MAX_EVAL_LIFETIME`] (15 minutes).
+    pub max_eval_lifetime: Duration,
+    /// What one client may hold at once (`perClient`). Default: [`PerClientLimits::default`].
+    pub per_client: PerClientLimits,
+    /// Finished results nobody fetched yet (`unfetchedResults`). Default:
+    /// [`RetentionLimits::default`].
+    pub unfetched_results: RetentionLimits,
 }
 
 impl Default for Limits {
@@ -226,6 +240,9 @@ impl Default for Limits {
             max_output: d.max_output,
             max_tool_calls: d.max_tool_calls,
             max_concurrent_tool_calls: d.max_concurrent_tool_calls,
+            max_eval_lifetime: DEFAULT_MAX_EVAL_LIFETIME,
+            per_client: PerClientLimits::default(),
+            unfetched_results: RetentionLimits::default(),
         }
     }
 }

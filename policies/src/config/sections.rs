@@ -41,6 +41,9 @@ const LIMIT_KEYS: &[&str] = &[
     "maxOutput",
     "maxToolCalls",
     "maxConcurrentToolCalls",
+    "maxEvalLifetime",
+    "perClient",
+    "unfetchedResults",
 ];
 const AUDIT_KEYS: &[&str] = &["dir", "includeArgs", "keyEnv"];
 
@@ -334,11 +337,23 @@ fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
             None => {}
         }
     }
+    if let Some(v) = map.get("maxEvalLifetime")
+        && let Some(d) = super::fairness::duration(r, v, &path.key("maxEvalLifetime"))
+    {
+        limits.max_eval_lifetime = d;
+    }
+    if let Some(v) = map.get("perClient") {
+        limits.per_client = super::fairness::read_per_client(r, v, &path.key("perClient"));
+    }
+    if let Some(v) = map.get("unfetchedResults") {
+        limits.unfetched_results =
+            super::fairness::read_retention(r, v, &path.key("unfetchedResults"));
+    }
     limits
 }
 
 /// A size: a string like `"64MiB"` or a whole number of bytes; must not be zero.
-fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
+pub(crate) fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
     let parsed = match v {
         Value::String(s) => {
             parse_size(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))

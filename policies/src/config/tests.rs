@@ -441,12 +441,49 @@ fn invalid_configs_report_every_error_with_its_path() {
                     WrongType,
                 ),
                 (
-                    "evaluation.profiles.p.rules[2].extra: unknown key `extra`; allowed keys: `tools`, `when`, `disposition`, `reason`",
+                    "evaluation.profiles.p.rules[2].extra: unknown key `extra`; allowed keys: `tools`, `when`, `whenPath`, `base`, `disposition`, `reason`",
                     UnknownKey,
                 ),
                 (
                     "evaluation.profiles.p.rules[3]: expected an object, found a string (\"nope\")",
                     WrongType,
+                ),
+            ],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"rules": [
+                {"tools": ["fs__*"], "whenPath": {"path": ["/etc/**"], "/a": [], "/b": "/etc", "/c": ["etc/**"], "/d": ["/a["]}, "disposition": "deny"},
+                {"tools": ["fs__*"], "base": "/srv", "disposition": "deny"},
+                {"tools": ["fs__*"], "whenPath": {"/p": ["/etc"]}, "base": "srv", "disposition": "deny"}
+            ]}}}}"#,
+            &[
+                (
+                    "evaluation.profiles.p.rules[0].whenPath.path: `path` is not a JSON Pointer",
+                    InvalidPointer,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].whenPath[\"/a\"]: needs at least one path glob (e.g. [\"/etc/**\"])",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].whenPath[\"/b\"]: expected an array of strings, found a string (\"/etc\")",
+                    WrongType,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].whenPath[\"/c\"][0]: `etc/**` is not an absolute path glob",
+                    InvalidGlob,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].whenPath[\"/d\"][0]: invalid glob `/a[`",
+                    InvalidGlob,
+                ),
+                (
+                    "evaluation.profiles.p.rules[1].base: `base` resolves relative `whenPath` values; this rule has no `whenPath`",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.rules[2].base: `srv` is not an absolute directory (it must start with `/`)",
+                    InvalidValue,
                 ),
             ],
         ),
