@@ -72,7 +72,8 @@ pub struct HttpOptions {
     pub pid: Option<u32>,
     /// The `codemode` binary to start. Default `None`.
     pub codemode_exe: Option<PathBuf>,
-    /// The config of the server started. Default `None` (the embedded default).
+    /// The config of the server started. Default `None`: the embedded default with the fair
+    /// sharing caps raised to the number of clients ([`load_config_json`]).
     pub config: Option<PathBuf>,
     /// Concurrent clients, one run per entry. Default `[64, 200]`.
     pub clients: Vec<usize>,
@@ -222,7 +223,11 @@ pub fn run_http(options: &HttpOptions, progress: &mut dyn FnMut(&str)) -> Result
         (Some(url), _) => (url.clone(), options.pid),
         (None, Some(exe)) => {
             progress("starting codemode serve --http");
-            let server = Server::codemode(exe, options.config.as_deref())?;
+            let config = match &options.config {
+                Some(path) => path.clone(),
+                None => load_config(&options.clients)?,
+            };
+            let server = Server::codemode(exe, Some(&config))?;
             let target = (server.url.clone(), Some(server.pid()));
             started = Some(server);
             target
@@ -297,6 +302,27 @@ pub fn run_http(options: &HttpOptions, progress: &mut dyn FnMut(&str)) -> Result
         figures.extend(shutdown_figures(&mut server, options)?);
     }
     Ok(Report { machine, figures })
+}
+
+/// The config of a server the bench starts without `--config`: the defaults, except that every
+/// generator client may run an eval at once. All clients come from 127.0.0.1, which fair
+/// sharing counts as one client (`limits.perClient`, `server.http.maxSessionsPerClient`).
+pub fn load_config_json(clients: &[usize]) -> serde_json::Value {
+    let most = clients.iter().copied().max().unwrap_or(1);
+    serde_json::json!({
+        "limits": {"perClient": {"maxConcurrentEvals": most.max(32)}},
+        "server": {"http": {"maxSessions": most.max(1000), "maxSessionsPerClient": most.max(64)}}
+    })
+}
+
+/// Writes [`load_config_json`] to a temporary file.
+fn load_config(clients: &[usize]) -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("codemode-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("codemode.json");
+    std::fs::write(&path, load_config_json(clients).to_string())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
 
 fn options_runtime() -> Result<codemode_runtime::Runtime, String> {
