@@ -86,7 +86,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Serve(args) => serve::serve(args).await,
@@ -96,7 +96,12 @@ pub fn main() -> ExitCode {
             Command::Approve(args) => approve::approve(args).await,
             Command::Audit(command) => audit::audit(command),
         }
-    })
+    });
+    // Every command has finished its work (serve flushed its audit). What may remain is a
+    // blocking read of stdin (serve over stdio stopped by a signal, while its client keeps
+    // stdin open), which would otherwise hold the exit until the client closes it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    code
 }
 
 /// Logs go to stderr (stdout carries results, or the MCP protocol); `RUST_LOG` filters them.

@@ -191,17 +191,21 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             }
         });
     }
+    // SIGTERM or Ctrl-C: graceful shutdown (see `server::drain`); a second one cancels at once.
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    {
+        let (shutdown, drain) = (shutdown.clone(), state.drain.clone());
+        tokio::spawn(async move {
+            server::drain::shutdown_signal(drain).await;
+            tracing::info!("shutting down");
+            shutdown.cancel();
+        });
+    }
     let result = match http {
         Some((addr, options)) => {
-            let shutdown = tokio_util::sync::CancellationToken::new();
-            let on_signal = shutdown.clone();
-            tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
-                on_signal.cancel();
-            });
             server::serve_http(state.clone(), addr, options, shutdown, None).await
         }
-        None => server::serve_stdio(state.clone()).await,
+        None => server::serve_stdio(state.clone(), shutdown).await,
     };
     state.upstreams.shutdown().await;
     // The audit writer writes on a thread of its own: wait for the records still queued.

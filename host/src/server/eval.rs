@@ -55,6 +55,9 @@ impl CodemodeServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let tool = req.name.to_string();
+        // A shutdown waits for this request to answer (the eval's task counts apart: a
+        // 2026-07-28 eval outlives its request while it waits for input).
+        let _request = self.state.drain.enter();
         if let Some(token) = req.request_state.as_deref() {
             // A 2026-07-28 client answering an input-required result.
             let Some(suspended) = self.state.suspensions.get(token) else {
@@ -146,8 +149,10 @@ impl CodemodeServer {
             (None, true) => Arc::new(PeerAsker::new(ctx.peer.clone())),
         };
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-        // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`).
-        let cancel = CancellationToken::new();
+        // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`), on
+        // MCP cancellation or when a shutdown gives up waiting.
+        let cancel = self.state.drain.eval_token();
+        let running = self.state.drain.enter();
         let eval = self.clone().run_eval(
             code,
             (caller, profile, slot),
@@ -156,7 +161,10 @@ impl CodemodeServer {
             cancel.clone(),
             done_tx,
         );
-        let task = tokio::spawn(eval);
+        let task = tokio::spawn(async move {
+            eval.await;
+            drop(running);
+        });
         match suspended {
             Some(s) => {
                 s.set_task(task, cancel);

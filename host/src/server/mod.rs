@@ -8,9 +8,10 @@
 //!
 //! Each eval request becomes a [`crate::session::GovernedEval`]; this module adds only what is
 //! MCP's: the tool listing (`listing`), the request's wait and suspension (`eval`, [`suspend`]),
-//! progress notifications (`progress`), results ([`result`]), hot reload ([`reload`]), and the
-//! `ServerHandler` routing ([`CodemodeServer`]).
+//! progress notifications (`progress`), results ([`result`]), hot reload ([`reload`]), graceful
+//! shutdown ([`drain`]), and the `ServerHandler` routing ([`CodemodeServer`]).
 
+pub mod drain;
 mod elide;
 mod eval;
 pub mod fair;
@@ -38,12 +39,24 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{Authenticate, NoAuth, require_auth};
 
-/// Serves one client on stdin/stdout until it disconnects.
-pub async fn serve_stdio(state: Arc<ServerState>) -> anyhow::Result<()> {
-    let service = CodemodeServer::new(state)
+/// Serves one client on stdin/stdout until it disconnects or `shutdown` is cancelled; then the
+/// evals in flight get [`drain::SHUTDOWN_GRACE`] to finish (and answer) before they are
+/// cancelled, and the transport closes after the last one ended.
+pub async fn serve_stdio(
+    state: Arc<ServerState>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let service = CodemodeServer::new(state.clone())
         .serve(rmcp::transport::stdio())
         .await?;
+    let closer = service.cancellation_token();
+    let drained = tokio::spawn(async move {
+        shutdown.cancelled().await;
+        state.drain.drain(drain::SHUTDOWN_GRACE).await;
+        closer.cancel();
+    });
     service.waiting().await?;
+    drained.abort();
     Ok(())
 }
 
@@ -137,6 +150,11 @@ pub fn http_router(
 /// Serves streamable HTTP at `http://ADDR/mcp`, many sessions at once, until `shutdown`; prints
 /// `listening on http://ADDR/mcp` on stderr once bound. Returns the bound address through
 /// `bound` (useful with port 0).
+///
+/// When `shutdown` is cancelled, the listener closes at once (new connections are refused),
+/// idle keep-alive connections close, the evals in flight get [`drain::SHUTDOWN_GRACE`] to
+/// finish and answer, those still running are cancelled (they answer with a `cancelled` error
+/// and write their audit records), and only then are MCP sessions and streams closed.
 pub async fn serve_http(
     state: Arc<ServerState>,
     addr: SocketAddr,
@@ -145,7 +163,9 @@ pub async fn serve_http(
     bound: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
 ) -> anyhow::Result<()> {
     let header_read_timeout = state.config().server.http.limits.header_read_timeout;
-    let router = http_router(state, options, &shutdown);
+    // MCP's sessions and streams end after the evals, not with the signal.
+    let sessions = CancellationToken::new();
+    let router = http_router(state.clone(), options, &sessions);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
@@ -154,6 +174,16 @@ pub async fn serve_http(
     if let Some(tx) = bound {
         let _ = tx.send(local);
     }
+    let drained = {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            state.drain.drain(drain::SHUTDOWN_GRACE).await;
+            sessions.cancel();
+        })
+    };
     listener::serve(listener, router, header_read_timeout, shutdown).await;
+    // Every connection has closed: the drain has finished (or the server stopped by itself).
+    drained.abort();
     Ok(())
 }

@@ -31,6 +31,8 @@ pub struct ServerState {
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
     subscribers: Mutex<Vec<SubscriptionSink>>,
     next_session: AtomicU64,
+    /// The evals in flight, for graceful shutdown.
+    pub drain: Arc<super::drain::Drain>,
 }
 
 impl ServerState {
@@ -52,6 +54,7 @@ impl ServerState {
             legacy_peers: Mutex::new(Vec::new()),
             subscribers: Mutex::new(Vec::new()),
             next_session: AtomicU64::new(1),
+            drain: Arc::default(),
         });
         state
             .upstreams
