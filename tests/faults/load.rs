@@ -228,9 +228,15 @@ fn sigterm_over_stdio_answers_the_eval_in_flight_and_exits_0() {
         .status()
         .unwrap();
     assert!(killed.success());
-    line.clear();
-    stdout.read_line(&mut line).unwrap();
-    let response: Value = serde_json::from_str(&line).unwrap();
+    // Notifications may come first (`tools/list_changed` once the upstream is up).
+    let response: Value = loop {
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message.get("id").is_some() {
+            break message;
+        }
+    };
     assert_eq!(response["id"], 2, "{response}");
     let outcome = &response["result"]["structuredContent"];
     assert_eq!(outcome["ok"], true, "{response}");
