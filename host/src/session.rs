@@ -6,9 +6,11 @@
 //! [`GovernedEval::run`]. It wires, in this order:
 //! 1. the script's tools ([`ScriptTools`]: upstream tools and built-ins);
 //! 2. the policy layer in front of them ([`PolicyToolHost`]: the profile's dispositions, the
-//!    approver asking through the eval's [`Asker`] and the approval broker, the session's
-//!    remembered approvals, the
-//!    static preview of the script's call sites shown in prompts, one audit record per call);
+//!    tools' schemas ([`CatalogSchemas`]: arguments checked before anyone is asked, results
+//!    against `outputSchema`), the approver asking through the eval's [`Asker`] and the
+//!    approval broker, the session's remembered approvals, the static preview of the script's
+//!    call sites shown in prompts, the output policy masking results, one audit record per
+//!    call);
 //! 3. the sandbox ([`Runtime::eval_cancellable`]) with the eval's limits;
 //! 4. the outcome's syntax errors located in the user's code, and one `eval` audit record.
 //!
@@ -28,15 +30,15 @@ use std::sync::Arc;
 
 pub use codemode_policies::Caller;
 use codemode_policies::{
-    AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, PolicyToolHost, Profile,
-    SessionApprovals, extract_tool_calls, locate_syntax_error,
+    AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, OutputPolicy, PolicyToolHost,
+    Profile, SessionApprovals, extract_tool_calls, locate_syntax_error,
 };
 use codemode_runtime::{
     CancellationToken, EvalId, EvalOptions, EvalOutcome, NoTools, Runtime, ToolHost,
 };
 
 use crate::approvals::{ApprovalBroker, Asker, ChannelApprover, ChannelAsker, NoAsker};
-use crate::tools::ScriptTools;
+use crate::tools::{CatalogSchemas, ScriptTools};
 use crate::upstream::UpstreamPool;
 
 /// Where an eval's records go: the sink and whether tool arguments are written out.
@@ -59,6 +61,7 @@ pub struct GovernedEval {
     asker: Arc<dyn Asker>,
     broker: Option<Arc<ApprovalBroker>>,
     audit: Option<AuditTarget>,
+    outputs: Arc<OutputPolicy>,
     options: EvalOptions,
 }
 
@@ -114,6 +117,13 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// What is masked or removed from tool results before the script sees them (the config's
+    /// `outputs`). Default: nothing.
+    pub fn outputs(mut self, outputs: Arc<OutputPolicy>) -> Self {
+        self.eval.outputs = outputs;
+        self
+    }
+
     /// The eval's limits. Default [`EvalOptions::default`].
     pub fn options(mut self, options: EvalOptions) -> Self {
         self.eval.options = options;
@@ -141,6 +151,7 @@ impl GovernedEval {
                 asker: Arc::new(NoAsker),
                 broker: None,
                 audit: None,
+                outputs: Arc::default(),
                 options: EvalOptions::default(),
             },
         }
@@ -232,7 +243,11 @@ impl GovernedEval {
             .session_approvals(approvals)
             .preview(Arc::new(extract_tool_calls(code)))
             .session_id(session_id)
-            .caller(self.caller.clone());
+            .caller(self.caller.clone())
+            .outputs(self.outputs.clone());
+        if let Some(upstreams) = &self.upstreams {
+            builder = builder.schemas(Arc::new(CatalogSchemas::new(upstreams.clone())));
+        }
         if let Some(audit) = &self.audit {
             builder = builder.audit(audit.sink.clone(), audit.include_args);
         }

@@ -134,9 +134,11 @@ mod caller;
 mod config;
 mod display;
 mod enforce;
+mod outputs;
 mod preview;
 mod profile;
 mod risk;
+mod schemas;
 mod units;
 
 pub use approval::{
@@ -167,6 +169,9 @@ pub use config::{
 };
 pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
+pub use outputs::{
+    MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule, PathPattern, mask_value,
+};
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,
     locate_syntax_error,
@@ -176,4 +181,8 @@ pub use profile::{
     DispositionKind, Fallback, MatchedBy, Profile, Rule,
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
+pub use schemas::{
+    INVALID_ARGUMENTS, InvalidArguments, MAX_VIOLATION_CHARS, MAX_VIOLATIONS, SchemaKind,
+    SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas, Violation,
+};
 pub use units::{ParseUnitError, parse_duration, parse_size};

@@ -25,6 +25,7 @@ mod fallback;
 mod hitl_gateway;
 mod in_process;
 mod reload;
+mod schemas;
 mod sessions;
 mod typescript;
 mod upstream;

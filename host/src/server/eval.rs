@@ -165,6 +165,7 @@ impl CodemodeServer {
             .asker(asker)
             .broker(Some(state.approvals.clone()))
             .audit(audit)
+            .outputs(config.outputs.clone())
             .options(config.limits.eval_options())
             .build();
         let outcome = eval.run(&code, &cancel).await;

@@ -8,6 +8,7 @@ mod document;
 mod error;
 mod evaluation;
 mod gateway_keys;
+mod outputs;
 mod reader;
 mod sections;
 mod server;
@@ -46,6 +47,9 @@ pub struct Config {
     /// How `serve --http` accepts requests (`server`): hosts, origins, auth. Default: loopback
     /// only, no auth.
     pub server: ServerSettings,
+    /// What is masked or removed from tool results before scripts see them (`outputs`).
+    /// Default: nothing.
+    pub outputs: Arc<crate::OutputPolicy>,
 }
 
 /// The configuration [`Config::default`] stands for, as JSON: a starting point for a file.
@@ -68,7 +72,8 @@ impl Config {
     /// Parses and validates a configuration.
     ///
     /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
-    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), and `$schema`
+    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `outputs` (masks and
+    /// removals in tool results), and `$schema`
     /// (ignored, for editors). Every key is optional; unknown keys are
     /// errors.
     ///

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -24,6 +25,7 @@ const ROOT_KEYS: &[&str] = &[
     "audit",
     "approvals",
     "server",
+    "outputs",
 ];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -85,6 +87,13 @@ pub(crate) fn config_from_value(
         }
         if let Some(v) = map.get("server") {
             config.server = super::server::read_server_settings(&mut r, v, &root.key("server"));
+        }
+        if let Some(v) = map.get("outputs") {
+            config.outputs = Arc::new(super::outputs::read_outputs(
+                &mut r,
+                v,
+                &root.key("outputs"),
+            ));
         }
     }
     if r.errors.is_empty() {
