@@ -34,12 +34,12 @@ use audit_guard::AuditGuard;
 ///    ([`PolicyToolHostBuilder::caller`]) lacks: [`ToolError::Denied`] with reason
 ///    `permission`, the message naming the missing permissions.
 /// 3. `deny`: [`ToolError::Denied`] with reason `denied`.
-/// 3a. Arguments that fail the tool's `inputSchema` ([`PolicyToolHostBuilder::schemas`]):
+/// 4. Arguments that fail the tool's `inputSchema` ([`PolicyToolHostBuilder::schemas`]):
 ///    [`ToolError::Failed`] whose message starts with `invalid_arguments:` and whose `.data` is
 ///    `{"errors": [{"path", "message"}]}` ([`crate::InvalidArguments::to_tool_error`]); nobody
 ///    is asked and the inner host is never reached. (A tool the inner host does not know is
 ///    not checked: it fails as unknown.)
-/// 4. `ask`: if approved earlier for this eval or session (see [`SessionApprovals`] for what
+/// 5. `ask`: if approved earlier for this eval or session (see [`SessionApprovals`] for what
 ///    an approval covers: the caller, profile, tool and rule), the call proceeds — unless the
 ///    call's risk policy forbids approvals of that scope (a session approval given for a
 ///    lower-risk call of the tool does not cover a critical one). Otherwise, if the approver cannot ask anyone, the
@@ -54,7 +54,7 @@ use audit_guard::AuditGuard;
 ///    required reason) never takes effect: it is a decline, with a message saying why.
 ///    Asks about the same tool (from the same list or rule) wait for each other, so that
 ///    "approve for this eval" answers the calls queued behind it.
-/// 5. Otherwise the inner host is called. A result that does not match the tool's
+/// 6. Otherwise the inner host is called. A result that does not match the tool's
 ///    `outputSchema` still resolves, with a warning ([`CallContext::warn`]); then the
 ///    [`OutputPolicy`] masks and removes what it names, before the script sees the result.
 ///

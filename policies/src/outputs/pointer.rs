@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn paths_order_indexes_by_number() {
-        let mut paths = vec![
+        let mut paths = [
             vec![Step::Key("a".into()), Step::Index(10)],
             vec![Step::Key("a".into()), Step::Index(2)],
             vec![Step::Key("a".into())],
