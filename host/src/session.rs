@@ -9,9 +9,11 @@
 //!    is the eval's `syntax` error, and nothing runs;
 //! 1. the script's tools ([`ScriptTools`]: upstream tools and built-ins);
 //! 2. the policy layer in front of them ([`PolicyToolHost`]: the profile's dispositions, the
-//!    approver asking through the eval's [`Asker`] and the approval broker, the session's
-//!    remembered approvals, the
-//!    static preview of the script's call sites shown in prompts, one audit record per call);
+//!    tools' schemas ([`CatalogSchemas`]: arguments checked before anyone is asked, results
+//!    against `outputSchema`), the approver asking through the eval's [`Asker`] and the
+//!    approval broker, the session's remembered approvals, the static preview of the script's
+//!    call sites shown in prompts, the output policy masking results, one audit record per
+//!    call);
 //! 3. the sandbox ([`Runtime::eval_cancellable`]) with the eval's limits;
 //! 4. the outcome's syntax errors located in the user's code, and one `eval` audit record.
 //!
@@ -33,8 +35,9 @@ use std::time::Duration;
 
 pub use codemode_policies::Caller;
 use codemode_policies::{
-    Approver, AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, PolicyToolHost, Preview,
-    Profile, SessionApprovals, locate_syntax_error, normalize_with_preview,
+    Approver, AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, OutputPolicy,
+    PolicyToolHost, Preview, Profile, SessionApprovals, locate_syntax_error,
+    normalize_with_preview,
 };
 use codemode_runtime::{
     CancellationToken, ErrorKind, EvalError, EvalId, EvalOptions, EvalOutcome, EvalStats, NoTools,
@@ -45,7 +48,7 @@ use crate::approvals::{
     ApprovalBroker, Asker, ChannelApprover, ChannelAsker, HumanWaits, NoAsker, WaitingApprover,
     WaitingAsker,
 };
-use crate::tools::ScriptTools;
+use crate::tools::{CatalogSchemas, ScriptTools};
 use crate::upstream::UpstreamPool;
 
 /// Where an eval's records go: the sink and whether tool arguments are written out.
@@ -68,6 +71,7 @@ pub struct GovernedEval {
     asker: Arc<dyn Asker>,
     broker: Option<Arc<ApprovalBroker>>,
     audit: Option<AuditTarget>,
+    outputs: Arc<OutputPolicy>,
     options: EvalOptions,
     lifetime: Option<Duration>,
     waits: Option<Arc<dyn HumanWaits>>,
@@ -125,6 +129,13 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// What is masked or removed from tool results before the script sees them (the config's
+    /// `outputs`). Default: nothing.
+    pub fn outputs(mut self, outputs: Arc<OutputPolicy>) -> Self {
+        self.eval.outputs = outputs;
+        self
+    }
+
     /// The eval's limits. Default [`EvalOptions::default`].
     pub fn options(mut self, options: EvalOptions) -> Self {
         self.eval.options = options;
@@ -167,6 +178,7 @@ impl GovernedEval {
                 asker: Arc::new(NoAsker),
                 broker: None,
                 audit: None,
+                outputs: Arc::default(),
                 options: EvalOptions::default(),
                 lifetime: None,
                 waits: None,
@@ -309,7 +321,11 @@ impl GovernedEval {
             .session_approvals(approvals)
             .preview(Arc::new(preview))
             .session_id(session_id)
-            .caller(self.caller.clone());
+            .caller(self.caller.clone())
+            .outputs(self.outputs.clone());
+        if let Some(upstreams) = &self.upstreams {
+            builder = builder.schemas(Arc::new(CatalogSchemas::new(upstreams.clone())));
+        }
         if let Some(audit) = &self.audit {
             builder = builder.audit(audit.sink.clone(), audit.include_args);
         }

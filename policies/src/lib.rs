@@ -144,9 +144,11 @@ mod config;
 mod display;
 mod enforce;
 mod origin;
+mod outputs;
 mod preview;
 mod profile;
 mod risk;
+mod schemas;
 mod script;
 mod units;
 
@@ -182,6 +184,9 @@ pub use config::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, Ret
 pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
+pub use outputs::{
+    MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule, PathPattern, mask_value,
+};
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,
     locate_syntax_error,
@@ -191,5 +196,9 @@ pub use profile::{
     DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
+pub use schemas::{
+    INVALID_ARGUMENTS, InvalidArguments, MAX_VIOLATION_CHARS, MAX_VIOLATIONS, SchemaKind,
+    SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas, Violation,
+};
 pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize, normalize_with_preview};
 pub use units::{ParseUnitError, parse_duration, parse_size};

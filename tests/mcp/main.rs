@@ -28,6 +28,7 @@ mod hitl_gateway;
 mod in_process;
 mod reload;
 mod results;
+mod schemas;
 mod sessions;
 mod startup;
 mod typescript;

@@ -182,7 +182,8 @@ pub async fn run(args: RunArgs) -> ExitCode {
             .tools(pool.clone())
             .profile(profile)
             .asker(asker)
-            .audit(audit);
+            .audit(audit)
+            .outputs(config.outputs.clone());
         upstreams = Some(pool);
     }
     let outcome = eval.build().run(&code, &CancellationToken::new()).await;

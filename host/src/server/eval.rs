@@ -198,6 +198,7 @@ impl CodemodeServer {
             .asker(asker)
             .broker(Some(state.approvals.clone()))
             .audit(audit)
+            .outputs(config.outputs.clone())
             .options(config.limits.eval_options())
             .lifetime(Some(config.limits.max_eval_lifetime))
             .waits(Some(slot.clone()))

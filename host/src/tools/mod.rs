@@ -4,8 +4,11 @@
 
 pub mod hitl;
 mod in_flight;
+mod schemas;
 
 pub use in_flight::{InFlightCalls, InFlightGuard, in_flight};
+pub use schemas::CatalogSchemas;
+pub(crate) use schemas::SchemaCache;
 
 use std::sync::Arc;
 

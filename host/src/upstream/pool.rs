@@ -38,6 +38,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// Serialises [`UpstreamPool::set_upstreams`].
     reconfigure: tokio::sync::Mutex<()>,
+    /// The tools' compiled schemas, for the current [`UpstreamPool::version`].
+    schemas: crate::tools::SchemaCache,
 }
 
 impl Drop for Inner {
@@ -72,6 +74,7 @@ impl UpstreamPool {
                 changed: Arc::new(watch::Sender::new(0)),
                 shutdown: CancellationToken::new(),
                 reconfigure: tokio::sync::Mutex::new(()),
+                schemas: Default::default(),
             }),
         }
     }
@@ -216,6 +219,17 @@ impl UpstreamPool {
     /// first connection attempt, sent `tools/list_changed`, was added or removed. The value is a counter; read `tools()` after `changed().await`.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.inner.changed.subscribe()
+    }
+
+    /// The version of the combined tool list: the counter [`subscribe`](Self::subscribe)
+    /// watches, bumped whenever the list may have changed.
+    pub fn version(&self) -> u64 {
+        *self.inner.changed.borrow()
+    }
+
+    /// The compiled schemas of this pool's tools (see [`crate::tools::CatalogSchemas`]).
+    pub(crate) fn schema_cache(&self) -> &crate::tools::SchemaCache {
+        &self.inner.schemas
     }
 
     /// The state of each upstream, by server name.

@@ -225,7 +225,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
 }
 
 /// An array of globs, compiled; each bad glob is an error at its index.
-fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<GlobList> {
+pub(super) fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<GlobList> {
     let items = r.strings(v, path)?;
     let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
     match GlobList::new(globs) {

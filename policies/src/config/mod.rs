@@ -9,6 +9,7 @@ mod error;
 mod evaluation;
 mod fairness;
 mod gateway_keys;
+mod outputs;
 mod reader;
 mod sections;
 mod server;
@@ -50,6 +51,9 @@ pub struct Config {
     /// How `serve --http` accepts requests (`server`): hosts, origins, auth. Default: loopback
     /// only, no auth.
     pub server: ServerSettings,
+    /// What is masked or removed from tool results before scripts see them (`outputs`).
+    /// Default: nothing.
+    pub outputs: Arc<crate::OutputPolicy>,
     /// What the file says that codemode accepts but ignores (a client-only key such as
     /// `autoApprove`, VS Code `inputs`), for the caller to show. Default: none.
     pub warnings: Vec<ConfigWarning>,
@@ -80,11 +84,11 @@ impl Config {
     ///
     /// The text is JSON, with comments (`//`, `/* */`) and trailing commas allowed.
     /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
-    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `$schema`
-    /// (ignored, for editors) and `inputs` (VS Code's prompts: accepted, with a
-    /// [warning](Config::warnings) when non-empty). Every key is optional; unknown keys are
-    /// errors. `${VAR}` references in servers' `args`, `env`, `headers` and `url` are read
-    /// from the process environment.
+    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `outputs` (masks and
+    /// removals in tool results), `$schema` (ignored, for editors) and `inputs` (VS Code's
+    /// prompts: accepted, with a [warning](Config::warnings) when non-empty). Every key is
+    /// optional; unknown keys are errors. `${VAR}` references in servers' `args`, `env`,
+    /// `headers` and `url` are read from the process environment.
     ///
     /// # Errors
     ///

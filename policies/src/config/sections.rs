@@ -2,6 +2,7 @@
 //! (`evaluation` is in `evaluation.rs`.)
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -20,6 +21,7 @@ const ROOT_KEYS: &[&str] = &[
     "audit",
     "approvals",
     "server",
+    "outputs",
     "inputs",
 ];
 const LIMIT_KEYS: &[&str] = &[
@@ -82,6 +84,13 @@ pub(crate) fn config_from_value(
         }
         if let Some(v) = map.get("server") {
             config.server = super::server::read_server_settings(&mut r, v, &root.key("server"));
+        }
+        if let Some(v) = map.get("outputs") {
+            config.outputs = Arc::new(super::outputs::read_outputs(
+                &mut r,
+                v,
+                &root.key("outputs"),
+            ));
         }
     }
     if r.errors.is_empty() {
