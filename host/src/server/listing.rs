@@ -149,7 +149,8 @@ fn eval_tool(
     let description = format!(
         "Run JavaScript in a fresh WebAssembly sandbox and return its JSON result. Write either \
          `async () => {{ ... }}` or a script body using top-level `await` and `return` (without `return`, the \
-         last expression is the result). Call tools with `await codemode.<server>__<tool>({{...}})`; calls you \
+         last expression is the result); TypeScript and a markdown code fence are accepted too (types are \
+         stripped). Call tools with `await codemode.<server>__<tool>({{...}})`; calls you \
          do not await run in parallel (`await Promise.all([...])`). Find tools with \
          `await codemode.search_tools({{query: \"...\"}})` and get their TypeScript signatures with \
          `await codemode.get_tools({{names: [...]}})`; ask the user with `await codemode.hitl_request({{question, options}})`. \
