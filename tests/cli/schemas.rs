@@ -167,7 +167,7 @@ return {{ bad, asked, account, weather, echo }};"#,
     // Without `includeArgs`, the given value is not in the log.
     assert_eq!(
         invalid["reason"],
-        json!("invalid_arguments: /content: value is not of type \"string\"")
+        json!("invalid_arguments: /content: expected string, got number")
     );
     assert_eq!(invalid["output_sha256"], Value::Null);
     let account = call(3);

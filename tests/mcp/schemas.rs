@@ -94,7 +94,7 @@ fn schemas(mode: Mode) {
             json!([
                 "invalid",
                 "error",
-                "invalid_arguments: /content: value is not of type \"string\""
+                "invalid_arguments: /content: expected string, got number"
             ]),
             json!(["approved", "ok", null]),
         ]

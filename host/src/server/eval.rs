@@ -161,9 +161,17 @@ impl CodemodeServer {
             cancel.clone(),
             done_tx,
         );
-        let task = tokio::spawn(async move {
-            eval.await;
-            drop(running);
+        // On a thread of its own (the blocking pool), not on the async workers: guest code runs
+        // without yielding until it waits on a tool, so busy scripts on every worker would stall
+        // every other session, the approval API and new connections. The OS shares the cores
+        // between eval threads instead. A blocking task cannot be aborted: it stops through
+        // `cancel`, which every path that aborts it cancels first.
+        let handle = tokio::runtime::Handle::current();
+        let task = tokio::task::spawn_blocking(move || {
+            handle.block_on(async move {
+                eval.await;
+                drop(running);
+            })
         });
         match suspended {
             Some(s) => {

@@ -268,7 +268,9 @@ impl ToolSchemas {
     /// tool declares none), else a warning naming the tool and each failing path.
     pub fn check_output(&self, tool: &str, result: &Value) -> Option<String> {
         let validator = self.tools.get(tool)?.output.as_ref()?;
-        let (errors, _, more) = violations(validator, result);
+        // Worded without the values: the result is checked before the output policy masks it,
+        // and a warning must not show what a mask hides.
+        let (_, errors, more) = violations(validator, result);
         if errors.is_empty() {
             return None;
         }
@@ -299,7 +301,7 @@ fn violations(validator: &Validator, instance: &Value) -> (Vec<Violation>, Vec<V
         let path = e.instance_path().to_string();
         masked.push(Violation {
             path: path.clone(),
-            message: cut(&neutralize(&e.masked().to_string())),
+            message: cut(&neutralize(&describe_masked(&e))),
         });
         errors.push(Violation {
             path,
@@ -307,6 +309,20 @@ fn violations(validator: &Validator, instance: &Value) -> (Vec<Violation>, Vec<V
         });
     }
     (errors, masked, more)
+}
+
+/// [`describe`] without the value: "expected string, got number".
+fn describe_masked(e: &ValidationError<'_>) -> String {
+    match e.kind() {
+        ValidationErrorKind::Type { .. } => {
+            let full = describe(e);
+            match full.rfind(" (") {
+                Some(i) => full[..i].to_string(),
+                None => full,
+            }
+        }
+        _ => e.masked().to_string(),
+    }
 }
 
 /// The validator's message, except for type errors: "expected string, got number (42)".

@@ -219,7 +219,7 @@ fn output_mismatches_name_the_tool_and_path() {
             .check_output("fs__write_file", &json!({"n": "three"}))
             .as_deref(),
         Some(
-            "the result of `fs__write_file` does not match its outputSchema: /n: expected integer, got string (\"three\")"
+            "the result of `fs__write_file` does not match its outputSchema: /n: expected integer, got string"
         )
     );
     assert_eq!(

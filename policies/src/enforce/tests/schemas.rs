@@ -92,7 +92,7 @@ async fn invalid_arguments_are_refused_before_anyone_is_asked() {
                 1,
                 Decision::Invalid,
                 CallStatus::Error,
-                Some("invalid_arguments: /path: value is not of type \"string\"")
+                Some("invalid_arguments: /path: expected string, got number")
             ),
             (2, Decision::Denied, CallStatus::Denied, Some("denied")),
             (3, Decision::Approved, CallStatus::Ok, None),
