@@ -86,10 +86,9 @@ pub(crate) async fn connect(
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(http_headers(headers)?);
             let transport = StreamableHttpClientTransport::from_config(config);
-            let session = client
-                .serve(transport)
-                .await
-                .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
+            let session = client.serve(transport).await.map_err(|e| {
+                without_url_secrets(&format!("the MCP handshake with {url} failed: {e}"), url)
+            })?;
             Ok((session, None))
         }
     }
@@ -141,6 +140,27 @@ async fn emit(out: &mut tokio::io::Stderr, prefix: &str, line: &[u8]) {
     let _ = out.write_all(stderr_line(prefix, line).as_bytes()).await;
 }
 
+/// `message` with the secret-bearing parts of `url` — user info, query and fragment, where
+/// `${VAR}` substitutions usually put tokens — replaced by `…`: the message reaches logs, the
+/// eval tools' descriptions and `search_tools` answers.
+fn without_url_secrets(message: &str, url: &str) -> String {
+    let mut out = message.to_string();
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if let Some((userinfo, _)) = authority.rsplit_once('@')
+        && !userinfo.is_empty()
+    {
+        out = out.replace(userinfo, "…");
+    }
+    if let Some(i) = url.find(['?', '#']) {
+        let tail = &url[i + 1..];
+        if !tail.is_empty() {
+            out = out.replace(tail, "…");
+        }
+    }
+    out
+}
+
 /// One line of an upstream's stderr as the operator's terminal shows it: prefixed, invalid UTF-8
 /// replaced, and [`neutralize`]d, so an upstream cannot send escape sequences to the terminal or
 /// start a line that looks like codemode's own.
@@ -148,6 +168,27 @@ fn stderr_line(prefix: &str, line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
     let text = text.strip_suffix('\r').unwrap_or(&text);
     format!("{prefix}{}\n", neutralize(text))
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::without_url_secrets;
+
+    #[test]
+    fn user_info_query_and_fragment_never_reach_a_message() {
+        let url = "https://user:pa55@api.example/mcp?key=sk-live-1#frag";
+        let message =
+            format!("the MCP handshake with {url} failed: error sending request for url ({url})");
+        let shown = without_url_secrets(&message, url);
+        assert_eq!(
+            shown,
+            "the MCP handshake with https://…@api.example/mcp?… failed: error sending request for url (https://…@api.example/mcp?…)"
+        );
+        assert_eq!(
+            without_url_secrets("failed: http://h/mcp", "http://h/mcp"),
+            "failed: http://h/mcp"
+        );
+    }
 }
 
 #[cfg(test)]
