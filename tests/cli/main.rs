@@ -2,6 +2,7 @@
 //! and the terminal approval prompt (in a real pseudo-terminal).
 
 mod approve;
+mod commands;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -19,6 +19,7 @@ mod approvals;
 mod auth;
 mod browser;
 mod cancel;
+mod commands;
 mod core;
 mod discovery;
 mod fallback;

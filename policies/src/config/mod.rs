@@ -4,6 +4,7 @@
 //! report every problem with its JSON path ([`ConfigErrors`]). See the crate docs for the format.
 
 mod approvals;
+mod commands;
 mod document;
 mod error;
 mod evaluation;
@@ -20,6 +21,10 @@ use std::time::Duration;
 use crate::profile::Profile;
 
 pub use approvals::ApprovalsConfig;
+pub use commands::{
+    BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg, CommandConfig, CommandOutput,
+    DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, resolve_command,
+};
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors};
 pub(crate) use evaluation::profile_from_json;
 pub use server::{
@@ -46,6 +51,8 @@ pub struct Config {
     /// How `serve --http` accepts requests (`server`): hosts, origins, auth. Default: loopback
     /// only, no auth.
     pub server: ServerSettings,
+    /// Local programs offered to scripts as tools (`commands`), by tool name. Default: none.
+    pub commands: BTreeMap<String, CommandConfig>,
 }
 
 /// The configuration [`Config::default`] stands for, as JSON: a starting point for a file.
@@ -68,7 +75,8 @@ impl Config {
     /// Parses and validates a configuration.
     ///
     /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
-    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), and `$schema`
+    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `commands` (local
+    /// command tools), and `$schema`
     /// (ignored, for editors). Every key is optional; unknown keys are
     /// errors.
     ///

@@ -24,6 +24,7 @@ const ROOT_KEYS: &[&str] = &[
     "audit",
     "approvals",
     "server",
+    "commands",
 ];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -82,6 +83,9 @@ pub(crate) fn config_from_value(
         }
         if let Some(v) = map.get("approvals") {
             config.approvals = super::approvals::read_approvals(&mut r, v, &root.key("approvals"));
+        }
+        if let Some(v) = map.get("commands") {
+            config.commands = super::commands::read_commands(&mut r, v, &root.key("commands"));
         }
         if let Some(v) = map.get("server") {
             config.server = super::server::read_server_settings(&mut r, v, &root.key("server"));
@@ -338,7 +342,7 @@ fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
 }
 
 /// A size: a string like `"64MiB"` or a whole number of bytes; must not be zero.
-fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
+pub(crate) fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
     let parsed = match v {
         Value::String(s) => {
             parse_size(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
