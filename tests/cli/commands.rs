@@ -68,7 +68,11 @@ fn command_tools_through_codemode_run() {
     let d = dir.display();
     assert_eq!(
         r["hostile"],
-        json!([format!("$(touch {d}/X); touch {d}/Y"), "it's \"q\"", "next; `id`"])
+        json!([
+            format!("$(touch {d}/X); touch {d}/Y"),
+            "it's \"q\"",
+            "next; `id`"
+        ])
     );
     assert_eq!(
         r["option"],
@@ -105,7 +109,10 @@ fn command_tools_through_codemode_run() {
         .trim()
         .parse()
         .unwrap();
-    assert!(gone(pid), "the sleeping grandchild {pid} survived the timeout");
+    assert!(
+        gone(pid),
+        "the sleeping grandchild {pid} survived the timeout"
+    );
 }
 
 #[test]
@@ -118,13 +125,24 @@ fn profiles_deny_and_ask_about_command_tools() {
         }\n\
         return r;";
     let out = run_with_stdin(
-        &["run", "--json", "--config", config.to_str().unwrap(), "--profile", "p", "-"],
+        &[
+            "run",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            "--profile",
+            "p",
+            "-",
+        ],
         script,
     );
     let outcome: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(
         outcome["result"],
-        json!([["ToolCallDeniedError", "danger"], ["ToolCallDeniedError", "asky"]]),
+        json!([
+            ["ToolCallDeniedError", "danger"],
+            ["ToolCallDeniedError", "asky"]
+        ]),
         "{outcome}"
     );
     assert!(!dir.join("danger").exists() && !dir.join("asky").exists());
@@ -149,7 +167,9 @@ fn a_bad_command_section_is_a_config_error_with_its_path() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("commands.log.args[1]: the placeholder `{fmt}` is part of the longer argument"),
+        stderr.contains(
+            "commands.log.args[1]: the placeholder `{fmt}` is part of the longer argument"
+        ),
         "{stderr}"
     );
 }
@@ -159,9 +179,9 @@ fn gone(pid: i32) -> bool {
     (0..200).any(|_| {
         let done = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => true,
-            Ok(stat) => stat
-                .rsplit_once(')')
-                .is_some_and(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))),
+            Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| {
+                matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))
+            }),
         };
         if !done {
             std::thread::sleep(std::time::Duration::from_millis(10));

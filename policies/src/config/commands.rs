@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::ConfigErrorKind;
 use super::reader::{JsonPath, Reader, describe};
 use super::sections::{positive_seconds, size};
-use super::ConfigErrorKind;
 
 const COMMAND_KEYS: &[&str] = &[
     "command",
@@ -238,7 +238,10 @@ fn read_command(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<CommandCon
     let schema_path = path.key("inputSchema");
     let input_schema = match map.get("inputSchema") {
         Some(s) => s.clone(),
-        None if parsed.iter().any(|(_, t)| matches!(t, Template::Param { .. })) => {
+        None if parsed
+            .iter()
+            .any(|(_, t)| matches!(t, Template::Param { .. })) =>
+        {
             r.error(
                 path,
                 ConfigErrorKind::MissingField,
@@ -246,7 +249,9 @@ fn read_command(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<CommandCon
             );
             Value::Null
         }
-        None => serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        None => {
+            serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
+        }
     };
     let validator = compile_schema(r, &input_schema, &schema_path);
     let properties = input_schema.get("properties").and_then(Value::as_object);
@@ -259,6 +264,8 @@ fn read_command(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<CommandCon
     for (p, t) in parsed {
         match t {
             Template::Literal(s) => args.push(CommandArg::Literal(s)),
+            // Without a schema (already an error) the placeholders cannot be checked.
+            Template::Param { .. } if input_schema.is_null() => {}
             Template::Param { name, optional } => {
                 if let Some(arg) =
                     check_param(r, &p, &schema_path, properties, &required, name, optional)
@@ -272,7 +279,9 @@ fn read_command(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<CommandCon
         Some(v) => r.string(v, &path.key("description")).map(str::to_string),
         None => None,
     };
-    let cwd = map.get("cwd").and_then(|v| read_cwd(r, v, &path.key("cwd")));
+    let cwd = map
+        .get("cwd")
+        .and_then(|v| read_cwd(r, v, &path.key("cwd")));
     let env = match map.get("env") {
         Some(v) => read_env(r, v, &path.key("env")),
         None => BTreeMap::new(),
@@ -460,7 +469,13 @@ fn check_param(
     }
     let allow_option = match property.get("x-allowOption") {
         None => false,
-        Some(v) => r.bool(v, &schema_path.key("properties").key(&name).key("x-allowOption"))?,
+        Some(v) => r.bool(
+            v,
+            &schema_path
+                .key("properties")
+                .key(&name)
+                .key("x-allowOption"),
+        )?,
     };
     Some(CommandArg::Param {
         name,

@@ -288,7 +288,14 @@ fn the_builtin_names_are_refused_and_commands_default_to_none() {
 #[test]
 fn resolve_command_uses_the_fixed_path_only() {
     let sh = resolve_command("sh").unwrap();
-    assert!(COMMAND_PATH.split(':').any(|d| sh.parent() == Some(std::path::Path::new(d))));
-    assert_eq!(resolve_command("/bin/sh").unwrap(), std::path::Path::new("/bin/sh"));
+    assert!(
+        COMMAND_PATH
+            .split(':')
+            .any(|d| sh.parent() == Some(std::path::Path::new(d)))
+    );
+    assert_eq!(
+        resolve_command("/bin/sh").unwrap(),
+        std::path::Path::new("/bin/sh")
+    );
     assert!(resolve_command("./sh").is_err());
 }

@@ -104,14 +104,26 @@ mod tests {
             "the argument `a` starts with `-`, so `printf` would read it as an option; refused \
              (the tool's inputSchema can allow it with \"x-allowOption\": true)"
         );
-        assert!(argv(&c, &json!({"a": -1})).unwrap_err().contains("starts with `-`"));
+        assert!(
+            argv(&c, &json!({"a": -1}))
+                .unwrap_err()
+                .contains("starts with `-`")
+        );
         assert_eq!(
             argv(&c, &json!({"a": ["x", "y"]})).unwrap_err(),
             "the argument `a` must be a string, number or boolean (it becomes one command-line \
              argument); arrays and objects are refused"
         );
-        assert!(argv(&c, &json!({"a": {}})).unwrap_err().contains("arrays and objects"));
-        assert!(argv(&c, &json!({"a": "x\u{0}y"})).unwrap_err().contains("NUL"));
+        assert!(
+            argv(&c, &json!({"a": {}}))
+                .unwrap_err()
+                .contains("arrays and objects")
+        );
+        assert!(
+            argv(&c, &json!({"a": "x\u{0}y"}))
+                .unwrap_err()
+                .contains("NUL")
+        );
         assert_eq!(
             argv(&c, &json!({})).unwrap_err(),
             "the argument `a` is required"

@@ -83,10 +83,7 @@ impl CommandTools {
         let args = if args.is_null() { json!({}) } else { args };
         if let Err(problems) = command.validate_args(&args) {
             return Err(ToolError::Failed {
-                message: format!(
-                    "invalid arguments for `{name}`: {}",
-                    problems.join("; ")
-                ),
+                message: format!("invalid arguments for `{name}`: {}", problems.join("; ")),
                 data: Some(json!({ "errors": problems })),
             });
         }
@@ -100,7 +97,7 @@ impl CommandTools {
         let stderr = clean(&done.stderr_tail);
         if !done.status.success() {
             use std::os::unix::process::ExitStatusExt;
-            let first = stderr.lines().rev().find(|l| !l.trim().is_empty());
+            let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
             let how = match (done.status.code(), done.status.signal()) {
                 (Some(code), _) => format!("exited with code {code}"),
                 (None, Some(sig)) => format!("was killed by signal {sig}"),
@@ -111,7 +108,7 @@ impl CommandTools {
                 data["signal"] = json!(sig);
             }
             return Err(ToolError::Failed {
-                message: match first {
+                message: match last {
                     Some(line) => format!("`{name}` {how}: {}", line.trim()),
                     None => format!("`{name}` {how}"),
                 },

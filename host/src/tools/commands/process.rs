@@ -90,7 +90,9 @@ pub(super) async fn run(
         killed: AtomicBool::new(false),
     };
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(RunError::Io(std::io::Error::other("the child has no pipes")));
+        return Err(RunError::Io(std::io::Error::other(
+            "the child has no pipes",
+        )));
     };
     let max_output = command.max_output;
     let work = async {
@@ -134,7 +136,9 @@ pub(super) async fn run(
 /// `max + 1`).
 async fn read_bounded(from: impl AsyncRead + Unpin, max: u64) -> std::io::Result<Option<Vec<u8>>> {
     let mut buf = Vec::new();
-    from.take(max.saturating_add(1)).read_to_end(&mut buf).await?;
+    from.take(max.saturating_add(1))
+        .read_to_end(&mut buf)
+        .await?;
     Ok((buf.len() as u64 <= max).then_some(buf))
 }
 
@@ -164,7 +168,10 @@ mod tests {
 
     #[tokio::test]
     async fn read_bounded_stops_past_the_bound() {
-        assert_eq!(read_bounded(&b"abcd"[..], 4).await.unwrap(), Some(b"abcd".to_vec()));
+        assert_eq!(
+            read_bounded(&b"abcd"[..], 4).await.unwrap(),
+            Some(b"abcd".to_vec())
+        );
         assert_eq!(read_bounded(&b"abcde"[..], 4).await.unwrap(), None);
     }
 

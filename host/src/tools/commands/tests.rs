@@ -32,11 +32,24 @@ fn echo_args() -> CommandTools {
 async fn hostile_values_arrive_as_one_literal_argument_each() {
     let dir = tempdir();
     let t = echo_args();
-    let hostile = format!("$(touch {d}/X); touch {d}/Y `touch {d}/Z` \"q\" 'q' | &", d = dir.display());
-    let got = t.call("argv", json!({"a": hostile, "b": "line1\nline2"})).await.unwrap();
+    let hostile = format!(
+        "$(touch {d}/X); touch {d}/Y `touch {d}/Z` \"q\" 'q' | &",
+        d = dir.display()
+    );
+    let got = t
+        .call("argv", json!({"a": hostile, "b": "line1\nline2"}))
+        .await
+        .unwrap();
     assert_eq!(got, json!([format!("[{hostile}]"), "[line1", "line2]"]));
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no file was created");
-    assert_eq!(t.call("argv", json!({"a": 7})).await.unwrap(), json!(["[7]"]));
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "no file was created"
+    );
+    assert_eq!(
+        t.call("argv", json!({"a": 7})).await.unwrap(),
+        json!(["[7]"])
+    );
 }
 
 #[tokio::test]
@@ -48,12 +61,21 @@ async fn invalid_or_option_like_arguments_never_start_the_program() {
         "inputSchema": {"type": "object", "required": ["path"], "additionalProperties": false,
             "properties": {"path": {"type": "string"}}}}}));
     let (message, data) = failed(t.call("touch", json!({"path": 3})).await.unwrap_err());
-    assert_eq!(message, "invalid arguments for `touch`: /path: 3 is not of type \"string\"");
-    assert_eq!(data, Some(json!({"errors": ["/path: 3 is not of type \"string\""]})));
+    assert_eq!(
+        message,
+        "invalid arguments for `touch`: /path: 3 is not of type \"string\""
+    );
+    assert_eq!(
+        data,
+        Some(json!({"errors": ["/path: 3 is not of type \"string\""]}))
+    );
     let (message, _) = failed(
-        t.call("touch", json!({"path": format!("--reference={}", marker.display())}))
-            .await
-            .unwrap_err(),
+        t.call(
+            "touch",
+            json!({"path": format!("--reference={}", marker.display())}),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!(
         message,
@@ -61,9 +83,15 @@ async fn invalid_or_option_like_arguments_never_start_the_program() {
          read it as an option; refused (the tool's inputSchema can allow it with \
          \"x-allowOption\": true)"
     );
-    assert!(t.call("touch", json!({"path": "x", "extra": 1})).await.is_err());
+    assert!(
+        t.call("touch", json!({"path": "x", "extra": 1}))
+            .await
+            .is_err()
+    );
     assert!(!marker.exists());
-    t.call("touch", json!({"path": marker.to_str().unwrap()})).await.unwrap();
+    t.call("touch", json!({"path": marker.to_str().unwrap()}))
+        .await
+        .unwrap();
     assert!(marker.exists(), "valid arguments run it");
 }
 
@@ -71,8 +99,13 @@ async fn invalid_or_option_like_arguments_never_start_the_program() {
 async fn only_the_named_environment_is_passed() {
     // SAFETY: a variable only this test reads; set before the child starts.
     unsafe { std::env::set_var("CODEMODE_SECRET_FOR_TEST", "leak") };
-    let t = tools(json!({"env": {"command": "env", "output": "lines", "env": {"A": "1", "LANG": "C"}}}));
-    assert_eq!(t.call("env", json!({})).await.unwrap(), json!(["A=1", "LANG=C"]));
+    let t = tools(
+        json!({"env": {"command": "env", "output": "lines", "env": {"A": "1", "LANG": "C"}}}),
+    );
+    assert_eq!(
+        t.call("env", json!({})).await.unwrap(),
+        json!(["A=1", "LANG=C"])
+    );
 }
 
 #[tokio::test]
@@ -101,10 +134,19 @@ async fn output_modes_and_ansi_stripping() {
         "badjson": {"command": "printf", "args": ["nope"], "output": "json"},
         "badjsonl": {"command": "printf", "args": ["1\n{\n"], "output": "jsonl"}}));
     assert_eq!(t.call("text", json!({})).await.unwrap(), json!("green\nx"));
-    assert_eq!(t.call("lines", json!({})).await.unwrap(), json!(["a", "b", "", "c"]));
+    assert_eq!(
+        t.call("lines", json!({})).await.unwrap(),
+        json!(["a", "b", "", "c"])
+    );
     assert_eq!(t.call("none", json!({})).await.unwrap(), json!([]));
-    assert_eq!(t.call("json", json!({})).await.unwrap(), json!({"a": [1, 2]}));
-    assert_eq!(t.call("jsonl", json!({})).await.unwrap(), json!([{"n": 1}, [2]]));
+    assert_eq!(
+        t.call("json", json!({})).await.unwrap(),
+        json!({"a": [1, 2]})
+    );
+    assert_eq!(
+        t.call("jsonl", json!({})).await.unwrap(),
+        json!([{"n": 1}, [2]])
+    );
     assert_eq!(
         failed(t.call("badjson", json!({})).await.unwrap_err()).0,
         "`badjson`'s output is not JSON (output \"json\"): expected ident at line 1 column 2"
@@ -117,8 +159,10 @@ async fn output_modes_and_ansi_stripping() {
 
 #[tokio::test]
 async fn output_past_max_output_stops_the_program() {
-    let t = tools(json!({"zeros": {"command": "head", "args": ["-c", "1073741824", "/dev/zero"],
-        "maxOutput": "1MiB", "timeoutSeconds": 60}}));
+    let t = tools(
+        json!({"zeros": {"command": "head", "args": ["-c", "1073741824", "/dev/zero"],
+        "maxOutput": "1MiB", "timeoutSeconds": 60}}),
+    );
     let (message, data) = failed(t.call("zeros", json!({})).await.unwrap_err());
     assert_eq!(
         message,
@@ -138,7 +182,11 @@ async fn a_timeout_kills_the_whole_process_group() {
         message,
         "`sleepy` timed out after 2s (timeoutSeconds); it and every process it started were killed"
     );
-    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(gone(pid), "the grandchild sleep {pid} is still running");
 }
 
@@ -148,8 +196,8 @@ async fn dropping_the_call_kills_the_group_and_background_processes_do_not_outli
     let pidfile = dir.join("pid");
     let t = tools(json!({"sleepy": {"command": "sh", "timeoutSeconds": 600,
         "args": ["-c", format!("sleep 300 & echo $! > {}; wait", pidfile.display())]}}));
-    let call = t.call("sleepy", json!({}));
-    tokio::pin!(call);
+    // Boxed, so that `drop` drops the future itself (as an aborted eval task does).
+    let mut call = Box::pin(t.call("sleepy", json!({})));
     // Poll until the grandchild exists, then drop the call (as a cancelled eval does).
     loop {
         tokio::select! {
@@ -161,15 +209,26 @@ async fn dropping_the_call_kills_the_group_and_background_processes_do_not_outli
         }
     }
     drop(call);
-    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
-    assert!(gone(pid), "the grandchild sleep {pid} outlived the dropped call");
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        gone(pid),
+        "the grandchild sleep {pid} outlived the dropped call"
+    );
 
     // A program that exits leaving a background process: the call ends, the process goes.
     std::fs::remove_file(&pidfile).unwrap();
     let t = tools(json!({"bg": {"command": "sh",
         "args": ["-c", format!("sleep 300 & echo $! > {}; echo done", pidfile.display())]}}));
     assert_eq!(t.call("bg", json!({})).await.unwrap(), json!("done\n"));
-    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(gone(pid), "the background sleep {pid} outlived the call");
 }
 
