@@ -184,16 +184,6 @@ pub fn get_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError> {
     Ok(json!({ "declarations": catalog::declarations(&found), "missing": missing }))
 }
 
-#[cfg(test)]
-mod builtin_names_tests {
-    /// The config refuses command tools named like a built-in: its list must be this one.
-    #[test]
-    fn the_config_knows_every_builtin_name() {
-        let ours: Vec<String> = super::builtin_infos().into_iter().map(|t| t.name).collect();
-        assert_eq!(ours, codemode_policies::BUILTIN_TOOL_NAMES);
-    }
-}
-
 /// The tool host of one eval.
 pub struct ScriptTools {
     upstreams: UpstreamPool,
@@ -264,5 +254,15 @@ impl ToolHost for ScriptTools {
         names.extend(self.upstreams.commands().names());
         names.extend(self.upstreams.tool_names());
         names
+    }
+}
+
+#[cfg(test)]
+mod builtin_names_tests {
+    /// The config refuses command tools named like a built-in: its list must be this one.
+    #[test]
+    fn the_config_knows_every_builtin_name() {
+        let ours: Vec<String> = super::builtin_infos().into_iter().map(|t| t.name).collect();
+        assert_eq!(ours, codemode_policies::BUILTIN_TOOL_NAMES);
     }
 }
