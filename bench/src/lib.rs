@@ -2,7 +2,7 @@
 //!
 //! Measurements of the codemode sandbox against its performance targets (docs/PERFORMANCE.md):
 //! the latency and throughput of a trivial eval, the host tool-call round trip, compute
-//! workloads against the same QuickJS built natively, the engine's floor (compute with no CPU
+//! workloads against the same QuickJS built natively, load over MCP's streamable HTTP (`--http`, [`http`]), the engine's floor (compute with no CPU
 //! bound at all), evals suspended in tool calls, whole-process start-up, and two studies (what
 //! fuel and epoch interruption cost; what each technique of the runtime buys).
 //!
@@ -31,6 +31,7 @@
 
 mod compute;
 mod floor;
+pub mod http;
 mod limits;
 pub mod native;
 mod options;

@@ -54,6 +54,11 @@ impl Samples {
     pub fn min(&self) -> f64 {
         self.sorted.first().copied().unwrap_or(f64::NAN)
     }
+
+    /// The largest sample.
+    pub fn max(&self) -> f64 {
+        self.sorted.last().copied().unwrap_or(f64::NAN)
+    }
 }
 
 #[cfg(test)]
@@ -68,6 +73,7 @@ mod tests {
         assert_eq!(s.percentile(100.0), 100.0);
         assert_eq!(s.percentile(0.0), 1.0);
         assert_eq!(s.min(), 1.0);
+        assert_eq!(s.max(), 100.0);
         assert!(Samples::default().median().is_nan());
     }
 }

@@ -1,4 +1,4 @@
-//! The host↔guest ABI, version 1: every raw import and export lives here (see ../ABI.md).
+//! The host↔guest ABI, version 2: every raw import and export lives here (see ../ABI.md).
 //!
 //! The guest trusts the host (the host owns the sandbox); the host validates everything the guest
 //! passes. Pointers are offsets into this module's exported `memory`.
@@ -6,7 +6,12 @@
 use crate::engine;
 
 /// Bumped on every incompatible change; the host refuses a guest with another version.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
+
+/// Longest tool name the host accepts; the guest rejects a call with a longer one itself.
+pub const MAX_TOOL_NAME_BYTES: usize = 1024;
+/// Largest argument document the host accepts; the guest rejects a call with a larger one itself.
+pub const MAX_TOOL_ARGS_BYTES: usize = 8 << 20;
 
 /// `cm_run` / `cm_resume` result: the script finished and `finish` was called.
 pub const STATUS_DONE: u32 = 0;
@@ -15,13 +20,16 @@ pub const STATUS_PENDING: u32 = 1;
 
 #[link(wasm_import_module = "codemode")]
 unsafe extern "C" {
-    /// Starts tool call `name(args_json)`; returns its id (≥ 1). Never blocks.
+    /// Starts tool call `name(args_json)` made at `line`:`column` of the user's code (0 when
+    /// unknown); returns its id (≥ 1). Never blocks.
     #[link_name = "call_start"]
     fn host_call_start(
         name_ptr: *const u8,
         name_len: usize,
         args_ptr: *const u8,
         args_len: usize,
+        line: u32,
+        column: u32,
     ) -> u32;
     /// One console line at `level` (0 log, 1 info, 2 warn, 3 error, 4 debug).
     #[link_name = "log"]
@@ -50,7 +58,8 @@ pub fn random_u64() -> u64 {
     }
 }
 
-pub fn call_start(name: &[u8], args_json: &[u8]) -> u32 {
+/// Starts a call; `site` is its line and column in the user's code (0 when unknown).
+pub fn call_start(name: &[u8], args_json: &[u8], site: (u32, u32)) -> u32 {
     // SAFETY: both slices are valid for their lengths for the duration of the call.
     unsafe {
         host_call_start(
@@ -58,6 +67,8 @@ pub fn call_start(name: &[u8], args_json: &[u8]) -> u32 {
             name.len(),
             args_json.as_ptr(),
             args_json.len(),
+            site.0,
+            site.1,
         )
     }
 }

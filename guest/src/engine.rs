@@ -1,6 +1,7 @@
 //! Drives the QuickJS runtime: code forms, the job loop, settling tool calls.
 
 use std::cell::{Cell, RefCell};
+use std::mem::ManuallyDrop;
 
 use javy::quickjs::{Ctx, Function, Object, Persistent, Value, qjs};
 use javy::{Config, Runtime};
@@ -8,7 +9,8 @@ use javy::{Config, Runtime};
 use crate::abi;
 
 const PRELUDE: &str = include_str!("prelude.js");
-const FILE_NAME: &std::ffi::CStr = c"script.js";
+/// The file name of the user's code in stacks (and the frames `calls` takes as call sites).
+pub const FILE_NAME: &std::ffi::CStr = c"script.js";
 const PRELUDE_FILE: &std::ffi::CStr = c"codemode:prelude";
 
 /// Creates every built-in object and property that QuickJS would otherwise create on first use
@@ -43,8 +45,6 @@ struct Prelude {
     fail: Persistent<Function<'static>>,
     succeed: Persistent<Function<'static>>,
     set_source: Persistent<Function<'static>>,
-    /// `rejection(name, json)`: the error a failed tool call rejects with.
-    rejection: Persistent<Function<'static>>,
 }
 
 thread_local! {
@@ -53,6 +53,12 @@ thread_local! {
     static FINISHED: Cell<bool> = const { Cell::new(false) };
     /// `Math.random`'s state; 0 until first used in this instance (see [`math_random`]).
     static RANDOM: Cell<u64> = const { Cell::new(0) };
+    /// This run's code (for the warnings and hints that quote or scan it), and whether it was
+    /// compiled as a script (its completion value is the result) rather than a function body.
+    /// `ManuallyDrop`: see `calls::PENDING`.
+    static SOURCE: RefCell<ManuallyDrop<Vec<u8>>> =
+        const { RefCell::new(ManuallyDrop::new(Vec::new())) };
+    static IS_SCRIPT: Cell<bool> = const { Cell::new(true) };
 }
 
 /// `Math.random`: wyrand (as javy's own, fastrand), seeded from the host's random source the
@@ -91,10 +97,20 @@ pub fn init() {
                 let host_log = Function::new(cx.clone(), |level: u32, message: String| {
                     abi::log(level, &message)
                 })?;
-                let host_finish = Function::new(cx.clone(), |envelope: String| {
-                    FINISHED.with(|f| f.set(true));
-                    abi::finish(&envelope)
+                let host_finish = Function::new(cx.clone(), |cx: Ctx<'_>, envelope: String| {
+                    finish(&cx, &envelope)
                 })?;
+                let host_warn = Function::new(cx.clone(), |cx: Ctx<'_>, message: String| {
+                    let (line, column) = crate::calls::current_position(&cx);
+                    crate::warnings::add(message, line, column);
+                })?;
+                let no_completion = Function::new(cx.clone(), crate::warnings::note_no_completion)?;
+                let source_line = Function::new(cx.clone(), source_line)?;
+                // Past seven arguments, a call takes an object.
+                let more = Object::new(cx.clone())?;
+                more.set("hostWarn", host_warn)?;
+                more.set("noCompletion", no_completion)?;
+                more.set("sourceLine", source_line)?;
                 let heap_exhausted = Function::new(cx.clone(), crate::heap::exhausted)?;
                 // SAFETY: the context is alive for `cx`'s lifetime; the object is owned.
                 let codemode = unsafe {
@@ -110,9 +126,14 @@ pub fn init() {
                     host_tool,
                     heap_exhausted,
                     codemode,
+                    more,
                 ))?;
                 let make_tool: Function = internals.get("makeTool")?;
-                crate::calls::set_call_encoded(&cx, &internals.get("callEncoded")?);
+                crate::calls::set_prelude(
+                    &cx,
+                    &internals.get("callEncoded")?,
+                    &internals.get("rejection")?,
+                );
                 // SAFETY: a live function of this context; the module keeps its own reference.
                 unsafe {
                     crate::namespace::set_tool_maker(cx.as_raw().as_ptr(), make_tool.as_raw())
@@ -127,7 +148,6 @@ pub fn init() {
                     fail: entry("fail")?,
                     succeed: entry("succeed")?,
                     set_source: entry("setSource")?,
-                    rejection: entry("rejection")?,
                 })
             })
             .expect("evaluating the codemode prelude");
@@ -306,9 +326,57 @@ fn primitive_json(value: &Value<'_>) -> Option<String> {
 }
 
 /// Ends the eval with a result already encoded as JSON, as the prelude's `succeed` would.
-fn finish_ok(json: &str) {
+fn finish_ok(cx: &Ctx<'_>, json: &str) {
+    finish(cx, &format!(r#"{{"ok":true,"result":{json}}}"#));
+}
+
+/// Passes the outcome envelope to the host, with the guest's warnings when the script
+/// succeeded: tool calls nothing awaited, and a `null` result from a last statement that is not
+/// an expression (warnings about promises in the result are added while it is encoded).
+fn finish(cx: &Ctx<'_>, envelope: &str) {
     FINISHED.with(|f| f.set(true));
-    abi::finish(&format!(r#"{{"ok":true,"result":{json}}}"#));
+    if envelope.starts_with(r#"{"ok":true"#) {
+        for (name, (line, column)) in crate::calls::unawaited(cx) {
+            let shown = if name.len() <= 64 {
+                name
+            } else {
+                format!("{}…", name.chars().take(64).collect::<String>())
+            };
+            crate::warnings::add(
+                format!(
+                    "the promise of this call to `{shown}` was never awaited: the script went on without its result or its error (did you forget `await`?)"
+                ),
+                line,
+                column,
+            );
+        }
+        if crate::warnings::no_completion() && IS_SCRIPT.get() {
+            let at =
+                SOURCE.with(|code| crate::warnings::last_statement_not_expression(&code.borrow()));
+            if let Some((line, column)) = at {
+                crate::warnings::add(
+                    "the result is null: the script's last statement is not an expression and it has no `return` (end it with the value to return, or `return` it)".into(),
+                    line,
+                    column,
+                );
+            }
+        }
+    }
+    match crate::warnings::append_to(envelope) {
+        Some(with_warnings) => abi::finish(&with_warnings),
+        None => abi::finish(envelope),
+    }
+}
+
+/// Line `line` (1-based) of this run's code, for hints that quote it; empty past the end.
+fn source_line(line: u32) -> String {
+    SOURCE.with(|code| {
+        let code = code.borrow();
+        code.split(|&b| b == b'\n')
+            .nth(line.saturating_sub(1) as usize)
+            .map(|text| String::from_utf8_lossy(text).into_owned())
+            .unwrap_or_default()
+    })
 }
 
 /// Whether a promise job is queued.
@@ -324,6 +392,12 @@ fn with_engine<R>(f: impl FnOnce(&Engine) -> R) -> R {
 
 pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
     FINISHED.with(|f| f.set(false));
+    crate::warnings::reset();
+    SOURCE.with(|source| **source.borrow_mut() = code);
+    SOURCE.with(|source| run_code(&source.borrow(), heap_limit))
+}
+
+fn run_code(code: &[u8], heap_limit: usize) -> u32 {
     with_engine(|engine| {
         engine.runtime.context().with(|cx| {
             // QuickJS counts its own allocations; 0 means no limit beyond the linear memory's.
@@ -344,13 +418,15 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
                     code.split(|&b| b == b'\n').count() - usize::from(code.ends_with(b"\n"));
                 i32::try_from(lines).unwrap_or(i32::MAX)
             };
-            match compile(&cx, &code) {
+            match compile(&cx, code) {
                 Ok((compiled, form, offset)) => {
                     // The prelude starts with offset 0; the line count only matters to syntax
                     // errors.
                     if offset != 0 {
                         call_internal(&cx, &p.set_source, (offset, lines()));
                     }
+                    crate::calls::set_line_offset(offset as u32);
+                    IS_SCRIPT.set(offset == 0);
                     match (form, eval_function(&cx, compiled)) {
                         (Form::Async, Ok(value)) => {
                             call_internal(&cx, &p.start, (MODE_ASYNC, value))
@@ -365,8 +441,11 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
                                 && !job_pending(&cx)
                                 && !object_prototype_has_then(&cx) =>
                         {
+                            if value.is_undefined() {
+                                crate::warnings::note_no_completion();
+                            }
                             match primitive_json(&value) {
-                                Some(json) => finish_ok(&json),
+                                Some(json) => finish_ok(&cx, &json),
                                 None => call_internal(&cx, &p.succeed, (value,)),
                             }
                         }
@@ -392,7 +471,7 @@ pub fn run(code: Vec<u8>, heap_limit: usize) -> u32 {
 pub fn resume(id: u32, ok: bool, payload: Vec<u8>) -> u32 {
     with_engine(|engine| {
         engine.runtime.context().with(|cx| {
-            crate::calls::settle(&cx, &engine.prelude.rejection, id, ok, payload);
+            crate::calls::settle(&cx, id, ok, payload);
             drive(&cx, &engine.prelude)
         })
     })

@@ -196,7 +196,7 @@ fn append_latin1(text: &[u8], out: &mut String) {
 }
 
 /// Appends `text` as a JSON string literal.
-fn append_json_string(text: &str, out: &mut String) {
+pub(crate) fn append_json_string(text: &str, out: &mut String) {
     append_json_chars(text.chars(), text.len(), out);
 }
 

@@ -5,7 +5,8 @@
 //! [`heap`] fixes how QuickJS measures and limits its heap on WASI; [`fast_json`] encodes simple
 //! tool arguments without `JSON.stringify`; [`namespace`] is the `codemode` object; `prelude.js`
 //! makes its tool functions and defines `console`, the error classes and result encoding;
-//! [`patch`] declares what `quickjs-wasi.patch` adds to QuickJS.
+//! [`patch`] declares what `quickjs-wasi.patch` adds to QuickJS; [`warnings`] collects what the
+//! guest notices about a script that finished but probably not as meant.
 
 mod abi;
 mod calls;
@@ -14,3 +15,4 @@ mod fast_json;
 mod heap;
 mod namespace;
 mod patch;
+mod warnings;

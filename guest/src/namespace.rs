@@ -1,6 +1,8 @@
-//! The `codemode` object. Every string property but `then` is a tool function, made by the
-//! prelude's `makeTool` on first use and kept; nothing can be assigned, defined or deleted on
-//! it, and it has no own keys and no prototype.
+//! The `codemode` object. Every string property but the names JavaScript itself looks up
+//! ([`PROTOCOL_ATOMS`]) is a tool function, made by the prelude's `makeTool` on first use and
+//! kept; nothing can be assigned, defined or deleted on it, and it has no own keys and no
+//! prototype. So `String(codemode)`, `await codemode` or `JSON.stringify(codemode)` call no
+//! tool: `toString` gives `"[object codemode]"`, the other protocol names `undefined`.
 //!
 //! It is an object of a QuickJS class with exotic behaviour, not a `Proxy`: reading
 //! `codemode.search` is one property lookup in C, where a proxy would call its `get` trap (a JS
@@ -16,18 +18,37 @@ thread_local! {
     static TOOLS: Cell<qjs::JSValue> = const { Cell::new(qjs::JS_UNDEFINED) };
     /// The prelude's `makeTool(name)`, owned here.
     static MAKE_TOOL: Cell<qjs::JSValue> = const { Cell::new(qjs::JS_UNDEFINED) };
+    /// The atom of `inspect` (not one of QuickJS's own), made by `create`.
+    static INSPECT: Cell<qjs::JSAtom> = const { Cell::new(0) };
 }
+
+/// Names JavaScript (or a console) looks up on any object by itself — conversions, promise
+/// adoption, `JSON.stringify`, inspection: `then`, `toJSON`, `toString`, `toLocaleString`,
+/// `valueOf`, `constructor`, `__proto__` (these atoms) and `inspect` ([`INSPECT`]). They are
+/// never tool names (an upstream server's tool is named `server__tool`, so none is lost), and
+/// reading them calls nothing.
+const PROTOCOL_ATOMS: [u32; 7] = [
+    qjs::JS_ATOM_then,
+    qjs::JS_ATOM_toJSON,
+    qjs::JS_ATOM_toString,
+    qjs::JS_ATOM_toLocaleString,
+    qjs::JS_ATOM_valueOf,
+    qjs::JS_ATOM_constructor,
+    qjs::JS_ATOM___proto__,
+];
+
+/// What `String(codemode)` gives.
+const TO_STRING: &std::ffi::CStr = c"[object codemode]";
 
 const REFUSED: &std::ffi::CStr =
     c"codemode's properties are the host's tools: they cannot be assigned, defined or deleted";
 
-/// Whether `atom` names a tool: a string other than `then` (so that `await codemode` does not
-/// call a tool named "then").
+/// Whether `atom` names a tool: a string other than the protocol names ([`PROTOCOL_ATOMS`]).
 ///
 /// # Safety
 /// `ctx` is a live context and `atom` a live atom of it.
 unsafe fn is_tool_name(ctx: *mut qjs::JSContext, atom: qjs::JSAtom) -> bool {
-    if atom == qjs::JS_ATOM_then as qjs::JSAtom {
+    if PROTOCOL_ATOMS.iter().any(|&a| a as qjs::JSAtom == atom) || atom == INSPECT.get() {
         return false;
     }
     // SAFETY: as the caller promises; the value is freed at once.
@@ -156,13 +177,46 @@ pub unsafe fn create(ctx: *mut qjs::JSContext) -> qjs::JSValue {
         if qjs::JS_NewClass(rt, id, definition) < 0 {
             return qjs::JS_EXCEPTION;
         }
-        TOOLS.set(qjs::JS_NewObjectProto(ctx, qjs::JS_NULL));
+        let tools = qjs::JS_NewObjectProto(ctx, qjs::JS_NULL);
+        TOOLS.set(tools);
+        INSPECT.set(qjs::JS_NewAtom(ctx, c"inspect".as_ptr()));
+        // Read before any tool name (see `get_property`): `toString` and `Symbol.toStringTag`.
+        let to_string = qjs::JS_NewCFunction2(
+            ctx,
+            Some(to_string),
+            c"toString".as_ptr(),
+            0,
+            qjs::JSCFunctionEnum_JS_CFUNC_generic,
+            0,
+        );
+        let tag = qjs::JS_NewStringLen(ctx, c"codemode".as_ptr(), 8);
+        for (atom, value) in [
+            (qjs::JS_ATOM_toString, to_string),
+            (qjs::JS_ATOM_Symbol_toStringTag, tag),
+        ] {
+            if qjs::JS_IsException(value)
+                || qjs::JS_DefinePropertyValue(ctx, tools, atom as qjs::JSAtom, value, 0) < 0
+            {
+                return qjs::JS_EXCEPTION;
+            }
+        }
         let object = qjs::JS_NewObjectProtoClass(ctx, qjs::JS_NULL, id);
         if !qjs::JS_IsException(object) {
             qjs::JS_PreventExtensions(ctx, object);
         }
         object
     }
+}
+
+/// `codemode.toString()`: `"[object codemode]"`.
+unsafe extern "C" fn to_string(
+    ctx: *mut qjs::JSContext,
+    _this: qjs::JSValue,
+    _argc: i32,
+    _argv: *mut qjs::JSValue,
+) -> qjs::JSValue {
+    // SAFETY: QuickJS calls this with a live context; the string is NUL-terminated.
+    unsafe { qjs::JS_NewStringLen(ctx, TO_STRING.as_ptr(), TO_STRING.count_bytes() as _) }
 }
 
 /// Keeps the prelude's `makeTool(name)`, which [`get_property`] calls for a tool's first use.

@@ -40,6 +40,16 @@ unsafe extern "C" {
         value: qjs::JSValue,
         is_reject: i32,
     );
+    /// The line of the innermost frame running code of file `filename` (an atom), its column in
+    /// `col`; 0 for both when there is none.
+    pub fn codemode_call_site(
+        ctx: *mut qjs::JSContext,
+        filename: qjs::JSAtom,
+        col: *mut i32,
+    ) -> i32;
+    /// 1 when anything ever waited on `promise` (a reaction was added), 0 when nothing did, -1
+    /// when it is not a promise.
+    pub fn codemode_promise_is_handled(ctx: *mut qjs::JSContext, promise: qjs::JSValue) -> i32;
 }
 
 /// The characters of string value `string` (or, if `atom` is not `JS_ATOM_NULL`, of that string

@@ -2,8 +2,10 @@
 // any user code. It receives the Rust side's functions and the `codemode` object, and returns the
 // internal entry points the Rust side keeps; nothing here is reachable from user code except
 // `codemode`, `console` and the three error classes.
-(function (hostCall, hostLog, hostFinish, hostTool, heapExhausted, codemode) {
+(function (hostCall, hostLog, hostFinish, hostTool, heapExhausted, codemode, more) {
   "use strict";
+
+  const { hostWarn, noCompletion, sourceLine } = more;
 
   const FILE = "script.js";
   const POSITION = /script\.js:(\d+):(\d+)/;
@@ -24,7 +26,16 @@
     // writes `\u` escapes in lower case).
     if (json === undefined || json.indexOf("\\u") === -1) return json;
     if (!LONE_SURROGATE.test(json)) return json;
-    return JSON.stringify(value, (_key, v) => (typeof v === "string" ? wellFormed(v) : v));
+    // Values and keys alike: the host reads UTF-8, which has no lone surrogates.
+    return JSON.stringify(value, (_key, v) => {
+      if (typeof v === "string") return wellFormed(v);
+      if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
+      const keys = Object.keys(v);
+      if (keys.every((k) => wellFormed(k) === k)) return v;
+      const out = {};
+      for (const k of keys) out[wellFormed(k)] = v[k];
+      return out;
+    });
   }
 
   class ToolError extends Error {
@@ -57,7 +68,7 @@
   function callEncoded(name, hostName, args) {
     let json;
     try {
-      json = toJson(args);
+      json = toJsonNoting(args, name);
     } catch (e) {
       return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable: ${e.message}`));
     }
@@ -78,20 +89,79 @@
   }
   Object.defineProperty(globalThis, "codemode", { value: codemode, writable: false, configurable: false });
 
-  // The error a failed call rejects with, from the host's JSON description of it.
-  function rejection(name, json) {
+  // The error a failed call rejects with, from the host's JSON description of it. Its stack is
+  // the call's site (`line`:`column` of the compiled code, 0 when unknown): the frames that led
+  // to the call are gone by the time the host answers.
+  const PLAIN_NAME = /^[\w$-]{1,64}$/;
+  function rejection(name, json, line, column) {
+    let error;
     let value;
     try {
       value = JSON.parse(json);
     } catch (e) {
-      return new ToolError(`codemode.${name}: the host sent invalid JSON: ${e.message}`, name);
+      error = new ToolError(`codemode.${name}: the host sent invalid JSON: ${e.message}`, name);
     }
-    if (value === null || typeof value !== "object") {
-      return new ToolError(`codemode.${name}: the host sent an invalid error description`, name);
+    if (error !== undefined) {
+      // set below
+    } else if (value === null || typeof value !== "object") {
+      error = new ToolError(`codemode.${name}: the host sent an invalid error description`, name);
+    } else if (value.type === "denied") {
+      error = new ToolCallDeniedError(value.message, name, value.reason);
+    } else if (value.type === "not_found") {
+      error = new UnknownToolError(value.message, name);
+    } else {
+      error = new ToolError(value.message, name, value.data);
     }
-    if (value.type === "denied") return new ToolCallDeniedError(value.message, name, value.reason);
-    if (value.type === "not_found") return new UnknownToolError(value.message, name);
-    return new ToolError(value.message, name, value.data);
+    if (line > 0) {
+      // The frame names the tool when its name is a plain identifier-like one (anything else
+      // could hold text that reads like a position). `stack` is the error's own data property.
+      const tool = PLAIN_NAME.test(name) ? `codemode.${name}` : "codemode[…]";
+      error.stack = `    at ${tool} (${FILE}:${line}:${column})\n`;
+    }
+    return error;
+  }
+
+  // A promise in a result (or tool arguments) is sent as `{}`: almost always a missing `await`.
+  // JSON.stringify calls this `toJSON` for each promise it meets: it counts them (and keeps the
+  // first one's key) for `toJsonNoting`, which resets the count before it encodes; nothing is
+  // allocated when there is none.
+  let promises = 0;
+  let firstPromiseKey = "";
+  Object.defineProperty(Promise.prototype, "toJSON", {
+    value: function toJSON(key) {
+      if (promises++ === 0) firstPromiseKey = key;
+      return this;
+    },
+    writable: true,
+    configurable: true,
+  });
+  // JSON text of `value` as `toJson` gives it, with a warning when it held a promise; `what` is
+  // the tool whose arguments it is, null for the result.
+  function toJsonNoting(value, what) {
+    promises = 0;
+    const json = toJson(value);
+    if (promises > 0) {
+      const where = firstPromiseKey === "" ? "" : ` (at key \`${firstPromiseKey}\`)`;
+      const count = promises === 1 ? "a Promise" : `${promises} Promises, the first`;
+      const subject = what === null ? "the result contains" : `the arguments of codemode.${what} contain`;
+      hostWarn(wellFormed(`${subject} ${count}${where}, which is sent as {}: did you forget \`await\`?`));
+    }
+    return json;
+  }
+
+  // A script that meant to call a tool whose name has a dash, `codemode.a-b(...)`, computed
+  // `codemode.a - b(...)`: "b is not defined". The hint, when the line holds such a chain.
+  const DASHED = /codemode\s*\.\s*([A-Za-z_$][\w$]*)((?:\s*-\s*[A-Za-z_$][\w$]*)+)/g;
+  function dashHint(text, missing) {
+    if (typeof text !== "string") return "";
+    for (const m of text.matchAll(DASHED)) {
+      const parts = m[2].split("-").map((p) => p.trim()).slice(1);
+      if (parts.includes(missing)) {
+        const tool = [m[1], ...parts].join("-");
+        return ` (\`codemode.${tool}\` subtracts: to call the tool "${tool}", write codemode["${tool}"](...))`;
+      }
+    }
+    return "";
   }
 
   // ---- console --------------------------------------------------------------------------------
@@ -161,6 +231,10 @@
     const m = stack === null ? null : POSITION.exec(stack);
     let line = m ? Number(m[1]) : null;
     let column = m ? Number(m[2]) : null;
+    if (kind === "exception" && line !== null && e instanceof ReferenceError) {
+      const m = /^(\S+) is not defined$/.exec(e.message);
+      if (m) message += dashHint(sourceLine(line), m[1]);
+    }
     if (kind === "syntax") {
       // QuickJS reports a syntax error's line well but its column poorly (often a statement's
       // or the wrapper's start), and at the end of the code a line past it: keep the line,
@@ -193,7 +267,7 @@
     if (value === undefined) value = null;
     let json;
     try {
-      json = toJson(value);
+      json = toJsonNoting(value, null);
     } catch (e) {
       fail(new TypeError(`the result is not JSON-serialisable: ${e.message}`), "exception");
       return;
@@ -220,7 +294,11 @@
   const ObjectPrototype = Object.prototype;
   const failException = (e) => fail(e, "exception");
   function start(mode, value) {
-    const call = (v) => (typeof v === "function" ? v() : v);
+    const call = (v) => {
+      if (typeof v === "function") return v();
+      if (v === undefined) noCompletion();
+      return v;
+    };
     let result;
     if (mode === 1) {
       result = then(value, (c) => call(c.value));

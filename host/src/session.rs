@@ -4,11 +4,16 @@
 //! Every entry point (`codemode run`, the MCP server's eval tools, and any later one) describes
 //! *who* is calling and *how* the eval is governed with a [`GovernedEval`], then calls
 //! [`GovernedEval::run`]. It wires, in this order:
+//! 0. the code as written turned into the JavaScript the sandbox runs, at the same lines and
+//!    columns ([`normalize_with_preview`]: a markdown fence, `export default`, TypeScript); a problem there
+//!    is the eval's `syntax` error, and nothing runs;
 //! 1. the script's tools ([`ScriptTools`]: upstream tools and built-ins);
 //! 2. the policy layer in front of them ([`PolicyToolHost`]: the profile's dispositions, the
-//!    approver asking through the eval's [`Asker`] and the approval broker, the session's
-//!    remembered approvals, the
-//!    static preview of the script's call sites shown in prompts, one audit record per call);
+//!    tools' schemas ([`CatalogSchemas`]: arguments checked before anyone is asked, results
+//!    against `outputSchema`), the approver asking through the eval's [`Asker`] and the
+//!    approval broker, the session's remembered approvals, the static preview of the script's
+//!    call sites shown in prompts, the output policy masking results, one audit record per
+//!    call);
 //! 3. the sandbox ([`Runtime::eval_cancellable`]) with the eval's limits;
 //! 4. the outcome's syntax errors located in the user's code, and one `eval` audit record.
 //!
@@ -25,18 +30,25 @@
 //! ```
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 pub use codemode_policies::Caller;
 use codemode_policies::{
-    AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, PolicyToolHost, Profile,
-    SessionApprovals, extract_tool_calls, locate_syntax_error,
+    Approver, AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, OutputPolicy,
+    PolicyToolHost, Preview, Profile, SessionApprovals, locate_syntax_error,
+    normalize_with_preview,
 };
 use codemode_runtime::{
-    CancellationToken, EvalId, EvalOptions, EvalOutcome, NoTools, Runtime, ToolHost,
+    CancellationToken, ErrorKind, EvalError, EvalId, EvalOptions, EvalOutcome, EvalStats, NoTools,
+    Runtime, ToolHost,
 };
 
-use crate::approvals::{ApprovalBroker, Asker, ChannelApprover, ChannelAsker, NoAsker};
-use crate::tools::ScriptTools;
+use crate::approvals::{
+    ApprovalBroker, Asker, ChannelApprover, ChannelAsker, HumanWaits, NoAsker, WaitingApprover,
+    WaitingAsker,
+};
+use crate::tools::{CatalogSchemas, ScriptTools};
 use crate::upstream::UpstreamPool;
 
 /// Where an eval's records go: the sink and whether tool arguments are written out.
@@ -59,7 +71,10 @@ pub struct GovernedEval {
     asker: Arc<dyn Asker>,
     broker: Option<Arc<ApprovalBroker>>,
     audit: Option<AuditTarget>,
+    outputs: Arc<OutputPolicy>,
     options: EvalOptions,
+    lifetime: Option<Duration>,
+    waits: Option<Arc<dyn HumanWaits>>,
 }
 
 /// Builds a [`GovernedEval`]. Every setting has a default that grants nothing.
@@ -114,9 +129,31 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// What is masked or removed from tool results before the script sees them (the config's
+    /// `outputs`). Default: nothing.
+    pub fn outputs(mut self, outputs: Arc<OutputPolicy>) -> Self {
+        self.eval.outputs = outputs;
+        self
+    }
+
     /// The eval's limits. Default [`EvalOptions::default`].
     pub fn options(mut self, options: EvalOptions) -> Self {
         self.eval.options = options;
+        self
+    }
+
+    /// The longest the eval may live, time spent waiting for a human included (the
+    /// `timeout` of [`options`](Self::options) does not count that time). Past it the eval is
+    /// stopped and ends with error kind `timeout`. Default: none.
+    pub fn lifetime(mut self, lifetime: Option<Duration>) -> Self {
+        self.eval.lifetime = lifetime;
+        self
+    }
+
+    /// Told when the eval starts and stops waiting on a human (approvals and `hitl_request`),
+    /// and able to refuse a wait (the question is then not asked). Default: none.
+    pub fn waits(mut self, waits: Option<Arc<dyn HumanWaits>>) -> Self {
+        self.eval.waits = waits;
         self
     }
 
@@ -141,7 +178,10 @@ impl GovernedEval {
                 asker: Arc::new(NoAsker),
                 broker: None,
                 audit: None,
+                outputs: Arc::default(),
                 options: EvalOptions::default(),
+                lifetime: None,
+                waits: None,
             },
         }
     }
@@ -179,13 +219,62 @@ impl GovernedEval {
             started: std::time::Instant::now(),
             done: false,
         };
-        let tools = self.tool_host(code);
-        let mut outcome = self
-            .runtime
-            .eval_cancellable(self.id, code, &self.options, &tools, cancel)
-            .await;
+        let (script, preview) = match normalize_with_preview(code) {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                let outcome = EvalOutcome {
+                    ok: false,
+                    result: serde_json::Value::Null,
+                    error: Some(e.to_eval_error()),
+                    warnings: Vec::new(),
+                    logs: Vec::new(),
+                    tool_calls: Vec::new(),
+                    stats: EvalStats::default(),
+                };
+                guard.finish(&outcome);
+                return outcome;
+            }
+        };
+        let tools = StartupGate {
+            inner: self.tool_host(preview),
+            upstreams: self.upstreams.clone(),
+        };
+        let mut outcome = match self.lifetime {
+            None => {
+                self.runtime
+                    .eval_cancellable(self.id, &script, &self.options, &tools, cancel)
+                    .await
+            }
+            Some(lifetime) => {
+                // The lifetime cancels the sandbox like a client would; the outcome then says
+                // it was the lifetime, as a timeout.
+                let stop = cancel.child_token();
+                let expired = Arc::new(AtomicBool::new(false));
+                let timer = tokio::spawn({
+                    let (stop, expired) = (stop.clone(), expired.clone());
+                    async move {
+                        tokio::time::sleep(lifetime).await;
+                        expired.store(true, Ordering::SeqCst);
+                        stop.cancel();
+                    }
+                });
+                let mut outcome = self
+                    .runtime
+                    .eval_cancellable(self.id, &script, &self.options, &tools, &stop)
+                    .await;
+                timer.abort();
+                if expired.load(Ordering::SeqCst)
+                    && !cancel.is_cancelled()
+                    && let Some(error) = outcome.error.as_mut()
+                    && error.kind == ErrorKind::Cancelled
+                {
+                    *error = lifetime_error(lifetime);
+                }
+                outcome
+            }
+        };
         if let Some(error) = outcome.error.as_mut() {
-            locate_syntax_error(code, error);
+            locate_syntax_error(&script, error);
         }
         guard.finish(&outcome);
         outcome
@@ -203,17 +292,17 @@ impl GovernedEval {
     }
 
     /// The script's tools behind the policy layer.
-    fn tool_host(&self, code: &str) -> PolicyToolHost {
+    fn tool_host(&self, preview: Preview) -> PolicyToolHost {
         let inner: Arc<dyn ToolHost> = match &self.upstreams {
             Some(upstreams) => Arc::new(
                 ScriptTools::new(
                     upstreams.clone(),
-                    Arc::new(ChannelAsker::new(
+                    self.counted_asker(Arc::new(ChannelAsker::new(
                         self.asker.clone(),
                         self.broker.clone(),
                         codemode_policies::audit_eval_id(self.id),
                         self.caller.name.clone(),
-                    )),
+                    ))),
                 )
                 .with_profile(self.profile.clone()),
             ),
@@ -225,18 +314,95 @@ impl GovernedEval {
         };
         let mut builder = PolicyToolHost::builder(inner)
             .profile(self.profile.clone())
-            .approver(Arc::new(ChannelApprover::new(
+            .approver(self.counted_approver(Arc::new(ChannelApprover::new(
                 self.asker.clone(),
                 self.broker.clone(),
-            )))
+            ))))
             .session_approvals(approvals)
-            .preview(Arc::new(extract_tool_calls(code)))
+            .preview(Arc::new(preview))
             .session_id(session_id)
-            .caller(self.caller.clone());
+            .caller(self.caller.clone())
+            .outputs(self.outputs.clone());
+        if let Some(upstreams) = &self.upstreams {
+            builder = builder.schemas(Arc::new(CatalogSchemas::new(upstreams.clone())));
+        }
         if let Some(audit) = &self.audit {
             builder = builder.audit(audit.sink.clone(), audit.include_args);
         }
         builder.build()
+    }
+}
+
+impl GovernedEval {
+    fn counted_asker(&self, asker: Arc<dyn Asker>) -> Arc<dyn Asker> {
+        match &self.waits {
+            Some(waits) => Arc::new(WaitingAsker::new(asker, waits.clone())),
+            None => asker,
+        }
+    }
+
+    fn counted_approver(&self, approver: Arc<dyn Approver>) -> Arc<dyn Approver> {
+        match &self.waits {
+            Some(waits) => Arc::new(WaitingApprover::new(approver, waits.clone())),
+            None => approver,
+        }
+    }
+}
+
+/// The error of an eval stopped by its [`GovernedEvalBuilder::lifetime`].
+fn lifetime_error(lifetime: Duration) -> EvalError {
+    EvalError::new(
+        ErrorKind::Timeout,
+        format!(
+            "the eval exceeded its lifetime of {} (limits.maxEvalLifetime), which counts time spent waiting for a human",
+            spelled(lifetime)
+        ),
+    )
+}
+
+/// `15m`, `1m30s`, `2s`, `250ms`: a duration as the config spells it.
+fn spelled(d: Duration) -> String {
+    let ms = d.as_millis();
+    if !ms.is_multiple_of(1000) {
+        return format!("{ms}ms");
+    }
+    let (m, s) = (ms / 60_000, (ms / 1000) % 60);
+    match (m, s) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
+}
+
+/// Holds a call to a tool of an upstream server still in its first connection attempt until
+/// that attempt ends (at most the server's `startTimeoutSeconds`), *before* the policy layer
+/// decides it: the profile then sees the server's real tool list (a call it asks about is
+/// asked, not waved through as an unknown tool).
+struct StartupGate {
+    inner: PolicyToolHost,
+    upstreams: Option<UpstreamPool>,
+}
+
+impl ToolHost for StartupGate {
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: serde_json::Value,
+        cx: &'a codemode_runtime::CallContext,
+    ) -> codemode_runtime::BoxFuture<'a, Result<serde_json::Value, codemode_runtime::ToolError>>
+    {
+        Box::pin(async move {
+            if let (Some(pool), Some((server, _))) = (&self.upstreams, name.split_once("__"))
+                && pool.is_starting(server)
+            {
+                pool.wait_started(server).await;
+            }
+            self.inner.call(name, args, cx).await
+        })
+    }
+
+    fn tool_names(&self) -> Vec<String> {
+        self.inner.tool_names()
     }
 }
 
@@ -474,5 +640,51 @@ mod tests {
         assert_eq!(error.kind, ErrorKind::Syntax);
         assert_eq!((error.line, error.column), (Some(2), Some(9)));
         assert_eq!(eval.caller(), &Caller::local());
+    }
+
+    /// Fenced TypeScript runs with its errors on the lines as written (the fence line counts);
+    /// a construct that needs more than stripping is a `syntax` outcome at its place, with the
+    /// eval still audited (the code's hash is that of the text as written).
+    #[tokio::test]
+    async fn typescript_in_a_fence_runs_at_the_lines_written() {
+        let runtime = runtime();
+        let code = "```ts\ninterface P { n: number }\nconst p: P = { n: 1 } satisfies P;\nthrow new Error(`n=${p!.n as number}`);\n```";
+        let outcome = GovernedEval::builder(runtime.clone())
+            .build()
+            .run(code, &CancellationToken::new())
+            .await;
+        let error = outcome.error.expect("the throw");
+        assert_eq!(error.kind, ErrorKind::Exception);
+        assert_eq!(error.message, "Error: n=1");
+        assert_eq!(error.line, Some(4));
+
+        let sink = Arc::new(MemoryAuditSink::new());
+        let eval = GovernedEval::builder(runtime)
+            .audit(Some(AuditTarget {
+                sink: sink.clone(),
+                include_args: false,
+            }))
+            .build();
+        let code = "const a = 1;\nenum E { A }\nreturn a;";
+        let outcome = eval.run(code, &CancellationToken::new()).await;
+        let error = outcome.error.expect("the enum");
+        assert_eq!(error.kind, ErrorKind::Syntax);
+        assert!(
+            error
+                .message
+                .starts_with("SyntaxError: TypeScript `enum` needs more than type stripping"),
+            "{}",
+            error.message
+        );
+        assert_eq!((error.line, error.column), (Some(2), Some(1)));
+        let records = sink.records();
+        let [AuditRecord::Eval(rec)] = records.as_slice() else {
+            panic!("{records:?}")
+        };
+        assert_eq!(rec.error_kind, Some(ErrorKind::Syntax));
+        assert_eq!(
+            rec.code_sha256,
+            codemode_policies::sha256_hex(code.as_bytes())
+        );
     }
 }

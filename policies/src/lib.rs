@@ -48,8 +48,9 @@
 //!
 //! # The configuration file
 //!
-//! One JSON document, shared with the MCP side (which reads `mcpServers`). Every section is
-//! optional; unknown keys are errors, so is a key given twice in one object, and
+//! One JSON document (comments and trailing commas allowed), shared with the MCP side (which
+//! reads `mcpServers`). Every section is optional; unknown keys are errors, so is a key given
+//! twice in one object, and
 //! [`Config::from_json_str`] reports every problem with its JSON path ([`ConfigErrors`]).
 //!
 //! ```json
@@ -61,7 +62,8 @@
 //!   "evaluation": {
 //!     "defaultProfile": "supervised",
 //!     "profiles": {
-//!       "safe":       { "allowlist": ["time__*", "search_tools", "get_tools"] },
+//!       "safe":       { "description": "reads the clock",
+//!                       "allowlist": ["time__*", "search_tools", "get_tools"] },
 //!       "supervised": { "denylist": ["fs__delete_*"], "asklist": ["fs__*"],
 //!                       "elicitationFallback": "deny", "approvalTimeoutSeconds": 60,
 //!                       "maxPendingApprovals": 4,
@@ -70,14 +72,18 @@
 //!     }
 //!   },
 //!   "limits": { "fuel": 0, "memory": "64MiB", "timeout": "30s", "maxOutput": "1MiB",
-//!               "maxToolCalls": 0, "maxConcurrentToolCalls": 16 },
+//!               "maxResultText": "24KiB", "maxToolCalls": 0, "maxConcurrentToolCalls": 16 },
 //!   "audit":  { "dir": "./audit-logs", "includeArgs": false }
 //! }
 //! ```
 //!
 //! - `mcpServers` (alias `servers`, not both): by name (`^[A-Za-z0-9_-]{1,64}$`, no `__`),
 //!   either stdio (`command`, optional `args`, `env`, `cwd`) or HTTP (`url`, optional
-//!   `headers`), with an optional `timeoutSeconds` per call (default 60). See [`ServerConfig`].
+//!   `headers`), with an optional `timeoutSeconds` per call (default 60) and
+//!   `startTimeoutSeconds` (default 30). Entries as MCP clients write them read as they are:
+//!   `type`, `disabled`, `autoApprove`/`alwaysAllow` (ignored, with a [`ConfigWarning`]),
+//!   `${VAR}`/`${env:VAR}`/`${VAR:-default}` in `args`, `env`, `headers`, `url`; `"type": "sse"`
+//!   is refused. See [`ServerConfig`] and [`Config::from_json_str_with_env`].
 //! - `evaluation`: profiles by name (`^[A-Za-z0-9_]{1,32}$`) and the `defaultProfile`. Evals
 //!   are unrestricted unless a profile is requested or `defaultProfile` is set
 //!   ([`Config::resolve_profile`]).
@@ -106,6 +112,9 @@
 //! `defaultRisk`), whose [`RiskPolicy`] (`riskPolicies`) bounds what a human may answer.
 //! Profiles and rules may require caller permissions (`requirePermissions`, checked against the
 //! [`Caller`]): a rule's missing permission denies the call with reason `permission`.
+//! An optional `description` (the operator's words, at most 500 characters) and
+//! [`Profile::summary`] (what the lists and rules allow, ask about and deny) tell a model what
+//! each profile's eval tool may do.
 //!
 //! Globs are [globset] globs; tool names contain no `/`, so `*` matches across the `__`
 //! between server and tool: `fs__*` matches `fs__dir__list`. Matching is case-sensitive.
@@ -134,9 +143,13 @@ mod caller;
 mod config;
 mod display;
 mod enforce;
+mod origin;
+mod outputs;
 mod preview;
 mod profile;
 mod risk;
+mod schemas;
+mod script;
 mod units;
 
 pub use approval::{
@@ -158,9 +171,10 @@ pub use caller::Caller;
 pub use config::ApprovalsConfig;
 pub use config::{
     AuditConfig, Config, ConfigError, ConfigErrorKind, ConfigErrors, DEFAULT_CONFIG_JSON,
-    DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, ServerConfig, ServerTransport,
-    UnknownProfile,
+    DEFAULT_RESULT_TEXT, DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, MIN_RESULT_TEXT,
+    ServerConfig, ServerTransport, UnknownProfile,
 };
+// Server entries as MCP clients write them (issue 16 §7).
 pub use config::{
     AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
     TokenSettings,
@@ -169,15 +183,26 @@ pub use config::{
     BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg, CommandConfig, CommandOutput,
     DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, resolve_command,
 };
+pub use config::{ConfigWarning, DEFAULT_SERVER_START_TIMEOUT};
+pub use config::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
 pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
+pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
+pub use outputs::{
+    MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule, PathPattern, mask_value,
+};
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,
     locate_syntax_error,
 };
 pub use profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
-    DispositionKind, Fallback, MatchedBy, Profile, Rule,
+    DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
+pub use schemas::{
+    INVALID_ARGUMENTS, InvalidArguments, MAX_VIOLATION_CHARS, MAX_VIOLATIONS, SchemaKind,
+    SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas, Violation,
+};
+pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize, normalize_with_preview};
 pub use units::{ParseUnitError, parse_duration, parse_size};

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use codemode_policies::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, Decision,
-    MemoryAuditSink, PolicyToolHost, Profile, extract_tool_calls,
+    DispositionKind, MemoryAuditSink, PolicyToolHost, Profile, extract_tool_calls,
 };
 use codemode_runtime::{
     BoxFuture, CallStatus, ErrorKind, EvalOptions, FnTools, Runtime, RuntimeConfig, ToolHost,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Says yes, after thinking for a while.
 struct SlowYes(Duration);
@@ -414,17 +414,6 @@ async fn red_team_odd_names_and_shifting_arguments_are_decided_on_what_the_tool_
             denied("fs__delete"),
             ("fs__delete", CallStatus::Denied),
         ),
-        // JS protocol names are tool names like any other, and the profile decides them.
-        (
-            "return await codemode['toJSON']({})",
-            denied("toJSON"),
-            ("toJSON", CallStatus::Denied),
-        ),
-        (
-            "return await codemode['constructor']({})",
-            denied("constructor"),
-            ("constructor", CallStatus::Denied),
-        ),
         // Arguments that change between reads: the policy sees what the tool gets.
         (
             "let n = 0; const a = { get path() { return n++ === 0 ? '/etc/passwd' : '/tmp/ok'; } };\nreturn await codemode.fs__write(a)",
@@ -466,6 +455,20 @@ async fn red_team_odd_names_and_shifting_arguments_are_decided_on_what_the_tool_
             .collect();
         assert_eq!(rows, [(*tool, *status)], "{code}");
     }
+    // The names JavaScript looks up by itself are never tools (guest/src/namespace.rs): reading
+    // them gives `undefined`, so calling them is a TypeError and no call reaches the policy.
+    for name in ["toJSON", "constructor", "then"] {
+        let code = format!(
+            "try {{ return await codemode['{name}']({{}}) }} catch (e) {{ return e.name }}"
+        );
+        let host = PolicyToolHost::builder(inner.clone())
+            .profile(Some(profile.clone()))
+            .preview(Arc::new(extract_tool_calls(&code)))
+            .build();
+        let outcome = runtime.eval(&code, &EvalOptions::default(), &host).await;
+        assert_eq!(outcome.result, json!("TypeError"), "{code}: {outcome:?}");
+        assert!(outcome.tool_calls.is_empty(), "{code}: {outcome:?}");
+    }
     let got = received.lock().unwrap().clone();
     assert_eq!(
         got,
@@ -474,34 +477,81 @@ async fn red_team_odd_names_and_shifting_arguments_are_decided_on_what_the_tool_
     );
 }
 
-/// Red team: `when` regexes test the literal argument string, so the README's own example rule
-/// (`"when": {"/path": "^/etc/"}`, deny, "system files") does not deny other spellings of the
-/// same file, which a filesystem server resolves to it: `/tmp/../etc/passwd`, `//etc/passwd`,
-/// `/./etc/passwd`. Either paths are normalised before matching, or the README must say that
-/// `when` is a string match and show a rule that holds (e.g. an allow-list of prefixes with
-/// `..` refused).
+/// Red team: a `when` regex tests the literal argument string, so README's first system-files
+/// rule (`"when": {"/path": "^/etc/"}`) let other spellings of the same file through
+/// (`/tmp/../etc/passwd`, `//etc/passwd`, `/./etc/passwd`), which a filesystem server resolves to
+/// it. README's rule now uses `whenPath`: globs over the value lexically normalised to an
+/// absolute path; a relative path (no `base`) or a non-string value fails closed.
 #[tokio::test]
-#[ignore = "red-team finding: when-rule path regexes (README's ^/etc/ example) are bypassed by /tmp/../etc, //etc, /./etc"]
 async fn the_readme_system_files_rule_denies_every_spelling_of_etc() {
-    let profile = Profile::from_json(
-        "supervised",
-        &json!({"rules": [{"tools": ["fs__write"], "when": {"/path": "^/etc/"},
-                           "disposition": "deny", "reason": "system files"}]}),
-    )
-    .expect("profile");
+    let rule = |base: Option<&str>| {
+        let mut rule = json!({"tools": ["fs__write"], "whenPath": {"/path": ["/etc", "/etc/**"]},
+                              "disposition": "deny", "reason": "system files"});
+        if let Some(base) = base {
+            rule["base"] = json!(base);
+        }
+        Profile::from_json("supervised", &json!({ "rules": [rule] })).expect("profile")
+    };
+    let kind = |profile: &Profile, path: Value| {
+        profile
+            .disposition("fs__write", &json!({ "path": path }))
+            .kind
+    };
+    let no_base = rule(None);
     for path in [
-        "/etc/passwd",
-        "/tmp/../etc/passwd",
-        "//etc/passwd",
-        "/./etc/passwd",
+        json!("/etc/passwd"),
+        json!("/tmp/../etc/passwd"),
+        json!("/tmp/../etc/hostname"),
+        json!("//etc/passwd"),
+        json!("/./etc/passwd"),
+        json!("/./etc"),
+        json!("/../../etc/shadow"),
+        json!("etc/x"),
+        json!("../etc/x"),
+        json!(["/etc/passwd"]),
+        json!(7),
+        Value::Null,
     ] {
-        let d = profile.disposition("fs__write", &json!({ "path": path }));
         assert_eq!(
-            d.kind,
-            codemode_policies::DispositionKind::Deny,
-            "`{path}` is a system file"
+            kind(&no_base, path.clone()),
+            DispositionKind::Deny,
+            "`{path}` is (or may be) a system file"
         );
     }
+    for path in ["/tmp/etc/passwd", "/etcetera", "/tmp/x/../y"] {
+        assert_eq!(
+            kind(&no_base, json!(path)),
+            DispositionKind::Allow,
+            "`{path}` is not a system file"
+        );
+    }
+    let root = rule(Some("/"));
+    assert_eq!(kind(&root, json!("etc/x")), DispositionKind::Deny);
+    assert_eq!(kind(&root, json!("tmp/x")), DispositionKind::Allow);
+    let srv = rule(Some("/srv/app"));
+    assert_eq!(kind(&srv, json!("../../etc/x")), DispositionKind::Deny);
+    assert_eq!(kind(&srv, json!("etc/x")), DispositionKind::Allow);
+}
+
+/// An allowing `whenPath` rule fails closed the other way: a value it cannot judge does not make
+/// it allow.
+#[tokio::test]
+async fn an_allowing_when_path_rule_never_allows_what_it_cannot_judge() {
+    let profile = Profile::from_json(
+        "p",
+        &json!({"defaultDisposition": "deny",
+                "rules": [{"tools": ["fs__read"], "whenPath": {"/path": ["/srv/**"]}, "disposition": "allow"}]}),
+    )
+    .expect("profile");
+    let kind = |path: Value| {
+        profile
+            .disposition("fs__read", &json!({ "path": path }))
+            .kind
+    };
+    assert_eq!(kind(json!("/srv/a")), DispositionKind::Allow);
+    assert_eq!(kind(json!("/srv/../etc/passwd")), DispositionKind::Deny);
+    assert_eq!(kind(json!("srv/a")), DispositionKind::Deny);
+    assert_eq!(kind(json!(1)), DispositionKind::Deny);
 }
 
 /// Red team, contained: a tool that panics (a host bug, never a script's doing) unwinds through

@@ -1,4 +1,4 @@
-//! The host side of the guest ABI (version 1, see guest/ABI.md): the `codemode` imports and the
+//! The host side of the guest ABI (version 2, see guest/ABI.md): the `codemode` imports and the
 //! typed handles to the guest's exports. Every pointer, length and string the guest passes is
 //! validated here; a malformed call ends the eval with [`ErrorKind::Internal`], never a panic.
 
@@ -10,7 +10,7 @@ use crate::outcome::{ErrorKind, EvalError, LogEntry, LogLevel};
 use crate::state::{HostState, StartedCall};
 
 /// The ABI version this host speaks; the guest's `cm_abi_version` must return it.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 /// Import module name of the host functions.
 pub const IMPORT_MODULE: &str = "codemode";
 /// `cm_run`/`cm_resume`: the script finished (and called `finish`).
@@ -18,10 +18,11 @@ pub const STATUS_DONE: u32 = 0;
 /// `cm_run`/`cm_resume`: the script waits on tool calls.
 pub const STATUS_PENDING: u32 = 1;
 
-/// Longest tool name accepted from the guest.
+/// Longest tool name accepted from the guest (the guest rejects a longer one itself, catchably).
 pub const MAX_TOOL_NAME_BYTES: usize = 1024;
 /// Largest tool-call argument document accepted from the guest: 8 MiB. Bigger payloads are
-/// almost certainly a runaway script, and the host would hold a copy per call in flight.
+/// almost certainly a runaway script, and the host would hold a copy per call in flight (the
+/// guest rejects a larger one itself, catchably).
 pub const MAX_TOOL_ARGS_BYTES: usize = 8 << 20;
 
 /// Adds the `codemode` imports to `linker`.
@@ -118,9 +119,11 @@ fn call_start(
     name_len: u32,
     args_ptr: u32,
     args_len: u32,
+    line: u32,
+    column: u32,
 ) -> wasmtime::Result<u32> {
-    // The script chooses the name (`codemode['x'.repeat(1e5)]`): a too-long one is the
-    // script's error (kind `exception`, as for oversized arguments), not a malformed call.
+    // The guest rejects a name or arguments past these limits itself (catchably); a guest that
+    // does not is still kept to them, and the eval ends as the script's error.
     if name_len as usize > MAX_TOOL_NAME_BYTES {
         let error = EvalError::new(
             ErrorKind::Exception,
@@ -159,6 +162,8 @@ fn call_start(
         id,
         name,
         args_json,
+        line: (line != 0).then_some(line),
+        column: (column != 0).then_some(column),
     });
     // Ids are 1-based and bounded by max_tool_calls or by memory long before u32::MAX.
     Ok(u32::try_from(id).unwrap_or(u32::MAX))

@@ -42,6 +42,17 @@ pub struct RuntimeConfig {
     pub(crate) table_keep_resident: usize,
     pub(crate) pagemap_scan: bool,
     pub(crate) reset_off_request_path: bool,
+    pub(crate) compile_notice: Option<CompileNotice>,
+}
+
+/// The function of [`RuntimeConfig::on_compile`].
+#[derive(Clone)]
+pub(crate) struct CompileNotice(pub(crate) std::sync::Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for CompileNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompileNotice")
+    }
 }
 
 impl Default for RuntimeConfig {
@@ -60,6 +71,7 @@ impl Default for RuntimeConfig {
             table_keep_resident: 1 << 20,
             pagemap_scan: true,
             reset_off_request_path: false,
+            compile_notice: None,
         }
     }
 }
@@ -130,6 +142,15 @@ impl RuntimeConfig {
     /// (once per process). Elsewhere the cache is always used.
     pub fn cache_dir(&mut self, dir: Option<PathBuf>) -> &mut Self {
         self.cache_dir = dir;
+        self
+    }
+
+    /// A function [`crate::Runtime::new`] calls once, before it compiles the guest because its
+    /// compiled form is not in the [cache](Self::cache_dir) (a cold cache: the first start
+    /// after installing, or with another engine configuration), so that a command line can
+    /// say why this start takes seconds. Default: none. Not called on a cache hit.
+    pub fn on_compile(&mut self, notice: impl Fn() + Send + Sync + 'static) -> &mut Self {
+        self.compile_notice = Some(CompileNotice(std::sync::Arc::new(notice)));
         self
     }
 

@@ -51,6 +51,7 @@ pub use error::{InvalidConfig, RuntimeError};
 pub use limits::*;
 pub use outcome::*;
 pub use runtime::{GUEST_WASM, Runtime};
+pub use suggest::closest;
 /// Cancels an eval started with [`Runtime::eval_cancellable`].
 pub use tokio_util::sync::CancellationToken;
 pub use tool::*;

@@ -23,7 +23,8 @@ mod trust;
 
 /// Loads the compiled guest from `cache_dir`, or compiles it and stores it there.
 /// A cache that cannot be read or written, or is not trusted, only costs time: it never fails
-/// the load.
+/// the load. (The runtime calls [`load_prepared`] itself, to hear of a compile.)
+#[cfg(test)]
 pub fn load(
     engine: &Engine,
     wasm: &[u8],

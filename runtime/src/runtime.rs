@@ -268,10 +268,20 @@ fn load_guest(
     wasm: &[u8],
 ) -> Result<Module, RuntimeError> {
     let cache_dir = config.cache_dir.as_deref();
+    // Called where a compile is about to happen (the preparations run on a cache miss only).
+    let notified = std::cell::Cell::new(false);
+    let notice = || {
+        if let Some(notice) = &config.compile_notice
+            && !notified.replace(true)
+        {
+            (notice.0)();
+        }
+    };
     if config.snapshot {
         let variant = format!("-snapshot{}", snapshot::RECIPE);
         let memory = usize::try_from(config.max_memory).unwrap_or(usize::MAX);
         let prepared = module_cache::load_prepared(engine, wasm, cache_dir, &variant, |wasm| {
+            notice();
             match snapshot::wizen(wasm, memory) {
                 Ok(Some(wizened)) => Some(Cow::Owned(wizened.to_vec())),
                 Ok(None) => Some(Cow::Borrowed(wasm)),
@@ -285,7 +295,11 @@ fn load_guest(
             return Ok(module);
         }
     }
-    module_cache::load(engine, wasm, cache_dir)
+    let module = module_cache::load_prepared(engine, wasm, cache_dir, "", |wasm| {
+        notice();
+        Some(Cow::Borrowed(wasm))
+    })?;
+    Ok(module.expect("the identity preparation never fails"))
 }
 
 fn engine_config(config: &RuntimeConfig) -> wasmtime::Config {

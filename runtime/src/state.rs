@@ -11,6 +11,9 @@ pub struct StartedCall {
     pub id: u64,
     pub name: String,
     pub args_json: String,
+    /// Where the script made the call: 1-based line and column in its code, when known.
+    pub line: Option<u32>,
+    pub column: Option<u32>,
 }
 
 /// Per-eval host state, reached from host imports through `Caller`.

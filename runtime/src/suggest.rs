@@ -29,12 +29,44 @@ pub fn closest(name: &str, candidates: &[String], max: usize) -> Vec<String> {
         .collect()
 }
 
+/// The name in `candidates` that `name` begins followed by a dash (the shortest, then the first
+/// in order): `codemode.a-b(...)` reads as `codemode.a - b(...)`, so a script that meant the
+/// tool `a-b` may call `a`.
+pub fn dashed<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .filter(|c| {
+            c.len() > name.len() + 1 && c.starts_with(name) && c.as_bytes()[name.len()] == b'-'
+        })
+        .min_by_key(|c| c.len())
+        .map(String::as_str)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_name_cut_at_a_dash_points_at_the_dashed_tool() {
+        let tools = names(&[
+            "everything__get-sum-all",
+            "everything__get-sum",
+            "everything__get",
+        ]);
+        assert_eq!(
+            dashed("everything__get", &tools),
+            Some("everything__get-sum")
+        );
+        assert_eq!(
+            dashed("everything__get-sum", &tools),
+            Some("everything__get-sum-all")
+        );
+        assert_eq!(dashed("everything__ge", &tools), None);
+        assert_eq!(dashed("everything__get-sum-all", &tools), None);
     }
 
     #[test]

@@ -141,6 +141,32 @@ fn run_output_shows_hostile_text_escaped() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+/// The hostile log line of issue 17 and a tool name carrying a fake `file:line:col: kind:` line
+/// and a terminal escape: each stays on its own line of `codemode run`'s stderr, escaped.
+#[test]
+fn run_output_escapes_fake_lines_and_terminal_titles() {
+    let out = super::run_with_stdin(
+        &["run", "-"],
+        "console.log(\"x\\n[error] FAKE\\u001b]0;t\\u0007\");\n\
+         await codemode[\"t\\n<stdin>:1:1: internal: \\u001b[2K\"]({});",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "");
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert_eq!(lines[0], "[log] x\\n[error] FAKE\\u001b]0;t\\u0007");
+    // The position after `<stdin>` is the call site's where the guest knows it.
+    assert!(lines[1].starts_with("<stdin>"), "{err}");
+    assert!(
+        lines[1].ends_with(
+            ": exception: UnknownToolError: unknown tool `t\\n<stdin>:1:1: internal: \\u001b[2K` (no tools are available)"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err}");
+}
+
 /// Without authentication, the approval API's own listener must be a loopback address.
 #[test]
 fn approvals_http_refuses_a_public_address_without_auth() {

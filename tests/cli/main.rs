@@ -2,7 +2,10 @@
 //! and the terminal approval prompt (in a real pseudo-terminal).
 
 mod approve;
+mod clients;
+mod codeforms;
 mod commands;
+mod schemas;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 fn codemode() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_codemode"));
     // The compiled guest is cached per user; tests share the default cache.
-    cmd.env_remove("RUST_LOG");
+    cmd.env_remove("RUST_LOG").env_remove("CODEMODE_CONFIG");
     cmd
 }
 
@@ -67,9 +70,10 @@ fn run_reports_errors_with_file_line_column() {
             "let x = 1;\nlet y = ;\n",
             ":2:9: syntax: SyntaxError: unexpected token in expression: ';'\n",
         ),
+        // A failed tool call is reported at the call (the tool's name).
         (
             "await codemode.nothing()",
-            ": exception: UnknownToolError: unknown tool `nothing` (no tools are available)\n",
+            ":1:16: exception: UnknownToolError: unknown tool `nothing` (no tools are available)\n",
         ),
     ];
     for (code, want) in cases {
@@ -640,10 +644,10 @@ fn audit_query_prints_each_format() {
     );
     assert_eq!(
         query(&["--format", "csv"]),
-        "ts,event,eval_id,call_id,caller,session_id,profile,tool,risk,disposition,decision,reason,channel,decided_by,decision_reason,status,duration_ms,args_sha256,args,code_sha256,ok,error_kind,fuel_used,wall_ms,tool_calls,prev_hash,hash\n\
-         2024-05-01T10:00:01.000Z,tool_call,x-1,1,ci,,p,fs__read,,allow,allowed,,,,,ok,1.5,aa,,,,,,,,p1,h1\n\
-         2024-05-01T10:00:02.000Z,tool_call,x-1,2,ci,,p,fs__write,,deny,denied,denied,,,,denied,0.5,bb,,,,,,,,h1,h2\n\
-         2024-05-01T10:00:03.000Z,eval,x-1,,ci,,p,,,,,,,,,,,,,cc,true,,10,3.0,2,h0,h3\n"
+        "ts,event,eval_id,call_id,caller,session_id,profile,tool,risk,disposition,decision,reason,channel,decided_by,decision_reason,status,duration_ms,args_sha256,args,redacted_paths,output_sha256,code_sha256,ok,error_kind,fuel_used,wall_ms,tool_calls,prev_hash,hash\n\
+         2024-05-01T10:00:01.000Z,tool_call,x-1,1,ci,,p,fs__read,,allow,allowed,,,,,ok,1.5,aa,,,,,,,,,,p1,h1\n\
+         2024-05-01T10:00:02.000Z,tool_call,x-1,2,ci,,p,fs__write,,deny,denied,denied,,,,denied,0.5,bb,,,,,,,,,,h1,h2\n\
+         2024-05-01T10:00:03.000Z,eval,x-1,,ci,,p,,,,,,,,,,,,,,,cc,true,,10,3.0,2,h0,h3\n"
     );
     let out = codemode()
         .args(["audit", "query"])
@@ -740,14 +744,15 @@ fn run_without_a_config_exposes_no_tool_not_even_the_built_ins() {
     assert_eq!(outcome["ok"], true, "{outcome}");
     assert_eq!(
         outcome["result"],
-        // `codemode.then` is undefined (`codemode` is not a thenable): no call at all.
+        // `then`, `constructor` and `__proto__` are names JavaScript looks up by itself: never
+        // tools, undefined, so no call at all.
         serde_json::json!([
             "UnknownToolError",
             "UnknownToolError",
             "UnknownToolError",
             "TypeError",
-            "UnknownToolError",
-            "UnknownToolError"
+            "TypeError",
+            "TypeError"
         ]),
         "{outcome}"
     );
@@ -757,5 +762,75 @@ fn run_without_a_config_exposes_no_tool_not_even_the_built_ins() {
         .iter()
         .map(|c| c["status"].as_str().unwrap())
         .collect();
-    assert_eq!(ledger, ["error"; 5], "{outcome}");
+    assert_eq!(ledger, ["error"; 3], "{outcome}");
+}
+
+/// `run --json`: a failed call is reported at its call site, an error in a declaration on its own
+/// line, and a script that succeeded carries the guest's warnings; `codemode` itself converts to
+/// a string without calling anything, and an over-long name is a catchable rejection.
+#[test]
+fn run_json_points_at_calls_and_warns() {
+    let run = |code: &str| -> serde_json::Value {
+        let out = run_with_stdin(&["run", "--json", "-"], code);
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)))
+    };
+    let outcome = run("const a = 1;\n  await codemode.nope({});");
+    assert_eq!(
+        outcome["error"],
+        serde_json::json!({
+            "kind": "exception",
+            "message": "UnknownToolError: unknown tool `nope` (no tools are available)",
+            "line": 2,
+            "column": 18,
+            "stack": "    at codemode.nope (script.js:2:18)\n"
+        }),
+        "{outcome}"
+    );
+
+    let outcome = run("const o={};\nconst b=2;\nconst c=o.list.length;");
+    assert_eq!(
+        (&outcome["error"]["line"], &outcome["error"]["column"]),
+        (&serde_json::json!(3), &serde_json::json!(16)),
+        "{outcome}"
+    );
+
+    let outcome = run(
+        "codemode.nope({}).catch(() => 0);\nconst name = String(codemode);\n\
+         try { await codemode['x'.repeat(2000)](); } catch (e) { console.log(e.name); }\n\
+         const stack = await codemode.nope().catch((e) => e.stack);\n\
+         let done = [name, stack]",
+    );
+    assert_eq!(outcome["ok"], true, "{outcome}");
+    assert_eq!(outcome["result"], serde_json::Value::Null);
+    assert_eq!(outcome["logs"][0]["message"], "UnknownToolError");
+    assert_eq!(
+        outcome["warnings"],
+        serde_json::json!([{
+            "message": "the result is null: the script's last statement is not an expression and it has no `return` (end it with the value to return, or `return` it)",
+            "line": 5,
+            "column": 1
+        }]),
+        "{outcome}"
+    );
+    // Two calls to `nope`; `String(codemode)` and the over-long name reached no tool.
+    let tools: Vec<&str> = outcome["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["nope", "nope"], "{outcome}");
+
+    let outcome = run(
+        "const s = String(codemode);\nconst t = await codemode.nope().catch((e) => e.stack);\n[s, t]",
+    );
+    assert_eq!(
+        outcome["result"],
+        serde_json::json!([
+            "[object codemode]",
+            "    at codemode.nope (script.js:2:26)\n"
+        ]),
+        "{outcome}"
+    );
 }

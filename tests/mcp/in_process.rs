@@ -32,7 +32,11 @@ const CONFIG: &str = r#"{
 /// A client connected to a fresh server for `config` over an in-memory pipe.
 async fn connect(config: &str) -> RunningService<RoleClient, ()> {
     let config = Config::from_json_str(config).expect("a valid config");
-    let state = ServerState::new(RUNTIME.clone(), config, None).await;
+    connect_to(ServerState::new(RUNTIME.clone(), config, None).await).await
+}
+
+/// A client connected to a fresh server on `state`.
+async fn connect_to(state: std::sync::Arc<ServerState>) -> RunningService<RoleClient, ()> {
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         let server = CodemodeServer::new(state)
@@ -163,7 +167,7 @@ async fn tools_list_names_each_profile_and_the_outcome_schema() {
     );
     assert!(
         description("codemode_eval_ro").ends_with(
-            "Runs under the `ro` profile: some calls may be denied or need a human's approval."
+            "Runs under the `ro` profile. Allows: everything else. Denies: search_tools."
         ),
         "{}",
         description("codemode_eval_ro")
@@ -307,6 +311,42 @@ async fn a_reload_past_the_engines_memory_is_refused() {
     std::fs::write(&path, r#"{"limits": {"memory": "32MiB"}}"#).unwrap();
     assert!(codemode_host::server::reload::reload(&state, &path).await);
     assert_eq!(state.config().limits.memory, 32 << 20);
+}
+
+/// `limits.maxResultText` applies to the next result after a hot reload: the same result's text
+/// block shrinks to the new budget while its structured content stays whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_max_result_text_applies_to_the_next_result() {
+    let dir = codemode_test_support::scratch_dir("mcp", "reload-result-text");
+    let path = dir.join("config.json");
+    let state = ServerState::new(RUNTIME.clone(), Config::default(), None).await;
+    let client = connect_to(state.clone()).await;
+    let code = "return Array.from({length: 1000}, (_, i) => i);";
+    let text = |r: &CallToolResult| {
+        r.content[0]
+            .as_text()
+            .map(|t| t.text.clone())
+            .unwrap_or_default()
+    };
+    let before = call_code(&client, "eval", code).await.expect("eval");
+    let full: Vec<u32> = (0..1000).collect();
+    assert_eq!(text(&before), format!("Result:\n{}", json!(full)));
+
+    std::fs::write(&path, r#"{"limits": {"maxResultText": "256"}}"#).unwrap();
+    assert!(codemode_host::server::reload::reload(&state, &path).await);
+    let after = call_code(&client, "eval", code).await.expect("eval");
+    let head: Vec<String> = (0..48).map(|i| i.to_string()).collect();
+    let tail: Vec<String> = (976..1000).map(|i| i.to_string()).collect();
+    assert_eq!(
+        text(&after),
+        format!(
+            "Result (elided to 256 of 3,891 bytes; the structured content has all of it):\n[{},\"… 928 more items …\",{}]",
+            head.join(","),
+            tail.join(",")
+        )
+    );
+    assert_eq!(structured(&after)["result"], json!(full));
+    client.cancel().await.expect("close the client");
 }
 
 /// A profile that requires permissions the caller lacks (here `local`, who has none) is not

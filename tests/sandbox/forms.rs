@@ -152,7 +152,37 @@ const THROWN: &[Position] = &[
         code: "const a = 1;\nfunction g() {\n  null.x;\n}\ng();\nreturn 1",
         kind: ErrorKind::Exception,
         line: 3,
-        token: "null.x",
+        // A failed property read is reported at the property's name.
+        token: "x;",
+    },
+    // A declaration's initializer that fails is reported in it, not at the first statement.
+    Position {
+        what: "script: property read in a declaration",
+        code: "const o={};\nconst b=2;\nconst c=o.list.length;",
+        kind: ErrorKind::Exception,
+        line: 3,
+        token: "length;",
+    },
+    Position {
+        what: "script with return: element read in a declaration",
+        code: "const o={};\nconst b=2;\nconst c=o['list'].length;\nreturn c",
+        kind: ErrorKind::Exception,
+        line: 3,
+        token: "length;",
+    },
+    Position {
+        what: "async script: element read in a declaration",
+        code: "const o = await {};\nconst b = 2;\nconst c = o.list[0];",
+        kind: ErrorKind::Exception,
+        line: 3,
+        token: "[0]",
+    },
+    Position {
+        what: "script: an undefined name in a declaration",
+        code: "const o = {};\nlet b = 2;\nvar c = nope + 1;",
+        kind: ErrorKind::Exception,
+        line: 3,
+        token: "nope",
     },
     Position {
         what: "after an await",

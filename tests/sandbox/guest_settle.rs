@@ -37,7 +37,14 @@ impl Waiting {
             .func_wrap(
                 "codemode",
                 "call_start",
-                |mut caller: Caller<'_, Host>, _: u32, _: u32, _: u32, _: u32| -> u32 {
+                |mut caller: Caller<'_, Host>,
+                 _: u32,
+                 _: u32,
+                 _: u32,
+                 _: u32,
+                 _: u32,
+                 _: u32|
+                 -> u32 {
                     caller.data_mut().calls += 1;
                     caller.data().calls
                 },

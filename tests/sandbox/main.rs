@@ -11,9 +11,11 @@ mod isolation;
 mod ledger;
 mod limits;
 mod outcome_json;
+mod positions;
 mod snapshot;
 mod surrogates;
 mod tools;
+mod warnings;
 mod wasi;
 
 use std::sync::LazyLock;

@@ -136,7 +136,7 @@ fn a_guest_without_cm_init_runs_without_a_snapshot() {
       (import "codemode" "finish" (func $finish (param i32 i32)))
       (memory (export "memory") 1)
       (data (i32.const 16) "{\"ok\":true,\"result\":7}")
-      (func (export "cm_abi_version") (result i32) i32.const 1)
+      (func (export "cm_abi_version") (result i32) i32.const 2)
       (func (export "cm_alloc") (param i32) (result i32) i32.const 1024)
       (func (export "cm_run") (param i32 i32 i32) (result i32)
         (call $finish (i32.const 16) (i32.const 22))

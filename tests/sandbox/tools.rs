@@ -459,35 +459,53 @@ async fn codemode_answers_every_tool_name_and_cannot_be_changed() {
 }
 
 /// Red team (error kinds): a tool name is chosen by the script, so a name past
-/// [`codemode_runtime::MAX_TOOL_NAME_BYTES`] is the script's error, kind `exception` (as for
-/// oversized arguments) — it used to end the eval with kind `internal` ("malformed host call"),
-/// which only a host bug may produce. Names at the limit are ordinary unknown tools.
+/// [`codemode_runtime::MAX_TOOL_NAME_BYTES`] is rejected by the guest itself, catchably, as an
+/// `UnknownToolError` that never reaches the host (no ledger row) — it used to end the eval with
+/// kind `internal` ("malformed host call"), which only a host bug may produce. Names at the limit
+/// are ordinary unknown tools.
 #[tokio::test]
-async fn an_overlong_tool_name_is_the_scripts_exception_not_internal() {
+async fn an_overlong_tool_name_is_rejected_catchably() {
     let max = codemode_runtime::MAX_TOOL_NAME_BYTES;
     let cases: &[(String, usize)] = &[
-        (
-            format!("await codemode['x'.repeat({})]({{}})", max + 1),
-            max + 1,
-        ),
-        (
-            "await codemode['x'.repeat(100000)]({})".to_string(),
-            100_000,
-        ),
+        (format!("codemode['x'.repeat({})]({{}})", max + 1), max + 1),
+        ("codemode['x'.repeat(100000)]({})".to_string(), 100_000),
         // Multi-byte characters count in UTF-8 bytes: 342 × 3 bytes = 1026.
-        ("await codemode['€'.repeat(342)]()".to_string(), 1026),
+        ("codemode['€'.repeat(342)]()".to_string(), 1026),
     ];
-    for (code, len) in cases {
-        let outcome = eval_with(code, &opts(), &basic_tools()).await;
-        let error = failed(&outcome, ErrorKind::Exception);
+    for (call, len) in cases {
+        let message = format!(
+            "unknown tool: its name is {len} bytes long, more than the {max}-byte limit of a tool name"
+        );
+        let uncaught = eval_with(
+            &format!("const a = 1;\n  await {call}"),
+            &opts(),
+            &basic_tools(),
+        )
+        .await;
+        let error = failed(&uncaught, ErrorKind::Exception);
         assert_eq!(
             error.message,
-            format!(
-                "a tool name of {len} bytes exceeds the {max}-byte limit (no tool has such a name)"
-            ),
-            "{code}"
+            format!("UnknownToolError: {message}"),
+            "{call}"
         );
-        assert!(outcome.tool_calls.is_empty(), "{code}: {}", show(&outcome));
+        // At the `[` of the call.
+        assert_eq!((error.line, error.column), (Some(2), Some(17)), "{call}");
+        assert!(
+            uncaught.tool_calls.is_empty(),
+            "{call}: {}",
+            show(&uncaught)
+        );
+
+        let code = format!(
+            "try {{ await {call}; }} catch (e) {{ return [e.name, e.message, e instanceof ToolError]; }}"
+        );
+        let caught = eval_with(&code, &opts(), &basic_tools()).await;
+        assert_eq!(
+            ok(&caught),
+            &json!(["UnknownToolError", message, true]),
+            "{call}"
+        );
+        assert!(caught.tool_calls.is_empty(), "{call}: {}", show(&caught));
     }
     // At the limit: an unknown tool, which the script can catch.
     let code = format!(
@@ -495,6 +513,34 @@ async fn an_overlong_tool_name_is_the_scripts_exception_not_internal() {
     );
     let outcome = eval_with(&code, &opts(), &basic_tools()).await;
     assert_eq!(ok(&outcome), &json!(["UnknownToolError", true]));
+}
+
+/// Arguments past [`codemode_runtime::MAX_TOOL_ARGS_BYTES`] are rejected by the guest itself,
+/// catchably, as a `ToolError` that never reaches the host.
+#[tokio::test]
+async fn overlong_arguments_are_rejected_catchably() {
+    let max = codemode_runtime::MAX_TOOL_ARGS_BYTES;
+    let cases: &[(&str, usize)] = &[
+        ("codemode.echo({s: 'x'.repeat(9 << 20)})", (9 << 20) + 8),
+        (
+            "codemode.echo({toJSON() { return 'x'.repeat(9 << 20) }})",
+            (9 << 20) + 2,
+        ),
+    ];
+    for (call, len) in cases {
+        let message = format!(
+            "the arguments are {len} bytes of JSON, more than the {max}-byte limit of a tool call"
+        );
+        let code =
+            format!("try {{ await {call}; }} catch (e) {{ return [e.name, e.message, e.tool]; }}");
+        let caught = eval_with(&code, &opts(), &basic_tools()).await;
+        assert_eq!(
+            ok(&caught),
+            &json!(["ToolError", message, "echo"]),
+            "{call}"
+        );
+        assert!(caught.tool_calls.is_empty(), "{call}: {}", show(&caught));
+    }
 }
 
 /// Red team, contained (error kinds): hostile scripts that strain the tool-call path end as
@@ -528,13 +574,13 @@ async fn hostile_tool_calls_never_end_an_eval_as_internal() {
         (
             "await codemode.echo({s: 'x'.repeat(9 << 20)})".into(),
             ErrorKind::Exception,
-            "tool-call arguments of 9437192 bytes exceed the 8388608-byte limit",
+            "ToolError: the arguments are 9437192 bytes of JSON, more than the 8388608-byte limit",
             0,
         ),
         (
             "await codemode.echo({toJSON() { return 'x'.repeat(9 << 20) }})".into(),
             ErrorKind::Exception,
-            "tool-call arguments of 9437186 bytes exceed the 8388608-byte limit",
+            "ToolError: the arguments are 9437186 bytes of JSON, more than the 8388608-byte limit",
             0,
         ),
         (

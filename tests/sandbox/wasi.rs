@@ -29,7 +29,7 @@ const GUEST: &str = r#"(module
     (local.set $at (i32.add (i32.const 22) (i32.mul (local.get $i) (i32.const 5))))
     (i32.store8 (local.get $at) (i32.add (i32.const 48) (i32.div_u (local.get $v) (i32.const 10))))
     (i32.store8 (i32.add (local.get $at) (i32.const 1)) (i32.add (i32.const 48) (i32.rem_u (local.get $v) (i32.const 10)))))
-  (func (export "cm_abi_version") (result i32) i32.const 1)
+  (func (export "cm_abi_version") (result i32) i32.const 2)
   (func (export "cm_alloc") (param i32) (result i32) i32.const 4096)
   (func (export "cm_resume") (param i32 i32 i32 i32) (result i32) i32.const 0)
   (func (export "cm_run") (param i32 i32 i32) (result i32)

@@ -156,11 +156,7 @@ async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response
     });
     if let Some(origin) = origin
         && !same_origin
-        && !api
-            .origins
-            .allowed_origins
-            .iter()
-            .any(|o| o.eq_ignore_ascii_case(origin))
+        && !codemode_policies::origin_allowed(origin, &api.origins.allowed_origins)
     {
         return refuse(
             StatusCode::FORBIDDEN,

@@ -19,6 +19,7 @@ pub mod form;
 pub mod http;
 pub mod terminal;
 pub mod view;
+pub mod waits;
 
 use std::time::Duration;
 
@@ -32,6 +33,7 @@ pub use channels::{ChannelApprover, ChannelAsker};
 pub use elicitation::PeerAsker;
 pub use form::{AskApprover, approval_question, decision_from};
 pub use terminal::TerminalAsker;
+pub use waits::{HumanWaits, WaitingApprover, WaitingAsker};
 
 /// A form question: a message and the JSON Schema (flat object of primitives) of the answer.
 #[derive(Debug, Clone)]

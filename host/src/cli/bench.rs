@@ -49,9 +49,138 @@ pub struct BenchArgs {
     /// twice: with fuel + epoch, the default, and with epoch interruption alone).
     #[arg(long)]
     no_fuel: bool,
+
+    #[command(flatten)]
+    http: HttpArgs,
+}
+
+/// `codemode bench --http`: load over MCP's streamable HTTP instead of the in-process sections.
+#[derive(Debug, Args)]
+pub struct HttpArgs {
+    /// Load over HTTP: start `codemode serve --http 127.0.0.1:0` (or use --url) and drive it with
+    /// concurrent MCP clients on keep-alive connections; report evals/s, latency, errors, and
+    /// the server's memory and open descriptors over time.
+    #[arg(long)]
+    http: bool,
+
+    /// With --http: drive this running server (`http://HOST:PORT/mcp`) instead of starting one.
+    #[arg(long, value_name = "URL", requires = "http")]
+    url: Option<String>,
+
+    /// With --url: the server's pid, to sample its memory and descriptors.
+    #[arg(long, value_name = "PID", requires = "url")]
+    pid: Option<u32>,
+
+    /// With --http: the config of the server started (e.g. with a `time` upstream for
+    /// `--load tool`).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    config: Option<std::path::PathBuf>,
+
+    /// With --http: concurrent clients, one run per number.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "N,…",
+        default_value = "64,200",
+        requires = "http"
+    )]
+    clients: Vec<usize>,
+
+    /// With --http: measured seconds of each run.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 10.0,
+        requires = "http"
+    )]
+    duration: f64,
+
+    /// With --http: unmeasured seconds at the start of each run.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0, requires = "http")]
+    warmup: f64,
+
+    /// With --http: what each eval runs: `trivial` (return 1 + 1), `tool` (one call to the
+    /// `time` upstream's get_current_time), or `script:CODE`.
+    #[arg(
+        long = "load",
+        value_name = "WORKLOAD",
+        default_value = "trivial",
+        requires = "http"
+    )]
+    load: String,
+
+    /// With --http: the clients' protocol, `stateless` (2026-07-28) or `legacy` (2025-11-25
+    /// sessions).
+    #[arg(
+        long,
+        value_name = "PROTOCOL",
+        default_value = "stateless",
+        requires = "http"
+    )]
+    protocol: String,
+
+    /// With --http: also drive a Node MCP server running the script in `node:vm`, with
+    /// @modelcontextprotocol/sdk from this node_modules directory.
+    #[arg(long, value_name = "DIR", requires = "http")]
+    compare_node: Option<std::path::PathBuf>,
+
+    /// With --http: also measure the in-process eval rate in the same run.
+    #[arg(long, requires = "http")]
+    compare_in_process: bool,
+}
+
+impl HttpArgs {
+    fn options(&self) -> Result<bench::http::HttpOptions, String> {
+        let workload = match self.load.as_str() {
+            "trivial" => bench::http::HttpWorkload::Trivial,
+            "tool" => bench::http::HttpWorkload::Tool,
+            other => match other.strip_prefix("script:") {
+                Some(code) => bench::http::HttpWorkload::Script(code.to_string()),
+                None => {
+                    return Err(format!(
+                        "--load: expected `trivial`, `tool` or `script:CODE`, got `{other}`"
+                    ));
+                }
+            },
+        };
+        let seconds = |name: &str, value: f64| {
+            std::time::Duration::try_from_secs_f64(value)
+                .map_err(|_| format!("--{name}: expected seconds ≥ 0, got {value}"))
+        };
+        let options = bench::http::HttpOptions {
+            url: self.url.clone(),
+            pid: self.pid,
+            codemode_exe: std::env::current_exe().ok(),
+            config: self.config.clone(),
+            clients: self.clients.clone(),
+            warmup: seconds("warmup", self.warmup)?,
+            duration: seconds("duration", self.duration)?,
+            workload,
+            protocol: bench::http::Protocol::parse(&self.protocol)
+                .map_err(|e| format!("--protocol: {e}"))?,
+            node_modules: self.compare_node.clone(),
+            in_process: self.compare_in_process,
+            ..bench::http::HttpOptions::default()
+        };
+        options.validate()?;
+        Ok(options)
+    }
 }
 
 pub fn bench(args: BenchArgs) -> ExitCode {
+    if args.http.http {
+        let options = match args.http.options() {
+            Ok(options) => options,
+            Err(e) => {
+                eprintln!("codemode bench: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
+        let worker = std::thread::spawn(move || {
+            bench::http::run_http(&options, &mut |step| eprintln!("codemode bench: {step}…"))
+        });
+        return print_report(worker.join(), args.json);
+    }
     let mut options = if args.quick {
         BenchOptions::quick()
     } else {
@@ -81,7 +210,15 @@ pub fn bench(args: BenchArgs) -> ExitCode {
     let worker = std::thread::spawn(move || {
         bench::run(&options, &mut |step| eprintln!("codemode bench: {step}…"))
     });
-    let report = match worker.join() {
+    print_report(worker.join(), args.json)
+}
+
+/// Prints the report of a measurement thread as a table or JSON.
+fn print_report(
+    joined: std::thread::Result<Result<bench::Report, String>>,
+    json: bool,
+) -> ExitCode {
+    let report = match joined {
         Ok(Ok(report)) => report,
         Ok(Err(e)) => {
             eprintln!("codemode bench: {e}");
@@ -92,7 +229,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let text = if args.json {
+    let text = if json {
         serde_json::to_string_pretty(&report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     } else {
         report.table()

@@ -46,7 +46,8 @@ enum Command {
     Run(run::RunArgs),
     /// Serve MCP (stdio, or streamable HTTP with --http): eval tools, search_tools, get_tools.
     Serve(serve::ServeArgs),
-    /// List the tool calls a script makes, found statically (nothing runs).
+    /// List the tool calls a script makes, found statically (nothing runs); with --config, report
+    /// unknown tools and calls the profile denies or asks about.
     Check(check::CheckArgs),
     /// Config files.
     #[command(subcommand)]
@@ -85,30 +86,65 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Serve(args) => serve::serve(args).await,
-            Command::Check(args) => check::check(args),
+            Command::Check(args) => check::check(args).await,
             Command::Config(command) => check::config(command),
             Command::Bench(args) => bench::bench(args),
             Command::Approve(args) => approve::approve(args).await,
             Command::Audit(command) => audit::audit(command),
         }
-    })
+    });
+    // Every command has finished its work (serve flushed its audit). What may remain is a
+    // blocking read of stdin (serve over stdio stopped by a signal, while its client keeps
+    // stdin open), which would otherwise hold the exit until the client closes it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    code
 }
 
 /// Logs go to stderr (stdout carries results, or the MCP protocol); `RUST_LOG` filters them.
+/// They are coloured only when stderr is a terminal and `NO_COLOR` is unset or empty
+/// (no-color.org), so a log file or a client's log pane gets no escape sequences.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(stderr_colour())
         .try_init();
 }
 
-/// Loads `path`, or the embedded default; prints every error and returns exit code 2 on failure.
+/// Whether stderr may carry colours: a terminal, and `NO_COLOR` unset or empty.
+pub(crate) fn stderr_colour() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The environment variable naming the config file when `--config` is not given.
+pub const CONFIG_ENV: &str = "CODEMODE_CONFIG";
+
+/// The config file to use: `--config` when given, else `$CODEMODE_CONFIG` when set and
+/// non-empty, else none.
+pub(crate) fn config_path(flag: Option<&Path>) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os(CONFIG_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+}
+
+/// Prints a config's warnings on stderr, as `file: path: warning: message`.
+pub(crate) fn print_config_warnings(name: &str, config: &Config) {
+    for warning in &config.warnings {
+        eprintln!("{name}: {}: warning: {}", warning.path(), warning.message());
+    }
+}
+
+/// Loads `path`, or the embedded default; prints every error and returns exit code 2 on
+/// failure, and prints the warnings of a config that loads.
 pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, ExitCode> {
     let (name, result) = match path {
         Some(path) => (path.display().to_string(), Config::load(path)),
@@ -117,6 +153,9 @@ pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, ExitCode> {
             Config::from_json_str(DEFAULT_CONFIG),
         ),
     };
+    if let Ok(config) = &result {
+        print_config_warnings(&name, config);
+    }
     result.map_err(|errors| {
         for error in errors.iter() {
             // A file that cannot be read is reported under the file's own name.

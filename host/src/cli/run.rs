@@ -1,6 +1,7 @@
 //! `codemode run`.
 
-use std::io::Write;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -47,14 +48,16 @@ pub struct RunArgs {
     max_tool_calls: Option<u64>,
 
     /// A config file: its `mcpServers` become the script's tools (`codemode.<server>__<tool>`),
-    /// its profiles apply, its limits are the defaults. Without it, no tools exist.
+    /// its profiles apply, its limits are the defaults. Default: `$CODEMODE_CONFIG` when set;
+    /// without either, no tools exist. The script runs once every server has started or
+    /// failed to (each within its `startTimeoutSeconds`).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
     /// Run under this profile of the config (default: its `defaultProfile`, else unrestricted).
     /// Calls the profile asks about are put to you on the terminal when stdin is one; otherwise
     /// the profile's `elicitationFallback` decides.
-    #[arg(long, value_name = "NAME", requires = "config")]
+    #[arg(long, value_name = "NAME")]
     profile: Option<String>,
 }
 
@@ -95,11 +98,18 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let config = match &args.config {
-        Some(path) => match load_config(Some(path)) {
+    let config = match super::config_path(args.config.as_deref()) {
+        Some(path) => match load_config(Some(&path)) {
             Ok(c) => Some(c),
             Err(code) => return code,
         },
+        None if args.profile.is_some() => {
+            eprintln!(
+                "codemode: --profile needs a config: give --config FILE or set {}",
+                super::CONFIG_ENV
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
         None => None,
     };
     let options = options(&args, config.as_ref());
@@ -108,7 +118,10 @@ pub async fn run(args: RunArgs) -> ExitCode {
     runtime_config
         .max_concurrent_evals(2)
         .max_memory(options.memory.max(64 << 20));
-    let runtime = match Runtime::new(&runtime_config) {
+    let progress = CompileProgress::on_terminal(&mut runtime_config);
+    let runtime = Runtime::new(&runtime_config);
+    progress.done();
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             // `{:#}`: the error and its causes (wasmtime's, say), on one line.
@@ -118,7 +131,14 @@ pub async fn run(args: RunArgs) -> ExitCode {
     };
     let mut eval = GovernedEval::builder(runtime)
         .caller(Caller::local())
-        .options(options);
+        .options(options)
+        .lifetime(Some(
+            config
+                .as_ref()
+                .map_or(codemode_policies::DEFAULT_MAX_EVAL_LIFETIME, |c| {
+                    c.limits.max_eval_lifetime
+                }),
+        ));
     let mut upstreams = None;
     if let Some(config) = &config {
         let profile = match config.resolve_profile(args.profile.as_deref()) {
@@ -163,7 +183,8 @@ pub async fn run(args: RunArgs) -> ExitCode {
             .tools(pool.clone())
             .profile(profile)
             .asker(asker)
-            .audit(audit);
+            .audit(audit)
+            .outputs(config.outputs.clone());
         upstreams = Some(pool);
     }
     let outcome = eval.build().run(&code, &CancellationToken::new()).await;
@@ -173,8 +194,40 @@ pub async fn run(args: RunArgs) -> ExitCode {
     report(&display_name, &outcome, args.json)
 }
 
-/// Prints the outcome: JSON on stdout with `--json`; otherwise logs on stderr, the result as
-/// pretty JSON on stdout, and an error as `file:line:col: kind: message` on stderr.
+/// The one-line "compiling" message of a cold module cache: shown on stderr while the guest
+/// compiles, only when stderr is a terminal (a log file or a client gets nothing), and erased
+/// when the compile is done.
+struct CompileProgress(Option<Arc<std::sync::atomic::AtomicBool>>);
+
+impl CompileProgress {
+    fn on_terminal(config: &mut RuntimeConfig) -> Self {
+        use std::io::IsTerminal;
+        if !std::io::stderr().is_terminal() {
+            return CompileProgress(None);
+        }
+        let shown = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = shown.clone();
+        config.on_compile(move || {
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            let where_ = codemode_runtime::default_cache_dir()
+                .map(|d| format!(", cached in {}", d.display()))
+                .unwrap_or_default();
+            eprint!("codemode: compiling the sandbox (first run only{where_})…");
+        });
+        CompileProgress(Some(shown))
+    }
+
+    /// Erases the line if it was shown (carriage return, then clear to the end of the line).
+    fn done(self) {
+        if let Some(shown) = self.0
+            && shown.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+/// Prints the outcome: JSON on stdout with `--json`; otherwise [`human`].
 pub fn report(file: &str, outcome: &EvalOutcome, json: bool) -> ExitCode {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -183,29 +236,115 @@ pub fn report(file: &str, outcome: &EvalOutcome, json: bool) -> ExitCode {
             .unwrap_or_else(|e| format!("{{\"ok\":false,\"error\":\"{e}\"}}"));
         let _ = writeln!(out, "{text}");
     } else {
-        for log in &outcome.logs {
-            // One line per log entry, whatever the script printed (see `neutralize`).
-            eprintln!("[{}] {}", log.level.as_str(), neutralize(&log.message));
-        }
-        if outcome.ok {
-            let text =
-                serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into());
-            // JSON escapes control characters already; this also shows bidi and zero-width ones.
-            let lines: Vec<String> = text.split('\n').map(neutralize).collect();
-            let _ = writeln!(out, "{}", lines.join("\n"));
-        } else if let Some(error) = &outcome.error {
-            let position = match (error.line, error.column) {
-                (Some(line), Some(column)) => format!("{file}:{line}:{column}"),
-                (Some(line), None) => format!("{file}:{line}"),
-                _ => file.to_string(),
-            };
-            eprintln!("{position}: {}: {}", error.kind, neutralize(&error.message));
-        }
+        let (stdout_text, stderr_text) = human(file, outcome);
+        eprint!("{stderr_text}");
+        let _ = write!(out, "{stdout_text}");
     }
     let _ = out.flush();
     if outcome.ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_SCRIPT_FAILED)
+    }
+}
+
+/// The human rendering of an outcome, as (stdout, stderr): logs on stderr, one line each; then
+/// warnings as `file:line:col: warning: message`; the result as pretty JSON on stdout, or the
+/// error as `file:line:col: kind: message` on stderr. Every script- or tool-chosen text is
+/// [`neutralize`]d, so a message can neither start a line that looks like one of these nor
+/// carry a terminal escape.
+pub fn human(file: &str, outcome: &EvalOutcome) -> (String, String) {
+    let mut out = String::new();
+    let mut err = String::new();
+    let at = |line: Option<u32>, column: Option<u32>| match (line, column) {
+        (Some(line), Some(column)) => format!("{file}:{line}:{column}"),
+        (Some(line), None) => format!("{file}:{line}"),
+        _ => file.to_string(),
+    };
+    for log in &outcome.logs {
+        let _ = writeln!(err, "[{}] {}", log.level.as_str(), neutralize(&log.message));
+    }
+    for w in &outcome.warnings {
+        let _ = writeln!(
+            err,
+            "{}: warning: {}",
+            at(w.line, w.column),
+            neutralize(&w.message)
+        );
+    }
+    if outcome.ok {
+        let text = serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into());
+        // JSON escapes control characters already; this also shows bidi and zero-width ones.
+        let lines: Vec<String> = text.split('\n').map(neutralize).collect();
+        let _ = writeln!(out, "{}", lines.join("\n"));
+    } else if let Some(error) = &outcome.error {
+        let _ = writeln!(
+            err,
+            "{}: {}: {}",
+            at(error.line, error.column),
+            error.kind,
+            neutralize(&error.message)
+        );
+    }
+    (out, err)
+}
+
+#[cfg(test)]
+mod tests {
+    use codemode_runtime::{
+        ErrorKind, EvalError, EvalOutcome, EvalStats, LogEntry, LogLevel, Warning,
+    };
+    use serde_json::json;
+
+    use super::human;
+
+    #[test]
+    fn hostile_logs_warnings_and_errors_stay_on_their_lines() {
+        let hostile = "x\n[error] FAKE\u{1b}]0;t\u{7}";
+        let mut outcome = EvalOutcome {
+            ok: true,
+            result: json!({"k\u{202e}": hostile}),
+            error: None,
+            warnings: vec![Warning {
+                message: format!("w {hostile}"),
+                line: Some(2),
+                column: Some(3),
+            }],
+            logs: vec![LogEntry {
+                level: LogLevel::Log,
+                message: hostile.into(),
+            }],
+            tool_calls: Vec::new(),
+            stats: EvalStats::default(),
+        };
+        assert_eq!(
+            human("s.js", &outcome),
+            (
+                "{\n  \"k\\u202e\": \"x\\n[error] FAKE\\u001b]0;t\\u0007\"\n}\n".to_string(),
+                "[log] x\\n[error] FAKE\\u001b]0;t\\u0007\n\
+                 s.js:2:3: warning: w x\\n[error] FAKE\\u001b]0;t\\u0007\n"
+                    .to_string()
+            )
+        );
+        outcome.ok = false;
+        outcome.result = json!(null);
+        outcome.logs.clear();
+        outcome.warnings[0].line = None;
+        outcome.error = Some(EvalError {
+            kind: ErrorKind::Exception,
+            message: "Error: bad\ns.js:9:9: internal: fake".into(),
+            line: Some(1),
+            column: None,
+            stack: None,
+        });
+        assert_eq!(
+            human("s.js", &outcome),
+            (
+                String::new(),
+                "s.js: warning: w x\\n[error] FAKE\\u001b]0;t\\u0007\n\
+                 s.js:1: exception: Error: bad\\ns.js:9:9: internal: fake\n"
+                    .to_string()
+            )
+        );
     }
 }

@@ -13,8 +13,9 @@ use crate::server::{self, ServerState};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The config file (JSON). Without it, the embedded default config is used (see README).
-    /// The file is watched: valid changes apply at once, invalid ones are reported and ignored.
+    /// The config file (JSON, comments allowed). Default: `$CODEMODE_CONFIG` when set, else the
+    /// embedded default config (see README). The file is watched: valid changes apply at once,
+    /// invalid ones are reported and ignored.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
@@ -34,7 +35,7 @@ pub struct ServeArgs {
     #[arg(long = "allowed-host", value_name = "H", requires = "http")]
     allowed_hosts: Vec<String>,
 
-    /// Accept browser requests from origin O (`scheme://host[:port]`), besides
+    /// Accept browser requests from origin O (`scheme://host[:port|:*]`; no port: the default one), besides
     /// `server.http.allowedOrigins`; any origin given turns Origin validation on. Repeatable.
     #[arg(long = "allowed-origin", value_name = "O", requires = "http")]
     allowed_origins: Vec<String>,
@@ -67,9 +68,9 @@ fn http_options(
         );
     }
     for origin in &args.allowed_origins {
-        if origin != "null" && !(origin.starts_with("http://") || origin.starts_with("https://")) {
+        if !codemode_policies::valid_allowed_origin(origin) {
             return Err(format!(
-                "--allowed-origin: an origin is `scheme://host[:port]` (e.g. https://app.example.com), got `{origin}`"
+                "--allowed-origin: an origin is `null` or `scheme://host[:port|:*]` with no path (e.g. https://app.example.com), got `{origin}`"
             ));
         }
     }
@@ -121,7 +122,8 @@ fn parse_listen_address(text: &str) -> Result<SocketAddr, String> {
 }
 
 pub async fn serve(args: ServeArgs) -> ExitCode {
-    let config = match load_config(args.config.as_deref()) {
+    let config_path = super::config_path(args.config.as_deref());
+    let config = match load_config(config_path.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -165,8 +167,8 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         },
         None => None,
     };
-    let state = ServerState::new(runtime, config, args.config.clone()).await;
-    let _watcher = match &args.config {
+    let state = ServerState::new(runtime, config, config_path.clone()).await;
+    let _watcher = match &config_path {
         Some(path) => match server::reload::watch(state.clone(), path.clone()) {
             Ok(w) => Some(w),
             Err(e) => {
@@ -189,17 +191,21 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             }
         });
     }
+    // SIGTERM or Ctrl-C: graceful shutdown (see `server::drain`); a second one cancels at once.
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    {
+        let (shutdown, drain) = (shutdown.clone(), state.drain.clone());
+        tokio::spawn(async move {
+            server::drain::shutdown_signal(drain).await;
+            tracing::info!("shutting down");
+            shutdown.cancel();
+        });
+    }
     let result = match http {
         Some((addr, options)) => {
-            let shutdown = tokio_util::sync::CancellationToken::new();
-            let on_signal = shutdown.clone();
-            tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
-                on_signal.cancel();
-            });
             server::serve_http(state.clone(), addr, options, shutdown, None).await
         }
-        None => server::serve_stdio(state.clone()).await,
+        None => server::serve_stdio(state.clone(), shutdown).await,
     };
     state.upstreams.shutdown().await;
     // The audit writer writes on a thread of its own: wait for the records still queued.

@@ -16,6 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
+use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::listing::missing_permissions;
 use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
@@ -26,6 +27,12 @@ use crate::approvals::{Asker, NoAsker, PeerAsker};
 use crate::session::{AuditTarget, Caller, GovernedEval};
 
 impl CodemodeServer {
+    /// The bytes the result may take in an eval's text block: `limits.maxResultText` of the
+    /// config in force when the eval ends (a reload applies to the next result).
+    fn text_budget(&self) -> usize {
+        usize::try_from(self.state.config().limits.max_result_text).unwrap_or(usize::MAX)
+    }
+
     fn profile_for(&self, tool: &str) -> Result<Option<Arc<Profile>>, String> {
         let config = self.state.config();
         if tool == EVAL_TOOL {
@@ -48,13 +55,22 @@ impl CodemodeServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let tool = req.name.to_string();
+        // A shutdown waits for this request to answer (the eval's task counts apart: a
+        // 2026-07-28 eval outlives its request while it waits for input).
+        let _request = self.state.drain.enter();
         if let Some(token) = req.request_state.as_deref() {
             // A 2026-07-28 client answering an input-required result.
             let Some(suspended) = self.state.suspensions.get(token) else {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(
-                    "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again",
-                )])
-                .into());
+                let message = if self.state.suspensions.was_dropped(token) {
+                    let kept = self.state.config().limits.unfetched_results;
+                    format!(
+                        "this eval's result was dropped before it was fetched: the server keeps at most {} unfetched results and {} bytes of them (limits.unfetchedResults), the oldest dropped first; run it again",
+                        kept.max_count, kept.max_bytes
+                    )
+                } else {
+                    "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again".to_string()
+                };
+                return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             };
             if suspended.tool() != tool {
                 return Err(McpError::invalid_params(
@@ -110,6 +126,18 @@ impl CodemodeServer {
         let modern = ctx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        // Refused at once, before a pool slot is taken, when the client is over a cap.
+        let client = client_key(&ctx, &caller, modern, &self.session_id);
+        let slot = match self
+            .state
+            .clients
+            .try_start(client, self.state.config().limits.per_client)
+        {
+            Ok(slot) => slot,
+            Err(message) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+            }
+        };
         let can_elicit = ctx
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some());
@@ -121,17 +149,22 @@ impl CodemodeServer {
             (None, true) => Arc::new(PeerAsker::new(ctx.peer.clone())),
         };
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-        // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`).
-        let cancel = CancellationToken::new();
+        // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`), on
+        // MCP cancellation or when a shutdown gives up waiting.
+        let cancel = self.state.drain.eval_token();
+        let running = self.state.drain.enter();
         let eval = self.clone().run_eval(
             code,
-            (caller, profile),
+            (caller, profile, slot),
             asker,
             suspended.clone(),
             cancel.clone(),
             done_tx,
         );
-        let task = tokio::spawn(eval);
+        let task = tokio::spawn(async move {
+            eval.await;
+            drop(running);
+        });
         match suspended {
             Some(s) => {
                 s.set_task(task, cancel);
@@ -145,7 +178,7 @@ impl CodemodeServer {
     async fn run_eval(
         self,
         code: String,
-        (caller, profile): (Caller, Option<Arc<Profile>>),
+        (caller, profile, slot): (Caller, Option<Arc<Profile>>, Arc<EvalSlot>),
         asker: Arc<dyn Asker>,
         suspended: Option<Arc<Suspended>>,
         cancel: CancellationToken,
@@ -165,11 +198,17 @@ impl CodemodeServer {
             .asker(asker)
             .broker(Some(state.approvals.clone()))
             .audit(audit)
+            .outputs(config.outputs.clone())
             .options(config.limits.eval_options())
+            .lifetime(Some(config.limits.max_eval_lifetime))
+            .waits(Some(slot.clone()))
             .build();
         let outcome = eval.run(&code, &cancel).await;
+        drop(slot);
         match suspended {
-            Some(s) => s.complete(outcome),
+            Some(s) => state
+                .suspensions
+                .complete(&s, outcome, config.limits.unfetched_results),
             None => {
                 let _ = done.send(outcome);
             }
@@ -190,7 +229,7 @@ impl CodemodeServer {
             tokio::select! {
                 outcome = &mut done => {
                     return match outcome {
-                        Ok(outcome) => Ok(eval_result(&outcome).into()),
+                        Ok(outcome) => Ok(eval_result(&outcome, self.text_budget()).into()),
                         Err(_) => Err(McpError::internal_error("the eval task ended without an outcome", None)),
                     };
                 }
@@ -219,7 +258,7 @@ impl CodemodeServer {
                     return Ok(match event {
                         Event::Complete(outcome) => {
                             self.state.suspensions.remove(suspended.token());
-                            eval_result(&outcome).into()
+                            eval_result(&outcome, self.text_budget()).into()
                         }
                         Event::Input(requests) => {
                             InputRequiredResult::new(Some(requests), Some(suspended.token().to_string())).into()

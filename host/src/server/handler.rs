@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use codemode_policies::SessionApprovals;
+use codemode_policies::{SessionApprovals, neutralize};
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -135,7 +135,8 @@ impl ServerHandler for CodemodeServer {
                 } else {
                     tools::get_tools(&catalog, &args)
                 }
-                .map(|v| tools::mark_asked(v, &asked));
+                .map(|v| tools::mark_asked(v, &asked))
+                .map(|v| tools::mark_unavailable(v, &self.state.upstreams));
                 Ok(match result {
                     Ok(value) => {
                         let text = if name == GET_TOOLS {
@@ -144,7 +145,7 @@ impl ServerHandler for CodemodeServer {
                                 .unwrap_or_default()
                                 .to_string()
                         } else {
-                            serde_json::to_string_pretty(&value).unwrap_or_default()
+                            neutralize(&serde_json::to_string(&value).unwrap_or_default())
                         };
                         let mut r = CallToolResult::structured(value);
                         r.content = vec![ContentBlock::text(text)];

@@ -8,11 +8,16 @@
 //!
 //! Each eval request becomes a [`crate::session::GovernedEval`]; this module adds only what is
 //! MCP's: the tool listing (`listing`), the request's wait and suspension (`eval`, [`suspend`]),
-//! progress notifications (`progress`), results ([`result`]), hot reload ([`reload`]), and the
-//! `ServerHandler` routing ([`CodemodeServer`]).
+//! progress notifications (`progress`), results ([`result`]), hot reload ([`reload`]), graceful
+//! shutdown ([`drain`]), and the `ServerHandler` routing ([`CodemodeServer`]).
 
+pub mod drain;
+mod elide;
 mod eval;
+pub mod fair;
+mod guard;
 mod handler;
+mod listener;
 mod listing;
 mod progress;
 pub mod reload;
@@ -27,7 +32,6 @@ pub use state::ServerState;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -35,12 +39,24 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{Authenticate, NoAuth, require_auth};
 
-/// Serves one client on stdin/stdout until it disconnects.
-pub async fn serve_stdio(state: Arc<ServerState>) -> anyhow::Result<()> {
-    let service = CodemodeServer::new(state)
+/// Serves one client on stdin/stdout until it disconnects or `shutdown` is cancelled; then the
+/// evals in flight get [`drain::SHUTDOWN_GRACE`] to finish (and answer) before they are
+/// cancelled, and the transport closes after the last one ended.
+pub async fn serve_stdio(
+    state: Arc<ServerState>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let service = CodemodeServer::new(state.clone())
         .serve(rmcp::transport::stdio())
         .await?;
+    let closer = service.cancellation_token();
+    let drained = tokio::spawn(async move {
+        shutdown.cancelled().await;
+        state.drain.drain(drain::SHUTDOWN_GRACE).await;
+        closer.cancel();
+    });
     service.waiting().await?;
+    drained.abort();
     Ok(())
 }
 
@@ -51,7 +67,8 @@ pub struct HttpOptions {
     /// `Host` values accepted besides `localhost`, `127.0.0.1` and `::1` (`name` or `name:port`).
     pub allowed_hosts: Vec<String>,
     /// When non-empty, a request carrying `Origin` must match one of these
-    /// (`scheme://host[:port]`, `:*` for any port).
+    /// (`scheme://host[:port]`, `:*` for any port; no port: the scheme's default), matched by
+    /// [`codemode_policies::origin_allowed`].
     pub allowed_origins: Vec<String>,
     /// Who may call `/mcp` ([`crate::auth::NoAuth`]: everyone, as `local`).
     pub auth: Arc<dyn Authenticate>,
@@ -83,7 +100,9 @@ pub fn http_router(
     shutdown: &CancellationToken,
 ) -> axum::Router {
     let factory_state = state.clone();
+    let limits = state.config().server.http.limits;
     let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(usize::try_from(limits.max_request_body).unwrap_or(usize::MAX))
         .with_cancellation_token(shutdown.child_token())
         .with_allowed_hosts(
             LOOPBACK_HOSTS
@@ -92,13 +111,18 @@ pub fn http_router(
                 .chain(options.allowed_hosts.iter().cloned()),
         );
     if !options.allowed_origins.is_empty() {
-        config = config.with_allowed_origins(options.allowed_origins.iter().cloned());
+        // rmcp matches a port-less origin against any port; ours means the default port only.
+        config = config.with_allowed_origins(codemode_policies::explicit_default_ports(
+            &options.allowed_origins,
+        ));
     }
+    let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(CodemodeServer::new(factory_state.clone())),
-        LocalSessionManager::default().into(),
+        sessions.clone(),
         config,
     );
+    let guard = guard::Guard::new(state.clone(), sessions);
     let approvals = state.config().approvals.http.then(|| {
         crate::approvals::http::router_with(
             state.approvals.clone(),
@@ -109,8 +133,9 @@ pub fn http_router(
             },
         )
     });
+    // Authentication first (a refused request's body is never read), then the guard.
     let mut mcp = require_auth(
-        axum::Router::new().nest_service("/mcp", service),
+        guard.layer(axum::Router::new().nest_service("/mcp", service)),
         options.auth,
     );
     if let Some(approvals) = approvals {
@@ -125,6 +150,11 @@ pub fn http_router(
 /// Serves streamable HTTP at `http://ADDR/mcp`, many sessions at once, until `shutdown`; prints
 /// `listening on http://ADDR/mcp` on stderr once bound. Returns the bound address through
 /// `bound` (useful with port 0).
+///
+/// When `shutdown` is cancelled, the listener closes at once (new connections are refused),
+/// idle keep-alive connections close, the evals in flight get [`drain::SHUTDOWN_GRACE`] to
+/// finish and answer, those still running are cancelled (they answer with a `cancelled` error
+/// and write their audit records), and only then are MCP sessions and streams closed.
 pub async fn serve_http(
     state: Arc<ServerState>,
     addr: SocketAddr,
@@ -132,7 +162,10 @@ pub async fn serve_http(
     shutdown: CancellationToken,
     bound: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
 ) -> anyhow::Result<()> {
-    let router = http_router(state, options, &shutdown);
+    let header_read_timeout = state.config().server.http.limits.header_read_timeout;
+    // MCP's sessions and streams end after the evals, not with the signal.
+    let sessions = CancellationToken::new();
+    let router = http_router(state.clone(), options, &sessions);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
@@ -141,13 +174,16 @@ pub async fn serve_http(
     if let Some(tx) = bound {
         let _ = tx.send(local);
     }
-    // TCP_NODELAY: a response goes out as several small writes; without it, Nagle's algorithm
-    // meets the client's delayed ACK and every keep-alive request waits 40 ms.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-        .await?;
+    let drained = {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            state.drain.drain(drain::SHUTDOWN_GRACE).await;
+            sessions.cancel();
+        })
+    };
+    listener::serve(listener, router, header_read_timeout, shutdown).await;
+    // Every connection has closed: the drain has finished (or the server stopped by itself).
+    drained.abort();
     Ok(())
 }

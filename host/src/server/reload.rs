@@ -78,6 +78,9 @@ pub async fn reload(state: &ServerState, path: &Path) -> bool {
                 return false;
             }
             tracing::info!("config {} changed: applying it", path.display());
+            for warning in &config.warnings {
+                tracing::warn!("config {}: {warning}", path.display());
+            }
             state.apply_config(config).await;
             true
         }

@@ -1,82 +1,221 @@
 //! Eval outcomes as MCP tool results: the [`EvalOutcome`] JSON as structured content, plus a
-//! text block a model (or a person) can read.
+//! text block a model (or a person) can read, spending few tokens.
+//!
+//! The text block: the result as compact JSON (past `limits.maxResultText`, elided in the middle
+//! keeping valid JSON of the same shape, see [`super::elide`]) or the error, then the warnings,
+//! the logs and the tool calls — each call on a line, or past [`LEDGER_LISTED`] calls a count
+//! per tool and status with the failures and their reasons. Every script- or tool-chosen text
+//! is [`neutralize`]d and each entry is one line with a prefix of its section, so nothing a
+//! script prints can start a line that looks like one of the section headers.
 
 use std::fmt::Write as _;
 
-use codemode_runtime::{ErrorKind, EvalOutcome};
+use codemode_policies::neutralize;
+use codemode_runtime::{CallStatus, ErrorKind, EvalOutcome, ToolCallRecord};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
-/// Longest text rendering of the result value before it is cut (the structured content always
-/// carries all of it).
-const MAX_RESULT_TEXT: usize = 16 * 1024;
+use super::elide::{self, count, group};
 
-/// The `CallToolResult` of an eval: `structuredContent` = the outcome, one text block, and
-/// `isError` when the script failed.
-pub fn eval_result(outcome: &EvalOutcome) -> CallToolResult {
+/// The most tool calls the text block lists one per line; past it, they are summarised.
+pub const LEDGER_LISTED: usize = 10;
+/// The most tools, and groups of failed calls, a ledger summary names.
+const SUMMARY_LINES: usize = 20;
+/// The longest reason (of a failed call) shown in the text, in characters.
+const REASON_CHARS: usize = 300;
+
+/// The `CallToolResult` of an eval: `structuredContent` = the whole outcome, one text block
+/// ([`render`], the result within `text_budget` bytes), and `isError` when the script failed.
+pub fn eval_result(outcome: &EvalOutcome, text_budget: usize) -> CallToolResult {
     let structured = serde_json::to_value(outcome)
         .unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}));
     let mut result = CallToolResult::structured(structured);
-    result.content = vec![ContentBlock::text(render(outcome))];
+    result.content = vec![ContentBlock::text(render(outcome, text_budget))];
     result.is_error = Some(!outcome.ok);
     result
 }
 
-/// A readable summary: result (or error), logs, and the ledger.
-pub fn render(outcome: &EvalOutcome) -> String {
+/// The text block (see the module docs); the result's JSON takes at most `result_budget` bytes.
+pub fn render(outcome: &EvalOutcome, result_budget: usize) -> String {
     let mut out = String::new();
     if outcome.ok {
-        let mut text =
-            serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into());
-        if text.len() > MAX_RESULT_TEXT {
-            let mut cut = MAX_RESULT_TEXT;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            let total = text.len();
-            text.truncate(cut);
-            let _ = write!(
-                text,
-                "\n… (truncated; {total} bytes in all, see the structured content)"
+        let (text, elided) = elide::fit(&outcome.result, result_budget);
+        if elided {
+            let total = serde_json::to_string(&outcome.result).map_or(0, |t| t.len());
+            let _ = writeln!(
+                out,
+                "Result (elided to {} of {} bytes; the structured content has all of it):\n{text}",
+                group(text.len()),
+                group(total)
             );
+        } else {
+            let _ = writeln!(out, "Result:\n{text}");
         }
-        let _ = writeln!(out, "Result:\n{text}");
     } else if let Some(error) = &outcome.error {
-        let position = match (error.line, error.column) {
-            (Some(l), Some(c)) => format!(" at line {l}, column {c}"),
-            (Some(l), None) => format!(" at line {l}"),
-            _ => String::new(),
-        };
-        let _ = writeln!(out, "Error ({}){position}: {}", error.kind, error.message);
+        let _ = writeln!(
+            out,
+            "Error ({}){}: {}",
+            error.kind,
+            position(error.line, error.column, " at "),
+            neutralize(&error.message)
+        );
         if let Some(stack) = error.stack.as_deref().filter(|s| !s.trim().is_empty()) {
-            let _ = writeln!(out, "{}", stack.trim_end());
+            // Indented: no line of a stack (which a script can set) starts where a header does.
+            for line in stack.trim_end().lines() {
+                let _ = writeln!(out, "  {}", neutralize(line.trim_start()));
+            }
+        }
+    }
+    if !outcome.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings:");
+        for w in &outcome.warnings {
+            let at = position(w.line, w.column, "");
+            let sep = if at.is_empty() { "" } else { ": " };
+            let _ = writeln!(out, "- {at}{sep}{}", neutralize(&w.message));
         }
     }
     if !outcome.logs.is_empty() {
         let _ = writeln!(out, "\nLogs:");
         for log in &outcome.logs {
-            let _ = writeln!(out, "[{}] {}", log.level.as_str(), log.message);
+            let _ = writeln!(out, "[{}] {}", log.level.as_str(), neutralize(&log.message));
         }
     }
-    if !outcome.tool_calls.is_empty() {
+    ledger(&mut out, &outcome.tool_calls);
+    out.trim_end().to_string()
+}
+
+/// `line 3, column 5` after `lead`, or nothing without a line.
+fn position(line: Option<u32>, column: Option<u32>, lead: &str) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!("{lead}line {l}, column {c}"),
+        (Some(l), None) => format!("{lead}line {l}"),
+        _ => String::new(),
+    }
+}
+
+/// The tool calls: one line each up to [`LEDGER_LISTED`], else counts and the failures.
+fn ledger(out: &mut String, calls: &[ToolCallRecord]) {
+    if calls.is_empty() {
+        return;
+    }
+    if calls.len() <= LEDGER_LISTED {
         let _ = writeln!(out, "\nTool calls:");
-        for call in &outcome.tool_calls {
-            let reason = call
-                .reason
-                .as_deref()
-                .map(|r| format!(" — {r}"))
-                .unwrap_or_default();
+        for call in calls {
             let _ = writeln!(
                 out,
-                "#{} {} {} ({:.1} ms){reason}",
+                "#{} {} {}{}",
                 call.id,
-                call.tool,
+                neutralize(&call.tool),
                 call.status.as_str(),
-                call.duration_ms
+                reason(call.reason.as_deref())
             );
         }
+        return;
     }
-    out.trim_end().to_string()
+    let totals = tally(calls.iter().map(|c| c.status));
+    let _ = writeln!(out, "\nTool calls: {} ({totals}):", calls.len());
+    // Per tool, in order of first call.
+    let mut tools: Vec<(&str, Vec<CallStatus>)> = Vec::new();
+    for call in calls {
+        match tools.iter_mut().find(|(t, _)| *t == call.tool) {
+            Some((_, statuses)) => statuses.push(call.status),
+            None => tools.push((&call.tool, vec![call.status])),
+        }
+    }
+    for (tool, statuses) in tools.iter().take(SUMMARY_LINES) {
+        let _ = writeln!(
+            out,
+            "- {}: {}",
+            neutralize(tool),
+            tally(statuses.iter().copied())
+        );
+    }
+    if tools.len() > SUMMARY_LINES {
+        let _ = writeln!(
+            out,
+            "- … {}",
+            count(tools.len() - SUMMARY_LINES, "more tool", "more tools")
+        );
+    }
+    // Failures, grouped by tool, status and reason, in order of first failure.
+    let mut failures: Vec<(&ToolCallRecord, Vec<u64>)> = Vec::new();
+    for call in calls.iter().filter(|c| c.status != CallStatus::Ok) {
+        let same = |(first, _): &&mut (&ToolCallRecord, Vec<u64>)| {
+            first.tool == call.tool && first.status == call.status && first.reason == call.reason
+        };
+        match failures.iter_mut().find(|f| same(f)) {
+            Some((_, ids)) => ids.push(call.id),
+            None => failures.push((call, vec![call.id])),
+        }
+    }
+    if failures.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Failed:");
+    for (call, ids) in failures.iter().take(SUMMARY_LINES) {
+        let mut shown: Vec<String> = ids.iter().take(3).map(|id| format!("#{id}")).collect();
+        if ids.len() > 3 {
+            shown.push(format!("… ({} calls)", group(ids.len())));
+        }
+        let _ = writeln!(
+            out,
+            "- {} {} {}{}",
+            shown.join(", "),
+            neutralize(&call.tool),
+            call.status.as_str(),
+            reason(call.reason.as_deref())
+        );
+    }
+    if failures.len() > SUMMARY_LINES {
+        let rest: usize = failures[SUMMARY_LINES..]
+            .iter()
+            .map(|(_, ids)| ids.len())
+            .sum();
+        let _ = writeln!(
+            out,
+            "- … {} (see tool_calls in the structured content)",
+            count(rest, "more failed call", "more failed calls")
+        );
+    }
+}
+
+/// `198 ok, 1 error, 1 denied` (statuses that occur, in that order).
+fn tally(statuses: impl Iterator<Item = CallStatus>) -> String {
+    let mut n = [0usize; 3];
+    for s in statuses {
+        n[match s {
+            CallStatus::Ok => 0,
+            CallStatus::Error => 1,
+            CallStatus::Denied => 2,
+        }] += 1;
+    }
+    [CallStatus::Ok, CallStatus::Error, CallStatus::Denied]
+        .iter()
+        .zip(n)
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| format!("{} {}", group(n), s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// ` — reason`, neutralised and bounded to [`REASON_CHARS`]; empty without one.
+fn reason(reason: Option<&str>) -> String {
+    let Some(reason) = reason else {
+        return String::new();
+    };
+    let text = neutralize(reason);
+    let chars = text.chars().count();
+    if chars <= REASON_CHARS {
+        return format!(" — {text}");
+    }
+    let head = REASON_CHARS * 2 / 3;
+    let tail = REASON_CHARS - head;
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(chars - tail).collect();
+    format!(
+        " — {start}… {} …{end}",
+        count(chars - head - tail, "more character", "more characters")
+    )
 }
 
 /// JSON Schema of the structured content of eval tools (the `EvalOutcome` shape).
@@ -117,3 +256,7 @@ pub fn outcome_schema() -> Value {
         "required": ["ok", "result", "error", "warnings", "logs", "tool_calls", "stats"]
     })
 }
+
+#[cfg(test)]
+#[path = "result_tests.rs"]
+mod tests;

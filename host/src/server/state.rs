@@ -24,16 +24,23 @@ pub struct ServerState {
     pub(crate) upstreams: UpstreamPool,
     audit: RwLock<Option<Arc<dyn AuditSink>>>,
     pub(crate) suspensions: Suspensions,
+    /// Every client's running and waiting evals (`limits.perClient`).
+    pub clients: Arc<super::fair::ClientLoad>,
     /// Pending approval requests of every session, for the HTTP approval API.
     pub approvals: Arc<crate::approvals::ApprovalBroker>,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
     subscribers: Mutex<Vec<SubscriptionSink>>,
     next_session: AtomicU64,
+    /// The evals in flight, for graceful shutdown.
+    pub drain: Arc<super::drain::Drain>,
 }
 
 impl ServerState {
-    /// Builds the state and connects the configured upstreams (servers that fail to start are
-    /// retried in the background; their tools appear when they come up).
+    /// Builds the state and starts the configured upstreams in the background: it returns at
+    /// once, so that the server answers `initialize` without waiting for them. Their tools
+    /// appear when they come up (clients are sent `notifications/tools/list_changed`); a call
+    /// to a tool of a server still starting waits for it; a server that fails to start is
+    /// retried in the background and listed as down with its error.
     pub async fn new(runtime: Runtime, config: Config, config_path: Option<PathBuf>) -> Arc<Self> {
         let state = Arc::new(ServerState {
             runtime,
@@ -42,15 +49,17 @@ impl ServerState {
             upstreams: UpstreamPool::new(),
             audit: RwLock::new(None),
             suspensions: Suspensions::default(),
+            clients: Arc::default(),
             approvals: Arc::default(),
             legacy_peers: Mutex::new(Vec::new()),
             subscribers: Mutex::new(Vec::new()),
             next_session: AtomicU64::new(1),
+            drain: Arc::default(),
         });
         state
             .upstreams
             .set_elicitation(Arc::new(ForwardElicitation));
-        state.apply_config(config).await;
+        state.apply(config, false).await;
         let watcher = state.clone();
         let mut changes = state.upstreams.subscribe();
         tokio::spawn(async move {
@@ -75,8 +84,16 @@ impl ServerState {
     }
 
     /// Swaps in a (validated) config: audit, upstreams, then tells clients the tools changed.
-    /// Evals already running keep the profile they started with.
+    /// New or changed upstreams get their first connection attempt before the config is
+    /// swapped, so a profile or namespace never shows up before its server's tools. Evals
+    /// already running keep the profile they started with.
     pub async fn apply_config(&self, config: Config) {
+        self.apply(config, true).await;
+    }
+
+    /// [`apply_config`](Self::apply_config); `wait`: whether new upstreams' first connection
+    /// attempts are waited for.
+    async fn apply(&self, config: Config, wait: bool) {
         let audit: Option<Arc<dyn AuditSink>> = match &config.audit.dir {
             Some(dir) => match AuditWriter::open_keyed(dir.clone(), config.audit.key.clone()) {
                 Ok(w) => Some(Arc::new(w)),
@@ -87,9 +104,13 @@ impl ServerState {
             },
             None => None,
         };
-        // Connect new upstreams first (each gets its first connection attempt), then swap the
-        // config: a profile or namespace never shows up before its server's tools.
-        if let Err(e) = self.upstreams.set_upstreams(upstream_specs(&config)).await {
+        let specs = upstream_specs(&config);
+        let applied = if wait {
+            self.upstreams.set_upstreams(specs).await
+        } else {
+            self.upstreams.start_upstreams(specs).await
+        };
+        if let Err(e) = applied {
             tracing::error!("upstream servers not updated: {e}");
         }
         self.upstreams

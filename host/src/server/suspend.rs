@@ -7,11 +7,11 @@
 //! forged or replayed into another eval, and every HTTP retry (a separate stateless POST) finds
 //! the eval through it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use codemode_policies::Channel;
+use codemode_policies::{Channel, RetentionLimits};
 use codemode_runtime::{BoxFuture, EvalOutcome};
 use rmcp::model::{ElicitRequest, InputRequest, InputRequests, InputResponses};
 use serde_json::Value;
@@ -23,10 +23,23 @@ use crate::approvals::{Answer, Asker, Question};
 /// A finished eval whose outcome nobody fetched is forgotten after this long.
 const UNCLAIMED_TTL: Duration = Duration::from_secs(600);
 
+/// How many tokens of dropped results are remembered, to tell a late fetch what happened.
+const DROPPED_REMEMBERED: usize = 1024;
+
 /// All suspended evals of a server (shared by every session and request).
 #[derive(Default)]
 pub struct Suspensions {
     map: Mutex<HashMap<String, Arc<Suspended>>>,
+    retained: Mutex<Retained>,
+}
+
+/// Finished results not fetched yet, oldest first, with their size as JSON; and the tokens of
+/// the last results dropped unfetched.
+#[derive(Default)]
+struct Retained {
+    finished: VecDeque<(String, u64)>,
+    bytes: u64,
+    dropped: VecDeque<String>,
 }
 
 impl Suspensions {
@@ -44,9 +57,19 @@ impl Suspensions {
             changed: Notify::new(),
             task: Mutex::new(None),
         });
-        let mut map = self.lock();
-        map.retain(|_, e| !e.expired());
-        map.insert(token, entry.clone());
+        let expired: Vec<String> = {
+            let mut map = self.lock();
+            let expired = map
+                .iter()
+                .filter(|(_, e)| e.expired())
+                .map(|(t, _)| t.clone())
+                .collect();
+            map.insert(token, entry.clone());
+            expired
+        };
+        for token in expired {
+            self.remove(&token);
+        }
         entry
     }
 
@@ -58,6 +81,61 @@ impl Suspensions {
     /// Forgets an entry (its outcome was delivered, or the request was cancelled).
     pub fn remove(&self, token: &str) {
         self.lock().remove(token);
+        let mut retained = self.retained();
+        if let Some(i) = retained.finished.iter().position(|(t, _)| t == token)
+            && let Some((_, size)) = retained.finished.remove(i)
+        {
+            retained.bytes -= size;
+        }
+    }
+
+    fn retained(&self) -> std::sync::MutexGuard<'_, Retained> {
+        self.retained.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Called by an eval's task when it ends: keeps its outcome for the client's next retry,
+    /// within `limits`: past either bound the oldest unfetched results are dropped (a later
+    /// fetch of one is told so, see [`Suspensions::was_dropped`]).
+    pub fn complete(&self, entry: &Suspended, outcome: EvalOutcome, limits: RetentionLimits) {
+        let size = serde_json::to_vec(&outcome).map_or(0, |v| v.len() as u64);
+        let mut evicted = Vec::new();
+        {
+            let mut retained = self.retained();
+            retained.finished.push_back((entry.token.clone(), size));
+            retained.bytes += size;
+            // The result just finished is always kept: its client may be waiting for it now.
+            while retained.finished.len() > 1
+                && (retained.finished.len() > limits.max_count || retained.bytes > limits.max_bytes)
+            {
+                let Some((token, size)) = retained.finished.pop_front() else {
+                    break;
+                };
+                retained.bytes -= size;
+                if retained.dropped.len() == DROPPED_REMEMBERED {
+                    retained.dropped.pop_front();
+                }
+                retained.dropped.push_back(token.clone());
+                evicted.push(token);
+            }
+        }
+        entry.complete(outcome);
+        let mut map = self.lock();
+        for token in evicted {
+            if let Some(dropped) = map.remove(&token) {
+                dropped.forget_outcome();
+            }
+        }
+    }
+
+    /// Whether `token` named a result dropped unfetched (among the last 1024 dropped).
+    pub fn was_dropped(&self, token: &str) -> bool {
+        self.retained().dropped.iter().any(|t| t == token)
+    }
+
+    /// `(results, bytes)` finished and not fetched yet.
+    pub fn unfetched(&self) -> (usize, u64) {
+        let retained = self.retained();
+        (retained.finished.len(), retained.bytes)
     }
 
     /// How many evals are registered (finished or not).
@@ -155,8 +233,13 @@ impl Suspended {
         }
     }
 
-    /// Called by the eval's task when it ends.
-    pub fn complete(&self, outcome: EvalOutcome) {
+    /// Drops a finished outcome nobody fetched (see [`Suspensions::complete`]).
+    fn forget_outcome(&self) {
+        self.lock().outcome = None;
+    }
+
+    /// Records the eval's outcome and wakes a waiting request.
+    fn complete(&self, outcome: EvalOutcome) {
         {
             let mut state = self.lock();
             state.outcome = Some(outcome);
@@ -307,6 +390,65 @@ mod tests {
     fn is_random_key(key: &str) -> bool {
         key.strip_prefix("codemode-")
             .is_some_and(|hex| hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+    }
+
+    fn outcome(result: Value) -> EvalOutcome {
+        EvalOutcome {
+            ok: true,
+            result,
+            error: None,
+            warnings: Vec::new(),
+            logs: Vec::new(),
+            tool_calls: Vec::new(),
+            stats: Default::default(),
+        }
+    }
+
+    /// Red team (issue 17): finished results nobody fetched were kept 600 s whatever their
+    /// number and size (300 results of 0.9 MB took RSS from 140 to 466 MB). Now at most
+    /// `maxCount` results and `maxBytes` bytes are kept, the oldest dropped first, and a fetch
+    /// of a dropped result is told so.
+    #[tokio::test]
+    async fn unfetched_results_are_bounded_and_the_oldest_dropped_first() {
+        let suspensions = Suspensions::default();
+        let limits = RetentionLimits {
+            max_count: 3,
+            max_bytes: 1 << 20,
+        };
+        let entries: Vec<Arc<Suspended>> = (0..5).map(|_| suspensions.register("eval")).collect();
+        for (i, e) in entries.iter().enumerate() {
+            suspensions.complete(e, outcome(json!(i)), limits);
+        }
+        let kept: Vec<bool> = entries
+            .iter()
+            .map(|e| suspensions.get(e.token()).is_some())
+            .collect();
+        assert_eq!(kept, [false, false, true, true, true]);
+        let dropped: Vec<bool> = entries
+            .iter()
+            .map(|e| suspensions.was_dropped(e.token()))
+            .collect();
+        assert_eq!(dropped, [true, true, false, false, false]);
+        assert_eq!(suspensions.unfetched().0, 3);
+        // A fetched result no longer counts.
+        let Event::Complete(o) = entries[2].next_event().await else {
+            panic!("expected the outcome")
+        };
+        assert_eq!(o.result, json!(2));
+        suspensions.remove(entries[2].token());
+        assert_eq!(suspensions.unfetched().0, 2);
+
+        // The byte bound: two results of ~600 KB do not fit in 1 MiB together.
+        let big = |n: usize| outcome(json!("x".repeat(n)));
+        let a = suspensions.register("eval");
+        let b = suspensions.register("eval");
+        suspensions.complete(&a, big(600_000), limits);
+        suspensions.complete(&b, big(600_000), limits);
+        assert!(suspensions.was_dropped(a.token()));
+        assert!(suspensions.get(b.token()).is_some());
+        let (count, bytes) = suspensions.unfetched();
+        assert_eq!(count, 1, "only the newest big result is kept");
+        assert!(bytes <= limits.max_bytes, "{bytes}");
     }
 
     #[tokio::test]

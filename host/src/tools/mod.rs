@@ -5,10 +5,13 @@
 mod commands;
 pub mod hitl;
 mod in_flight;
+mod schemas;
 
 pub use commands::CommandTools;
 
 pub use in_flight::{InFlightCalls, InFlightGuard, in_flight};
+pub use schemas::CatalogSchemas;
+pub(crate) use schemas::SchemaCache;
 
 use std::sync::Arc;
 
@@ -28,6 +31,13 @@ pub const GET_TOOLS: &str = "get_tools";
 /// Results `search_tools` returns by default, and at most.
 const DEFAULT_LIMIT: usize = 10;
 const MAX_LIMIT: usize = 50;
+/// Longest `search_tools` query, in bytes: a few keywords, not a document (ranking cost grows
+/// with the query's words).
+pub const MAX_QUERY_BYTES: usize = 1000;
+/// Most names one `get_tools` call may ask about.
+pub const MAX_GET_NAMES: usize = 100;
+/// Longest name `get_tools` looks up, in bytes (an unknown name is searched for suggestions).
+pub const MAX_NAME_BYTES: usize = 256;
 
 /// The built-in tools' catalog entries.
 pub fn builtin_infos() -> Vec<ToolInfo> {
@@ -96,7 +106,7 @@ pub fn catalog(upstreams: &UpstreamPool) -> Vec<ToolInfo> {
 
 /// What `profile` lets its callers discover: `tools` without the ones it denies (their
 /// descriptions and schemas are not shown), and the names of those it asks about. A tool denied
-/// only by a rule with `when` conditions depends on the arguments and stays visible. Without a
+/// only by a rule with `when` or `whenPath` conditions depends on the arguments and stays visible. Without a
 /// profile, everything is visible and nothing is asked.
 pub fn visible_to(tools: Vec<ToolInfo>, profile: Option<&Profile>) -> (Vec<ToolInfo>, Vec<String>) {
     let Some(profile) = profile else {
@@ -107,7 +117,7 @@ pub fn visible_to(tools: Vec<ToolInfo>, profile: Option<&Profile>) -> (Vec<ToolI
     for tool in tools {
         let d = profile.disposition(&tool.name, &json!({}));
         let args_dependent = matches!(d.matched, MatchedBy::Rule(i)
-            if profile.rules().get(i).is_some_and(|r| !r.when().is_empty()));
+            if profile.rules().get(i).is_some_and(|r| r.depends_on_args()));
         match d.kind {
             DispositionKind::Deny if !args_dependent => continue,
             DispositionKind::Ask => asked.push(tool.name.clone()),
@@ -142,12 +152,43 @@ pub fn mark_asked(mut result: Value, asked: &[String]) -> Value {
     result
 }
 
+/// Adds `unavailable: [{server, state, error?}]` to a [`search_tools`] result when some
+/// upstream server is not up (`state`: `starting`, or `down` with the neutralised `error`), so
+/// that a search finding nothing of a server says why. Other results are returned as they are.
+pub fn mark_unavailable(mut result: Value, upstreams: &UpstreamPool) -> Value {
+    if result.get("results").is_none() {
+        return result;
+    }
+    let unavailable: Vec<Value> = upstreams
+        .status()
+        .iter()
+        .filter(|s| !s.connected)
+        .map(|s| {
+            if s.starting {
+                json!({"server": s.name, "state": "starting"})
+            } else {
+                json!({"server": s.name, "state": "down", "error": s.down_reason()})
+            }
+        })
+        .collect();
+    if !unavailable.is_empty() {
+        result["unavailable"] = Value::Array(unavailable);
+    }
+    result
+}
+
 /// `search_tools`: `{query, limit?}` → `{results: [{name, description, call, score}]}`.
 pub fn search_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError> {
     let query = args
         .get("query")
         .and_then(Value::as_str)
         .ok_or_else(|| ToolError::failed("`query` (a string) is required"))?;
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(ToolError::failed(format!(
+            "`query` is {} bytes long; search_tools takes at most {MAX_QUERY_BYTES} (a few keywords)",
+            query.len()
+        )));
+    }
     let limit = match args.get("limit") {
         None | Some(Value::Null) => DEFAULT_LIMIT,
         Some(v) => v
@@ -167,6 +208,18 @@ pub fn get_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .ok_or_else(|| ToolError::failed("`names` (an array of strings) is required"))?;
+    if names.len() > MAX_GET_NAMES {
+        return Err(ToolError::failed(format!(
+            "`names` has {} entries; get_tools takes at most {MAX_GET_NAMES} per call",
+            names.len()
+        )));
+    }
+    if let Some(long) = names.iter().find(|n| n.len() > MAX_NAME_BYTES) {
+        return Err(ToolError::failed(format!(
+            "a name in `names` is {} bytes long; tool names are at most {MAX_NAME_BYTES}",
+            long.len()
+        )));
+    }
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for name in names {
@@ -208,14 +261,28 @@ impl ScriptTools {
         self
     }
 
-    fn discover(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
-        let (tools, asked) = visible_to(catalog(&self.upstreams), self.profile.as_deref());
-        let result = if name == SEARCH_TOOLS {
-            search_tools(&tools, args)?
-        } else {
-            get_tools(&tools, args)?
-        };
-        Ok(mark_asked(result, &asked))
+    /// `search_tools` / `get_tools`, ranked off the async executor: the eval's wall-clock
+    /// deadline (enforced by the runtime around every call in flight) ends the eval on time even
+    /// if a large catalog makes the ranking slow, and the inputs are capped so the work behind
+    /// it stays bounded too.
+    async fn discover(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let tools = catalog(&self.upstreams);
+        let profile = self.profile.clone();
+        let search = name == SEARCH_TOOLS;
+        let ranked = tokio::task::spawn_blocking(move || {
+            let (tools, asked) = visible_to(tools, profile.as_deref());
+            let result = if search {
+                search_tools(&tools, &args)?
+            } else {
+                get_tools(&tools, &args)?
+            };
+            Ok(mark_asked(result, &asked))
+        });
+        match ranked.await {
+            Ok(Ok(result)) if search => Ok(mark_unavailable(result, &self.upstreams)),
+            Ok(result) => result,
+            Err(e) => Err(ToolError::failed(format!("`{name}` did not finish: {e}"))),
+        }
     }
 }
 
@@ -227,7 +294,7 @@ impl ToolHost for ScriptTools {
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         match name {
-            SEARCH_TOOLS | GET_TOOLS => Box::pin(async move { self.discover(name, &args) }),
+            SEARCH_TOOLS | GET_TOOLS => Box::pin(self.discover(name, args)),
             hitl::TOOL_NAME | hitl::ALIAS => Box::pin(async move {
                 // A human is deciding: that time does not count against the eval's timeout.
                 let _pause = cx.pause_timeout();
@@ -256,6 +323,9 @@ impl ToolHost for ScriptTools {
         names
     }
 }
+
+#[cfg(test)]
+mod tests;
 
 #[cfg(test)]
 mod builtin_names_tests {

@@ -67,8 +67,50 @@ pub struct UpstreamStatus {
     pub last_error: Option<String>,
     /// The pid of the current child process (stdio servers, while connected).
     pub pid: Option<u32>,
+    /// Whether its first connection attempt is still under way (then `connected` is false and
+    /// `last_error` none: it is neither up nor down yet).
+    pub starting: bool,
     /// How many sessions have been established so far (2 after one restart).
     pub connects: u64,
+}
+
+/// Longest error shown in [`UpstreamStatus::summary`].
+const MAX_SUMMARY_ERROR: usize = 400;
+
+impl UpstreamStatus {
+    /// One line for listings (the eval tools' descriptions, `search_tools`): `time (2 tools)`,
+    /// `slow (starting)`, `broken (down: <why>)`, `flaky (3 tools, down: <why>)`. The error is
+    /// neutralised (control characters shown, not acted on) and cut at 400 characters.
+    pub fn summary(&self) -> String {
+        let tools = format!(
+            "{} tool{}",
+            self.tools,
+            if self.tools == 1 { "" } else { "s" }
+        );
+        let state = if self.connected {
+            tools
+        } else if self.starting {
+            "starting".to_string()
+        } else {
+            let why = self.down_reason();
+            if self.tools > 0 {
+                format!("{tools}, down: {why}")
+            } else {
+                format!("down: {why}")
+            }
+        };
+        format!("{} ({state})", self.name)
+    }
+
+    /// Why it is down, neutralised and cut, for people and models to read.
+    pub fn down_reason(&self) -> String {
+        let why = self.last_error.as_deref().unwrap_or("not connected");
+        let mut text: String = why.chars().take(MAX_SUMMARY_ERROR).collect();
+        if why.chars().count() > MAX_SUMMARY_ERROR {
+            text.push('…');
+        }
+        codemode_policies::neutralize(&text)
+    }
 }
 
 impl Upstream {
@@ -107,6 +149,19 @@ impl Upstream {
         }
     }
 
+    /// Whether the first connection attempt is still under way.
+    pub(crate) fn is_starting(&self) -> bool {
+        !*self.attempted.borrow() && !self.shutdown.is_cancelled()
+    }
+
+    /// Marks the first attempt done; the first time, tells the pool (listings show the
+    /// server's state, which changed from starting to up or down).
+    fn attempt_done(&self) {
+        if !self.attempted.send_replace(true) {
+            self.pool_changed.send_modify(|g| *g += 1);
+        }
+    }
+
     fn state(&self) -> std::sync::RwLockReadGuard<'_, State> {
         self.state.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -129,6 +184,7 @@ impl Upstream {
             last_error: s.last_error.clone(),
             pid: s.pid,
             connects: s.connects,
+            starting: self.is_starting(),
         }
     }
 
@@ -170,7 +226,7 @@ impl Upstream {
                         s.connects += 1;
                     });
                     self.set_tools(tools);
-                    self.attempted.send_replace(true);
+                    self.attempt_done();
                     let ended = self.run(session, &tools_changed).await;
                     self.update(|s| {
                         s.peer = None;
@@ -190,7 +246,7 @@ impl Upstream {
             tracing::warn!(server = %self.name, error = %error, retry_in = ?backoff,
                 "upstream MCP server is down; restarting");
             self.update(|s| s.last_error = Some(error));
-            self.attempted.send_replace(true);
+            self.attempt_done();
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
                 _ = self.shutdown.cancelled() => break,
@@ -364,6 +420,58 @@ async fn deadline<F: Future>(
         tokio::select! {
             out = &mut fut => return Some(out),
             _ = rx.wait_for(|n| *n == 0) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UpstreamStatus;
+
+    fn status(
+        connected: bool,
+        starting: bool,
+        tools: usize,
+        error: Option<&str>,
+    ) -> UpstreamStatus {
+        UpstreamStatus {
+            name: "s".into(),
+            connected,
+            tools,
+            last_error: error.map(str::to_string),
+            pid: None,
+            connects: 0,
+            starting,
+        }
+    }
+
+    #[test]
+    fn summaries_say_up_starting_or_down_with_a_neutralised_reason() {
+        let long = "x".repeat(500);
+        let cases = [
+            (status(true, false, 2, None), "s (2 tools)".to_string()),
+            (status(true, false, 1, None), "s (1 tool)".to_string()),
+            (status(true, false, 0, None), "s (0 tools)".to_string()),
+            (status(false, true, 0, None), "s (starting)".to_string()),
+            (
+                status(false, false, 0, Some("bad\n\u{1b}[2Kthing")),
+                "s (down: bad\\n\\u001b[2Kthing)".to_string(),
+            ),
+            (
+                status(false, false, 3, Some("closed")),
+                "s (3 tools, down: closed)".to_string(),
+            ),
+            (
+                status(false, false, 0, None),
+                "s (down: not connected)".to_string(),
+            ),
+            (
+                status(false, false, 0, Some(&long)),
+                format!("s (down: {}…)", "x".repeat(400)),
+            ),
+        ];
+        for (status, want) in cases {
+            assert_eq!(status.summary(), want);
         }
     }
 }

@@ -43,6 +43,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// Serialises [`UpstreamPool::set_upstreams`].
     reconfigure: tokio::sync::Mutex<()>,
+    /// The tools' compiled schemas, for the current [`UpstreamPool::version`].
+    schemas: crate::tools::SchemaCache,
 }
 
 impl Drop for Inner {
@@ -78,6 +80,7 @@ impl UpstreamPool {
                 changed: Arc::new(watch::Sender::new(0)),
                 shutdown: CancellationToken::new(),
                 reconfigure: tokio::sync::Mutex::new(()),
+                schemas: Default::default(),
             }),
         }
     }
@@ -117,13 +120,50 @@ impl UpstreamPool {
         &self,
         upstreams: HashMap<String, UpstreamSpec>,
     ) -> Result<(), UpstreamError> {
+        let started = self.reconcile(upstreams).await?;
+        futures::future::join_all(started.iter().map(|up| up.first_attempt())).await;
+        Ok(())
+    }
+
+    /// [`set_upstreams`](Self::set_upstreams) without waiting: the new servers start in the
+    /// background, their tools appear when they are up (subscribers see the change), and a call
+    /// to a tool of a server still starting waits for it ([`wait_started`](Self::wait_started)).
+    ///
+    /// # Errors
+    /// As [`set_upstreams`](Self::set_upstreams).
+    pub async fn start_upstreams(
+        &self,
+        upstreams: HashMap<String, UpstreamSpec>,
+    ) -> Result<(), UpstreamError> {
+        self.reconcile(upstreams).await.map(drop)
+    }
+
+    /// Waits until `server` has finished its first connection attempt, either way (at once for
+    /// an unknown server or one already past it). The attempt itself is bounded by the
+    /// server's [`startup_timeout`](UpstreamSpec::startup_timeout).
+    pub async fn wait_started(&self, server: &str) {
+        if let Some(up) = self.upstream(server) {
+            up.first_attempt().await;
+        }
+    }
+
+    /// Whether `server` is configured and still in its first connection attempt.
+    pub fn is_starting(&self, server: &str) -> bool {
+        self.upstream(server).is_some_and(|up| up.is_starting())
+    }
+
+    /// Applies `upstreams`; returns the servers it started.
+    async fn reconcile(
+        &self,
+        upstreams: HashMap<String, UpstreamSpec>,
+    ) -> Result<Vec<Arc<Upstream>>, UpstreamError> {
         for (name, spec) in &upstreams {
             validate_server_name(name)?;
             spec.validate(name)?;
         }
         let _one_at_a_time = self.inner.reconfigure.lock().await;
         let mut started = Vec::new();
-        let mut removed_tools = false;
+        let mut changed = false;
         {
             let mut servers = self
                 .inner
@@ -134,7 +174,7 @@ impl UpstreamPool {
                 let keep = upstreams.get(name) == Some(&up.spec);
                 if !keep {
                     up.stop();
-                    removed_tools |= !up.tools().is_empty();
+                    changed = true;
                 }
                 keep
             });
@@ -151,13 +191,14 @@ impl UpstreamPool {
                 );
                 started.push(up.clone());
                 servers.insert(name, up);
+                changed = true;
             }
         }
-        if removed_tools {
+        // The set of servers (and so their states in listings) changed.
+        if changed {
             self.inner.changed.send_modify(|g| *g += 1);
         }
-        futures::future::join_all(started.iter().map(|up| up.first_attempt())).await;
-        Ok(())
+        Ok(started)
     }
 
     /// Makes the local command tools (the config's `commands`) exactly `commands`. Calls
@@ -202,10 +243,21 @@ impl UpstreamPool {
     }
 
     /// A receiver that sees a new value whenever the combined tool list ([`tools`](Self::tools))
-    /// may have changed: a server connected with new tools, sent `tools/list_changed`, was
-    /// added or removed. The value is a counter; read `tools()` after `changed().await`.
+    /// or a server's state may have changed: a server connected with new tools, finished its
+    /// first connection attempt, sent `tools/list_changed`, was added or removed. The value is a counter; read `tools()` after `changed().await`.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.inner.changed.subscribe()
+    }
+
+    /// The version of the combined tool list: the counter [`subscribe`](Self::subscribe)
+    /// watches, bumped whenever the list may have changed.
+    pub fn version(&self) -> u64 {
+        *self.inner.changed.borrow()
+    }
+
+    /// The compiled schemas of this pool's tools (see [`crate::tools::CatalogSchemas`]).
+    pub(crate) fn schema_cache(&self) -> &crate::tools::SchemaCache {
+        &self.inner.schemas
     }
 
     /// The state of each upstream, by server name.
@@ -227,6 +279,8 @@ impl UpstreamPool {
 impl ToolHost for UpstreamPool {
     /// Calls `<server>__<tool>`.
     ///
+    /// A call to a server still in its first connection attempt waits for that attempt.
+    ///
     /// # Errors
     /// [`ToolError::NotFound`] for an unknown server or tool; [`ToolError::Failed`] when `args`
     /// is not an object, the server is down, the call times out, the connection closes during
@@ -244,6 +298,8 @@ impl ToolHost for UpstreamPool {
             };
             let (server, tool) = split_qualified(name).ok_or_else(not_found)?;
             let up = self.upstream(server).ok_or_else(not_found)?;
+            // A server still starting is waited for (at most its startup timeout).
+            up.first_attempt().await;
             up.call(name, tool, args, cx).await
         })
     }

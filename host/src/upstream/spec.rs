@@ -154,8 +154,9 @@ pub fn upstream_specs(
         .servers
         .iter()
         .map(|(name, server)| {
-            let spec =
-                UpstreamSpec::with_transport(server.transport.clone()).call_timeout(server.timeout);
+            let spec = UpstreamSpec::with_transport(server.transport.clone())
+                .call_timeout(server.timeout)
+                .startup_timeout(server.startup_timeout);
             (name.clone(), spec)
         })
         .collect()

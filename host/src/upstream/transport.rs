@@ -4,6 +4,7 @@
 
 use std::process::Stdio;
 
+use codemode_policies::neutralize;
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
@@ -19,6 +20,10 @@ pub(crate) type Session = RunningService<RoleClient, UpstreamClient>;
 
 /// Longest stderr line copied whole; longer lines are split (bounds our buffer).
 const MAX_STDERR_LINE: usize = 8 * 1024;
+/// Longest stderr line kept for a start-up error message.
+const MAX_REPORTED_LINE: usize = 300;
+/// How long a failed start waits for the child's stderr to end (a grandchild may hold it).
+const STDERR_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Starts the server (or dials it) and runs the `initialize` handshake. Returns the session
 /// and, for a child process, its pid.
@@ -53,14 +58,29 @@ pub(crate) async fn connect(
                 .spawn()
                 .map_err(|e| format!("could not start `{command}`: {e}"))?;
             let pid = child.id();
-            if let Some(stderr) = stderr {
-                tokio::spawn(copy_stderr(format!("[{}] ", client.server), stderr));
+            let copier = stderr
+                .map(|stderr| tokio::spawn(copy_stderr(format!("[{}] ", client.server), stderr)));
+            match client.serve(child).await {
+                Ok(session) => Ok((session, pid)),
+                Err(e) => {
+                    // The child is gone (killed with the transport), so its stderr ends: its
+                    // last line usually says why it did not start.
+                    let last = match copier {
+                        Some(copier) => tokio::time::timeout(STDERR_GRACE, copier)
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .flatten(),
+                        None => None,
+                    };
+                    let said = last
+                        .map(|line| format!("; its last stderr line: {line}"))
+                        .unwrap_or_default();
+                    Err(format!(
+                        "`{command}` started but the MCP handshake failed: {e}{said}"
+                    ))
+                }
             }
-            let session = client
-                .serve(child)
-                .await
-                .map_err(|e| format!("`{command}` started but the MCP handshake failed: {e}"))?;
-            Ok((session, pid))
         }
         UpstreamTransport::Http { url, headers } => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
@@ -76,8 +96,17 @@ pub(crate) async fn connect(
 }
 
 /// Copies a child's stderr to ours, line by line, each line prefixed. Never to stdout: in
-/// `codemode serve` stdout carries the MCP protocol.
-async fn copy_stderr(prefix: String, mut from: impl AsyncRead + Unpin) {
+/// `codemode serve` stdout carries the MCP protocol. Returns the last non-blank line (at most
+/// [`MAX_REPORTED_LINE`] characters) once the stream ends.
+async fn copy_stderr(prefix: String, mut from: impl AsyncRead + Unpin) -> Option<String> {
+    let mut last: Option<String> = None;
+    let mut keep = |line: &[u8]| {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim();
+        if !text.is_empty() {
+            last = Some(text.chars().take(MAX_REPORTED_LINE).collect());
+        }
+    };
     let mut out = tokio::io::stderr();
     let mut pending: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -89,6 +118,7 @@ async fn copy_stderr(prefix: String, mut from: impl AsyncRead + Unpin) {
         pending.extend_from_slice(&chunk[..n]);
         let mut start = 0;
         while let Some(pos) = pending[start..].iter().position(|&b| b == b'\n') {
+            keep(&pending[start..start + pos]);
             emit(&mut out, &prefix, &pending[start..start + pos]).await;
             start += pos + 1;
         }
@@ -100,15 +130,41 @@ async fn copy_stderr(prefix: String, mut from: impl AsyncRead + Unpin) {
         }
     }
     if !pending.is_empty() {
+        keep(&pending);
         emit(&mut out, &prefix, &pending).await;
     }
+    last
 }
 
 async fn emit(out: &mut tokio::io::Stderr, prefix: &str, line: &[u8]) {
-    let mut buf = Vec::with_capacity(prefix.len() + line.len() + 1);
-    buf.extend_from_slice(prefix.as_bytes());
-    buf.extend_from_slice(line);
-    buf.push(b'\n');
     // Nowhere to report a failing stderr.
-    let _ = out.write_all(&buf).await;
+    let _ = out.write_all(stderr_line(prefix, line).as_bytes()).await;
+}
+
+/// One line of an upstream's stderr as the operator's terminal shows it: prefixed, invalid UTF-8
+/// replaced, and [`neutralize`]d, so an upstream cannot send escape sequences to the terminal or
+/// start a line that looks like codemode's own.
+fn stderr_line(prefix: &str, line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\r').unwrap_or(&text);
+    format!("{prefix}{}\n", neutralize(text))
+}
+
+#[cfg(test)]
+mod stderr_tests {
+    use super::stderr_line;
+
+    #[test]
+    fn an_upstream_cannot_send_escapes_or_fake_lines_to_the_terminal() {
+        for (raw, shown) in [
+            (&b"plain"[..], "[up] plain\n"),
+            (b"crlf\r", "[up] crlf\n"),
+            (b"\x1b[31mFAKE\x1b[0m", "[up] \\u001b[31mFAKE\\u001b[0m\n"),
+            (b"a\rcodemode: fake", "[up] a\\rcodemode: fake\n"),
+            (b"bad \xff utf8", "[up] bad \u{fffd} utf8\n"),
+            (b"bidi \xe2\x80\xae", "[up] bidi \\u202e\n"),
+        ] {
+            assert_eq!(stderr_line("[up] ", raw), shown, "{raw:?}");
+        }
+    }
 }

@@ -34,6 +34,8 @@ pub const AUDIT_CSV_COLUMNS: &[&str] = &[
     "duration_ms",
     "args_sha256",
     "args",
+    "redacted_paths",
+    "output_sha256",
     "code_sha256",
     "ok",
     "error_kind",
@@ -435,11 +437,11 @@ mod tests {
         assert_eq!(rows[0], AUDIT_CSV_COLUMNS.join(","));
         assert_eq!(
             rows[1],
-            "2024-05-01T10:00:01.000Z,tool_call,b-1,,alice,,,fs__read,,,allowed,\"a, \"\"quoted\"\"\\u000aline\",,,,,,,,,,,,,,,"
+            "2024-05-01T10:00:01.000Z,tool_call,b-1,,alice,,,fs__read,,,allowed,\"a, \"\"quoted\"\"\\u000aline\",,,,,,,,,,,,,,,,,"
         );
         assert_eq!(
             rows[2],
-            "2024-05-01T10:00:02.000Z,tool_call,a-1,,ci,,,fs__write,,,denied,,,,,,,,,,,,,,,,h2"
+            "2024-05-01T10:00:02.000Z,tool_call,a-1,,ci,,,fs__write,,,denied,,,,,,,,,,,,,,,,,,h2"
         );
         assert_eq!(rows.len(), 3);
         assert!(query_audit_dir(&d.join("missing"), &AuditQuery::default()).is_err());

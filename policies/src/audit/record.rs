@@ -45,6 +45,9 @@ pub enum Decision {
     /// Nobody could be asked; the profile's `elicitationFallback` decided (the `status` says
     /// which way).
     Unsupported,
+    /// The arguments do not match the tool's `inputSchema`: refused before anyone was asked
+    /// and before the tool was reached (`reason` starts with `invalid_arguments:`).
+    Invalid,
 }
 
 /// `event: "tool_call"`: one attempt to call a tool, whatever became of it.
@@ -75,7 +78,9 @@ pub struct ToolCallAuditRecord {
     pub decision: Decision,
     /// For a call the policy refused, the machine-readable reason (`denied`,
     /// `elicitation_declined`, `elicitation_timeout`, `elicitation_unsupported`); otherwise
-    /// the deciding rule's reason, if any. Tool error messages are not logged.
+    /// the deciding rule's reason, if any; for arguments that fail the tool's `inputSchema`,
+    /// `invalid_arguments: ` and each failing path (the given values left out unless
+    /// `includeArgs`). Tool error messages are not logged.
     pub reason: Option<String>,
     /// How the call ended.
     pub status: CallStatus,
@@ -99,6 +104,14 @@ pub struct ToolCallAuditRecord {
     /// take effect).
     #[serde(default)]
     pub decision_reason: Option<String>,
+    /// The concrete paths of the result that the `outputs` policy masked or removed (JSON
+    /// Pointers, in document order); empty when none.
+    #[serde(default)]
+    pub redacted_paths: Vec<String>,
+    /// Hex SHA-256 of the result as the tool returned it, before any masking (of its
+    /// canonical JSON, like `args_sha256`); `null` when the call returned no result.
+    #[serde(default)]
+    pub output_sha256: Option<String>,
 }
 
 /// `event: "eval"`: one finished eval (cancelled ones included).
@@ -297,6 +310,8 @@ mod tests {
             channel: Some(Channel::Http),
             decided_by: Some("ops".into()),
             decision_reason: Some("not now".into()),
+            redacted_paths: vec!["/password".into()],
+            output_sha256: Some(sha256_hex(b"{}")),
         };
         let v = serde_json::to_value(AuditRecord::ToolCall(rec.clone())).unwrap();
         assert_eq!(
@@ -306,7 +321,8 @@ mod tests {
                    "args_sha256": args_sha256(&json!({"a": 1})), "disposition": "ask",
                    "decision": "timeout", "reason": "elicitation_timeout", "status": "denied",
                    "duration_ms": 1.5, "caller": "ci", "risk": "critical", "channel": "http",
-                   "decided_by": "ops", "decision_reason": "not now"})
+                   "decided_by": "ops", "decision_reason": "not now",
+                   "redacted_paths": ["/password"], "output_sha256": sha256_hex(b"{}")})
         );
         // The new fields come last, in this order, after the older ones.
         let line = serde_json::to_string(&rec).unwrap();
@@ -314,6 +330,8 @@ mod tests {
         assert!(at("duration_ms") < at("caller") && at("caller") < at("risk"));
         assert!(at("risk") < at("channel") && at("channel") < at("decided_by"));
         assert!(at("decided_by") < at("decision_reason"));
+        assert!(at("decision_reason") < at("redacted_paths"));
+        assert!(at("redacted_paths") < at("output_sha256"));
         // A record written before these fields existed still reads.
         let old = r#"{"event":"tool_call","ts":"t","eval_id":1,"call_id":1,"session_id":null,
             "profile":null,"tool":"t","args_sha256":"x","disposition":"allow","decision":"allowed",
@@ -325,6 +343,7 @@ mod tests {
             (old.caller.as_str(), old.risk, old.channel),
             ("", Risk::Medium, None)
         );
+        assert_eq!((old.redacted_paths.len(), old.output_sha256), (0, None));
         rec.args = Some(json!({"a": 1}));
         let line = serde_json::to_string(&AuditRecord::ToolCall(rec.clone())).unwrap();
         assert!(line.contains(r#""args":{"a":1}"#));

@@ -437,6 +437,8 @@ mod tests {
             channel: None,
             decided_by: None,
             decision_reason: None,
+            redacted_paths: Vec::new(),
+            output_sha256: None,
         })
     }
 

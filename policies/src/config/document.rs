@@ -1,5 +1,10 @@
 //! The configuration text parsed into a `serde_json::Value`, refusing keys given twice.
 //!
+//! The text is JSON with comments (`//`, `/* */`) and trailing commas allowed (JSONC, what VS
+//! Code's `mcp.json` and many clients' configs are), read by `serde_json_lenient`, a fork of
+//! `serde_json` with the same `Deserializer`: comments are skipped, not removed, so an error's
+//! line and column are those of the text as written.
+//!
 //! `serde_json` keeps the last of two equal keys in an object and drops the first without a
 //! word. In a policy file that is a rule lost in silence: a profile with two `deny` lists
 //! denies only what the second one names. So the document is built here, by a visitor that
@@ -34,7 +39,9 @@ pub(crate) fn parse(json: &str) -> Result<Value, ConfigErrors> {
 pub(crate) fn parse_ordered(json: &str) -> Result<(Value, KeyOrder), ConfigErrors> {
     let repeated = RefCell::new(Vec::new());
     let order = RefCell::new(KeyOrder::new());
-    let mut deserializer = serde_json::Deserializer::from_str(json);
+    let mut deserializer = serde_json_lenient::Deserializer::from_str(json);
+    deserializer.set_allow_comments(true);
+    deserializer.set_ignore_trailing_commas(true);
     let node = Node {
         path: JsonPath::root(),
         repeated: &repeated,
@@ -52,7 +59,7 @@ pub(crate) fn parse_ordered(json: &str) -> Result<(Value, KeyOrder), ConfigError
     }
 }
 
-fn invalid_json(e: serde_json::Error) -> ConfigErrors {
+fn invalid_json(e: serde_json_lenient::Error) -> ConfigErrors {
     let text = e.to_string();
     let what = text
         .rfind(" at line ")
@@ -211,6 +218,20 @@ mod tests {
     }
 
     #[test]
+    fn comments_and_trailing_commas_are_accepted() {
+        let jsonc = "{\n  // line comment\n  \"a\": [1, 2,], /* block */\n  \"b\": {\"c\": \"// not a comment\",},\n}\n";
+        let value = parse(jsonc).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"a": [1, 2], "b": {"c": "// not a comment"}})
+        );
+        let errors = parse("{\"a\": 1, // first\n \"a\": 2,}")
+            .unwrap_err()
+            .errors;
+        assert_eq!(errors[0].kind(), ConfigErrorKind::DuplicateKey);
+    }
+
+    #[test]
     fn equal_keys_in_different_objects_are_fine() {
         let json = r#"{"a": {"k": 1}, "b": {"k": 2}, "k": [{"k": 3}, {"k": 4}]}"#;
         assert!(parse(json).is_ok());
@@ -226,6 +247,19 @@ mod tests {
             (
                 "{} x",
                 "invalid JSON at line 1, column 4: trailing characters",
+            ),
+            // Comments and trailing commas are skipped in place: positions stay the written ones.
+            (
+                "// a comment\n{\n  /* two\n lines */ \"a\": [1,],\n  \"b\": x\n}",
+                "invalid JSON at line 5, column 8: expected value",
+            ),
+            (
+                "{\"a\": 1,,}",
+                "invalid JSON at line 1, column 9: key must be a string",
+            ),
+            (
+                "{\"a\": 1} /* open",
+                "invalid JSON at line 1, column 16: EOF while parsing a block comment",
             ),
         ] {
             let errors = parse(json).unwrap_err().errors;

@@ -39,7 +39,8 @@ pub enum ConfigErrorKind {
     InvalidRegex,
     /// `defaultProfile` names no profile of the file.
     UnknownProfile,
-    /// An environment variable the file names (`audit.keyEnv`) is not set, or not UTF-8.
+    /// An environment variable the file names (`audit.keyEnv`, a `${VAR}` reference without a
+    /// default in a server's `args`, `env`, `headers` or `url`) is not set, or not UTF-8.
     MissingEnv,
 }
 
@@ -126,6 +127,39 @@ impl std::error::Error for ConfigError {
         self.source
             .as_deref()
             .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Something a configuration says that codemode accepts but does not act on, such as a
+/// client-only key (`autoApprove`): displayed as `path: message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigWarning {
+    path: String,
+    message: String,
+}
+
+impl ConfigWarning {
+    pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigWarning {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Where, as in [`ConfigError::path`].
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// What was accepted and what to do instead.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
     }
 }
 

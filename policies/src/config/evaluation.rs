@@ -11,12 +11,13 @@ use super::reader::{JsonPath, Reader, describe};
 use super::sections::positive_seconds;
 use crate::profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind, Fallback,
-    GlobList, Profile, Rule,
+    GlobList, PathCondition, Profile, Rule,
 };
 use crate::{ConfigErrorKind, ConfigErrors, Risk};
 
 const EVALUATION_KEYS: &[&str] = &["defaultProfile", "profiles", "evalRequiresPermissions"];
 const PROFILE_KEYS: &[&str] = &[
+    "description",
     "allowlist",
     "denylist",
     "asklist",
@@ -30,9 +31,13 @@ const PROFILE_KEYS: &[&str] = &[
     "defaultRisk",
     "riskPolicies",
 ];
+/// The longest profile `description`, in characters.
+const MAX_DESCRIPTION_CHARS: usize = 500;
 const RULE_KEYS: &[&str] = &[
     "tools",
     "when",
+    "whenPath",
+    "base",
     "disposition",
     "reason",
     "requirePermissions",
@@ -112,6 +117,27 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         map.get(key)
             .map(|v| read_globs(r, v, &path.key(key)).unwrap_or_default())
     };
+    let description = map.get("description").and_then(|v| {
+        let dpath = path.key("description");
+        match v.as_str() {
+            Some(d) if d.chars().count() > MAX_DESCRIPTION_CHARS => {
+                r.error(
+                    &dpath,
+                    ConfigErrorKind::InvalidValue,
+                    format!(
+                        "at most {MAX_DESCRIPTION_CHARS} characters (it goes into a tool description), found {}",
+                        d.chars().count()
+                    ),
+                );
+                None
+            }
+            Some(d) => Some(d.to_string()),
+            None => {
+                r.expected(&dpath, "a string", v);
+                None
+            }
+        }
+    });
     let allowlist = list(r, "allowlist");
     let denylist = list(r, "denylist").unwrap_or_default();
     let asklist = list(r, "asklist").unwrap_or_default();
@@ -181,6 +207,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
     }
     Some(Profile {
         name: name.to_string(),
+        description,
         allowlist,
         denylist,
         asklist,
@@ -198,7 +225,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
 }
 
 /// An array of globs, compiled; each bad glob is an error at its index.
-fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<GlobList> {
+pub(super) fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<GlobList> {
     let items = r.strings(v, path)?;
     let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
     match GlobList::new(globs) {
@@ -267,12 +294,28 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
             }
         }
     }
+    let mut when_path = Vec::new();
+    if let Some(v) = map.get("whenPath") {
+        let wpath = path.key("whenPath");
+        if let Some(conds) = r.any_object(v, &wpath) {
+            for (pointer, gv) in conds {
+                if let Some(c) = read_path_condition(r, pointer, gv, &wpath.key(pointer)) {
+                    when_path.push(c);
+                }
+            }
+        }
+    }
+    let base = map
+        .get("base")
+        .and_then(|v| read_base(r, v, &path.key("base"), map.contains_key("whenPath")));
     if r.errors.len() > before {
         return None;
     }
     Some(Rule {
         tools: tools?,
         when,
+        when_path,
+        base,
         disposition: disposition?,
         reason,
         require_permissions,
@@ -317,6 +360,57 @@ fn read_condition(r: &mut Reader, pointer: &str, v: &Value, path: &JsonPath) -> 
             None
         }
     }
+}
+
+/// One `whenPath` entry: a JSON Pointer → a non-empty array of absolute path globs.
+fn read_path_condition(
+    r: &mut Reader,
+    pointer: &str,
+    v: &Value,
+    path: &JsonPath,
+) -> Option<PathCondition> {
+    if let Err(msg) = check_pointer(pointer) {
+        r.error(path, ConfigErrorKind::InvalidPointer, msg);
+    }
+    if matches!(v, Value::Array(a) if a.is_empty()) {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            "needs at least one path glob (e.g. [\"/etc/**\"])",
+        );
+        return None;
+    }
+    let items = r.strings(v, path)?;
+    let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
+    match PathCondition::new(pointer.to_string(), globs) {
+        Ok(c) => Some(c),
+        Err((i, msg)) => {
+            r.error(&paths[i], ConfigErrorKind::InvalidGlob, msg);
+            None
+        }
+    }
+}
+
+/// A rule's `base`: an absolute directory, meaningful only with `whenPath`.
+fn read_base(r: &mut Reader, v: &Value, path: &JsonPath, has_when_path: bool) -> Option<String> {
+    let base = r.string(v, path)?;
+    if !has_when_path {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            "`base` resolves relative `whenPath` values; this rule has no `whenPath`",
+        );
+        return None;
+    }
+    if !base.starts_with('/') {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            format!("`{base}` is not an absolute directory (it must start with `/`)"),
+        );
+        return None;
+    }
+    Some(crate::profile::normalize_path(base))
 }
 
 /// RFC 6901: `""`, or `/`-separated tokens where `~` is only in `~0` and `~1`.

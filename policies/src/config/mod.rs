@@ -8,10 +8,14 @@ mod commands;
 mod document;
 mod error;
 mod evaluation;
+mod fairness;
 mod gateway_keys;
+mod outputs;
 mod reader;
 mod sections;
 mod server;
+mod substitute;
+mod upstream;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,8 +29,9 @@ pub use commands::{
     BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg, CommandConfig, CommandOutput,
     DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, resolve_command,
 };
-pub use error::{ConfigError, ConfigErrorKind, ConfigErrors};
+pub use error::{ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning};
 pub(crate) use evaluation::profile_from_json;
+pub use fairness::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
 pub use server::{
     AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
     TokenSettings,
@@ -53,6 +58,12 @@ pub struct Config {
     pub server: ServerSettings,
     /// Local programs offered to scripts as tools (`commands`), by tool name. Default: none.
     pub commands: BTreeMap<String, CommandConfig>,
+    /// What is masked or removed from tool results before scripts see them (`outputs`).
+    /// Default: nothing.
+    pub outputs: Arc<crate::OutputPolicy>,
+    /// What the file says that codemode accepts but ignores (a client-only key such as
+    /// `autoApprove`, VS Code `inputs`), for the caller to show. Default: none.
+    pub warnings: Vec<ConfigWarning>,
 }
 
 /// The configuration [`Config::default`] stands for, as JSON: a starting point for a file.
@@ -64,8 +75,12 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
     "memory": "64MiB",
     "timeout": "30s",
     "maxOutput": "1MiB",
+    "maxResultText": "24KiB",
     "maxToolCalls": 1000,
-    "maxConcurrentToolCalls": 16
+    "maxConcurrentToolCalls": 16,
+    "maxEvalLifetime": "15m",
+    "perClient": { "maxConcurrentEvals": 32, "maxSuspendedEvals": 16 },
+    "unfetchedResults": { "maxCount": 64, "maxBytes": "32MiB" }
   },
   "audit": { "includeArgs": false }
 }
@@ -74,11 +89,13 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
 impl Config {
     /// Parses and validates a configuration.
     ///
+    /// The text is JSON, with comments (`//`, `/* */`) and trailing commas allowed.
     /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
     /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `commands` (local
-    /// command tools), and `$schema`
-    /// (ignored, for editors). Every key is optional; unknown keys are
-    /// errors.
+    /// command tools), `outputs` (masks and removals in tool results), `$schema` (ignored, for
+    /// editors) and `inputs` (VS Code's prompts: accepted, with a [warning](Config::warnings)
+    /// when non-empty). Every key is optional; unknown keys are errors. `${VAR}` references in
+    /// servers' `args`, `env`, `headers` and `url` are read from the process environment.
     ///
     /// # Errors
     ///
@@ -88,7 +105,38 @@ impl Config {
     /// regexes, invalid names, a `defaultProfile` naming no profile, …
     pub fn from_json_str(json: &str) -> Result<Config, ConfigErrors> {
         let (value, key_order) = document::parse_ordered(json)?;
-        sections::config_from_value(&value, key_order)
+        sections::config_from_value(&value, key_order, substitute::EnvLookup::default())
+    }
+
+    /// [`Config::from_json_str`], reading the `${VAR}` references of servers through `env`
+    /// instead of the process environment (`None`: unset).
+    ///
+    /// ```
+    /// use codemode_policies::{Config, ConfigErrorKind, ServerTransport};
+    /// let json = r#"{"mcpServers": {"api": {"type": "http", "url": "${BASE:-http://localhost:3000}/mcp",
+    ///     "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}}}}"#;
+    /// let config = Config::from_json_str_with_env(json, |name| {
+    ///     (name == "API_TOKEN").then(|| "t0ken".to_string())
+    /// })
+    /// .unwrap();
+    /// let ServerTransport::Http { url, headers } = &config.servers["api"].transport else { panic!() };
+    /// assert_eq!(url, "http://localhost:3000/mcp");
+    /// assert_eq!(headers["Authorization"], "Bearer t0ken");
+    ///
+    /// let errors = Config::from_json_str_with_env(json, |_| None).unwrap_err();
+    /// assert_eq!(errors.errors[0].kind(), ConfigErrorKind::MissingEnv);
+    /// assert_eq!(errors.errors[0].path(), "mcpServers.api.headers.Authorization");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::from_json_str`].
+    pub fn from_json_str_with_env(
+        json: &str,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Result<Config, ConfigErrors> {
+        let (value, key_order) = document::parse_ordered(json)?;
+        sections::config_from_value(&value, key_order, substitute::EnvLookup::new(env))
     }
 
     /// Reads and parses the configuration file at `path`. Relative paths inside it (`audit.dir`,
@@ -152,10 +200,17 @@ pub struct ServerConfig {
     pub transport: ServerTransport,
     /// How long one call to it may take (`timeoutSeconds`). Default: [`DEFAULT_SERVER_TIMEOUT`].
     pub timeout: Duration,
+    /// How long starting it (spawn or dial, `initialize`, the first `tools/list`) may take
+    /// before the attempt counts as failed (`startTimeoutSeconds`); a call to one of its tools
+    /// made while it is still starting waits that long at most. Default:
+    /// [`DEFAULT_SERVER_START_TIMEOUT`].
+    pub startup_timeout: Duration,
 }
 
 /// The default of a server's `timeoutSeconds`: 60 seconds.
 pub const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default of a server's `startTimeoutSeconds`: 30 seconds.
+pub const DEFAULT_SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How to reach an MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,6 +257,11 @@ impl EvaluationConfig {
     }
 }
 
+/// The default of `limits.maxResultText`: 24 KiB.
+pub const DEFAULT_RESULT_TEXT: u64 = 24 * 1024;
+/// The smallest `limits.maxResultText`: room for any value elided to its markers.
+pub const MIN_RESULT_TEXT: u64 = 256;
+
 /// Resource limits of each eval (`limits`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -215,11 +275,25 @@ pub struct Limits {
     pub timeout: Duration,
     /// Maximum size of logs plus result, in bytes (`maxOutput`). Default: 1 MiB.
     pub max_output: u64,
+    /// Most bytes the result takes in the text block of an MCP eval result (`maxResultText`, a
+    /// size); a larger result is elided there keeping valid JSON of the same shape, while the
+    /// structured content keeps all of it. At least [`MIN_RESULT_TEXT`]. Default:
+    /// [`DEFAULT_RESULT_TEXT`] (24 KiB).
+    pub max_result_text: u64,
     /// Maximum tool calls per eval (`maxToolCalls`; `0` in the file means unlimited). Default:
     /// the runtime's [`codemode_runtime::DEFAULT_MAX_TOOL_CALLS`] (1000).
     pub max_tool_calls: Option<u64>,
     /// Maximum tool calls in flight at once (`maxConcurrentToolCalls`). Default: 16.
     pub max_concurrent_tool_calls: usize,
+    /// The longest an eval may live, including time spent waiting for a human
+    /// (`maxEvalLifetime`, a duration). Past it the eval ends with error kind `timeout`.
+    /// Default: [`DEFAULT_MAX_EVAL_LIFETIME`] (15 minutes).
+    pub max_eval_lifetime: Duration,
+    /// What one client may hold at once (`perClient`). Default: [`PerClientLimits::default`].
+    pub per_client: PerClientLimits,
+    /// Finished results nobody fetched yet (`unfetchedResults`). Default:
+    /// [`RetentionLimits::default`].
+    pub unfetched_results: RetentionLimits,
 }
 
 impl Default for Limits {
@@ -232,8 +306,12 @@ impl Default for Limits {
             memory: d.memory,
             timeout: d.timeout.unwrap_or_default(),
             max_output: d.max_output,
+            max_result_text: DEFAULT_RESULT_TEXT,
             max_tool_calls: d.max_tool_calls,
             max_concurrent_tool_calls: d.max_concurrent_tool_calls,
+            max_eval_lifetime: DEFAULT_MAX_EVAL_LIFETIME,
+            per_client: PerClientLimits::default(),
+            unfetched_results: RetentionLimits::default(),
         }
     }
 }

@@ -6,7 +6,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::error::{ConfigError, ConfigErrorKind};
+use super::error::{ConfigError, ConfigErrorKind, ConfigWarning};
+use super::substitute::{EnvLookup, SubstituteError, substitute};
 
 /// A path into the document: `evaluation.profiles.safe.allowlist[2]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,6 +79,10 @@ pub(crate) struct Reader {
     pub(crate) errors: Vec<ConfigError>,
     /// Each object's keys in written order (empty when the document came as a `Value`).
     pub(crate) key_order: super::document::KeyOrder,
+    /// Things accepted but worth telling (a client-only key that codemode ignores).
+    pub(crate) warnings: Vec<ConfigWarning>,
+    /// Where `${VAR}` references are read.
+    pub(crate) env: EnvLookup,
 }
 
 impl Reader {
@@ -89,6 +94,29 @@ impl Reader {
     ) {
         self.errors
             .push(ConfigError::new(path.to_string(), kind, message));
+    }
+
+    /// A warning at `path`.
+    pub(crate) fn warn(&mut self, path: &JsonPath, message: impl Into<String>) {
+        self.warnings
+            .push(ConfigWarning::new(path.to_string(), message));
+    }
+
+    /// `text` (found at `path`) with its `${VAR}` references replaced (see `substitute`); an
+    /// unset variable is a [`ConfigErrorKind::MissingEnv`] error, a malformed reference an
+    /// [`ConfigErrorKind::InvalidValue`] one.
+    pub(crate) fn substituted(&mut self, text: &str, path: &JsonPath) -> Option<String> {
+        match substitute(text, &self.env) {
+            Ok(value) => Some(value),
+            Err(e) => {
+                let kind = match e {
+                    SubstituteError::Unset(_) => ConfigErrorKind::MissingEnv,
+                    SubstituteError::Malformed(_) => ConfigErrorKind::InvalidValue,
+                };
+                self.error(path, kind, e.to_string());
+                None
+            }
+        }
     }
 
     /// A [`ConfigErrorKind::WrongType`] error: "expected `what`, found …".

@@ -1,18 +1,15 @@
 //! Builds a [`Config`] from a JSON value: the document root, `mcpServers`, `limits`, `audit`.
 //! (`evaluation` is in `evaluation.rs`.)
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::evaluation::read_evaluation;
 use super::reader::{JsonPath, Reader, describe};
-use super::{
-    AuditConfig, Config, ConfigErrorKind, ConfigErrors, DEFAULT_SERVER_TIMEOUT, Limits,
-    ServerConfig, ServerTransport,
-};
+use super::{AuditConfig, Config, ConfigErrorKind, ConfigErrors, Limits, MIN_RESULT_TEXT};
 use crate::units::{parse_duration, parse_size};
 
 const ROOT_KEYS: &[&str] = &[
@@ -25,32 +22,31 @@ const ROOT_KEYS: &[&str] = &[
     "approvals",
     "server",
     "commands",
-];
-const SERVER_KEYS: &[&str] = &[
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "timeoutSeconds",
+    "outputs",
+    "inputs",
 ];
 const LIMIT_KEYS: &[&str] = &[
     "fuel",
     "memory",
     "timeout",
     "maxOutput",
+    "maxResultText",
     "maxToolCalls",
     "maxConcurrentToolCalls",
+    "maxEvalLifetime",
+    "perClient",
+    "unfetchedResults",
 ];
 const AUDIT_KEYS: &[&str] = &["dir", "includeArgs", "keyEnv"];
 
 pub(crate) fn config_from_value(
     value: &Value,
     key_order: super::document::KeyOrder,
+    env: super::substitute::EnvLookup,
 ) -> Result<Config, ConfigErrors> {
     let mut r = Reader {
         key_order,
+        env,
         ..Reader::default()
     };
     let root = JsonPath::root();
@@ -70,7 +66,10 @@ pub(crate) fn config_from_value(
             (None, None) => None,
         };
         if let Some((v, path)) = servers {
-            config.servers = read_servers(&mut r, v, &path);
+            config.servers = super::upstream::read_servers(&mut r, v, &path);
+        }
+        if let Some(v) = map.get("inputs") {
+            read_inputs(&mut r, v, &root.key("inputs"));
         }
         if let Some(v) = map.get("evaluation") {
             config.evaluation = read_evaluation(&mut r, v, &root.key("evaluation"));
@@ -90,178 +89,34 @@ pub(crate) fn config_from_value(
         if let Some(v) = map.get("server") {
             config.server = super::server::read_server_settings(&mut r, v, &root.key("server"));
         }
+        if let Some(v) = map.get("outputs") {
+            config.outputs = Arc::new(super::outputs::read_outputs(
+                &mut r,
+                v,
+                &root.key("outputs"),
+            ));
+        }
     }
     if r.errors.is_empty() {
+        config.warnings = r.warnings;
         Ok(config)
     } else {
         Err(ConfigErrors { errors: r.errors })
     }
 }
 
-/// `^[A-Za-z0-9_-]{1,64}$`, without `__` (which separates server and tool in `server__tool`).
-fn check_server_name(name: &str) -> Result<(), String> {
-    let chars_ok = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if name.is_empty() || name.len() > 64 || !chars_ok {
-        return Err(format!(
-            "invalid server name `{name}`: use 1 to 64 ASCII letters, digits, `_` or `-`"
-        ));
+/// VS Code's top-level `inputs` (values it prompts the user for): accepted so that its
+/// `mcp.json` reads, with a warning when there are some, since codemode prompts nobody.
+fn read_inputs(r: &mut Reader, v: &Value, path: &JsonPath) {
+    match v {
+        Value::Array(items) if items.is_empty() => {}
+        Value::Array(_) => r.warn(
+            path,
+            "codemode does not prompt for VS Code inputs, and a `${input:…}` reference is an \
+             error; put each value in an environment variable and write `${env:NAME}`",
+        ),
+        _ => r.expected(path, "an array", v),
     }
-    if name.contains("__") {
-        return Err(format!(
-            "invalid server name `{name}`: `__` is reserved (it separates server and tool names)"
-        ));
-    }
-    Ok(())
-}
-
-fn read_servers(r: &mut Reader, v: &Value, path: &JsonPath) -> BTreeMap<String, ServerConfig> {
-    let mut out = BTreeMap::new();
-    let Some(map) = r.any_object(v, path) else {
-        return out;
-    };
-    for (name, entry) in map {
-        let p = path.key(name);
-        if let Err(msg) = check_server_name(name) {
-            r.error(&p, ConfigErrorKind::InvalidName, msg);
-        }
-        if let Some(server) = read_server(r, entry, &p) {
-            out.insert(name.clone(), server);
-        }
-    }
-    out
-}
-
-fn read_server(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<ServerConfig> {
-    let map = r.object(v, path, SERVER_KEYS)?;
-    let timeout = match map.get("timeoutSeconds") {
-        Some(t) => positive_seconds(r, t, &path.key("timeoutSeconds")),
-        None => Some(DEFAULT_SERVER_TIMEOUT),
-    };
-    let transport = match (map.get("command"), map.get("url")) {
-        (Some(_), Some(_)) => {
-            r.error(
-                path,
-                ConfigErrorKind::ConflictingKeys,
-                "give either `command` (stdio server) or `url` (HTTP server), not both",
-            );
-            None
-        }
-        (None, None) => {
-            r.error(
-                path,
-                ConfigErrorKind::MissingField,
-                "missing `command` (stdio server) or `url` (HTTP server)",
-            );
-            None
-        }
-        (Some(command), None) => read_stdio(r, map, command, path),
-        (None, Some(url)) => read_http(r, map, url, path),
-    };
-    Some(ServerConfig {
-        transport: transport?,
-        timeout: timeout?,
-    })
-}
-
-/// Errors for each of `keys` present in `map`, which do not apply to this kind of server.
-fn reject_keys(
-    r: &mut Reader,
-    map: &Map<String, Value>,
-    keys: &[&str],
-    path: &JsonPath,
-    why: &str,
-) {
-    for key in keys {
-        if map.contains_key(*key) {
-            r.error(
-                &path.key(key),
-                ConfigErrorKind::ConflictingKeys,
-                format!("`{key}` {why}"),
-            );
-        }
-    }
-}
-
-fn read_stdio(
-    r: &mut Reader,
-    map: &Map<String, Value>,
-    command: &Value,
-    path: &JsonPath,
-) -> Option<ServerTransport> {
-    reject_keys(
-        r,
-        map,
-        &["headers"],
-        path,
-        "applies to HTTP servers (with `url`) only",
-    );
-    let cpath = path.key("command");
-    let command = r.string(command, &cpath).map(str::to_string);
-    if command.as_deref() == Some("") {
-        r.error(
-            &cpath,
-            ConfigErrorKind::InvalidValue,
-            "the command is empty",
-        );
-    }
-    let args = match map.get("args") {
-        Some(v) => r
-            .strings(v, &path.key("args"))
-            .map(|a| a.into_iter().map(|(_, s)| s).collect()),
-        None => Some(Vec::new()),
-    };
-    let env = match map.get("env") {
-        Some(v) => r.string_map(v, &path.key("env")),
-        None => Some(BTreeMap::new()),
-    };
-    let cwd = match map.get("cwd") {
-        Some(v) => r
-            .string(v, &path.key("cwd"))
-            .map(|s| Some(PathBuf::from(s))),
-        None => Some(None),
-    };
-    Some(ServerTransport::Stdio {
-        command: command?,
-        args: args?,
-        env: env?,
-        cwd: cwd?,
-    })
-}
-
-fn read_http(
-    r: &mut Reader,
-    map: &Map<String, Value>,
-    url: &Value,
-    path: &JsonPath,
-) -> Option<ServerTransport> {
-    reject_keys(
-        r,
-        map,
-        &["args", "env", "cwd"],
-        path,
-        "applies to stdio servers (with `command`) only",
-    );
-    let upath = path.key("url");
-    let url = r.string(url, &upath).map(str::to_string);
-    if let Some(u) = &url
-        && !(u.starts_with("http://") || u.starts_with("https://"))
-    {
-        r.error(
-            &upath,
-            ConfigErrorKind::InvalidValue,
-            format!("`{u}` is not an http:// or https:// URL"),
-        );
-    }
-    let headers = match map.get("headers") {
-        Some(v) => r.string_map(v, &path.key("headers")),
-        None => Some(BTreeMap::new()),
-    };
-    Some(ServerTransport::Http {
-        url: url?,
-        headers: headers?,
-    })
 }
 
 /// A positive number of seconds (fractions allowed), e.g. `timeoutSeconds`.
@@ -324,6 +179,18 @@ fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
     {
         limits.max_output = n;
     }
+    if let Some(v) = map.get("maxResultText") {
+        let p = path.key("maxResultText");
+        match size(r, v, &p) {
+            Some(n) if n < MIN_RESULT_TEXT => r.error(
+                &p,
+                ConfigErrorKind::InvalidValue,
+                format!("must be at least {MIN_RESULT_TEXT} bytes, found {n}"),
+            ),
+            Some(n) => limits.max_result_text = n,
+            None => {}
+        }
+    }
     if let Some(v) = map.get("maxToolCalls")
         && let Some(n) = r.u64(v, &path.key("maxToolCalls"))
     {
@@ -337,6 +204,18 @@ fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
             Some(Err(_)) => r.error(&p, ConfigErrorKind::InvalidValue, "too large"),
             None => {}
         }
+    }
+    if let Some(v) = map.get("maxEvalLifetime")
+        && let Some(d) = super::fairness::duration(r, v, &path.key("maxEvalLifetime"))
+    {
+        limits.max_eval_lifetime = d;
+    }
+    if let Some(v) = map.get("perClient") {
+        limits.per_client = super::fairness::read_per_client(r, v, &path.key("perClient"));
+    }
+    if let Some(v) = map.get("unfetchedResults") {
+        limits.unfetched_results =
+            super::fairness::read_retention(r, v, &path.key("unfetchedResults"));
     }
     limits
 }

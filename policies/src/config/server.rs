@@ -12,7 +12,15 @@ use super::ConfigErrorKind;
 use super::reader::{JsonPath, Reader};
 
 const SERVER_KEYS: &[&str] = &["http", "auth"];
-const HTTP_KEYS: &[&str] = &["allowedHosts", "allowedOrigins"];
+const HTTP_KEYS: &[&str] = &[
+    "allowedHosts",
+    "allowedOrigins",
+    "maxSessions",
+    "maxSessionsPerClient",
+    "headerReadTimeout",
+    "bodyReadTimeout",
+    "maxRequestBody",
+];
 const AUTH_KEYS: &[&str] = &["tokens", "jwt"];
 const TOKEN_KEYS: &[&str] = &["name", "sha256", "env", "permissions"];
 const JWT_KEYS: &[&str] = &[
@@ -44,6 +52,9 @@ pub struct HttpSettings {
     /// `allowedOrigins`: when non-empty, a request carrying an `Origin` header must match one
     /// (`scheme://host:port`, `:*` for any port). Default: none (no Origin check).
     pub allowed_origins: Vec<String>,
+    /// Session caps, read timeouts and the body size limit of the listener. Default:
+    /// [`ListenerLimits::default`].
+    pub limits: super::ListenerLimits,
 }
 
 /// `server.auth`: exactly one of `tokens` or `jwt`.
@@ -108,6 +119,7 @@ pub(super) fn read_server_settings(r: &mut Reader, v: &Value, path: &JsonPath) -
     if let Some(v) = map.get("http") {
         let p = path.key("http");
         if let Some(http) = r.object(v, &p, HTTP_KEYS) {
+            out.http.limits = super::fairness::read_listener(r, http, &p);
             if let Some(v) = http.get("allowedHosts") {
                 out.http.allowed_hosts = non_empty_strings(r, v, &p.key("allowedHosts"));
             }
@@ -115,14 +127,12 @@ pub(super) fn read_server_settings(r: &mut Reader, v: &Value, path: &JsonPath) -
                 let op = p.key("allowedOrigins");
                 out.http.allowed_origins = non_empty_strings(r, v, &op);
                 for (i, origin) in out.http.allowed_origins.iter().enumerate() {
-                    if origin != "null"
-                        && !(origin.starts_with("http://") || origin.starts_with("https://"))
-                    {
+                    if !crate::origin::valid_allowed_origin(origin) {
                         r.error(
                             &op.index(i),
                             ConfigErrorKind::InvalidValue,
                             format!(
-                                "an origin is `scheme://host[:port]` (e.g. `https://app.example.com`), got `{origin}`"
+                                "an origin is `null` or `scheme://host[:port|:*]` with no path (e.g. `https://app.example.com`), got `{origin}`"
                             ),
                         );
                     }

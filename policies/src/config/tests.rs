@@ -40,6 +40,7 @@ fn the_documented_example_parses() {
                 cwd: Some("/x".into()),
             },
             timeout: DEFAULT_SERVER_TIMEOUT,
+            startup_timeout: crate::DEFAULT_SERVER_START_TIMEOUT,
         }
     );
     assert_eq!(
@@ -50,6 +51,7 @@ fn the_documented_example_parses() {
                 headers: [("Authorization".to_string(), "Bearer x".to_string())].into(),
             },
             timeout: Duration::from_secs(5),
+            startup_timeout: crate::DEFAULT_SERVER_START_TIMEOUT,
         }
     );
     // `0` in the file means unlimited.
@@ -107,6 +109,7 @@ fn defaults() {
     assert_eq!(l.memory, 64 * 1024 * 1024);
     assert_eq!(l.timeout, Duration::from_secs(30));
     assert_eq!(l.max_output, 1024 * 1024);
+    assert_eq!(l.max_result_text, 24 * 1024);
     assert_eq!(
         l.max_tool_calls,
         Some(codemode_runtime::DEFAULT_MAX_TOOL_CALLS)
@@ -144,6 +147,13 @@ fn valid_variants() {
             },
         ),
         (
+            r#"{"limits": {"maxResultText": "1KiB"}, "evaluation": {"profiles": {"p": {"description": "reads only"}}}}"#,
+            |c| {
+                assert_eq!(c.limits.max_result_text, 1024);
+                assert_eq!(c.profile("p").unwrap().description(), Some("reads only"));
+            },
+        ),
+        (
             r#"{"limits": {"fuel": 5, "maxToolCalls": 3, "timeout": "1m30s"}}"#,
             |c| {
                 assert_eq!(c.limits.fuel, Some(5));
@@ -177,6 +187,9 @@ fn valid_variants() {
 #[test]
 fn invalid_configs_report_every_error_with_its_path() {
     use ConfigErrorKind::*;
+    let bad_descriptions = r#"{"limits": {"maxResultText": 255}, "evaluation": {"profiles": {
+        "a": {"description": 3}, "b": {"description": "DESC"}}}}"#
+        .replace("DESC", &"d".repeat(501));
     let cases: &[(&str, &[(&str, ConfigErrorKind)])] = &[
         (
             "{\"limits\": {\n  \"memory\": ,\n}}",
@@ -313,6 +326,23 @@ fn invalid_configs_report_every_error_with_its_path() {
             ],
         ),
         (
+            &bad_descriptions,
+            &[
+                (
+                    "evaluation.profiles.a.description: expected a string, found a number (3)",
+                    WrongType,
+                ),
+                (
+                    "evaluation.profiles.b.description: at most 500 characters (it goes into a tool description), found 501",
+                    InvalidValue,
+                ),
+                (
+                    "limits.maxResultText: must be at least 256 bytes, found 255",
+                    InvalidValue,
+                ),
+            ],
+        ),
+        (
             r#"{"limits": {"timeout": "30"}}"#,
             &[(
                 "limits.timeout: `30` has no unit; write e.g. `30s`",
@@ -441,12 +471,49 @@ fn invalid_configs_report_every_error_with_its_path() {
                     WrongType,
                 ),
                 (
-                    "evaluation.profiles.p.rules[2].extra: unknown key `extra`; allowed keys: `tools`, `when`, `disposition`, `reason`",
+                    "evaluation.profiles.p.rules[2].extra: unknown key `extra`; allowed keys: `tools`, `when`, `whenPath`, `base`, `disposition`, `reason`",
                     UnknownKey,
                 ),
                 (
                     "evaluation.profiles.p.rules[3]: expected an object, found a string (\"nope\")",
                     WrongType,
+                ),
+            ],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"rules": [
+                {"tools": ["fs__*"], "whenPath": {"path": ["/etc/**"], "/a": [], "/b": "/etc", "/c": ["etc/**"], "/d": ["/a["]}, "disposition": "deny"},
+                {"tools": ["fs__*"], "base": "/srv", "disposition": "deny"},
+                {"tools": ["fs__*"], "whenPath": {"/p": ["/etc"]}, "base": "srv", "disposition": "deny"}
+            ]}}}}"#,
+            &[
+                (
+                    "evaluation.profiles.p.rules[0].whenPath.path: `path` is not a JSON Pointer",
+                    InvalidPointer,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].whenPath[\"/a\"]: needs at least one path glob (e.g. [\"/etc/**\"])",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].whenPath[\"/b\"]: expected an array of strings, found a string (\"/etc\")",
+                    WrongType,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].whenPath[\"/c\"][0]: `etc/**` is not an absolute path glob",
+                    InvalidGlob,
+                ),
+                (
+                    "evaluation.profiles.p.rules[0].whenPath[\"/d\"][0]: invalid glob `/a[`",
+                    InvalidGlob,
+                ),
+                (
+                    "evaluation.profiles.p.rules[1].base: `base` resolves relative `whenPath` values; this rule has no `whenPath`",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.rules[2].base: `srv` is not an absolute directory (it must start with `/`)",
+                    InvalidValue,
                 ),
             ],
         ),

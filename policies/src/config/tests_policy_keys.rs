@@ -243,6 +243,11 @@ fn the_readme_example_parses() {
     let start = block.find("```json\n").expect("a JSON block") + "```json\n".len();
     let end = start + block[start..].find("```").expect("the block's end");
     let c = Config::from_json_str(&block[start..end]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.limits.max_result_text, 24 * 1024);
+    assert_eq!(
+        c.profile("safe").and_then(|p| p.description()),
+        Some("reads the clock and discovers tools")
+    );
     let p = c.profile("payments").expect("the payments profile");
     assert_eq!(p.required_permissions(), ["payments"]);
     assert_eq!(p.default_disposition(), DispositionKind::Ask);

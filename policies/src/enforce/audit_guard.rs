@@ -27,6 +27,10 @@ pub(super) struct AuditGuard<'h> {
     pub(super) channel: Option<Channel>,
     pub(super) decided_by: Option<String>,
     pub(super) decision_reason: Option<String>,
+    /// The paths the output policy masked or removed from the result.
+    pub(super) redacted_paths: Vec<String>,
+    /// Hex SHA-256 of the result as the tool returned it.
+    pub(super) output_sha256: Option<String>,
 }
 
 struct Base {
@@ -62,7 +66,14 @@ impl<'h> AuditGuard<'h> {
             channel: None,
             decided_by: None,
             decision_reason: None,
+            redacted_paths: Vec::new(),
+            output_sha256: None,
         }
+    }
+
+    /// Whether a record will be written (else there is nothing to hash).
+    pub(super) fn records(&self) -> bool {
+        self.base.is_some()
     }
 
     /// Records the attempt as ended with `status`.
@@ -93,6 +104,8 @@ impl<'h> AuditGuard<'h> {
             channel: self.channel,
             decided_by: self.decided_by.take(),
             decision_reason: self.decision_reason.take(),
+            redacted_paths: std::mem::take(&mut self.redacted_paths),
+            output_sha256: self.output_sha256.take(),
         }));
     }
 }

@@ -2,6 +2,7 @@
 //! profile, asks a human when the profile says so, and audits every attempt.
 
 mod audit_guard;
+mod checks;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,8 +15,8 @@ use crate::approval::ApprovalKey;
 use crate::audit::{AuditSink, Decision};
 use crate::{
     ApprovalDecision, ApprovalRequest, Approver, Caller, Channel, Disposition, DispositionKind,
-    Fallback, MatchedBy, NoApprover, Preview, Profile, RiskPolicy, SessionApprovals,
-    new_request_id, summarize_args,
+    Fallback, MatchedBy, NoApprover, OutputPolicy, Preview, Profile, RiskPolicy, SchemaSource,
+    SessionApprovals, new_request_id, summarize_args,
 };
 use audit_guard::AuditGuard;
 
@@ -33,7 +34,12 @@ use audit_guard::AuditGuard;
 ///    ([`PolicyToolHostBuilder::caller`]) lacks: [`ToolError::Denied`] with reason
 ///    `permission`, the message naming the missing permissions.
 /// 3. `deny`: [`ToolError::Denied`] with reason `denied`.
-/// 4. `ask`: if approved earlier for this eval or session (see [`SessionApprovals`] for what
+/// 4. Arguments that fail the tool's `inputSchema` ([`PolicyToolHostBuilder::schemas`]):
+///    [`ToolError::Failed`] whose message starts with `invalid_arguments:` and whose `.data` is
+///    `{"errors": [{"path", "message"}]}` ([`crate::InvalidArguments::to_tool_error`]); nobody
+///    is asked and the inner host is never reached. (A tool the inner host does not know is
+///    not checked: it fails as unknown.)
+/// 5. `ask`: if approved earlier for this eval or session (see [`SessionApprovals`] for what
 ///    an approval covers: the caller, profile, tool and rule), the call proceeds — unless the
 ///    call's risk policy forbids approvals of that scope (a session approval given for a
 ///    lower-risk call of the tool does not cover a critical one). Otherwise, if the approver cannot ask anyone, the
@@ -48,7 +54,9 @@ use audit_guard::AuditGuard;
 ///    required reason) never takes effect: it is a decline, with a message saying why.
 ///    Asks about the same tool (from the same list or rule) wait for each other, so that
 ///    "approve for this eval" answers the calls queued behind it.
-/// 5. Otherwise the inner host is called.
+/// 6. Otherwise the inner host is called. A result that does not match the tool's
+///    `outputSchema` still resolves, with a warning ([`CallContext::warn`]); then the
+///    [`OutputPolicy`] masks and removes what it names, before the script sees the result.
 ///
 /// # Human time and the eval's timeout
 ///
@@ -63,7 +71,9 @@ use audit_guard::AuditGuard;
 /// a call abandoned midway (its future dropped when the eval ends): recorded then with status
 /// `error` and reason `cancelled`. It names the caller and the risk, and for an ask the
 /// channel of the answer (`policy` for an approval remembered or a timeout, `fallback` when
-/// nobody could be asked), the decider and their reason.
+/// nobody could be asked), the decider and their reason; for a call that returned, the
+/// SHA-256 of the result as returned (`output_sha256`) and the paths the output policy masked
+/// or removed (`redacted_paths`).
 pub struct PolicyToolHost {
     inner: Arc<dyn ToolHost>,
     profile: Option<Arc<Profile>>,
@@ -74,6 +84,10 @@ pub struct PolicyToolHost {
     include_args: bool,
     session_id: Option<String>,
     caller: Caller,
+    /// The tools' compiled schemas, looked up at each call; `None`: nothing is checked.
+    schemas: Option<Arc<dyn SchemaSource>>,
+    /// What is masked or removed from results.
+    outputs: Arc<OutputPolicy>,
     /// Tools approved for the rest of an eval (keyed by eval in case a host is reused).
     eval_approvals: Mutex<HashSet<(EvalId, ApprovalKey)>>,
     /// Asks waiting (queued or prompted) now.
@@ -94,7 +108,8 @@ impl std::fmt::Debug for PolicyToolHost {
 }
 
 /// Builds a [`PolicyToolHost`]. Defaults: no profile (unrestricted), [`NoApprover`], a fresh
-/// [`SessionApprovals`], an empty preview, no audit, no session id, [`Caller::local`].
+/// [`SessionApprovals`], an empty preview, no audit, no session id, [`Caller::local`], no
+/// schemas (arguments and results unchecked), no output policy (results unchanged).
 pub struct PolicyToolHostBuilder {
     host: PolicyToolHost,
 }
@@ -144,6 +159,20 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// Where the tools' compiled schemas come from: arguments are checked against each
+    /// tool's `inputSchema` before anyone is asked or the tool is reached, results against its
+    /// `outputSchema`.
+    pub fn schemas(mut self, schemas: Arc<dyn SchemaSource>) -> Self {
+        self.host.schemas = Some(schemas);
+        self
+    }
+
+    /// What to mask or remove from results before the script sees them (`outputs`).
+    pub fn outputs(mut self, outputs: Arc<OutputPolicy>) -> Self {
+        self.host.outputs = outputs;
+        self
+    }
+
     /// The host.
     pub fn build(self) -> PolicyToolHost {
         self.host
@@ -164,6 +193,8 @@ impl PolicyToolHost {
                 include_args: false,
                 session_id: None,
                 caller: Caller::local(),
+                schemas: None,
+                outputs: Arc::default(),
                 eval_approvals: Mutex::new(HashSet::new()),
                 pending: AtomicUsize::new(0),
                 queues: Mutex::new(HashMap::new()),
@@ -364,8 +395,17 @@ impl PolicyToolHost {
         audit.reason = d.reason.clone();
         audit.risk = d.risk;
         let missing = self.caller.missing(&d.required_permissions);
-        let (decision, gate) = match (d.kind, self.profile.as_deref()) {
-            (_, Some(p)) if !missing.is_empty() => {
+        let refused =
+            self.profile.is_some() && (!missing.is_empty() || d.kind == DispositionKind::Deny);
+        // Arguments are checked once the policy has not refused the call, and before anyone
+        // is asked: nobody is asked about a call that cannot run.
+        let invalid = if refused {
+            None
+        } else {
+            self.check_arguments(tool, &args, &mut audit).err()
+        };
+        let (decision, gate) = match (d.kind, self.profile.as_deref(), invalid) {
+            (_, Some(p), _) if !missing.is_empty() => {
                 let what = describe_match(p, tool, &d.matched, d.reason.as_deref());
                 let which = missing
                     .iter()
@@ -385,25 +425,31 @@ impl PolicyToolHost {
                     )),
                 )
             }
-            (DispositionKind::Allow, _) | (_, None) => (Decision::Allowed, Ok(())),
-            (DispositionKind::Deny, Some(p)) => {
+            (DispositionKind::Deny, Some(p), _) => {
                 let what = describe_match(p, tool, &d.matched, d.reason.as_deref());
                 (
                     Decision::Denied,
                     Err(denied(tool, "denied", format!("{what}: denied"))),
                 )
             }
+            (_, _, Some(invalid)) => (Decision::Invalid, Err(invalid)),
+            (DispositionKind::Allow, _, None) | (_, None, None) => (Decision::Allowed, Ok(())),
             // Nobody is asked about a tool that does not exist: the call fails as unknown.
-            (DispositionKind::Ask, Some(_))
+            (DispositionKind::Ask, Some(_), None)
                 if !self.inner.tool_names().iter().any(|n| n == tool) =>
             {
                 (Decision::Allowed, Ok(()))
             }
-            (DispositionKind::Ask, Some(p)) => self.ask(p, tool, &args, &d, cx, &mut audit).await,
+            (DispositionKind::Ask, Some(p), None) => {
+                self.ask(p, tool, &args, &d, cx, &mut audit).await
+            }
         };
         audit.decision = decision;
         let result = match gate {
-            Ok(()) => self.inner.call(tool, args, cx).await,
+            Ok(()) => match self.inner.call(tool, args, cx).await {
+                Ok(value) => Ok(self.finish_result(tool, value, cx, &mut audit)),
+                Err(e) => Err(e),
+            },
             Err(e) => {
                 if let ToolError::Denied { reason, .. } = &e {
                     audit.reason = Some(reason.clone());

@@ -4,7 +4,7 @@
 //! See [`extract_tool_calls`].
 
 mod finder;
-mod lines;
+pub(crate) mod lines;
 
 use oxc_allocator::Allocator;
 use oxc_ast_visit::Visit;
@@ -74,7 +74,8 @@ impl Preview {
 /// Finds the `codemode.<tool>(…)` call sites of a script, without running it.
 ///
 /// `code` may be a script body (top-level `await` and `return` allowed) or an
-/// `async () => { … }` expression. Never fails: a syntax error is reported in
+/// `async () => { … }` expression, in any of the forms [`normalize`](crate::normalize) accepts
+/// (a fence, `export default`, TypeScript); positions are in `code` as written. Never fails: a syntax error is reported in
 /// [`Preview::parse_error`], and so is a script larger than [`MAX_PREVIEW_CODE_BYTES`].
 /// CPU-bound and brief (it parses on a helper thread with a large stack, so that deeply nested
 /// code cannot overflow the caller's).
@@ -157,9 +158,28 @@ pub fn extract_tool_calls(code: &str) -> Preview {
 pub const MAX_PREVIEW_CODE_BYTES: usize = 64 * 1024;
 
 /// Stack of the preview thread: room for `MAX_PREVIEW_CODE_BYTES` nesting levels, twice over.
-const PREVIEW_STACK_BYTES: usize = 256 << 20;
+pub(crate) const PREVIEW_STACK_BYTES: usize = 256 << 20;
 
 fn extract_on_this_thread(code: &str) -> Preview {
+    // Fenced, `export default` or TypeScript code: its JavaScript, at the same positions.
+    let code = match crate::script::normalize_on_this_thread(code) {
+        Ok(code) => code,
+        Err(e) => {
+            return Preview {
+                calls: Vec::new(),
+                parse_error: Some(ParseErrorInfo {
+                    message: e.message,
+                    line: e.line,
+                    column: e.column,
+                }),
+            };
+        }
+    };
+    find_calls(&code)
+}
+
+/// The call sites of plain JavaScript (already normalised).
+pub(crate) fn find_calls(code: &str) -> Preview {
     let allocator = Allocator::default();
     let options = ParseOptions {
         allow_return_outside_function: true,

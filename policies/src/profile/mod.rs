@@ -3,6 +3,8 @@
 
 mod disposition;
 mod globs;
+mod paths;
+mod summary;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,6 +15,7 @@ use crate::{Caller, Risk, RiskPolicy};
 
 pub use disposition::{Disposition, DispositionKind, MatchedBy};
 pub(crate) use globs::GlobList;
+pub use paths::{PathCondition, PathValue, normalize as normalize_path};
 
 /// What an `ask` becomes when no human can be asked (the client does not support elicitation,
 /// or the CLI is not interactive): `elicitationFallback` in the configuration.
@@ -40,6 +43,7 @@ pub const DEFAULT_MAX_PENDING_APPROVALS: usize = 4;
 #[derive(Debug, Clone)]
 pub struct Profile {
     pub(crate) name: String,
+    pub(crate) description: Option<String>,
     pub(crate) allowlist: Option<GlobList>,
     pub(crate) denylist: GlobList,
     pub(crate) asklist: GlobList,
@@ -76,6 +80,12 @@ impl Profile {
     /// The profile's name (its key under `evaluation.profiles`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The operator's own words about the profile (`description`), if any: shown to models in
+    /// its eval tool's description, before [`Profile::summary`].
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
     }
 
     /// The `allowlist` globs; `None` when the profile has no allowlist (everything not denied
@@ -172,12 +182,15 @@ impl Profile {
     }
 }
 
-/// One entry of a profile's `rules`: when the called name matches one of `tools` and every
-/// `when` condition holds on the call's arguments, the rule decides the call.
+/// One entry of a profile's `rules`: when the called name matches one of `tools`, every `when`
+/// condition and every `whenPath` condition holds on the call's arguments, the rule decides the
+/// call.
 #[derive(Debug, Clone)]
 pub struct Rule {
     pub(crate) tools: GlobList,
     pub(crate) when: Vec<Condition>,
+    pub(crate) when_path: Vec<PathCondition>,
+    pub(crate) base: Option<String>,
     pub(crate) disposition: DispositionKind,
     pub(crate) reason: Option<String>,
     pub(crate) require_permissions: Vec<String>,
@@ -193,6 +206,22 @@ impl Rule {
     /// The argument conditions, all of which must hold (default: none, i.e. any arguments).
     pub fn when(&self) -> &[Condition] {
         &self.when
+    }
+
+    /// The path conditions (`whenPath`), all of which must hold (default: none).
+    pub fn when_path(&self) -> &[PathCondition] {
+        &self.when_path
+    }
+
+    /// The absolute directory relative `whenPath` values are resolved against (`base`); without
+    /// one, a relative path fails closed.
+    pub fn base(&self) -> Option<&str> {
+        self.base.as_deref()
+    }
+
+    /// Whether the rule looks at the arguments at all (`when` or `whenPath`).
+    pub fn depends_on_args(&self) -> bool {
+        !self.when.is_empty() || !self.when_path.is_empty()
     }
 
     /// What the rule decides.
@@ -227,10 +256,17 @@ impl Rule {
             .iter()
             .map(|c| (c.pointer.as_str(), c.regex.as_str()))
             .collect();
+        let when_path: Vec<(&str, &[String])> = self
+            .when_path
+            .iter()
+            .map(|c| (c.pointer(), c.globs()))
+            .collect();
         format!(
-            "{:?}|{:?}|{}|{:?}|{:?}|{:?}",
+            "{:?}|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
             self.tools.globs(),
             when,
+            when_path,
+            self.base,
             self.disposition,
             self.reason,
             self.require_permissions,
@@ -238,9 +274,22 @@ impl Rule {
         )
     }
 
-    /// Whether this rule decides a call of `tool` with `args`.
+    /// Whether one of the rule's `tools` globs matches `tool` (its `when` conditions aside).
+    pub fn matches_tool(&self, tool: &str) -> bool {
+        self.tools.first_match(tool).is_some()
+    }
+
+    /// Whether this rule decides a call of `tool` with `args`. A `whenPath` value that is not
+    /// an absolute path once resolved ([`PathValue::Unjudgeable`]) fails closed: a rule that
+    /// denies or asks applies, one that allows does not.
     pub fn matches(&self, tool: &str, args: &Value) -> bool {
-        self.tools.first_match(tool).is_some() && self.when.iter().all(|c| c.matches(args))
+        let fail_closed = self.disposition != DispositionKind::Allow;
+        self.tools.first_match(tool).is_some()
+            && self.when.iter().all(|c| c.matches(args))
+            && self
+                .when_path
+                .iter()
+                .all(|c| c.matches(args, self.base.as_deref(), fail_closed))
     }
 }
 

@@ -23,8 +23,11 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
             id,
             name,
             args_json,
+            line,
+            column,
         } in store.data_mut().started.drain(..)
         {
+            self.call_sites.push((line, column));
             self.ledger.push(ToolCallRecord {
                 id,
                 tool: name.clone(),
@@ -145,7 +148,12 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
                     ToolError::NotFound { tool } => {
                         let names = self.tools.tool_names();
                         let near = suggest::closest(tool, &names, 3);
-                        let hint = if near.is_empty() {
+                        let dashed = suggest::dashed(tool, &names);
+                        let hint = if let Some(full) = dashed {
+                            format!(
+                                "; the tool `{full}` has a dash in its name, which `codemode.{full}` would read as a subtraction: write codemode[\"{full}\"](...)"
+                            )
+                        } else if near.is_empty() {
                             if names.is_empty() {
                                 " (no tools are available)".to_string()
                             } else {

@@ -41,7 +41,13 @@ struct Envelope {
     #[serde(default)]
     result: Value,
     error: Option<EvalError>,
+    /// What the guest noticed about a script that finished (guest/ABI.md).
+    #[serde(default)]
+    warnings: Vec<Warning>,
 }
+
+/// At most this many warnings from the guest are kept (the guest itself sends at most 11).
+const MAX_GUEST_WARNINGS: usize = 32;
 
 pub(crate) async fn run<T: ToolHost + ?Sized>(
     runtime: &Runtime,
@@ -62,6 +68,8 @@ pub(crate) async fn run<T: ToolHost + ?Sized>(
         cancel: cancel.cloned(),
         ledger: Vec::new(),
         call_started: Vec::new(),
+        call_sites: Vec::new(),
+        guest_warnings: Vec::new(),
         queued: VecDeque::new(),
         done: VecDeque::new(),
         in_flight: FuturesUnordered::new(),
@@ -151,6 +159,10 @@ struct Eval<'a, T: ?Sized> {
     ledger: Vec<ToolCallRecord>,
     /// Start instant of each call, indexed like `ledger`.
     call_started: Vec<Option<Instant>>,
+    /// Where in the script each call was made (line, column), indexed like `ledger`.
+    call_sites: Vec<(Option<u32>, Option<u32>)>,
+    /// The warnings the guest sent with its outcome.
+    guest_warnings: Vec<Warning>,
     queued: VecDeque<(u64, Result<Value, ToolError>, String)>,
     /// Calls that finished as they were launched (a tool that answers at once), in order.
     done: VecDeque<(u64, Result<Value, ToolError>)>,
@@ -274,8 +286,13 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         });
         let (ok, value, error) = match envelope {
             Ok(Envelope {
-                ok: true, result, ..
+                ok: true,
+                result,
+                warnings,
+                ..
             }) => {
+                self.guest_warnings = warnings;
+                self.guest_warnings.truncate(MAX_GUEST_WARNINGS);
                 let size = json_size(&result);
                 match store.data_mut().charge_output(size) {
                     Ok(()) => (true, result, None),
@@ -331,13 +348,28 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         }
     }
 
-    /// The warnings tool calls raised, in the order they were raised.
-    fn warnings(&self) -> Vec<Warning> {
-        self.warnings
+    /// The warnings tool calls raised, in the order they were raised, each at its call's site;
+    /// then the guest's.
+    fn warnings(&mut self) -> Vec<Warning> {
+        let mut warnings: Vec<Warning> = self
+            .warnings
             .take()
             .into_iter()
-            .map(|(_call_id, message)| Warning::new(message))
-            .collect()
+            .map(|(call_id, message)| {
+                let (line, column) = usize::try_from(call_id)
+                    .ok()
+                    .and_then(|id| self.call_sites.get(id.wrapping_sub(1)))
+                    .copied()
+                    .unwrap_or_default();
+                Warning {
+                    message,
+                    line,
+                    column,
+                }
+            })
+            .collect();
+        warnings.append(&mut self.guest_warnings);
+        warnings
     }
 
     /// An outcome for an eval that failed before its guest ran.

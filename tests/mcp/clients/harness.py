@@ -65,11 +65,43 @@ def server_log_count(text: str) -> int:
         return 0
 
 
-def connect(human: Human | None = None, **kwargs: Any) -> Client:
-    """A client in CODEMODE_MODE; with a `human`, it declares elicitation and answers with it."""
+def connect(human: Human | None = None, ready: bool = True, **kwargs: Any) -> Any:
+    """A client in CODEMODE_MODE; with a `human`, it declares elicitation and answers with it.
+
+    `codemode serve` answers at once and starts its upstream servers in the background; with
+    `ready` (the default) entering the client also waits until no listed server is still
+    starting, so a scenario begins with its upstreams up (or down)."""
     if human is not None:
         kwargs["elicitation_callback"] = human
-    return Client(target(), mode=MODE, **kwargs)
+    client = Client(target(), mode=MODE, **kwargs)
+    return Ready(client) if ready else client
+
+
+class Ready:
+    """`async with Ready(client) as c`: enters `client`, then waits for its upstreams."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def __aenter__(self) -> Client:
+        client = await self.client.__aenter__()
+        await wait_upstreams(client)
+        return client
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self.client.__aexit__(*exc)
+
+
+async def wait_upstreams(client: Client, deadline: float = 60.0) -> None:
+    """Polls tools/list until no tool description lists a server as `(starting)`."""
+    started = time.monotonic()
+    while True:
+        tools = (await client.list_tools(cache_mode="bypass")).tools
+        if not any("(starting)" in (t.description or "") for t in tools):
+            return
+        if time.monotonic() - started > deadline:
+            raise TimeoutError(f"waited {deadline} s for the upstream servers to start")
+        await asyncio.sleep(0.05)
 
 
 def approve(decision: str = "approve_once", delay: float = 0.0, after: Any = None) -> dict:

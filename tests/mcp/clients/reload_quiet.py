@@ -33,6 +33,10 @@ async def main() -> dict:
                             notified.append(anyio.current_time())
 
                 await tg.start(listen)
+            # The upstreams are up (see `connect`); their start-up notifications may still be
+            # on the way: let them arrive, then count from zero.
+            await anyio.sleep(0.5)
+            notified.clear()
             with open(os.environ["CODEMODE_CONFIG_V2"]) as f:
                 text = f.read()
             with open(CONFIG + ".tmp", "w") as f:

@@ -110,6 +110,14 @@ pub fn tapped(
     (python(), tapped_args)
 }
 
+/// `drifting_server.py` (next to this crate's manifest), a small server on the real Python SDK:
+/// its `weather` result does not match its declared outputSchema; its `account` result holds
+/// secrets (a password, an SSN, tokens) for the output policy.
+pub fn drifting_server_cmd() -> (PathBuf, Vec<String>) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("drifting_server.py");
+    (python(), vec![script.display().to_string()])
+}
+
 /// `mcp-server-time` (PyPI), with UTC as its local time zone.
 pub fn time_server_cmd() -> (PathBuf, Vec<String>) {
     let program = existing(peers_dir().join("venv/bin/mcp-server-time"));

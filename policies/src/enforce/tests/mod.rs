@@ -4,6 +4,7 @@
 mod concurrency;
 mod decisions;
 mod gateway;
+mod schemas;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

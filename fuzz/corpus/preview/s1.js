@@ -1,0 +1,2 @@
+const r = await codemode.fs__read_file({path: "/x"});
+return r

@@ -1,0 +1,1 @@
+codemode[k](x); codemode.a.b(); const c = codemode; c.x()

@@ -1,0 +1,4 @@
+const s = `${codemode.t()}`;
+
+
+codemode.u()

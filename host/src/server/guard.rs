@@ -1,0 +1,320 @@
+//! What `/mcp` checks before rmcp sees a request: the body arrives in time and within its size
+//! (`server.http.bodyReadTimeout`, `maxRequestBody`), it is one JSON-RPC message (malformed JSON
+//! gets `400` with a JSON-RPC parse error, a batch `400` with an invalid-request error: MCP
+//! 2025-06-18 and later have no batches), and an `initialize` that would open a legacy session
+//! fits under the session caps (`maxSessions`, `maxSessionsPerClient`; `429` beyond). A request
+//! whose JSON-RPC id is already in flight on the same legacy session gets `409` with an
+//! invalid-request error at once (rmcp would answer only one of the two, and leave the other
+//! open until the session expired).
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use codemode_policies::{Caller, ListenerLimits};
+use http::{HeaderValue, Method, StatusCode, header};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::{Value, json};
+
+use super::ServerState;
+
+/// The header naming a legacy MCP session.
+const SESSION_HEADER: &str = "mcp-session-id";
+/// The first protocol version without sessions (an `initialize` at it or later opens none).
+const STATELESS_PROTOCOL: &str = "2026-07-28";
+
+/// The guard's state: the live config (for the limits), rmcp's session manager (whose map is
+/// the truth about which sessions live), and which client opened each session.
+#[derive(Clone)]
+pub(super) struct Guard {
+    state: Arc<ServerState>,
+    sessions: Arc<LocalSessionManager>,
+    owners: Arc<Mutex<HashMap<String, String>>>,
+    in_flight: Arc<Mutex<HashSet<(String, String)>>>,
+}
+
+/// Holds a `(session, id)` pair in flight until the response's body is dropped.
+struct InFlight {
+    set: Arc<Mutex<HashSet<(String, String)>>>,
+    key: (String, String),
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
+    }
+}
+
+impl Guard {
+    pub(super) fn new(state: Arc<ServerState>, sessions: Arc<LocalSessionManager>) -> Self {
+        Guard {
+            state,
+            sessions,
+            owners: Arc::default(),
+            in_flight: Arc::default(),
+        }
+    }
+
+    /// `router` with every request through [`check`].
+    pub(super) fn layer(self, router: axum::Router) -> axum::Router {
+        router.layer(axum::middleware::from_fn_with_state(self, check))
+    }
+}
+
+/// A refusal with a JSON-RPC error body; `Connection: close` when the body was not read whole.
+fn refuse(status: StatusCode, code: i64, message: String, id: Value, close: bool) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response();
+    if close {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    let limits = guard.state.config().server.http.limits;
+    let (parts, body) = request.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limits.max_request_body) {
+        return too_large(&limits);
+    }
+    let limit = usize::try_from(limits.max_request_body).unwrap_or(usize::MAX);
+    let bytes = match tokio::time::timeout(
+        limits.body_read_timeout,
+        axum::body::to_bytes(body, limit),
+    )
+    .await
+    {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) if is_length_limit(&e) => return too_large(&limits),
+        Ok(Err(e)) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                format!("Parse error: the request body could not be read: {e}"),
+                Value::Null,
+                true,
+            );
+        }
+        Err(_) => {
+            return refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                -32600,
+                format!(
+                    "Invalid Request: the request body did not arrive within {} s (server.http.bodyReadTimeout)",
+                    limits.body_read_timeout.as_secs_f64()
+                ),
+                Value::Null,
+                true,
+            );
+        }
+    };
+    let mut opens_session = None;
+    if parts.method == Method::POST && is_json(&parts.headers) {
+        let message = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(message) => message,
+            Err(e) => {
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    -32700,
+                    format!("Parse error: the body is not JSON ({e})"),
+                    Value::Null,
+                    false,
+                );
+            }
+        };
+        let Value::Object(object) = &message else {
+            let why = if message.is_array() {
+                "JSON-RPC batches are not supported (MCP 2025-06-18 and later); send one message per request"
+            } else {
+                "the body must be one JSON-RPC 2.0 message object"
+            };
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                format!("Invalid Request: {why}"),
+                Value::Null,
+                false,
+            );
+        };
+        let id = object.get("id").cloned().unwrap_or(Value::Null);
+        if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "Invalid Request: `jsonrpc` must be \"2.0\"".to_string(),
+                id,
+                false,
+            );
+        }
+        if opens_legacy_session(object, &parts.headers) {
+            let client = client_of(&parts);
+            if let Err(message) = guard.admit(&client, &limits).await {
+                return refuse(StatusCode::TOO_MANY_REQUESTS, -32000, message, id, false);
+            }
+            opens_session = Some(client);
+        }
+    }
+    let in_flight = match request_in_session(&bytes, &parts.headers) {
+        Some(key) => {
+            let mut set = guard.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            if !set.insert(key.clone()) {
+                return refuse(
+                    StatusCode::CONFLICT,
+                    -32600,
+                    format!(
+                        "Invalid Request: a request with id {} is already in flight on this session; use a new id",
+                        key.1
+                    ),
+                    serde_json::from_str(&key.1).unwrap_or(Value::Null),
+                    false,
+                );
+            }
+            Some(InFlight {
+                set: guard.in_flight.clone(),
+                key,
+            })
+        }
+        None => None,
+    };
+    let mut response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if let Some(in_flight) = in_flight {
+        // The id stays taken while the response (an SSE stream, often) is being sent.
+        use futures::StreamExt;
+        let body = std::mem::take(response.body_mut());
+        *response.body_mut() = Body::from_stream(body.into_data_stream().map(move |chunk| {
+            let _ = &in_flight;
+            chunk
+        }));
+    }
+    if let Some(client) = opens_session
+        && let Some(session) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+    {
+        guard
+            .owners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session.to_string(), client);
+    }
+    response
+}
+
+impl Guard {
+    /// Refuses a new session when the server or `client` is at its cap; forgets the owners of
+    /// sessions rmcp no longer has (closed or expired).
+    async fn admit(&self, client: &str, limits: &ListenerLimits) -> Result<(), String> {
+        let live = self.sessions.sessions.read().await;
+        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        owners.retain(|session, _| live.keys().any(|id| id.as_ref() == session.as_str()));
+        if live.len() >= limits.max_sessions {
+            return Err(format!(
+                "too many sessions: the server has {} open (server.http.maxSessions = {}); close one or retry later",
+                live.len(),
+                limits.max_sessions
+            ));
+        }
+        let mine = owners.values().filter(|c| c.as_str() == client).count();
+        if mine >= limits.max_sessions_per_client {
+            return Err(format!(
+                "too many sessions: client `{client}` has {mine} open (server.http.maxSessionsPerClient = {}); close one (HTTP DELETE) or retry later",
+                limits.max_sessions_per_client
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// An `initialize` without a session, at a protocol version that still has sessions.
+fn opens_legacy_session(
+    message: &serde_json::Map<String, Value>,
+    headers: &http::HeaderMap,
+) -> bool {
+    message.get("method").and_then(Value::as_str) == Some("initialize")
+        && !headers.contains_key(SESSION_HEADER)
+        && message
+            .get("params")
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str)
+            .is_none_or(|v| v < STATELESS_PROTOCOL)
+}
+
+/// `(session, id as JSON)` of a JSON-RPC request (not a notification or response) sent on a
+/// legacy session.
+fn request_in_session(bytes: &[u8], headers: &http::HeaderMap) -> Option<(String, String)> {
+    let session = headers.get(SESSION_HEADER)?.to_str().ok()?;
+    let message: Value = serde_json::from_slice(bytes).ok()?;
+    message.get("method")?;
+    let id = message.get("id")?;
+    Some((session.to_string(), id.to_string()))
+}
+
+/// Who opens a session: the authenticated caller, else the peer's address.
+fn client_of(parts: &http::request::Parts) -> String {
+    if let Some(caller) = parts.extensions.get::<Caller>()
+        && caller.name != Caller::local().name
+    {
+        return format!("caller:{}", caller.name);
+    }
+    match parts.extensions.get::<ConnectInfo<SocketAddr>>() {
+        Some(ConnectInfo(addr)) => format!("address:{}", addr.ip()),
+        None => "address:unknown".to_string(),
+    }
+}
+
+fn is_json(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
+}
+
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if err.to_string().contains("length limit exceeded") {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
+fn too_large(limits: &ListenerLimits) -> Response {
+    refuse(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        -32600,
+        format!(
+            "Invalid Request: the request body is larger than {} bytes (server.http.maxRequestBody)",
+            limits.max_request_body
+        ),
+        Value::Null,
+        true,
+    )
+}

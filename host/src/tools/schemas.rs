@@ -1,0 +1,100 @@
+//! The compiled schemas of the tools scripts can call ([`ToolSchemas`]), built once per
+//! version of the tool list and shared by every eval on the same [`UpstreamPool`].
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use codemode_policies::{SchemaSource, ToolSchemaSpec, ToolSchemas};
+
+use super::catalog;
+use crate::catalog::declarations;
+use crate::upstream::UpstreamPool;
+
+/// The last compiled [`ToolSchemas`] and the tool-list version it was compiled for; the
+/// schema problems already logged (each is logged once, not at every recompilation).
+#[derive(Default)]
+pub(crate) struct SchemaCache {
+    state: Mutex<CacheState>,
+}
+
+#[derive(Default)]
+struct CacheState {
+    compiled: Option<(u64, Arc<ToolSchemas>)>,
+    reported: HashSet<String>,
+}
+
+/// The [`SchemaSource`] of a governed eval: the schemas of [`catalog`] (built-ins and
+/// upstream tools) for the pool's current tool list.
+pub struct CatalogSchemas {
+    upstreams: UpstreamPool,
+}
+
+impl CatalogSchemas {
+    /// The schemas of the tools of `upstreams` (and the built-ins).
+    pub fn new(upstreams: UpstreamPool) -> Self {
+        CatalogSchemas { upstreams }
+    }
+}
+
+impl SchemaSource for CatalogSchemas {
+    fn schemas(&self) -> Arc<ToolSchemas> {
+        // The version is read before the tools: if the list changes in between, the next call
+        // sees a newer version and compiles again.
+        let version = self.upstreams.version();
+        let cache = self.upstreams.schema_cache();
+        let mut state = cache.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((v, schemas)) = &state.compiled
+            && *v == version
+        {
+            return schemas.clone();
+        }
+        let tools = catalog(&self.upstreams);
+        let (schemas, problems) = ToolSchemas::compile(tools.iter().map(|t| ToolSchemaSpec {
+            name: &t.name,
+            input_schema: &t.input_schema,
+            output_schema: t.output_schema.as_ref(),
+            signature: declarations(std::slice::from_ref(t)).trim_end().to_string(),
+        }));
+        for problem in problems {
+            let text = problem.to_string();
+            if state.reported.insert(text.clone()) {
+                tracing::warn!("{text}");
+            }
+        }
+        let schemas = Arc::new(schemas);
+        state.compiled = Some((version, schemas.clone()));
+        schemas
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The built-ins' own schemas compile and are enforced.
+    #[test]
+    fn builtins_are_checked() {
+        let schemas = CatalogSchemas::new(UpstreamPool::new()).schemas();
+        for name in [
+            super::super::SEARCH_TOOLS,
+            super::super::GET_TOOLS,
+            super::super::hitl::TOOL_NAME,
+        ] {
+            assert!(schemas.checks_arguments_of(name), "{name}");
+        }
+        let invalid = schemas
+            .check_arguments("search_tools", &json!({"query": 3}))
+            .unwrap_err();
+        assert_eq!(invalid.errors[0].path, "/query");
+        assert_eq!(invalid.errors[0].message, "expected string, got number (3)");
+        assert!(
+            invalid.signature.contains("search_tools(args: {"),
+            "{}",
+            invalid.signature
+        );
+        // Compiled once per tool-list version: the same `Arc` until the list changes.
+        let source = CatalogSchemas::new(UpstreamPool::new());
+        assert!(Arc::ptr_eq(&source.schemas(), &source.schemas()));
+    }
+}

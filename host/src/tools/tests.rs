@@ -1,0 +1,119 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_runtime::{CallStatus, CancellationToken, EvalOptions, Runtime, RuntimeConfig};
+use serde_json::json;
+
+use crate::approvals::NoAsker;
+use crate::session::GovernedEval;
+use crate::upstream::UpstreamPool;
+
+fn runtime() -> Runtime {
+    let mut config = RuntimeConfig::default();
+    config.max_concurrent_evals(2);
+    Runtime::new(&config).expect("runtime")
+}
+
+/// Red team (issue 17): six `search_tools({query: "echo ".repeat(1.5e6)})` calls ran 37 s in an
+/// eval reporting "exceeded 3s": the ranking ran on the executor, where no deadline could stop
+/// it. A query past [`super::MAX_QUERY_BYTES`] is refused at once, catchably, naming the cap; the
+/// eval runs to its end.
+#[tokio::test]
+async fn a_huge_search_tools_query_is_refused_at_once_naming_the_cap() {
+    let mut options = EvalOptions::default();
+    options.timeout(Some(Duration::from_secs(3)));
+    let eval = GovernedEval::builder(runtime())
+        .tools(UpstreamPool::new())
+        .asker(Arc::new(NoAsker))
+        .options(options)
+        .build();
+    let code = r#"const out = [];
+        for (let i = 0; i < 6; i++) {
+          try { await codemode.search_tools({query: "echo ".repeat(1.5e6)}); out.push("ran"); }
+          catch (e) { out.push(e.name + ": " + e.message); }
+        }
+        const ok = await codemode.search_tools({query: "x".repeat(1000)});
+        return [out, Array.isArray(ok.results)];"#;
+    let outcome = eval.run(code, &CancellationToken::new()).await;
+    assert!(outcome.ok, "{:?}", outcome.error);
+    let refused = "ToolError: `query` is 7500000 bytes long; search_tools takes at most 1000 (a few keywords)";
+    assert_eq!(outcome.result, json!([vec![refused; 6], true]));
+    let statuses: Vec<CallStatus> = outcome.tool_calls.iter().map(|c| c.status).collect();
+    assert_eq!(statuses[..6], [CallStatus::Error; 6]);
+    assert_eq!(statuses[6], CallStatus::Ok);
+}
+
+/// `get_tools` caps its input the same way: how many names, and how long each may be.
+#[tokio::test]
+async fn get_tools_refuses_too_many_or_too_long_names() {
+    let eval = GovernedEval::builder(runtime())
+        .tools(UpstreamPool::new())
+        .build();
+    let code = r#"const tryIt = async (names) => {
+          try { await codemode.get_tools({names}); return "ran"; } catch (e) { return e.message; }
+        };
+        return [await tryIt(Array.from({length: 101}, (_, i) => "t" + i)),
+                await tryIt(["a".repeat(257)]),
+                await tryIt(["search_tools", "a".repeat(256)])];"#;
+    let outcome = eval.run(code, &CancellationToken::new()).await;
+    assert!(outcome.ok, "{:?}", outcome.error);
+    assert_eq!(
+        outcome.result,
+        json!([
+            "`names` has 101 entries; get_tools takes at most 100 per call",
+            "a name in `names` is 257 bytes long; tool names are at most 256",
+            "ran"
+        ])
+    );
+}
+
+/// A human who never answers.
+struct Silent;
+
+impl crate::approvals::Asker for Silent {
+    fn supports(&self) -> bool {
+        true
+    }
+    fn channel(&self) -> codemode_policies::Channel {
+        codemode_policies::Channel::Elicitation
+    }
+    fn ask(
+        &self,
+        _question: crate::approvals::Question,
+        timeout: Duration,
+    ) -> codemode_runtime::BoxFuture<'_, crate::approvals::Answer> {
+        Box::pin(async move {
+            tokio::time::sleep(timeout).await;
+            crate::approvals::Answer::Timeout
+        })
+    }
+}
+
+/// Red team (issue 17): time waiting for a human does not count against the eval's timeout, so
+/// an eval asking one question after another outlived it by about max-tool-calls × approval
+/// timeout (15 asks → 15 s against a 10 s timeout). The lifetime counts that time too: the eval
+/// is stopped during its first unanswered question, with error kind `timeout` naming the
+/// lifetime, and the ledger shows the one question asked.
+#[tokio::test]
+async fn human_waits_end_at_the_eval_lifetime_as_a_timeout() {
+    let mut options = EvalOptions::default();
+    options.timeout(Some(Duration::from_secs(10)));
+    let eval = GovernedEval::builder(runtime())
+        .tools(UpstreamPool::new())
+        .asker(Arc::new(Silent))
+        .options(options)
+        .lifetime(Some(Duration::from_millis(300)))
+        .build();
+    let code = r#"for (let i = 0; i < 15; i++) {
+          await codemode.hitl_request({question: "go?", options: ["yes", "no"], timeoutMs: 1000});
+        }
+        return "outlived";"#;
+    let outcome = eval.run(code, &CancellationToken::new()).await;
+    let error = outcome.error.expect("stopped by its lifetime");
+    assert_eq!(error.kind, codemode_runtime::ErrorKind::Timeout);
+    assert_eq!(
+        error.message,
+        "the eval exceeded its lifetime of 300ms (limits.maxEvalLifetime), which counts time spent waiting for a human"
+    );
+    assert_eq!(outcome.tool_calls.len(), 1);
+}

@@ -1,0 +1,310 @@
+//! The limits that share one server fairly between its clients: per-client eval caps
+//! (`limits.perClient`), the lifetime of an eval including human time (`limits.maxEvalLifetime`),
+//! how many finished results nobody fetched are kept (`limits.unfetchedResults`), and the HTTP
+//! listener's session caps, read timeouts and body size (`server.http`).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::reader::{JsonPath, Reader, describe};
+use super::sections::size;
+use crate::ConfigErrorKind;
+use crate::units::parse_duration;
+
+/// `limits.perClient`: what one client may hold at once. A client is the authenticated caller,
+/// else the legacy MCP session, else the remote address.
+///
+/// The defaults keep one client below a quarter of the runtime's default pool of 256 instance
+/// slots (32 + 16 < 64), so that other clients' evals still start at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerClientLimits {
+    /// `maxConcurrentEvals`: evals of one client running at once (including those waiting on a
+    /// human). Default: 32.
+    pub max_concurrent_evals: usize,
+    /// `maxSuspendedEvals`: evals of one client waiting on a human at once (each holds a pool
+    /// slot meanwhile). Default: 16.
+    pub max_suspended_evals: usize,
+}
+
+impl Default for PerClientLimits {
+    fn default() -> Self {
+        PerClientLimits {
+            max_concurrent_evals: 32,
+            max_suspended_evals: 16,
+        }
+    }
+}
+
+/// The default `limits.maxEvalLifetime`: 15 minutes.
+pub const DEFAULT_MAX_EVAL_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+/// `limits.unfetchedResults`: finished evals whose result no client fetched yet (a 2026-07-28
+/// client that went away between input-required rounds). Beyond either bound the oldest is
+/// dropped; fetching it later gets an error saying so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionLimits {
+    /// `maxCount`: how many results are kept. Default: 64.
+    pub max_count: usize,
+    /// `maxBytes`: their total size as JSON. Default: 32 MiB.
+    pub max_bytes: u64,
+}
+
+impl Default for RetentionLimits {
+    fn default() -> Self {
+        RetentionLimits {
+            max_count: 64,
+            max_bytes: 32 << 20,
+        }
+    }
+}
+
+/// The listener limits of `server.http` (`codemode serve --http`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenerLimits {
+    /// `maxSessions`: live legacy MCP sessions (protocol 2025-11-25 and older) in all. Beyond
+    /// it, an `initialize` is refused with HTTP `429`. Default: 1000.
+    pub max_sessions: usize,
+    /// `maxSessionsPerClient`: live legacy sessions of one client. Default: 64.
+    pub max_sessions_per_client: usize,
+    /// `headerReadTimeout`: a connection that has not sent a whole request head within this long
+    /// is closed. Default: 10 s.
+    pub header_read_timeout: Duration,
+    /// `bodyReadTimeout`: a request whose body has not fully arrived within this long of its
+    /// head gets `408` and its connection is closed. Default: 30 s.
+    pub body_read_timeout: Duration,
+    /// `maxRequestBody`: the largest request body accepted (`413` beyond). Default: 4 MiB.
+    pub max_request_body: u64,
+}
+
+impl Default for ListenerLimits {
+    fn default() -> Self {
+        ListenerLimits {
+            max_sessions: 1000,
+            max_sessions_per_client: 64,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            max_request_body: 4 << 20,
+        }
+    }
+}
+
+/// Reads `limits.perClient`.
+pub(crate) fn read_per_client(r: &mut Reader, v: &Value, path: &JsonPath) -> PerClientLimits {
+    let mut out = PerClientLimits::default();
+    let Some(map) = r.object(v, path, &["maxConcurrentEvals", "maxSuspendedEvals"]) else {
+        return out;
+    };
+    if let Some(v) = map.get("maxConcurrentEvals")
+        && let Some(n) = positive(r, v, &path.key("maxConcurrentEvals"))
+    {
+        out.max_concurrent_evals = n;
+    }
+    if let Some(v) = map.get("maxSuspendedEvals")
+        && let Some(n) = positive(r, v, &path.key("maxSuspendedEvals"))
+    {
+        out.max_suspended_evals = n;
+    }
+    out
+}
+
+/// Reads `limits.unfetchedResults`.
+pub(crate) fn read_retention(r: &mut Reader, v: &Value, path: &JsonPath) -> RetentionLimits {
+    let mut out = RetentionLimits::default();
+    let Some(map) = r.object(v, path, &["maxCount", "maxBytes"]) else {
+        return out;
+    };
+    if let Some(v) = map.get("maxCount")
+        && let Some(n) = positive(r, v, &path.key("maxCount"))
+    {
+        out.max_count = n;
+    }
+    if let Some(v) = map.get("maxBytes")
+        && let Some(n) = size(r, v, &path.key("maxBytes"))
+    {
+        out.max_bytes = n;
+    }
+    out
+}
+
+/// Reads the listener keys of the `server.http` object `map`.
+pub(crate) fn read_listener(
+    r: &mut Reader,
+    map: &serde_json::Map<String, Value>,
+    path: &JsonPath,
+) -> ListenerLimits {
+    let mut out = ListenerLimits::default();
+    if let Some(v) = map.get("maxSessions")
+        && let Some(n) = positive(r, v, &path.key("maxSessions"))
+    {
+        out.max_sessions = n;
+    }
+    if let Some(v) = map.get("maxSessionsPerClient")
+        && let Some(n) = positive(r, v, &path.key("maxSessionsPerClient"))
+    {
+        out.max_sessions_per_client = n;
+    }
+    if let Some(v) = map.get("headerReadTimeout")
+        && let Some(d) = duration(r, v, &path.key("headerReadTimeout"))
+    {
+        out.header_read_timeout = d;
+    }
+    if let Some(v) = map.get("bodyReadTimeout")
+        && let Some(d) = duration(r, v, &path.key("bodyReadTimeout"))
+    {
+        out.body_read_timeout = d;
+    }
+    if let Some(v) = map.get("maxRequestBody")
+        && let Some(n) = size(r, v, &path.key("maxRequestBody"))
+    {
+        out.max_request_body = n;
+    }
+    out
+}
+
+/// A whole number of at least 1.
+fn positive(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<usize> {
+    match r.u64(v, path).map(usize::try_from) {
+        Some(Ok(0)) => {
+            r.error(path, ConfigErrorKind::InvalidValue, "must be at least 1");
+            None
+        }
+        Some(Ok(n)) => Some(n),
+        Some(Err(_)) => {
+            r.error(path, ConfigErrorKind::InvalidValue, "too large");
+            None
+        }
+        None => None,
+    }
+}
+
+/// A duration string greater than zero (`"15m"`, `"10s"`).
+pub(crate) fn duration(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
+    let parsed = match v {
+        Value::String(s) => {
+            parse_duration(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
+        }
+        _ => Err((
+            ConfigErrorKind::WrongType,
+            format!("expected a duration such as \"30s\", found {}", describe(v)),
+        )),
+    };
+    match parsed {
+        Ok(d) if d.is_zero() => {
+            r.error(
+                path,
+                ConfigErrorKind::InvalidValue,
+                "must be greater than zero",
+            );
+            None
+        }
+        Ok(d) => Some(d),
+        Err((kind, msg)) => {
+            r.error(path, kind, msg);
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{Config, ConfigErrorKind};
+
+    #[test]
+    fn defaults_keep_one_client_below_a_quarter_of_the_pool() {
+        let c = Config::default();
+        let pool = codemode_runtime::RuntimeConfig::default().get_max_concurrent_evals() as usize;
+        let p = c.limits.per_client;
+        assert_eq!((p.max_concurrent_evals, p.max_suspended_evals), (32, 16));
+        assert!(p.max_concurrent_evals + p.max_suspended_evals < pool / 4);
+        assert_eq!(c.limits.max_eval_lifetime, Duration::from_secs(900));
+        assert_eq!(c.limits.unfetched_results, RetentionLimits::default());
+        assert_eq!(c.server.http.limits, ListenerLimits::default());
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let c = Config::from_json_str(
+            r#"{"limits": {"maxEvalLifetime": "2m", "perClient": {"maxConcurrentEvals": 3, "maxSuspendedEvals": 1},
+                           "unfetchedResults": {"maxCount": 5, "maxBytes": "1MiB"}},
+                "server": {"http": {"maxSessions": 10, "maxSessionsPerClient": 2, "headerReadTimeout": "1s",
+                                    "bodyReadTimeout": "2s", "maxRequestBody": "64KiB"}}}"#,
+        )
+        .expect("config");
+        assert_eq!(c.limits.max_eval_lifetime, Duration::from_secs(120));
+        assert_eq!(
+            c.limits.per_client,
+            PerClientLimits {
+                max_concurrent_evals: 3,
+                max_suspended_evals: 1
+            }
+        );
+        assert_eq!(
+            c.limits.unfetched_results,
+            RetentionLimits {
+                max_count: 5,
+                max_bytes: 1 << 20
+            }
+        );
+        assert_eq!(
+            c.server.http.limits,
+            ListenerLimits {
+                max_sessions: 10,
+                max_sessions_per_client: 2,
+                header_read_timeout: Duration::from_secs(1),
+                body_read_timeout: Duration::from_secs(2),
+                max_request_body: 64 << 10,
+            }
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_path() {
+        let errs = Config::from_json_str(
+            r#"{"limits": {"maxEvalLifetime": "0s", "perClient": {"maxConcurrentEvals": 0, "maxSuspended": 1},
+                           "unfetchedResults": {"maxCount": -1, "maxBytes": 0}},
+                "server": {"http": {"maxSessions": "many", "headerReadTimeout": 5}}}"#,
+        )
+        .unwrap_err();
+        let got: Vec<(String, ConfigErrorKind)> = errs
+            .iter()
+            .map(|e| (e.path().to_string(), e.kind()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "limits.maxEvalLifetime".to_string(),
+                    ConfigErrorKind::InvalidValue
+                ),
+                (
+                    "limits.perClient.maxSuspended".to_string(),
+                    ConfigErrorKind::UnknownKey
+                ),
+                (
+                    "limits.perClient.maxConcurrentEvals".to_string(),
+                    ConfigErrorKind::InvalidValue
+                ),
+                (
+                    "limits.unfetchedResults.maxCount".to_string(),
+                    ConfigErrorKind::WrongType
+                ),
+                (
+                    "limits.unfetchedResults.maxBytes".to_string(),
+                    ConfigErrorKind::InvalidValue
+                ),
+                (
+                    "server.http.maxSessions".to_string(),
+                    ConfigErrorKind::WrongType
+                ),
+                (
+                    "server.http.headerReadTimeout".to_string(),
+                    ConfigErrorKind::WrongType
+                ),
+            ]
+        );
+    }
+}

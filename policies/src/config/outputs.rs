@@ -1,0 +1,84 @@
+//! The `outputs` section: masks and removals applied to tool results ([`OutputPolicy`]).
+
+use serde_json::Value;
+
+use super::ConfigErrorKind;
+use super::evaluation::read_globs;
+use super::reader::{JsonPath, Reader};
+use crate::outputs::{OutputPolicy, OutputRule, PathPattern};
+
+const OUTPUT_RULE_KEYS: &[&str] = &["tools", "mask", "redact"];
+
+/// Reads `outputs` at `path`: an array of `{tools, mask?, redact?}`, each rule with at least one
+/// glob and at least one of `mask` and `redact`.
+pub(crate) fn read_outputs(r: &mut Reader, v: &Value, path: &JsonPath) -> OutputPolicy {
+    let Value::Array(items) = v else {
+        r.expected(
+            path,
+            "an array of rules ({\"tools\": [..], \"mask\": [..], \"redact\": [..]})",
+            v,
+        );
+        return OutputPolicy::default();
+    };
+    let rules = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| read_rule(r, item, &path.index(i)))
+        .collect();
+    OutputPolicy::new(rules)
+}
+
+fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<OutputRule> {
+    let map = r.object(v, path, OUTPUT_RULE_KEYS)?;
+    let tools = match map.get("tools") {
+        Some(Value::Array(a)) if a.is_empty() => {
+            r.error(
+                &path.key("tools"),
+                ConfigErrorKind::InvalidValue,
+                "needs at least one glob (e.g. \"server__*\")",
+            );
+            None
+        }
+        Some(v) => read_globs(r, v, &path.key("tools")),
+        None => {
+            r.error(
+                path,
+                ConfigErrorKind::MissingField,
+                "missing `tools` (the tool-name globs whose results this rule changes)",
+            );
+            None
+        }
+    };
+    let mask = map.get("mask").map(|v| read_paths(r, v, &path.key("mask")));
+    let redact = map
+        .get("redact")
+        .map(|v| read_paths(r, v, &path.key("redact")));
+    if mask.is_none() && redact.is_none() {
+        r.error(
+            path,
+            ConfigErrorKind::MissingField,
+            "needs `mask` or `redact` (the JSON Pointers to hide)",
+        );
+        return None;
+    }
+    Some(OutputRule::new(
+        tools?,
+        mask.unwrap_or_default(),
+        redact.unwrap_or_default(),
+    ))
+}
+
+/// An array of JSON Pointers with `*` segments; each bad one is an error at its index.
+fn read_paths(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<PathPattern> {
+    let Some(items) = r.strings(v, path) else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (p, text) in items {
+        match PathPattern::parse(&text) {
+            Ok(pattern) => out.push(pattern),
+            Err(msg) => r.error(&p, ConfigErrorKind::InvalidPointer, msg),
+        }
+    }
+    out
+}

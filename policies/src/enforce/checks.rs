@@ -1,0 +1,57 @@
+//! The schema and output-policy steps of a call: its arguments checked before anyone is asked,
+//! its result checked and masked before the script sees it.
+
+use codemode_runtime::{CallContext, ToolError};
+use serde_json::Value;
+
+use super::PolicyToolHost;
+use super::audit_guard::AuditGuard;
+use crate::audit::args_sha256;
+
+impl PolicyToolHost {
+    /// Checks `args` against `tool`'s `inputSchema`; on failure the audit reason is set
+    /// (`invalid_arguments: …`, the given values left out unless arguments are audited).
+    pub(super) fn check_arguments(
+        &self,
+        tool: &str,
+        args: &Value,
+        audit: &mut AuditGuard<'_>,
+    ) -> Result<(), ToolError> {
+        let Some(source) = &self.schemas else {
+            return Ok(());
+        };
+        source
+            .schemas()
+            .check_arguments(tool, args)
+            .map_err(|invalid| {
+                audit.reason = Some(if self.include_args {
+                    invalid.summary()
+                } else {
+                    invalid.masked_summary()
+                });
+                invalid.to_tool_error()
+            })
+    }
+
+    /// What the script gets of a result: warned about when it does not match the tool's
+    /// `outputSchema`, then masked by the output policy. The audit gets the hash of the result
+    /// as returned and the paths masked or removed.
+    pub(super) fn finish_result(
+        &self,
+        tool: &str,
+        mut value: Value,
+        cx: &CallContext,
+        audit: &mut AuditGuard<'_>,
+    ) -> Value {
+        if audit.records() {
+            audit.output_sha256 = Some(args_sha256(&value));
+        }
+        if let Some(source) = &self.schemas
+            && let Some(warning) = source.schemas().check_output(tool, &value)
+        {
+            cx.warn(warning);
+        }
+        audit.redacted_paths = self.outputs.apply(tool, &mut value);
+        value
+    }
+}

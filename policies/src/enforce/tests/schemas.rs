@@ -1,0 +1,140 @@
+//! Arguments checked against the tool's schema between the policy's deny and its ask; results
+//! masked by the output policy, with the audit's `redacted_paths` and `output_sha256`.
+
+use super::*;
+use crate::{Config, ToolSchemaSpec, ToolSchemas};
+
+fn schemas() -> Arc<ToolSchemas> {
+    let path = json!({"type": "object", "properties": {"path": {"type": "string"}},
+        "required": ["path"]});
+    let specs = ["fs__read", "fs__write", "fs__delete"].map(|name| ToolSchemaSpec {
+        name,
+        input_schema: &path,
+        output_schema: None,
+        signature: format!("{name}(args: {{ path: string }}): Promise<unknown>;"),
+    });
+    Arc::new(ToolSchemas::compile(specs).0)
+}
+
+fn checked(p: Value, approver: Arc<dyn Approver>, outputs: &str) -> Setup {
+    let (calls, inner) = inner();
+    let audit = Arc::new(MemoryAuditSink::new());
+    let outputs = Config::from_json_str(&format!(r#"{{"outputs": {outputs}}}"#))
+        .unwrap()
+        .outputs;
+    let host = PolicyToolHost::builder(inner)
+        .profile(Some(profile(p)))
+        .approver(approver)
+        .audit(audit.clone(), false)
+        .schemas(Arc::new(schemas()))
+        .outputs(outputs)
+        .build();
+    Setup { host, calls, audit }
+}
+
+async fn call_with(
+    h: &PolicyToolHost,
+    tool: &str,
+    args: Value,
+    id: u64,
+) -> Result<Value, ToolError> {
+    h.call(tool, args, &CallContext::detached(EvalId(1), id))
+        .await
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_refused_before_anyone_is_asked() {
+    let approver = FakeApprover::new(ApprovalDecision::ApproveOnce, FAST);
+    let s = checked(
+        json!({"asklist": ["fs__*"], "denylist": ["fs__delete"]}),
+        approver.clone(),
+        "[]",
+    );
+    // Invalid under `ask`: refused, nobody asked, the tool never reached.
+    let r = call_with(&s.host, "fs__write", json!({"path": 42}), 1).await;
+    let Err(ToolError::Failed { message, data }) = &r else {
+        panic!("{r:?}");
+    };
+    assert!(
+        message.starts_with("invalid_arguments: `fs__write` was not called"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("Its signature:\nfs__write(args: { path: string }): Promise<unknown>;")
+    );
+    assert_eq!(
+        data,
+        &Some(
+            json!({"errors": [{"path": "/path", "message": "expected string, got number (42)"}]})
+        )
+    );
+    assert_eq!((approver.asked(), s.calls.load(Ordering::SeqCst)), (0, 0));
+    // Denied beats invalid: the profile's answer comes first.
+    let r = call_with(&s.host, "fs__delete", json!({}), 2).await;
+    assert_eq!(reason_of(&r), Some("denied"));
+    // Valid: asked, then called.
+    let r = call_with(&s.host, "fs__write", json!({"path": "/x"}), 3).await;
+    assert_eq!(r, Ok(json!({"echo": {"path": "/x"}})));
+    assert_eq!((approver.asked(), s.calls.load(Ordering::SeqCst)), (1, 1));
+    // A tool without a schema is not checked.
+    let r = call_with(&s.host, "web__get", json!(7), 4).await;
+    assert_eq!(r, Ok(json!({"echo": 7})));
+
+    let recs = s.audit.tool_calls();
+    let rows: Vec<(u64, Decision, CallStatus, Option<&str>)> = recs
+        .iter()
+        .map(|r| (r.call_id, r.decision, r.status, r.reason.as_deref()))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (
+                1,
+                Decision::Invalid,
+                CallStatus::Error,
+                Some("invalid_arguments: /path: value is not of type \"string\"")
+            ),
+            (2, Decision::Denied, CallStatus::Denied, Some("denied")),
+            (3, Decision::Approved, CallStatus::Ok, None),
+            (4, Decision::Allowed, CallStatus::Ok, None),
+        ]
+    );
+    // Only calls that returned have a result hash.
+    let hashes: Vec<bool> = recs.iter().map(|r| r.output_sha256.is_some()).collect();
+    assert_eq!(hashes, vec![false, false, true, true]);
+}
+
+#[tokio::test]
+async fn without_a_profile_arguments_are_still_checked() {
+    let (calls, inner) = inner();
+    let host = PolicyToolHost::builder(inner)
+        .schemas(Arc::new(schemas()))
+        .build();
+    let r = call_with(&host, "fs__read", json!({}), 1).await;
+    assert!(
+        matches!(&r, Err(ToolError::Failed { message, .. }) if message.contains("- (root): \"path\" is a required property")),
+        "{r:?}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn results_are_masked_and_the_audit_names_the_paths_and_the_original_hash() {
+    let s = checked(
+        json!({}),
+        FakeApprover::unsupported(),
+        r#"[{"tools": ["fs__*"], "mask": ["/echo/path"], "redact": ["/echo/token"]}]"#,
+    );
+    let args = json!({"path": "/home/ann/secret-plans.txt", "token": "t"});
+    let r = call_with(&s.host, "fs__read", args.clone(), 1).await;
+    assert_eq!(r, Ok(json!({"echo": {"path": "***.txt"}})));
+    let r = call_with(&s.host, "time__now", json!({"path": "/x"}), 2).await;
+    assert_eq!(r, Ok(json!({"echo": {"path": "/x"}})));
+    let recs = s.audit.tool_calls();
+    assert_eq!(recs[0].redacted_paths, vec!["/echo/path", "/echo/token"]);
+    assert_eq!(
+        recs[0].output_sha256.as_deref(),
+        Some(args_sha256(&json!({"echo": args})).as_str())
+    );
+    assert_eq!(recs[1].redacted_paths, Vec::<String>::new());
+}

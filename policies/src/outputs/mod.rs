@@ -1,0 +1,185 @@
+//! The output policy (`outputs` in the config): parts of tool results masked or removed before
+//! the script sees them.
+//!
+//! Each rule names tools by glob and lists [`PathPattern`]s (JSON Pointers where a `*` segment
+//! matches any array index or object key):
+//!
+//! - `mask`: the value there becomes `"***"`; a string longer than 12 characters keeps its last
+//!   4 (`"***abcd"`), so that a human can still tell two secrets apart. Any other value (a
+//!   number, an object, …) becomes `"***"` as a whole.
+//! - `redact`: the value is removed: an object member loses its key; an array element is
+//!   taken out of the array (the elements after it move up one place). `""` (the whole
+//!   result) becomes `null`.
+//!
+//! Every rule whose globs match the tool applies. All paths are matched against the result as
+//! the tool returned it, so rules do not depend on each other's order; masks go first, then
+//! removals (from the last array element backwards, so that each path still means the element
+//! it matched). A result that is text, not JSON, is a string: only `""` reaches it.
+//!
+//! ```
+//! use codemode_policies::Config;
+//! use serde_json::json;
+//!
+//! let config = Config::from_json_str(r#"{"outputs": [
+//!     {"tools": ["db__*"], "mask": ["/password", "/items/*/token"], "redact": ["/ssn"]}
+//! ]}"#)?;
+//! let mut result = json!({
+//!     "password": "hunter2",
+//!     "ssn": "078-05-1120",
+//!     "items": [{"token": "tok_live_1234567890abcd"}, {"name": "no token"}]
+//! });
+//! let paths = config.outputs.apply("db__get_user", &mut result);
+//! assert_eq!(result, json!({"password": "***", "items": [{"token": "***abcd"}, {"name": "no token"}]}));
+//! assert_eq!(paths, ["/items/0/token", "/password", "/ssn"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod pointer;
+
+pub use pointer::PathPattern;
+
+use serde_json::Value;
+
+use crate::profile::GlobList;
+use pointer::{Path, Step, get_mut};
+
+/// What a masked value becomes (before the kept tail of a long string).
+pub const MASK: &str = "***";
+/// Strings longer than this many characters keep their last [`MASK_KEEP_TAIL`] when masked.
+pub const MASK_KEEP_TAIL_ABOVE: usize = 12;
+/// How many trailing characters a long masked string keeps.
+pub const MASK_KEEP_TAIL: usize = 4;
+
+/// The `outputs` rules, in configuration order. The default has none: results pass unchanged.
+#[derive(Debug, Clone, Default)]
+pub struct OutputPolicy {
+    rules: Vec<OutputRule>,
+}
+
+/// One entry of `outputs`.
+#[derive(Debug, Clone)]
+pub struct OutputRule {
+    tools: GlobList,
+    mask: Vec<PathPattern>,
+    redact: Vec<PathPattern>,
+}
+
+impl OutputRule {
+    pub(crate) fn new(tools: GlobList, mask: Vec<PathPattern>, redact: Vec<PathPattern>) -> Self {
+        OutputRule {
+            tools,
+            mask,
+            redact,
+        }
+    }
+
+    /// The tool-name globs, as written.
+    pub fn tools(&self) -> &[String] {
+        self.tools.globs()
+    }
+
+    /// The paths masked.
+    pub fn mask(&self) -> &[PathPattern] {
+        &self.mask
+    }
+
+    /// The paths removed.
+    pub fn redact(&self) -> &[PathPattern] {
+        &self.redact
+    }
+}
+
+impl OutputPolicy {
+    pub(crate) fn new(rules: Vec<OutputRule>) -> Self {
+        OutputPolicy { rules }
+    }
+
+    /// The rules, in configuration order.
+    pub fn rules(&self) -> &[OutputRule] {
+        &self.rules
+    }
+
+    /// Whether no rule is configured.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Whether any rule applies to `tool`.
+    pub fn applies_to(&self, tool: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.tools.first_index(tool).is_some())
+    }
+
+    /// Masks and removes, in `value` (the result of `tool`), what the rules for `tool` name;
+    /// returns the concrete paths that were masked or removed, as JSON Pointers, each once, in
+    /// document order (array indexes by number). See the module docs for the rules.
+    pub fn apply(&self, tool: &str, value: &mut Value) -> Vec<String> {
+        let mut masked: Vec<Path> = Vec::new();
+        let mut redacted: Vec<Path> = Vec::new();
+        for rule in self
+            .rules
+            .iter()
+            .filter(|r| r.tools.first_index(tool).is_some())
+        {
+            for p in &rule.mask {
+                masked.extend(p.matches(value));
+            }
+            for p in &rule.redact {
+                redacted.extend(p.matches(value));
+            }
+        }
+        if masked.is_empty() && redacted.is_empty() {
+            return Vec::new();
+        }
+        masked.sort();
+        masked.dedup();
+        redacted.sort();
+        redacted.dedup();
+        // Deepest and last first: a masked or removed value never hides a later path.
+        for path in masked.iter().rev() {
+            if let Some(v) = get_mut(value, path) {
+                *v = mask_value(v);
+            }
+        }
+        for path in redacted.iter().rev() {
+            remove(value, path);
+        }
+        let mut all: Vec<Path> = masked.into_iter().chain(redacted).collect();
+        all.sort();
+        all.dedup();
+        all.iter().map(|p| pointer::pointer(p)).collect()
+    }
+}
+
+/// The masked form of `v`: `"***"`, or `"***"` and the last 4 characters of a string longer
+/// than 12.
+pub fn mask_value(v: &Value) -> Value {
+    match v {
+        Value::String(s) if s.chars().count() > MASK_KEEP_TAIL_ABOVE => {
+            let tail: String = s.chars().skip(s.chars().count() - MASK_KEEP_TAIL).collect();
+            Value::String(format!("{MASK}{tail}"))
+        }
+        _ => Value::String(MASK.to_string()),
+    }
+}
+
+/// Removes the value at `path`: an object member, an array element, or (the root) everything.
+fn remove(value: &mut Value, path: &[Step]) {
+    let Some((last, parent)) = path.split_last() else {
+        *value = Value::Null;
+        return;
+    };
+    match (get_mut(value, parent), last) {
+        (Some(Value::Object(map)), Step::Key(k)) => {
+            map.remove(k);
+        }
+        (Some(Value::Array(items)), Step::Index(i)) if *i < items.len() => {
+            items.remove(*i);
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

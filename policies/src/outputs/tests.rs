@@ -1,0 +1,199 @@
+use serde_json::{Value, json};
+
+use super::*;
+use crate::Config;
+
+fn policy(outputs: Value) -> std::sync::Arc<OutputPolicy> {
+    Config::from_json_str(&json!({ "outputs": outputs }).to_string())
+        .unwrap()
+        .outputs
+}
+
+#[test]
+fn masks_keep_the_tail_of_long_strings_only() {
+    let cases = [
+        (json!("hunter2"), json!("***")),
+        (json!("123456789012"), json!("***")), // 12 characters: not longer than 12
+        (json!("1234567890123"), json!("***0123")),
+        (json!("ééééééééééééabcd"), json!("***abcd")), // characters, not bytes
+        (json!(""), json!("***")),
+        (json!(42), json!("***")),
+        (json!(null), json!("***")),
+        (json!(true), json!("***")),
+        (json!({"nested": "secret"}), json!("***")),
+        (json!(["a", "b"]), json!("***")),
+    ];
+    for (value, want) in cases {
+        assert_eq!(mask_value(&value), want, "{value}");
+    }
+}
+
+#[test]
+fn rules_apply_to_the_tools_they_name() {
+    let p = policy(json!([
+        {"tools": ["db__*"], "mask": ["/password"]},
+        {"tools": ["db__get_user"], "redact": ["/ssn"]}
+    ]));
+    let original = json!({"password": "pw", "ssn": "1", "name": "ann"});
+    let mut v = original.clone();
+    assert_eq!(p.apply("db__get_user", &mut v), vec!["/password", "/ssn"]);
+    assert_eq!(v, json!({"password": "***", "name": "ann"}));
+    let mut v = original.clone();
+    assert_eq!(p.apply("db__list", &mut v), vec!["/password"]);
+    assert_eq!(v, json!({"password": "***", "ssn": "1", "name": "ann"}));
+    let mut v = original.clone();
+    assert_eq!(p.apply("web__get", &mut v), Vec::<String>::new());
+    assert_eq!(v, original);
+    assert!(p.applies_to("db__x") && !p.applies_to("web__get"));
+}
+
+#[test]
+fn wildcards_reach_every_element_and_member() {
+    let p = policy(json!([{"tools": ["*"],
+        "mask": ["/items/*/token", "/by/*"], "redact": ["/items/*/internal"]}]));
+    let mut v = json!({
+        "items": [
+            {"token": "tok_0123456789abcdef", "internal": 1},
+            {"name": "x"},
+            {"token": 7, "internal": {"deep": true}}
+        ],
+        "by": {"a": "short", "b": [1, 2]}
+    });
+    let paths = p.apply("t", &mut v);
+    assert_eq!(
+        v,
+        json!({
+            "items": [{"token": "***cdef"}, {"name": "x"}, {"token": "***"}],
+            "by": {"a": "***", "b": "***"}
+        })
+    );
+    assert_eq!(
+        paths,
+        vec![
+            "/by/a",
+            "/by/b",
+            "/items/0/internal",
+            "/items/0/token",
+            "/items/2/internal",
+            "/items/2/token"
+        ]
+    );
+}
+
+#[test]
+fn redacting_array_elements_removes_each_one_it_matched() {
+    let p = policy(json!([{"tools": ["*"], "redact": ["/rows/1", "/rows/3", "/rows/10"]}]));
+    let mut v = json!({"rows": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]});
+    assert_eq!(p.apply("t", &mut v), vec!["/rows/1", "/rows/3", "/rows/10"]);
+    assert_eq!(v, json!({"rows": [0, 2, 4, 5, 6, 7, 8, 9, 11]}));
+    let p = policy(json!([{"tools": ["*"], "redact": ["/*"]}]));
+    let mut v = json!([1, 2, 3]);
+    assert_eq!(p.apply("t", &mut v), vec!["/0", "/1", "/2"]);
+    assert_eq!(v, json!([]));
+}
+
+#[test]
+fn the_empty_path_covers_the_whole_result_text_included() {
+    let mask = policy(json!([{"tools": ["*"], "mask": [""]}]));
+    let mut text = json!("the api key is sk-live-abcdefgh");
+    assert_eq!(mask.apply("t", &mut text), vec![""]);
+    assert_eq!(text, json!("***efgh"));
+    let mut obj = json!({"a": 1});
+    assert_eq!(mask.apply("t", &mut obj), vec![""]);
+    assert_eq!(obj, json!("***"));
+    let redact = policy(json!([{"tools": ["*"], "redact": [""]}]));
+    let mut text = json!("secret");
+    assert_eq!(redact.apply("t", &mut text), vec![""]);
+    assert_eq!(text, Value::Null);
+    // Other paths never reach into text.
+    let p = policy(json!([{"tools": ["*"], "mask": ["/password", "/*"]}]));
+    let mut text = json!("password: x");
+    assert_eq!(p.apply("t", &mut text), Vec::<String>::new());
+    assert_eq!(text, json!("password: x"));
+}
+
+#[test]
+fn mask_and_redact_of_overlapping_paths() {
+    // A member both masked and removed is removed; a mask above a removed path hides it too.
+    let p = policy(json!([{"tools": ["*"], "mask": ["/a", "/b"], "redact": ["/a", "/b/c"]}]));
+    let mut v = json!({"a": "x", "b": {"c": 1, "d": 2}, "e": 3});
+    assert_eq!(p.apply("t", &mut v), vec!["/a", "/b", "/b/c"]);
+    assert_eq!(v, json!({"b": "***", "e": 3}));
+}
+
+#[test]
+fn the_section_is_checked_with_exact_paths() {
+    use crate::ConfigErrorKind as K;
+    let cases: &[(Value, &[(&str, K)])] = &[
+        (json!({}), &[("outputs", K::WrongType)]),
+        (json!([1]), &[("outputs[0]", K::WrongType)]),
+        (
+            json!([{"tools": ["*"], "mask": ["/a"], "masks": []}]),
+            &[("outputs[0].masks", K::UnknownKey)],
+        ),
+        (
+            json!([{"mask": ["/a"]}]),
+            &[("outputs[0]", K::MissingField)],
+        ),
+        (
+            json!([{"tools": [], "mask": ["/a"]}]),
+            &[("outputs[0].tools", K::InvalidValue)],
+        ),
+        (
+            json!([{"tools": ["a["], "mask": ["/a"]}]),
+            &[("outputs[0].tools[0]", K::InvalidGlob)],
+        ),
+        (
+            json!([{"tools": ["*"]}]),
+            &[("outputs[0]", K::MissingField)],
+        ),
+        (
+            json!([{"tools": ["*"], "mask": ["/ok", "password"], "redact": ["/x~2"]}]),
+            &[
+                ("outputs[0].mask[1]", K::InvalidPointer),
+                ("outputs[0].redact[0]", K::InvalidPointer),
+            ],
+        ),
+        (
+            json!([{"tools": ["*"], "mask": "/a"}]),
+            &[("outputs[0].mask", K::WrongType)],
+        ),
+        (
+            json!([{"tools": ["*"], "redact": [3]}]),
+            &[("outputs[0].redact[0]", K::WrongType)],
+        ),
+    ];
+    for (outputs, want) in cases {
+        let errors = Config::from_json_str(&json!({ "outputs": outputs }).to_string())
+            .unwrap_err()
+            .errors;
+        let got: Vec<(&str, K)> = errors.iter().map(|e| (e.path(), e.kind())).collect();
+        assert_eq!(got, *want, "{outputs}: {errors:?}");
+    }
+    let errors = Config::from_json_str(r#"{"outputs": [{"tools": ["*"], "mask": ["secret"]}]}"#)
+        .unwrap_err()
+        .errors;
+    assert_eq!(
+        errors[0].to_string(),
+        "outputs[0].mask[0]: `secret` is not a JSON Pointer: it must be \"\" (the whole result) or start with `/` (e.g. \"/secret\")"
+    );
+    let errors = Config::from_json_str(r#"{"outputs": [{"tools": ["*"]}]}"#)
+        .unwrap_err()
+        .errors;
+    assert_eq!(
+        errors[0].to_string(),
+        "outputs[0]: needs `mask` or `redact` (the JSON Pointers to hide)"
+    );
+    // Absent: no rules.
+    assert!(Config::from_json_str("{}").unwrap().outputs.is_empty());
+    let p = policy(json!([{"tools": ["a", "b"], "mask": ["/x"], "redact": ["", "/*/y"]}]));
+    let rule = &p.rules()[0];
+    assert_eq!(rule.tools(), ["a", "b"]);
+    let paths = |ps: &[PathPattern]| {
+        ps.iter()
+            .map(|p| p.as_str().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(paths(rule.mask()), ["/x"]);
+    assert_eq!(paths(rule.redact()), ["", "/*/y"]);
+}

@@ -1,0 +1,366 @@
+//! Tool schemas, compiled once per tool list: a call's arguments are checked against the
+//! tool's `inputSchema` before the call, its result against the `outputSchema`.
+//!
+//! Schemas are plain JSON (no MCP types). Without `$schema` they are read as JSON Schema
+//! 2020-12 (the MCP default); a `$schema` naming draft 4, 6, 7 or 2019-09 is honoured. `$ref`s
+//! resolve inside the schema only: nothing is fetched from the network or the disk. A schema
+//! that does not compile is reported once ([`ToolSchemas::compile`]'s problems) and that tool's
+//! calls are not checked.
+//!
+//! ```
+//! use codemode_policies::{ToolSchemaSpec, ToolSchemas};
+//! use serde_json::json;
+//!
+//! let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+//! let (schemas, problems) = ToolSchemas::compile([ToolSchemaSpec {
+//!     name: "fs__read_file",
+//!     input_schema: &schema,
+//!     output_schema: None,
+//!     signature: "function fs__read_file(args: { path: string }): Promise<unknown>;".into(),
+//! }]);
+//! assert!(problems.is_empty());
+//! assert!(schemas.check_arguments("fs__read_file", &json!({"path": "/tmp/x"})).is_ok());
+//! let invalid = schemas.check_arguments("fs__read_file", &json!({"path": 42})).unwrap_err();
+//! assert_eq!(invalid.errors[0].path, "/path");
+//! assert_eq!(invalid.errors[0].message, "expected string, got number (42)");
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use codemode_runtime::ToolError;
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{ValidationError, Validator};
+use serde_json::{Value, json};
+
+use crate::display::neutralize;
+
+/// The `reason` of a call refused for its arguments: the ledger's reason and the audit
+/// record's start with `invalid_arguments:`.
+pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
+/// At most this many violations are reported per call (the rest are counted).
+pub const MAX_VIOLATIONS: usize = 20;
+/// A violation's message is cut to this many characters (a given value can be large).
+pub const MAX_VIOLATION_CHARS: usize = 200;
+
+/// One tool's schemas, as [`ToolSchemas::compile`] takes them.
+#[derive(Debug, Clone)]
+pub struct ToolSchemaSpec<'a> {
+    /// The name scripts call it by.
+    pub name: &'a str,
+    /// Its `inputSchema`.
+    pub input_schema: &'a Value,
+    /// Its `outputSchema`, if it declares one.
+    pub output_schema: Option<&'a Value>,
+    /// Its TypeScript declaration (what `get_tools` shows), quoted when arguments fail.
+    pub signature: String,
+}
+
+/// Which of a tool's schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SchemaKind {
+    /// `inputSchema`.
+    Input,
+    /// `outputSchema`.
+    Output,
+}
+
+impl fmt::Display for SchemaKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SchemaKind::Input => "inputSchema",
+            SchemaKind::Output => "outputSchema",
+        })
+    }
+}
+
+/// A schema that does not compile: not enforced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaProblem {
+    /// The tool.
+    pub tool: String,
+    /// Which schema.
+    pub kind: SchemaKind,
+    /// The validator's reason.
+    pub message: String,
+}
+
+impl fmt::Display for SchemaProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the {} of `{}` is not a valid JSON Schema, so it is not enforced: {}",
+            self.kind, self.tool, self.message
+        )
+    }
+}
+
+struct Compiled {
+    input: Option<Validator>,
+    output: Option<Validator>,
+    signature: Arc<str>,
+}
+
+/// The compiled schemas of one tool list. Build with [`ToolSchemas::compile`]; a tool that is
+/// not in it (or whose schema did not compile) is not checked.
+#[derive(Default)]
+pub struct ToolSchemas {
+    tools: HashMap<String, Compiled>,
+}
+
+impl fmt::Debug for ToolSchemas {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<&String> = self.tools.keys().collect();
+        names.sort();
+        f.debug_struct("ToolSchemas")
+            .field("tools", &names)
+            .finish()
+    }
+}
+
+/// One way the arguments (or a result) fail their schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Where, as a JSON Pointer into the arguments (`""`: the arguments as a whole).
+    pub path: String,
+    /// What was expected and what was given.
+    pub message: String,
+}
+
+/// A call whose arguments fail the tool's `inputSchema`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidArguments {
+    /// The tool.
+    pub tool: String,
+    /// The first [`MAX_VIOLATIONS`] violations, in the validator's order.
+    pub errors: Vec<Violation>,
+    /// How many more there were.
+    pub more: usize,
+    /// Each violation's path and message with the given values left out (for audit logs that
+    /// must not hold arguments).
+    pub masked: Vec<Violation>,
+    /// The tool's TypeScript declaration.
+    pub signature: Arc<str>,
+}
+
+impl InvalidArguments {
+    /// `invalid_arguments: /path: expected string, got number (42); …` on one line.
+    pub fn summary(&self) -> String {
+        summary(&self.errors, self.more)
+    }
+
+    /// The same with the given values left out: for the audit log.
+    pub fn masked_summary(&self) -> String {
+        summary(&self.masked, self.more)
+    }
+
+    /// The error the script sees: a `ToolError` whose message starts with
+    /// `invalid_arguments:`, lists each violation and quotes the tool's signature, and whose
+    /// `.data` is `{"errors": [{"path", "message"}]}`.
+    pub fn to_tool_error(&self) -> ToolError {
+        let mut message = format!(
+            "{INVALID_ARGUMENTS}: `{}` was not called: its arguments do not match its input schema:",
+            self.tool
+        );
+        for v in &self.errors {
+            message.push_str(&format!("\n- {}: {}", display_path(&v.path), v.message));
+        }
+        if self.more > 0 {
+            message.push_str(&format!("\n- … and {} more", self.more));
+        }
+        message.push_str("\nIts signature:\n");
+        message.push_str(&self.signature);
+        let errors: Vec<Value> = self
+            .errors
+            .iter()
+            .map(|v| json!({"path": v.path, "message": v.message}))
+            .collect();
+        ToolError::Failed {
+            message,
+            data: Some(json!({ "errors": errors })),
+        }
+    }
+}
+
+fn summary(errors: &[Violation], more: usize) -> String {
+    let mut parts: Vec<String> = errors
+        .iter()
+        .map(|v| format!("{}: {}", display_path(&v.path), v.message))
+        .collect();
+    if more > 0 {
+        parts.push(format!("… and {more} more"));
+    }
+    format!("{INVALID_ARGUMENTS}: {}", parts.join("; "))
+}
+
+fn display_path(path: &str) -> &str {
+    if path.is_empty() { "(root)" } else { path }
+}
+
+impl ToolSchemas {
+    /// Compiles each tool's schemas. Returns the schemas and the problems: one per schema that
+    /// does not compile (that schema is then not enforced).
+    pub fn compile<'a>(
+        tools: impl IntoIterator<Item = ToolSchemaSpec<'a>>,
+    ) -> (ToolSchemas, Vec<SchemaProblem>) {
+        let mut problems = Vec::new();
+        let mut out = HashMap::new();
+        for spec in tools {
+            let mut build = |schema: &Value, kind| match jsonschema::options().build(schema) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    problems.push(SchemaProblem {
+                        tool: spec.name.to_string(),
+                        kind,
+                        message: cut(&neutralize(&e.to_string())),
+                    });
+                    None
+                }
+            };
+            let input = build(spec.input_schema, SchemaKind::Input);
+            let output = spec
+                .output_schema
+                .and_then(|s| build(s, SchemaKind::Output));
+            out.insert(
+                spec.name.to_string(),
+                Compiled {
+                    input,
+                    output,
+                    signature: spec.signature.into(),
+                },
+            );
+        }
+        (ToolSchemas { tools: out }, problems)
+    }
+
+    /// Whether `tool` has an `inputSchema` that is enforced.
+    pub fn checks_arguments_of(&self, tool: &str) -> bool {
+        self.tools.get(tool).is_some_and(|c| c.input.is_some())
+    }
+
+    /// Checks `args` against `tool`'s `inputSchema`. A tool without one (unknown, or whose
+    /// schema did not compile) passes.
+    ///
+    /// # Errors
+    /// [`InvalidArguments`] listing each violation.
+    pub fn check_arguments(&self, tool: &str, args: &Value) -> Result<(), InvalidArguments> {
+        let Some(compiled) = self.tools.get(tool) else {
+            return Ok(());
+        };
+        let Some(validator) = &compiled.input else {
+            return Ok(());
+        };
+        let (errors, masked, more) = violations(validator, args);
+        if errors.is_empty() {
+            return Ok(());
+        }
+        Err(InvalidArguments {
+            tool: tool.to_string(),
+            errors,
+            more,
+            masked,
+            signature: compiled.signature.clone(),
+        })
+    }
+
+    /// Checks a result of `tool` against its `outputSchema`: `None` when it matches (or the
+    /// tool declares none), else a warning naming the tool and each failing path.
+    pub fn check_output(&self, tool: &str, result: &Value) -> Option<String> {
+        let validator = self.tools.get(tool)?.output.as_ref()?;
+        let (errors, _, more) = violations(validator, result);
+        if errors.is_empty() {
+            return None;
+        }
+        let mut parts: Vec<String> = errors
+            .iter()
+            .map(|v| format!("{}: {}", display_path(&v.path), v.message))
+            .collect();
+        if more > 0 {
+            parts.push(format!("… and {more} more"));
+        }
+        Some(format!(
+            "the result of `{tool}` does not match its outputSchema: {}",
+            parts.join("; ")
+        ))
+    }
+}
+
+/// The violations (full and masked) and how many more there were past [`MAX_VIOLATIONS`].
+fn violations(validator: &Validator, instance: &Value) -> (Vec<Violation>, Vec<Violation>, usize) {
+    let mut errors = Vec::new();
+    let mut masked = Vec::new();
+    let mut more = 0;
+    for e in validator.iter_errors(instance) {
+        if errors.len() == MAX_VIOLATIONS {
+            more += 1;
+            continue;
+        }
+        let path = e.instance_path().to_string();
+        masked.push(Violation {
+            path: path.clone(),
+            message: cut(&neutralize(&e.masked().to_string())),
+        });
+        errors.push(Violation {
+            path,
+            message: cut(&neutralize(&describe(&e))),
+        });
+    }
+    (errors, masked, more)
+}
+
+/// The validator's message, except for type errors: "expected string, got number (42)".
+fn describe(e: &ValidationError<'_>) -> String {
+    match e.kind() {
+        ValidationErrorKind::Type { kind } => {
+            let expected = match kind {
+                TypeKind::Single(t) => t.to_string(),
+                TypeKind::Multiple(ts) => ts
+                    .into_iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+            };
+            let given = e.instance();
+            format!("expected {expected}, got {} ({given})", kind_of(given))
+        }
+        _ => e.to_string(),
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// `text` cut to [`MAX_VIOLATION_CHARS`] characters, with `…` when cut.
+fn cut(text: &str) -> String {
+    if text.chars().count() <= MAX_VIOLATION_CHARS {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(MAX_VIOLATION_CHARS - 1).collect();
+    s.push('…');
+    s
+}
+
+/// Where a [`crate::PolicyToolHost`] gets the schemas of the tools it calls, at each call (the
+/// tool list may change during an eval).
+pub trait SchemaSource: Send + Sync {
+    /// The schemas of the current tool list.
+    fn schemas(&self) -> Arc<ToolSchemas>;
+}
+
+impl SchemaSource for Arc<ToolSchemas> {
+    fn schemas(&self) -> Arc<ToolSchemas> {
+        self.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests;

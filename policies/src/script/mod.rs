@@ -1,0 +1,253 @@
+//! Code as models write it: a markdown fence, `export default async () => {…}`, TypeScript.
+//!
+//! [`normalize`] turns any of these into the plain JavaScript the sandbox runs, keeping every
+//! line and column where the user wrote it, so that errors, stacks and call sites need no
+//! mapping. `codemode run`, the MCP server's eval tools (both through the host's
+//! `GovernedEval`), `codemode check` and [`extract_tool_calls`](crate::extract_tool_calls) all
+//! accept the same forms.
+
+mod fence;
+mod strip;
+
+use std::borrow::Cow;
+use std::fmt;
+
+use codemode_runtime::{ErrorKind, EvalError};
+use oxc_allocator::Allocator;
+use oxc_ast_visit::Visit;
+use oxc_parser::{ParseOptions, Parser, ParserReturn};
+use oxc_span::SourceType;
+
+use crate::Preview;
+use crate::preview::lines::LineIndex;
+
+/// The language a fence names (```` ```ts ````), which decides which parse is tried first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    /// ```` ```js ````, ```` ```javascript ````, ```` ```mjs ````.
+    JavaScript,
+    /// ```` ```ts ````, ```` ```typescript ````, ```` ```mts ````.
+    TypeScript,
+}
+
+/// Why a script cannot be turned into JavaScript: a syntax error, a fence problem, or
+/// TypeScript that needs more than stripping. Positions are in the user's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptError {
+    /// What is wrong, e.g. "TypeScript `enum` needs more than type stripping: …".
+    pub message: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column, in characters.
+    pub column: u32,
+}
+
+impl ScriptError {
+    fn at(line: u32, column: u32, message: impl Into<String>) -> Self {
+        ScriptError {
+            message: message.into(),
+            line,
+            column,
+        }
+    }
+
+    /// The error as an eval's `syntax` error, the shape the sandbox gives a syntax error:
+    /// `{"kind": "syntax", "message": "SyntaxError: …", "line", "column"}`.
+    pub fn to_eval_error(&self) -> EvalError {
+        let mut error = EvalError::new(ErrorKind::Syntax, format!("SyntaxError: {}", self.message));
+        error.line = Some(self.line);
+        error.column = Some(self.column);
+        error
+    }
+}
+
+impl fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.line, self.column, self.message)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+/// The largest script [`normalize`] parses (64 KiB, as the preview's
+/// [`MAX_PREVIEW_CODE_BYTES`](crate::MAX_PREVIEW_CODE_BYTES)); a larger one is passed on
+/// unchanged (plain JavaScript still runs; a fence or TypeScript is then the sandbox's syntax
+/// error).
+pub const MAX_NORMALIZE_BYTES: usize = crate::preview::MAX_PREVIEW_CODE_BYTES;
+
+/// Stack of the parsing thread, as the preview's: oxc recurses once per nesting level, and
+/// nesting is bounded only by the length. Reserved, not committed.
+const STACK_BYTES: usize = crate::preview::PREVIEW_STACK_BYTES;
+
+/// Turns a script as a model wrote it into plain JavaScript with every line and column where
+/// it was.
+///
+/// | Written | Runs as |
+/// |---|---|
+/// | plain JavaScript (a body, or `async () => {…}`) | itself, byte for byte (borrowed) |
+/// | one ```` ```js ````/```` ```ts ````/```` ```javascript ````/```` ```typescript ````/bare ```` ``` ```` fence, whitespace around | the code, fence lines left empty |
+/// | `export default async () => {…}`, `export default async function main() {…}` | `;0, async …` (its value is called and awaited) |
+/// | TypeScript types (annotations, `interface`, `type`, `as`, `satisfies`, `!`, generics, `declare`, `x?:`, `x!:`, `import type`, overloads, `implements`, `public`/`private`/`readonly` …) | blanked with spaces, line breaks kept |
+///
+/// Code is read as TypeScript first (JavaScript under a ```` ```js ```` fence), then as the
+/// other when that fails. Valid JavaScript has no type syntax and so comes out unchanged; the
+/// one difference is `f<T>(x)`, a generic call in TypeScript and a comparison in JavaScript
+/// (fence such code as ```` ```js ```` to keep the comparison). When both parses fail, the one
+/// that got further decides: TypeScript's error is returned, JavaScript's is left to the
+/// sandbox (the code is passed on unchanged, and the sandbox reports it).
+///
+/// # Errors
+///
+/// A [`ScriptError`] with the position in `code` for: a fence with another language, a fence
+/// never closed, a second fenced block or text after it; a TypeScript syntax error; TypeScript
+/// that needs a transform (`enum`, `namespace`/`module` with values, parameter properties,
+/// decorators, `import x = …`, `export =`).
+///
+/// # Example
+///
+/// ```
+/// use codemode_policies::normalize;
+/// let code = "```ts\nconst n: number = 1;\nreturn n as number;\n```\n";
+/// assert_eq!(normalize(code).unwrap(), "\nconst n         = 1;\nreturn n          ;\n\n");
+/// let plain = "return 1 + 1;";
+/// assert!(matches!(normalize(plain).unwrap(), std::borrow::Cow::Borrowed(p) if p == plain));
+/// ```
+pub fn normalize(code: &str) -> Result<Cow<'_, str>, ScriptError> {
+    if code.len() > MAX_NORMALIZE_BYTES {
+        return Ok(Cow::Borrowed(code));
+    }
+    let spawned = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("codemode-normalize".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(s, || normalize_on_this_thread(code))
+            .map(|handle| handle.join())
+    });
+    match spawned {
+        Ok(Ok(result)) => result,
+        // A parser panic is a bug in oxc: the sandbox gets the code as it is and reports.
+        Ok(Err(_panic)) => Ok(Cow::Borrowed(code)),
+        Err(_cannot_spawn) => Ok(Cow::Borrowed(code)),
+    }
+}
+
+/// [`normalize`], and the [`Preview`] of the resulting JavaScript, in one go: what an eval
+/// needs before it starts, for the cost of one parsing thread instead of two. The preview is
+/// the same as [`extract_tool_calls`](crate::extract_tool_calls) of `code` would give.
+///
+/// # Errors
+///
+/// As [`normalize`].
+pub fn normalize_with_preview(code: &str) -> Result<(Cow<'_, str>, Preview), ScriptError> {
+    if code.len() > MAX_NORMALIZE_BYTES {
+        return Ok((Cow::Borrowed(code), crate::extract_tool_calls(code)));
+    }
+    let spawned = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("codemode-normalize".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(s, || {
+                let script = normalize_on_this_thread(code)?;
+                let preview = crate::preview::find_calls(&script);
+                Ok((script, preview))
+            })
+            .map(|handle| handle.join())
+    });
+    match spawned {
+        Ok(Ok(result)) => result,
+        // A parser panic is a bug in oxc: the sandbox gets the code as it is and reports.
+        Ok(Err(_)) | Err(_) => Ok((Cow::Borrowed(code), crate::extract_tool_calls(code))),
+    }
+}
+
+/// [`normalize`] on the calling thread (whose stack must fit the code's nesting).
+pub(crate) fn normalize_on_this_thread(code: &str) -> Result<Cow<'_, str>, ScriptError> {
+    let unfenced = fence::unfence(code)?;
+    let src: &str = &unfenced.code;
+    let allocator = Allocator::default();
+    // TypeScript is (nearly) a superset: valid JavaScript parses as TypeScript without a
+    // single type node, and so comes out unchanged. Only a ```js fence asks for JavaScript's
+    // reading of the few forms the two read differently (`f<T>(x)`: a comparison in JavaScript).
+    let order = match unfenced.language {
+        Some(Language::JavaScript) => [Language::JavaScript, Language::TypeScript],
+        _ => [Language::TypeScript, Language::JavaScript],
+    };
+    let first = parse(&allocator, src, order[0]);
+    let chosen = if first.diagnostics.has_errors() {
+        let second = parse(&allocator, src, order[1]);
+        if second.diagnostics.has_errors() {
+            let (js, ts) = match order[0] {
+                Language::JavaScript => (&first, &second),
+                Language::TypeScript => (&second, &first),
+            };
+            let (js_at, ts_at) = (error_offset(js), error_offset(ts));
+            if ts_at > js_at {
+                let lines = LineIndex::new(src);
+                let (line, column) = lines.line_column(ts_at);
+                let message = ts
+                    .diagnostics
+                    .errors()
+                    .next()
+                    .map(|d| d.message.to_string())
+                    .unwrap_or_default();
+                return Err(ScriptError::at(line, column, message));
+            }
+            // The sandbox reports JavaScript's error (located by oxc afterwards).
+            return Ok(unfenced.code);
+        }
+        second
+    } else {
+        first
+    };
+    let mut stripper = strip::Stripper::new(src);
+    stripper.visit_program(&chosen.program);
+    if let Some((offset, message)) = stripper.error.take() {
+        let (line, column) = LineIndex::new(src).line_column(offset);
+        return Err(ScriptError::at(line, column, message));
+    }
+    if stripper.is_empty() {
+        return Ok(unfenced.code);
+    }
+    Ok(Cow::Owned(stripper.apply()))
+}
+
+/// Parses `src` as a script body (top-level `await` and `return` allowed), or as a module when
+/// that fails (a top-level `for await`, `export default`).
+fn parse<'a>(allocator: &'a Allocator, src: &'a str, language: Language) -> ParserReturn<'a> {
+    let options = ParseOptions {
+        allow_return_outside_function: true,
+        ..ParseOptions::default()
+    };
+    let base = match language {
+        Language::JavaScript => SourceType::unambiguous(),
+        Language::TypeScript => SourceType::ts(),
+    };
+    let run = |source_type| {
+        Parser::new(allocator, src, source_type)
+            .with_options(options)
+            .parse()
+    };
+    let ret = run(base);
+    if ret.diagnostics.has_errors() {
+        let module = run(base.with_module(true));
+        if !module.diagnostics.has_errors() {
+            return module;
+        }
+    }
+    ret
+}
+
+/// Where a failed parse's first error is (byte offset).
+fn error_offset(ret: &ParserReturn<'_>) -> u32 {
+    ret.diagnostics
+        .errors()
+        .next()
+        .and_then(|d| {
+            let label = d.labels.iter().find(|l| l.primary()).or(d.labels.first());
+            label.map(|l| l.offset())
+        })
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;

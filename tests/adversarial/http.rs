@@ -1,0 +1,606 @@
+//! HTTP abuse against a real `codemode serve --http` on loopback: hosts, origins, tokens, bodies
+//! that are too big, malformed, nested or cut short, batches, forged and replayed
+//! `requestState`s. Each case is one raw request and the status (and body) it must get; after
+//! each, the server still answers an eval.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const CODEMODE: &str = env!("CARGO_BIN_EXE_codemode");
+const TOKEN: &str = "adversarial-token-0123456789";
+
+/// `codemode serve --http 127.0.0.1:0` with a token and an allowed origin; killed on drop.
+struct Server {
+    child: Child,
+    addr: String,
+    stderr: Arc<Mutex<String>>,
+    _dir: std::path::PathBuf,
+}
+
+impl Server {
+    fn start() -> Server {
+        let dir = codemode_test_support::scratch_dir("adversarial", "http");
+        let token_sha = {
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(TOKEN.as_bytes());
+            digest
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        let config = json!({
+            "evaluation": { "profiles": { "p": { "asklist": ["hitl_request"] } } },
+            "server": {
+                "http": {
+                    "allowedOrigins": ["https://ok.example"],
+                    "headerReadTimeout": "1s",
+                    "bodyReadTimeout": "1s",
+                    "maxSessionsPerClient": 8
+                },
+                "auth": { "tokens": [ { "name": "adv", "sha256": token_sha } ] }
+            },
+            "audit": { "dir": dir.join("audit") }
+        });
+        let path = dir.join("config.json");
+        std::fs::write(&path, config.to_string()).unwrap();
+        let mut child = Command::new(CODEMODE)
+            .args(["serve", "--config"])
+            .arg(&path)
+            .args(["--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start codemode serve --http");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("listening on http://") {
+                    let _ = tx.send(rest.trim_end_matches("/mcp").to_string());
+                }
+                sink.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no `listening on` line:\n{}", stderr.lock().unwrap()));
+        Server {
+            child,
+            addr,
+            stderr,
+            _dir: dir,
+        }
+    }
+
+    /// Sends `request` (bytes as written) on a new connection and reads until the server closes
+    /// it or 20 s pass: `(status, body)`; status 0 when the server closed without answering, 1
+    /// when it kept the connection open that long without answering.
+    fn send(&self, request: &[u8]) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        // A server may answer and close before reading everything (a body too big).
+        let _ = stream.write_all(request);
+        let mut response = Vec::new();
+        if let Err(e) = stream.read_to_end(&mut response)
+            && matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            )
+        {
+            // Still open after 20 s: the server would wait forever.
+            return (1, String::from_utf8_lossy(&response).into_owned());
+        }
+        let response = String::from_utf8_lossy(&response).into_owned();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        let status = head
+            .lines()
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, body.to_string())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("server stderr:\n{}", self.stderr.lock().unwrap());
+        }
+    }
+}
+
+/// A request with these extra header lines (each `Name: value`) and this body.
+fn request(addr: &str, headers: &[&str], body: &[u8]) -> Vec<u8> {
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+const JSON: &str = "Content-Type: application/json";
+const ACCEPT: &str = "Accept: application/json, text/event-stream";
+const AUTH: &str = "Authorization: Bearer adversarial-token-0123456789";
+const V2026: &str = "MCP-Protocol-Version: 2026-07-28";
+const CALL: &str = "Mcp-Method: tools/call";
+const EVAL: &str = "Mcp-Name: eval";
+
+/// A stateless (2026-07-28) `tools/call` of `eval` with `params` merged in.
+fn eval_body(code: &str, extra: Value) -> Vec<u8> {
+    let mut params = json!({
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "form": {} } }
+        },
+        "name": "eval",
+        "arguments": { "code": code }
+    });
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            p.insert(k.clone(), v.clone());
+        }
+    }
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+        .to_string()
+        .into_bytes()
+}
+
+fn eval_request(addr: &str, code: &str, extra: Value) -> Vec<u8> {
+    request(
+        addr,
+        &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL],
+        &eval_body(code, extra),
+    )
+}
+
+/// The JSON-RPC message in a response body: plain JSON or the first SSE `data:` line.
+fn message(body: &str) -> Value {
+    let text = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(body);
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+/// What a case's response must be.
+enum Want {
+    /// This status.
+    Status(u16),
+    /// This status and a JSON-RPC error with this code.
+    RpcError(u16, i64),
+    /// The server closes the connection without a response, or answers with a 4xx.
+    Refused,
+    /// A 200 whose tool result `isError` is true and whose text contains this.
+    ToolError(&'static str),
+    /// The server closes the connection without answering (it does not wait forever).
+    Closed,
+}
+
+struct HttpCase {
+    name: &'static str,
+    request: fn(&str) -> Vec<u8>,
+    want: Want,
+}
+
+fn cases() -> Vec<HttpCase> {
+    let c = |name, request, want| HttpCase {
+        name,
+        request,
+        want,
+    };
+    vec![
+        c(
+            "a well-formed eval",
+            |a| eval_request(a, "return 1 + 1", json!({})),
+            Want::Status(200),
+        ),
+        c(
+            "a foreign Host (DNS rebinding)",
+            |a| {
+                let mut r = eval_request(a, "return 1", json!({}));
+                let text = String::from_utf8(r.clone()).unwrap().replacen(
+                    &format!("Host: {a}"),
+                    "Host: evil.example",
+                    1,
+                );
+                r = text.into_bytes();
+                r
+            },
+            Want::Status(403),
+        ),
+        c(
+            "a foreign Origin",
+            |a| {
+                request(
+                    a,
+                    &[
+                        JSON,
+                        ACCEPT,
+                        AUTH,
+                        V2026,
+                        CALL,
+                        EVAL,
+                        "Origin: https://evil.example",
+                    ],
+                    &eval_body("return 1", json!({})),
+                )
+            },
+            Want::Status(403),
+        ),
+        c(
+            "an allowed Origin",
+            |a| {
+                request(
+                    a,
+                    &[
+                        JSON,
+                        ACCEPT,
+                        AUTH,
+                        V2026,
+                        CALL,
+                        EVAL,
+                        "Origin: https://ok.example",
+                    ],
+                    &eval_body("return 1", json!({})),
+                )
+            },
+            Want::Status(200),
+        ),
+        c(
+            "an Origin differing only by port",
+            |a| {
+                request(
+                    a,
+                    &[
+                        JSON,
+                        ACCEPT,
+                        AUTH,
+                        V2026,
+                        CALL,
+                        EVAL,
+                        "Origin: https://ok.example:8443",
+                    ],
+                    &eval_body("return 1", json!({})),
+                )
+            },
+            Want::Status(403),
+        ),
+        c(
+            "no token",
+            |a| {
+                request(
+                    a,
+                    &[JSON, ACCEPT, V2026, CALL, EVAL],
+                    &eval_body("return 1", json!({})),
+                )
+            },
+            Want::Status(401),
+        ),
+        c(
+            "a wrong token",
+            |a| {
+                request(
+                    a,
+                    &[
+                        JSON,
+                        ACCEPT,
+                        "Authorization: Bearer nope",
+                        V2026,
+                        CALL,
+                        EVAL,
+                    ],
+                    &eval_body("return 1", json!({})),
+                )
+            },
+            Want::Status(401),
+        ),
+        c(
+            "the token's hash as the token",
+            |a| {
+                use sha2::Digest;
+                let h: String = sha2::Sha256::digest(TOKEN.as_bytes())
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                let auth = format!("Authorization: Bearer {h}");
+                request(
+                    a,
+                    &[JSON, ACCEPT, &auth, V2026, CALL, EVAL],
+                    &eval_body("return 1", json!({})),
+                )
+            },
+            Want::Status(401),
+        ),
+        c(
+            "Basic instead of Bearer",
+            |a| {
+                request(
+                    a,
+                    &[
+                        JSON,
+                        ACCEPT,
+                        "Authorization: Basic YWR2OmFkdg==",
+                        V2026,
+                        CALL,
+                        EVAL,
+                    ],
+                    &eval_body("return 1", json!({})),
+                )
+            },
+            Want::Status(401),
+        ),
+        c(
+            "malformed JSON",
+            |a| {
+                request(
+                    a,
+                    &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL],
+                    b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ",
+                )
+            },
+            Want::RpcError(400, -32700),
+        ),
+        c(
+            "a JSON-RPC batch",
+            |a| {
+                let one = String::from_utf8(eval_body("return 1", json!({}))).unwrap();
+                request(
+                    a,
+                    &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL],
+                    format!("[{one},{one}]").as_bytes(),
+                )
+            },
+            Want::RpcError(400, -32600),
+        ),
+        c(
+            "invalid UTF-8 in the body",
+            |a| {
+                request(a, &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL], b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"\xff\xfe\"}}")
+            },
+            Want::Refused,
+        ),
+        c(
+            "a million-deep JSON body",
+            |a| {
+                let body = format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000));
+                request(a, &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL], body.as_bytes())
+            },
+            Want::Refused,
+        ),
+        c(
+            "a 100 MB body announced",
+            |a| {
+                let mut r =
+                    String::from_utf8(request(a, &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL], b""))
+                        .unwrap();
+                r = r.replacen("Content-Length: 0", "Content-Length: 104857600", 1);
+                let mut bytes = r.into_bytes();
+                bytes.extend_from_slice(&vec![b' '; 1 << 20]);
+                bytes
+            },
+            Want::Status(413),
+        ),
+        c(
+            "a body that never finishes (shorter than its Content-Length)",
+            |a| {
+                let mut r =
+                    String::from_utf8(request(a, &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL], b"{}"))
+                        .unwrap();
+                r = r.replacen("Content-Length: 2", "Content-Length: 200", 1);
+                r.into_bytes()
+            },
+            Want::Status(408),
+        ),
+        c(
+            "two Content-Length headers",
+            |a| {
+                request(
+                    a,
+                    &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL, "Content-Length: 5"],
+                    &eval_body("return 1", json!({})),
+                )
+            },
+            Want::Refused,
+        ),
+        c(
+            "a 1 MB header",
+            |a| {
+                let big = format!("X-Big: {}", "a".repeat(1 << 20));
+                request(
+                    a,
+                    &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL, &big],
+                    &eval_body("return 1", json!({})),
+                )
+            },
+            Want::Refused,
+        ),
+        c(
+            "an unknown path",
+            |a| {
+                String::from_utf8(eval_request(a, "return 1", json!({})))
+                    .unwrap()
+                    .replacen("POST /mcp", "POST /admin", 1)
+                    .into_bytes()
+            },
+            Want::Status(404),
+        ),
+        c(
+            "the approval API when it is off",
+            |a| {
+                format!(
+                    "GET /approvals HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n{AUTH}\r\n\r\n"
+                )
+                .into_bytes()
+            },
+            Want::Status(404),
+        ),
+        c(
+            "a head that never finishes",
+            |a| {
+                format!("POST /mcp HTTP/1.1\r\nHost: {a}\r\nContent-Type: application/json\r\n")
+                    .into_bytes()
+            },
+            Want::Closed,
+        ),
+        c(
+            "a forged requestState",
+            |a| {
+                eval_request(
+                    a,
+                    "return 1",
+                    json!({"requestState": "0123456789abcdef0123456789abcdef", "inputResponses": {}}),
+                )
+            },
+            Want::ToolError("no longer waiting"),
+        ),
+        c(
+            "a requestState of another shape",
+            |a| {
+                eval_request(
+                    a,
+                    "return 1",
+                    json!({"requestState": {"eval": 1}, "inputResponses": {}}),
+                )
+            },
+            Want::Refused,
+        ),
+        c(
+            "a huge requestState",
+            |a| {
+                eval_request(
+                    a,
+                    "return 1",
+                    json!({"requestState": "a".repeat(1 << 20), "inputResponses": {}}),
+                )
+            },
+            Want::ToolError("no longer waiting"),
+        ),
+        c(
+            "a method header that lies",
+            |a| {
+                request(
+                    a,
+                    &[JSON, ACCEPT, AUTH, V2026, "Mcp-Method: tools/list", EVAL],
+                    &eval_body("return 1", json!({})),
+                )
+            },
+            Want::Refused,
+        ),
+        c(
+            "a script that is not a string",
+            |a| {
+                let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}},
+                "name": "eval", "arguments": {"code": {"toString": "return 1"}}}}).to_string();
+                request(a, &[JSON, ACCEPT, AUTH, V2026, CALL, EVAL], body.as_bytes())
+            },
+            Want::Refused,
+        ),
+    ]
+}
+
+/// The response breaks no promise of `want`.
+fn judge(want: &Want, status: u16, body: &str) -> Result<(), String> {
+    match want {
+        Want::Status(s) if status == *s => Ok(()),
+        Want::RpcError(s, code) if status == *s && message(body)["error"]["code"] == *code => {
+            Ok(())
+        }
+        Want::Refused if status == 0 || (400..500).contains(&status) => Ok(()),
+        Want::Closed if status == 0 => Ok(()),
+        Want::Refused
+            if status == 200
+                && (message(body)["error"].is_object()
+                    || message(body)["result"]["isError"] == true) =>
+        {
+            Ok(())
+        }
+        Want::ToolError(text) if status == 200 => {
+            let m = message(body);
+            let shown = m["result"]["content"][0]["text"].as_str().unwrap_or("");
+            if m["result"]["isError"] == true && shown.contains(text) {
+                Ok(())
+            } else {
+                Err(format!("want a tool error containing {text:?}"))
+            }
+        }
+        _ => Err("unexpected status".into()),
+    }
+    .map_err(|why| {
+        format!(
+            "{why}; got {status}: {}",
+            body.chars().take(300).collect::<String>()
+        )
+    })
+}
+
+/// An `initialize` (protocol 2025-11-25: a legacy session).
+fn initialize(addr: &str) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "flood", "version": "0"}}})
+    .to_string();
+    request(addr, &[JSON, ACCEPT, AUTH], body.as_bytes())
+}
+
+/// 10,000 `initialize` requests once added 477 MB: sessions are capped per client (8 here),
+/// the rest get `429`, and the server still answers evals.
+#[test]
+fn a_session_flood_is_capped() {
+    let server = Server::start();
+    let mut statuses = std::collections::BTreeMap::new();
+    for _ in 0..40 {
+        let (status, _) = server.send(&initialize(&server.addr));
+        *statuses.entry(status).or_insert(0) += 1;
+    }
+    assert_eq!(statuses, [(200, 8), (429, 32)].into_iter().collect());
+    let (status, body) = server.send(&eval_request(&server.addr, "return 1 + 1", json!({})));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(message(&body)["result"]["structuredContent"]["result"], 2);
+}
+
+#[test]
+fn http_abuse() {
+    let server = Server::start();
+    let mut failures = Vec::new();
+    let cases = cases();
+    for case in &cases {
+        let (status, body) = server.send(&(case.request)(&server.addr));
+        if let Err(why) = judge(&case.want, status, &body) {
+            failures.push(format!("{}: {why}", case.name));
+        }
+        // Alive: the next well-formed eval answers 2.
+        let (status, body) = server.send(&eval_request(&server.addr, "return 1 + 1", json!({})));
+        let m = message(&body);
+        if status != 200 || m["result"]["structuredContent"]["result"] != 2 {
+            failures.push(format!("{}: the next eval got {status}: {body}", case.name));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} HTTP cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
