@@ -179,6 +179,10 @@ pub use config::{
     AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
     TokenSettings,
 };
+pub use config::{
+    BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg, CommandConfig, CommandOutput,
+    DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, resolve_command,
+};
 pub use config::{ConfigWarning, DEFAULT_SERVER_START_TIMEOUT};
 pub use config::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
 pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};

@@ -4,6 +4,7 @@
 mod approve;
 mod clients;
 mod codeforms;
+mod commands;
 mod schemas;
 
 use std::io::Write;

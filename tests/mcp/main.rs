@@ -20,6 +20,7 @@ mod auth;
 mod browser;
 mod cancel;
 mod codeforms;
+mod commands;
 mod core;
 mod discovery;
 mod fair;

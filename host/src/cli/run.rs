@@ -178,6 +178,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
                 return ExitCode::from(EXIT_USAGE);
             }
         };
+        pool.set_commands(crate::tools::CommandTools::from_config(config));
         eval = eval
             .tools(pool.clone())
             .profile(profile)

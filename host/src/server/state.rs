@@ -113,6 +113,8 @@ impl ServerState {
         if let Err(e) = applied {
             tracing::error!("upstream servers not updated: {e}");
         }
+        self.upstreams
+            .set_commands(crate::tools::CommandTools::from_config(&config));
         *self.audit.write().unwrap_or_else(|e| e.into_inner()) = audit;
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
         self.notify_tools_changed().await;

@@ -1,10 +1,13 @@
 //! What `codemode.<name>(…)` reaches inside a governed eval (`codemode run --config` and the MCP
-//! server alike): the built-in tools (`search_tools`, `get_tools`, [`hitl_request`](hitl)) and
-//! every upstream tool as `server__tool`.
+//! server alike): the built-in tools (`search_tools`, `get_tools`, [`hitl_request`](hitl)),
+//! the config's local command tools ([`CommandTools`]) and every upstream tool as `server__tool`.
 
+mod commands;
 pub mod hitl;
 mod in_flight;
 mod schemas;
+
+pub use commands::CommandTools;
 
 pub use in_flight::{InFlightCalls, InFlightGuard, in_flight};
 pub use schemas::CatalogSchemas;
@@ -83,9 +86,10 @@ pub fn get_schema() -> Value {
         "required": ["names"], "additionalProperties": false})
 }
 
-/// Every tool a script can call now: built-ins, then upstream tools.
+/// Every tool a script can call now: built-ins, command tools, then upstream tools.
 pub fn catalog(upstreams: &UpstreamPool) -> Vec<ToolInfo> {
     let mut tools = builtin_infos();
+    tools.extend(upstreams.commands().infos());
     for (name, tool) in upstreams.tools() {
         tools.push(ToolInfo {
             name,
@@ -297,6 +301,9 @@ impl ToolHost for ScriptTools {
                 let request_id = format!("hitl-{}-{}", cx.eval_id, cx.call_id);
                 Ok(hitl::run(&args, self.asker.as_ref(), &request_id).await)
             }),
+            _ if !name.contains("__") && self.upstreams.commands().contains(name) => {
+                Box::pin(async move { self.upstreams.commands().call(name, args).await })
+            }
             _ => match name.split_once("__") {
                 // An upstream's own elicitation during this call may reach this eval's human
                 // (see `in_flight`).
@@ -311,6 +318,7 @@ impl ToolHost for ScriptTools {
 
     fn tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = builtin_infos().into_iter().map(|t| t.name).collect();
+        names.extend(self.upstreams.commands().names());
         names.extend(self.upstreams.tool_names());
         names
     }
@@ -318,3 +326,13 @@ impl ToolHost for ScriptTools {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod builtin_names_tests {
+    /// The config refuses command tools named like a built-in: its list must be this one.
+    #[test]
+    fn the_config_knows_every_builtin_name() {
+        let ours: Vec<String> = super::builtin_infos().into_iter().map(|t| t.name).collect();
+        assert_eq!(ours, codemode_policies::BUILTIN_TOOL_NAMES);
+    }
+}

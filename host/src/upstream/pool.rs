@@ -13,6 +13,8 @@ use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 
 use super::client::{DeclineElicitation, SharedElicitation, UpstreamElicitation};
 use super::connection::{Upstream, UpstreamStatus};
+use crate::tools::CommandTools;
+
 use super::spec::{UpstreamError, UpstreamSpec, split_qualified, validate_server_name};
 
 /// Connections to a set of named upstream MCP servers, seen by scripts as one [`ToolHost`]
@@ -32,6 +34,9 @@ pub struct UpstreamPool {
 
 struct Inner {
     servers: RwLock<BTreeMap<String, Arc<Upstream>>>,
+    /// The config's command tools: kept here because this is the one shared, reloaded handle
+    /// of "what scripts can call" that every entry point already holds.
+    commands: RwLock<CommandTools>,
     elicitation: SharedElicitation,
     changed: Arc<watch::Sender<u64>>,
     /// Parent of every upstream's shutdown token.
@@ -70,6 +75,7 @@ impl UpstreamPool {
         UpstreamPool {
             inner: Arc::new(Inner {
                 servers: RwLock::default(),
+                commands: RwLock::default(),
                 elicitation: Arc::new(RwLock::new(handler)),
                 changed: Arc::new(watch::Sender::new(0)),
                 shutdown: CancellationToken::new(),
@@ -193,6 +199,28 @@ impl UpstreamPool {
             self.inner.changed.send_modify(|g| *g += 1);
         }
         Ok(started)
+    }
+
+    /// Makes the local command tools (the config's `commands`) exactly `commands`. Calls
+    /// already running finish with the old definitions. Does not notify [`subscribe`]rs: a
+    /// config reload tells clients itself.
+    ///
+    /// [`subscribe`]: Self::subscribe
+    pub fn set_commands(&self, commands: CommandTools) {
+        *self
+            .inner
+            .commands
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = commands;
+    }
+
+    /// The local command tools now (see [`set_commands`](Self::set_commands)).
+    pub fn commands(&self) -> CommandTools {
+        self.inner
+            .commands
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Disconnects every upstream (same as `set_upstreams` with an empty map).

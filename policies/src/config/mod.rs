@@ -4,6 +4,7 @@
 //! report every problem with its JSON path ([`ConfigErrors`]). See the crate docs for the format.
 
 mod approvals;
+mod commands;
 mod document;
 mod error;
 mod evaluation;
@@ -24,6 +25,10 @@ use std::time::Duration;
 use crate::profile::Profile;
 
 pub use approvals::ApprovalsConfig;
+pub use commands::{
+    BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg, CommandConfig, CommandOutput,
+    DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, resolve_command,
+};
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning};
 pub(crate) use evaluation::profile_from_json;
 pub use fairness::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
@@ -51,6 +56,8 @@ pub struct Config {
     /// How `serve --http` accepts requests (`server`): hosts, origins, auth. Default: loopback
     /// only, no auth.
     pub server: ServerSettings,
+    /// Local programs offered to scripts as tools (`commands`), by tool name. Default: none.
+    pub commands: BTreeMap<String, CommandConfig>,
     /// What is masked or removed from tool results before scripts see them (`outputs`).
     /// Default: nothing.
     pub outputs: Arc<crate::OutputPolicy>,
@@ -84,11 +91,11 @@ impl Config {
     ///
     /// The text is JSON, with comments (`//`, `/* */`) and trailing commas allowed.
     /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
-    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `outputs` (masks and
-    /// removals in tool results), `$schema` (ignored, for editors) and `inputs` (VS Code's
-    /// prompts: accepted, with a [warning](Config::warnings) when non-empty). Every key is
-    /// optional; unknown keys are errors. `${VAR}` references in servers' `args`, `env`,
-    /// `headers` and `url` are read from the process environment.
+    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `commands` (local
+    /// command tools), `outputs` (masks and removals in tool results), `$schema` (ignored, for
+    /// editors) and `inputs` (VS Code's prompts: accepted, with a [warning](Config::warnings)
+    /// when non-empty). Every key is optional; unknown keys are errors. `${VAR}` references in
+    /// servers' `args`, `env`, `headers` and `url` are read from the process environment.
     ///
     /// # Errors
     ///

@@ -21,6 +21,7 @@ const ROOT_KEYS: &[&str] = &[
     "audit",
     "approvals",
     "server",
+    "commands",
     "outputs",
     "inputs",
 ];
@@ -81,6 +82,9 @@ pub(crate) fn config_from_value(
         }
         if let Some(v) = map.get("approvals") {
             config.approvals = super::approvals::read_approvals(&mut r, v, &root.key("approvals"));
+        }
+        if let Some(v) = map.get("commands") {
+            config.commands = super::commands::read_commands(&mut r, v, &root.key("commands"));
         }
         if let Some(v) = map.get("server") {
             config.server = super::server::read_server_settings(&mut r, v, &root.key("server"));
