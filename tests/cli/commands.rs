@@ -82,8 +82,11 @@ fn command_tools_through_codemode_run() {
     );
     assert_eq!(
         r["invalid"],
-        json!({"name": "ToolError", "data": {"errors": ["/a: 1 is not of type \"string\""]},
-            "message": "invalid arguments for `argv`: /a: 1 is not of type \"string\""})
+        json!({"name": "ToolError", "data": {"errors": [{"path": "/a", "message": "expected string, got number (1)"}]},
+            "message": "invalid_arguments: `argv` was not called: its arguments do not match its input schema:\n\
+                        - /a: expected string, got number (1)\nIts signature:\ndeclare const codemode: {\n  \
+                        /** Echo each argument on its own line */\n  argv(args: {\n    a: string;\n    b?: string;\n  \
+                        }): Promise<unknown>;\n};"})
     );
     assert_eq!(
         r["zeros"]["message"],
