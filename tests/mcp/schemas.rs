@@ -70,7 +70,8 @@ fn schemas(mode: Mode) {
         warnings[0].starts_with("the result of `drift__weather` does not match its outputSchema: "),
         "{warnings:?}"
     );
-    assert!(warnings[0].contains("/temperature: expected number, got string (\"warm\")"));
+    assert!(warnings[0].contains("/temperature: expected number, got string"));
+    assert!(!warnings[0].contains("warm"), "{}", warnings[0]);
 
     let records = setup.audit();
     let tool_calls: Vec<&Value> = records
