@@ -38,7 +38,12 @@ pub fn preview(data: &[u8]) {
         return;
     };
     let preview = codemode_policies::extract_tool_calls(code);
-    let lines = code.split('\n').count() as u32;
+    // Lines as JavaScript counts them: `\r\n`, `\n`, `\r`, U+2028 and U+2029 each end one.
+    let lines = 1 + code
+        .replace("\r\n", "\n")
+        .chars()
+        .filter(|c| matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}'))
+        .count() as u32;
     for call in &preview.calls {
         assert!(
             call.line >= 1 && call.line <= lines,

@@ -1,0 +1,4 @@
+constPetxxxuxx<`x|x*stttttttttttttttttttt$$%$$$tttttttttttttttttttttttttt.t()}`;
+
+
+codemode._()
