@@ -23,8 +23,13 @@ struct Server {
 }
 
 impl Server {
-    fn start() -> Server {
-        let dir = codemode_test_support::scratch_dir("adversarial", "http");
+    fn start(name: &str) -> Server {
+        Server::start_with(name, |_| Value::Null)
+    }
+
+    /// The server, with `mcpServers` from `servers(scratch dir)` when that is not null.
+    fn start_with(name: &str, servers: impl Fn(&std::path::Path) -> Value) -> Server {
+        let dir = codemode_test_support::scratch_dir("adversarial-http", name);
         let token_sha = {
             use sha2::Digest;
             let digest = sha2::Sha256::digest(TOKEN.as_bytes());
@@ -44,8 +49,14 @@ impl Server {
                 },
                 "auth": { "tokens": [ { "name": "adv", "sha256": token_sha } ] }
             },
-            "audit": { "dir": dir.join("audit") }
+            "audit": { "dir": dir.join("audit") },
+            "limits": { "fuel": 0, "timeout": "60s" }
         });
+        let mut config = config;
+        let servers = servers(&dir);
+        if !servers.is_null() {
+            config["mcpServers"] = servers;
+        }
         let path = dir.join("config.json");
         std::fs::write(&path, config.to_string()).unwrap();
         let mut child = Command::new(CODEMODE)
@@ -84,10 +95,15 @@ impl Server {
     /// it or 20 s pass: `(status, body)`; status 0 when the server closed without answering, 1
     /// when it kept the connection open that long without answering.
     fn send(&self, request: &[u8]) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
+        send_to(&self.addr, request, Duration::from_secs(20))
+    }
+}
+
+/// [`Server::send`] to `addr`, waiting at most `wait` for the server to answer or close.
+fn send_to(addr: &str, request: &[u8], wait: Duration) -> (u16, String) {
+    {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(wait)).unwrap();
         // A server may answer and close before reading everything (a body too big).
         let _ = stream.write_all(request);
         let mut response = Vec::new();
@@ -97,7 +113,7 @@ impl Server {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             )
         {
-            // Still open after 20 s: the server would wait forever.
+            // Still open after `wait`: the server would wait forever.
             return (1, String::from_utf8_lossy(&response).into_owned());
         }
         let response = String::from_utf8_lossy(&response).into_owned();
@@ -567,7 +583,7 @@ fn initialize(addr: &str) -> Vec<u8> {
 /// the rest get `429`, and the server still answers evals.
 #[test]
 fn a_session_flood_is_capped() {
-    let server = Server::start();
+    let server = Server::start("flood");
     let mut statuses = std::collections::BTreeMap::new();
     for _ in 0..40 {
         let (status, _) = server.send(&initialize(&server.addr));
@@ -581,7 +597,7 @@ fn a_session_flood_is_capped() {
 
 #[test]
 fn http_abuse() {
-    let server = Server::start();
+    let server = Server::start("abuse");
     let mut failures = Vec::new();
     let cases = cases();
     for case in &cases {
@@ -603,4 +619,60 @@ fn http_abuse() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+/// Found by the red team: guest code never yields to the async runtime, so as many busy scripts
+/// as worker threads stalled every other request (a trivial eval waited ~7 s). Each busy script
+/// first writes a marker file through a real server-filesystem (so the test knows it is running)
+/// and then spins for 10 s; a trivial eval sent after every marker exists must be answered
+/// before any busy one.
+#[test]
+fn busy_scripts_do_not_stall_other_requests() {
+    codemode_test_support::peers::ensure_installed();
+    let server = Server::start_with("busy", |dir| {
+        let files = dir.join("files");
+        std::fs::create_dir_all(&files).unwrap();
+        let (command, args) = codemode_test_support::peers::filesystem_server_cmd(&files);
+        json!({ "fs": { "command": command, "args": args } })
+    });
+    let files = server._dir.join("files");
+    let busy = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut threads = Vec::new();
+    for i in 0..busy {
+        let (addr, order) = (server.addr.clone(), order.clone());
+        let marker = files.join(format!("busy-{i}"));
+        let code = format!(
+            "await codemode.fs__write_file({{ path: {:?}, content: 'x' }}); \
+             const t = Date.now(); while (Date.now() - t < 10000) {{}} return 'busy'",
+            marker.display().to_string()
+        );
+        threads.push(std::thread::spawn(move || {
+            let request = eval_request(&addr, &code, json!({}));
+            let (status, _) = send_to(&addr, &request, Duration::from_secs(120));
+            order.lock().unwrap().push(format!("busy {status}"));
+        }));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while (0..busy).any(|i| !files.join(format!("busy-{i}")).exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the busy scripts never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (status, body) = server.send(&eval_request(&server.addr, "return 1 + 1", json!({})));
+    order.lock().unwrap().push(format!("trivial {status}"));
+    assert_eq!(
+        message(&body)["result"]["structuredContent"]["result"],
+        2,
+        "{body}"
+    );
+    for t in threads {
+        t.join().unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    let mut want = vec!["trivial 200".to_string()];
+    want.extend((0..busy).map(|_| "busy 200".to_string()));
+    assert_eq!(order, want);
 }
