@@ -225,6 +225,35 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
 }
 
 /// An array of globs, compiled; each bad glob is an error at its index.
+/// A rule's required `tools`: at least one glob. `what` says what they select, for the error
+/// when the key is missing.
+pub(super) fn read_tools(
+    r: &mut Reader,
+    v: Option<&Value>,
+    rule: &JsonPath,
+    what: &str,
+) -> Option<GlobList> {
+    match v {
+        Some(Value::Array(a)) if a.is_empty() => {
+            r.error(
+                &rule.key("tools"),
+                ConfigErrorKind::InvalidValue,
+                "needs at least one glob (e.g. \"server__*\")",
+            );
+            None
+        }
+        Some(v) => read_globs(r, v, &rule.key("tools")),
+        None => {
+            r.error(
+                rule,
+                ConfigErrorKind::MissingField,
+                format!("missing `tools` ({what})"),
+            );
+            None
+        }
+    }
+}
+
 pub(super) fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<GlobList> {
     let items = r.strings(v, path)?;
     let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
@@ -242,25 +271,12 @@ pub(super) fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<G
 fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
     let before = r.errors.len();
     let map = r.object(v, path, RULE_KEYS)?;
-    let tools = match map.get("tools") {
-        Some(Value::Array(a)) if a.is_empty() => {
-            r.error(
-                &path.key("tools"),
-                ConfigErrorKind::InvalidValue,
-                "needs at least one glob (e.g. \"server__*\")",
-            );
-            None
-        }
-        Some(v) => read_globs(r, v, &path.key("tools")),
-        None => {
-            r.error(
-                path,
-                ConfigErrorKind::MissingField,
-                "missing `tools` (the tool-name globs this rule applies to)",
-            );
-            None
-        }
-    };
+    let tools = read_tools(
+        r,
+        map.get("tools"),
+        path,
+        "the tool-name globs this rule applies to",
+    );
     let disposition = match map.get("disposition") {
         Some(v) => read_disposition(r, v, &path.key("disposition")),
         None => {

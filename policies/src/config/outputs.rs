@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::ConfigErrorKind;
-use super::evaluation::read_globs;
+use super::evaluation::read_tools;
 use super::reader::{JsonPath, Reader};
 use crate::outputs::{OutputPolicy, OutputRule, PathPattern};
 
@@ -30,25 +30,12 @@ pub(crate) fn read_outputs(r: &mut Reader, v: &Value, path: &JsonPath) -> Output
 
 fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<OutputRule> {
     let map = r.object(v, path, OUTPUT_RULE_KEYS)?;
-    let tools = match map.get("tools") {
-        Some(Value::Array(a)) if a.is_empty() => {
-            r.error(
-                &path.key("tools"),
-                ConfigErrorKind::InvalidValue,
-                "needs at least one glob (e.g. \"server__*\")",
-            );
-            None
-        }
-        Some(v) => read_globs(r, v, &path.key("tools")),
-        None => {
-            r.error(
-                path,
-                ConfigErrorKind::MissingField,
-                "missing `tools` (the tool-name globs whose results this rule changes)",
-            );
-            None
-        }
-    };
+    let tools = read_tools(
+        r,
+        map.get("tools"),
+        path,
+        "the tool-name globs whose results this rule changes",
+    );
     let mask = map.get("mask").map(|v| read_paths(r, v, &path.key("mask")));
     let redact = map
         .get("redact")
