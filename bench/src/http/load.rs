@@ -127,7 +127,7 @@ async fn client_loop(load: &Load, arguments: &serde_json::Value, shared: &Shared
     while !shared.stop.load(Ordering::Relaxed) {
         let mut current = match client.take() {
             Some(c) => c,
-            None => match Client::connect(&load.url, load.protocol).await {
+            None => match bounded(Client::connect(&load.url, load.protocol)).await {
                 Ok(c) => c,
                 Err(e) => {
                     shared.error(e);
@@ -138,7 +138,7 @@ async fn client_loop(load: &Load, arguments: &serde_json::Value, shared: &Shared
         };
         let measuring = shared.measuring.load(Ordering::Relaxed);
         let started = Instant::now();
-        match current.call_tool(&load.tool, arguments.clone()).await {
+        match bounded(current.call_tool(&load.tool, arguments.clone())).await {
             Ok(_) => {
                 let latency = started.elapsed();
                 if measuring && shared.measuring.load(Ordering::Relaxed) {
@@ -154,4 +154,16 @@ async fn client_loop(load: &Load, arguments: &serde_json::Value, shared: &Shared
         client.close().await;
     }
     latencies
+}
+
+/// How long one connect or call may take before it counts as an error: a lost connection or a
+/// request the server never answers must show in the report, not hang the generator.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+async fn bounded<T>(
+    call: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    tokio::time::timeout(CALL_TIMEOUT, call)
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {} s", CALL_TIMEOUT.as_secs())))
 }

@@ -142,7 +142,13 @@ impl CodemodeServer {
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some());
 
-        let suspended = modern.then(|| self.state.suspensions.register(&tool));
+        let (suspended, _claim) = match modern {
+            true => {
+                let (entry, claim) = self.state.suspensions.register(&tool);
+                (Some(entry), Some(claim))
+            }
+            false => (None, None),
+        };
         let asker: Arc<dyn Asker> = match (&suspended, can_elicit) {
             (_, false) => Arc::new(NoAsker),
             (Some(s), true) => Arc::new(s.asker()),

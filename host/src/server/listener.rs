@@ -17,6 +17,23 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+/// Connections the kernel completes before the accept loop takes them. Rust's default (128)
+/// overflowed when 200 clients connected at once: the kernel dropped their handshakes' last
+/// ACK (`ListenOverflows` in `nstat`) and those clients waited on retransmissions.
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// A listening socket on `addr` with [`LISTEN_BACKLOG`] (capped by the kernel's `somaxconn`).
+pub(super) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    // As std's and tokio's `bind` do: a restarted server may reuse a port in TIME-WAIT.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Serves `router` on `listener` until `shutdown`, then waits for the open connections to
 /// finish their requests.
 pub(super) async fn serve(

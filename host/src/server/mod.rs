@@ -166,9 +166,8 @@ pub async fn serve_http(
     // MCP's sessions and streams end after the evals, not with the signal.
     let sessions = CancellationToken::new();
     let router = http_router(state.clone(), options, &sessions);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    let listener =
+        listener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr()?;
     eprintln!("listening on http://{local}/mcp");
     if let Some(tx) = bound {

@@ -47,13 +47,19 @@ impl Suspensions {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a new eval for `tool` and returns its entry.
-    pub fn register(&self, tool: &str) -> Arc<Suspended> {
+    /// Registers a new eval for `tool` and returns its entry, with the registering request's
+    /// claim on the outcome: hold it until the request waits in [`Suspended::next_event`] (a
+    /// request dropped before it ever waited lets go of its claim by dropping it).
+    pub fn register(&self, tool: &str) -> (Arc<Suspended>, CreatorClaim) {
         let token = random_token();
         let entry = Arc::new(Suspended {
             token: token.clone(),
             tool: tool.to_string(),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                waiters: 1,
+                creator_pending: true,
+                ..State::default()
+            }),
             changed: Notify::new(),
             task: Mutex::new(None),
         });
@@ -70,7 +76,8 @@ impl Suspensions {
         for token in expired {
             self.remove(&token);
         }
-        entry
+        let claim = CreatorClaim(entry.clone());
+        (entry, claim)
     }
 
     /// The entry named by a client's `requestState`.
@@ -103,11 +110,19 @@ impl Suspensions {
             let mut retained = self.retained();
             retained.finished.push_back((entry.token.clone(), size));
             retained.bytes += size;
-            // The result just finished is always kept: its client may be waiting for it now.
-            while retained.finished.len() > 1
-                && (retained.finished.len() > limits.max_count || retained.bytes > limits.max_bytes)
-            {
-                let Some((token, size)) = retained.finished.pop_front() else {
+            // Only results nobody is waiting for can be dropped: a request waiting on its
+            // eval takes the outcome as soon as it runs, and under load many evals finish
+            // before their requests get a turn (200 clients: 130 requests were never answered
+            // when those outcomes counted). The result just finished is always kept.
+            let map = self.lock();
+            while retained.finished.len() > limits.max_count || retained.bytes > limits.max_bytes {
+                let droppable = retained
+                    .finished
+                    .iter()
+                    .take(retained.finished.len() - 1)
+                    .position(|(token, _)| !map.get(token).is_some_and(|entry| entry.is_awaited()));
+                let Some((token, size)) = droppable.and_then(|i| retained.finished.remove(i))
+                else {
                     break;
                 };
                 retained.bytes -= size;
@@ -117,6 +132,7 @@ impl Suspensions {
                 retained.dropped.push_back(token.clone());
                 evicted.push(token);
             }
+            drop(map);
         }
         entry.complete(outcome);
         let mut map = self.lock();
@@ -166,6 +182,12 @@ struct State {
     pending: BTreeMap<String, Pending>,
     outcome: Option<EvalOutcome>,
     finished_at: Option<Instant>,
+    /// Requests waiting for this eval now: the request that registered it counts from the
+    /// start (its eval may finish before it first waits), retries while in
+    /// [`Suspended::next_event`].
+    waiters: usize,
+    /// Whether the registering request has not started waiting yet.
+    creator_pending: bool,
 }
 
 struct Pending {
@@ -185,6 +207,18 @@ pub struct Suspended {
             codemode_runtime::CancellationToken,
         )>,
     >,
+}
+
+/// The registering request's claim on an eval's outcome (see [`Suspensions::register`]).
+pub struct CreatorClaim(Arc<Suspended>);
+
+impl Drop for CreatorClaim {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        if std::mem::take(&mut state.creator_pending) {
+            state.waiters -= 1;
+        }
+    }
 }
 
 /// What a waiting request handler should return.
@@ -248,8 +282,28 @@ impl Suspended {
         self.changed.notify_waiters();
     }
 
+    /// Whether a request is waiting for this eval's next event now.
+    fn is_awaited(&self) -> bool {
+        self.lock().waiters > 0
+    }
+
     /// Waits until the eval finishes or has questions nobody answered yet.
     pub async fn next_event(&self) -> Event {
+        struct Waiting<'a>(&'a Suspended);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.lock().waiters -= 1;
+            }
+        }
+        {
+            let mut state = self.lock();
+            if std::mem::take(&mut state.creator_pending) {
+                // The registering request's count, held since `register`.
+            } else {
+                state.waiters += 1;
+            }
+        }
+        let _waiting = Waiting(self);
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
@@ -415,7 +469,7 @@ mod tests {
             max_count: 3,
             max_bytes: 1 << 20,
         };
-        let entries: Vec<Arc<Suspended>> = (0..5).map(|_| suspensions.register("eval")).collect();
+        let entries: Vec<Arc<Suspended>> = (0..5).map(|_| suspensions.register("eval").0).collect();
         for (i, e) in entries.iter().enumerate() {
             suspensions.complete(e, outcome(json!(i)), limits);
         }
@@ -440,8 +494,8 @@ mod tests {
 
         // The byte bound: two results of ~600 KB do not fit in 1 MiB together.
         let big = |n: usize| outcome(json!("x".repeat(n)));
-        let a = suspensions.register("eval");
-        let b = suspensions.register("eval");
+        let a = suspensions.register("eval").0;
+        let b = suspensions.register("eval").0;
         suspensions.complete(&a, big(600_000), limits);
         suspensions.complete(&b, big(600_000), limits);
         assert!(suspensions.was_dropped(a.token()));
@@ -451,10 +505,68 @@ mod tests {
         assert!(bytes <= limits.max_bytes, "{bytes}");
     }
 
+    /// Load test (200 clients): evals finishing faster than their requests got a turn counted as
+    /// unfetched, the oldest were dropped, and 130 requests waited forever. A result whose
+    /// request has not let go of it — registered and not yet waiting, or waiting now — is never
+    /// dropped; the bound applies to the others.
+    #[tokio::test]
+    async fn a_result_its_request_waits_for_is_never_dropped() {
+        let suspensions = Suspensions::default();
+        let limits = RetentionLimits {
+            max_count: 2,
+            max_bytes: 1 << 20,
+        };
+        // Four requests still hold their claims (their handlers have not waited yet).
+        let claimed: Vec<_> = (0..4).map(|_| suspensions.register("eval")).collect();
+        for (i, (entry, _)) in claimed.iter().enumerate() {
+            suspensions.complete(entry, outcome(json!(i)), limits);
+        }
+        assert_eq!(
+            suspensions.unfetched().0,
+            4,
+            "over the bound, but every one is awaited"
+        );
+        // A retry waiting in `next_event` holds it too: an entry whose creator let go, awaited
+        // by a request that waits before the eval finishes.
+        let (retried, claim) = suspensions.register("eval");
+        drop(claim);
+        let waiter = tokio::spawn({
+            let retried = retried.clone();
+            async move { retried.next_event().await }
+        });
+        while !retried.is_awaited() {
+            tokio::task::yield_now().await;
+        }
+        suspensions.complete(&retried, outcome(json!("retried")), limits);
+        let Event::Complete(o) = waiter.await.unwrap() else {
+            panic!("expected the outcome")
+        };
+        assert_eq!(o.result, json!("retried"));
+        for (i, (entry, claim)) in claimed.into_iter().enumerate() {
+            let Event::Complete(o) = entry.next_event().await else {
+                panic!("expected the outcome")
+            };
+            assert_eq!(o.result, json!(i));
+            drop(claim);
+            suspensions.remove(entry.token());
+        }
+        // Unclaimed results are bounded again: of three nobody waits for, the oldest goes.
+        suspensions.remove(retried.token());
+        let free: Vec<_> = (0..3).map(|_| suspensions.register("eval").0).collect();
+        for e in &free {
+            suspensions.complete(e, outcome(json!(null)), limits);
+        }
+        let dropped: Vec<bool> = free
+            .iter()
+            .map(|e| suspensions.was_dropped(e.token()))
+            .collect();
+        assert_eq!(dropped, [true, false, false]);
+    }
+
     #[tokio::test]
     async fn question_keys_are_random_and_an_early_answer_is_refused() {
         let suspensions = Suspensions::default();
-        let s = suspensions.register("eval");
+        let (s, _claim) = suspensions.register("eval");
         let question = || Question {
             message: "Approve?".into(),
             schema: json!({"type": "object", "properties": {}})
