@@ -34,13 +34,16 @@ mod clock;
 mod config;
 mod error;
 mod eval;
+mod guest;
 mod limits;
 mod module_cache;
 mod outcome;
+mod park;
 mod runtime;
 mod snapshot;
 mod state;
 mod suggest;
+mod suspend;
 mod tool;
 mod wasi;
 
@@ -48,10 +51,16 @@ pub use abi::{ABI_VERSION, MAX_TOOL_ARGS_BYTES, MAX_TOOL_NAME_BYTES};
 pub use clock::TimeoutPause;
 pub use config::{MAX_MEMORY_LIMIT, MIN_EPOCH_TICK, RuntimeConfig, default_cache_dir};
 pub use error::{InvalidConfig, RuntimeError};
+pub use guest::GuestHash;
 pub use limits::*;
 pub use outcome::*;
+pub use park::{EvalControl, HumanWait, ParkRequest};
 pub use runtime::{GUEST_WASM, Runtime};
 pub use suggest::closest;
+pub use suspend::{
+    Answer, EvalStep, FORMAT_VERSION as SAVE_FORMAT_VERSION, LoadError, PendingCall,
+    ResumeError, Suspended,
+};
 /// Cancels an eval started with [`Runtime::eval_cancellable`].
 pub use tokio_util::sync::CancellationToken;
 pub use tool::*;
