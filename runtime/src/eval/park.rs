@@ -128,6 +128,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
     ) -> Suspended {
         self.in_flight = FuturesUnordered::new();
         self.in_flight_ids.clear();
+        let capturing = Instant::now();
         let image = self.image.clone().unwrap_or_else(|| Arc::from(&[][..]));
         let memory = match store.data().guest_memory {
             Some(memory) => MemoryDiff::capture(memory.data(&*store), &image),
@@ -194,6 +195,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             guest: self.guest.hash,
             state: Arc::new(saved),
             memory: Arc::new(memory),
+            capture: Some(capturing.elapsed()),
         }
     }
 }

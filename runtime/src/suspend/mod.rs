@@ -101,6 +101,8 @@ pub struct Suspended {
     pub(crate) guest: GuestHash,
     pub(crate) state: Arc<SavedEval>,
     pub(crate) memory: Arc<MemoryDiff>,
+    /// How long capturing the sandbox took, when it was parked in this process.
+    pub(crate) capture: Option<Duration>,
 }
 
 impl Suspended {
@@ -141,6 +143,13 @@ impl Suspended {
         self.memory.data.len()
     }
 
+    /// How long capturing the sandbox took when the eval parked (finding the pages that
+    /// differ from the guest's image, gathering the host's state): the part of saving that
+    /// happens before [`Suspended::save`]. `None` for a loaded eval. For metrics.
+    pub fn capture_time(&self) -> Option<Duration> {
+        self.capture
+    }
+
     /// The eval as bytes: versioned ([`FORMAT_VERSION`]), checksummed, naming its guest's
     /// sha256. [`Suspended::load`] reads them back.
     pub fn save(&self) -> Vec<u8> {
@@ -165,6 +174,7 @@ impl Suspended {
             guest,
             state: Arc::new(state),
             memory: Arc::new(memory),
+            capture: None,
         })
     }
 }
