@@ -7,8 +7,7 @@ use codemode_bench::{self as bench, park_typical, resume_typical, write_file};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 fn suspend(c: &mut Criterion) {
-    let runtime =
-        codemode::Runtime::new(&bench::runtime_config(8)).expect("building the runtime");
+    let runtime = codemode::Runtime::new(&bench::runtime_config(8)).expect("building the runtime");
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

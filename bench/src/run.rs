@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use crate::report::{Figure, Report, machine};
 use crate::{
-    BenchOptions, compute, floor, limits, runtime_config, startup, suspend, suspended,
-    techniques, throughput, tool_calls, trivial,
+    BenchOptions, compute, floor, limits, runtime_config, startup, suspend, suspended, techniques,
+    throughput, tool_calls, trivial,
 };
 
 /// Runs every measurement `options` asks for and gathers the report. `progress` receives a line

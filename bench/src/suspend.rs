@@ -65,7 +65,12 @@ pub async fn park_typical(runtime: &Runtime) -> Suspended {
 pub async fn resume_typical(runtime: &Runtime, suspended: &Suspended) {
     let call = suspended.pending()[0].call_id;
     let step = runtime
-        .resume(suspended, vec![(call, Ok(json!(1)))], &Human, &EvalControl::new())
+        .resume(
+            suspended,
+            vec![(call, Ok(json!(1)))],
+            &Human,
+            &EvalControl::new(),
+        )
         .await
         .expect("resuming");
     let outcome = step.finished().expect("finishes");
@@ -141,7 +146,15 @@ pub fn suspend(runtime: &Runtime, samples: usize, dir: &Path) -> Suspend {
         }
     }
     let _ = std::fs::remove_file(&path);
-    let [capture, encode, save, save_fsync, restore_resume, size, memory] = m.map(Samples::new);
+    let [
+        capture,
+        encode,
+        save,
+        save_fsync,
+        restore_resume,
+        size,
+        memory,
+    ] = m.map(Samples::new);
     Suspend {
         capture,
         encode,
@@ -189,7 +202,9 @@ pub(crate) fn figures(options: &BenchOptions) -> Result<Vec<Figure>, String> {
         Figure::new("suspend", "restore + resume to the end", resume, "µs")
             .p99(s.restore_resume.percentile(99.0))
             .target("≤ 300 µs", resume <= 300.0)
-            .note("read the file, load, fresh instance, write the pages, deliver the answer, finish"),
+            .note(
+                "read the file, load, fresh instance, write the pages, deliver the answer, finish",
+            ),
         Figure::new("suspend", "saved size", size, "KiB")
             .target("≤ 64 KiB", size <= 64.0)
             .note(format!(

@@ -65,8 +65,7 @@ pub const SUSPEND: &str = "await codemode.wait({});\n'resumed'";
 
 /// The typical parked eval of the durable-suspension targets: one call awaiting a human after
 /// building a 10,000-element array that it uses afterwards.
-pub const PARK: &str =
-    "const xs = Array.from({ length: 10000 }, (_, i) => i);\nconst answer = await codemode.ask({});\nxs.length + answer";
+pub const PARK: &str = "const xs = Array.from({ length: 10000 }, (_, i) => i);\nconst answer = await codemode.ask({});\nxs.length + answer";
 
 /// The no-op Rust tool of the round-trip target.
 pub fn noop_tools() -> FnTools {

@@ -96,7 +96,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let EvalStep::Suspended(parked) = step else {
         panic!("the script waits for a human, so it parks");
     };
-    assert_eq!(parked.pending()[0].note, Some(json!({"ticket": "ticket-1-1", "amount": 200})));
+    assert_eq!(
+        parked.pending()[0].note,
+        Some(json!({"ticket": "ticket-1-1", "amount": 200}))
+    );
     persist(&dir, &first, &parked)?;
     drop(first); // a restart, or a deploy
 

@@ -144,7 +144,9 @@ pub(crate) fn check_saveable(wasm: &[u8]) -> Result<(), String> {
         return Err(format!("the guest has {memories} memories (1 expected)"));
     }
     if tables > 1 {
-        return Err(format!("the guest has {tables} tables (at most 1 expected)"));
+        return Err(format!(
+            "the guest has {tables} tables (at most 1 expected)"
+        ));
     }
     let mutable: Vec<_> = globals.iter().filter(|g| g.mutable).collect();
     match mutable.as_slice() {

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{
-    Enabled, Engine, InstanceAllocationStrategy, Linker, Module, OptLevel,
-    PoolingAllocationConfig, Store,
+    Enabled, Engine, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig,
+    Store,
 };
 
 use crate::config::RuntimeConfig;

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use codemode_runtime::{
-    BoxFuture, CallContext, CallStatus, ErrorKind, EvalControl, EvalOptions, EvalOutcome,
-    EvalStep, ParkRequest, PendingCall, ResumeError, Suspended, ToolError, ToolHost,
+    BoxFuture, CallContext, CallStatus, ErrorKind, EvalControl, EvalOptions, EvalOutcome, EvalStep,
+    ParkRequest, PendingCall, ResumeError, Suspended, ToolError, ToolHost,
 };
 use serde_json::{Value, json};
 
@@ -147,7 +147,9 @@ return { sum: xs.reduce((s, x) => s + x, 0), first, a, b };"#;
 
 #[tokio::test]
 async fn a_parked_eval_resumed_from_bytes_ends_as_an_uninterrupted_one() {
-    let straight = RUNTIME.eval(TWO_ASKS, &opts(), &Tools::new(Desk::Auto)).await;
+    let straight = RUNTIME
+        .eval(TWO_ASKS, &opts(), &Tools::new(Desk::Auto))
+        .await;
 
     let tools = Tools::new(Desk::Human);
     let suspended = parked(TWO_ASKS, &opts(), &tools).await;
@@ -211,7 +213,8 @@ async fn a_parked_eval_resumed_from_bytes_ends_as_an_uninterrupted_one() {
 #[tokio::test]
 async fn a_resumed_eval_that_waits_again_parks_again() {
     let tools = Tools::new(Desk::Human);
-    let code = "const a = await codemode.ask({q: 'a'});\nconst b = await codemode.ask({q: 'b'});\n[a, b]";
+    let code =
+        "const a = await codemode.ask({q: 'a'});\nconst b = await codemode.ask({q: 'b'});\n[a, b]";
     let first = through_bytes(&parked(code, &opts(), &tools).await);
     let second = match RUNTIME
         .resume(&first, vec![(1, Ok(json!("A")))], &tools, &parking())
@@ -263,7 +266,12 @@ async fn answers_for_calls_the_eval_does_not_wait_on_are_refused_and_lose_nothin
     let tools = Tools::new(Desk::Human);
     let suspended = parked("await codemode.ask({q: 'x'})", &opts(), &tools).await;
     let refused = RUNTIME
-        .resume(&suspended, vec![(9, Ok(json!(1)))], &tools, &EvalControl::new())
+        .resume(
+            &suspended,
+            vec![(9, Ok(json!(1)))],
+            &tools,
+            &EvalControl::new(),
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -296,7 +304,8 @@ async fn answers_for_calls_the_eval_does_not_wait_on_are_refused_and_lose_nothin
 async fn an_eval_with_a_call_that_is_not_a_human_wait_stays_in_memory() {
     // `busy` is in flight while `ask` waits for a human: no parking until `busy` is delivered.
     let tools = Tools::new(Desk::Human);
-    let code = "const [a, b] = await Promise.all([codemode.ask({q: 'a'}), codemode.busy({})]);\n[a, b]";
+    let code =
+        "const [a, b] = await Promise.all([codemode.ask({q: 'a'}), codemode.busy({})]);\n[a, b]";
     let suspended = through_bytes(&parked(code, &opts(), &tools).await);
     assert_eq!(
         suspended
@@ -419,7 +428,11 @@ async fn the_parked_time_counts_in_durations_but_not_against_the_timeout() {
     let aged = Suspended::load(&age(&bytes, 3_600_000)).unwrap();
     let outcome = resumed(&aged, vec![(1, Ok(json!("A")))], &tools).await;
     assert_eq!(ok(&outcome), &json!("A"));
-    assert!(outcome.tool_calls[0].duration_ms >= 3_600_000.0, "{}", show(&outcome));
+    assert!(
+        outcome.tool_calls[0].duration_ms >= 3_600_000.0,
+        "{}",
+        show(&outcome)
+    );
     assert!(outcome.stats.wall_ms >= 3_600_000.0, "{}", show(&outcome));
 }
 
@@ -465,13 +478,19 @@ async fn any_damage_to_saved_bytes_is_a_load_error_never_a_panic() {
     let bytes = suspended.save();
     assert!(Suspended::load(&bytes).is_ok());
     for len in (0..bytes.len()).step_by(7).chain([bytes.len() - 1]) {
-        assert!(Suspended::load(&bytes[..len]).is_err(), "truncated to {len}");
+        assert!(
+            Suspended::load(&bytes[..len]).is_err(),
+            "truncated to {len}"
+        );
     }
     for at in (0..bytes.len()).step_by(3) {
         for bit in [0x01u8, 0x80] {
             let mut flipped = bytes.clone();
             flipped[at] ^= bit;
-            assert!(Suspended::load(&flipped).is_err(), "bit {bit:#x} of byte {at}");
+            assert!(
+                Suspended::load(&flipped).is_err(),
+                "bit {bit:#x} of byte {at}"
+            );
         }
     }
     assert_eq!(

@@ -22,13 +22,19 @@ fn changed_guest() -> Vec<u8> {
     let mut wasm = GUEST_WASM.to_vec();
     let mut replaced = 0;
     let mut at = 0;
-    while let Some(found) = wasm[at..].windows(ORIGINAL.len()).position(|w| w == ORIGINAL) {
+    while let Some(found) = wasm[at..]
+        .windows(ORIGINAL.len())
+        .position(|w| w == ORIGINAL)
+    {
         let start = at + found;
         wasm[start..start + CHANGED.len()].copy_from_slice(CHANGED);
         at = start + CHANGED.len();
         replaced += 1;
     }
-    assert!(replaced > 0, "the committed guest no longer holds {ORIGINAL:?}");
+    assert!(
+        replaced > 0,
+        "the committed guest no longer holds {ORIGINAL:?}"
+    );
     wasm
 }
 
@@ -43,7 +49,13 @@ const SCRIPT: &str = "const message = () => { try { (void 0)(); } catch (e) { re
 
 async fn park_in(runtime: &Runtime, tools: &Tools) -> codemode_runtime::Suspended {
     let step = runtime
-        .eval_parkable(runtime.allocate_eval_id(), SCRIPT, &opts(), tools, &parking())
+        .eval_parkable(
+            runtime.allocate_eval_id(),
+            SCRIPT,
+            &opts(),
+            tools,
+            &parking(),
+        )
         .await;
     match step {
         EvalStep::Suspended(suspended) => through_bytes(&suspended),
@@ -57,7 +69,12 @@ async fn resume_in(
     tools: &Tools,
 ) -> Result<serde_json::Value, ResumeError> {
     let step = runtime
-        .resume(suspended, vec![(1, Ok(json!("A")))], tools, &EvalControl::new())
+        .resume(
+            suspended,
+            vec![(1, Ok(json!("A")))],
+            tools,
+            &EvalControl::new(),
+        )
         .await?;
     let outcome = step.finished().expect("finishes");
     Ok(ok(&outcome).clone())
@@ -90,7 +107,9 @@ async fn each_saved_eval_resumes_in_the_guest_it_was_saved_with() {
     let result = resume_in(&new, &saved_old, &tools).await.unwrap();
     let messages = result.as_array().unwrap();
     assert!(
-        messages.iter().all(|m| m.as_str().unwrap().contains(changed_message)),
+        messages
+            .iter()
+            .all(|m| m.as_str().unwrap().contains(changed_message)),
         "{result}"
     );
     assert_eq!(messages[0], messages[1]);

@@ -97,7 +97,10 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
 
     /// Waits for the next tool call to finish, within the wall-clock budget; or, when
     /// `can_park` and parking is asked for, until every call in flight waits for a human.
-    pub(super) async fn next_completion(&mut self, can_park: bool) -> Result<Completion, EvalError> {
+    pub(super) async fn next_completion(
+        &mut self,
+        can_park: bool,
+    ) -> Result<Completion, EvalError> {
         self.waited = false;
         // A call that is already done (a tool that answers at once) needs no deadline or
         // cancellation armed; a cancelled eval goes the long way so that cancellation wins.

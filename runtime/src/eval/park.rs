@@ -226,4 +226,3 @@ pub(super) fn restore_memory(
     memory.apply(guest.memory.data_mut(&mut *store));
     Ok(())
 }
-

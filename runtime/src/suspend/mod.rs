@@ -34,11 +34,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::EvalOptions;
 use crate::error::InvalidConfig;
 use crate::guest::GuestHash;
 use crate::outcome::{EvalOutcome, LogEntry, ToolCallRecord};
 use crate::tool::{EvalId, ToolError};
-use crate::EvalOptions;
 
 mod format;
 pub(crate) mod memory;
@@ -228,7 +228,9 @@ pub enum ResumeError {
         guest: GuestHash,
     },
     /// An answer names a call the eval does not wait on.
-    #[error("an answer for call {call_id}, which the eval does not wait on (it waits on {pending:?})")]
+    #[error(
+        "an answer for call {call_id}, which the eval does not wait on (it waits on {pending:?})"
+    )]
     UnknownCall {
         /// The id answered.
         call_id: u64,
