@@ -204,3 +204,83 @@ impl<'a> Reader<'a> {
         rest
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suspend::{PendingCall, SavedOptions};
+    use crate::{EvalId, EvalOptions};
+    use std::time::Duration;
+
+    fn state() -> SavedEval {
+        SavedEval {
+            eval_id: EvalId(7),
+            options: SavedOptions::of(&EvalOptions::default()),
+            fuel_left: Some(5),
+            clock_spent: Duration::from_millis(3),
+            wall_before: Duration::from_millis(4),
+            parked_at_ms: 1,
+            next_call_id: 2,
+            output_used: 0,
+            closed_stdio: 0,
+            memory_peak: 1 << 16,
+            logs: Vec::new(),
+            ledger: Vec::new(),
+            call_sites: Vec::new(),
+            call_elapsed: Vec::new(),
+            call_warnings: Vec::new(),
+            pending: vec![PendingCall {
+                call_id: 1,
+                name: "ask".into(),
+                args: serde_json::json!({}),
+                line: None,
+                column: None,
+                note: None,
+            }],
+        }
+    }
+
+    /// Small memories are stored raw, large compressible ones with zstd; both read back.
+    #[test]
+    fn memory_is_compressed_only_when_large_enough_and_both_read_back() {
+        let guest = GuestHash([9; 32]);
+        for (pages, encoding) in [(1u32, RAW), (8, ZSTD)] {
+            let memory = MemoryDiff {
+                size: 1 << 16,
+                runs: vec![(2, pages)],
+                data: vec![3; pages as usize * super::super::memory::PAGE],
+            };
+            let bytes = encode(guest, &state(), &memory);
+            let state_len = u32::from_le_bytes(bytes[HEADER..HEADER + 4].try_into().unwrap());
+            assert_eq!(
+                bytes[HEADER + 4 + state_len as usize],
+                encoding,
+                "{pages} pages"
+            );
+            let (read_guest, read_state, read_memory) = decode(&bytes).unwrap();
+            assert_eq!(
+                (read_guest, read_state, read_memory),
+                (guest, state(), memory)
+            );
+        }
+    }
+
+    #[test]
+    fn a_memory_section_that_decompresses_past_its_stated_length_is_refused() {
+        let memory = MemoryDiff {
+            size: 1 << 16,
+            runs: vec![(0, 8)],
+            data: vec![0; 8 * super::super::memory::PAGE],
+        };
+        let mut bytes = encode(GuestHash([1; 32]), &state(), &memory);
+        let state_len = u32::from_le_bytes(bytes[HEADER..HEADER + 4].try_into().unwrap()) as usize;
+        let len_at = HEADER + 4 + state_len + 1;
+        bytes[len_at..len_at + 4].copy_from_slice(&100u32.to_le_bytes());
+        let crc = checksum(&bytes);
+        bytes[HEADER - 4..HEADER].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(
+            decode(&bytes).unwrap_err(),
+            LoadError::Malformed("the memory section holds 101 bytes, its header says 100".into())
+        );
+    }
+}
