@@ -48,7 +48,7 @@ pub(crate) fn encode(guest: GuestHash, state: &SavedEval, memory: &MemoryDiff) -
     }
     raw.extend_from_slice(&memory.data);
     let compressed = (raw.len() >= COMPRESS_FROM)
-        .then(|| zstd::bulk::compress(&raw, ZSTD_LEVEL).ok())
+        .then(|| compress(&raw))
         .flatten()
         .filter(|c| c.len() < raw.len());
 
@@ -122,6 +122,22 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(GuestHash, SavedEval, MemoryDiff),
     }
     let memory = memory_section(&raw)?;
     Ok((guest, state, memory))
+}
+
+/// `raw` compressed with zstd, by a compressor kept per thread (making one costs more than
+/// compressing a small memory); `None` if zstd fails.
+fn compress(raw: &[u8]) -> Option<Vec<u8>> {
+    thread_local! {
+        static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    COMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+        }
+        cell.as_mut()?.compress(raw).ok()
+    })
 }
 
 /// Decompresses at most `len` bytes (more is an error): the output grows with what the input
