@@ -1,0 +1,1 @@
+//! Tests of the sealed store over a local directory.
