@@ -199,8 +199,12 @@ impl LocalStore {
         let expires = now_ms().saturating_add(check_ttl(key, ttl)?);
         let temp = self.write_temp(value, expires)?;
         let mut linked = std::fs::hard_link(&temp, &path);
+        let now = now_ms();
+        // Only a record seen expired is moved aside: moving a live one, even briefly, would
+        // let another claimer in while it is away.
         if matches!(&linked, Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists)
-            && self.remove_expired(key, now_ms())
+            && matches!(read_expiry(&path), Ok(Some(expires)) if expires <= now)
+            && self.remove_expired(key, now)
         {
             // The record there had expired: it counts as absent. Another racer may still win.
             linked = std::fs::hard_link(&temp, &path);
