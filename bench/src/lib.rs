@@ -3,7 +3,7 @@
 //! Measurements of the codemode sandbox against its performance targets (docs/PERFORMANCE.md):
 //! the latency and throughput of a trivial eval, the host tool-call round trip, compute
 //! workloads against the same QuickJS built natively, load over MCP's streamable HTTP (`--http`, [`http`]), the engine's floor (compute with no CPU
-//! bound at all), evals suspended in tool calls, whole-process start-up, and two studies (what
+//! bound at all), evals suspended in tool calls, saving and resuming parked evals, whole-process start-up, and two studies (what
 //! fuel and epoch interruption cost; what each technique of the runtime buys).
 //!
 //! `codemode bench` (host/src/cli/bench.rs: argument parsing only) fills [`BenchOptions`] and
@@ -39,6 +39,7 @@ mod report;
 mod run;
 mod startup;
 mod stats;
+mod suspend;
 mod suspended;
 mod techniques;
 mod throughput;
@@ -52,6 +53,7 @@ pub use report::{Figure, Machine, Report};
 pub use run::run;
 pub use startup::process_start;
 pub use stats::Samples;
+pub use suspend::{Human, Suspend, park_typical, resume_typical, suspend, write_file};
 pub use suspended::{Memory, Parked, Suspended, memory, suspended, suspension_config};
 pub use throughput::{evals_on_threads, throughput};
 pub use tool_calls::tool_round_trip;

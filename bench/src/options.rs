@@ -12,6 +12,7 @@ pub const SECTIONS: &[&str] = &[
     "compute",
     "floor",
     "suspended",
+    "suspend",
     "start-up",
     "limits",
     "techniques",

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crate::report::{Figure, Report, machine};
 use crate::{
-    BenchOptions, compute, floor, limits, runtime_config, startup, suspended, techniques,
+    BenchOptions, compute, floor, limits, runtime_config, startup, suspend, suspended, techniques,
     throughput, tool_calls, trivial,
 };
 
@@ -62,6 +62,10 @@ pub fn run(options: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<Rep
         progress(&format!("{} suspended evals", options.suspended));
         figures.extend(suspended::figures(options)?);
     }
+    if options.wants("suspend") {
+        progress("saving and resuming parked evals");
+        figures.extend(suspend::figures(options)?);
+    }
     if let Some(exe) = options
         .codemode_exe
         .as_deref()
@@ -112,7 +116,15 @@ mod tests {
         };
         let report = run(&options, &mut |_| {}).expect("the bench runs");
         let sections: Vec<&str> = report.figures.iter().map(|f| f.section.as_str()).collect();
-        for section in ["start-up", "eval", "tools", "compute", "floor", "suspended"] {
+        for section in [
+            "start-up",
+            "eval",
+            "tools",
+            "compute",
+            "floor",
+            "suspended",
+            "suspend",
+        ] {
             assert!(
                 sections.contains(&section),
                 "no {section} figure: {sections:?}"

@@ -63,6 +63,10 @@ pub fn tool_loop(calls: u64) -> String {
 /// A script that waits on one call to `wait` (the suspension target).
 pub const SUSPEND: &str = "await codemode.wait({});\n'resumed'";
 
+/// The typical parked eval of the durable-suspension targets: one call awaiting a human after
+/// building a 10,000-element array that it uses afterwards.
+pub const PARK: &str = "const xs = Array.from({ length: 10000 }, (_, i) => i);\nconst answer = await codemode.ask({});\nxs.length + answer";
+
 /// The no-op Rust tool of the round-trip target.
 pub fn noop_tools() -> FnTools {
     FnTools::new().sync_tool("noop", |_| Ok(Value::Null))

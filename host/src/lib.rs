@@ -9,5 +9,6 @@ pub mod catalog;
 pub mod cli;
 pub mod server;
 pub mod session;
+pub mod store;
 pub mod tools;
 pub mod upstream;

@@ -92,6 +92,9 @@
 //!   [`Limits`] for the defaults.
 //! - `audit`: a directory for JSON Lines files, whether to log arguments, and `keyEnv` (HMAC chains)
 //!   ([`AuditConfig`]; [`verify_audit_dir`], [`query_audit_dir`]).
+//! - `durable`: where evals waiting for a human are kept, `"local"` (the default, in
+//!   [`default_state_dir`]) or `"redis://HOST:PORT/DB"`, and the variable holding the key that
+//!   seals them ([`DurableConfig`]).
 //!
 //! [`Config::default`] (no file) has no servers, no profiles, default limits and no audit log;
 //! [`DEFAULT_CONFIG_JSON`] is the same as a file.
@@ -184,7 +187,12 @@ pub use config::{
     DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, resolve_command,
 };
 pub use config::{ConfigWarning, DEFAULT_SERVER_START_TIMEOUT};
+// Durable suspended evals and their store (issue 18 §2).
 pub use config::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
+pub use config::{
+    DEFAULT_REDIS_PORT, DEFAULT_STATE_KEY_ENV, DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig,
+    RedisUrl, StoreLocation, default_state_dir,
+};
 pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};

@@ -247,12 +247,14 @@ pub struct GuestExports {
 }
 
 impl GuestExports {
-    /// Looks the exports up and checks the ABI version; runs `_initialize` and `cm_init` when the
-    /// module has them (a snapshotted module has neither).
+    /// Looks the exports up and checks the ABI version; with `init`, runs `_initialize` and
+    /// `cm_init` when the module has them (a snapshotted module has neither). A sandbox being
+    /// restored from a saved eval is not initialised: its saved memory already is.
     pub fn bind(
         store: &mut Store<HostState>,
         instance: &Instance,
         layout: &GuestLayout,
+        init: bool,
     ) -> wasmtime::Result<Self> {
         let version = func(store, instance, layout.version.as_ref(), "cm_abi_version")?
             .typed::<(), u32>(&*store)?
@@ -266,7 +268,7 @@ impl GuestExports {
             (&layout.initialize, "_initialize"),
             (&layout.init, "cm_init"),
         ] {
-            if let Some(export) = export {
+            if let Some(export) = export.as_ref().filter(|_| init) {
                 func(store, instance, Some(export), name)?
                     .typed::<(), ()>(&*store)?
                     .call(&mut *store, ())?;

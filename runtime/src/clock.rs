@@ -26,10 +26,15 @@ struct ClockState {
 
 impl EvalClock {
     pub(crate) fn new(budget: Option<Duration>) -> Self {
+        Self::with_spent(budget, Duration::ZERO)
+    }
+
+    /// A clock of which `spent` was already used (an eval resumed from a saved state).
+    pub(crate) fn with_spent(budget: Option<Duration>, spent: Duration) -> Self {
         EvalClock {
             state: Mutex::new(ClockState {
                 budget,
-                spent: Duration::ZERO,
+                spent,
                 running_since: Some(Instant::now()),
                 pauses: 0,
             }),
@@ -48,6 +53,12 @@ impl EvalClock {
         let budget = s.budget?;
         let spent = s.spent + s.running_since.map_or(Duration::ZERO, |t| t.elapsed());
         Some(budget.saturating_sub(spent))
+    }
+
+    /// Time counted against the budget so far (pauses excluded).
+    pub(crate) fn spent(&self) -> Duration {
+        let s = self.lock();
+        s.spent + s.running_since.map_or(Duration::ZERO, |t| t.elapsed())
     }
 
     /// `true` while at least one pause guard is alive.
@@ -101,6 +112,22 @@ impl Drop for TimeoutPause {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn a_resumed_clock_starts_with_what_was_spent() {
+        let clock = Arc::new(EvalClock::with_spent(
+            Some(Duration::from_secs(10)),
+            Duration::from_secs(4),
+        ));
+        let _pause = clock.pause();
+        // Paused, the two are frozen: what was spent before, plus the instants since, and the
+        // rest of the budget.
+        assert!(clock.spent() >= Duration::from_secs(4));
+        assert_eq!(
+            clock.remaining().unwrap() + clock.spent(),
+            Duration::from_secs(10)
+        );
+    }
 
     #[test]
     fn no_budget_means_no_remaining() {

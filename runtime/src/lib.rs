@@ -28,19 +28,52 @@
 //! See [`EvalOptions`] for each limit and its default, and [`ErrorKind`] for what each produces.
 //! Options out of range end an eval with [`ErrorKind::InvalidOptions`] before it runs; a
 //! [`RuntimeConfig`] out of range is an error from [`Runtime::new`].
+//!
+//! ## Durable suspension
+//! A script waiting inside a tool call for a human need not stay in memory. A tool call says it
+//! only waits for a human with [`CallContext::awaiting_human`] (a guard holding a `note` — an
+//! approval id, say — and pausing the timeout). An eval run with [`Runtime::eval_parkable`]
+//! whose [`EvalControl::park`] is requested parks as soon as every call it has in flight holds
+//! such a guard (until then it runs on; it may finish first): the calls' futures are dropped,
+//! the sandbox slot is freed, and [`EvalStep::Suspended`] holds everything needed to go on.
+//! [`Suspended::save`] turns it into bytes (versioned, checksummed, naming its guest's sha256;
+//! the memory as the pages that differ from the guest's image, compressed);
+//! [`Suspended::load`] reads them back, with a typed [`LoadError`] for any damage.
+//!
+//! [`Runtime::resume`] continues it in a fresh sandbox — in this process or another, after a
+//! restart or a deploy — with answers for some pending calls; every other pending call is made
+//! again with [`CallContext::resumed_note`] (granted: make the real call; still undecided: wait
+//! again, which may park again). No call that finished before parking is made again, and fuel,
+//! wall time, output, tool calls, logs, warnings, the ledger and the memory peak carry over: the
+//! outcome is the one an uninterrupted run would give. Time spent parked counts in `wall_ms`
+//! and the calls' durations, not against the timeout.
+//!
+//! Several guests: a saved eval names its guest; keep [`Runtime::guest_wasm`] beside the saved
+//! states and give a new runtime the old guest with [`Runtime::add_guest`], and each eval
+//! resumes in the guest it was saved with. The embedder owns the rest: sealing the bytes
+//! against a store others can write, and resuming each saved eval once (resuming the same
+//! bytes twice runs the rest of the script twice). What is saved, exactly, and why that is the
+//! whole sandbox: [`Suspended`]'s module (`runtime/src/suspend`).
+//!
+//! ```rust
+#![doc = include_str!("../examples/durable.rs")]
+//! ```
 
 mod abi;
 mod clock;
 mod config;
 mod error;
 mod eval;
+mod guest;
 mod limits;
 mod module_cache;
 mod outcome;
+mod park;
 mod runtime;
 mod snapshot;
 mod state;
 mod suggest;
+mod suspend;
 mod tool;
 mod wasi;
 
@@ -48,10 +81,16 @@ pub use abi::{ABI_VERSION, MAX_TOOL_ARGS_BYTES, MAX_TOOL_NAME_BYTES};
 pub use clock::TimeoutPause;
 pub use config::{MAX_MEMORY_LIMIT, MIN_EPOCH_TICK, RuntimeConfig, default_cache_dir};
 pub use error::{InvalidConfig, RuntimeError};
+pub use guest::GuestHash;
 pub use limits::*;
 pub use outcome::*;
+pub use park::{EvalControl, HumanWait, ParkRequest};
 pub use runtime::{GUEST_WASM, Runtime};
 pub use suggest::closest;
+pub use suspend::{
+    Answer, EvalStep, FORMAT_VERSION as SAVE_FORMAT_VERSION, LoadError, PendingCall, ResumeError,
+    Suspended,
+};
 /// Cancels an eval started with [`Runtime::eval_cancellable`].
 pub use tokio_util::sync::CancellationToken;
 pub use tool::*;

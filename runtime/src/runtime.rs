@@ -1,18 +1,21 @@
 //! [`Runtime`]: one engine, the compiled guest, the instance pool, the epoch ticker.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{
-    Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module, OptLevel,
-    PoolingAllocationConfig, Store,
+    Enabled, Engine, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig,
+    Store,
 };
 
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
+use crate::guest::{Guest, GuestHash};
+use crate::park::EvalControl;
 use crate::state::HostState;
+use crate::suspend::{Answer, EvalStep, ResumeError, Suspended};
 use crate::tool::{EvalId, ToolHost};
 use crate::{EvalOptions, EvalOutcome, abi, module_cache, snapshot, wasi};
 
@@ -40,9 +43,12 @@ pub struct Runtime {
 
 pub(crate) struct Inner {
     pub(crate) engine: Engine,
-    pub(crate) pre: InstancePre<HostState>,
-    /// Where the guest's exports are.
-    pub(crate) layout: abi::GuestLayout,
+    /// The guests this runtime runs: the first for new evals, the others added for saved
+    /// evals that name them ([`Runtime::add_guest`]).
+    guests: RwLock<Vec<Arc<Guest>>>,
+    /// Taken to instantiate a guest outside an eval (its memory image), in the one pool slot
+    /// kept beyond `max_concurrent_evals` for that.
+    pub(crate) reserve: Mutex<()>,
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
     pub(crate) config: RuntimeConfig,
     next_eval_id: AtomicU64,
@@ -53,6 +59,21 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The guest new evals run in.
+    pub(crate) fn primary(&self) -> Arc<Guest> {
+        self.guests.read().unwrap_or_else(|e| e.into_inner())[0].clone()
+    }
+
+    /// The guest whose hash is `hash`, if this runtime has it.
+    pub(crate) fn guest(&self, hash: GuestHash) -> Option<Arc<Guest>> {
+        self.guests
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|g| g.hash == hash)
+            .cloned()
+    }
+
     /// Tears down a finished eval's instance and frees its slot. Dropping a store resets its
     /// pool slot (several microseconds of page-table scanning and copying) which the caller
     /// need not wait for: with a [`Reaper`] that is idle, it happens on the reaper's thread.
@@ -175,12 +196,7 @@ impl Runtime {
     pub fn with_guest(config: &RuntimeConfig, wasm: &[u8]) -> Result<Self, RuntimeError> {
         config.validate().map_err(RuntimeError::InvalidConfig)?;
         let engine = Engine::new(&engine_config(config)).map_err(RuntimeError::engine)?;
-        let linker = guest_linker(&engine).map_err(RuntimeError::link)?;
-        let module = load_guest(config, &engine, wasm)?;
-        let layout = abi::GuestLayout::new(&module);
-        let pre = linker
-            .instantiate_pre(&module)
-            .map_err(RuntimeError::link)?;
+        let guest = compile_guest(config, &engine, wasm)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone())
@@ -188,8 +204,8 @@ impl Runtime {
         Ok(Runtime {
             inner: Arc::new(Inner {
                 engine,
-                pre,
-                layout,
+                guests: RwLock::new(vec![Arc::new(guest)]),
+                reserve: Mutex::new(()),
                 slots: Arc::new(tokio::sync::Semaphore::new(
                     config.max_concurrent_evals as usize,
                 )),
@@ -199,6 +215,45 @@ impl Runtime {
                 reaper: config.reset_off_request_path.then(Reaper::start).flatten(),
             }),
         })
+    }
+
+    /// The hash of the guest new evals run in: what their saved states name.
+    pub fn guest_hash(&self) -> GuestHash {
+        self.inner.primary().hash
+    }
+
+    /// The bytes of the guest new evals run in. An embedder that saves evals keeps them
+    /// beside the saved states (keyed by [`Runtime::guest_hash`]), so that after a deploy that
+    /// changes the guest, [`Runtime::add_guest`] lets the new runtime resume the old evals.
+    pub fn guest_wasm(&self) -> Arc<[u8]> {
+        self.inner.primary().wasm.clone()
+    }
+
+    /// The hashes of every guest this runtime has, the one new evals run in first.
+    pub fn guests(&self) -> Vec<GuestHash> {
+        let guests = self.inner.guests.read().unwrap_or_else(|e| e.into_inner());
+        guests.iter().map(|g| g.hash).collect()
+    }
+
+    /// Compiles (or loads from the cache) another guest module of the same ABI, so that evals
+    /// saved with it can be resumed here ([`Runtime::resume`] picks each saved eval's own
+    /// guest). New evals keep running in this runtime's guest. Adding a guest it already has
+    /// does nothing. Returns the module's hash.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Compile`] or [`RuntimeError::Link`] when the module does not compile or
+    /// link.
+    pub fn add_guest(&self, wasm: &[u8]) -> Result<GuestHash, RuntimeError> {
+        let hash = GuestHash::of(wasm);
+        if self.inner.guest(hash).is_some() {
+            return Ok(hash);
+        }
+        let guest = compile_guest(&self.inner.config, &self.inner.engine, wasm)?;
+        let mut guests = self.inner.guests.write().unwrap_or_else(|e| e.into_inner());
+        if !guests.iter().any(|g| g.hash == hash) {
+            guests.push(Arc::new(guest));
+        }
+        Ok(hash)
     }
 
     /// A fresh eval id, for callers that must know it before the eval starts (audit, approvals).
@@ -226,7 +281,8 @@ impl Runtime {
         options: &EvalOptions,
         tools: &T,
     ) -> EvalOutcome {
-        crate::eval::run(self, id, code, options, tools, None).await
+        let step = crate::eval::run(self, id, code, options, tools, &EvalControl::new()).await;
+        finished(step)
     }
 
     /// [`Runtime::eval_with_id`] that ends as soon as `cancel` is cancelled — even inside a busy
@@ -241,13 +297,130 @@ impl Runtime {
         tools: &T,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> EvalOutcome {
-        crate::eval::run(self, id, code, options, tools, Some(cancel)).await
+        let control = EvalControl {
+            cancel: Some(cancel.clone()),
+            park: None,
+        };
+        let step = crate::eval::run(self, id, code, options, tools, &control).await;
+        finished(step)
+    }
+
+    /// [`Runtime::eval_with_id`] steered by `control`: cancellable, and able to park.
+    ///
+    /// Once [`EvalControl::park`] is requested, the eval parks as soon as every tool call it
+    /// has in flight waits for a human ([`crate::CallContext::awaiting_human`]) and no finished
+    /// call waits to be delivered; until then it runs on in memory, and it may finish first.
+    /// Parking drops the calls in flight, frees the sandbox slot and returns
+    /// [`EvalStep::Suspended`]: save it ([`Suspended::save`]) and resume it later, here or
+    /// elsewhere ([`Runtime::resume`]).
+    pub async fn eval_parkable<T: ToolHost + ?Sized>(
+        &self,
+        id: EvalId,
+        code: &str,
+        options: &EvalOptions,
+        tools: &T,
+        control: &EvalControl,
+    ) -> EvalStep {
+        crate::eval::run(self, id, code, options, tools, control).await
+    }
+
+    /// Resumes a parked eval in a fresh sandbox of the guest it was saved with.
+    ///
+    /// `answers` are results for some of its [pending calls](Suspended::pending), as the
+    /// tools would have returned them; they are delivered first, in the order given. Every
+    /// pending call without an answer is made again through `tools`, its
+    /// [`crate::CallContext::resumed_note`] set to its note. Calls that finished before the
+    /// eval parked are never made again. The eval keeps its id, options and everything it
+    /// used (fuel, wall time, output, tool calls, logs, warnings, ledger); the time it spent
+    /// parked counts in its `wall_ms` and its calls' durations, not against its timeout. It
+    /// may park again under `control`.
+    ///
+    /// # Errors
+    /// [`ResumeError`] when the eval cannot start, with `suspended` untouched: its guest is
+    /// not in this runtime ([`Runtime::add_guest`]), an answer names a call it does not wait
+    /// on or a call twice, or its options do not fit this runtime. Anything that goes wrong
+    /// once it runs is its outcome, as for any eval.
+    pub async fn resume<T: ToolHost + ?Sized>(
+        &self,
+        suspended: &Suspended,
+        answers: Vec<Answer>,
+        tools: &T,
+        control: &EvalControl,
+    ) -> Result<EvalStep, ResumeError> {
+        let guest = self
+            .inner
+            .guest(suspended.guest)
+            .ok_or(ResumeError::UnknownGuest {
+                guest: suspended.guest,
+            })?;
+        let pending = suspended.pending();
+        let mut seen = std::collections::HashSet::new();
+        for (call_id, _) in &answers {
+            if !pending.iter().any(|p| p.call_id == *call_id) {
+                return Err(ResumeError::UnknownCall {
+                    call_id: *call_id,
+                    pending: pending.iter().map(|p| p.call_id).collect(),
+                });
+            }
+            if !seen.insert(*call_id) {
+                return Err(ResumeError::DuplicateAnswer { call_id: *call_id });
+            }
+        }
+        let options = suspended.options();
+        options
+            .validate(&self.inner.config)
+            .map_err(ResumeError::InvalidOptions)?;
+        let image = guest
+            .reference(&self.inner.engine, &self.inner.reserve)
+            .map_err(ResumeError::Incompatible)?;
+        if suspended.memory.size < image.len() as u64 {
+            return Err(ResumeError::Incompatible(format!(
+                "the saved memory ({} bytes) is smaller than the guest's fresh memory ({} bytes)",
+                suspended.memory.size,
+                image.len()
+            )));
+        }
+        Ok(crate::eval::resume(self, guest, suspended, &options, answers, tools, control).await)
     }
 
     /// The configuration this runtime was built with.
     pub fn config(&self) -> &RuntimeConfig {
         &self.inner.config
     }
+}
+
+/// The outcome of an eval that was not asked to park (so cannot have).
+fn finished(step: EvalStep) -> EvalOutcome {
+    match step {
+        EvalStep::Finished(outcome) => outcome,
+        EvalStep::Suspended(suspended) => EvalOutcome {
+            ok: false,
+            result: serde_json::Value::Null,
+            error: Some(crate::EvalError::new(
+                crate::ErrorKind::Internal,
+                "an eval that was not asked to park parked",
+            )),
+            warnings: Vec::new(),
+            logs: suspended.logs().to_vec(),
+            tool_calls: suspended.ledger().to_vec(),
+            stats: crate::EvalStats::default(),
+        },
+    }
+}
+
+/// Compiles `wasm` (through the cache, snapshotted when configured) and links it.
+fn compile_guest(
+    config: &RuntimeConfig,
+    engine: &Engine,
+    wasm: &[u8],
+) -> Result<Guest, RuntimeError> {
+    let linker = guest_linker(engine).map_err(RuntimeError::link)?;
+    let module = load_guest(config, engine, wasm)?;
+    let layout = abi::GuestLayout::new(&module);
+    let pre = linker
+        .instantiate_pre(&module)
+        .map_err(RuntimeError::link)?;
+    Ok(Guest::new(Arc::from(wasm), pre, layout))
 }
 
 /// A linker with everything the guest imports: WASI (the sandbox's own definitions over
@@ -310,7 +483,8 @@ fn engine_config(config: &RuntimeConfig) -> wasmtime::Config {
         .cranelift_opt_level(OptLevel::Speed)
         .memory_init_cow(true);
     if config.pooling {
-        let n = config.max_concurrent_evals;
+        // One slot more than evals may hold: for a guest's memory image (`Inner::reserve`).
+        let n = config.max_concurrent_evals.saturating_add(1);
         let mut pool = PoolingAllocationConfig::default();
         // One core instance, memory and table per eval; nothing else is ever instantiated (the
         // store is synchronous, so no fiber stacks; no components; no GC heaps).

@@ -57,6 +57,8 @@ impl HostState {
                 limit: memory_limit,
                 peak: 0,
                 refused: false,
+                tables_created: 0,
+                table_grew: false,
             },
             guest_memory: None,
             started: Vec::new(),
@@ -93,6 +95,10 @@ pub struct MemoryLimiter {
     pub limit: usize,
     pub peak: usize,
     pub refused: bool,
+    /// Tables created with the instance (each is "grown" once, from nothing).
+    pub tables_created: usize,
+    /// Whether a table grew after the instance was created: state a saved eval cannot hold.
+    pub table_grew: bool,
 }
 
 impl ResourceLimiter for MemoryLimiter {
@@ -112,11 +118,17 @@ impl ResourceLimiter for MemoryLimiter {
 
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        // The guest never grows its table at run time; bound it anyway.
+        // The guest never grows its table at run time; bound it anyway. A table is created by
+        // growing from 0; any growth later is remembered (it would not survive a save).
+        if current == 0 && self.tables_created == 0 {
+            self.tables_created = 1;
+        } else {
+            self.table_grew = true;
+        }
         Ok(desired <= 100_000)
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::{EvalClock, TimeoutPause};
+use crate::park::{HumanWait, HumanWaits};
 
 /// A boxed, `Send` future: the return type of [`ToolHost::call`], so that the trait stays
 /// object-safe (`dyn ToolHost`) for hosts whose tools change at run time.
@@ -41,6 +42,10 @@ pub struct CallContext {
     pub call_id: u64,
     pub(crate) clock: Arc<EvalClock>,
     pub(crate) warnings: Arc<CallWarnings>,
+    pub(crate) human: Arc<HumanWaits>,
+    /// The note of the [`HumanWait`] this call held when its eval was parked, when the call is
+    /// made again after a resume.
+    pub(crate) resumed_note: Option<Value>,
 }
 
 /// Warnings raised by tool calls during one eval, each with the call that raised it (the
@@ -70,7 +75,40 @@ impl CallContext {
             call_id,
             clock: Arc::new(EvalClock::new(None)),
             warnings: Arc::default(),
+            human: Arc::default(),
+            resumed_note: None,
         }
+    }
+
+    /// [`CallContext::detached`] for a call made again after its eval was resumed, with the
+    /// note its [`HumanWait`] held.
+    pub fn detached_resumed(eval_id: EvalId, call_id: u64, note: Value) -> Self {
+        CallContext {
+            resumed_note: Some(note),
+            ..Self::detached(eval_id, call_id)
+        }
+    }
+
+    /// Says that this call now only waits for a human (an approval, an answer), until the
+    /// returned guard is dropped. `note` is what the embedder needs to find the wait again
+    /// (an approval id, say): it is saved with the call if the eval is parked.
+    ///
+    /// While the guard lives the eval's wall-clock timeout is paused (as with
+    /// [`CallContext::pause_timeout`]), and the eval may be parked
+    /// ([`crate::EvalControl::park`]) once every call it has in flight holds such a guard.
+    /// Parking drops the call's future: the call is made again, with
+    /// [`CallContext::resumed_note`], when the eval resumes without an answer for it.
+    pub fn awaiting_human(&self, note: Value) -> HumanWait {
+        HumanWait::new(self.human.clone(), self.call_id, note, self.clock.pause())
+    }
+
+    /// For a call made again after its eval was parked and resumed: the note its
+    /// [`HumanWait`] held when the eval was parked. `None` for a call made the first time.
+    ///
+    /// A tool layer that asked a human uses it to find the question again (granted: now make
+    /// the real call; still undecided: wait again, which may park again).
+    pub fn resumed_note(&self) -> Option<&Value> {
+        self.resumed_note.as_ref()
     }
 
     /// Adds a warning to the eval's outcome ([`crate::EvalOutcome::warnings`]), placed at this

@@ -5,6 +5,8 @@
 mod abi;
 mod concurrency;
 mod console;
+mod durable;
+mod durable_guests;
 mod forms;
 mod guest_settle;
 mod isolation;

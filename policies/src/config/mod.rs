@@ -6,6 +6,7 @@
 mod approvals;
 mod commands;
 mod document;
+mod durable;
 mod error;
 mod evaluation;
 mod fairness;
@@ -28,6 +29,10 @@ pub use approvals::ApprovalsConfig;
 pub use commands::{
     BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg, CommandConfig, CommandOutput,
     DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, resolve_command,
+};
+pub use durable::{
+    DEFAULT_REDIS_PORT, DEFAULT_STATE_KEY_ENV, DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig,
+    RedisUrl, StoreLocation, default_state_dir,
 };
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning};
 pub(crate) use evaluation::profile_from_json;
@@ -61,6 +66,10 @@ pub struct Config {
     /// What is masked or removed from tool results before scripts see them (`outputs`).
     /// Default: nothing.
     pub outputs: Arc<crate::OutputPolicy>,
+    /// Where evals waiting for a human, pending approvals and legacy MCP sessions are kept
+    /// (`durable`). Default: [`DurableConfig::default`], a local store in the user's state
+    /// directory.
+    pub durable: DurableConfig,
     /// What the file says that codemode accepts but ignores (a client-only key such as
     /// `autoApprove`, VS Code `inputs`), for the caller to show. Default: none.
     pub warnings: Vec<ConfigWarning>,
@@ -82,7 +91,8 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
     "perClient": { "maxConcurrentEvals": 32, "maxSuspendedEvals": 16 },
     "unfetchedResults": { "maxCount": 64, "maxBytes": "32MiB" }
   },
-  "audit": { "includeArgs": false }
+  "audit": { "includeArgs": false },
+  "durable": { "store": "local", "keyEnv": "CODEMODE_STATE_KEY", "suspendToStoreAfterSeconds": 5, "fsync": true }
 }
 "#;
 
@@ -92,7 +102,8 @@ impl Config {
     /// The text is JSON, with comments (`//`, `/* */`) and trailing commas allowed.
     /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
     /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `commands` (local
-    /// command tools), `outputs` (masks and removals in tool results), `$schema` (ignored, for
+    /// command tools), `outputs` (masks and removals in tool results), `durable` (where waiting
+    /// evals and sessions are kept), `$schema` (ignored, for
     /// editors) and `inputs` (VS Code's prompts: accepted, with a [warning](Config::warnings)
     /// when non-empty). Every key is optional; unknown keys are errors. `${VAR}` references in
     /// servers' `args`, `env`, `headers` and `url` are read from the process environment.

@@ -23,6 +23,7 @@ const ROOT_KEYS: &[&str] = &[
     "server",
     "commands",
     "outputs",
+    "durable",
     "inputs",
 ];
 const LIMIT_KEYS: &[&str] = &[
@@ -88,6 +89,9 @@ pub(crate) fn config_from_value(
         }
         if let Some(v) = map.get("server") {
             config.server = super::server::read_server_settings(&mut r, v, &root.key("server"));
+        }
+        if let Some(v) = map.get("durable") {
+            config.durable = super::durable::read_durable(&mut r, v, &root.key("durable"));
         }
         if let Some(v) = map.get("outputs") {
             config.outputs = Arc::new(super::outputs::read_outputs(

@@ -121,6 +121,7 @@ fn defaults() {
     let parsed = Config::from_json_str(DEFAULT_CONFIG_JSON).unwrap();
     assert_eq!(parsed.limits, c.limits);
     assert_eq!(parsed.audit, c.audit);
+    assert_eq!(parsed.durable, c.durable);
     assert!(parsed.servers.is_empty() && parsed.evaluation.profiles.is_empty());
     // An empty object is the default too; a profile gets its documented defaults.
     let c = Config::from_json_str(r#"{"evaluation": {"profiles": {"p": {}}}}"#).unwrap();

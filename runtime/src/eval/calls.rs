@@ -1,8 +1,8 @@
 //! The tool calls of one eval: from the guest's `call_start` to the ledger, in order of start,
 //! at most `max_concurrent_tool_calls` in flight, each settled back into the guest.
 
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
 
 use futures::FutureExt;
 use futures::stream::StreamExt;
@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 use wasmtime::Store;
 
 use super::errors::{cancelled_error, timeout_error};
-use super::{Eval, with_deadline};
+use super::{CallStart, Completion, Eval, with_deadline};
 use crate::outcome::{CallStatus, EvalError, ToolCallRecord};
+use crate::park::{HumanWaits, ParkRequest};
 use crate::state::{HostState, StartedCall};
 use crate::suggest;
 use crate::tool::{CallContext, ToolError, ToolHost};
@@ -52,13 +53,24 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
                 break;
             };
             let index = (id - 1) as usize;
-            self.call_started[index] = Some(Instant::now());
+            // A call made again after a resume keeps its first start.
+            if self.call_started[index].is_none() {
+                self.call_started[index] = Some(CallStart::now());
+            }
+            if self.image.is_some()
+                && let Ok(args) = &args
+            {
+                // Saved with the call if the eval parks.
+                self.in_flight_args.insert(id, args.clone());
+            }
             let tools = self.tools;
             let cx = CallContext {
                 eval_id: self.id,
                 call_id: id,
                 clock: self.clock.clone(),
                 warnings: self.warnings.clone(),
+                human: self.human.clone(),
+                resumed_note: self.resumed_notes.remove(&id),
             };
             let mut call: super::CallFuture<'_> = Box::pin(async move {
                 let result = match args {
@@ -71,28 +83,36 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
             // flight. Polled here with a waker that does nothing: a call that is not finished is
             // polled again, with the real waker, in `in_flight`.
             match call.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-                Poll::Ready(finished) => self.done.push_back(finished),
-                Poll::Pending => self.in_flight.push(call),
+                Poll::Ready(finished) => {
+                    self.in_flight_args.remove(&id);
+                    self.done.push_back(finished);
+                }
+                Poll::Pending => {
+                    self.in_flight_ids.push(id);
+                    self.in_flight.push(call);
+                }
             }
         }
     }
 
-    /// Waits for the next tool call to finish, within the wall-clock budget.
+    /// Waits for the next tool call to finish, within the wall-clock budget; or, when
+    /// `can_park` and parking is asked for, until every call in flight waits for a human.
     pub(super) async fn next_completion(
         &mut self,
-    ) -> Result<Option<(u64, Result<Value, ToolError>)>, EvalError> {
+        can_park: bool,
+    ) -> Result<Completion, EvalError> {
         self.waited = false;
         // A call that is already done (a tool that answers at once) needs no deadline or
         // cancellation armed; a cancelled eval goes the long way so that cancellation wins.
         if self.cancel.as_ref().is_none_or(|c| !c.is_cancelled()) {
-            if let Some(done) = self.done.pop_front() {
-                return Ok(Some(done));
+            if let Some((id, result)) = self.done.pop_front() {
+                return Ok(Completion::Call(id, result));
             }
             if self.in_flight.is_empty() {
-                return Ok(None);
+                return Ok(Completion::Idle);
             }
             if let Some(done) = self.in_flight.next().now_or_never() {
-                return Ok(done);
+                return Ok(self.landed(done));
             }
         } else if self.in_flight.is_empty() {
             return Err(cancelled_error());
@@ -105,12 +125,28 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
+        let park = self.park.clone().filter(|_| can_park);
+        let parkable = all_waiting_for_humans(park, self.human.clone(), self.in_flight_ids.clone());
+        let done = tokio::select! {
             done = with_deadline(&self.clock, self.in_flight.next()) => match done {
-                Some(done) => Ok(done),
-                None => Err(timeout_error(self.options)),
+                Some(done) => done,
+                None => return Err(timeout_error(self.options)),
             },
-            () = cancelled => Err(cancelled_error()),
+            () = cancelled => return Err(cancelled_error()),
+            waiting = parkable => return Ok(Completion::Park(waiting)),
+        };
+        Ok(self.landed(done))
+    }
+
+    /// A call that came out of `in_flight` (`None`: it was empty).
+    fn landed(&mut self, done: Option<(u64, Result<Value, ToolError>)>) -> Completion {
+        match done {
+            Some((id, result)) => {
+                self.in_flight_ids.retain(|&i| i != id);
+                self.in_flight_args.remove(&id);
+                Completion::Call(id, result)
+            }
+            None => Completion::Idle,
         }
     }
 
@@ -218,12 +254,34 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
     pub(super) async fn drain_unawaited(&mut self) {
         loop {
             self.launch_queued();
-            match self.next_completion().await {
-                Ok(Some((id, result))) => {
+            match self.next_completion(false).await {
+                Ok(Completion::Call(id, result)) => {
                     self.settle(id, result, usize::MAX);
                 }
-                Ok(None) | Err(_) => return,
+                Ok(Completion::Idle | Completion::Park(_)) | Err(_) => return,
             }
         }
+    }
+}
+
+/// Resolves, with each call's note, once `park` is requested and every call of `in_flight`
+/// holds a [`crate::HumanWait`]; never without a request.
+async fn all_waiting_for_humans(
+    park: Option<ParkRequest>,
+    human: Arc<HumanWaits>,
+    in_flight: Vec<u64>,
+) -> Vec<(u64, Value)> {
+    let Some(park) = park else {
+        return std::future::pending().await;
+    };
+    park.requested().await;
+    loop {
+        let changed = human.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if let Some(notes) = human.notes_if_all(&in_flight) {
+            return in_flight.into_iter().zip(notes).collect();
+        }
+        changed.await;
     }
 }

@@ -6,7 +6,7 @@
 //! concurrently, a call may take minutes (a human deciding) while the instance costs only its
 //! memory, and the store stays synchronous (no fiber stacks).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,13 +19,20 @@ use wasmtime::{Store, UpdateDeadline};
 use crate::EvalOptions;
 use crate::abi::{GuestExports, STATUS_DONE, STATUS_PENDING};
 use crate::clock::EvalClock;
-use crate::outcome::{ErrorKind, EvalError, EvalOutcome, EvalStats, ToolCallRecord, Warning};
+use crate::guest::Guest;
+use crate::outcome::{
+    ErrorKind, EvalError, EvalOutcome, EvalStats, LogEntry, ToolCallRecord, Warning,
+};
+use crate::park::{EvalControl, HumanWaits, ParkRequest};
 use crate::runtime::Runtime;
 use crate::state::HostState;
+use crate::suspend::memory::MemoryDiff;
+use crate::suspend::{Answer, EvalStep, Suspended};
 use crate::tool::{BoxFuture, CallWarnings, EvalId, ToolError, ToolHost};
 
 mod calls;
 mod errors;
+mod park;
 
 use errors::{cancelled_error, internal, timeout_error};
 
@@ -49,81 +56,76 @@ struct Envelope {
 /// At most this many warnings from the guest are kept (the guest itself sends at most 11).
 const MAX_GUEST_WARNINGS: usize = 32;
 
+/// How an eval's sandbox begins.
+pub(crate) enum Start<'s> {
+    /// A fresh instance runs `code`.
+    Fresh(&'s str),
+    /// A fresh instance takes a parked eval's memory and fuel, then waits on its calls.
+    Resumed {
+        memory: &'s MemoryDiff,
+        fuel_left: Option<u64>,
+    },
+}
+
+/// Runs `code` in a fresh sandbox of the runtime's guest, to its end or (when `control` asks
+/// and the eval can) until it parks.
 pub(crate) async fn run<T: ToolHost + ?Sized>(
     runtime: &Runtime,
     id: EvalId,
     code: &str,
     options: &EvalOptions,
     tools: &T,
-    cancel: Option<&CancellationToken>,
-) -> EvalOutcome {
-    let started = Instant::now();
+    control: &EvalControl,
+) -> EvalStep {
     let clock = Arc::new(EvalClock::new(options.timeout));
-    let mut eval = Eval {
-        id,
-        clock: clock.clone(),
-        warnings: Arc::default(),
-        options,
-        tools,
-        cancel: cancel.cloned(),
-        ledger: Vec::new(),
-        call_started: Vec::new(),
-        call_sites: Vec::new(),
-        guest_warnings: Vec::new(),
-        queued: VecDeque::new(),
-        done: VecDeque::new(),
-        in_flight: FuturesUnordered::new(),
-        waited: false,
-    };
+    let eval = Eval::new(id, clock, options, tools, control, runtime.inner.primary());
+    eval.step(runtime, Start::Fresh(code)).await
+}
 
-    if let Err(e) = options.validate(&runtime.inner.config) {
-        return eval.failed(
-            EvalError::new(
-                ErrorKind::InvalidOptions,
-                format!("invalid eval options: {e}"),
-            ),
-            started,
-        );
-    }
+/// Resumes a parked eval in a fresh sandbox of `guest`: `answers` are delivered first, the other
+/// pending calls are made again. The caller has checked the answers and the options.
+pub(crate) async fn resume<T: ToolHost + ?Sized>(
+    runtime: &Runtime,
+    guest: Arc<Guest>,
+    suspended: &Suspended,
+    options: &EvalOptions,
+    answers: Vec<Answer>,
+    tools: &T,
+    control: &EvalControl,
+) -> EvalStep {
+    let eval = Eval::restored(&suspended.state, options, tools, control, guest, answers);
+    let start = Start::Resumed {
+        memory: &suspended.memory,
+        fuel_left: suspended.state.fuel_left,
+    };
+    eval.step(runtime, start).await
+}
 
-    // Waiting for a free instance slot counts against the timeout (a free one is taken at once,
-    // without arming the deadline).
-    let free = runtime.inner.slots.clone().try_acquire_owned().ok();
-    let waited = match free {
-        Some(permit) => Some(Ok(permit)),
-        None => with_deadline(&clock, runtime.inner.slots.clone().acquire_owned()).await,
-    };
-    let permit = match waited {
-        Some(Ok(permit)) => permit,
-        Some(Err(_)) => {
-            return eval.failed(
-                EvalError::new(ErrorKind::Internal, "the runtime is shutting down"),
-                started,
-            );
-        }
-        None => return eval.failed(timeout_error(options), started),
-    };
-
-    let mut store = match new_store(runtime, options, cancel) {
-        Ok(store) => store,
-        Err(e) => return eval.failed(e, started),
-    };
-    let result = eval.drive(runtime, &mut store, code).await;
-    let outcome = eval.finish(result, &mut store, started).await;
-    runtime.inner.retire(store, permit);
-    outcome
+/// What driving the guest came to.
+enum Driven {
+    /// The script finished: the outcome envelope's bytes.
+    Done(Vec<u8>),
+    /// Every call in flight waits for a human and parking was asked for: (call id, note).
+    Parked(Vec<(u64, serde_json::Value)>),
 }
 
 fn new_store(
     runtime: &Runtime,
     options: &EvalOptions,
     cancel: Option<&CancellationToken>,
+    restored: Option<Restored>,
 ) -> Result<Store<HostState>, EvalError> {
-    let state = HostState::new(
+    let mut state = HostState::new(
         usize::try_from(options.memory).unwrap_or(usize::MAX),
         options.max_tool_calls.filter(|&n| n > 0),
         options.max_output,
     );
+    if let Some(restored) = restored {
+        state.next_call_id = restored.next_call_id;
+        state.logs = restored.logs;
+        state.output_used = restored.output_used;
+        state.closed_stdio = restored.closed_stdio;
+    }
     let mut store = Store::new(&runtime.inner.engine, state);
     store.limiter(|s| &mut s.memory);
     if let Some(token) = cancel.cloned() {
@@ -148,6 +150,35 @@ fn new_store(
     Ok(store)
 }
 
+/// The host-side pieces of a parked eval that go into its new store.
+struct Restored {
+    next_call_id: u64,
+    logs: Vec<LogEntry>,
+    output_used: u64,
+    closed_stdio: u8,
+}
+
+/// When a tool call started, as the time it had already run (before its eval was parked, the
+/// parked time included) plus the instant it was last (re)started in this process.
+#[derive(Debug, Clone, Copy)]
+struct CallStart {
+    at: Instant,
+    before: Duration,
+}
+
+impl CallStart {
+    fn now() -> Self {
+        CallStart {
+            at: Instant::now(),
+            before: Duration::ZERO,
+        }
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.before + self.at.elapsed()
+    }
+}
+
 struct Eval<'a, T: ?Sized> {
     id: EvalId,
     clock: Arc<EvalClock>,
@@ -156,63 +187,194 @@ struct Eval<'a, T: ?Sized> {
     options: &'a EvalOptions,
     tools: &'a T,
     cancel: Option<CancellationToken>,
+    guest: Arc<Guest>,
+    /// The calls waiting for a human ([`crate::CallContext::awaiting_human`]).
+    human: Arc<HumanWaits>,
+    park: Option<ParkRequest>,
+    /// The guest's fresh memory, when this eval may park (asked to, and its guest can be
+    /// saved): what the saved memory is the difference from.
+    image: Option<Arc<[u8]>>,
     ledger: Vec<ToolCallRecord>,
-    /// Start instant of each call, indexed like `ledger`.
-    call_started: Vec<Option<Instant>>,
+    /// Start of each call, indexed like `ledger`.
+    call_started: Vec<Option<CallStart>>,
     /// Where in the script each call was made (line, column), indexed like `ledger`.
     call_sites: Vec<(Option<u32>, Option<u32>)>,
     /// The warnings the guest sent with its outcome.
     guest_warnings: Vec<Warning>,
     queued: VecDeque<(u64, Result<Value, ToolError>, String)>,
-    /// Calls that finished as they were launched (a tool that answers at once), in order.
+    /// Calls that finished as they were launched (a tool that answers at once), in order; on
+    /// resume, the answers given.
     done: VecDeque<(u64, Result<Value, ToolError>)>,
     in_flight: FuturesUnordered<CallFuture<'a>>,
+    /// The ids of the calls in `in_flight`.
+    in_flight_ids: Vec<u64>,
+    /// The arguments of the calls in flight, kept only while the eval may park.
+    in_flight_args: HashMap<u64, Value>,
+    /// Notes of parked calls to hand to the tools when they are made again.
+    resumed_notes: HashMap<u64, Value>,
     /// Whether the last `next_completion` had to wait (rather than take a finished call).
     waited: bool,
+    /// Wall time of the eval before this sandbox (earlier runs and parked time).
+    wall_before: Duration,
+    /// Host state to restore in the store, for a resumed eval (until the store exists).
+    restored: Option<Restored>,
+    /// Fuel and memory peak of the eval before this sandbox.
+    fuel_used_before: u64,
+    memory_peak_before: u64,
 }
 
 impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
-    /// Runs the guest to completion. `Ok(envelope bytes)` when the script finished.
+    fn new(
+        id: EvalId,
+        clock: Arc<EvalClock>,
+        options: &'a EvalOptions,
+        tools: &'a T,
+        control: &EvalControl,
+        guest: Arc<Guest>,
+    ) -> Self {
+        Eval {
+            id,
+            clock,
+            warnings: Arc::default(),
+            options,
+            tools,
+            cancel: control.cancel.clone(),
+            guest,
+            human: Arc::default(),
+            park: control.park.clone(),
+            image: None,
+            ledger: Vec::new(),
+            call_started: Vec::new(),
+            call_sites: Vec::new(),
+            guest_warnings: Vec::new(),
+            queued: VecDeque::new(),
+            done: VecDeque::new(),
+            in_flight: FuturesUnordered::new(),
+            in_flight_ids: Vec::new(),
+            in_flight_args: HashMap::new(),
+            resumed_notes: HashMap::new(),
+            waited: false,
+            wall_before: Duration::ZERO,
+            restored: None,
+            fuel_used_before: 0,
+            memory_peak_before: 0,
+        }
+    }
+
+    /// Runs the eval in a sandbox slot: to its outcome, or parked.
+    async fn step(mut self, runtime: &Runtime, start: Start<'_>) -> EvalStep {
+        let started = Instant::now();
+        if let Err(e) = self.options.validate(&runtime.inner.config) {
+            return EvalStep::Finished(self.failed(
+                EvalError::new(
+                    ErrorKind::InvalidOptions,
+                    format!("invalid eval options: {e}"),
+                ),
+                started,
+            ));
+        }
+        self.prepare_parking(runtime);
+
+        // Waiting for a free instance slot counts against the timeout (a free one is taken at
+        // once, without arming the deadline).
+        let free = runtime.inner.slots.clone().try_acquire_owned().ok();
+        let waited = match free {
+            Some(permit) => Some(Ok(permit)),
+            None => with_deadline(&self.clock, runtime.inner.slots.clone().acquire_owned()).await,
+        };
+        let permit = match waited {
+            Some(Ok(permit)) => permit,
+            Some(Err(_)) => {
+                return EvalStep::Finished(self.failed(
+                    EvalError::new(ErrorKind::Internal, "the runtime is shutting down"),
+                    started,
+                ));
+            }
+            None => {
+                let error = timeout_error(self.options);
+                return EvalStep::Finished(self.failed(error, started));
+            }
+        };
+
+        let restored = self.restored.take();
+        let mut store = match new_store(runtime, self.options, self.cancel.as_ref(), restored) {
+            Ok(store) => store,
+            Err(e) => return EvalStep::Finished(self.failed(e, started)),
+        };
+        let step = match self.drive(runtime, &mut store, start).await {
+            Ok(Driven::Parked(waiting)) => {
+                EvalStep::Suspended(self.parked(runtime, &mut store, waiting, started))
+            }
+            Ok(Driven::Done(envelope)) => {
+                EvalStep::Finished(self.finish(Ok(envelope), &mut store, started).await)
+            }
+            Err(e) => EvalStep::Finished(self.finish(Err(e), &mut store, started).await),
+        };
+        runtime.inner.retire(store, permit);
+        step
+    }
+
+    /// Runs the guest until the script finishes or the eval parks.
     async fn drive(
         &mut self,
         runtime: &Runtime,
         store: &mut Store<HostState>,
-        code: &str,
-    ) -> Result<Vec<u8>, EvalError> {
+        start: Start<'_>,
+    ) -> Result<Driven, EvalError> {
         let fuel = runtime.inner.config.fuel;
         let tick = runtime.inner.config.epoch_tick;
         self.set_deadline(store, tick);
-        let instance = runtime
-            .inner
+        let instance = self
+            .guest
             .pre
             .instantiate(&mut *store)
             .map_err(|e| self.guest_failed(store, e))?;
-        let guest = GuestExports::bind(store, &instance, &runtime.inner.layout)
+        let fresh = matches!(start, Start::Fresh(_));
+        let guest = GuestExports::bind(store, &instance, &self.guest.layout, fresh)
             .map_err(|e| self.guest_failed(store, e))?;
-        if fuel {
-            store
-                .set_fuel(self.options.fuel.unwrap_or(u64::MAX))
-                .map_err(|e| internal("setting fuel", &e))?;
-        }
-        let heap_limit = heap_limit(store.data().memory.limit);
-        let code_ptr = guest
-            .write(store, code.as_bytes())
-            .map_err(|e| self.guest_failed(store, e))?;
-        self.set_deadline(store, tick);
-        let mut status = guest
-            .run
-            .call(&mut *store, (code_ptr, code.len() as u32, heap_limit))
-            .map_err(|e| self.guest_failed(store, e))?;
+        let mut status = match start {
+            Start::Fresh(code) => {
+                if fuel {
+                    store
+                        .set_fuel(self.options.fuel.unwrap_or(u64::MAX))
+                        .map_err(|e| internal("setting fuel", &e))?;
+                }
+                let heap_limit = heap_limit(store.data().memory.limit);
+                let code_ptr = guest
+                    .write(store, code.as_bytes())
+                    .map_err(|e| self.guest_failed(store, e))?;
+                self.set_deadline(store, tick);
+                guest
+                    .run
+                    .call(&mut *store, (code_ptr, code.len() as u32, heap_limit))
+                    .map_err(|e| self.guest_failed(store, e))?
+            }
+            Start::Resumed { memory, fuel_left } => {
+                park::restore_memory(store, &guest, memory)?;
+                if fuel {
+                    let left = fuel_left.unwrap_or(self.options.fuel.unwrap_or(u64::MAX));
+                    store
+                        .set_fuel(left)
+                        .map_err(|e| internal("setting fuel", &e))?;
+                }
+                STATUS_PENDING
+            }
+        };
         loop {
             self.take_started_calls(store);
             match status {
                 STATUS_DONE => {
-                    return store.data_mut().finished.take().ok_or_else(|| {
-                        EvalError::new(
-                            ErrorKind::Internal,
-                            "the guest returned without reporting an outcome",
-                        )
-                    });
+                    return store
+                        .data_mut()
+                        .finished
+                        .take()
+                        .map(Driven::Done)
+                        .ok_or_else(|| {
+                            EvalError::new(
+                                ErrorKind::Internal,
+                                "the guest returned without reporting an outcome",
+                            )
+                        });
                 }
                 STATUS_PENDING => {}
                 other => {
@@ -223,11 +385,16 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                 }
             }
             self.launch_queued();
-            let Some((call_id, result)) = self.next_completion().await? else {
-                return Err(EvalError::new(
-                    ErrorKind::Internal,
-                    "the guest waits on tool calls but none is in flight",
-                ));
+            let can_park = self.can_park(store);
+            let (call_id, result) = match self.next_completion(can_park).await? {
+                Completion::Call(call_id, result) => (call_id, result),
+                Completion::Park(waiting) => return Ok(Driven::Parked(waiting)),
+                Completion::Idle => {
+                    return Err(EvalError::new(
+                        ErrorKind::Internal,
+                        "the guest waits on tool calls but none is in flight",
+                    ));
+                }
             };
             let (ok, payload) = self.settle(call_id, result, store.data().memory.limit);
             // The deadline is relative to the epoch when it was set: after a wait, renew it
@@ -315,6 +482,10 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             // Un-awaited calls still running: the script is done, but their effects are not.
             self.drain_unawaited().await;
         }
+        // Answers given on resume that the script ended before taking: the calls did finish.
+        while let Some((id, result)) = self.done.pop_front() {
+            self.settle(id, result, usize::MAX);
+        }
         self.outcome(ok, value, error, store, started)
     }
 
@@ -342,8 +513,8 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             tool_calls: self.closed_ledger(),
             stats: EvalStats {
                 fuel_used,
-                wall_ms: started.elapsed().as_secs_f64() * 1000.0,
-                memory_peak_bytes: state.memory.peak as u64,
+                wall_ms: (self.wall_before + started.elapsed()).as_secs_f64() * 1000.0,
+                memory_peak_bytes: (state.memory.peak as u64).max(self.memory_peak_before),
             },
         }
     }
@@ -372,22 +543,33 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         warnings
     }
 
-    /// An outcome for an eval that failed before its guest ran.
+    /// An outcome for an eval that failed before its guest ran (a resumed one keeps its logs).
     fn failed(mut self, error: EvalError, started: Instant) -> EvalOutcome {
+        let logs = self.restored.take().map(|r| r.logs).unwrap_or_default();
         EvalOutcome {
             ok: false,
             result: Value::Null,
             error: Some(error),
             warnings: self.warnings(),
-            logs: Vec::new(),
+            logs,
             tool_calls: self.closed_ledger(),
             stats: EvalStats {
-                fuel_used: 0,
-                wall_ms: started.elapsed().as_secs_f64() * 1000.0,
-                memory_peak_bytes: 0,
+                fuel_used: self.fuel_used_before,
+                wall_ms: (self.wall_before + started.elapsed()).as_secs_f64() * 1000.0,
+                memory_peak_bytes: self.memory_peak_before,
             },
         }
     }
+}
+
+/// What the eval loop waits for next.
+enum Completion {
+    /// A call finished.
+    Call(u64, Result<Value, ToolError>),
+    /// Nothing is in flight.
+    Idle,
+    /// Parking was asked for and every call in flight waits for a human: (call id, note).
+    Park(Vec<(u64, Value)>),
 }
 
 /// The QuickJS heap limit for a linear-memory limit: leave room for the C stack, static data

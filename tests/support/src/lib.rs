@@ -3,9 +3,12 @@
 //!
 //! - [`peers`]: the real MCP peers (npm and PyPI packages, pinned in `setup.sh` next to this
 //!   crate's manifest) that the MCP tests run against, installed on first use;
+//! - [`services`]: real Redis and HAProxy processes on loopback ports of their own (Debian's
+//!   packages, installed by `debian.sh` when missing);
 //! - [`scratch_dir`]: a fresh directory per test.
 
 pub mod peers;
+pub mod services;
 
 use std::path::PathBuf;
 

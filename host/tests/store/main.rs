@@ -1,0 +1,336 @@
+//! The durable store against a real `redis-server` (Debian's package, installed when missing;
+//! each test starts its own on a free loopback port with no persistence): records with TTLs,
+//! exactly-once takes and claims across two store handles ("nodes"), cluster-wide listing,
+//! tampering, connection errors and reconnection, legacy MCP sessions across nodes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_host::store::sessions::SealedSessionStore;
+use codemode_host::store::{
+    REDIS_KEY_PREFIX, RecordStore, RedisStore, StateKey, Store, StoreErrorKind,
+};
+use codemode_policies::{DurableConfig, RedisUrl, StoreLocation};
+use codemode_test_support::scratch_dir;
+use codemode_test_support::services::{RedisServer, free_port};
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn key(byte: u8) -> StateKey {
+    StateKey::from_bytes([byte; 32])
+}
+
+async fn node(redis: &RedisServer, key_byte: u8) -> Store {
+    let url = RedisUrl::parse(&redis.url(0)).unwrap();
+    let backend = RedisStore::connect(&url).await.unwrap();
+    Store::new(Arc::new(backend), &key(key_byte))
+}
+
+/// Polls `f` until it is true, at most `tries` times 10 ms apart.
+async fn eventually(tries: usize, mut f: impl AsyncFnMut() -> bool) -> bool {
+    for _ in 0..tries {
+        if f().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn records_round_trip_and_expire_by_redis_ttl() {
+    let redis = RedisServer::start(&scratch_dir("store-redis", "ttl"));
+    let store = node(&redis, 1).await;
+    assert_eq!(
+        store.describe(),
+        format!("redis://127.0.0.1:{}/0", redis.port())
+    );
+    store.put("eval:1", b"saved state", MINUTE).await.unwrap();
+    let record = store.get("eval:1").await.unwrap().unwrap();
+    assert_eq!(record.value, b"saved state");
+    assert!(record.remaining() <= MINUTE);
+    // Redis holds the record under the prefix, with its TTL, sealed.
+    let ttl: u64 = String::from_utf8(redis.cli(&["PTTL", "codemode:eval:1"]))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 60_000, "{ttl}");
+    let raw = redis.cli(&["GET", "codemode:eval:1"]);
+    assert!(!raw.windows(11).any(|w| w == b"saved state"));
+
+    store
+        .put("eval:short", b"x", Duration::from_millis(50))
+        .await
+        .unwrap();
+    assert!(
+        eventually(500, async || redis.cli(&["EXISTS", "codemode:eval:short"])
+            == b"0\n")
+        .await
+    );
+    assert_eq!(store.get("eval:short").await.unwrap(), None);
+
+    assert_eq!(
+        store.take("eval:1").await.unwrap().unwrap().value,
+        b"saved state"
+    );
+    assert_eq!(store.take("eval:1").await.unwrap(), None);
+    store.put("eval:2", b"y", MINUTE).await.unwrap();
+    assert!(store.delete("eval:2").await.unwrap());
+    assert!(!store.delete("eval:2").await.unwrap());
+    assert_eq!(
+        store.put("bad key", b"x", MINUTE).await.unwrap_err().kind(),
+        StoreErrorKind::InvalidArgument
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_take_or_a_claim_has_exactly_one_winner_across_nodes() {
+    let redis = RedisServer::start(&scratch_dir("store-redis", "race"));
+    let nodes = [node(&redis, 1).await, node(&redis, 1).await];
+    for round in 0..20 {
+        let key = format!("eval:{round}");
+        nodes[0].put(&key, b"saved", MINUTE).await.unwrap();
+        let takers: Vec<_> = (0..16)
+            .map(|i| {
+                let store = nodes[i % 2].clone();
+                let key = key.clone();
+                tokio::spawn(async move { store.take(&key).await.unwrap() })
+            })
+            .collect();
+        let mut winners = 0;
+        for t in takers {
+            winners += usize::from(t.await.unwrap().is_some());
+        }
+        assert_eq!(winners, 1, "round {round}");
+
+        let claim = format!("claim:{round}");
+        let claimers: Vec<_> = (0..16)
+            .map(|i| {
+                let store = nodes[i % 2].clone();
+                let claim = claim.clone();
+                tokio::spawn(async move {
+                    store
+                        .put_if_absent(&claim, format!("node {i}").as_bytes(), MINUTE)
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        let mut won = 0;
+        for c in claimers {
+            won += usize::from(c.await.unwrap());
+        }
+        assert_eq!(won, 1, "round {round}");
+    }
+}
+
+#[tokio::test]
+async fn list_sees_every_nodes_records() {
+    let redis = RedisServer::start(&scratch_dir("store-redis", "list"));
+    let (a, b) = (node(&redis, 1).await, node(&redis, 1).await);
+    // More than one SCAN page and one MGET batch.
+    for i in 0..300 {
+        let store = if i % 2 == 0 { &a } else { &b };
+        store
+            .put(
+                &format!("approval:{i:03}"),
+                format!("ask {i}").as_bytes(),
+                MINUTE,
+            )
+            .await
+            .unwrap();
+    }
+    a.put("eval:x", b"not an approval", MINUTE).await.unwrap();
+    // Something else's key under the prefix, and a record sealed under another key.
+    redis.cli(&["SET", "codemode:approval:zzz", "garbage"]);
+    let other = node(&redis, 2).await;
+    other.put("approval:other", b"x", MINUTE).await.unwrap();
+
+    let listing = b.list("approval:").await.unwrap();
+    let keys: Vec<String> = listing.records.iter().map(|r| r.key.clone()).collect();
+    let expected: Vec<String> = (0..300).map(|i| format!("approval:{i:03}")).collect();
+    assert_eq!(keys, expected);
+    assert_eq!(listing.records[7].value, b"ask 7");
+    let mut bad: Vec<String> = listing
+        .unreadable
+        .iter()
+        .map(|e| e.message().to_string())
+        .collect();
+    bad.sort();
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(bad[0].starts_with("record `approval:other`"), "{}", bad[0]);
+    assert!(bad[0].contains("sealed under another key"), "{}", bad[0]);
+    assert_eq!(
+        bad[1],
+        format!(
+            "record `approval:zzz` in redis://127.0.0.1:{}/0 cannot be opened: it is 7 bytes, \
+             shorter than any sealed record (57): truncated, or not a codemode record",
+            redis.port()
+        )
+    );
+    assert_eq!(a.list("eval:").await.unwrap().records.len(), 1);
+    assert!(a.list("nothing:").await.unwrap().records.is_empty());
+}
+
+#[tokio::test]
+async fn tampered_records_are_clear_errors() {
+    let redis = RedisServer::start(&scratch_dir("store-redis", "tamper"));
+    let store = node(&redis, 1).await;
+    store
+        .put("eval:a", b"the saved eval", MINUTE)
+        .await
+        .unwrap();
+    // A record moved to another key: DUMP/RESTORE copies the exact bytes.
+    let backend = RedisStore::connect(&RedisUrl::parse(&redis.url(0)).unwrap())
+        .await
+        .unwrap();
+    let sealed = backend.get("eval:a").await.unwrap().unwrap();
+    backend.put("eval:b", sealed.clone(), MINUTE).await.unwrap();
+    let e = store.get("eval:b").await.unwrap_err();
+    assert_eq!(e.kind(), StoreErrorKind::Unreadable);
+    let failed = "it failed authentication: it was altered or truncated, or it belongs under \
+                  another key name";
+    assert_eq!(
+        e.message(),
+        format!(
+            "record `eval:b` in redis://127.0.0.1:{}/0 cannot be opened: {failed}",
+            redis.port()
+        )
+    );
+    // A flipped byte, and a truncation.
+    let mut flipped = sealed.clone();
+    flipped[40] ^= 0x80;
+    backend.put("eval:a", flipped, MINUTE).await.unwrap();
+    assert!(
+        store
+            .get("eval:a")
+            .await
+            .unwrap_err()
+            .message()
+            .ends_with(failed)
+    );
+    backend
+        .put("eval:a", sealed[..sealed.len() - 1].to_vec(), MINUTE)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .take("eval:a")
+            .await
+            .unwrap_err()
+            .message()
+            .ends_with(failed)
+    );
+    // The wrong key.
+    store.put("eval:c", b"x", MINUTE).await.unwrap();
+    let e = node(&redis, 9).await.get("eval:c").await.unwrap_err();
+    assert!(e.message().contains("sealed under another key"), "{e}");
+}
+
+#[tokio::test]
+async fn connection_errors_name_the_server_not_the_password_and_it_reconnects() {
+    let dir = scratch_dir("store-redis", "reconnect");
+    // Nothing listens: a clear error at once.
+    let port = free_port();
+    let url = RedisUrl::parse(&format!("redis://:hunter2@127.0.0.1:{port}/0")).unwrap();
+    let e = RedisStore::connect(&url).await.unwrap_err();
+    assert_eq!(e.kind(), StoreErrorKind::Unavailable);
+    assert!(
+        e.message().starts_with(&format!(
+            "redis://:***@127.0.0.1:{port}/0: cannot connect: "
+        )),
+        "{e}"
+    );
+    assert!(!format!("{e:?}{e}").contains("hunter2"));
+
+    // A wrong password.
+    let mut redis = RedisServer::start_with_password(&dir, "s3cret-pw");
+    let wrong =
+        RedisUrl::parse(&format!("redis://:wrong-pw@127.0.0.1:{}/0", redis.port())).unwrap();
+    let e = RedisStore::connect(&wrong).await.unwrap_err();
+    assert_eq!(e.kind(), StoreErrorKind::Unavailable);
+    assert!(!e.to_string().contains("wrong-pw"), "{e}");
+
+    // Redis goes away and comes back: the failing call says so, later ones work again.
+    let store = node(&redis, 1).await;
+    store.put("k", b"v", MINUTE).await.unwrap();
+    redis.stop();
+    let e = store.get("k").await.unwrap_err();
+    assert_eq!(e.kind(), StoreErrorKind::Unavailable);
+    assert!(
+        e.message().starts_with(&format!(
+            "redis://:***@127.0.0.1:{}/0: GET failed: ",
+            redis.port()
+        )),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("s3cret-pw"));
+    redis.restart();
+    assert!(
+        eventually(500, async || store.put("k", b"again", MINUTE).await.is_ok()).await,
+        "the store did not reconnect"
+    );
+    assert_eq!(store.get("k").await.unwrap().unwrap().value, b"again");
+}
+
+#[tokio::test]
+async fn store_open_needs_the_shared_key_for_redis() {
+    let redis = RedisServer::start(&scratch_dir("store-redis", "open"));
+    let mut config = DurableConfig::default();
+    config.store = StoreLocation::Redis(RedisUrl::parse(&redis.url(0)).unwrap());
+    // A variable no test sets: without a shared key a cluster cannot work.
+    config.key_env = "CODEMODE_TEST_UNSET_REDIS_KEY".to_string();
+    let e = Store::open(&config).await.unwrap_err();
+    assert_eq!(e.kind(), StoreErrorKind::SealingKey);
+    assert!(
+        e.message().starts_with(
+            "the environment variable `CODEMODE_TEST_UNSET_REDIS_KEY` is not set: the nodes \
+             sharing a Redis store must share one sealing key"
+        ),
+        "{e}"
+    );
+    // PATH is always set and is no key: the message names the variable, not its value.
+    config.key_env = "PATH".to_string();
+    let e = Store::open(&config).await.unwrap_err();
+    assert!(
+        e.message()
+            .starts_with("the environment variable `PATH` (the sealing key) is")
+    );
+    assert!(!e.message().contains("/usr"), "{e}");
+}
+
+#[tokio::test]
+async fn a_legacy_session_continues_on_another_node() {
+    use rmcp::model::{ClientCapabilities, Implementation, InitializeRequestParams};
+    use rmcp::transport::streamable_http_server::session::SessionState;
+
+    let redis = RedisServer::start(&scratch_dir("store-redis", "sessions"));
+    let a = SealedSessionStore::new(node(&redis, 1).await).into_rmcp();
+    let b = SealedSessionStore::new(node(&redis, 1).await)
+        .with_ttl(Duration::from_secs(90))
+        .into_rmcp();
+    let params = InitializeRequestParams::new(
+        ClientCapabilities::default(),
+        Implementation::new("client", "1"),
+    );
+    a.store("session-1", &SessionState::new(params.clone()))
+        .await
+        .unwrap();
+    let key = format!(
+        "{REDIS_KEY_PREFIX}{}",
+        SealedSessionStore::record_key("session-1")
+    );
+    assert_eq!(redis.cli(&["EXISTS", &key]), b"1\n");
+    let restored = b.load("session-1").await.unwrap().unwrap();
+    assert_eq!(restored.initialize_params.client_info.name, "client");
+    // Restoring renewed its life to node b's TTL.
+    let ttl: u64 = String::from_utf8(redis.cli(&["PTTL", &key]))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(ttl > 60_000 && ttl <= 90_000, "{ttl}");
+    b.delete("session-1").await.unwrap();
+    assert!(a.load("session-1").await.unwrap().is_none());
+}

@@ -1,0 +1,509 @@
+//! The `durable` section: where evals waiting for a human, pending approvals and legacy MCP
+//! sessions are kept so that they outlive the process and, with a shared store, can be picked
+//! up by any node of a cluster.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::reader::{JsonPath, Reader, describe};
+use crate::ConfigErrorKind;
+
+const DURABLE_KEYS: &[&str] = &[
+    "store",
+    "dir",
+    "keyEnv",
+    "suspendToStoreAfterSeconds",
+    "fsync",
+];
+
+/// The default of `durable.keyEnv`: `CODEMODE_STATE_KEY`.
+pub const DEFAULT_STATE_KEY_ENV: &str = "CODEMODE_STATE_KEY";
+
+/// The default of `durable.suspendToStoreAfterSeconds`: 5 seconds.
+pub const DEFAULT_SUSPEND_TO_STORE_AFTER: Duration = Duration::from_secs(5);
+
+/// The `durable` section. [`DurableConfig::default`] is a local store in
+/// [`default_state_dir`], which needs no set-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DurableConfig {
+    /// Where records are kept (`store`: `"local"` or `"redis://HOST:PORT/DB"`). Default:
+    /// [`StoreLocation::Local`].
+    pub store: StoreLocation,
+    /// The state directory (`dir`): the local store's records are in its `records/`
+    /// subdirectory, and a generated sealing key in its `state.key` file. Default:
+    /// [`default_state_dir`] (`None` only when no environment variable names a home).
+    pub dir: Option<PathBuf>,
+    /// The environment variable holding the 32-byte key that seals every record (`keyEnv`): 64
+    /// hex digits, or base64 (standard or URL-safe alphabet, padding optional). When it is not
+    /// set, a local store uses a key generated in `dir/state.key` (mode `0600`); a Redis store
+    /// refuses to start, since the nodes of a cluster must share one key. Default:
+    /// [`DEFAULT_STATE_KEY_ENV`]. Read when the store is opened, not when the file is loaded.
+    pub key_env: String,
+    /// How long an eval waits for a human in memory before it is saved to the store and its
+    /// sandbox freed (`suspendToStoreAfterSeconds`, `0` = at once). Default:
+    /// [`DEFAULT_SUSPEND_TO_STORE_AFTER`] (5 s).
+    pub suspend_to_store_after: Duration,
+    /// Whether the local store makes each record durable on disk (`fsync` of the file and of
+    /// its directory) before a write returns (`fsync`). Without it, a record written just
+    /// before a power loss or kernel crash may be lost (a crash of codemode alone loses
+    /// nothing). Ignored by Redis, whose own persistence settings apply. Default: `true`.
+    pub fsync: bool,
+}
+
+impl Default for DurableConfig {
+    fn default() -> Self {
+        DurableConfig {
+            store: StoreLocation::Local,
+            dir: default_state_dir(),
+            key_env: DEFAULT_STATE_KEY_ENV.to_string(),
+            suspend_to_store_after: DEFAULT_SUSPEND_TO_STORE_AFTER,
+            fsync: true,
+        }
+    }
+}
+
+/// Where records are kept (`durable.store`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// Files in the state directory (`"local"`): one process, or processes of one machine
+    /// sharing the directory.
+    Local,
+    /// A Redis or Valkey server shared by the nodes of a cluster (`"redis://…"`).
+    Redis(RedisUrl),
+}
+
+/// A `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]` URL, checked. Its [`Display`](fmt::Display)
+/// and [`Debug`] forms hide the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisUrl {
+    url: String,
+    redacted: String,
+    password: Option<String>,
+    db: u32,
+}
+
+/// The port Redis listens on when a URL names none.
+pub const DEFAULT_REDIS_PORT: u16 = 6379;
+
+impl RedisUrl {
+    /// Checks `text`: scheme `redis`, a host, an optional port, an optional database number as
+    /// the path, nothing else.
+    ///
+    /// ```
+    /// use codemode_policies::RedisUrl;
+    /// let url = RedisUrl::parse("redis://app:s3cret@10.0.0.5:6380/2").unwrap();
+    /// assert_eq!(url.to_string(), "redis://app:***@10.0.0.5:6380/2");
+    /// assert_eq!(url.db(), 2);
+    /// assert_eq!(url.as_secret_str(), "redis://app:s3cret@10.0.0.5:6380/2");
+    /// assert!(RedisUrl::parse("rediss://host").unwrap_err().contains("TLS"));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// What is wrong, never repeating the password.
+    pub fn parse(text: &str) -> Result<RedisUrl, String> {
+        let url = url::Url::parse(text).map_err(|e| format!("not a URL: {e}"))?;
+        match url.scheme() {
+            "redis" => {}
+            "rediss" => {
+                return Err(
+                    "TLS (`rediss://`) is not supported; reach Redis over a private \
+                            network or a TLS tunnel and write `redis://`"
+                        .to_string(),
+                );
+            }
+            other => {
+                return Err(format!(
+                    "the scheme is `{other}`; expected `redis://HOST:PORT/DB` (or \"local\")"
+                ));
+            }
+        }
+        let host = match url.host_str() {
+            Some(h) if !h.is_empty() => h.to_string(),
+            _ => return Err("the URL names no host".to_string()),
+        };
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err("query parameters and fragments are not supported".to_string());
+        }
+        let db = match url.path().trim_start_matches('/') {
+            "" => 0,
+            n => n.parse::<u32>().map_err(|_| {
+                format!("the path must be a database number such as `/0`, found `/{n}`")
+            })?,
+        };
+        let port = url.port().unwrap_or(DEFAULT_REDIS_PORT);
+        let user = match (url.username(), url.password()) {
+            ("", None) => String::new(),
+            (user, None) => format!("{user}@"),
+            (user, Some(_)) => format!("{user}:***@"),
+        };
+        let password = url.password().filter(|p| !p.is_empty()).map(|p| {
+            percent_encoding::percent_decode_str(p)
+                .decode_utf8_lossy()
+                .into_owned()
+        });
+        Ok(RedisUrl {
+            url: text.to_string(),
+            redacted: format!("redis://{user}{host}:{port}/{db}"),
+            password,
+            db,
+        })
+    }
+
+    /// The URL as written, password included: for the client library only, never for a
+    /// message.
+    pub fn as_secret_str(&self) -> &str {
+        &self.url
+    }
+
+    /// `text` with the URL's password (as written and decoded) replaced by `***`: for messages
+    /// of a client library that might quote it.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        if let Some(password) = &self.password {
+            out = out.replace(password.as_str(), "***");
+            let written = url::Url::parse(&self.url)
+                .ok()
+                .and_then(|u| u.password().map(str::to_string));
+            if let Some(written) = written {
+                out = out.replace(&written, "***");
+            }
+        }
+        out
+    }
+
+    /// The database number (`0` when the URL has no path).
+    pub fn db(&self) -> u32 {
+        self.db
+    }
+}
+
+impl fmt::Display for RedisUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted)
+    }
+}
+
+impl fmt::Debug for RedisUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RedisUrl({})", self.redacted)
+    }
+}
+
+/// The default state directory: `$CODEMODE_STATE_DIR`, else `$XDG_STATE_HOME/codemode`, else
+/// `$HOME/.local/state/codemode` (empty variables count as unset).
+pub fn default_state_dir() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("CODEMODE_STATE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = var("XDG_STATE_HOME") {
+        return Some(PathBuf::from(dir).join("codemode"));
+    }
+    var("HOME").map(|h| {
+        PathBuf::from(h)
+            .join(".local")
+            .join("state")
+            .join("codemode")
+    })
+}
+
+/// Reads `durable` at `path`.
+pub(crate) fn read_durable(r: &mut Reader, v: &Value, path: &JsonPath) -> DurableConfig {
+    let mut out = DurableConfig::default();
+    let Some(map) = r.object(v, path, DURABLE_KEYS) else {
+        return out;
+    };
+    if let Some(v) = map.get("store") {
+        let p = path.key("store");
+        if let Some(written) = r.string(v, &p) {
+            match written {
+                "local" => out.store = StoreLocation::Local,
+                _ if written.contains("://") => {
+                    // `${VAR}` references let the password stay out of the file.
+                    if let Some(text) = r.substituted(written, &p) {
+                        match RedisUrl::parse(&text) {
+                            Ok(url) => out.store = StoreLocation::Redis(url),
+                            // The written text, not the value: a variable may hold a secret.
+                            Err(e) => r.error(
+                                &p,
+                                ConfigErrorKind::InvalidValue,
+                                format!("`{written}`: {e}"),
+                            ),
+                        }
+                    }
+                }
+                _ => r.error(
+                    &p,
+                    ConfigErrorKind::InvalidValue,
+                    format!(
+                        "expected \"local\" or a URL such as \"redis://HOST:PORT/DB\", found {}",
+                        describe(v)
+                    ),
+                ),
+            }
+        }
+    }
+    if let Some(v) = map.get("dir") {
+        let p = path.key("dir");
+        match r.string(v, &p) {
+            Some("") => r.error(
+                &p,
+                ConfigErrorKind::InvalidValue,
+                "the directory is empty; leave `dir` out for the default state directory",
+            ),
+            Some(s) => out.dir = Some(PathBuf::from(s)),
+            None => {}
+        }
+    }
+    if let Some(v) = map.get("keyEnv") {
+        let p = path.key("keyEnv");
+        match r.string(v, &p) {
+            Some("") => r.error(
+                &p,
+                ConfigErrorKind::InvalidValue,
+                format!(
+                    "the variable name is empty; leave `keyEnv` out for `{DEFAULT_STATE_KEY_ENV}`"
+                ),
+            ),
+            Some(name) if name.contains('=') || name.contains('\0') => r.error(
+                &p,
+                ConfigErrorKind::InvalidValue,
+                format!("`{name}` cannot be an environment variable's name (it holds `=` or NUL)"),
+            ),
+            Some(name) => out.key_env = name.to_string(),
+            None => {}
+        }
+    }
+    if let Some(v) = map.get("suspendToStoreAfterSeconds") {
+        let p = path.key("suspendToStoreAfterSeconds");
+        match v.as_f64() {
+            Some(s) if s >= 0.0 && v.is_number() => match Duration::try_from_secs_f64(s) {
+                Ok(d) => out.suspend_to_store_after = d,
+                Err(_) => r.error(&p, ConfigErrorKind::InvalidValue, "too large"),
+            },
+            Some(_) => r.error(
+                &p,
+                ConfigErrorKind::InvalidValue,
+                format!(
+                    "expected a number of seconds, at least 0, found {}",
+                    describe(v)
+                ),
+            ),
+            None => r.expected(&p, "a number of seconds", v),
+        }
+    }
+    if let Some(v) = map.get("fsync")
+        && let Some(b) = r.bool(v, &path.key("fsync"))
+    {
+        out.fsync = b;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{Config, ConfigErrorKind};
+
+    #[test]
+    fn the_default_is_a_local_store_in_the_state_directory() {
+        let c = Config::from_json_str("{}").unwrap();
+        assert_eq!(c.durable, DurableConfig::default());
+        assert_eq!(c.durable.store, StoreLocation::Local);
+        assert_eq!(c.durable.dir, default_state_dir());
+        assert_eq!(c.durable.key_env, "CODEMODE_STATE_KEY");
+        assert_eq!(c.durable.suspend_to_store_after, Duration::from_secs(5));
+        assert!(c.durable.fsync);
+        // The tests run with HOME set, so there is always a default.
+        assert!(c.durable.dir.is_some());
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let c = Config::from_json_str(
+            r#"{"durable": {"store": "redis://app:pw@127.0.0.1:6390/3", "dir": "/var/lib/codemode",
+                "keyEnv": "MY_KEY", "suspendToStoreAfterSeconds": 0.5, "fsync": false}}"#,
+        )
+        .unwrap();
+        let StoreLocation::Redis(url) = &c.durable.store else {
+            panic!("{:?}", c.durable.store)
+        };
+        assert_eq!(url.to_string(), "redis://app:***@127.0.0.1:6390/3");
+        assert_eq!(
+            format!("{url:?}"),
+            "RedisUrl(redis://app:***@127.0.0.1:6390/3)"
+        );
+        assert_eq!(url.as_secret_str(), "redis://app:pw@127.0.0.1:6390/3");
+        assert_eq!(url.db(), 3);
+        assert_eq!(url.redact("auth failed for pw"), "auth failed for ***");
+        assert_eq!(c.durable.dir, Some(PathBuf::from("/var/lib/codemode")));
+        assert_eq!(c.durable.key_env, "MY_KEY");
+        assert_eq!(c.durable.suspend_to_store_after, Duration::from_millis(500));
+        assert!(!c.durable.fsync);
+        let local = Config::from_json_str(
+            r#"{"durable": {"store": "local", "suspendToStoreAfterSeconds": 0}}"#,
+        )
+        .unwrap();
+        assert_eq!(local.durable.store, StoreLocation::Local);
+        assert_eq!(local.durable.suspend_to_store_after, Duration::ZERO);
+    }
+
+    #[test]
+    fn redis_urls_default_port_and_database_and_take_env_references() {
+        let c = Config::from_json_str_with_env(
+            r#"{"durable": {"store": "redis://:${REDIS_PASSWORD}@redis"}}"#,
+            |name| (name == "REDIS_PASSWORD").then(|| "hunter2".to_string()),
+        )
+        .unwrap();
+        let StoreLocation::Redis(url) = &c.durable.store else {
+            panic!()
+        };
+        assert_eq!(url.to_string(), "redis://:***@redis:6379/0");
+        assert_eq!(url.as_secret_str(), "redis://:hunter2@redis");
+        assert_eq!(
+            RedisUrl::parse("redis://[::1]:7000").unwrap().to_string(),
+            "redis://[::1]:7000/0"
+        );
+        assert_eq!(
+            RedisUrl::parse("redis://u@h/").unwrap().to_string(),
+            "redis://u@h:6379/0"
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_path_and_never_the_password() {
+        let cases = [
+            (
+                r#"{"durable": []}"#,
+                "durable",
+                ConfigErrorKind::WrongType,
+                "expected an object, found an array",
+            ),
+            (
+                r#"{"durable": {"stor": "local"}}"#,
+                "durable.stor",
+                ConfigErrorKind::UnknownKey,
+                "unknown key `stor` (did you mean `store`?); allowed keys: `store`, `dir`, `keyEnv`, `suspendToStoreAfterSeconds`, `fsync`",
+            ),
+            (
+                r#"{"durable": {"store": 1}}"#,
+                "durable.store",
+                ConfigErrorKind::WrongType,
+                "expected a string, found a number (1)",
+            ),
+            (
+                r#"{"durable": {"store": "memory"}}"#,
+                "durable.store",
+                ConfigErrorKind::InvalidValue,
+                "expected \"local\" or a URL such as \"redis://HOST:PORT/DB\", found a string (\"memory\")",
+            ),
+            (
+                r#"{"durable": {"store": "http://u:hunter2@h/0"}}"#,
+                "durable.store",
+                ConfigErrorKind::InvalidValue,
+                "`http://u:hunter2@h/0`: the scheme is `http`; expected `redis://HOST:PORT/DB` (or \"local\")",
+            ),
+            (
+                r#"{"durable": {"store": "rediss://h"}}"#,
+                "durable.store",
+                ConfigErrorKind::InvalidValue,
+                "`rediss://h`: TLS (`rediss://`) is not supported; reach Redis over a private network or a TLS tunnel and write `redis://`",
+            ),
+            (
+                r#"{"durable": {"store": "redis://h/x"}}"#,
+                "durable.store",
+                ConfigErrorKind::InvalidValue,
+                "`redis://h/x`: the path must be a database number such as `/0`, found `/x`",
+            ),
+            (
+                r#"{"durable": {"store": "redis://h:99999/0"}}"#,
+                "durable.store",
+                ConfigErrorKind::InvalidValue,
+                "`redis://h:99999/0`: not a URL: invalid port number",
+            ),
+            (
+                r#"{"durable": {"store": "redis://h/0?protocol=resp3"}}"#,
+                "durable.store",
+                ConfigErrorKind::InvalidValue,
+                "`redis://h/0?protocol=resp3`: query parameters and fragments are not supported",
+            ),
+            (
+                r#"{"durable": {"store": "redis://"}}"#,
+                "durable.store",
+                ConfigErrorKind::InvalidValue,
+                "`redis://`: the URL names no host",
+            ),
+            (
+                r#"{"durable": {"store": "redis://:${NOPE_UNSET_PW}@h"}}"#,
+                "durable.store",
+                ConfigErrorKind::MissingEnv,
+                "the environment variable `NOPE_UNSET_PW` is not set (referenced as `${NOPE_UNSET_PW}`); set it, or give a default: `${NOPE_UNSET_PW:-value}`",
+            ),
+            (
+                r#"{"durable": {"dir": ""}}"#,
+                "durable.dir",
+                ConfigErrorKind::InvalidValue,
+                "the directory is empty; leave `dir` out for the default state directory",
+            ),
+            (
+                r#"{"durable": {"keyEnv": ""}}"#,
+                "durable.keyEnv",
+                ConfigErrorKind::InvalidValue,
+                "the variable name is empty; leave `keyEnv` out for `CODEMODE_STATE_KEY`",
+            ),
+            (
+                r#"{"durable": {"keyEnv": "A=B"}}"#,
+                "durable.keyEnv",
+                ConfigErrorKind::InvalidValue,
+                "`A=B` cannot be an environment variable's name (it holds `=` or NUL)",
+            ),
+            (
+                r#"{"durable": {"suspendToStoreAfterSeconds": -1}}"#,
+                "durable.suspendToStoreAfterSeconds",
+                ConfigErrorKind::InvalidValue,
+                "expected a number of seconds, at least 0, found a number (-1)",
+            ),
+            (
+                r#"{"durable": {"suspendToStoreAfterSeconds": 1e300}}"#,
+                "durable.suspendToStoreAfterSeconds",
+                ConfigErrorKind::InvalidValue,
+                "too large",
+            ),
+            (
+                r#"{"durable": {"suspendToStoreAfterSeconds": "5s"}}"#,
+                "durable.suspendToStoreAfterSeconds",
+                ConfigErrorKind::WrongType,
+                "expected a number of seconds, found a string (\"5s\")",
+            ),
+            (
+                r#"{"durable": {"fsync": "yes"}}"#,
+                "durable.fsync",
+                ConfigErrorKind::WrongType,
+                "expected a boolean, found a string (\"yes\")",
+            ),
+        ];
+        for (json, path, kind, message) in cases {
+            let errors = Config::from_json_str(json).unwrap_err().errors;
+            assert_eq!(errors.len(), 1, "{json}: {errors:?}");
+            assert_eq!(
+                (errors[0].path(), errors[0].kind(), errors[0].message()),
+                (path, kind, message),
+                "{json}"
+            );
+        }
+        let errors = Config::from_json_str_with_env(
+            r#"{"durable": {"store": "redis://u:${PW}@h/x"}}"#,
+            |_| Some("hunter2".to_string()),
+        )
+        .unwrap_err();
+        assert!(!errors.to_string().contains("hunter2"), "{errors}");
+    }
+}

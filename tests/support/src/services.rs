@@ -1,0 +1,289 @@
+//! Real Redis and HAProxy processes for tests, each on loopback ports of its own, installed
+//! from Debian (`redis-server`, `haproxy`) by `debian.sh` next to this crate's manifest when
+//! missing, and stopped when dropped. A missing package that cannot be installed is a failure,
+//! never a skip.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// How long a started service may take to answer.
+const READY_WITHIN: Duration = Duration::from_secs(20);
+
+/// Installs the Debian packages of `redis-server` and `haproxy` when missing (once per
+/// process). Panics with the script's output when that fails.
+pub fn ensure_installed() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("debian.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(["redis-server", "redis-server", "haproxy", "haproxy"])
+            .output()
+            .unwrap_or_else(|e| panic!("could not run {}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "{} failed ({}):\n{}{}",
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released: free unless something takes it at once).
+pub fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port on 127.0.0.1: {e}"))
+}
+
+/// A `redis-server` on 127.0.0.1 with no persistence (`--save '' --appendonly no`), in a
+/// directory of its own; killed when dropped.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+    password: Option<String>,
+}
+
+impl RedisServer {
+    /// Starts one on a free port, in `dir` (created), and waits until it answers `PING`.
+    pub fn start(dir: &Path) -> RedisServer {
+        RedisServer::start_on(dir, free_port(), None)
+    }
+
+    /// Starts one requiring `password` (`requirepass`).
+    pub fn start_with_password(dir: &Path, password: &str) -> RedisServer {
+        RedisServer::start_on(dir, free_port(), Some(password.to_string()))
+    }
+
+    fn start_on(dir: &Path, port: u16, password: Option<String>) -> RedisServer {
+        ensure_installed();
+        std::fs::create_dir_all(dir)
+            .unwrap_or_else(|e| panic!("could not create {}: {e}", dir.display()));
+        let mut server = RedisServer {
+            child: None,
+            port,
+            dir: dir.to_path_buf(),
+            password,
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::File::create(self.dir.join("redis.log"))
+            .unwrap_or_else(|e| panic!("could not create redis.log: {e}"));
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&self.dir);
+        if let Some(password) = &self.password {
+            cmd.args(["--requirepass", password]);
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start redis-server: {e}"));
+        self.child = Some(child);
+        let deadline = Instant::now() + READY_WITHIN;
+        while !self.answers_ping() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server on port {} did not answer PING within {READY_WITHIN:?}; its log:\n{}",
+                self.port,
+                std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether `PING` gets `+PONG` (or, with a password, the server answers at all).
+    fn answers_ping(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect((Ipv4Addr::LOCALHOST, self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        if s.write_all(b"PING\r\n").is_err() {
+            return false;
+        }
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf).unwrap_or(0);
+        let reply = &buf[..n];
+        reply.starts_with(b"+PONG") || (self.password.is_some() && reply.starts_with(b"-NOAUTH"))
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:PORT/DB` (with `:PASSWORD@` when it has one).
+    pub fn url(&self, db: u32) -> String {
+        match &self.password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}/{db}", self.port),
+            None => format!("redis://127.0.0.1:{}/{db}", self.port),
+        }
+    }
+
+    /// Kills it (`SIGKILL`) and waits for it to exit; its data is gone (no persistence).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port (after [`RedisServer::stop`]), empty.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// Runs `redis-cli` against it with `args` and returns its standard output (a test's way to
+    /// look at, or tamper with, what a store wrote).
+    pub fn cli(&self, args: &[&str]) -> Vec<u8> {
+        let mut cmd = Command::new("redis-cli");
+        cmd.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
+        if let Some(p) = &self.password {
+            cmd.args(["--no-auth-warning", "-a", p]);
+        }
+        let out = cmd
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("could not run redis-cli: {e}"));
+        assert!(
+            out.status.success(),
+            "redis-cli {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// An `haproxy` in the foreground (`-db`) with a configuration a test writes; killed when
+/// dropped. [`HaProxy::start`] waits until `wait_for` accepts connections.
+#[derive(Debug)]
+pub struct HaProxy {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl HaProxy {
+    /// Writes `config` to `dir/haproxy.cfg`, checks it (`haproxy -c`), starts haproxy, and
+    /// waits until `wait_for` (one of its frontends) accepts TCP connections.
+    pub fn start(dir: &Path, config: &str, wait_for: SocketAddr) -> HaProxy {
+        ensure_installed();
+        std::fs::create_dir_all(dir)
+            .unwrap_or_else(|e| panic!("could not create {}: {e}", dir.display()));
+        let cfg = dir.join("haproxy.cfg");
+        std::fs::write(&cfg, config).unwrap_or_else(|e| panic!("could not write haproxy.cfg: {e}"));
+        let check = Command::new("haproxy")
+            .arg("-c")
+            .arg("-f")
+            .arg(&cfg)
+            .output()
+            .unwrap_or_else(|e| panic!("could not run haproxy: {e}"));
+        assert!(
+            check.status.success(),
+            "haproxy -c refused {}:\n{}{}",
+            cfg.display(),
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let log = std::fs::File::create(dir.join("haproxy.log"))
+            .unwrap_or_else(|e| panic!("could not create haproxy.log: {e}"));
+        let child = Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&cfg)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start haproxy: {e}"));
+        let proxy = HaProxy {
+            child,
+            dir: dir.to_path_buf(),
+        };
+        let deadline = Instant::now() + READY_WITHIN;
+        while TcpStream::connect(wait_for).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "haproxy did not listen on {wait_for} within {READY_WITHIN:?}; its log:\n{}",
+                proxy.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        proxy
+    }
+
+    /// What it printed so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("haproxy.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for HaProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_starts_answers_and_restarts_empty() {
+        let dir = crate::scratch_dir("support", "redis");
+        let mut redis = RedisServer::start(&dir);
+        assert_eq!(redis.cli(&["SET", "k", "v"]), b"OK\n");
+        assert_eq!(redis.cli(&["GET", "k"]), b"v\n");
+        redis.restart();
+        assert_eq!(redis.cli(&["EXISTS", "k"]), b"0\n");
+        redis.stop();
+        assert!(!redis.answers_ping());
+    }
+
+    #[test]
+    fn haproxy_forwards_tcp_to_redis() {
+        let dir = crate::scratch_dir("support", "haproxy");
+        let redis = RedisServer::start(&dir.join("redis"));
+        let front = free_port();
+        let config = format!(
+            "defaults\n  mode tcp\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
+             frontend f\n  bind 127.0.0.1:{front}\n  default_backend b\n\
+             backend b\n  server r 127.0.0.1:{}\n",
+            redis.port()
+        );
+        let _proxy = HaProxy::start(
+            &dir.join("haproxy"),
+            &config,
+            SocketAddr::from((Ipv4Addr::LOCALHOST, front)),
+        );
+        let mut s = TcpStream::connect((Ipv4Addr::LOCALHOST, front)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(b"PING\r\n").unwrap();
+        let mut buf = [0u8; 7];
+        s.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"+PONG\r\n");
+    }
+}
