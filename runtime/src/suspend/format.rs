@@ -4,7 +4,9 @@
 //! magic "CMPARKED" (8) · format version u16 · guest sha256 (32) · crc32 of all the rest u32
 //! state length u32 · state (JSON: the host's side of the eval, see SavedEval)
 //! memory encoding u8 (0 raw, 1 zstd) · raw memory length u32 · memory (encoded)
-//! raw memory: size u64 · run count u32 · runs (first page u32, pages u32)* · the pages' bytes
+//! raw memory: size u64 · run count u32 · runs (first page u32, pages u32)* · the pages'
+//!             bytes XOR their fresh content, packed: a bitmap of the 8-byte words that are
+//!             not zero (one bit each), then those words
 //! ```
 //!
 //! The checksum catches corruption (a torn write, a flipped bit), not forgery: a store that
@@ -46,7 +48,7 @@ pub(crate) fn encode(guest: GuestHash, state: &SavedEval, memory: &MemoryDiff) -
         raw.extend_from_slice(&first.to_le_bytes());
         raw.extend_from_slice(&count.to_le_bytes());
     }
-    raw.extend_from_slice(&memory.data);
+    raw.extend_from_slice(&memory.packed_data());
     let compressed = (raw.len() >= COMPRESS_FROM)
         .then(|| compress(&raw))
         .flatten()
@@ -175,12 +177,13 @@ fn memory_section(raw: &[u8]) -> Result<MemoryDiff, LoadError> {
             )
         })
         .collect();
-    let memory = MemoryDiff {
+    let mut memory = MemoryDiff {
         size,
         runs,
-        data: r.rest().to_vec(),
+        data: Vec::new(),
     };
-    memory.check().map_err(LoadError::Malformed)?;
+    let pages = memory.check_runs().map_err(LoadError::Malformed)?;
+    memory.data = MemoryDiff::unpack_data(r.rest(), pages).map_err(LoadError::Malformed)?;
     Ok(memory)
 }
 
@@ -286,7 +289,7 @@ mod tests {
         let memory = MemoryDiff {
             size: 1 << 16,
             runs: vec![(0, 8)],
-            data: vec![0; 8 * super::super::memory::PAGE],
+            data: vec![3; 8 * super::super::memory::PAGE],
         };
         let mut bytes = encode(GuestHash([1; 32]), &state(), &memory);
         let state_len = u32::from_le_bytes(bytes[HEADER..HEADER + 4].try_into().unwrap()) as usize;
