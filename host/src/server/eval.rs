@@ -65,6 +65,7 @@ impl CodemodeServer {
             let local = self.state.suspensions.get(token);
             if let Some(durable) = self.state.durable()
                 && local.as_ref().is_none_or(|s| s.is_parked())
+                && super::suspend::is_token(token)
             {
                 if let Some(parked) = &local {
                     self.state.suspensions.remove(parked.token());

@@ -170,6 +170,12 @@ impl Suspensions {
     }
 }
 
+/// Whether `text` has the form of a `requestState` this server makes (32 lowercase hex
+/// digits): anything else is not looked up anywhere, the store included.
+pub fn is_token(text: &str) -> bool {
+    text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 fn random_token() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
