@@ -299,7 +299,12 @@ impl Suspended {
     /// The eval was saved to the durable store, waiting on `questions`: requests waiting here
     /// are answered with them, and a retry goes through the store.
     pub fn park(&self, questions: Vec<(String, Question)>) {
-        self.lock().parked = Some(questions);
+        {
+            let mut state = self.lock();
+            state.parked = Some(questions);
+            // Forgotten here like an unfetched result: the eval lives on in the store.
+            state.finished_at = Some(Instant::now());
+        }
         self.changed.notify_waiters();
     }
 
