@@ -77,6 +77,7 @@ pub struct GovernedEval {
     waits: Option<Arc<dyn HumanWaits>>,
     park: Option<ParkRequest>,
     open_asks: Option<Arc<OpenAsks>>,
+    audit_id: Option<String>,
 }
 
 /// How a governed eval stopped: finished, or parked while every call it had in flight waited
@@ -127,6 +128,13 @@ impl GovernedEvalBuilder {
     /// eval waits on). Default: not kept.
     pub fn open_asks(mut self, asks: Option<Arc<OpenAsks>>) -> Self {
         self.eval.open_asks = asks;
+        self
+    }
+
+    /// The `eval_id` of its audit records. Default: [`codemode_policies::audit_eval_id`] of
+    /// its id; an eval resumed in another process keeps the one it was first audited under.
+    pub fn audit_id(mut self, id: Option<String>) -> Self {
+        self.eval.audit_id = id;
         self
     }
 
@@ -217,6 +225,7 @@ impl GovernedEval {
                 waits: None,
                 park: None,
                 open_asks: None,
+                audit_id: None,
             },
         }
     }
@@ -419,6 +428,7 @@ impl GovernedEval {
             caller: &self.caller.name,
             session_id: self.session.as_ref().map(|(id, _)| id.as_str()),
             profile: self.profile.as_ref().map(|p| p.name()),
+            audit_id: self.audit_id.as_deref(),
         }
     }
 
@@ -455,6 +465,7 @@ impl GovernedEval {
             .preview(Arc::new(preview))
             .session_id(session_id)
             .caller(self.caller.clone())
+            .audit_id(self.audit_id.clone())
             .outputs(self.outputs.clone());
         if let Some(upstreams) = &self.upstreams {
             builder = builder.schemas(Arc::new(CatalogSchemas::new(upstreams.clone())));

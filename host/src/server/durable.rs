@@ -51,6 +51,8 @@ pub struct ParkedMeta {
     pub profile: Option<String>,
     /// The eval's id.
     pub eval_id: u64,
+    /// The `eval_id` of its audit records (the first process's), kept by every resume.
+    pub audit_id: String,
     /// The asks it waits on.
     pub asks: Vec<SavedAsk>,
 }
@@ -432,17 +434,23 @@ impl Durable {
     }
 
     /// Whether `token` names a parked eval, a resumed one still running, or a waiting result.
-    pub async fn knows(&self, token: &str) -> bool {
+    ///
+    /// # Errors
+    /// When a record is there but this node cannot open it (sealed under another key, altered)
+    /// or the store fails: the record is left as it is, for a node that can.
+    pub async fn knows(&self, token: &str) -> Result<bool, String> {
         for key in [
             format!("eval:{token}"),
             format!("result:{token}"),
             format!("running:{token}"),
         ] {
-            if matches!(self.store.get(&key).await, Ok(Some(_))) {
-                return true;
+            match self.store.get(&key).await {
+                Ok(Some(_)) => return Ok(true),
+                Ok(None) => {}
+                Err(e) => return Err(e.to_string()),
             }
         }
-        false
+        Ok(false)
     }
 
     /// The description saved with an eval being parked.
@@ -453,6 +461,7 @@ impl Durable {
         caller: &Caller,
         profile: Option<&str>,
         eval_id: u64,
+        audit_id: String,
         asks: &[OpenAsk],
     ) -> ParkedMeta {
         ParkedMeta {
@@ -463,6 +472,7 @@ impl Durable {
             permissions: caller.permissions.iter().cloned().collect(),
             profile: profile.map(str::to_string),
             eval_id,
+            audit_id,
             asks: asks.iter().map(SavedAsk::of).collect(),
         }
     }

@@ -268,6 +268,7 @@ impl CodemodeServer {
                     &caller,
                     profile.as_ref().map(|p| p.name()),
                     eval.id().0,
+                    codemode_policies::audit_eval_id(eval.id()),
                     &asks.snapshot(),
                 );
                 match park_or_resume(state, &durable, entry, meta, parked, &cancel).await {
@@ -301,14 +302,21 @@ impl CodemodeServer {
         // question was asked): give the store a moment to know the token.
         let mut known = durable.knows(token).await;
         for _ in 0..STORE_PATIENCE_STEPS {
-            if known {
+            if !matches!(known, Ok(false)) {
                 break;
             }
             tokio::time::sleep(STORE_PATIENCE_STEP).await;
             known = durable.knows(token).await;
         }
-        if !known {
-            return None;
+        match known {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => {
+                return Some(Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "this eval is saved, but this node cannot read it ({e}); it stays in the store for a node that can (do all nodes share durable.keyEnv's key?) — retry, do not run it again"
+                ))])
+                .into()));
+            }
         }
         // The tool first: a retry through another tool must not take the eval from the right one.
         if let Some(parked) = durable.parked_tool(token).await
@@ -481,6 +489,7 @@ fn resumed_eval(
     });
     GovernedEval::builder(state.runtime.clone())
         .id(codemode_runtime::EvalId(meta.eval_id))
+        .audit_id(Some(meta.audit_id.clone()))
         .tools(state.upstreams.clone())
         .caller(Caller::new(meta.caller.clone(), meta.permissions.clone()))
         .profile(
@@ -588,6 +597,7 @@ pub(super) async fn resume_from_store(
                         &Caller::new(meta.caller.clone(), meta.permissions.clone()),
                         meta.profile.as_deref(),
                         meta.eval_id,
+                        meta.audit_id.clone(),
                         &open_asks.snapshot(),
                     );
                     park_or_resume(

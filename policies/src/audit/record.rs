@@ -157,6 +157,9 @@ pub struct EvalAuditContext<'a> {
     pub session_id: Option<&'a str>,
     /// The profile in force, if any.
     pub profile: Option<&'a str>,
+    /// The `eval_id` to write instead of [`audit_eval_id`](super::audit_eval_id)`(eval_id)`:
+    /// an eval resumed in another process keeps the id its first records were written under.
+    pub audit_id: Option<&'a str>,
 }
 
 impl EvalAuditRecord {
@@ -178,7 +181,9 @@ impl EvalAuditRecord {
     pub fn abandoned(cx: EvalAuditContext<'_>, wall_ms: f64) -> Self {
         EvalAuditRecord {
             ts: now_rfc3339(),
-            eval_id: super::audit_eval_id(cx.eval_id),
+            eval_id: cx
+                .audit_id
+                .map_or_else(|| super::audit_eval_id(cx.eval_id), str::to_string),
             caller: cx.caller.to_string(),
             session_id: cx.session_id.map(str::to_string),
             profile: cx.profile.map(str::to_string),
@@ -378,6 +383,7 @@ mod tests {
             caller: "ci",
             session_id: Some("s1"),
             profile: None,
+            audit_id: None,
         };
         let rec = EvalAuditRecord::from_outcome(&outcome, cx);
         let abandoned = EvalAuditRecord::abandoned(cx, 7.5);

@@ -91,7 +91,11 @@ impl<'h> AuditGuard<'h> {
         };
         sink.record(AuditRecord::ToolCall(ToolCallAuditRecord {
             ts: now_rfc3339(),
-            eval_id: audit_eval_id(base.eval_id),
+            eval_id: self
+                .host
+                .audit_id
+                .clone()
+                .unwrap_or_else(|| audit_eval_id(base.eval_id)),
             call_id: base.call_id,
             session_id: self.host.session_id.clone(),
             profile: self.host.profile_name().map(str::to_string),

@@ -82,6 +82,8 @@ pub struct PolicyToolHost {
     preview: Arc<Preview>,
     audit: Option<Arc<dyn AuditSink>>,
     include_args: bool,
+    /// The `eval_id` written in audit records instead of the runtime id's (a resumed eval).
+    audit_id: Option<String>,
     session_id: Option<String>,
     caller: Caller,
     /// The tools' compiled schemas, looked up at each call; `None`: nothing is checked.
@@ -146,6 +148,14 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// The `eval_id` its audit records carry, when not the one of the runtime's id: an eval
+    /// resumed in another process keeps the id its first records were written under.
+    /// Default: [`crate::audit_eval_id`] of each call's eval.
+    pub fn audit_id(mut self, id: Option<String>) -> Self {
+        self.host.audit_id = id;
+        self
+    }
+
     /// The client session (MCP), for approval requests and audit records.
     pub fn session_id(mut self, session_id: Option<String>) -> Self {
         self.host.session_id = session_id;
@@ -191,6 +201,7 @@ impl PolicyToolHost {
                 preview: Arc::new(Preview::default()),
                 audit: None,
                 include_args: false,
+                audit_id: None,
                 session_id: None,
                 caller: Caller::local(),
                 schemas: None,
