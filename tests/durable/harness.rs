@@ -96,6 +96,47 @@ impl Node {
         }
     }
 
+    /// Runs `codemode serve --http 127.0.0.1:0 --config CONFIG` with `env` added, expecting it
+    /// to refuse to start; returns its exit status and what it printed on stderr.
+    pub fn refused(config: &Path, env: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
+        let mut cmd = Command::new(CODEMODE);
+        cmd.args(["serve", "--http", "127.0.0.1:0", "--config"])
+            .arg(config)
+            .env_remove("CODEMODE_CONFIG")
+            .env_remove("CODEMODE_STATE_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        let mut child = cmd.spawn().expect("start codemode");
+        let stderr = child.stderr.take().expect("piped");
+        let printed = Arc::new(Mutex::new(String::new()));
+        let kept = printed.clone();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut kept = kept.lock().expect("log lock");
+                kept.push_str(&line);
+                kept.push('\n');
+            }
+        });
+        let started = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().expect("poll codemode") {
+                let _ = reader.join();
+                return (status, printed.lock().expect("log lock").clone());
+            }
+            let text = printed.lock().expect("log lock").clone();
+            if text.contains("listening on") || started.elapsed() > PATIENCE {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("codemode started instead of refusing:\n{text}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// `http://127.0.0.1:PORT/mcp`.
     pub fn mcp_url(&self) -> String {
         format!("http://{}/mcp", self.addr)

@@ -14,6 +14,7 @@ mod client;
 mod flow;
 mod harness;
 
+mod failures;
 mod legacy;
 mod restart;
 mod stateless;
