@@ -12,7 +12,18 @@ fn suspend(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("tokio");
-    let path = std::env::temp_dir().join(format!("codemode-suspend-{}.bin", std::process::id()));
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("codemode-suspend-{}.bin", std::process::id()));
+    // Each save writes a new file, as a store does (ext4 flushes a truncated file on close).
+    let counter = std::cell::Cell::new(0u64);
+    let fresh = || {
+        counter.set(counter.get() + 1);
+        dir.join(format!(
+            "codemode-suspend-{}-{}.bin",
+            std::process::id(),
+            counter.get()
+        ))
+    };
     let parked = tokio.block_on(park_typical(&runtime));
     let bytes = parked.save();
     eprintln!(
@@ -26,14 +37,14 @@ fn suspend(c: &mut Criterion) {
     group.bench_function("encode_and_write", |b| {
         b.iter_batched(
             || tokio.block_on(park_typical(&runtime)),
-            |suspended| write_file(&path, &suspended.save(), false),
+            |suspended| write_file(&fresh(), &suspended.save(), false),
             BatchSize::SmallInput,
         )
     });
     group.bench_function("encode_and_write_fsync", |b| {
         b.iter_batched(
             || tokio.block_on(park_typical(&runtime)),
-            |suspended| write_file(&path, &suspended.save(), true),
+            |suspended| write_file(&fresh(), &suspended.save(), true),
             BatchSize::SmallInput,
         )
     });
@@ -47,6 +58,11 @@ fn suspend(c: &mut Criterion) {
     });
     group.finish();
     let _ = std::fs::remove_file(&path);
+    for n in 1..=counter.get() {
+        let _ = std::fs::remove_file(
+            dir.join(format!("codemode-suspend-{}-{n}.bin", std::process::id())),
+        );
+    }
 }
 
 criterion_group!(benches, suspend);

@@ -77,12 +77,12 @@ pub async fn resume_typical(runtime: &Runtime, suspended: &Suspended) {
     assert_eq!(outcome.result, json!(10_001), "{:?}", outcome.error);
 }
 
-/// Writes `bytes` to `path` as a store would (a new file), syncing it to disk when `fsync`.
+/// Writes `bytes` to a new file at `path` as a store would, syncing it to disk when `fsync`.
 ///
 /// # Panics
-/// When the file cannot be written.
+/// When the file cannot be written (or exists).
 pub fn write_file(path: &Path, bytes: &[u8], fsync: bool) {
-    let mut file = std::fs::File::create(path).expect("creating the file");
+    let mut file = std::fs::File::create_new(path).expect("creating the file");
     file.write_all(bytes).expect("writing the file");
     if fsync {
         file.sync_data().expect("syncing the file");
@@ -109,27 +109,37 @@ pub struct Suspend {
 }
 
 /// Parks `samples` typical evals one after another and measures saving and resuming each.
+/// Each save writes a new file (as a store does: a new name, never a truncated old file, which
+/// ext4 flushes on close), removed once the sample is taken.
 pub fn suspend(runtime: &Runtime, samples: usize, dir: &Path) -> Suspend {
     let tokio = tokio_current();
-    let path = dir.join(format!("codemode-bench-suspend-{}.bin", std::process::id()));
+    let file = |round: usize, kind: &str| {
+        dir.join(format!(
+            "codemode-bench-suspend-{}-{round}-{kind}.bin",
+            std::process::id()
+        ))
+    };
     let micros = |d: Duration| d.as_secs_f64() * 1e6;
     let mut m: [Vec<f64>; 7] = Default::default();
     for round in 0..samples + 10 {
         let suspended = tokio.block_on(park_typical(runtime));
         let capture = suspended.capture_time().unwrap_or_default();
+        let (plain, synced_path) = (file(round, "plain"), file(round, "fsync"));
         let started = Instant::now();
         let bytes = suspended.save();
         let encoded = started.elapsed();
-        write_file(&path, &bytes, false);
+        write_file(&plain, &bytes, false);
         let saved = started.elapsed();
         let started = Instant::now();
-        write_file(&path, &bytes, true);
+        write_file(&synced_path, &bytes, true);
         let synced = encoded + started.elapsed();
         let started = Instant::now();
-        let read = std::fs::read(&path).expect("reading the file");
+        let read = std::fs::read(&plain).expect("reading the file");
         let loaded = Suspended::load(&read).expect("loading");
         tokio.block_on(resume_typical(runtime, &loaded));
         let resumed = started.elapsed();
+        let _ = std::fs::remove_file(&plain);
+        let _ = std::fs::remove_file(&synced_path);
         if round < 10 {
             continue; // warm-up
         }
@@ -145,7 +155,6 @@ pub fn suspend(runtime: &Runtime, samples: usize, dir: &Path) -> Suspend {
             samples.push(value);
         }
     }
-    let _ = std::fs::remove_file(&path);
     let [
         capture,
         encode,

@@ -1,7 +1,8 @@
 //! codemode-host: the wiring of codemode — the governed eval ([`session`]) that every entry
 //! point runs, the CLI ([`cli`]), the MCP server ([`server`]), upstream MCP clients
-//! ([`upstream`]), the script's tools ([`tools`], [`catalog`]) and the channels that ask a
-//! human ([`approvals`]).
+//! ([`upstream`]), the script's tools ([`tools`], [`catalog`]), the channels that ask a
+//! human ([`approvals`]) and the durable, sealed records that let a waiting eval outlive its
+//! process ([`store`]).
 
 pub mod approvals;
 pub mod auth;

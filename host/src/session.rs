@@ -40,13 +40,13 @@ use codemode_policies::{
     normalize_with_preview,
 };
 use codemode_runtime::{
-    CancellationToken, ErrorKind, EvalError, EvalId, EvalOptions, EvalOutcome, EvalStats, NoTools,
-    Runtime, ToolHost,
+    CancellationToken, ErrorKind, EvalControl, EvalError, EvalId, EvalOptions, EvalOutcome,
+    EvalStats, EvalStep, NoTools, ParkRequest, ResumeError, Runtime, Suspended, ToolHost,
 };
 
 use crate::approvals::{
-    ApprovalBroker, Asker, ChannelApprover, ChannelAsker, HumanWaits, NoAsker, WaitingApprover,
-    WaitingAsker,
+    ApprovalBroker, Asker, ChannelApprover, ChannelAsker, HumanWaits, NoAsker, OpenAsks,
+    WaitingApprover, WaitingAsker,
 };
 use crate::tools::{CatalogSchemas, ScriptTools};
 use crate::upstream::UpstreamPool;
@@ -75,6 +75,19 @@ pub struct GovernedEval {
     options: EvalOptions,
     lifetime: Option<Duration>,
     waits: Option<Arc<dyn HumanWaits>>,
+    park: Option<ParkRequest>,
+    open_asks: Option<Arc<OpenAsks>>,
+}
+
+/// How a governed eval stopped: finished, or parked while every call it had in flight waited
+/// for a human ([`GovernedEvalBuilder::park`]).
+pub enum GovernedStep {
+    /// The eval ended; its `eval` audit record is written.
+    Finished(EvalOutcome),
+    /// The eval parked: its sandbox slot is free, no `eval` record is written yet (the run
+    /// that finishes it writes it), and the asks it waits on are in its
+    /// [`GovernedEvalBuilder::open_asks`].
+    Parked(Suspended),
 }
 
 /// Builds a [`GovernedEval`]. Every setting has a default that grants nothing.
@@ -100,6 +113,26 @@ impl GovernedEvalBuilder {
     /// for the session"). Default: none (each eval starts with no remembered approvals).
     pub fn session(mut self, id: impl Into<String>, approvals: SessionApprovals) -> Self {
         self.eval.session = Some((id.into(), approvals));
+        self
+    }
+
+    /// Lets the eval park when `request` is made and every call it has in flight waits for a
+    /// human ([`GovernedEval::run_step`]). Default: never parks.
+    pub fn park(mut self, request: Option<ParkRequest>) -> Self {
+        self.eval.park = request;
+        self
+    }
+
+    /// Where the approval requests open in this eval are kept while they wait (what a parked
+    /// eval waits on). Default: not kept.
+    pub fn open_asks(mut self, asks: Option<Arc<OpenAsks>>) -> Self {
+        self.eval.open_asks = asks;
+        self
+    }
+
+    /// The eval's id. Default: a fresh one from the runtime (a resumed eval keeps its own).
+    pub fn id(mut self, id: EvalId) -> Self {
+        self.eval.id = id;
         self
     }
 
@@ -182,6 +215,8 @@ impl GovernedEval {
                 options: EvalOptions::default(),
                 lifetime: None,
                 waits: None,
+                park: None,
+                open_asks: None,
             },
         }
     }
@@ -213,6 +248,27 @@ impl GovernedEval {
     /// (an aborted task, an MCP cancellation): then with `error_kind: "cancelled"`
     /// ([`EvalAuditRecord::abandoned`]).
     pub async fn run(&self, code: &str, cancel: &CancellationToken) -> EvalOutcome {
+        match self.run_step(code, cancel).await {
+            GovernedStep::Finished(outcome) => outcome,
+            // Without a park request the runtime never parks; should it, the eval is not lost
+            // silently: it reads as cancelled.
+            GovernedStep::Parked(_) => EvalOutcome {
+                ok: false,
+                result: serde_json::Value::Null,
+                error: Some(EvalError::new(
+                    ErrorKind::Internal,
+                    "the eval parked without a park request",
+                )),
+                warnings: Vec::new(),
+                logs: Vec::new(),
+                tool_calls: Vec::new(),
+                stats: EvalStats::default(),
+            },
+        }
+    }
+
+    /// [`run`](Self::run), able to park (see [`GovernedEvalBuilder::park`]).
+    pub async fn run_step(&self, code: &str, cancel: &CancellationToken) -> GovernedStep {
         let guard = EvalRecordGuard {
             eval: self,
             code,
@@ -232,52 +288,127 @@ impl GovernedEval {
                     stats: EvalStats::default(),
                 };
                 guard.finish(&outcome);
-                return outcome;
+                return GovernedStep::Finished(outcome);
             }
         };
         let tools = StartupGate {
             inner: self.tool_host(preview),
             upstreams: self.upstreams.clone(),
         };
-        let mut outcome = match self.lifetime {
-            None => {
-                self.runtime
-                    .eval_cancellable(self.id, &script, &self.options, &tools, cancel)
-                    .await
-            }
-            Some(lifetime) => {
-                // The lifetime cancels the sandbox like a client would; the outcome then says
-                // it was the lifetime, as a timeout.
-                let stop = cancel.child_token();
-                let expired = Arc::new(AtomicBool::new(false));
-                let timer = tokio::spawn({
-                    let (stop, expired) = (stop.clone(), expired.clone());
-                    async move {
-                        tokio::time::sleep(lifetime).await;
-                        expired.store(true, Ordering::SeqCst);
-                        stop.cancel();
-                    }
-                });
-                let mut outcome = self
-                    .runtime
-                    .eval_cancellable(self.id, &script, &self.options, &tools, &stop)
-                    .await;
-                timer.abort();
-                if expired.load(Ordering::SeqCst)
-                    && !cancel.is_cancelled()
-                    && let Some(error) = outcome.error.as_mut()
-                    && error.kind == ErrorKind::Cancelled
-                {
-                    *error = lifetime_error(lifetime);
-                }
-                outcome
-            }
+        let script_ref: &str = &script;
+        let step = self
+            .bounded(cancel, |control| async move {
+                let script = script_ref;
+                Ok::<_, std::convert::Infallible>(
+                    self.runtime
+                        .eval_parkable(self.id, script, &self.options, &tools, &control)
+                        .await,
+                )
+            })
+            .await;
+        let step = match step {
+            Ok(step) => step,
+            Err(never) => match never {},
         };
-        if let Some(error) = outcome.error.as_mut() {
-            locate_syntax_error(&script, error);
+        self.ended(step, guard, Some(script_ref))
+    }
+
+    /// Resumes `suspended`, an eval of `code` parked earlier (here or on another node): its
+    /// calls waiting for a human are made again and find their questions by their notes.
+    ///
+    /// # Errors
+    /// [`ResumeError`] when the runtime cannot resume it (its guest is unknown here, …); no
+    /// audit record is written then.
+    pub async fn resume(
+        &self,
+        code: &str,
+        suspended: &Suspended,
+        cancel: &CancellationToken,
+    ) -> Result<GovernedStep, ResumeError> {
+        let preview = match normalize_with_preview(code) {
+            Ok((_, preview)) => preview,
+            Err(_) => Preview::default(),
+        };
+        let tools = StartupGate {
+            inner: self.tool_host(preview),
+            upstreams: self.upstreams.clone(),
+        };
+        let step = self
+            .bounded(cancel, |control| async move {
+                self.runtime
+                    .resume(suspended, Vec::new(), &tools, &control)
+                    .await
+            })
+            .await?;
+        let guard = EvalRecordGuard {
+            eval: self,
+            code,
+            started: std::time::Instant::now(),
+            done: false,
+        };
+        Ok(self.ended(step, guard, None))
+    }
+
+    /// Runs `start` under `cancel`, the eval's lifetime and its park request.
+    async fn bounded<F, Fut, E>(&self, cancel: &CancellationToken, start: F) -> Result<EvalStep, E>
+    where
+        F: FnOnce(EvalControl) -> Fut,
+        Fut: std::future::Future<Output = Result<EvalStep, E>>,
+    {
+        let mut control = EvalControl::new();
+        if let Some(park) = &self.park {
+            control.park(park.clone());
         }
-        guard.finish(&outcome);
-        outcome
+        let Some(lifetime) = self.lifetime else {
+            control.cancel(cancel.clone());
+            return start(control).await;
+        };
+        // The lifetime cancels the sandbox like a client would; the outcome then says it was
+        // the lifetime, as a timeout.
+        let stop = cancel.child_token();
+        control.cancel(stop.clone());
+        let expired = Arc::new(AtomicBool::new(false));
+        let timer = tokio::spawn({
+            let (stop, expired) = (stop.clone(), expired.clone());
+            async move {
+                tokio::time::sleep(lifetime).await;
+                expired.store(true, Ordering::SeqCst);
+                stop.cancel();
+            }
+        });
+        let mut step = start(control).await;
+        timer.abort();
+        if let Ok(EvalStep::Finished(outcome)) = &mut step
+            && expired.load(Ordering::SeqCst)
+            && !cancel.is_cancelled()
+            && let Some(error) = outcome.error.as_mut()
+            && error.kind == ErrorKind::Cancelled
+        {
+            *error = lifetime_error(lifetime);
+        }
+        step
+    }
+
+    /// The eval's end: its `eval` record, or none while it is parked.
+    fn ended(
+        &self,
+        step: EvalStep,
+        mut guard: EvalRecordGuard<'_>,
+        script: Option<&str>,
+    ) -> GovernedStep {
+        match step {
+            EvalStep::Finished(mut outcome) => {
+                if let (Some(error), Some(script)) = (outcome.error.as_mut(), script) {
+                    locate_syntax_error(script, error);
+                }
+                guard.finish(&outcome);
+                GovernedStep::Finished(outcome)
+            }
+            EvalStep::Suspended(suspended) => {
+                guard.done = true;
+                GovernedStep::Parked(suspended)
+            }
+        }
     }
 
     /// What every `eval` record of this eval shares.
@@ -314,10 +445,12 @@ impl GovernedEval {
         };
         let mut builder = PolicyToolHost::builder(inner)
             .profile(self.profile.clone())
-            .approver(self.counted_approver(Arc::new(ChannelApprover::new(
-                self.asker.clone(),
-                self.broker.clone(),
-            ))))
+            .approver(
+                self.counted_approver(Arc::new(
+                    ChannelApprover::new(self.asker.clone(), self.broker.clone())
+                        .with_open_asks(self.open_asks.clone()),
+                )),
+            )
             .session_approvals(approvals)
             .preview(Arc::new(preview))
             .session_id(session_id)

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codemode_runtime::{BoxFuture, EvalId};
+use codemode_runtime::{BoxFuture, CallContext, EvalId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -74,8 +74,41 @@ pub struct ApprovalRequest {
     pub reason: Option<String>,
     /// The other call sites of the script, found statically (context for the human).
     pub preview: Arc<Preview>,
-    /// How long the human has before the call is denied.
+    /// How long the human has before the call is denied (what is left of it, for a request
+    /// asked again after its eval was resumed).
     pub timeout: Duration,
+    /// The call being asked about: its eval's runtime context. An approver whose wait is
+    /// dropped checks [`CallContext::is_parked`] to tell a parked eval (the request stays
+    /// open, to be found again by its id) from one that ended (withdraw the request).
+    pub call: CallContext,
+    /// Whether this request was asked before, by an eval that was then parked and is now
+    /// resumed: the same [`id`](Self::id), and perhaps an answer already given for it.
+    pub resumed: bool,
+}
+
+/// What an asked call keeps of its question while its eval is parked (the note of its
+/// [`CallContext::awaiting_human`] wait): the request's id and when it expires.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ParkedAsk {
+    /// The [`ApprovalRequest::id`].
+    pub approval: String,
+    /// When the approval timeout ends, in milliseconds since the Unix epoch.
+    pub deadline_ms: u64,
+}
+
+impl ParkedAsk {
+    /// The ask a resumed call held, if its note is one.
+    pub fn of(cx: &CallContext) -> Option<ParkedAsk> {
+        serde_json::from_value(cx.resumed_note()?.clone()).ok()
+    }
+
+    /// Time left before [`deadline_ms`](Self::deadline_ms), zero once past.
+    pub fn remaining(&self) -> Duration {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Duration::from_millis(self.deadline_ms.saturating_sub(now))
+    }
 }
 
 /// A fresh [`ApprovalRequest::id`]: 128 random bits as 32 hex digits.

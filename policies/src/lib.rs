@@ -156,7 +156,7 @@ mod script;
 mod units;
 
 pub use approval::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, NoApprover,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, NoApprover, ParkedAsk,
     SessionApprovals, new_request_id,
 };
 pub use audit::{

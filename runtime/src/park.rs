@@ -89,6 +89,9 @@ pub(crate) struct HumanWaits {
     calls: Mutex<HashMap<u64, (usize, Value)>>,
     /// Woken whenever a wait starts or ends, so that a parking eval re-checks.
     pub(crate) changed: Notify,
+    /// Set just before the eval parks and drops its calls in flight, so that code running as
+    /// they are dropped can tell a parked call from one whose eval ended.
+    parked: std::sync::atomic::AtomicBool,
 }
 
 impl HumanWaits {
@@ -118,6 +121,17 @@ impl HumanWaits {
             }
         }
         self.changed.notify_waiters();
+    }
+
+    /// Marks the eval as parking (see [`crate::CallContext::is_parked`]).
+    pub(crate) fn mark_parked(&self) {
+        self.parked
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether the eval parked.
+    pub(crate) fn is_parked(&self) -> bool {
+        self.parked.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The notes of `call_ids` when every one of them waits for a human; `None` otherwise.

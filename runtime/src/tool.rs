@@ -111,6 +111,14 @@ impl CallContext {
         self.resumed_note.as_ref()
     }
 
+    /// Whether this call's eval has parked ([`crate::EvalControl::park`]). A layer whose call
+    /// future is dropped checks it to tell a call that will be made again after the resume
+    /// (nothing ended: write no "cancelled" record, keep the question open) from a call whose
+    /// eval ended.
+    pub fn is_parked(&self) -> bool {
+        self.human.is_parked()
+    }
+
     /// Adds a warning to the eval's outcome ([`crate::EvalOutcome::warnings`]), placed at this
     /// call's site in the script: for something that did not make the call fail but is
     /// probably a mistake (a result that does not match the tool's declared output schema, …).

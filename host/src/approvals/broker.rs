@@ -164,6 +164,7 @@ impl ApprovalBroker {
             broker: self.clone(),
             id: req.id.clone(),
             rx,
+            call: req.call.clone(),
         }
     }
 
@@ -351,6 +352,9 @@ pub struct PendingAsk {
     broker: Arc<ApprovalBroker>,
     id: String,
     rx: oneshot::Receiver<ApprovalAnswer>,
+    /// The call asked about: a request whose eval parked leaves this broker without being
+    /// recorded as expired (it is listed from the durable store until its eval resumes).
+    call: codemode_runtime::CallContext,
 }
 
 impl PendingAsk {
@@ -401,6 +405,11 @@ impl Drop for PendingQuestion {
 impl Drop for PendingAsk {
     fn drop(&mut self) {
         // A no-op when the request was decided already.
-        self.broker.close(&self.id, None);
+        if self.call.is_parked() {
+            let mut inner = self.broker.lock();
+            self.broker.take(&mut inner, &self.id);
+        } else {
+            self.broker.close(&self.id, None);
+        }
     }
 }

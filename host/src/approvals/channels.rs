@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::broker::{ApprovalBroker, QuestionSpec};
 use super::form::ask_for_approval;
+use super::open::OpenAsks;
 use super::terminal::choices;
 use super::{Answer, Asker, NoAsker, Question};
 
@@ -22,12 +23,24 @@ use super::{Answer, Asker, NoAsker, Question};
 pub struct ChannelApprover {
     asker: Arc<dyn Asker>,
     broker: Option<Arc<ApprovalBroker>>,
+    open_asks: Option<Arc<OpenAsks>>,
 }
 
 impl ChannelApprover {
     /// Asks through `asker` and, if given and served, `broker`.
     pub fn new(asker: Arc<dyn Asker>, broker: Option<Arc<ApprovalBroker>>) -> Self {
-        ChannelApprover { asker, broker }
+        ChannelApprover {
+            asker,
+            broker,
+            open_asks: None,
+        }
+    }
+
+    /// Keeps each request in `asks` while it waits (see [`OpenAsks`]); a request asked again
+    /// after a resume takes an answer given meanwhile from there first.
+    pub fn with_open_asks(mut self, asks: Option<Arc<OpenAsks>>) -> Self {
+        self.open_asks = asks;
+        self
     }
 
     /// Only the broker (no asker of the eval's own).
@@ -47,6 +60,13 @@ impl Approver for ChannelApprover {
 
     fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
         Box::pin(async move {
+            let _open = self.open_asks.as_ref().map(|asks| asks.open(&req));
+            if req.resumed
+                && let Some(asks) = &self.open_asks
+                && let Some(answer) = asks.decided(&req.id).await
+            {
+                return answer;
+            }
             let mut http = self.broker().map(|b| b.open(&req));
             let has_http = http.is_some();
             let own = async {

@@ -165,7 +165,8 @@ impl Approver for AskApprover {
 /// into a decision.
 pub async fn ask_for_approval(asker: &dyn Asker, req: &ApprovalRequest) -> Option<ApprovalAnswer> {
     let timeout = req.timeout + std::time::Duration::from_secs(1);
-    match asker.ask(approval_question(req), timeout).await {
+    let key = format!("codemode-{}", req.id);
+    match asker.ask_keyed(&key, approval_question(req), timeout).await {
         Answer::Timeout => std::future::pending().await,
         Answer::Failed(_) => None,
         answer => {

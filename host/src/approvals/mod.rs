@@ -17,6 +17,7 @@ pub mod channels;
 pub mod elicitation;
 pub mod form;
 pub mod http;
+pub mod open;
 pub mod terminal;
 pub mod view;
 pub mod waits;
@@ -32,6 +33,7 @@ pub use broker::ApprovalBroker;
 pub use channels::{ChannelApprover, ChannelAsker};
 pub use elicitation::PeerAsker;
 pub use form::{AskApprover, approval_question, decision_from};
+pub use open::{Decisions, OpenAsk, OpenAsks};
 pub use terminal::TerminalAsker;
 pub use waits::{HumanWaits, WaitingApprover, WaitingAsker};
 
@@ -80,6 +82,14 @@ pub trait Asker: Send + Sync {
     fn channel(&self) -> Channel;
     /// Asks, giving up after `timeout` (a timeout never approves anything).
     fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer>;
+
+    /// [`ask`](Self::ask) under `key`, a name for the question that stays the same when it is
+    /// asked again (an approval request's id, after its eval was parked and resumed): a
+    /// channel that names its questions to the client uses it. By default the key is ignored.
+    fn ask_keyed(&self, key: &str, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+        let _ = key;
+        self.ask(question, timeout)
+    }
 }
 
 /// Nobody to ask: clients without elicitation.

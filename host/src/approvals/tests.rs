@@ -59,6 +59,8 @@ fn request(policy: RiskPolicy) -> ApprovalRequest {
         reason: None,
         preview: Arc::new(Preview::default()),
         timeout: Duration::from_secs(300),
+        call: codemode_runtime::CallContext::detached(codemode_runtime::EvalId(1), 1),
+        resumed: false,
     }
 }
 

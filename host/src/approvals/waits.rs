@@ -59,6 +59,17 @@ impl Asker for WaitingAsker {
             self.inner.ask(question, timeout).await
         })
     }
+
+    fn ask_keyed(&self, key: &str, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+        let key = key.to_string();
+        Box::pin(async move {
+            if let Err(message) = self.waits.begin() {
+                return Answer::Failed(message);
+            }
+            let _waiting = Waiting(self.waits.as_ref());
+            self.inner.ask_keyed(&key, question, timeout).await
+        })
+    }
 }
 
 /// An [`Approver`] whose requests count as waits of `waits`; a request refused by

@@ -91,6 +91,7 @@ fn http_options(
             .collect(),
         auth,
         extra: None,
+        session_store: None,
     })
 }
 

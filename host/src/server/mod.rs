@@ -33,6 +33,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::SessionStore;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -75,6 +76,10 @@ pub struct HttpOptions {
     /// More routes on the same listener (the approval API), merged as they are: they do their
     /// own authentication.
     pub extra: Option<axum::Router>,
+    /// Where legacy MCP sessions are kept so that another node restores one whose node died
+    /// (rmcp's `SessionStore`, e.g. [`crate::store::sessions::SealedSessionStore`] on the
+    /// cluster's Redis). `None`: sessions live in this process only.
+    pub session_store: Option<Arc<dyn SessionStore>>,
 }
 
 impl Default for HttpOptions {
@@ -84,6 +89,7 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             auth: Arc::new(NoAuth),
             extra: None,
+            session_store: None,
         }
     }
 }
@@ -116,6 +122,7 @@ pub fn http_router(
             &options.allowed_origins,
         ));
     }
+    config.session_store = options.session_store.clone();
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(CodemodeServer::new(factory_state.clone())),

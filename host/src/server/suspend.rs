@@ -51,7 +51,12 @@ impl Suspensions {
     /// claim on the outcome: hold it until the request waits in [`Suspended::next_event`] (a
     /// request dropped before it ever waited lets go of its claim by dropping it).
     pub fn register(&self, tool: &str) -> (Arc<Suspended>, CreatorClaim) {
-        let token = random_token();
+        self.register_as(random_token(), tool)
+    }
+
+    /// [`register`](Self::register) under an existing `requestState` (an eval resumed from
+    /// the durable store keeps its client's token).
+    pub fn register_as(&self, token: String, tool: &str) -> (Arc<Suspended>, CreatorClaim) {
         let entry = Arc::new(Suspended {
             token: token.clone(),
             tool: tool.to_string(),
@@ -188,6 +193,9 @@ struct State {
     waiters: usize,
     /// Whether the registering request has not started waiting yet.
     creator_pending: bool,
+    /// Set when the eval was parked in the durable store: the questions it waits on, asked
+    /// again of every request that waits here (the retry that answers goes through the store).
+    parked: Option<Vec<(String, Question)>>,
 }
 
 struct Pending {
@@ -282,6 +290,18 @@ impl Suspended {
         self.changed.notify_waiters();
     }
 
+    /// The eval was saved to the durable store, waiting on `questions`: requests waiting here
+    /// are answered with them, and a retry goes through the store.
+    pub fn park(&self, questions: Vec<(String, Question)>) {
+        self.lock().parked = Some(questions);
+        self.changed.notify_waiters();
+    }
+
+    /// Whether the eval was saved to the durable store ([`Suspended::park`]).
+    pub fn is_parked(&self) -> bool {
+        self.lock().parked.is_some()
+    }
+
     /// Whether a request is waiting for this eval's next event now.
     fn is_awaited(&self) -> bool {
         self.lock().waiters > 0
@@ -313,17 +333,13 @@ impl Suspended {
                 if let Some(outcome) = state.outcome.take() {
                     return Event::Complete(outcome);
                 }
+                if let Some(parked) = &state.parked {
+                    return Event::Input(input_requests(parked.iter().map(|(k, q)| (k, q))));
+                }
                 if !state.pending.is_empty() {
-                    let mut requests = InputRequests::new();
-                    for (key, pending) in &state.pending {
-                        if let Ok(params) = pending.question.to_params() {
-                            requests.insert(
-                                key.clone(),
-                                InputRequest::Elicitation(ElicitRequest::new(params)),
-                            );
-                        }
-                    }
-                    return Event::Input(requests);
+                    return Event::Input(input_requests(
+                        state.pending.iter().map(|(k, p)| (k, &p.question)),
+                    ));
                 }
             }
             notified.await;
@@ -359,8 +375,22 @@ impl Suspended {
     }
 }
 
+/// The input requests of an input-required result, one per question.
+fn input_requests<'a>(questions: impl Iterator<Item = (&'a String, &'a Question)>) -> InputRequests {
+    let mut requests = InputRequests::new();
+    for (key, question) in questions {
+        if let Ok(params) = question.to_params() {
+            requests.insert(
+                key.clone(),
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            );
+        }
+    }
+    requests
+}
+
 /// `{"action": "accept", "content": {…}}` (an `ElicitResult`) → [`Answer`].
-fn parse_response(response: &Value) -> Answer {
+pub fn parse_response(response: &Value) -> Answer {
     match serde_json::from_value::<rmcp::model::ElicitResult>(response.clone()) {
         Ok(result) => from_elicit_result(result.action, result.content),
         Err(e) => Answer::Failed(format!(
@@ -384,13 +414,26 @@ impl Asker for SuspendedAsker {
     }
 
     fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
-        Box::pin(async move {
+        // A random key per question: a client cannot answer a question before it is asked
+        // (an answer naming any other key is refused).
+        let key = format!("codemode-{}", random_token());
+        Box::pin(async move { self.ask_under(key, question, timeout).await })
+    }
+
+    fn ask_keyed(&self, key: &str, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+        // An approval's key carries its random 128-bit id: as unguessable, and the same
+        // when the question is asked again after the eval was parked and resumed.
+        let key = key.to_string();
+        Box::pin(async move { self.ask_under(key, question, timeout).await })
+    }
+}
+
+impl SuspendedAsker {
+    async fn ask_under(&self, key: String, question: Question, timeout: Duration) -> Answer {
+        {
             let (reply, answer) = oneshot::channel();
-            // A random key per question: a client cannot answer a question before it is asked
-            // (an answer naming any other key is refused).
             let key = {
                 let mut state = self.suspended.lock();
-                let key = format!("codemode-{}", random_token());
                 state
                     .pending
                     .insert(key.clone(), Pending { question, reply });
@@ -407,7 +450,7 @@ impl Asker for SuspendedAsker {
                 Ok(Err(_)) => Answer::Failed("the question was withdrawn".into()),
                 Err(_) => Answer::Timeout,
             }
-        })
+        }
     }
 }
 

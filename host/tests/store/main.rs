@@ -334,3 +334,90 @@ async fn a_legacy_session_continues_on_another_node() {
     b.delete("session-1").await.unwrap();
     assert!(a.load("session-1").await.unwrap().is_none());
 }
+
+/// Two `serve --http` routers sharing a session store: a legacy session opened on node A is
+/// restored by node B on the client's next request (what a node's death looks like to the
+/// client once the balancer sends it elsewhere); a node without the store does not know it.
+#[tokio::test]
+async fn a_legacy_session_opened_on_one_router_is_served_by_another() {
+    use codemode_host::server::{HttpOptions, ServerState, http_router};
+
+    let redis = RedisServer::start(&scratch_dir("store-redis", "failover"));
+    let mut runtime_config = codemode_runtime::RuntimeConfig::default();
+    runtime_config.max_concurrent_evals(2);
+    let runtime = codemode_runtime::Runtime::new(&runtime_config).unwrap();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let mut urls = Vec::new();
+    for with_store in [true, true, false] {
+        let state =
+            ServerState::new(runtime.clone(), codemode_policies::Config::default(), None).await;
+        let session_store = match with_store {
+            true => Some(SealedSessionStore::new(node(&redis, 1).await).into_rmcp()),
+            false => None,
+        };
+        let options = HttpOptions {
+            session_store,
+            ..HttpOptions::default()
+        };
+        let router = http_router(state, options, &shutdown);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await
+        });
+    }
+    let client = reqwest::Client::new();
+    let post = |url: &str, session: Option<&str>, body: serde_json::Value| {
+        let mut request = client
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .json(&body);
+        if let Some(s) = session {
+            request = request
+                .header("mcp-session-id", s)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        request.send()
+    };
+    let init = post(
+        &urls[0],
+        None,
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "failover-test", "version": "1"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(init.status(), 200);
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let _ = init.text().await.unwrap();
+    let initialized = post(
+        &urls[0],
+        Some(&session),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(initialized.status(), 202);
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    // Node B has never seen the session: it restores it from the store and answers.
+    let on_b = post(&urls[1], Some(&session), list.clone()).await.unwrap();
+    assert_eq!(on_b.status(), 200);
+    let body = on_b.text().await.unwrap();
+    assert!(
+        body.contains("\"id\":2") && body.contains("\"tools\""),
+        "{body}"
+    );
+    assert!(body.contains("\"name\":\"eval\""), "{body}");
+    // Node C has no store: the session is unknown there.
+    let on_c = post(&urls[2], Some(&session), list).await.unwrap();
+    assert_eq!(on_c.status(), 404, "{}", on_c.text().await.unwrap());
+    shutdown.cancel();
+}

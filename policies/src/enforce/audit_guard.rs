@@ -31,6 +31,9 @@ pub(super) struct AuditGuard<'h> {
     pub(super) redacted_paths: Vec<String>,
     /// Hex SHA-256 of the result as the tool returned it.
     pub(super) output_sha256: Option<String>,
+    /// The call, to tell at drop whether its eval parked (the call is made again on resume,
+    /// which writes its record) or ended (this attempt is recorded as cancelled).
+    call: CallContext,
 }
 
 struct Base {
@@ -68,6 +71,7 @@ impl<'h> AuditGuard<'h> {
             decision_reason: None,
             redacted_paths: Vec::new(),
             output_sha256: None,
+            call: cx.clone(),
         }
     }
 
@@ -112,7 +116,7 @@ impl<'h> AuditGuard<'h> {
 
 impl Drop for AuditGuard<'_> {
     fn drop(&mut self) {
-        if self.base.is_some() {
+        if self.base.is_some() && !self.call.is_parked() {
             self.reason = Some("cancelled".to_string());
             self.emit(CallStatus::Error);
         }

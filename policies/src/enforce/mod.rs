@@ -15,8 +15,8 @@ use crate::approval::ApprovalKey;
 use crate::audit::{AuditSink, Decision};
 use crate::{
     ApprovalDecision, ApprovalRequest, Approver, Caller, Channel, Disposition, DispositionKind,
-    Fallback, MatchedBy, NoApprover, OutputPolicy, Preview, Profile, RiskPolicy, SchemaSource,
-    SessionApprovals, new_request_id, summarize_args,
+    Fallback, MatchedBy, NoApprover, OutputPolicy, ParkedAsk, Preview, Profile, RiskPolicy,
+    SchemaSource, SessionApprovals, new_request_id, summarize_args,
 };
 use audit_guard::AuditGuard;
 
@@ -282,18 +282,33 @@ impl PolicyToolHost {
             );
         };
         // From here on the call waits for a human: if the eval ends first, the attempt is
-        // recorded as not answered in time.
+        // recorded as not answered in time. The wait is one the eval may be parked in: its
+        // note finds the question again when the eval resumes, with what is left of its time.
         audit.decision = Decision::Timeout;
-        let _pause = cx.pause_timeout();
+        let resumed = ParkedAsk::of(cx);
+        let (id, timeout) = match &resumed {
+            Some(parked) => (parked.approval.clone(), parked.remaining()),
+            None => (new_request_id(), profile.approval_timeout_for(d.risk)),
+        };
+        let deadline_ms = std::time::SystemTime::now()
+            .checked_add(timeout)
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(u64::MAX, |d| d.as_millis() as u64);
+        let _human = cx.awaiting_human(
+            serde_json::to_value(ParkedAsk {
+                approval: id.clone(),
+                deadline_ms,
+            })
+            .unwrap_or_default(),
+        );
         let queue = self.queue(&key);
         let _turn = queue.lock().await;
         if self.is_approved(cx.eval_id, &key, &risk_policy) {
             audit.channel = Some(Channel::Policy);
             return (Decision::Approved, Ok(()));
         }
-        let timeout = profile.approval_timeout_for(d.risk);
         let request = ApprovalRequest {
-            id: new_request_id(),
+            id,
             tool: tool.to_string(),
             args: args.clone(),
             args_summary: summarize_args(args),
@@ -308,6 +323,8 @@ impl PolicyToolHost {
             reason: d.reason.clone(),
             preview: self.preview.clone(),
             timeout,
+            call: cx.clone(),
+            resumed: resumed.is_some(),
         };
         let answer = match tokio::time::timeout(timeout, self.approver.approve(request)).await {
             Ok(answer) => answer,

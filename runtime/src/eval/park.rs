@@ -126,6 +126,8 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         waiting: Vec<(u64, Value)>,
         started: Instant,
     ) -> Suspended {
+        // Before the calls are dropped: their layers see they were parked, not abandoned.
+        self.human.mark_parked();
         self.in_flight = FuturesUnordered::new();
         self.in_flight_ids.clear();
         let capturing = Instant::now();

@@ -4,7 +4,9 @@
 //! magic "CMPARKED" (8) · format version u16 · guest sha256 (32) · crc32 of all the rest u32
 //! state length u32 · state (JSON: the host's side of the eval, see SavedEval)
 //! memory encoding u8 (0 raw, 1 zstd) · raw memory length u32 · memory (encoded)
-//! raw memory: size u64 · run count u32 · runs (first page u32, pages u32)* · the pages' bytes
+//! raw memory: size u64 · run count u32 · runs (first page u32, pages u32)* · the pages'
+//!             bytes XOR their fresh content, packed: a bitmap of the 8-byte words that are
+//!             not zero (one bit each), then those words
 //! ```
 //!
 //! The checksum catches corruption (a torn write, a flipped bit), not forgery: a store that
@@ -27,8 +29,8 @@ const HEADER: usize = 8 + 2 + 32 + 4;
 const RAW: u8 = 0;
 const ZSTD: u8 = 1;
 
-/// zstd's level for the memory: its fastest standard level; the memory of a parked eval is
-/// mostly a JS heap, which this level shrinks 3–5× (measured in the `suspend` bench).
+/// zstd's level for the memory: its fastest standard level (higher ones cost several times
+/// the time for a few percent; measured on the `suspend` bench's eval).
 const ZSTD_LEVEL: i32 = 1;
 
 /// Memories smaller than this are stored raw: compressing them saves too little to pay.
@@ -46,7 +48,7 @@ pub(crate) fn encode(guest: GuestHash, state: &SavedEval, memory: &MemoryDiff) -
         raw.extend_from_slice(&first.to_le_bytes());
         raw.extend_from_slice(&count.to_le_bytes());
     }
-    raw.extend_from_slice(&memory.data);
+    raw.extend_from_slice(&memory.packed_data());
     let compressed = (raw.len() >= COMPRESS_FROM)
         .then(|| compress(&raw))
         .flatten()
@@ -175,12 +177,13 @@ fn memory_section(raw: &[u8]) -> Result<MemoryDiff, LoadError> {
             )
         })
         .collect();
-    let memory = MemoryDiff {
+    let mut memory = MemoryDiff {
         size,
         runs,
-        data: r.rest().to_vec(),
+        data: Vec::new(),
     };
-    memory.check().map_err(LoadError::Malformed)?;
+    let pages = memory.check_runs().map_err(LoadError::Malformed)?;
+    memory.data = MemoryDiff::unpack_data(r.rest(), pages).map_err(LoadError::Malformed)?;
     Ok(memory)
 }
 
@@ -286,7 +289,7 @@ mod tests {
         let memory = MemoryDiff {
             size: 1 << 16,
             runs: vec![(0, 8)],
-            data: vec![0; 8 * super::super::memory::PAGE],
+            data: vec![3; 8 * super::super::memory::PAGE],
         };
         let mut bytes = encode(GuestHash([1; 32]), &state(), &memory);
         let state_len = u32::from_le_bytes(bytes[HEADER..HEADER + 4].try_into().unwrap()) as usize;
@@ -298,5 +301,79 @@ mod tests {
             decode(&bytes).unwrap_err(),
             LoadError::Malformed("the memory section holds 101 bytes, its header says 100".into())
         );
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    /// Where encoding's time goes, for a parked typical eval (run with --release --ignored).
+    #[test]
+    #[ignore = "a measurement, not a test"]
+    fn encoding_pieces() {
+        use crate::{EvalControl, EvalOptions, ParkRequest, Runtime, RuntimeConfig};
+        let runtime = Runtime::new(&RuntimeConfig::default()).unwrap();
+        struct Human;
+        impl crate::ToolHost for Human {
+            fn call<'a>(
+                &'a self,
+                _: &'a str,
+                _: serde_json::Value,
+                cx: &'a crate::CallContext,
+            ) -> crate::BoxFuture<'a, Result<serde_json::Value, crate::ToolError>> {
+                Box::pin(async move {
+                    let _w = cx.awaiting_human(serde_json::json!(1));
+                    std::future::pending().await
+                })
+            }
+            fn tool_names(&self) -> Vec<String> {
+                vec![]
+            }
+        }
+        let park = ParkRequest::new();
+        park.request();
+        let mut control = EvalControl::new();
+        control.park(park);
+        let code = "const xs = Array.from({ length: 10000 }, (_, i) => i);\nconst answer = await codemode.ask({});\nxs.length + answer";
+        let tokio = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let s = tokio
+            .block_on(runtime.eval_parkable(
+                runtime.allocate_eval_id(),
+                code,
+                &EvalOptions::default(),
+                &Human,
+                &control,
+            ))
+            .suspended()
+            .unwrap();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let packed = s.memory.packed_data();
+            let t_pack = t.elapsed();
+            let t = std::time::Instant::now();
+            let c = compress(&packed).unwrap();
+            let t_zstd = t.elapsed();
+            let t = std::time::Instant::now();
+            let json = serde_json::to_vec(&*s.state).unwrap();
+            let t_json = t.elapsed();
+            let t = std::time::Instant::now();
+            let bytes = s.save();
+            let t_save = t.elapsed();
+            let t = std::time::Instant::now();
+            let loaded = crate::Suspended::load(&bytes).unwrap();
+            let t_load = t.elapsed();
+            eprintln!(
+                "capture {:?} pack {t_pack:?} ({} B) zstd {t_zstd:?} ({} B) json {t_json:?} ({} B) save {t_save:?} load {t_load:?} {}",
+                s.capture_time().unwrap(),
+                packed.len(),
+                c.len(),
+                json.len(),
+                loaded.memory_bytes()
+            );
+        }
     }
 }

@@ -36,6 +36,8 @@ pub fn prompt(data: &[u8]) {
         reason: Some(tool),
         preview: Arc::new(Preview::default()),
         timeout: Duration::from_secs(60),
+        call: codemode_runtime::CallContext::detached(codemode_runtime::EvalId(1), 1),
+        resumed: false,
     };
     let question = approval_question(&request);
     assert_shown_safely(&question.message);

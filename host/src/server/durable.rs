@@ -1,0 +1,449 @@
+//! Evals that wait for a human outside the process: saved to the durable store
+//! ([`crate::store`]) after `durable.suspendToStoreAfterSeconds`, or when the server is told to
+//! stop, and resumed by whichever node is given the answer.
+//!
+//! Records (each sealed by the store, each with a time to live):
+//! - `eval:<requestState>` — the parked eval: [`ParkedMeta`] (who, which profile, the code,
+//!   the open asks) and the sandbox's saved state ([`codemode_runtime::Suspended::save`]);
+//!   its time to live is what is left of its asks' approval time;
+//! - `ask:<approval id>` — one open ask of a parked eval, for the approval API of any node;
+//! - `decision:<approval id>` — an answer given while the eval was parked, taken by the eval's
+//!   call when it asks again after the resume;
+//! - `result:<requestState>` — the outcome of a resumed eval nobody was waiting for, fetched by
+//!   the client's next retry on any node;
+//! - `guest:<sha256>` — the guest module a saved state names, so a node running a newer guest
+//!   still resumes it.
+//!
+//! Taking `eval:<requestState>` is atomic: exactly one node resumes a parked eval.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_policies::{ApprovalAnswer, ApprovalDecision, Caller, Channel, ParkedAsk};
+use codemode_runtime::{BoxFuture, EvalOutcome, GuestHash, ParkRequest, Runtime, Suspended};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::approvals::broker::{APPROVE_PERMISSION, APPROVE_SELF_PERMISSION, DecideError};
+use crate::approvals::view::{decision_name, parse_decision};
+use crate::approvals::{Decisions, OpenAsk, Question};
+use crate::store::{Store, StoreError};
+
+/// How long a finished result of a resumed eval waits in the store for its client.
+const RESULT_TTL: Duration = Duration::from_secs(600);
+/// How long a guest module is kept for the states that name it.
+const GUEST_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// What is saved with a parked eval besides its sandbox.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ParkedMeta {
+    /// The client's `requestState`.
+    pub token: String,
+    /// The eval tool called (`eval` or `codemode_eval_<profile>`).
+    pub tool: String,
+    /// The script as the client sent it (for the audit record and the prompts' preview).
+    pub code: String,
+    /// Who the eval runs for.
+    pub caller: String,
+    /// The caller's permissions.
+    pub permissions: Vec<String>,
+    /// The profile deciding its calls.
+    pub profile: Option<String>,
+    /// The eval's id.
+    pub eval_id: u64,
+    /// The asks it waits on.
+    pub asks: Vec<SavedAsk>,
+}
+
+/// One open ask of a parked eval.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SavedAsk {
+    /// The approval request's id.
+    pub id: String,
+    /// What the approval API shows.
+    pub view: Value,
+    /// The question's text, for a 2026-07-28 client.
+    pub message: String,
+    /// The question's form.
+    pub schema: serde_json::Map<String, Value>,
+}
+
+impl SavedAsk {
+    fn of(ask: &OpenAsk) -> Self {
+        SavedAsk {
+            id: ask.id.clone(),
+            view: ask.view.clone(),
+            message: ask.question.message.clone(),
+            schema: ask.question.schema.clone(),
+        }
+    }
+
+    /// The question a 2026-07-28 client answers, under its key.
+    pub fn question(&self) -> (String, Question) {
+        (
+            format!("codemode-{}", self.id),
+            Question {
+                message: self.message.clone(),
+                schema: self.schema.clone(),
+            },
+        )
+    }
+}
+
+/// `ask:<id>`: an open ask of a parked eval.
+#[derive(Serialize, Deserialize)]
+struct AskRecord {
+    token: String,
+    view: Value,
+}
+
+/// `decision:<id>`: an answer given while the eval was parked.
+#[derive(Serialize, Deserialize)]
+struct DecisionRecord {
+    decision: String,
+    reason: Option<String>,
+    decided_by: Option<String>,
+    channel: Channel,
+}
+
+/// A parked eval taken from the store to be resumed.
+pub struct Claimed {
+    pub meta: ParkedMeta,
+    pub suspended: Suspended,
+}
+
+/// Parking and resuming through the store. See the module docs.
+pub struct Durable {
+    store: Store,
+    after: Duration,
+    /// Made when the server stops: every eval waiting for a human parks.
+    root: ParkRequest,
+    /// Starts resuming the eval of a `requestState` on this node (set by the server).
+    resumer: std::sync::OnceLock<Arc<dyn Fn(String) + Send + Sync>>,
+}
+
+impl Durable {
+    /// Parking after `after` of waiting, into `store`.
+    pub fn new(store: Store, after: Duration) -> Self {
+        Durable {
+            store,
+            after,
+            root: ParkRequest::new(),
+            resumer: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Keeps this runtime's guest in the store, for the states it saves.
+    pub async fn keep_guest(&self, runtime: &Runtime) -> Result<(), StoreError> {
+        let key = format!("guest:{}", runtime.guest_hash());
+        self.store
+            .put_if_absent(&key, &runtime.guest_wasm(), GUEST_TTL)
+            .await
+            .map(|_| ())
+    }
+
+    /// Sets who resumes an eval on this node when an answer for it arrives here.
+    pub fn set_resumer(&self, resume: Arc<dyn Fn(String) + Send + Sync>) {
+        let _ = self.resumer.set(resume);
+    }
+
+    /// A park request for one eval: made by [`Durable::watch`] or when the server stops.
+    pub fn park_request(&self) -> ParkRequest {
+        self.root.child()
+    }
+
+    /// Parks every eval waiting for a human (the server is stopping).
+    pub fn park_all(&self) {
+        self.root.request();
+    }
+
+    /// Requests `park` once `asks` has had an open ask for `suspendToStoreAfterSeconds`.
+    pub fn watch(&self, asks: Arc<crate::approvals::OpenAsks>, park: ParkRequest) -> tokio::task::JoinHandle<()> {
+        let after = self.after;
+        tokio::spawn(async move {
+            const POLL: Duration = Duration::from_millis(50);
+            let mut waiting_since: Option<tokio::time::Instant> = None;
+            loop {
+                if park.is_requested() {
+                    return;
+                }
+                let open = !asks.snapshot().is_empty();
+                let now = tokio::time::Instant::now();
+                match (open, waiting_since) {
+                    (false, _) => waiting_since = None,
+                    (true, None) => waiting_since = Some(now),
+                    (true, Some(since)) if now.duration_since(since) >= after => {
+                        park.request();
+                        return;
+                    }
+                    (true, Some(_)) => {}
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        })
+    }
+
+    /// Saves a parked eval and its asks.
+    ///
+    /// # Errors
+    /// When the store refuses (the eval is then still in `suspended`: resume it here).
+    pub async fn save(&self, meta: &ParkedMeta, suspended: &Suspended) -> Result<(), StoreError> {
+        let ttl = suspended
+            .pending()
+            .iter()
+            .filter_map(|p| serde_json::from_value::<ParkedAsk>(p.note.clone()?).ok())
+            .map(|ask| ask.remaining())
+            .min()
+            .unwrap_or(Duration::from_secs(60))
+            .max(Duration::from_secs(1));
+        let meta_json = serde_json::to_vec(meta).map_err(|e| {
+            StoreError::new(
+                crate::store::StoreErrorKind::InvalidArgument,
+                format!("the parked eval's description: {e}"),
+            )
+        })?;
+        let mut record = Vec::with_capacity(4 + meta_json.len() + 64 * 1024);
+        record.extend_from_slice(&(meta_json.len() as u32).to_le_bytes());
+        record.extend_from_slice(&meta_json);
+        record.extend_from_slice(&suspended.save());
+        // The asks first: an eval is never listed nowhere.
+        for ask in &meta.asks {
+            let value = serde_json::to_vec(&AskRecord {
+                token: meta.token.clone(),
+                view: ask.view.clone(),
+            })
+            .unwrap_or_default();
+            self.store.put(&format!("ask:{}", ask.id), &value, ttl).await?;
+        }
+        self.store
+            .put(&format!("eval:{}", meta.token), &record, ttl)
+            .await
+    }
+
+    /// Takes the parked eval of `token`, if it is still in the store: exactly one caller gets
+    /// it. Its asks leave the approval listing.
+    ///
+    /// # Errors
+    /// When the store fails or the record cannot be read.
+    pub async fn claim(&self, runtime: &Runtime, token: &str) -> Result<Option<Claimed>, String> {
+        let Some(record) = self
+            .store
+            .take(&format!("eval:{token}"))
+            .await
+            .map_err(|e| e.to_string())?
+        else {
+            return Ok(None);
+        };
+        let bytes = record.value;
+        let len = bytes
+            .get(..4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .ok_or("a parked eval's record is truncated")?;
+        let meta: ParkedMeta = bytes
+            .get(4..4 + len)
+            .ok_or("a parked eval's record is truncated")
+            .and_then(|m| serde_json::from_slice(m).map_err(|_| "a parked eval's description is unreadable"))?;
+        let suspended =
+            Suspended::load(&bytes[4 + len..]).map_err(|e| format!("a parked eval's state: {e}"))?;
+        for ask in &meta.asks {
+            let _ = self.store.delete(&format!("ask:{}", ask.id)).await;
+        }
+        self.ensure_guest(runtime, suspended.guest_hash()).await?;
+        Ok(Some(Claimed { meta, suspended }))
+    }
+
+    /// Adds the guest `hash` to `runtime` from the store when the runtime lacks it.
+    async fn ensure_guest(&self, runtime: &Runtime, hash: GuestHash) -> Result<(), String> {
+        if runtime.guests().contains(&hash) {
+            return Ok(());
+        }
+        let record = self
+            .store
+            .get(&format!("guest:{hash}"))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("the eval was saved with guest {hash}, which is not in the store"))?;
+        runtime
+            .add_guest(&record.value)
+            .map(|_| ())
+            .map_err(|e| format!("guest {hash}: {e}"))
+    }
+
+    /// Starts resuming `token` on this node (an answer for it arrived here).
+    pub fn resume_here(&self, token: &str) {
+        if let Some(resume) = self.resumer.get() {
+            resume(token.to_string());
+        }
+    }
+
+    /// Records `answer` for ask `id` of the parked eval `token` (from a client's retry).
+    pub async fn answer(&self, token: &str, id: &str, answer: &ApprovalAnswer) -> bool {
+        let Ok(Some(record)) = self.store.get(&format!("ask:{id}")).await else {
+            return false;
+        };
+        match serde_json::from_slice::<AskRecord>(&record.value) {
+            Ok(ask) if ask.token == token => self.put_decision(id, answer, record.remaining()).await,
+            _ => false,
+        }
+    }
+
+    async fn put_decision(&self, id: &str, answer: &ApprovalAnswer, ttl: Duration) -> bool {
+        let value = serde_json::to_vec(&DecisionRecord {
+            decision: decision_name(answer.decision).to_string(),
+            reason: answer.reason.clone(),
+            decided_by: answer.decided_by.clone(),
+            channel: answer.channel,
+        })
+        .unwrap_or_default();
+        self.store
+            .put(&format!("decision:{id}"), &value, ttl.max(Duration::from_secs(1)))
+            .await
+            .is_ok()
+    }
+
+    /// The asks of every parked eval of the cluster, as the approval API shows them.
+    pub async fn parked_asks(&self) -> Vec<Value> {
+        let Ok(listing) = self.store.list("ask:").await else {
+            return Vec::new();
+        };
+        let mut views = Vec::new();
+        for key in listing.keys {
+            if let Ok(Some(record)) = self.store.get(&key).await
+                && let Ok(ask) = serde_json::from_slice::<AskRecord>(&record.value)
+            {
+                views.push(ask.view);
+            }
+        }
+        views
+    }
+
+    /// Decides ask `id` of a parked eval through the approval API, then resumes the eval here.
+    ///
+    /// # Errors
+    /// [`DecideError::NotFound`] when no parked eval has that ask; the others as
+    /// [`crate::approvals::ApprovalBroker::decide`].
+    pub async fn decide(
+        &self,
+        id: &str,
+        decider: &Caller,
+        decision: ApprovalDecision,
+        reason: Option<String>,
+    ) -> Result<(), DecideError> {
+        let record = self
+            .store
+            .get(&format!("ask:{id}"))
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| DecideError::NotFound(id.to_string()))?;
+        let ask: AskRecord = serde_json::from_slice(&record.value)
+            .map_err(|_| DecideError::NotFound(id.to_string()))?;
+        if !decider.has_permission(APPROVE_PERMISSION) {
+            return Err(DecideError::Forbidden(format!(
+                "`{}` lacks the permission `{APPROVE_PERMISSION}`",
+                decider.name
+            )));
+        }
+        if ask.view.get("caller").and_then(Value::as_str) == Some(decider.name.as_str())
+            && !decider.has_permission(APPROVE_SELF_PERMISSION)
+        {
+            return Err(DecideError::Forbidden(format!(
+                "`{}` cannot decide its own ask without the permission `{APPROVE_SELF_PERMISSION}`",
+                decider.name
+            )));
+        }
+        let allowed: Vec<&str> = ask
+            .view
+            .get("allowed_decisions")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let name = decision_name(decision);
+        if decision != ApprovalDecision::Decline && !allowed.contains(&name) {
+            return Err(DecideError::Forbidden(format!(
+                "`{name}` is not allowed for this ask (allowed: {})",
+                allowed.join(", ")
+            )));
+        }
+        let reason = reason.filter(|r| !r.trim().is_empty());
+        if ask.view.get("reason_required") == Some(&Value::Bool(true)) && reason.is_none() {
+            return Err(DecideError::Invalid("this ask needs a reason with the decision".into()));
+        }
+        let answer = ApprovalAnswer::new(decision, Channel::Http)
+            .with_reason(reason)
+            .decided_by(decider.name.clone());
+        if !self.put_decision(id, &answer, record.remaining()).await {
+            return Err(DecideError::NotFound(id.to_string()));
+        }
+        self.resume_here(&ask.token);
+        Ok(())
+    }
+
+    /// Keeps the outcome of a resumed eval for its client's next retry, on any node.
+    pub async fn put_result(&self, token: &str, outcome: &EvalOutcome) {
+        if let Ok(value) = serde_json::to_vec(outcome) {
+            let _ = self
+                .store
+                .put(&format!("result:{token}"), &value, RESULT_TTL)
+                .await;
+        }
+    }
+
+    /// Takes the outcome of a resumed eval, if one is waiting.
+    pub async fn take_result(&self, token: &str) -> Option<EvalOutcome> {
+        let record = self.store.take(&format!("result:{token}")).await.ok()??;
+        serde_json::from_slice(&record.value).ok()
+    }
+
+    /// Whether `token` names a parked eval or a waiting result.
+    pub async fn knows(&self, token: &str) -> bool {
+        for key in [format!("eval:{token}"), format!("result:{token}")] {
+            if matches!(self.store.get(&key).await, Ok(Some(_))) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The description saved with an eval being parked.
+    pub fn meta(
+        token: &str,
+        tool: &str,
+        code: &str,
+        caller: &Caller,
+        profile: Option<&str>,
+        eval_id: u64,
+        asks: &[OpenAsk],
+    ) -> ParkedMeta {
+        ParkedMeta {
+            token: token.to_string(),
+            tool: tool.to_string(),
+            code: code.to_string(),
+            caller: caller.name.clone(),
+            permissions: caller.permissions.iter().cloned().collect(),
+            profile: profile.map(str::to_string),
+            eval_id,
+            asks: asks.iter().map(SavedAsk::of).collect(),
+        }
+    }
+}
+
+impl Decisions for Durable {
+    fn take(&self, id: &str) -> BoxFuture<'_, Option<ApprovalAnswer>> {
+        let key = format!("decision:{id}");
+        Box::pin(async move {
+            let record = self.store.take(&key).await.ok()??;
+            let d: DecisionRecord = serde_json::from_slice(&record.value).ok()?;
+            let decision = parse_decision(&d.decision).unwrap_or(ApprovalDecision::Decline);
+            let mut answer = ApprovalAnswer::new(decision, d.channel)
+                .with_reason(d.reason);
+            answer.decided_by = d.decided_by;
+            Some(answer)
+        })
+    }
+}
