@@ -81,6 +81,22 @@ pub struct ApprovalBroker {
     events: broadcast::Sender<BrokerEvent>,
     served: AtomicBool,
     history: usize,
+    parked: std::sync::OnceLock<Arc<dyn ParkedAsks>>,
+}
+
+/// The asks of evals parked in the durable store (any node's): listed and decided through the
+/// approval API beside this process's own pending requests.
+pub trait ParkedAsks: Send + Sync {
+    /// Their views, as the API shows them.
+    fn list(&self) -> codemode_runtime::BoxFuture<'_, Vec<serde_json::Value>>;
+    /// Decides ask `id` (the same checks as [`ApprovalBroker::decide`]) and resumes its eval.
+    fn decide<'a>(
+        &'a self,
+        id: &'a str,
+        decider: &'a Caller,
+        decision: ApprovalDecision,
+        reason: Option<String>,
+    ) -> codemode_runtime::BoxFuture<'a, Result<(), DecideError>>;
 }
 
 impl Default for ApprovalBroker {
@@ -98,7 +114,24 @@ impl ApprovalBroker {
             events: broadcast::channel(256).0,
             served: AtomicBool::new(false),
             history,
+            parked: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Lists and decides the asks of parked evals too (set once).
+    pub fn set_parked(&self, parked: Arc<dyn ParkedAsks>) {
+        let _ = self.parked.set(parked);
+    }
+
+    /// Whether `id` is neither pending here nor among the decisions remembered here.
+    pub fn is_unknown(&self, id: &str) -> bool {
+        let inner = self.lock();
+        !inner.pending.contains_key(id) && !inner.decided.iter().any(|v| v.id == id)
+    }
+
+    /// The parked evals' asks, when a durable store is used.
+    pub fn parked(&self) -> Option<&Arc<dyn ParkedAsks>> {
+        self.parked.get()
     }
 
     /// Whether the HTTP approval API is served (only then do evals offer requests here).

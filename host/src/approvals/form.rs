@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use codemode_policies::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, neutralize};
+use codemode_policies::{
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, neutralize,
+};
 use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
@@ -118,6 +120,11 @@ pub fn decision_from(answer: &Answer) -> ApprovalDecision {
         Answer::Cancel => ApprovalDecision::Cancel,
         _ => ApprovalDecision::Decline,
     }
+}
+
+/// A form answer as an approval answer through `channel` (its decision and reason).
+pub fn approval_answer(answer: &Answer, channel: Channel) -> ApprovalAnswer {
+    ApprovalAnswer::new(decision_from(answer), channel).with_reason(reason_from(answer))
 }
 
 /// The `reason` of an accepted approval form, if one was given (not blank).

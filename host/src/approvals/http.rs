@@ -221,7 +221,22 @@ async fn list(State(api): State<Api>, headers: HeaderMap, Query(q): Query<ListQu
         return e.into_response();
     }
     let approvals = match q.state.as_deref() {
-        None | Some("pending") => api.broker.pending(),
+        None | Some("pending") => {
+            let mut views: Vec<serde_json::Value> = api
+                .broker
+                .pending()
+                .iter()
+                .filter_map(|v| serde_json::to_value(v.as_ref()).ok())
+                .collect();
+            if let Some(parked) = api.broker.parked() {
+                for view in parked.list().await {
+                    if !views.iter().any(|v| v.get("id") == view.get("id")) {
+                        views.push(view);
+                    }
+                }
+            }
+            return axum::Json(json!({"approvals": views})).into_response();
+        }
         Some("decided") => api.broker.decided(q.limit.unwrap_or(50)),
         Some(other) => {
             return error(
@@ -321,7 +336,15 @@ async fn decide(
             }
         },
     };
-    match api.broker.decide(&id, &caller, choice, body.reason) {
+    let parked = match (&choice, api.broker.parked()) {
+        (Choice::Decision(d), Some(parked)) if api.broker.is_unknown(&id) => Some((*d, parked)),
+        _ => None,
+    };
+    let decided = match parked {
+        Some((decision, parked)) => parked.decide(&id, &caller, decision, body.reason).await,
+        None => api.broker.decide(&id, &caller, choice, body.reason),
+    };
+    match decided {
         Ok(()) => axum::Json(json!({"status": "decided"})).into_response(),
         Err(e) => {
             let status = match &e {

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use codemode_runtime::{Runtime, RuntimeConfig};
@@ -128,7 +129,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let http = match args.http {
+    let mut http = match args.http {
         Some(addr) => match http_options(&args, addr, &config.server) {
             Ok(options) => Some((addr, options)),
             Err(message) => {
@@ -168,7 +169,39 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         },
         None => None,
     };
+    // Over HTTP, evals waiting for a human are saved to the durable store (`durable`): they
+    // survive a restart and, with a shared store, resume on any node.
+    let durable = match &mut http {
+        Some((_, options)) => match crate::store::Store::open(&config.durable).await {
+            Ok(store) => {
+                if matches!(
+                    config.durable.store,
+                    codemode_policies::StoreLocation::Redis(_)
+                ) {
+                    options.session_store = Some(Arc::new(
+                        crate::store::sessions::SealedSessionStore::new(store.clone()),
+                    ));
+                }
+                Some(Arc::new(server::durable::Durable::new(
+                    store,
+                    config.durable.suspend_to_store_after,
+                )))
+            }
+            Err(e) => {
+                eprintln!("codemode: the durable store: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => None,
+    };
     let state = ServerState::new(runtime, config, config_path.clone()).await;
+    if let Some(durable) = durable {
+        if let Err(e) = durable.keep_guest(&state.runtime).await {
+            eprintln!("codemode: the durable store: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+        state.enable_durable(durable);
+    }
     let _watcher = match &config_path {
         Some(path) => match server::reload::watch(state.clone(), path.clone()) {
             Ok(w) => Some(w),
@@ -196,9 +229,14 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     let shutdown = tokio_util::sync::CancellationToken::new();
     {
         let (shutdown, drain) = (shutdown.clone(), state.drain.clone());
+        let durable = state.durable().cloned();
         tokio::spawn(async move {
             server::drain::shutdown_signal(drain).await;
             tracing::info!("shutting down");
+            // Every eval waiting for a human is saved before the drain waits for the others.
+            if let Some(durable) = durable {
+                durable.park_all();
+            }
             shutdown.cancel();
         });
     }

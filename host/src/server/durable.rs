@@ -108,7 +108,9 @@ struct DecisionRecord {
 
 /// A parked eval taken from the store to be resumed.
 pub struct Claimed {
+    /// Who, which profile, the code, the asks.
     pub meta: ParkedMeta,
+    /// The sandbox's state.
     pub suspended: Suspended,
 }
 
@@ -163,7 +165,11 @@ impl Durable {
     }
 
     /// Requests `park` once `asks` has had an open ask for `suspendToStoreAfterSeconds`.
-    pub fn watch(&self, asks: Arc<crate::approvals::OpenAsks>, park: ParkRequest) -> tokio::task::JoinHandle<()> {
+    pub fn watch(
+        &self,
+        asks: Arc<crate::approvals::OpenAsks>,
+        park: ParkRequest,
+    ) -> tokio::task::JoinHandle<()> {
         let after = self.after;
         tokio::spawn(async move {
             const POLL: Duration = Duration::from_millis(50);
@@ -218,7 +224,9 @@ impl Durable {
                 view: ask.view.clone(),
             })
             .unwrap_or_default();
-            self.store.put(&format!("ask:{}", ask.id), &value, ttl).await?;
+            self.store
+                .put(&format!("ask:{}", ask.id), &value, ttl)
+                .await?;
         }
         self.store
             .put(&format!("eval:{}", meta.token), &record, ttl)
@@ -247,9 +255,11 @@ impl Durable {
         let meta: ParkedMeta = bytes
             .get(4..4 + len)
             .ok_or("a parked eval's record is truncated")
-            .and_then(|m| serde_json::from_slice(m).map_err(|_| "a parked eval's description is unreadable"))?;
-        let suspended =
-            Suspended::load(&bytes[4 + len..]).map_err(|e| format!("a parked eval's state: {e}"))?;
+            .and_then(|m| {
+                serde_json::from_slice(m).map_err(|_| "a parked eval's description is unreadable")
+            })?;
+        let suspended = Suspended::load(&bytes[4 + len..])
+            .map_err(|e| format!("a parked eval's state: {e}"))?;
         for ask in &meta.asks {
             let _ = self.store.delete(&format!("ask:{}", ask.id)).await;
         }
@@ -267,7 +277,9 @@ impl Durable {
             .get(&format!("guest:{hash}"))
             .await
             .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("the eval was saved with guest {hash}, which is not in the store"))?;
+            .ok_or_else(|| {
+                format!("the eval was saved with guest {hash}, which is not in the store")
+            })?;
         runtime
             .add_guest(&record.value)
             .map(|_| ())
@@ -287,7 +299,9 @@ impl Durable {
             return false;
         };
         match serde_json::from_slice::<AskRecord>(&record.value) {
-            Ok(ask) if ask.token == token => self.put_decision(id, answer, record.remaining()).await,
+            Ok(ask) if ask.token == token => {
+                self.put_decision(id, answer, record.remaining()).await
+            }
             _ => false,
         }
     }
@@ -301,7 +315,11 @@ impl Durable {
         })
         .unwrap_or_default();
         self.store
-            .put(&format!("decision:{id}"), &value, ttl.max(Duration::from_secs(1)))
+            .put(
+                &format!("decision:{id}"),
+                &value,
+                ttl.max(Duration::from_secs(1)),
+            )
             .await
             .is_ok()
     }
@@ -311,15 +329,12 @@ impl Durable {
         let Ok(listing) = self.store.list("ask:").await else {
             return Vec::new();
         };
-        let mut views = Vec::new();
-        for key in listing.keys {
-            if let Ok(Some(record)) = self.store.get(&key).await
-                && let Ok(ask) = serde_json::from_slice::<AskRecord>(&record.value)
-            {
-                views.push(ask.view);
-            }
-        }
-        views
+        listing
+            .records
+            .iter()
+            .filter_map(|record| serde_json::from_slice::<AskRecord>(&record.value).ok())
+            .map(|ask| ask.view)
+            .collect()
     }
 
     /// Decides ask `id` of a parked eval through the approval API, then resumes the eval here.
@@ -372,7 +387,9 @@ impl Durable {
         }
         let reason = reason.filter(|r| !r.trim().is_empty());
         if ask.view.get("reason_required") == Some(&Value::Bool(true)) && reason.is_none() {
-            return Err(DecideError::Invalid("this ask needs a reason with the decision".into()));
+            return Err(DecideError::Invalid(
+                "this ask needs a reason with the decision".into(),
+            ));
         }
         let answer = ApprovalAnswer::new(decision, Channel::Http)
             .with_reason(reason)
@@ -440,10 +457,25 @@ impl Decisions for Durable {
             let record = self.store.take(&key).await.ok()??;
             let d: DecisionRecord = serde_json::from_slice(&record.value).ok()?;
             let decision = parse_decision(&d.decision).unwrap_or(ApprovalDecision::Decline);
-            let mut answer = ApprovalAnswer::new(decision, d.channel)
-                .with_reason(d.reason);
+            let mut answer = ApprovalAnswer::new(decision, d.channel).with_reason(d.reason);
             answer.decided_by = d.decided_by;
             Some(answer)
         })
+    }
+}
+
+impl crate::approvals::broker::ParkedAsks for Durable {
+    fn list(&self) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(self.parked_asks())
+    }
+
+    fn decide<'a>(
+        &'a self,
+        id: &'a str,
+        decider: &'a Caller,
+        decision: ApprovalDecision,
+        reason: Option<String>,
+    ) -> BoxFuture<'a, Result<(), DecideError>> {
+        Box::pin(Durable::decide(self, id, decider, decision, reason))
     }
 }

@@ -16,15 +16,17 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
+use super::durable::{Claimed, Durable, ParkedMeta};
 use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::listing::missing_permissions;
 use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 use super::progress::Progress;
 use super::result::eval_result;
+use super::state::ServerState;
 use super::suspend::{Event, Suspended};
-use crate::approvals::{Asker, NoAsker, PeerAsker};
-use crate::session::{AuditTarget, Caller, GovernedEval};
+use crate::approvals::{Asker, NoAsker, OpenAsks, PeerAsker};
+use crate::session::{AuditTarget, Caller, GovernedEval, GovernedStep};
 
 impl CodemodeServer {
     /// The bytes the result may take in an eval's text block: `limits.maxResultText` of the
@@ -60,7 +62,21 @@ impl CodemodeServer {
         let _request = self.state.drain.enter();
         if let Some(token) = req.request_state.as_deref() {
             // A 2026-07-28 client answering an input-required result.
-            let Some(suspended) = self.state.suspensions.get(token) else {
+            let local = self.state.suspensions.get(token);
+            if let Some(durable) = self.state.durable()
+                && local.as_ref().is_none_or(|s| s.is_parked())
+            {
+                if let Some(parked) = &local {
+                    self.state.suspensions.remove(parked.token());
+                }
+                if let Some(response) = self
+                    .retry_from_store(durable, token, &tool, &req, &ctx)
+                    .await
+                {
+                    return response;
+                }
+            }
+            let Some(suspended) = local.filter(|s| !s.is_parked()) else {
                 let message = if self.state.suspensions.was_dropped(token) {
                     let kept = self.state.config().limits.unfetched_results;
                     format!(
@@ -204,11 +220,20 @@ impl CodemodeServer {
             sink,
             include_args: config.audit.include_args,
         });
+        // A 2026-07-28 eval can leave memory while it waits for a human: its client comes
+        // back with `requestState`, to this node or any other sharing the store.
+        let durable = state.durable().filter(|_| suspended.is_some()).cloned();
+        let open_asks = durable.as_ref().map(|d| {
+            Arc::new(OpenAsks::new(Some(
+                d.clone() as Arc<dyn crate::approvals::Decisions>
+            )))
+        });
+        let park = durable.as_ref().map(|d| d.park_request());
         let eval = GovernedEval::builder(state.runtime.clone())
             .tools(state.upstreams.clone())
-            .caller(caller)
+            .caller(caller.clone())
             .session(self.session_id.clone(), self.approvals.clone())
-            .profile(profile)
+            .profile(profile.clone())
             .asker(asker)
             .broker(Some(state.approvals.clone()))
             .audit(audit)
@@ -216,9 +241,40 @@ impl CodemodeServer {
             .options(config.limits.eval_options())
             .lifetime(Some(config.limits.max_eval_lifetime))
             .waits(Some(slot.clone()))
+            .park(park.clone())
+            .open_asks(open_asks.clone())
             .build();
-        let outcome = eval.run(&code, &cancel).await;
+        let watcher = match (&durable, &open_asks, &park) {
+            (Some(d), Some(asks), Some(park)) => Some(d.watch(asks.clone(), park.clone())),
+            _ => None,
+        };
+        let step = eval.run_step(&code, &cancel).await;
+        if let Some(watcher) = watcher {
+            watcher.abort();
+        }
         drop(slot);
+        let outcome = match step {
+            GovernedStep::Finished(outcome) => outcome,
+            GovernedStep::Parked(parked) => {
+                let (Some(durable), Some(entry), Some(asks)) = (durable, &suspended, open_asks)
+                else {
+                    return;
+                };
+                let meta = Durable::meta(
+                    entry.token(),
+                    entry.tool(),
+                    &code,
+                    &caller,
+                    profile.as_ref().map(|p| p.name()),
+                    eval.id().0,
+                    &asks.snapshot(),
+                );
+                match park_or_resume(state, &durable, entry, meta, parked, &cancel).await {
+                    Some(outcome) => outcome,
+                    None => return,
+                }
+            }
+        };
         match suspended {
             Some(s) => state
                 .suspensions
@@ -226,6 +282,47 @@ impl CodemodeServer {
             None => {
                 let _ = done.send(outcome);
             }
+        }
+    }
+
+    /// A retry naming an eval this node does not hold: its answers are recorded in the store,
+    /// then its result is fetched, or the eval is taken from the store and resumed here.
+    /// `None` when the store does not know the token either.
+    async fn retry_from_store(
+        &self,
+        durable: &Arc<Durable>,
+        token: &str,
+        tool: &str,
+        req: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Option<Result<CallToolResponse, McpError>> {
+        if let Some(responses) = &req.input_responses {
+            for (key, response) in responses {
+                let Some(id) = key.strip_prefix("codemode-") else {
+                    continue;
+                };
+                let answer = crate::approvals::form::approval_answer(
+                    &super::suspend::parse_response(response),
+                    codemode_policies::Channel::Elicitation,
+                );
+                if !durable.answer(token, id, &answer).await {
+                    tracing::warn!("refused an answer to `{key}`, which this eval does not ask");
+                }
+            }
+        }
+        if let Some(outcome) = durable.take_result(token).await {
+            return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
+        }
+        match resume_from_store(&self.state, token).await {
+            Ok(Some(entry)) if entry.tool() == tool => Some(self.await_suspended(entry, ctx).await),
+            Ok(Some(_)) => Some(Err(McpError::invalid_params(
+                "requestState belongs to another tool",
+                None,
+            ))),
+            Ok(None) => None,
+            Err(message) => Some(Ok(
+                CallToolResult::error(vec![ContentBlock::text(message)]).into()
+            )),
         }
     }
 
@@ -288,4 +385,171 @@ impl CodemodeServer {
             }
         }
     }
+}
+
+/// Saves a parked eval to the store and tells the requests waiting on it; when the store
+/// refuses, the eval goes on here, in memory, and its outcome is returned.
+async fn park_or_resume(
+    state: &Arc<ServerState>,
+    durable: &Arc<Durable>,
+    entry: &Arc<Suspended>,
+    meta: ParkedMeta,
+    parked: codemode_runtime::Suspended,
+    cancel: &CancellationToken,
+) -> Option<EvalOutcome> {
+    match durable.save(&meta, &parked).await {
+        Ok(()) => {
+            entry.park(meta.asks.iter().map(|a| a.question()).collect());
+            None
+        }
+        Err(e) => {
+            tracing::error!(
+                "eval {} could not be saved, it stays in memory: {e}",
+                meta.eval_id
+            );
+            let eval = resumed_eval(state, &meta, entry, None, None);
+            match eval.resume(&meta.code, &parked, cancel).await {
+                Ok(GovernedStep::Finished(outcome)) => Some(outcome),
+                Ok(GovernedStep::Parked(_)) => None,
+                Err(e) => Some(resume_failed(&e.to_string())),
+            }
+        }
+    }
+}
+
+/// The governed eval that continues a parked one: its caller, profile (by name, from the
+/// config in force now), the server's channels, asking through `entry`.
+fn resumed_eval(
+    state: &Arc<ServerState>,
+    meta: &ParkedMeta,
+    entry: &Arc<Suspended>,
+    park: Option<codemode_runtime::ParkRequest>,
+    open_asks: Option<Arc<OpenAsks>>,
+) -> GovernedEval {
+    let config = state.config();
+    let audit = state.audit().map(|sink| AuditTarget {
+        sink,
+        include_args: config.audit.include_args,
+    });
+    GovernedEval::builder(state.runtime.clone())
+        .id(codemode_runtime::EvalId(meta.eval_id))
+        .tools(state.upstreams.clone())
+        .caller(Caller::new(meta.caller.clone(), meta.permissions.clone()))
+        .profile(
+            meta.profile
+                .as_deref()
+                .and_then(|p| config.profile(p).cloned()),
+        )
+        .asker(Arc::new(entry.asker()))
+        .broker(Some(state.approvals.clone()))
+        .audit(audit)
+        .outputs(config.outputs.clone())
+        .options(config.limits.eval_options())
+        .lifetime(Some(config.limits.max_eval_lifetime))
+        .park(park)
+        .open_asks(open_asks)
+        .build()
+}
+
+/// The outcome of an eval that could not be resumed.
+fn resume_failed(why: &str) -> EvalOutcome {
+    EvalOutcome {
+        ok: false,
+        result: Value::Null,
+        error: Some(codemode_runtime::EvalError::new(
+            codemode_runtime::ErrorKind::Cancelled,
+            format!("the saved eval could not be resumed: {why}"),
+        )),
+        warnings: Vec::new(),
+        logs: Vec::new(),
+        tool_calls: Vec::new(),
+        stats: Default::default(),
+    }
+}
+
+/// Takes the parked eval of `token` from the store and resumes it on this node, under a new
+/// local entry with the same token. `Ok(None)` when the store does not have it (never parked,
+/// already taken by another node, or expired).
+///
+/// # Errors
+/// When the store fails or the record cannot be read, in words.
+pub(super) async fn resume_from_store(
+    state: &Arc<ServerState>,
+    token: &str,
+) -> Result<Option<Arc<Suspended>>, String> {
+    let Some(durable) = state.durable().cloned() else {
+        return Ok(None);
+    };
+    let Some(claimed) = durable.claim(&state.runtime, token).await? else {
+        return Ok(None);
+    };
+    let (entry, claim) = state
+        .suspensions
+        .register_as(claimed.meta.token.clone(), &claimed.meta.tool);
+    let open_asks = Arc::new(OpenAsks::new(Some(
+        durable.clone() as Arc<dyn crate::approvals::Decisions>
+    )));
+    let park = durable.park_request();
+    let cancel = state.drain.eval_token();
+    let running = state.drain.enter();
+    let task_state = state.clone();
+    let task_entry = entry.clone();
+    let task_cancel = cancel.clone();
+    let handle = tokio::runtime::Handle::current();
+    // As a fresh eval: on the blocking pool (see `call_eval`).
+    let task = tokio::task::spawn_blocking(move || {
+        handle.block_on(async move {
+            let _claim = claim;
+            let Claimed { meta, suspended } = claimed;
+            let eval = resumed_eval(
+                &task_state,
+                &meta,
+                &task_entry,
+                Some(park.clone()),
+                Some(open_asks.clone()),
+            );
+            let watcher = durable.watch(open_asks.clone(), park);
+            let step = eval.resume(&meta.code, &suspended, &task_cancel).await;
+            watcher.abort();
+            let outcome = match step {
+                Ok(GovernedStep::Finished(outcome)) => Some(outcome),
+                Ok(GovernedStep::Parked(parked)) => {
+                    let meta = Durable::meta(
+                        &meta.token,
+                        &meta.tool,
+                        &meta.code,
+                        &Caller::new(meta.caller.clone(), meta.permissions.clone()),
+                        meta.profile.as_deref(),
+                        meta.eval_id,
+                        &open_asks.snapshot(),
+                    );
+                    park_or_resume(
+                        &task_state,
+                        &durable,
+                        &task_entry,
+                        meta,
+                        parked,
+                        &task_cancel,
+                    )
+                    .await
+                }
+                Err(e) => Some(resume_failed(&e.to_string())),
+            };
+            if let Some(outcome) = outcome {
+                // Nobody may be waiting here (the answer came through the approval API): the
+                // client's retry may reach another node.
+                if !task_entry.is_awaited() {
+                    durable.put_result(task_entry.token(), &outcome).await;
+                }
+                task_state.suspensions.complete(
+                    &task_entry,
+                    outcome,
+                    task_state.config().limits.unfetched_results,
+                );
+            }
+            drop(running);
+        })
+    });
+    entry.set_task(task, cancel);
+    Ok(Some(entry))
 }

@@ -12,6 +12,7 @@
 //! shutdown ([`drain`]), and the `ServerHandler` routing ([`CodemodeServer`]).
 
 pub mod drain;
+pub mod durable;
 mod elide;
 mod eval;
 pub mod fair;

@@ -33,6 +33,8 @@ pub struct ServerState {
     next_session: AtomicU64,
     /// The evals in flight, for graceful shutdown.
     pub drain: Arc<super::drain::Drain>,
+    /// Where evals waiting for a human are saved ([`super::durable`]); set once by `serve`.
+    durable: std::sync::OnceLock<Arc<super::durable::Durable>>,
 }
 
 impl ServerState {
@@ -55,6 +57,7 @@ impl ServerState {
             subscribers: Mutex::new(Vec::new()),
             next_session: AtomicU64::new(1),
             drain: Arc::default(),
+            durable: std::sync::OnceLock::new(),
         });
         state
             .upstreams
@@ -68,6 +71,26 @@ impl ServerState {
             }
         });
         state
+    }
+
+    /// Saves evals waiting for a human to `durable`'s store and resumes them from it (see
+    /// [`super::durable`]). Call once, before serving.
+    pub fn enable_durable(self: &Arc<Self>, durable: Arc<super::durable::Durable>) {
+        let state = Arc::downgrade(self);
+        durable.set_resumer(Arc::new(move |token| {
+            if let Some(state) = state.upgrade() {
+                tokio::spawn(async move {
+                    let _ = super::eval::resume_from_store(&state, &token).await;
+                });
+            }
+        }));
+        self.approvals.set_parked(durable.clone());
+        let _ = self.durable.set(durable);
+    }
+
+    /// The durable store's parking, when enabled.
+    pub fn durable(&self) -> Option<&Arc<super::durable::Durable>> {
+        self.durable.get()
     }
 
     /// The config in force now.

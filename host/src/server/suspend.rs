@@ -303,7 +303,7 @@ impl Suspended {
     }
 
     /// Whether a request is waiting for this eval's next event now.
-    fn is_awaited(&self) -> bool {
+    pub fn is_awaited(&self) -> bool {
         self.lock().waiters > 0
     }
 
@@ -376,7 +376,9 @@ impl Suspended {
 }
 
 /// The input requests of an input-required result, one per question.
-fn input_requests<'a>(questions: impl Iterator<Item = (&'a String, &'a Question)>) -> InputRequests {
+fn input_requests<'a>(
+    questions: impl Iterator<Item = (&'a String, &'a Question)>,
+) -> InputRequests {
     let mut requests = InputRequests::new();
     for (key, question) in questions {
         if let Ok(params) = question.to_params() {
