@@ -68,8 +68,9 @@ pub fn essentials(outcome: &Value) -> Value {
 }
 
 /// The audit trail in a form that does not depend on where or when it ran: the eval records
-/// (`ok`, `error_kind`, `tool_calls`) and `[call_id, tool, decision, status]` of each
-/// `tool_call` record, ordered by call id. Asserts that all records are of one eval.
+/// (`ok`, `error_kind`, `tool_calls`), `[call_id, tool, decision, status]` of each `tool_call`
+/// record, ordered by call id, and how many distinct `eval_id`s the records name (one eval:
+/// one id, whichever nodes it ran on).
 pub fn audit_trail(records: &[Value]) -> Value {
     let evals: Vec<Value> = records
         .iter()
@@ -83,8 +84,8 @@ pub fn audit_trail(records: &[Value]) -> Value {
     calls.sort_by_key(|r| r["call_id"].as_u64());
     let ids: std::collections::BTreeSet<String> =
         records.iter().map(|r| r["eval_id"].to_string()).collect();
-    assert_eq!(ids.len(), 1, "records of more than one eval: {records:#?}");
     json!({
+        "eval_ids": ids.len(),
         "evals": evals,
         "calls": calls
             .iter()
@@ -96,6 +97,7 @@ pub fn audit_trail(records: &[Value]) -> Value {
 /// The audit trail every flow must leave: one eval record, one record per call.
 pub fn expected_trail() -> Value {
     json!({
+        "eval_ids": 1,
         "evals": [[true, null, 3]],
         "calls": [
             [1, "fs__read_text_file", "allowed", "ok"],

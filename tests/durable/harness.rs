@@ -451,8 +451,8 @@ pub fn is_parked_eval(key: &str) -> bool {
 }
 
 /// Waits until `dir` (a local store's `records/` directory) holds `count` files whose names
-/// are saved evals; returns all its file names.
-pub fn await_local_parked(dir: &Path, count: usize) -> Vec<String> {
+/// are saved evals; returns all its file names. `log` is shown when it never does.
+pub fn await_local_parked(dir: &Path, count: usize, log: &str) -> Vec<String> {
     let started = Instant::now();
     loop {
         let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -469,7 +469,7 @@ pub fn await_local_parked(dir: &Path, count: usize) -> Vec<String> {
         }
         assert!(
             started.elapsed() < PATIENCE,
-            "{} never held {count} saved evals: {names:?}",
+            "{} never held {count} saved evals: {names:?}\n{log}",
             dir.display()
         );
         std::thread::sleep(Duration::from_millis(20));

@@ -1,7 +1,8 @@
 //! Legacy (2025-11-25) sessions through HAProxy: their requests, standalone stream and answers
 //! to `elicitation/create` stay on the node that holds the session (`stick` on the
 //! `Mcp-Session-Id` header), so an asked call is answered as on a single node; when that node
-//! dies, the request in flight fails with an error and the session does not silently continue.
+//! dies, the request in flight fails with an error, and the session continues on another node
+//! (its `initialize` state is in the store).
 //! The client is the real Python SDK (`legacy_client.py`).
 
 use std::io::Read;
@@ -145,6 +146,12 @@ fn a_legacy_session_sticks_to_its_node_and_its_elicitation_is_answered() {
     );
     assert_eq!(obs["protocol"], "2025-11-25", "{obs:#}");
     assert_eq!(obs["asked"].as_array().map(Vec::len), Some(1), "{obs:#}");
+    // The session itself goes on, on another node (its state is in the store).
+    assert_eq!(
+        obs["after"],
+        json!({"ok": ["codemode_eval_gate", "eval", "get_tools", "search_tools"]}),
+        "{obs:#}"
+    );
     assert_eq!(obs["call"]["ok"]["is_error"], false, "{obs:#}");
     let outcome = obs["call"]["ok"]["structured"].clone();
     assert_same_as_uninterrupted(&outcome, &cluster.files, &cluster.audit_with_evals(1));

@@ -28,10 +28,10 @@ fn a_restarted_node_resumes_its_waiting_eval() {
     assert_eq!(input_keys(&asked.result).len(), 1, "{}", asked.result);
     let records = state.join("records");
     // An hour before spilling: nothing is saved while the node runs.
-    await_local_parked(&records, 0);
+    await_local_parked(&records, 0, &node.log());
     let (status, log) = node.terminate();
     assert!(status.success(), "{status}\n{log}");
-    await_local_parked(&records, 1);
+    await_local_parked(&records, 1, &log);
     let key = std::fs::metadata(state.join("state.key")).expect("a generated key file");
     assert_eq!(key.permissions().mode() & 0o777, 0o600);
 
@@ -53,5 +53,5 @@ fn a_restarted_node_resumes_its_waiting_eval() {
     });
     assert_same_as_uninterrupted(&outcome, &files, &audit);
     // The saved state is gone once resumed.
-    await_local_parked(&records, 0);
+    await_local_parked(&records, 0, &node.log());
 }
