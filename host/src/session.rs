@@ -590,6 +590,145 @@ mod tests {
     /// A profile decides each call, the denial reaches the script as a `ToolCallDeniedError`,
     /// and the audit log gets one `tool_call` record per attempt and one `eval` record, with the
     /// session and the profile.
+    /// An asker that asks and never hears back (a human who has not decided yet).
+    struct Undecided;
+
+    impl Asker for Undecided {
+        fn supports(&self) -> bool {
+            true
+        }
+        fn channel(&self) -> codemode_policies::Channel {
+            codemode_policies::Channel::Elicitation
+        }
+        fn ask(
+            &self,
+            _question: crate::approvals::Question,
+            _timeout: Duration,
+        ) -> codemode_runtime::BoxFuture<'_, crate::approvals::Answer> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    /// Decisions given while the eval was parked, by approval id.
+    #[derive(Default)]
+    struct Given(std::sync::Mutex<Vec<(String, codemode_policies::ApprovalAnswer)>>);
+
+    impl crate::approvals::Decisions for Given {
+        fn take(
+            &self,
+            id: &str,
+        ) -> codemode_runtime::BoxFuture<'_, Option<codemode_policies::ApprovalAnswer>> {
+            let mut given = self.0.lock().unwrap();
+            let found = given
+                .iter()
+                .position(|(i, _)| i == id)
+                .map(|i| given.remove(i).1);
+            Box::pin(async move { found })
+        }
+    }
+
+    /// Issue 18: an eval waiting for an approval parks (its slot freed, no audit record yet),
+    /// goes to bytes and back, and resumes — in a governed eval built afresh, as on another
+    /// node — under the same approval id; the answer given meanwhile approves the call, which
+    /// runs once, and the audit log holds exactly one record of the call and one of the eval.
+    #[tokio::test]
+    async fn a_parked_eval_resumes_with_the_answer_given_meanwhile_and_is_audited_once() {
+        let config = Config::from_json_str(
+            r#"{"evaluation": {"profiles": {"p": {"asklist": ["search_tools"]}}}}"#,
+        )
+        .unwrap();
+        let profile = config.resolve_profile(Some("p")).unwrap();
+        let sink = Arc::new(MemoryAuditSink::new());
+        let runtime = runtime();
+        let decisions = Arc::new(Given::default());
+        let governed = |park: Option<ParkRequest>, asks: Arc<OpenAsks>, id: Option<EvalId>| {
+            let mut builder = GovernedEval::builder(runtime.clone())
+                .tools(UpstreamPool::new())
+                .profile(profile.clone())
+                .asker(Arc::new(Undecided))
+                .park(park)
+                .open_asks(Some(asks))
+                .audit(Some(AuditTarget {
+                    sink: sink.clone(),
+                    include_args: false,
+                }));
+            if let Some(id) = id {
+                builder = builder.id(id);
+            }
+            builder.build()
+        };
+        let code = "console.log('before');\n\
+                    const found = await codemode.search_tools({query: 'tools'});\n\
+                    console.log('after');\n\
+                    return found.results.length > 0;";
+
+        let park = ParkRequest::new();
+        park.request();
+        let asks = Arc::new(OpenAsks::new(Some(decisions.clone())));
+        let first = governed(Some(park), asks.clone(), None);
+        let GovernedStep::Parked(parked) = first.run_step(code, &CancellationToken::new()).await
+        else {
+            panic!("the eval should park at its approval");
+        };
+        assert!(sink.records().is_empty(), "{:?}", sink.records());
+        let open = asks.snapshot();
+        assert_eq!(open.len(), 1);
+        let note: codemode_policies::ParkedAsk =
+            serde_json::from_value(parked.pending()[0].note.clone().unwrap()).unwrap();
+        assert_eq!(note.approval, open[0].id);
+
+        let bytes = parked.save();
+        let loaded = codemode_runtime::Suspended::load(&bytes).unwrap();
+        decisions.0.lock().unwrap().push((
+            open[0].id.clone(),
+            codemode_policies::ApprovalAnswer::new(
+                codemode_policies::ApprovalDecision::ApproveOnce,
+                codemode_policies::Channel::Http,
+            )
+            .decided_by("alice"),
+        ));
+        let second = governed(
+            None,
+            Arc::new(OpenAsks::new(Some(decisions.clone()))),
+            Some(first.id()),
+        );
+        let GovernedStep::Finished(outcome) = second
+            .resume(code, &loaded, &CancellationToken::new())
+            .await
+            .unwrap()
+        else {
+            panic!("the resumed eval should finish");
+        };
+        assert!(outcome.ok, "{:?}", outcome.error);
+        assert_eq!(outcome.result, json!(true));
+        let logs: Vec<&str> = outcome.logs.iter().map(|l| l.message.as_str()).collect();
+        assert_eq!(logs, ["before", "after"]);
+        let calls: Vec<_> = sink
+            .tool_calls()
+            .into_iter()
+            .map(|r| (r.tool, r.decision, r.decided_by, r.call_id))
+            .collect();
+        assert_eq!(
+            calls,
+            [(
+                "search_tools".to_string(),
+                Decision::Approved,
+                Some("alice".to_string()),
+                1
+            )]
+        );
+        let evals = sink
+            .records()
+            .into_iter()
+            .filter(|r| matches!(r, AuditRecord::Eval(_)))
+            .count();
+        assert_eq!(evals, 1);
+        assert!(
+            decisions.0.lock().unwrap().is_empty(),
+            "the decision was taken"
+        );
+    }
+
     #[tokio::test]
     async fn a_profile_decides_and_the_audit_records_each_attempt_and_the_eval() {
         let config = Config::from_json_str(

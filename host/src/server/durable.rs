@@ -293,7 +293,8 @@ impl Durable {
         }
     }
 
-    /// Records `answer` for ask `id` of the parked eval `token` (from a client's retry).
+    /// Records `answer` for ask `id` of the parked eval `token` (from a client's retry); `false`
+    /// when the eval does not wait on that ask or it was answered already.
     pub async fn answer(&self, token: &str, id: &str, answer: &ApprovalAnswer) -> bool {
         let Ok(Some(record)) = self.store.get(&format!("ask:{id}")).await else {
             return false;
@@ -314,14 +315,10 @@ impl Durable {
             channel: answer.channel,
         })
         .unwrap_or_default();
-        self.store
-            .put(
-                &format!("decision:{id}"),
-                &value,
-                ttl.max(Duration::from_secs(1)),
-            )
-            .await
-            .is_ok()
+        // The first answer wins, as in the broker: a later one is refused.
+        let key = format!("decision:{id}");
+        let ttl = ttl.max(Duration::from_secs(1));
+        matches!(self.store.put_if_absent(&key, &value, ttl).await, Ok(true))
     }
 
     /// The asks of every parked eval of the cluster, as the approval API shows them.
@@ -395,7 +392,7 @@ impl Durable {
             .with_reason(reason)
             .decided_by(decider.name.clone());
         if !self.put_decision(id, &answer, record.remaining()).await {
-            return Err(DecideError::NotFound(id.to_string()));
+            return Err(DecideError::Closed(id.to_string(), "decided"));
         }
         self.resume_here(&ask.token);
         Ok(())

@@ -65,6 +65,7 @@ impl CodemodeServer {
             let local = self.state.suspensions.get(token);
             if let Some(durable) = self.state.durable()
                 && local.as_ref().is_none_or(|s| s.is_parked())
+                && super::suspend::is_token(token)
             {
                 if let Some(parked) = &local {
                     self.state.suspensions.remove(parked.token());
@@ -296,6 +297,19 @@ impl CodemodeServer {
         req: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
     ) -> Option<Result<CallToolResponse, McpError>> {
+        // The node holding the eval may be saving it right now (its client was answered as the
+        // question was asked): give the store a moment to know the token.
+        let mut known = durable.knows(token).await;
+        for _ in 0..STORE_PATIENCE_STEPS {
+            if known {
+                break;
+            }
+            tokio::time::sleep(STORE_PATIENCE_STEP).await;
+            known = durable.knows(token).await;
+        }
+        if !known {
+            return None;
+        }
         if let Some(responses) = &req.input_responses {
             for (key, response) in responses {
                 let Some(id) = key.strip_prefix("codemode-") else {
@@ -386,6 +400,11 @@ impl CodemodeServer {
         }
     }
 }
+
+/// How long a retry naming a token the store does not know waits for it to appear there, in
+/// steps: 2 s in all, longer than a node takes to save an eval that was just parked.
+const STORE_PATIENCE_STEPS: u32 = 20;
+const STORE_PATIENCE_STEP: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Saves a parked eval to the store and tells the requests waiting on it; when the store
 /// refuses, the eval goes on here, in memory, and its outcome is returned.

@@ -170,6 +170,12 @@ impl Suspensions {
     }
 }
 
+/// Whether `text` has the form of a `requestState` this server makes (32 lowercase hex
+/// digits): anything else is not looked up anywhere, the store included.
+pub fn is_token(text: &str) -> bool {
+    text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 fn random_token() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
@@ -293,7 +299,12 @@ impl Suspended {
     /// The eval was saved to the durable store, waiting on `questions`: requests waiting here
     /// are answered with them, and a retry goes through the store.
     pub fn park(&self, questions: Vec<(String, Question)>) {
-        self.lock().parked = Some(questions);
+        {
+            let mut state = self.lock();
+            state.parked = Some(questions);
+            // Forgotten here like an unfetched result: the eval lives on in the store.
+            state.finished_at = Some(Instant::now());
+        }
         self.changed.notify_waiters();
     }
 
