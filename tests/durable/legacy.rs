@@ -146,12 +146,6 @@ fn a_legacy_session_sticks_to_its_node_and_its_elicitation_is_answered() {
     );
     assert_eq!(obs["protocol"], "2025-11-25", "{obs:#}");
     assert_eq!(obs["asked"].as_array().map(Vec::len), Some(1), "{obs:#}");
-    // The session itself goes on, on another node (its state is in the store).
-    assert_eq!(
-        obs["after"],
-        json!({"ok": ["codemode_eval_gate", "eval", "get_tools", "search_tools"]}),
-        "{obs:#}"
-    );
     assert_eq!(obs["call"]["ok"]["is_error"], false, "{obs:#}");
     let outcome = obs["call"]["ok"]["structured"].clone();
     assert_same_as_uninterrupted(&outcome, &cluster.files, &cluster.audit_with_evals(1));
@@ -189,13 +183,21 @@ fn a_legacy_session_whose_node_dies_fails_with_an_error() {
     std::fs::write(markers.join("go"), "").unwrap();
     let obs = finish_client(client, &cluster);
     eprintln!("observations: {obs:#}");
-    // The SDK retries the broken stream (through HAProxy, to another node) and gives up.
-    assert_eq!(
-        obs["call"],
-        json!({"error": "MCPError: SSE stream ended and reconnection attempts were exhausted"}),
+    // The call in flight fails with the SDK's error (without a session store the SDK said
+    // "MCPError: SSE stream ended and reconnection attempts were exhausted"), not by the
+    // client's own deadline: it must not wait forever on a stream no node will answer.
+    let error = obs["call"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("MCPError: "),
         "the call in flight fails: {obs:#}"
     );
     assert_eq!(obs["asked"].as_array().map(Vec::len), Some(1), "{obs:#}");
+    // The session itself goes on, on another node (its state is in the store).
+    assert_eq!(
+        obs["after"],
+        json!({"ok": ["codemode_eval_gate", "eval", "get_tools", "search_tools"]}),
+        "{obs:#}"
+    );
     // The approved write never ran: the node died before the answer reached it.
     assert_eq!(
         std::fs::read_to_string(cluster.files.join(crate::flow::FILE)).unwrap(),
