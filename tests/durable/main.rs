@@ -13,6 +13,7 @@
 mod client;
 mod flow;
 mod harness;
+mod node;
 
 mod failures;
 mod legacy;
