@@ -1,10 +1,12 @@
-//! What a node does when the cluster around it is wrong: no shared key, no Redis.
+//! What a node does when the cluster around it is wrong: no shared key, another key, no Redis.
 
 use serde_json::json;
 
 use codemode_test_support::services::{RedisServer, free_port};
 
-use crate::harness::{KEY_ENV, Node, node_config, write_json};
+use crate::client::{self, approve_all, block_on, request_state};
+use crate::flow::{GATE, assert_same_as_uninterrupted, complete_outcome, prepare, script};
+use crate::harness::{Cluster, KEY, KEY_ENV, Node, node_config, write_json};
 
 /// A config with a Redis store at `url`, in a fresh scratch directory named `name`.
 fn config(name: &str, url: &str) -> std::path::PathBuf {
@@ -38,7 +40,7 @@ fn a_node_refuses_to_start_when_redis_cannot_be_reached() {
     let port = free_port();
     let url = format!("redis://:hunter2@127.0.0.1:{port}/0");
     let path = config("no_redis", &url);
-    let (status, log) = Node::refused(&path, &[(KEY_ENV, crate::harness::KEY)]);
+    let (status, log) = Node::refused(&path, &[(KEY_ENV, KEY)]);
     assert!(!status.success(), "{status}\n{log}");
     assert!(
         log.contains(&format!("redis://:***@127.0.0.1:{port}/0: cannot connect")),
@@ -48,4 +50,54 @@ fn a_node_refuses_to_start_when_redis_cannot_be_reached() {
         !log.contains("hunter2"),
         "the password is never shown: {log}"
     );
+}
+
+#[test]
+fn a_node_with_another_key_cannot_resume_an_eval_and_loses_nothing() {
+    let other = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    let cluster = Cluster::start_with_keys("wrong_key", &[KEY, other], 0);
+    prepare(&cluster.files);
+    let args = json!({"code": script(&cluster.files)});
+    let asked = block_on(client::call_tool(
+        &cluster.node(0).mcp_url(),
+        GATE,
+        &args,
+        None,
+    ))
+    .unwrap()
+    .result;
+    cluster.await_parked(1);
+    let answers = approve_all(&asked);
+    let state = request_state(&asked);
+    // The retry reaches the node with the wrong key: an error result naming the key, the
+    // write not made.
+    let wrong = block_on(client::call_tool(
+        &cluster.node(1).mcp_url(),
+        GATE,
+        &args,
+        Some((&state, answers.clone())),
+    ))
+    .unwrap()
+    .result;
+    assert_eq!(wrong["isError"], true, "{wrong}");
+    // Saying what is wrong: not "run it again", which would make the write twice.
+    let text = wrong["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("sealing key") && !text.contains("run it again"),
+        "{wrong}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cluster.files.join(crate::flow::FILE)).unwrap(),
+        crate::flow::FIRST_LINE
+    );
+    // The saved eval is still there for a node with the right key.
+    let retry = block_on(client::call_tool(
+        &cluster.node(0).mcp_url(),
+        GATE,
+        &args,
+        Some((&state, answers)),
+    ))
+    .unwrap();
+    let outcome = complete_outcome(&retry.result, &cluster.logs());
+    assert_same_as_uninterrupted(&outcome, &cluster.files, &cluster.audit_with_evals(1));
 }

@@ -131,6 +131,11 @@ impl Cluster {
     /// Starts Redis, `nodes` nodes with `durable.store` on it (and
     /// `suspendToStoreAfterSeconds` = `spill_after`), and HAProxy in front.
     pub fn start(name: &str, nodes: usize, spill_after: u64) -> Cluster {
+        Cluster::start_with_keys(name, &vec![KEY; nodes], spill_after)
+    }
+
+    /// [`Cluster::start`] with one node per key of `keys`, each given that sealing key.
+    pub fn start_with_keys(name: &str, keys: &[&str], spill_after: u64) -> Cluster {
         peers::ensure_installed();
         let dir = scratch_dir("durable", name);
         let files = dir.join("files");
@@ -142,8 +147,10 @@ impl Cluster {
             "keyEnv": KEY_ENV,
             "suspendToStoreAfterSeconds": spill_after
         });
-        let started: Vec<Option<Node>> = (0..nodes)
-            .map(|i| {
+        let started: Vec<Option<Node>> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| {
                 let home = dir.join(format!("node{i}"));
                 std::fs::create_dir_all(&home).expect("create a node dir");
                 let config = home.join("codemode.json");
@@ -151,7 +158,7 @@ impl Cluster {
                     &config,
                     &node_config(&files, &home.join("audit"), durable.clone()),
                 );
-                Some(Node::start(&format!("node{i}"), &config, &[(KEY_ENV, KEY)]))
+                Some(Node::start(&format!("node{i}"), &config, &[(KEY_ENV, key)]))
             })
             .collect();
         let front = free_port();
