@@ -175,6 +175,74 @@ pub fn suspend(runtime: &Runtime, samples: usize, dir: &Path) -> Suspend {
     }
 }
 
+/// What [`many`] measured.
+#[derive(Debug, Clone)]
+pub struct Many {
+    /// Evals parked and saved.
+    pub parked: usize,
+    /// Park + save + write, per eval, in µs.
+    pub per_eval: Samples,
+    /// The process's resident memory before and after, in bytes.
+    pub rss_before: u64,
+    pub rss_after: u64,
+    /// Bytes written to the directory.
+    pub disk: u64,
+    /// A trivial eval's time with all of them parked, in µs.
+    pub trivial: Samples,
+}
+
+/// The process's resident memory (VmRSS), in bytes.
+fn rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// Parks `n` typical evals, one after another, each saved to its own file in `dir` (no
+/// fsync) and dropped from memory — as a server spilling waiting scripts to its local store
+/// does — then times trivial evals with all of them waiting.
+pub fn many(runtime: &Runtime, n: usize, dir: &Path) -> Many {
+    let tokio = tokio_current();
+    let dir = dir.join(format!("codemode-bench-parked-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("creating the directory");
+    let rss_before = rss();
+    let mut per_eval = Vec::with_capacity(n);
+    let mut disk = 0u64;
+    for i in 0..n {
+        let started = Instant::now();
+        let suspended = tokio.block_on(park_typical(runtime));
+        let bytes = suspended.save();
+        write_file(&dir.join(i.to_string()), &bytes, false);
+        per_eval.push(started.elapsed().as_secs_f64() * 1e6);
+        disk += bytes.len() as u64;
+    }
+    let rss_after = rss();
+    let options = eval_options();
+    let trivial: Vec<f64> = (0..1000)
+        .map(|_| {
+            let started = Instant::now();
+            let outcome = tokio.block_on(runtime.eval(workloads::TRIVIAL, &options, &Human));
+            assert!(outcome.ok, "{:?}", outcome.error);
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    Many {
+        parked: n,
+        per_eval: Samples::new(per_eval),
+        rss_before,
+        rss_after,
+        disk,
+        trivial: Samples::new(trivial),
+    }
+}
+
 /// Where the bench writes its file: `$CODEMODE_BENCH_DIR`, else the temporary directory.
 fn bench_dir() -> PathBuf {
     std::env::var_os("CODEMODE_BENCH_DIR")
@@ -195,7 +263,44 @@ pub(crate) fn figures(options: &BenchOptions) -> Result<Vec<Figure>, String> {
     let fsync = s.save_fsync.median();
     let resume = s.restore_resume.median();
     let size = s.size.median() / 1024.0;
+    // A full run parks 100,000 (the target's count); quick and tiny runs as many as their
+    // `suspended` count.
+    let parked = match options.suspended {
+        n if n >= 1000 => n.saturating_mul(100),
+        n => n,
+    };
+    let m = many(&runtime, parked, &dir);
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let rss_after = mib(m.rss_after);
+    let disk = mib(m.disk) / 1024.0;
     Ok(vec![
+        Figure::new(
+            "suspend",
+            &format!("RSS with {} evals parked in the store", m.parked),
+            rss_after,
+            "MiB",
+        )
+        .target("≤ 512 MiB with 100,000", rss_after <= 512.0)
+        .note(format!(
+            "{:.0} MiB before parking; park + save + write {:.0} µs p50 per eval",
+            mib(m.rss_before),
+            m.per_eval.median()
+        )),
+        Figure::new(
+            "suspend",
+            &format!("disk used by {} parked evals", m.parked),
+            disk,
+            "GiB",
+        )
+        .target("≤ 8 GiB with 100,000", disk <= 8.0),
+        Figure::new(
+            "suspend",
+            &format!("trivial eval with {} evals parked", m.parked),
+            m.trivial.median(),
+            "µs",
+        )
+        .p99(m.trivial.percentile(99.0))
+        .note("new evals meanwhile: compare with section trivial"),
         Figure::new("suspend", "save a parked eval (no fsync)", save, "µs")
             .p99(s.save.percentile(99.0))
             .target("≤ 200 µs", save <= 200.0)

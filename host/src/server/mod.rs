@@ -189,8 +189,14 @@ pub async fn serve_http(
             sessions.cancel();
         })
     };
-    listener::serve(listener, router, header_read_timeout, shutdown).await;
-    // Every connection has closed: the drain has finished (or the server stopped by itself).
-    drained.abort();
+    listener::serve(listener, router, header_read_timeout, shutdown.clone()).await;
+    if shutdown.is_cancelled() {
+        // Every connection has closed, but evals may outlive their requests (a 2026-07-28 eval
+        // waiting for input, one being parked to the store): the drain lets them end, save or
+        // be cancelled and audited, within its bounds.
+        let _ = drained.await;
+    } else {
+        drained.abort();
+    }
     Ok(())
 }
