@@ -6,7 +6,7 @@ use codemode_test_support::services::{RedisServer, free_port};
 
 use crate::client::{self, approve_all, block_on, request_state};
 use crate::flow::{GATE, assert_same_as_uninterrupted, complete_outcome, prepare, script};
-use crate::harness::{Cluster, KEY, KEY_ENV, Node, node_config, write_json};
+use crate::harness::{Cluster, KEY, KEY_ENV, Node, is_parked_eval, node_config, write_json};
 
 /// A config with a Redis store at `url`, in a fresh scratch directory named `name`.
 fn config(name: &str, url: &str) -> std::path::PathBuf {
@@ -100,4 +100,46 @@ fn a_node_with_another_key_cannot_resume_an_eval_and_loses_nothing() {
     .unwrap();
     let outcome = complete_outcome(&retry.result, &cluster.logs());
     assert_same_as_uninterrupted(&outcome, &cluster.files, &cluster.audit_with_evals(1));
+}
+
+#[test]
+fn a_node_killed_before_the_save_loses_its_eval_and_says_so() {
+    // An hour before spilling: the eval is only in node0's memory when node0 dies.
+    let mut cluster = Cluster::start("killed_before_save", 2, 3600);
+    prepare(&cluster.files);
+    let args = json!({"code": script(&cluster.files)});
+    let asked = block_on(client::call_tool(
+        &cluster.node(0).mcp_url(),
+        GATE,
+        &args,
+        None,
+    ))
+    .unwrap()
+    .result;
+    assert_eq!(
+        cluster
+            .store_keys()
+            .iter()
+            .filter(|k| is_parked_eval(k))
+            .count(),
+        0
+    );
+    cluster.take(0).kill();
+    let retry = block_on(client::call_tool(
+        &cluster.node(1).mcp_url(),
+        GATE,
+        &args,
+        Some((&request_state(&asked), approve_all(&asked))),
+    ))
+    .unwrap()
+    .result;
+    assert_eq!(
+        retry,
+        json!({"content": [{"type": "text", "text": "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again"}],
+               "isError": true, "resultType": "complete"})
+    );
+    assert_eq!(
+        std::fs::read_to_string(cluster.files.join(crate::flow::FILE)).unwrap(),
+        crate::flow::FIRST_LINE
+    );
 }
