@@ -276,7 +276,7 @@ pub(crate) fn figures(options: &BenchOptions) -> Result<Vec<Figure>, String> {
     Ok(vec![
         Figure::new(
             "suspend",
-            &format!("RSS with {} evals parked in the store", m.parked),
+            format!("RSS with {} evals parked in the store", m.parked),
             rss_after,
             "MiB",
         )
@@ -288,14 +288,14 @@ pub(crate) fn figures(options: &BenchOptions) -> Result<Vec<Figure>, String> {
         )),
         Figure::new(
             "suspend",
-            &format!("disk used by {} parked evals", m.parked),
+            format!("disk used by {} parked evals", m.parked),
             disk,
             "GiB",
         )
         .target("≤ 8 GiB with 100,000", disk <= 8.0),
         Figure::new(
             "suspend",
-            &format!("trivial eval with {} evals parked", m.parked),
+            format!("trivial eval with {} evals parked", m.parked),
             m.trivial.median(),
             "µs",
         )

@@ -233,6 +233,14 @@ impl Durable {
             .await
     }
 
+    /// The eval tool a parked eval was called through (read, not taken), so that a retry
+    /// naming another tool is refused before the eval is claimed.
+    pub async fn parked_tool(&self, token: &str) -> Option<String> {
+        let record = self.store.get(&format!("eval:{token}")).await.ok()??;
+        let (meta, _) = split_record(&record.value).ok()?;
+        Some(meta.tool)
+    }
+
     /// Takes the parked eval of `token`, if it is still in the store: exactly one caller gets
     /// it. Its asks leave the approval listing.
     ///
@@ -247,19 +255,9 @@ impl Durable {
         else {
             return Ok(None);
         };
-        let bytes = record.value;
-        let len = bytes
-            .get(..4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-            .ok_or("a parked eval's record is truncated")?;
-        let meta: ParkedMeta = bytes
-            .get(4..4 + len)
-            .ok_or("a parked eval's record is truncated")
-            .and_then(|m| {
-                serde_json::from_slice(m).map_err(|_| "a parked eval's description is unreadable")
-            })?;
-        let suspended = Suspended::load(&bytes[4 + len..])
-            .map_err(|e| format!("a parked eval's state: {e}"))?;
+        let (meta, state) = split_record(&record.value)?;
+        let suspended =
+            Suspended::load(state).map_err(|e| format!("a parked eval's state: {e}"))?;
         for ask in &meta.asks {
             let _ = self.store.delete(&format!("ask:{}", ask.id)).await;
         }
@@ -377,7 +375,7 @@ impl Durable {
             .unwrap_or_default();
         let name = decision_name(decision);
         if decision != ApprovalDecision::Decline && !allowed.contains(&name) {
-            return Err(DecideError::Forbidden(format!(
+            return Err(DecideError::Invalid(format!(
                 "`{name}` is not allowed for this ask (allowed: {})",
                 allowed.join(", ")
             )));
@@ -414,9 +412,32 @@ impl Durable {
         serde_json::from_slice(&record.value).ok()
     }
 
-    /// Whether `token` names a parked eval or a waiting result.
+    /// Marks `token` as resumed on some node until its result is kept (or `ttl` passes), so
+    /// that a retry elsewhere waits for the result instead of saying the eval is gone.
+    pub async fn mark_running(&self, token: &str, ttl: Duration) {
+        let _ = self.store.put(&format!("running:{token}"), b"", ttl).await;
+    }
+
+    /// Ends [`mark_running`](Self::mark_running).
+    pub async fn unmark_running(&self, token: &str) {
+        let _ = self.store.delete(&format!("running:{token}")).await;
+    }
+
+    /// Whether `token`'s eval is running on some node after a resume.
+    pub async fn is_running(&self, token: &str) -> bool {
+        matches!(
+            self.store.get(&format!("running:{token}")).await,
+            Ok(Some(_))
+        )
+    }
+
+    /// Whether `token` names a parked eval, a resumed one still running, or a waiting result.
     pub async fn knows(&self, token: &str) -> bool {
-        for key in [format!("eval:{token}"), format!("result:{token}")] {
+        for key in [
+            format!("eval:{token}"),
+            format!("result:{token}"),
+            format!("running:{token}"),
+        ] {
             if matches!(self.store.get(&key).await, Ok(Some(_))) {
                 return true;
             }
@@ -451,7 +472,9 @@ impl Decisions for Durable {
     fn take(&self, id: &str) -> BoxFuture<'_, Option<ApprovalAnswer>> {
         let key = format!("decision:{id}");
         Box::pin(async move {
-            let record = self.store.take(&key).await.ok()??;
+            // Read, not taken: the record stays until its ask's time is up, so that a second
+            // answer arriving after the resume is still refused as "already decided".
+            let record = self.store.get(&key).await.ok()??;
             let d: DecisionRecord = serde_json::from_slice(&record.value).ok()?;
             let decision = parse_decision(&d.decision).unwrap_or(ApprovalDecision::Decline);
             let mut answer = ApprovalAnswer::new(decision, d.channel).with_reason(d.reason);
@@ -475,4 +498,18 @@ impl crate::approvals::broker::ParkedAsks for Durable {
     ) -> BoxFuture<'a, Result<(), DecideError>> {
         Box::pin(Durable::decide(self, id, decider, decision, reason))
     }
+}
+
+/// An `eval:` record: its description and the sandbox's saved bytes.
+fn split_record(bytes: &[u8]) -> Result<(ParkedMeta, &[u8]), String> {
+    let len = bytes
+        .get(..4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .ok_or("a parked eval's record is truncated")?;
+    let meta = bytes
+        .get(4..4 + len)
+        .ok_or("a parked eval's record is truncated")?;
+    let meta: ParkedMeta = serde_json::from_slice(meta)
+        .map_err(|e| format!("a parked eval's description is unreadable: {e}"))?;
+    Ok((meta, &bytes[4 + len..]))
 }

@@ -310,6 +310,15 @@ impl CodemodeServer {
         if !known {
             return None;
         }
+        // The tool first: a retry through another tool must not take the eval from the right one.
+        if let Some(parked) = durable.parked_tool(token).await
+            && parked != tool
+        {
+            return Some(Err(McpError::invalid_params(
+                "requestState belongs to another tool",
+                None,
+            )));
+        }
         if let Some(responses) = &req.input_responses {
             for (key, response) in responses {
                 let Some(id) = key.strip_prefix("codemode-") else {
@@ -328,16 +337,34 @@ impl CodemodeServer {
             return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
         }
         match resume_from_store(&self.state, token).await {
-            Ok(Some(entry)) if entry.tool() == tool => Some(self.await_suspended(entry, ctx).await),
-            Ok(Some(_)) => Some(Err(McpError::invalid_params(
-                "requestState belongs to another tool",
-                None,
-            ))),
-            Ok(None) => None,
-            Err(message) => Some(Ok(
-                CallToolResult::error(vec![ContentBlock::text(message)]).into()
-            )),
+            Ok(Some((entry, _claim))) => return Some(self.await_suspended(entry, ctx).await),
+            Ok(None) => {}
+            Err(message) => {
+                return Some(Ok(
+                    CallToolResult::error(vec![ContentBlock::text(message)]).into()
+                ));
+            }
         }
+        // Resumed on another node (an answer reached it first): wait for its result there.
+        for _ in 0..RESULT_PATIENCE_STEPS {
+            if let Some(outcome) = durable.take_result(token).await {
+                return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
+            }
+            if !durable.is_running(token).await {
+                break;
+            }
+            tokio::time::sleep(STORE_PATIENCE_STEP).await;
+        }
+        if durable.is_running(token).await {
+            return Some(Ok(CallToolResult::error(vec![ContentBlock::text(
+                "this eval is running on another node, which was given its answer; retry with the same requestState to get its result",
+            )])
+            .into()));
+        }
+        durable
+            .take_result(token)
+            .await
+            .map(|outcome| Ok(eval_result(&outcome, self.text_budget()).into()))
     }
 
     async fn await_legacy(
@@ -405,6 +432,8 @@ impl CodemodeServer {
 /// steps: 2 s in all, longer than a node takes to save an eval that was just parked.
 const STORE_PATIENCE_STEPS: u32 = 20;
 const STORE_PATIENCE_STEP: std::time::Duration = std::time::Duration::from_millis(100);
+/// How long a retry waits for the result of an eval resumed on another node, in steps: 25 s.
+const RESULT_PATIENCE_STEPS: u32 = 250;
 
 /// Saves a parked eval to the store and tells the requests waiting on it; when the store
 /// refuses, the eval goes on here, in memory, and its outcome is returned.
@@ -495,7 +524,7 @@ fn resume_failed(why: &str) -> EvalOutcome {
 pub(super) async fn resume_from_store(
     state: &Arc<ServerState>,
     token: &str,
-) -> Result<Option<Arc<Suspended>>, String> {
+) -> Result<Option<(Arc<Suspended>, super::suspend::CreatorClaim)>, String> {
     let Some(durable) = state.durable().cloned() else {
         return Ok(None);
     };
@@ -505,6 +534,9 @@ pub(super) async fn resume_from_store(
     let (entry, claim) = state
         .suspensions
         .register_as(claimed.meta.token.clone(), &claimed.meta.tool);
+    durable
+        .mark_running(&claimed.meta.token, state.config().limits.max_eval_lifetime)
+        .await;
     let open_asks = Arc::new(OpenAsks::new(Some(
         durable.clone() as Arc<dyn crate::approvals::Decisions>
     )));
@@ -518,8 +550,24 @@ pub(super) async fn resume_from_store(
     // As a fresh eval: on the blocking pool (see `call_eval`).
     let task = tokio::task::spawn_blocking(move || {
         handle.block_on(async move {
-            let _claim = claim;
             let Claimed { meta, suspended } = claimed;
+            // A profile that no longer exists fails closed: the eval does not go on unchecked.
+            if let Some(name) = &meta.profile
+                && task_state.config().profile(name).is_none()
+            {
+                let outcome = resume_failed(&format!(
+                    "its profile `{name}` is not in the config any more"
+                ));
+                durable.put_result(task_entry.token(), &outcome).await;
+                durable.unmark_running(task_entry.token()).await;
+                task_state.suspensions.complete(
+                    &task_entry,
+                    outcome,
+                    task_state.config().limits.unfetched_results,
+                );
+                drop(running);
+                return;
+            }
             let eval = resumed_eval(
                 &task_state,
                 &meta,
@@ -560,6 +608,7 @@ pub(super) async fn resume_from_store(
                 if !task_entry.is_awaited() {
                     durable.put_result(task_entry.token(), &outcome).await;
                 }
+                durable.unmark_running(task_entry.token()).await;
                 task_state.suspensions.complete(
                     &task_entry,
                     outcome,
@@ -570,5 +619,5 @@ pub(super) async fn resume_from_store(
         })
     });
     entry.set_task(task, cancel);
-    Ok(Some(entry))
+    Ok(Some((entry, claim)))
 }

@@ -80,6 +80,8 @@ impl ServerState {
         durable.set_resumer(Arc::new(move |token| {
             if let Some(state) = state.upgrade() {
                 tokio::spawn(async move {
+                    // Nobody waits here (the answer came through the approval API): the
+                    // result goes to the store for the client's retry, on any node.
                     let _ = super::eval::resume_from_store(&state, &token).await;
                 });
             }
