@@ -1,0 +1,206 @@
+//! Legacy (2025-11-25) sessions through HAProxy: their requests, standalone stream and answers
+//! to `elicitation/create` stay on the node that holds the session (`stick` on the
+//! `Mcp-Session-Id` header), so an asked call is answered as on a single node; when that node
+//! dies, the request in flight fails with an error, and the session continues on another node
+//! (its `initialize` state is in the store).
+//! The client is the real Python SDK (`legacy_client.py`).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use codemode_test_support::peers;
+use serde_json::{Value, json};
+
+use crate::flow::{assert_same_as_uninterrupted, prepare, script};
+use crate::harness::{Cluster, await_some};
+
+/// The client's own deadline is 60 s per step; this bounds the whole run.
+const CLIENT_DEADLINE: Duration = Duration::from_secs(180);
+
+/// `legacy_client.py` with `flow`, started (not waited for).
+fn start_client(cluster: &Cluster, flow: &str, markers: &Path) -> std::process::Child {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/durable/legacy_client.py");
+    Command::new(peers::python())
+        .arg(script)
+        .env("DURABLE_URL", cluster.front_url())
+        .env("DURABLE_CODE", script_code(cluster))
+        .env("DURABLE_DIR", markers)
+        .env("DURABLE_FLOW", flow)
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start the Python client: {e}"))
+}
+
+fn script_code(cluster: &Cluster) -> String {
+    script(&cluster.files)
+}
+
+/// Waits for the client to exit; returns its observations (the last line of its stdout).
+fn finish_client(mut child: std::process::Child, cluster: &Cluster) -> Value {
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the client") {
+            break Some(status);
+        }
+        if started.elapsed() > CLIENT_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
+    let diagnostics = || {
+        format!(
+            "stdout:\n{stdout}\nstderr:\n{stderr}\nhaproxy:\n{}\n{}",
+            cluster.proxy.log(),
+            cluster.logs()
+        )
+    };
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the client failed ({status:?})\n{}",
+        diagnostics()
+    );
+    let line = stdout.lines().rev().find(|l| !l.trim().is_empty());
+    serde_json::from_str(line.unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no observations ({e})\n{}", diagnostics()))
+}
+
+/// One HAProxy log line: which node served a request of which session.
+#[derive(Debug, Clone, PartialEq)]
+struct Routed {
+    served_by: String,
+    method: String,
+    /// The request's `Mcp-Session-Id`, else the response's (an `initialize`).
+    session: String,
+}
+
+fn routed(log: &str) -> Vec<Routed> {
+    log.lines()
+        .filter_map(|line| {
+            let field = |name: &str| {
+                line.split_whitespace()
+                    .find_map(|f| f.strip_prefix(name))
+                    .map(String::from)
+            };
+            let (req, res) = field("session=")?
+                .split_once('/')
+                .map(|(a, b)| (a.to_string(), b.to_string()))?;
+            let session = if req.is_empty() || req == "-" {
+                res
+            } else {
+                req
+            };
+            Some(Routed {
+                served_by: field("served_by=")?,
+                method: field("method=")?,
+                session,
+            })
+        })
+        .filter(|r| !r.session.is_empty() && r.session != "-")
+        .collect()
+}
+
+/// The one session of the log, and the node(s) that served its requests.
+fn session_routes(log: &str) -> (String, Vec<Routed>) {
+    let routes = routed(log);
+    let sessions: std::collections::BTreeSet<&str> =
+        routes.iter().map(|r| r.session.as_str()).collect();
+    assert_eq!(sessions.len(), 1, "one session: {log}");
+    let session = sessions.into_iter().next().unwrap().to_string();
+    (session, routes)
+}
+
+fn markers(cluster: &Cluster) -> PathBuf {
+    let dir = cluster.dir.join("markers");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_legacy_session_sticks_to_its_node_and_its_elicitation_is_answered() {
+    let cluster = Cluster::start("legacy_sticky", 3, 0);
+    prepare(&cluster.files);
+    let obs = finish_client(
+        start_client(&cluster, "complete", &markers(&cluster)),
+        &cluster,
+    );
+    assert_eq!(obs["protocol"], "2025-11-25", "{obs:#}");
+    assert_eq!(obs["asked"].as_array().map(Vec::len), Some(1), "{obs:#}");
+    assert_eq!(obs["call"]["ok"]["is_error"], false, "{obs:#}");
+    let outcome = obs["call"]["ok"]["structured"].clone();
+    assert_same_as_uninterrupted(&outcome, &cluster.files, &cluster.audit_with_evals(1));
+    // Every request of the session went to one node, and it wrote the whole audit trail.
+    let (_, routes) = session_routes(&cluster.proxy.log());
+    let nodes: std::collections::BTreeSet<&str> =
+        routes.iter().map(|r| r.served_by.as_str()).collect();
+    assert_eq!(nodes.len(), 1, "{routes:#?}");
+    assert!(
+        routes.iter().filter(|r| r.method == "POST").count() >= 4,
+        "initialize, initialized, the call, the answer: {routes:#?}"
+    );
+    let node = cluster.index_of(nodes.into_iter().next().unwrap());
+    let audited: Vec<i64> = cluster
+        .audit()
+        .iter()
+        .map(|r| r["node"].as_i64().unwrap())
+        .collect();
+    assert_eq!(audited, vec![node as i64; 4], "all records on node{node}");
+}
+
+#[test]
+fn a_legacy_session_whose_node_dies_fails_with_an_error() {
+    let mut cluster = Cluster::start("legacy_node_dies", 3, 0);
+    prepare(&cluster.files);
+    let markers = markers(&cluster);
+    let client = start_client(&cluster, "node_dies", &markers);
+    await_some("the human is asked", || {
+        markers.join("asked").exists().then_some(())
+    });
+    // The session's node: the one that answered its initialize.
+    let (_, routes) = session_routes(&cluster.proxy.log());
+    let node = cluster.index_of(&routes[0].served_by);
+    cluster.take(node).kill();
+    std::fs::write(markers.join("go"), "").unwrap();
+    let obs = finish_client(client, &cluster);
+    eprintln!("observations: {obs:#}");
+    // The call in flight fails with the SDK's error (without a session store the SDK said
+    // "MCPError: SSE stream ended and reconnection attempts were exhausted"), not by the
+    // client's own deadline: it must not wait forever on a stream no node will answer.
+    let error = obs["call"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("MCPError: "),
+        "the call in flight fails: {obs:#}"
+    );
+    assert_eq!(obs["asked"].as_array().map(Vec::len), Some(1), "{obs:#}");
+    // The session itself goes on, on another node (its state is in the store).
+    assert_eq!(
+        obs["after"],
+        json!({"ok": ["codemode_eval_gate", "eval", "get_tools", "search_tools"]}),
+        "{obs:#}"
+    );
+    // The approved write never ran: the node died before the answer reached it.
+    assert_eq!(
+        std::fs::read_to_string(cluster.files.join(crate::flow::FILE)).unwrap(),
+        crate::flow::FIRST_LINE
+    );
+}
