@@ -313,7 +313,7 @@ impl CodemodeServer {
             Ok(false) => return None,
             Err(e) => {
                 return Some(Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "this eval is saved, but this node cannot read it ({e}); it stays in the store for a node that can (do all nodes share durable.keyEnv's key?) — retry, do not run it again"
+                    "this eval is saved, but this node cannot open it with its sealing key ({e}); the eval stays in the store for a node that can: retry with the same requestState (starting the script over would repeat its calls)"
                 ))])
                 .into()));
             }
