@@ -460,8 +460,7 @@ impl Durable {
         code: &str,
         caller: &Caller,
         profile: Option<&str>,
-        eval_id: u64,
-        audit_id: String,
+        (eval_id, audit_id): (u64, String),
         asks: &[OpenAsk],
     ) -> ParkedMeta {
         ParkedMeta {

@@ -267,8 +267,7 @@ impl CodemodeServer {
                     &code,
                     &caller,
                     profile.as_ref().map(|p| p.name()),
-                    eval.id().0,
-                    codemode_policies::audit_eval_id(eval.id()),
+                    (eval.id().0, codemode_policies::audit_eval_id(eval.id())),
                     &asks.snapshot(),
                 );
                 match park_or_resume(state, &durable, entry, meta, parked, &cancel).await {
@@ -596,8 +595,7 @@ pub(super) async fn resume_from_store(
                         &meta.code,
                         &Caller::new(meta.caller.clone(), meta.permissions.clone()),
                         meta.profile.as_deref(),
-                        meta.eval_id,
-                        meta.audit_id.clone(),
+                        (meta.eval_id, meta.audit_id.clone()),
                         &open_asks.snapshot(),
                     );
                     park_or_resume(
