@@ -55,3 +55,74 @@ fn a_restarted_node_resumes_its_waiting_eval() {
     // The saved state is gone once resumed.
     await_local_parked(&records, 0, &node.log());
 }
+
+/// An approval whose time runs out while its eval is parked: the node's sweep resumes the eval
+/// at the deadline, the asked call ends as timed out (the script catches the denial, the file
+/// is not written), the audit records the call once as `timeout` and the eval once, and the
+/// client's retry gets the result.
+#[test]
+fn an_approval_that_times_out_while_parked_ends_the_call_and_is_audited() {
+    let dir = codemode_test_support::scratch_dir("durable", "parked_timeout");
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    prepare(&files);
+    let state = dir.join("state");
+    let config = dir.join("codemode.json");
+    let durable = json!({"store": "local", "dir": state, "suspendToStoreAfterSeconds": 0});
+    let mut value = node_config(&files, &dir.join("audit"), durable);
+    value["evaluation"]["profiles"]["gate"]["approvalTimeoutSeconds"] = json!(2);
+    write_json(&config, &value);
+
+    let node = Node::start("timeout", &config, &[]);
+    let path = files.join(crate::flow::FILE);
+    let code = format!(
+        "try {{ await codemode.fs__write_file({{path: {path:?}, content: 'x'}}); return 'written'; }}\n\
+         catch (e) {{ return [e.name, e.reason]; }}",
+        path = path.display().to_string()
+    );
+    let args = json!({"code": code});
+    let asked = block_on(client::call_tool(&node.mcp_url(), GATE, &args, None)).unwrap();
+    assert_eq!(input_keys(&asked.result).len(), 1, "{}", asked.result);
+    await_local_parked(&state.join("records"), 1, &node.log());
+    // The retry without an answer, after the deadline: the sweep has resumed the eval.
+    let outcome = crate::harness::await_some("the timed-out eval's result", || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let retry = block_on(client::call_tool(
+            &node.mcp_url(),
+            GATE,
+            &args,
+            Some((&request_state(&asked.result), json!({}))),
+        ))
+        .ok()?;
+        let result = retry.result;
+        (result["structuredContent"]["ok"] == true).then_some(result)
+    });
+    assert_eq!(
+        outcome["structuredContent"]["result"],
+        json!(["ToolCallDeniedError", "elicitation_timeout"]),
+        "{outcome}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        crate::flow::FIRST_LINE
+    );
+    let audit = crate::harness::await_some("the eval record", || {
+        let records = audit_records(&dir.join("audit"));
+        records
+            .iter()
+            .any(|r| r["event"] == "eval")
+            .then_some(records)
+    });
+    let calls: Vec<(&str, &str)> = audit
+        .iter()
+        .filter(|r| r["event"] == "tool_call")
+        .map(|r| {
+            (
+                r["tool"].as_str().unwrap_or_default(),
+                r["decision"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(calls, [("fs__write_file", "timeout")], "{audit:?}");
+    assert_eq!(audit.iter().filter(|r| r["event"] == "eval").count(), 1);
+}

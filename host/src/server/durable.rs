@@ -31,6 +31,12 @@ use crate::store::{Store, StoreError};
 
 /// How long a finished result of a resumed eval waits in the store for its client.
 const RESULT_TTL: Duration = Duration::from_secs(600);
+/// How long a parked eval's records outlive its approval deadline, for the sweep of some node to
+/// resume it and time its call out.
+const EXPIRY_GRACE: Duration = Duration::from_secs(120);
+/// How often each node looks for parked evals whose approval time is up.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
 /// How long a guest module is kept for the states that name it.
 const GUEST_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
@@ -97,6 +103,10 @@ impl SavedAsk {
 struct AskRecord {
     token: String,
     view: Value,
+    /// When the eval's first ask runs out of time, in ms since the Unix epoch: the sweep then
+    /// resumes the eval so that the call ends as timed out, seen by the script and audited.
+    #[serde(default)]
+    deadline_ms: u64,
 }
 
 /// `decision:<id>`: an answer given while the eval was parked.
@@ -201,14 +211,17 @@ impl Durable {
     /// # Errors
     /// When the store refuses (the eval is then still in `suspended`: resume it here).
     pub async fn save(&self, meta: &ParkedMeta, suspended: &Suspended) -> Result<(), StoreError> {
-        let ttl = suspended
+        let deadline_ms = suspended
             .pending()
             .iter()
             .filter_map(|p| serde_json::from_value::<ParkedAsk>(p.note.clone()?).ok())
-            .map(|ask| ask.remaining())
+            .map(|ask| ask.deadline_ms)
             .min()
-            .unwrap_or(Duration::from_secs(60))
-            .max(Duration::from_secs(1));
+            .unwrap_or_else(|| crate::store::now_ms().saturating_add(60_000));
+        // The records outlive the deadline by a grace period: the sweep resumes the eval at
+        // its deadline, and the time-out reaches the script (see `sweep_expired`).
+        let ttl = Duration::from_millis(deadline_ms.saturating_sub(crate::store::now_ms()))
+            + EXPIRY_GRACE;
         let meta_json = serde_json::to_vec(meta).map_err(|e| {
             StoreError::new(
                 crate::store::StoreErrorKind::InvalidArgument,
@@ -224,6 +237,7 @@ impl Durable {
             let value = serde_json::to_vec(&AskRecord {
                 token: meta.token.clone(),
                 view: ask.view.clone(),
+                deadline_ms,
             })
             .unwrap_or_default();
             self.store
@@ -319,6 +333,28 @@ impl Durable {
         let key = format!("decision:{id}");
         let ttl = ttl.max(Duration::from_secs(1));
         matches!(self.store.put_if_absent(&key, &value, ttl).await, Ok(true))
+    }
+
+    /// Resumes, on this node, every parked eval whose approval time is up: its call then ends
+    /// as timed out (a timeout never approves), which the script sees and the audit records.
+    /// Nodes sweeping at once race for each eval; exactly one takes it.
+    pub async fn sweep_expired(&self) {
+        let Ok(listing) = self.store.list("ask:").await else {
+            return;
+        };
+        let now = crate::store::now_ms();
+        let mut due: Vec<String> = listing
+            .records
+            .iter()
+            .filter_map(|record| serde_json::from_slice::<AskRecord>(&record.value).ok())
+            .filter(|ask| ask.deadline_ms != 0 && ask.deadline_ms <= now)
+            .map(|ask| ask.token)
+            .collect();
+        due.sort();
+        due.dedup();
+        for token in due {
+            self.resume_here(&token);
+        }
     }
 
     /// The asks of every parked eval of the cluster, as the approval API shows them.

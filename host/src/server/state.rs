@@ -87,6 +87,17 @@ impl ServerState {
             }
         }));
         self.approvals.set_parked(durable.clone());
+        // Parked evals whose approval time is up are resumed to time their calls out.
+        let sweeper = Arc::downgrade(&durable);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(super::durable::SWEEP_EVERY).await;
+                let Some(durable) = sweeper.upgrade() else {
+                    return;
+                };
+                durable.sweep_expired().await;
+            }
+        });
         let _ = self.durable.set(durable);
     }
 

@@ -346,7 +346,10 @@ impl PolicyToolHost {
                     Err(denied(
                         tool,
                         "elicitation_timeout",
-                        format!("{what} needs approval, and none came within {timeout:?}"),
+                        format!(
+                            "{what} needs approval, and none came within {:?}",
+                            profile.approval_timeout_for(d.risk)
+                        ),
                     )),
                 );
             }
