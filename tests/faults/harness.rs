@@ -100,28 +100,7 @@ pub fn write_json(path: &Path, value: &Value) {
     std::fs::rename(&tmp, path).expect("rename into place");
 }
 
-/// The records of every `*.jsonl` file of `dir`, files in name order.
-pub fn audit_records(dir: &Path) -> Vec<Value> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .map(|e| e.expect("read the audit dir").path())
-                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .expect("read an audit file")
-                .lines()
-                .map(|l| serde_json::from_str(l).expect("an audit line is JSON"))
-                .collect::<Vec<Value>>()
-        })
-        .collect()
-}
+pub use codemode_test_support::audit_records;
 
 /// The audit log's `eval` records.
 pub fn eval_records(records: &[Value]) -> Vec<&Value> {

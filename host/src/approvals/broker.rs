@@ -255,18 +255,7 @@ impl ApprovalBroker {
                 None => DecideError::NotFound(id.into()),
             });
         };
-        if !decider.has_permission(APPROVE_PERMISSION) {
-            return Err(DecideError::Forbidden(format!(
-                "`{}` lacks the permission `{APPROVE_PERMISSION}`",
-                decider.name
-            )));
-        }
-        if pending.caller == decider.name && !decider.has_permission(APPROVE_SELF_PERMISSION) {
-            return Err(DecideError::Forbidden(format!(
-                "`{}` cannot decide its own ask without the permission `{APPROVE_SELF_PERMISSION}`",
-                decider.name
-            )));
-        }
+        may_decide(decider, &pending.caller)?;
         let outcome = match (&pending.reply, choice) {
             (Reply::Approval(policy, _), Choice::Decision(d)) => {
                 policy.check(d, reason.as_deref())?;
@@ -445,4 +434,25 @@ impl Drop for PendingAsk {
             self.broker.close(&self.id, None);
         }
     }
+}
+
+/// Whether `decider` may decide an ask raised by `asker`: permission `approve`, and
+/// `approve_self` for an ask raised under the decider's own name.
+///
+/// # Errors
+/// [`DecideError::Forbidden`], naming the missing permission.
+pub(crate) fn may_decide(decider: &Caller, asker: &str) -> Result<(), DecideError> {
+    if !decider.has_permission(APPROVE_PERMISSION) {
+        return Err(DecideError::Forbidden(format!(
+            "`{}` lacks the permission `{APPROVE_PERMISSION}`",
+            decider.name
+        )));
+    }
+    if asker == decider.name && !decider.has_permission(APPROVE_SELF_PERMISSION) {
+        return Err(DecideError::Forbidden(format!(
+            "`{}` cannot decide its own ask without the permission `{APPROVE_SELF_PERMISSION}`",
+            decider.name
+        )));
+    }
+    Ok(())
 }

@@ -24,7 +24,7 @@ use codemode_runtime::{BoxFuture, EvalOutcome, GuestHash, ParkRequest, Runtime, 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::approvals::broker::{APPROVE_PERMISSION, APPROVE_SELF_PERMISSION, DecideError};
+use crate::approvals::broker::{DecideError, may_decide};
 use crate::approvals::view::{decision_name, parse_decision};
 use crate::approvals::{Decisions, OpenAsk, Question};
 use crate::store::{Store, StoreError};
@@ -391,20 +391,13 @@ impl Durable {
             .ok_or_else(|| DecideError::NotFound(id.to_string()))?;
         let ask: AskRecord = serde_json::from_slice(&record.value)
             .map_err(|_| DecideError::NotFound(id.to_string()))?;
-        if !decider.has_permission(APPROVE_PERMISSION) {
-            return Err(DecideError::Forbidden(format!(
-                "`{}` lacks the permission `{APPROVE_PERMISSION}`",
-                decider.name
-            )));
-        }
-        if ask.view.get("caller").and_then(Value::as_str) == Some(decider.name.as_str())
-            && !decider.has_permission(APPROVE_SELF_PERMISSION)
-        {
-            return Err(DecideError::Forbidden(format!(
-                "`{}` cannot decide its own ask without the permission `{APPROVE_SELF_PERMISSION}`",
-                decider.name
-            )));
-        }
+        may_decide(
+            decider,
+            ask.view
+                .get("caller")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        )?;
         let allowed: Vec<&str> = ask
             .view
             .get("allowed_decisions")

@@ -22,3 +22,27 @@ pub fn scratch_dir(area: &str, name: &str) -> PathBuf {
     dir.canonicalize()
         .unwrap_or_else(|e| panic!("could not resolve {}: {e}", dir.display()))
 }
+
+/// Every record of the `*.jsonl` audit files of `dir`, files in name order (none when `dir`
+/// does not exist yet).
+pub fn audit_records(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.expect("read an audit dir").path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .expect("read an audit file")
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("an audit line is JSON"))
+                .collect::<Vec<serde_json::Value>>()
+        })
+        .collect()
+}
