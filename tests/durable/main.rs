@@ -16,6 +16,7 @@ mod harness;
 mod node;
 
 mod failures;
+mod kubernetes;
 mod legacy;
 mod restart;
 mod stateless;

@@ -23,9 +23,19 @@ impl Node {
     /// Starts `codemode serve --http 127.0.0.1:0 --config CONFIG` with `env` added, and waits
     /// until it prints `listening on http://ADDR/mcp`.
     pub fn start(name: &str, config: &Path, env: &[(&str, &str)]) -> Node {
+        let config = config.to_str().expect("a UTF-8 config path");
+        Node::start_with_args(
+            name,
+            &["serve", "--http", "127.0.0.1:0", "--config", config],
+            env,
+        )
+    }
+
+    /// Starts `codemode ARGS` (a `serve --http` command line) with `env` added, and waits until
+    /// it prints `listening on http://ADDR/mcp`; a wildcard address is reached on loopback.
+    pub fn start_with_args(name: &str, args: &[&str], env: &[(&str, &str)]) -> Node {
         let mut cmd = Command::new(CODEMODE);
-        cmd.args(["serve", "--http", "127.0.0.1:0", "--config"])
-            .arg(config)
+        cmd.args(args)
             .env_remove("CODEMODE_CONFIG")
             .env_remove("CODEMODE_STATE_KEY")
             .stdin(Stdio::null())
@@ -58,6 +68,10 @@ impl Node {
         let started = Instant::now();
         loop {
             if let Ok(addr) = rx.recv_timeout(Duration::from_millis(50)) {
+                let addr = match addr.strip_prefix("0.0.0.0:") {
+                    Some(port) => format!("127.0.0.1:{port}"),
+                    None => addr,
+                };
                 return Node {
                     name: name.to_string(),
                     child,
