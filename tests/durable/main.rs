@@ -18,5 +18,6 @@ mod node;
 mod failures;
 mod kubernetes;
 mod legacy;
+mod local_dir;
 mod restart;
 mod stateless;

@@ -258,11 +258,17 @@ impl Durable {
     }
 
     /// Takes the parked eval of `token`, if it is still in the store: exactly one caller gets
-    /// it. Its asks leave the approval listing.
+    /// it, and marks it running (for `running_for` at most) at once, so that a retry that lost
+    /// the race waits for its result. Its asks leave the approval listing.
     ///
     /// # Errors
     /// When the store fails or the record cannot be read.
-    pub async fn claim(&self, runtime: &Runtime, token: &str) -> Result<Option<Claimed>, String> {
+    pub async fn claim(
+        &self,
+        runtime: &Runtime,
+        token: &str,
+        running_for: Duration,
+    ) -> Result<Option<Claimed>, String> {
         let Some(record) = self
             .store
             .take(&format!("eval:{token}"))
@@ -271,14 +277,24 @@ impl Durable {
         else {
             return Ok(None);
         };
-        let (meta, state) = split_record(&record.value)?;
+        self.mark_running(token, running_for).await;
+        let claimed = self.open_claimed(runtime, &record.value).await;
+        if claimed.is_err() {
+            self.unmark_running(token).await;
+        }
+        claimed.map(Some)
+    }
+
+    /// The eval in a taken `eval:` record, with its guest added to `runtime`.
+    async fn open_claimed(&self, runtime: &Runtime, record: &[u8]) -> Result<Claimed, String> {
+        let (meta, state) = split_record(record)?;
         let suspended =
             Suspended::load(state).map_err(|e| format!("a parked eval's state: {e}"))?;
         for ask in &meta.asks {
             let _ = self.store.delete(&format!("ask:{}", ask.id)).await;
         }
         self.ensure_guest(runtime, suspended.guest_hash()).await?;
-        Ok(Some(Claimed { meta, suspended }))
+        Ok(Claimed { meta, suspended })
     }
 
     /// Adds the guest `hash` to `runtime` from the store when the runtime lacks it.

@@ -352,13 +352,21 @@ impl CodemodeServer {
                 ));
             }
         }
-        // Resumed on another node (an answer reached it first): wait for its result there.
+        // Resumed on another node (an answer reached it first): wait for its result there. The
+        // node that took the eval marks it running just after; a retry racing it may look in
+        // between, so "neither running nor finished" must hold for a while to mean gone.
+        let mut neither = 0;
         for _ in 0..RESULT_PATIENCE_STEPS {
             if let Some(outcome) = durable.take_result(token).await {
                 return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
             }
-            if !durable.is_running(token).await {
-                break;
+            if durable.is_running(token).await {
+                neither = 0;
+            } else {
+                neither += 1;
+                if neither > STORE_PATIENCE_STEPS {
+                    break;
+                }
             }
             tokio::time::sleep(STORE_PATIENCE_STEP).await;
         }
@@ -536,15 +544,13 @@ pub(super) async fn resume_from_store(
     let Some(durable) = state.durable().cloned() else {
         return Ok(None);
     };
-    let Some(claimed) = durable.claim(&state.runtime, token).await? else {
+    let running_for = state.config().limits.max_eval_lifetime;
+    let Some(claimed) = durable.claim(&state.runtime, token, running_for).await? else {
         return Ok(None);
     };
     let (entry, claim) = state
         .suspensions
         .register_as(claimed.meta.token.clone(), &claimed.meta.tool);
-    durable
-        .mark_running(&claimed.meta.token, state.config().limits.max_eval_lifetime)
-        .await;
     let open_asks = Arc::new(OpenAsks::new(Some(
         durable.clone() as Arc<dyn crate::approvals::Decisions>
     )));
@@ -611,11 +617,10 @@ pub(super) async fn resume_from_store(
                 Err(e) => Some(resume_failed(&e.to_string())),
             };
             if let Some(outcome) = outcome {
-                // Nobody may be waiting here (the answer came through the approval API): the
-                // client's retry may reach another node.
-                if !task_entry.is_awaited() {
-                    durable.put_result(task_entry.token(), &outcome).await;
-                }
+                // Kept in the store even when a request here waits for it: the answer may have
+                // come through the approval API, or the same retry may have reached another node
+                // too, which waits for this result rather than call the eval gone.
+                durable.put_result(task_entry.token(), &outcome).await;
                 durable.unmark_running(task_entry.token()).await;
                 task_state.suspensions.complete(
                     &task_entry,
