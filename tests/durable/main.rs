@@ -12,6 +12,7 @@
 
 mod client;
 mod flow;
+mod guests;
 mod harness;
 mod node;
 

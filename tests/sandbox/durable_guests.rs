@@ -14,28 +14,12 @@ use serde_json::json;
 use crate::durable::{Desk, Tools, parking, through_bytes};
 use crate::{ok, opts, show};
 
-const ORIGINAL: &[u8] = b"not a function";
-const CHANGED: &[u8] = b"NOT A FUNCTION";
+const ORIGINAL: &[u8] = codemode_test_support::NOT_A_FUNCTION;
+const CHANGED: &[u8] = codemode_test_support::CHANGED_NOT_A_FUNCTION;
 
 /// The committed guest with every "not a function" in its data changed.
 fn changed_guest() -> Vec<u8> {
-    let mut wasm = GUEST_WASM.to_vec();
-    let mut replaced = 0;
-    let mut at = 0;
-    while let Some(found) = wasm[at..]
-        .windows(ORIGINAL.len())
-        .position(|w| w == ORIGINAL)
-    {
-        let start = at + found;
-        wasm[start..start + CHANGED.len()].copy_from_slice(CHANGED);
-        at = start + CHANGED.len();
-        replaced += 1;
-    }
-    assert!(
-        replaced > 0,
-        "the committed guest no longer holds {ORIGINAL:?}"
-    );
-    wasm
+    codemode_test_support::changed_guest(GUEST_WASM)
 }
 
 fn runtime(wasm: &[u8]) -> Runtime {

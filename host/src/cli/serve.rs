@@ -246,7 +246,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         }
         None => server::serve_stdio(state.clone(), shutdown).await,
     };
-    state.upstreams.shutdown().await;
+    state.shutdown_upstreams().await;
     // The audit writer writes on a thread of its own: wait for the records still queued.
     if let Some(audit) = state.audit() {
         let _ = tokio::task::spawn_blocking(move || audit.flush()).await;

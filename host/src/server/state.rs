@@ -101,6 +101,12 @@ impl ServerState {
         let _ = self.durable.set(durable);
     }
 
+    /// Stops the upstream servers (their child processes exit): the last step of a shutdown,
+    /// after the evals that use them have ended.
+    pub async fn shutdown_upstreams(&self) {
+        self.upstreams.shutdown().await;
+    }
+
     /// The durable store's parking, when enabled.
     pub fn durable(&self) -> Option<&Arc<super::durable::Durable>> {
         self.durable.get()

@@ -46,3 +46,31 @@ pub fn audit_records(dir: &std::path::Path) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// What QuickJS says when a script calls something that is not a function, in the committed
+/// guest ([`changed_guest`] changes it).
+pub const NOT_A_FUNCTION: &[u8] = b"not a function";
+/// [`NOT_A_FUNCTION`] in the guest [`changed_guest`] makes.
+pub const CHANGED_NOT_A_FUNCTION: &[u8] = b"NOT A FUNCTION";
+
+/// A second guest for deploy tests: `wasm` (the committed guest) with every
+/// [`NOT_A_FUNCTION`] in its read-only data changed to [`CHANGED_NOT_A_FUNCTION`] (same length,
+/// so the module stays valid). Those bytes lie in pages no script writes, so a saved eval never
+/// carries them: after a resume, a script reads its own guest's message only if the runtime
+/// really instantiated that guest.
+pub fn changed_guest(wasm: &[u8]) -> Vec<u8> {
+    let mut wasm = wasm.to_vec();
+    let mut replaced = 0;
+    let mut at = 0;
+    while let Some(found) = wasm[at..]
+        .windows(NOT_A_FUNCTION.len())
+        .position(|w| w == NOT_A_FUNCTION)
+    {
+        let start = at + found;
+        wasm[start..start + CHANGED_NOT_A_FUNCTION.len()].copy_from_slice(CHANGED_NOT_A_FUNCTION);
+        at = start + CHANGED_NOT_A_FUNCTION.len();
+        replaced += 1;
+    }
+    assert!(replaced > 0, "the guest no longer holds {NOT_A_FUNCTION:?}");
+    wasm
+}
