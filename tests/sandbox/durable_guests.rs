@@ -14,9 +14,6 @@ use serde_json::json;
 use crate::durable::{Desk, Tools, parking, through_bytes};
 use crate::{ok, opts, show};
 
-const ORIGINAL: &[u8] = codemode_test_support::NOT_A_FUNCTION;
-const CHANGED: &[u8] = codemode_test_support::CHANGED_NOT_A_FUNCTION;
-
 /// The committed guest with every "not a function" in its data changed.
 fn changed_guest() -> Vec<u8> {
     codemode_test_support::changed_guest(GUEST_WASM)
