@@ -17,5 +17,6 @@ mod node;
 
 mod failures;
 mod legacy;
+mod limits;
 mod restart;
 mod stateless;

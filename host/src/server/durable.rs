@@ -24,6 +24,7 @@ use codemode_runtime::{BoxFuture, EvalOutcome, GuestHash, ParkRequest, Runtime, 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::parked::ParkedCounts;
 use crate::approvals::broker::{DecideError, may_decide};
 use crate::approvals::view::{decision_name, parse_decision};
 use crate::approvals::{Decisions, OpenAsk, Question};
@@ -34,6 +35,8 @@ const RESULT_TTL: Duration = Duration::from_secs(600);
 /// How long a parked eval's records outlive its approval deadline, for the sweep of some node to
 /// resume it and time its call out.
 const EXPIRY_GRACE: Duration = Duration::from_secs(120);
+/// How often an eval kept in memory by `maxParkedEvals` tries again to park.
+pub const PARK_RETRY: Duration = Duration::from_secs(2);
 /// How often each node looks for parked evals whose approval time is up.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
@@ -61,6 +64,14 @@ pub struct ParkedMeta {
     pub audit_id: String,
     /// The asks it waits on.
     pub asks: Vec<SavedAsk>,
+    /// The client it counts against (`limits.perClient`), see [`super::fair::client_key`].
+    #[serde(default)]
+    pub client: String,
+    /// Milliseconds it spent in memory before this park (earlier runs included): counted
+    /// against `limits.maxEvalLifetime` when it resumes. Time spent parked is bounded by the
+    /// approval timeout instead (the records expire; the sweep ends the call at the deadline).
+    #[serde(default)]
+    pub lived_ms: u64,
 }
 
 /// One open ask of a parked eval.
@@ -134,6 +145,19 @@ pub struct Durable {
     root: ParkRequest,
     /// Starts resuming the eval of a `requestState` on this node (set by the server).
     resumer: std::sync::OnceLock<Arc<dyn Fn(String) + Send + Sync>>,
+    /// The evals this node parked, per client (`limits.perClient.maxParkedEvals`).
+    parked: ParkedCounts,
+}
+
+/// Who may park an eval after its wait: the eval's client and `requestState`, and the client's
+/// `limits.perClient.maxParkedEvals`.
+pub struct ParkGate {
+    /// The client ([`super::fair::client_key`]).
+    pub client: String,
+    /// The eval's `requestState`.
+    pub token: String,
+    /// How many evals the client may have parked from this node.
+    pub cap: usize,
 }
 
 impl Durable {
@@ -144,6 +168,7 @@ impl Durable {
             after,
             root: ParkRequest::new(),
             resumer: std::sync::OnceLock::new(),
+            parked: ParkedCounts::default(),
         }
     }
 
@@ -176,16 +201,21 @@ impl Durable {
         self.root.request();
     }
 
-    /// Requests `park` once `asks` has had an open ask for `suspendToStoreAfterSeconds`.
+    /// Requests `park` once `asks` has had an open ask for `suspendToStoreAfterSeconds`, if
+    /// `gate`'s client is under its `maxParkedEvals` on this node; else the eval stays in memory
+    /// (it says so in the log once) and parking is tried again every [`PARK_RETRY`].
     pub fn watch(
-        &self,
+        self: &Arc<Self>,
         asks: Arc<crate::approvals::OpenAsks>,
         park: ParkRequest,
+        gate: ParkGate,
     ) -> tokio::task::JoinHandle<()> {
         let after = self.after;
+        let durable = self.clone();
         tokio::spawn(async move {
             const POLL: Duration = Duration::from_millis(50);
             let mut waiting_since: Option<tokio::time::Instant> = None;
+            let mut refused = false;
             loop {
                 if park.is_requested() {
                     return;
@@ -196,8 +226,23 @@ impl Durable {
                     (false, _) => waiting_since = None,
                     (true, None) => waiting_since = Some(now),
                     (true, Some(since)) if now.duration_since(since) >= after => {
-                        park.request();
-                        return;
+                        match durable.may_park(&gate).await {
+                            Ok(()) => {
+                                park.request();
+                                return;
+                            }
+                            Err(count) => {
+                                if !std::mem::replace(&mut refused, true) {
+                                    tracing::warn!(
+                                        "an eval of client `{}` stays in memory instead of being parked: the client has {count} evals parked from this node (limits.perClient.maxParkedEvals = {})",
+                                        gate.client,
+                                        gate.cap
+                                    );
+                                }
+                                tokio::time::sleep(PARK_RETRY).await;
+                                continue;
+                            }
+                        }
                     }
                     (true, Some(_)) => {}
                 }
@@ -206,11 +251,63 @@ impl Durable {
         })
     }
 
+    /// Counts `gate`'s eval as parked for its client, unless the client is at its cap on this
+    /// node (`Err(count)`). At the cap, the evals counted are looked up in the store first:
+    /// those another node resumed no longer count.
+    async fn may_park(&self, gate: &ParkGate) -> Result<(), usize> {
+        let now = crate::store::now_ms();
+        if self
+            .parked
+            .reserve(&gate.client, &gate.token, gate.cap, now)
+            .is_ok()
+        {
+            return Ok(());
+        }
+        for token in self.parked.tokens_of(&gate.client) {
+            if token != gate.token
+                && matches!(self.store.get(&format!("eval:{token}")).await, Ok(None))
+            {
+                self.parked.release(&token);
+            }
+        }
+        self.parked
+            .reserve(&gate.client, &gate.token, gate.cap, now)
+    }
+
+    /// `token`'s eval does not (or no longer) count as parked from this node: it finished, was
+    /// resumed, or could not be saved.
+    pub fn not_parked(&self, token: &str) {
+        self.parked.release(token);
+    }
+
+    /// How many evals `client` has parked from this node.
+    pub fn parked_count(&self, client: &str) -> usize {
+        self.parked.count(client)
+    }
+
     /// Saves a parked eval and its asks.
     ///
     /// # Errors
     /// When the store refuses (the eval is then still in `suspended`: resume it here).
     pub async fn save(&self, meta: &ParkedMeta, suspended: &Suspended) -> Result<(), StoreError> {
+        match self.save_records(meta, suspended).await {
+            Ok(deadline_ms) => {
+                self.parked.saved(&meta.client, &meta.token, deadline_ms);
+                Ok(())
+            }
+            Err(e) => {
+                self.parked.release(&meta.token);
+                Err(e)
+            }
+        }
+    }
+
+    /// [`save`](Self::save)'s records; returns the deadline of the eval's first ask.
+    async fn save_records(
+        &self,
+        meta: &ParkedMeta,
+        suspended: &Suspended,
+    ) -> Result<u64, StoreError> {
         let deadline_ms = suspended
             .pending()
             .iter()
@@ -246,7 +343,8 @@ impl Durable {
         }
         self.store
             .put(&format!("eval:{}", meta.token), &record, ttl)
-            .await
+            .await?;
+        Ok(deadline_ms)
     }
 
     /// The eval tool a parked eval was called through (read, not taken), so that a retry
@@ -274,6 +372,7 @@ impl Durable {
         let (meta, state) = split_record(&record.value)?;
         let suspended =
             Suspended::load(state).map_err(|e| format!("a parked eval's state: {e}"))?;
+        self.parked.release(token);
         for ask in &meta.asks {
             let _ = self.store.delete(&format!("ask:{}", ask.id)).await;
         }
@@ -484,16 +583,18 @@ impl Durable {
 
     /// The description saved with an eval being parked.
     pub fn meta(
-        token: &str,
+        (token, client): (&str, &str),
         tool: &str,
         code: &str,
         caller: &Caller,
         profile: Option<&str>,
         (eval_id, audit_id): (u64, String),
         asks: &[OpenAsk],
+        lived: Duration,
     ) -> ParkedMeta {
         ParkedMeta {
             token: token.to_string(),
+            client: client.to_string(),
             tool: tool.to_string(),
             code: code.to_string(),
             caller: caller.name.clone(),
@@ -502,6 +603,7 @@ impl Durable {
             eval_id,
             audit_id,
             asks: asks.iter().map(SavedAsk::of).collect(),
+            lived_ms: u64::try_from(lived.as_millis()).unwrap_or(u64::MAX),
         }
     }
 }

@@ -16,7 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
-use super::durable::{Claimed, Durable, ParkedMeta};
+use super::durable::{Claimed, Durable, ParkGate, ParkedMeta};
 use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::listing::missing_permissions;
@@ -245,30 +245,45 @@ impl CodemodeServer {
             .park(park.clone())
             .open_asks(open_asks.clone())
             .build();
-        let watcher = match (&durable, &open_asks, &park) {
-            (Some(d), Some(asks), Some(park)) => Some(d.watch(asks.clone(), park.clone())),
+        let watcher = match (&durable, &open_asks, &park, &suspended) {
+            (Some(d), Some(asks), Some(park), Some(entry)) => Some(d.watch(
+                asks.clone(),
+                park.clone(),
+                ParkGate {
+                    client: slot.client().to_string(),
+                    token: entry.token().to_string(),
+                    cap: config.limits.per_client.max_parked_evals,
+                },
+            )),
             _ => None,
         };
         let step = eval.run_step(&code, &cancel).await;
         if let Some(watcher) = watcher {
             watcher.abort();
         }
+        let client = slot.client().to_string();
         drop(slot);
         let outcome = match step {
-            GovernedStep::Finished(outcome) => outcome,
+            GovernedStep::Finished(outcome) => {
+                if let (Some(d), Some(entry)) = (&durable, &suspended) {
+                    d.not_parked(entry.token());
+                }
+                outcome
+            }
             GovernedStep::Parked(parked) => {
                 let (Some(durable), Some(entry), Some(asks)) = (durable, &suspended, open_asks)
                 else {
                     return;
                 };
                 let meta = Durable::meta(
-                    entry.token(),
+                    (entry.token(), &client),
                     entry.tool(),
                     &code,
                     &caller,
                     profile.as_ref().map(|p| p.name()),
                     (eval.id().0, codemode_policies::audit_eval_id(eval.id())),
                     &asks.snapshot(),
+                    eval.lived(),
                 );
                 match park_or_resume(state, &durable, entry, meta, parked, &cancel).await {
                     Some(outcome) => outcome,
@@ -502,6 +517,7 @@ fn resumed_eval(
         .outputs(config.outputs.clone())
         .options(config.limits.eval_options())
         .lifetime(Some(config.limits.max_eval_lifetime))
+        .lived(std::time::Duration::from_millis(meta.lived_ms))
         .park(park)
         .open_asks(open_asks)
         .build()
@@ -583,20 +599,32 @@ pub(super) async fn resume_from_store(
                 Some(park.clone()),
                 Some(open_asks.clone()),
             );
-            let watcher = durable.watch(open_asks.clone(), park);
+            let watcher = durable.watch(
+                open_asks.clone(),
+                park,
+                ParkGate {
+                    client: meta.client.clone(),
+                    token: meta.token.clone(),
+                    cap: task_state.config().limits.per_client.max_parked_evals,
+                },
+            );
             let step = eval.resume(&meta.code, &suspended, &task_cancel).await;
             watcher.abort();
+            if !matches!(step, Ok(GovernedStep::Parked(_))) {
+                durable.not_parked(&meta.token);
+            }
             let outcome = match step {
                 Ok(GovernedStep::Finished(outcome)) => Some(outcome),
                 Ok(GovernedStep::Parked(parked)) => {
                     let meta = Durable::meta(
-                        &meta.token,
+                        (&meta.token, &meta.client),
                         &meta.tool,
                         &meta.code,
                         &Caller::new(meta.caller.clone(), meta.permissions.clone()),
                         meta.profile.as_deref(),
                         (meta.eval_id, meta.audit_id.clone()),
                         &open_asks.snapshot(),
+                        eval.lived(),
                     );
                     park_or_resume(
                         &task_state,

@@ -20,6 +20,7 @@ mod guard;
 mod handler;
 mod listener;
 mod listing;
+mod parked;
 mod progress;
 pub mod reload;
 pub mod result;
