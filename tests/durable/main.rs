@@ -18,5 +18,6 @@ mod node;
 mod failures;
 mod legacy;
 mod limits;
+mod outages;
 mod restart;
 mod stateless;

@@ -35,6 +35,11 @@ const RESULT_TTL: Duration = Duration::from_secs(600);
 /// How long a parked eval's records outlive its approval deadline, for the sweep of some node to
 /// resume it and time its call out.
 const EXPIRY_GRACE: Duration = Duration::from_secs(120);
+/// How long a node's mark on a resumed eval it runs lasts unless renewed: a retry elsewhere
+/// learns within this long of the node's death that the eval will not finish.
+pub const RUNNING_LEASE: Duration = Duration::from_secs(6);
+/// How often the node running a resumed eval renews its lease.
+const RUNNING_RENEW: Duration = Duration::from_secs(2);
 /// How often an eval kept in memory by `maxParkedEvals` tries again to park.
 pub const PARK_RETRY: Duration = Duration::from_secs(2);
 /// How often each node looks for parked evals whose approval time is up.
@@ -147,6 +152,19 @@ pub struct Durable {
     resumer: std::sync::OnceLock<Arc<dyn Fn(String) + Send + Sync>>,
     /// The evals this node parked, per client (`limits.perClient.maxParkedEvals`).
     parked: ParkedCounts,
+    /// The leases of the resumed evals this node runs, renewed until they end.
+    renewing: std::sync::Mutex<std::collections::HashMap<String, tokio::task::JoinHandle<()>>>,
+}
+
+/// Whether a resumed eval is running ([`Durable::running`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Running {
+    /// On a node that renews its lease.
+    Yes,
+    /// It was, on a node that stopped renewing the lease before the eval ended (it died).
+    Abandoned,
+    /// No node runs it (never resumed, or it ended).
+    No,
 }
 
 /// Who may park an eval after its wait: the eval's client and `requestState`, and the client's
@@ -169,6 +187,7 @@ impl Durable {
             root: ParkRequest::new(),
             resumer: std::sync::OnceLock::new(),
             parked: ParkedCounts::default(),
+            renewing: std::sync::Mutex::default(),
         }
     }
 
@@ -542,23 +561,66 @@ impl Durable {
         serde_json::from_slice(&record.value).ok()
     }
 
-    /// Marks `token` as resumed on some node until its result is kept (or `ttl` passes), so
-    /// that a retry elsewhere waits for the result instead of saying the eval is gone.
-    pub async fn mark_running(&self, token: &str, ttl: Duration) {
-        let _ = self.store.put(&format!("running:{token}"), b"", ttl).await;
+    /// Marks `token` as resumed on this node until its result is kept (or `ttl` passes), so
+    /// that a retry elsewhere waits for the result instead of saying the eval is gone. The mark
+    /// holds a lease renewed every [`RUNNING_RENEW`] while this node runs the eval: when the
+    /// node dies, the lease runs out within [`RUNNING_LEASE`], and a retry says so.
+    pub async fn mark_running(self: &Arc<Self>, token: &str, ttl: Duration) {
+        self.put_running(token, ttl).await;
+        let durable = self.clone();
+        let key = token.to_string();
+        let renew = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RUNNING_RENEW).await;
+                durable.put_running(&key, ttl).await;
+            }
+        });
+        if let Some(old) = self.renewing().insert(token.to_string(), renew) {
+            old.abort();
+        }
+    }
+
+    fn renewing(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, tokio::task::JoinHandle<()>>>
+    {
+        self.renewing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn put_running(&self, token: &str, ttl: Duration) {
+        let until = crate::store::now_ms()
+            .saturating_add(u64::try_from(RUNNING_LEASE.as_millis()).unwrap_or(u64::MAX));
+        let _ = self
+            .store
+            .put(&format!("running:{token}"), &until.to_le_bytes(), ttl)
+            .await;
     }
 
     /// Ends [`mark_running`](Self::mark_running).
     pub async fn unmark_running(&self, token: &str) {
+        if let Some(renew) = self.renewing().remove(token) {
+            renew.abort();
+        }
         let _ = self.store.delete(&format!("running:{token}")).await;
     }
 
-    /// Whether `token`'s eval is running on some node after a resume.
-    pub async fn is_running(&self, token: &str) -> bool {
-        matches!(
-            self.store.get(&format!("running:{token}")).await,
-            Ok(Some(_))
-        )
+    /// Whether `token`'s eval runs on some node after a resume, or ran on a node that stopped.
+    pub async fn running(&self, token: &str) -> Running {
+        match self.store.get(&format!("running:{token}")).await {
+            Ok(Some(record)) => {
+                let until = record
+                    .value
+                    .get(..8)
+                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                    .map_or(0, u64::from_le_bytes);
+                if until > crate::store::now_ms() {
+                    Running::Yes
+                } else {
+                    Running::Abandoned
+                }
+            }
+            _ => Running::No,
+        }
     }
 
     /// Whether `token` names a parked eval, a resumed one still running, or a waiting result.
@@ -566,7 +628,7 @@ impl Durable {
     /// # Errors
     /// When a record is there but this node cannot open it (sealed under another key, altered)
     /// or the store fails: the record is left as it is, for a node that can.
-    pub async fn knows(&self, token: &str) -> Result<bool, String> {
+    pub async fn knows(&self, token: &str) -> Result<bool, StoreError> {
         for key in [
             format!("eval:{token}"),
             format!("result:{token}"),
@@ -575,7 +637,7 @@ impl Durable {
             match self.store.get(&key).await {
                 Ok(Some(_)) => return Ok(true),
                 Ok(None) => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e),
             }
         }
         Ok(false)

@@ -16,7 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
-use super::durable::{Claimed, Durable, ParkGate, ParkedMeta};
+use super::durable::{Claimed, Durable, ParkGate, ParkedMeta, Running};
 use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::listing::missing_permissions;
@@ -325,9 +325,16 @@ impl CodemodeServer {
         match known {
             Ok(true) => {}
             Ok(false) => return None,
-            Err(e) => {
+            Err(e) if e.kind() == crate::store::StoreErrorKind::Unreadable => {
                 return Some(Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                     "this eval is saved, but this node cannot open it with its sealing key ({e}); the eval stays in the store for a node that can: retry with the same requestState (starting the script over would repeat its calls)"
+                ))])
+                .into()));
+            }
+            Err(e) => {
+                tracing::warn!("a retry could not look its eval up in the durable store: {e}");
+                return Some(Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "the durable store cannot be reached ({e}), so this node cannot tell whether this eval is saved there: retry with the same requestState once the store is back (starting the script over could repeat its calls)"
                 ))])
                 .into()));
             }
@@ -368,25 +375,34 @@ impl CodemodeServer {
             }
         }
         // Resumed on another node (an answer reached it first): wait for its result there.
+        let mut running = Running::No;
         for _ in 0..RESULT_PATIENCE_STEPS {
             if let Some(outcome) = durable.take_result(token).await {
                 return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
             }
-            if !durable.is_running(token).await {
+            running = durable.running(token).await;
+            if running != Running::Yes {
                 break;
             }
             tokio::time::sleep(STORE_PATIENCE_STEP).await;
         }
-        if durable.is_running(token).await {
-            return Some(Ok(CallToolResult::error(vec![ContentBlock::text(
-                "this eval is running on another node, which was given its answer; retry with the same requestState to get its result",
-            )])
-            .into()));
-        }
-        durable
-            .take_result(token)
-            .await
-            .map(|outcome| Ok(eval_result(&outcome, self.text_budget()).into()))
+        let message = match running {
+            Running::Yes => {
+                "this eval is running on another node, which was given its answer; retry with the same requestState to get its result"
+            }
+            Running::Abandoned => {
+                "the node that resumed this eval stopped before the eval finished: the tool calls it made until then were made once (its audit log has them), the rest of the script did not run, and the result is lost; starting the script over would repeat those calls"
+            }
+            Running::No => {
+                return durable
+                    .take_result(token)
+                    .await
+                    .map(|outcome| Ok(eval_result(&outcome, self.text_budget()).into()));
+            }
+        };
+        Some(Ok(
+            CallToolResult::error(vec![ContentBlock::text(message)]).into()
+        ))
     }
 
     async fn await_legacy(
@@ -650,6 +666,9 @@ pub(super) async fn resume_from_store(
                     outcome,
                     task_state.config().limits.unfetched_results,
                 );
+            } else {
+                // Parked again: its `eval:` record stands for it now.
+                durable.unmark_running(task_entry.token()).await;
             }
             drop(running);
         })
