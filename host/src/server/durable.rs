@@ -132,6 +132,35 @@ struct DecisionRecord {
     reason: Option<String>,
     decided_by: Option<String>,
     channel: Channel,
+    /// The ask as the approval API showed it, for `GET /approvals?state=decided`.
+    #[serde(default)]
+    view: Value,
+    /// When it was decided (RFC 3339 UTC).
+    #[serde(default)]
+    decided_at: String,
+}
+
+impl DecisionRecord {
+    /// The decided ask as the approval API shows decisions: the ask's view with `decision`,
+    /// `decided_by`, `reason`, `channel` and `decided_at` (as the broker's decided entries).
+    fn decided_view(self) -> Option<Value> {
+        let Value::Object(mut view) = self.view else {
+            return None;
+        };
+        view.insert("decision".into(), Value::String(self.decision));
+        if let Some(by) = self.decided_by {
+            view.insert("decided_by".into(), Value::String(by));
+        }
+        if let Some(reason) = self.reason {
+            view.insert("reason".into(), Value::String(reason));
+        }
+        view.insert(
+            "channel".into(),
+            Value::String(self.channel.as_str().into()),
+        );
+        view.insert("decided_at".into(), Value::String(self.decided_at));
+        Some(Value::Object(view))
+    }
 }
 
 /// A parked eval taken from the store to be resumed.
@@ -433,18 +462,27 @@ impl Durable {
         };
         match serde_json::from_slice::<AskRecord>(&record.value) {
             Ok(ask) if ask.token == token => {
-                self.put_decision(id, answer, record.remaining()).await
+                self.put_decision(id, answer, record.remaining(), ask.view)
+                    .await
             }
             _ => false,
         }
     }
 
-    async fn put_decision(&self, id: &str, answer: &ApprovalAnswer, ttl: Duration) -> bool {
+    async fn put_decision(
+        &self,
+        id: &str,
+        answer: &ApprovalAnswer,
+        ttl: Duration,
+        view: Value,
+    ) -> bool {
         let value = serde_json::to_vec(&DecisionRecord {
             decision: decision_name(answer.decision).to_string(),
             reason: answer.reason.clone(),
             decided_by: answer.decided_by.clone(),
             channel: answer.channel,
+            view,
+            decided_at: codemode_policies::rfc3339_utc(std::time::SystemTime::now()),
         })
         .unwrap_or_default();
         // The first answer wins, as in the broker: a later one is refused.
@@ -486,6 +524,23 @@ impl Durable {
             .filter_map(|record| serde_json::from_slice::<AskRecord>(&record.value).ok())
             .map(|ask| ask.view)
             .collect()
+    }
+
+    /// The decisions given to parked evals' asks (on any node, by the approval API or a
+    /// client's retry), as the approval API shows decisions, newest first. Each is listed until
+    /// its ask's approval time (and the records' grace period) is up.
+    pub async fn decided_asks(&self) -> Vec<Value> {
+        let Ok(listing) = self.store.list("decision:").await else {
+            return Vec::new();
+        };
+        let mut views: Vec<Value> = listing
+            .records
+            .iter()
+            .filter_map(|record| serde_json::from_slice::<DecisionRecord>(&record.value).ok())
+            .filter_map(DecisionRecord::decided_view)
+            .collect();
+        views.sort_by(|a, b| b["decided_at"].as_str().cmp(&a["decided_at"].as_str()));
+        views
     }
 
     /// Decides ask `id` of a parked eval through the approval API, then resumes the eval here.
@@ -538,10 +593,14 @@ impl Durable {
         let answer = ApprovalAnswer::new(decision, Channel::Http)
             .with_reason(reason)
             .decided_by(decider.name.clone());
-        if !self.put_decision(id, &answer, record.remaining()).await {
+        let token = ask.token.clone();
+        if !self
+            .put_decision(id, &answer, record.remaining(), ask.view)
+            .await
+        {
             return Err(DecideError::Closed(id.to_string(), "decided"));
         }
-        self.resume_here(&ask.token);
+        self.resume_here(&token);
         Ok(())
     }
 
@@ -689,6 +748,10 @@ impl Decisions for Durable {
 impl crate::approvals::broker::ParkedAsks for Durable {
     fn list(&self) -> BoxFuture<'_, Vec<Value>> {
         Box::pin(self.parked_asks())
+    }
+
+    fn decided(&self) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(self.decided_asks())
     }
 
     fn decide<'a>(
