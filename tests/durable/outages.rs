@@ -33,7 +33,8 @@ fn approve_until_complete(url: &str, args: &Value, first: &Value) -> Value {
 /// Redis stops while the cluster serves: a plain eval still runs; an eval that would park stays
 /// in memory (the log says so) and completes through its node; a retry for an eval parked
 /// before the outage gets an error saying the store cannot be reached (not `internal`, not "run
-/// it again"); once Redis is back (empty: it keeps nothing on disk here), evals park again.
+/// it again"); once Redis is back (empty: it keeps nothing on disk here), the retry is told the
+/// eval is gone, and evals park again.
 #[test]
 fn redis_stopped_mid_serve_keeps_evals_in_memory_and_says_so() {
     let mut cluster = Cluster::start("redis_down", 2, 0);
@@ -101,6 +102,20 @@ fn redis_stopped_mid_serve_keeps_evals_in_memory_and_says_so() {
     );
 
     cluster.redis.restart();
+    // Redis kept nothing: the eval parked before the outage is gone, and the retry says so.
+    let gone = block_on(client::call_tool(
+        &cluster.node(1).mcp_url(),
+        GATE,
+        &args,
+        Some((&request_state(&parked), approve_all(&parked))),
+    ))
+    .unwrap()
+    .result;
+    assert_eq!(
+        gone,
+        json!({"content": [{"type": "text", "text": "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again"}],
+               "isError": true, "resultType": "complete"})
+    );
     let later = block_on(client::call_tool(&node0, GATE, &args, None))
         .unwrap()
         .result;

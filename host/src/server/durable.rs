@@ -8,26 +8,38 @@
 //!   its time to live is what is left of its asks' approval time;
 //! - `ask:<approval id>` — one open ask of a parked eval, for the approval API of any node;
 //! - `decision:<approval id>` — an answer given while the eval was parked, taken by the eval's
-//!   call when it asks again after the resume;
+//!   call when it asks again after the resume, and listed by `GET /approvals?state=decided`;
+//! - `running:<requestState>` — a resumed eval running on a node: a lease the node renews,
+//!   so that a retry elsewhere waits for the result, or learns that the node died;
 //! - `result:<requestState>` — the outcome of a resumed eval nobody was waiting for, fetched by
 //!   the client's next retry on any node;
 //! - `guest:<sha256>` — the guest module a saved state names, so a node running a newer guest
 //!   still resumes it.
 //!
 //! Taking `eval:<requestState>` is atomic: exactly one node resumes a parked eval.
+//!
+//! Limits across a park: the time an eval lived in memory is saved with it
+//! ([`ParkedMeta::lived_ms`]) and counts against `limits.maxEvalLifetime` when it resumes, while
+//! its time in the store is bounded by its approval time; each node counts the evals it parked
+//! per client (`limits.perClient.maxParkedEvals`, see [`Durable::watch`]).
+
+mod asks;
+mod lease;
+mod parked;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_policies::{ApprovalAnswer, ApprovalDecision, Caller, Channel, ParkedAsk};
-use codemode_runtime::{BoxFuture, EvalOutcome, GuestHash, ParkRequest, Runtime, Suspended};
+use codemode_policies::{Caller, ParkedAsk};
+use codemode_runtime::{EvalOutcome, GuestHash, ParkRequest, Runtime, Suspended};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::parked::ParkedCounts;
-use crate::approvals::broker::{DecideError, may_decide};
-use crate::approvals::view::{decision_name, parse_decision};
-use crate::approvals::{Decisions, OpenAsk, Question};
+use crate::approvals::{OpenAsk, Question};
+pub use lease::Running;
+pub use parked::ParkGate;
+use parked::ParkedCounts;
+
 use crate::store::{Store, StoreError};
 
 /// How long a finished result of a resumed eval waits in the store for its client.
@@ -35,13 +47,6 @@ const RESULT_TTL: Duration = Duration::from_secs(600);
 /// How long a parked eval's records outlive its approval deadline, for the sweep of some node to
 /// resume it and time its call out.
 const EXPIRY_GRACE: Duration = Duration::from_secs(120);
-/// How long a node's mark on a resumed eval it runs lasts unless renewed: a retry elsewhere
-/// learns within this long of the node's death that the eval will not finish.
-pub const RUNNING_LEASE: Duration = Duration::from_secs(6);
-/// How often the node running a resumed eval renews its lease.
-const RUNNING_RENEW: Duration = Duration::from_secs(2);
-/// How often an eval kept in memory by `maxParkedEvals` tries again to park.
-pub const PARK_RETRY: Duration = Duration::from_secs(2);
 /// How often each node looks for parked evals whose approval time is up.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
@@ -125,44 +130,6 @@ struct AskRecord {
     deadline_ms: u64,
 }
 
-/// `decision:<id>`: an answer given while the eval was parked.
-#[derive(Serialize, Deserialize)]
-struct DecisionRecord {
-    decision: String,
-    reason: Option<String>,
-    decided_by: Option<String>,
-    channel: Channel,
-    /// The ask as the approval API showed it, for `GET /approvals?state=decided`.
-    #[serde(default)]
-    view: Value,
-    /// When it was decided (RFC 3339 UTC).
-    #[serde(default)]
-    decided_at: String,
-}
-
-impl DecisionRecord {
-    /// The decided ask as the approval API shows decisions: the ask's view with `decision`,
-    /// `decided_by`, `reason`, `channel` and `decided_at` (as the broker's decided entries).
-    fn decided_view(self) -> Option<Value> {
-        let Value::Object(mut view) = self.view else {
-            return None;
-        };
-        view.insert("decision".into(), Value::String(self.decision));
-        if let Some(by) = self.decided_by {
-            view.insert("decided_by".into(), Value::String(by));
-        }
-        if let Some(reason) = self.reason {
-            view.insert("reason".into(), Value::String(reason));
-        }
-        view.insert(
-            "channel".into(),
-            Value::String(self.channel.as_str().into()),
-        );
-        view.insert("decided_at".into(), Value::String(self.decided_at));
-        Some(Value::Object(view))
-    }
-}
-
 /// A parked eval taken from the store to be resumed.
 pub struct Claimed {
     /// Who, which profile, the code, the asks.
@@ -183,28 +150,6 @@ pub struct Durable {
     parked: ParkedCounts,
     /// The leases of the resumed evals this node runs, renewed until they end.
     renewing: std::sync::Mutex<std::collections::HashMap<String, tokio::task::JoinHandle<()>>>,
-}
-
-/// Whether a resumed eval is running ([`Durable::running`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Running {
-    /// On a node that renews its lease.
-    Yes,
-    /// It was, on a node that stopped renewing the lease before the eval ended (it died).
-    Abandoned,
-    /// No node runs it (never resumed, or it ended).
-    No,
-}
-
-/// Who may park an eval after its wait: the eval's client and `requestState`, and the client's
-/// `limits.perClient.maxParkedEvals`.
-pub struct ParkGate {
-    /// The client ([`super::fair::client_key`]).
-    pub client: String,
-    /// The eval's `requestState`.
-    pub token: String,
-    /// How many evals the client may have parked from this node.
-    pub cap: usize,
 }
 
 impl Durable {
@@ -247,90 +192,6 @@ impl Durable {
     /// Parks every eval waiting for a human (the server is stopping).
     pub fn park_all(&self) {
         self.root.request();
-    }
-
-    /// Requests `park` once `asks` has had an open ask for `suspendToStoreAfterSeconds`, if
-    /// `gate`'s client is under its `maxParkedEvals` on this node; else the eval stays in memory
-    /// (it says so in the log once) and parking is tried again every [`PARK_RETRY`].
-    pub fn watch(
-        self: &Arc<Self>,
-        asks: Arc<crate::approvals::OpenAsks>,
-        park: ParkRequest,
-        gate: ParkGate,
-    ) -> tokio::task::JoinHandle<()> {
-        let after = self.after;
-        let durable = self.clone();
-        tokio::spawn(async move {
-            const POLL: Duration = Duration::from_millis(50);
-            let mut waiting_since: Option<tokio::time::Instant> = None;
-            let mut refused = false;
-            loop {
-                if park.is_requested() {
-                    return;
-                }
-                let open = !asks.snapshot().is_empty();
-                let now = tokio::time::Instant::now();
-                match (open, waiting_since) {
-                    (false, _) => waiting_since = None,
-                    (true, None) => waiting_since = Some(now),
-                    (true, Some(since)) if now.duration_since(since) >= after => {
-                        match durable.may_park(&gate).await {
-                            Ok(()) => {
-                                park.request();
-                                return;
-                            }
-                            Err(count) => {
-                                if !std::mem::replace(&mut refused, true) {
-                                    tracing::warn!(
-                                        "an eval of client `{}` stays in memory instead of being parked: the client has {count} evals parked from this node (limits.perClient.maxParkedEvals = {})",
-                                        gate.client,
-                                        gate.cap
-                                    );
-                                }
-                                tokio::time::sleep(PARK_RETRY).await;
-                                continue;
-                            }
-                        }
-                    }
-                    (true, Some(_)) => {}
-                }
-                tokio::time::sleep(POLL).await;
-            }
-        })
-    }
-
-    /// Counts `gate`'s eval as parked for its client, unless the client is at its cap on this
-    /// node (`Err(count)`). At the cap, the evals counted are looked up in the store first:
-    /// those another node resumed no longer count.
-    async fn may_park(&self, gate: &ParkGate) -> Result<(), usize> {
-        let now = crate::store::now_ms();
-        if self
-            .parked
-            .reserve(&gate.client, &gate.token, gate.cap, now)
-            .is_ok()
-        {
-            return Ok(());
-        }
-        for token in self.parked.tokens_of(&gate.client) {
-            if token != gate.token
-                && matches!(self.store.get(&format!("eval:{token}")).await, Ok(None))
-            {
-                self.parked.release(&token);
-            }
-        }
-        self.parked
-            .reserve(&gate.client, &gate.token, gate.cap, now)
-    }
-
-    /// `token`'s eval does not (or no longer) count as parked from this node: it finished, was
-    /// resumed, or could not be saved.
-    pub fn not_parked(&self, token: &str) {
-        self.parked.release(token);
-    }
-
-    /// How many evals `client` has parked from this node.
-    pub fn parked_count(&self, client: &str) -> usize {
-        self.parked.count(client)
     }
 
     /// Saves a parked eval and its asks.
@@ -454,43 +315,6 @@ impl Durable {
         }
     }
 
-    /// Records `answer` for ask `id` of the parked eval `token` (from a client's retry); `false`
-    /// when the eval does not wait on that ask or it was answered already.
-    pub async fn answer(&self, token: &str, id: &str, answer: &ApprovalAnswer) -> bool {
-        let Ok(Some(record)) = self.store.get(&format!("ask:{id}")).await else {
-            return false;
-        };
-        match serde_json::from_slice::<AskRecord>(&record.value) {
-            Ok(ask) if ask.token == token => {
-                self.put_decision(id, answer, record.remaining(), ask.view)
-                    .await
-            }
-            _ => false,
-        }
-    }
-
-    async fn put_decision(
-        &self,
-        id: &str,
-        answer: &ApprovalAnswer,
-        ttl: Duration,
-        view: Value,
-    ) -> bool {
-        let value = serde_json::to_vec(&DecisionRecord {
-            decision: decision_name(answer.decision).to_string(),
-            reason: answer.reason.clone(),
-            decided_by: answer.decided_by.clone(),
-            channel: answer.channel,
-            view,
-            decided_at: codemode_policies::rfc3339_utc(std::time::SystemTime::now()),
-        })
-        .unwrap_or_default();
-        // The first answer wins, as in the broker: a later one is refused.
-        let key = format!("decision:{id}");
-        let ttl = ttl.max(Duration::from_secs(1));
-        matches!(self.store.put_if_absent(&key, &value, ttl).await, Ok(true))
-    }
-
     /// Resumes, on this node, every parked eval whose approval time is up: its call then ends
     /// as timed out (a timeout never approves), which the script sees and the audit records.
     /// Nodes sweeping at once race for each eval; exactly one takes it.
@@ -513,97 +337,6 @@ impl Durable {
         }
     }
 
-    /// The asks of every parked eval of the cluster, as the approval API shows them.
-    pub async fn parked_asks(&self) -> Vec<Value> {
-        let Ok(listing) = self.store.list("ask:").await else {
-            return Vec::new();
-        };
-        listing
-            .records
-            .iter()
-            .filter_map(|record| serde_json::from_slice::<AskRecord>(&record.value).ok())
-            .map(|ask| ask.view)
-            .collect()
-    }
-
-    /// The decisions given to parked evals' asks (on any node, by the approval API or a
-    /// client's retry), as the approval API shows decisions, newest first. Each is listed until
-    /// its ask's approval time (and the records' grace period) is up.
-    pub async fn decided_asks(&self) -> Vec<Value> {
-        let Ok(listing) = self.store.list("decision:").await else {
-            return Vec::new();
-        };
-        let mut views: Vec<Value> = listing
-            .records
-            .iter()
-            .filter_map(|record| serde_json::from_slice::<DecisionRecord>(&record.value).ok())
-            .filter_map(DecisionRecord::decided_view)
-            .collect();
-        views.sort_by(|a, b| b["decided_at"].as_str().cmp(&a["decided_at"].as_str()));
-        views
-    }
-
-    /// Decides ask `id` of a parked eval through the approval API, then resumes the eval here.
-    ///
-    /// # Errors
-    /// [`DecideError::NotFound`] when no parked eval has that ask; the others as
-    /// [`crate::approvals::ApprovalBroker::decide`].
-    pub async fn decide(
-        &self,
-        id: &str,
-        decider: &Caller,
-        decision: ApprovalDecision,
-        reason: Option<String>,
-    ) -> Result<(), DecideError> {
-        let record = self
-            .store
-            .get(&format!("ask:{id}"))
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| DecideError::NotFound(id.to_string()))?;
-        let ask: AskRecord = serde_json::from_slice(&record.value)
-            .map_err(|_| DecideError::NotFound(id.to_string()))?;
-        may_decide(
-            decider,
-            ask.view
-                .get("caller")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-        )?;
-        let allowed: Vec<&str> = ask
-            .view
-            .get("allowed_decisions")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let name = decision_name(decision);
-        if decision != ApprovalDecision::Decline && !allowed.contains(&name) {
-            return Err(DecideError::Invalid(format!(
-                "`{name}` is not allowed for this ask (allowed: {})",
-                allowed.join(", ")
-            )));
-        }
-        let reason = reason.filter(|r| !r.trim().is_empty());
-        if ask.view.get("reason_required") == Some(&Value::Bool(true)) && reason.is_none() {
-            return Err(DecideError::Invalid(
-                "this ask needs a reason with the decision".into(),
-            ));
-        }
-        let answer = ApprovalAnswer::new(decision, Channel::Http)
-            .with_reason(reason)
-            .decided_by(decider.name.clone());
-        let token = ask.token.clone();
-        if !self
-            .put_decision(id, &answer, record.remaining(), ask.view)
-            .await
-        {
-            return Err(DecideError::Closed(id.to_string(), "decided"));
-        }
-        self.resume_here(&token);
-        Ok(())
-    }
-
     /// Keeps the outcome of a resumed eval for its client's next retry, on any node.
     pub async fn put_result(&self, token: &str, outcome: &EvalOutcome) {
         if let Ok(value) = serde_json::to_vec(outcome) {
@@ -618,68 +351,6 @@ impl Durable {
     pub async fn take_result(&self, token: &str) -> Option<EvalOutcome> {
         let record = self.store.take(&format!("result:{token}")).await.ok()??;
         serde_json::from_slice(&record.value).ok()
-    }
-
-    /// Marks `token` as resumed on this node until its result is kept (or `ttl` passes), so
-    /// that a retry elsewhere waits for the result instead of saying the eval is gone. The mark
-    /// holds a lease renewed every [`RUNNING_RENEW`] while this node runs the eval: when the
-    /// node dies, the lease runs out within [`RUNNING_LEASE`], and a retry says so.
-    pub async fn mark_running(self: &Arc<Self>, token: &str, ttl: Duration) {
-        self.put_running(token, ttl).await;
-        let durable = self.clone();
-        let key = token.to_string();
-        let renew = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(RUNNING_RENEW).await;
-                durable.put_running(&key, ttl).await;
-            }
-        });
-        if let Some(old) = self.renewing().insert(token.to_string(), renew) {
-            old.abort();
-        }
-    }
-
-    fn renewing(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, tokio::task::JoinHandle<()>>>
-    {
-        self.renewing.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    async fn put_running(&self, token: &str, ttl: Duration) {
-        let until = crate::store::now_ms()
-            .saturating_add(u64::try_from(RUNNING_LEASE.as_millis()).unwrap_or(u64::MAX));
-        let _ = self
-            .store
-            .put(&format!("running:{token}"), &until.to_le_bytes(), ttl)
-            .await;
-    }
-
-    /// Ends [`mark_running`](Self::mark_running).
-    pub async fn unmark_running(&self, token: &str) {
-        if let Some(renew) = self.renewing().remove(token) {
-            renew.abort();
-        }
-        let _ = self.store.delete(&format!("running:{token}")).await;
-    }
-
-    /// Whether `token`'s eval runs on some node after a resume, or ran on a node that stopped.
-    pub async fn running(&self, token: &str) -> Running {
-        match self.store.get(&format!("running:{token}")).await {
-            Ok(Some(record)) => {
-                let until = record
-                    .value
-                    .get(..8)
-                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                    .map_or(0, u64::from_le_bytes);
-                if until > crate::store::now_ms() {
-                    Running::Yes
-                } else {
-                    Running::Abandoned
-                }
-            }
-            _ => Running::No,
-        }
     }
 
     /// Whether `token` names a parked eval, a resumed one still running, or a waiting result.
@@ -702,16 +373,16 @@ impl Durable {
         Ok(false)
     }
 
-    /// The description saved with an eval being parked.
+    /// The description saved with an eval being parked: `(requestState, client)`, the tool,
+    /// the code, the caller, the profile, `(eval id, audit id, time lived in memory)`, the asks.
     pub fn meta(
         (token, client): (&str, &str),
         tool: &str,
         code: &str,
         caller: &Caller,
         profile: Option<&str>,
-        (eval_id, audit_id): (u64, String),
+        (eval_id, audit_id, lived): (u64, String, Duration),
         asks: &[OpenAsk],
-        lived: Duration,
     ) -> ParkedMeta {
         ParkedMeta {
             token: token.to_string(),
@@ -726,42 +397,6 @@ impl Durable {
             asks: asks.iter().map(SavedAsk::of).collect(),
             lived_ms: u64::try_from(lived.as_millis()).unwrap_or(u64::MAX),
         }
-    }
-}
-
-impl Decisions for Durable {
-    fn take(&self, id: &str) -> BoxFuture<'_, Option<ApprovalAnswer>> {
-        let key = format!("decision:{id}");
-        Box::pin(async move {
-            // Read, not taken: the record stays until its ask's time is up, so that a second
-            // answer arriving after the resume is still refused as "already decided".
-            let record = self.store.get(&key).await.ok()??;
-            let d: DecisionRecord = serde_json::from_slice(&record.value).ok()?;
-            let decision = parse_decision(&d.decision).unwrap_or(ApprovalDecision::Decline);
-            let mut answer = ApprovalAnswer::new(decision, d.channel).with_reason(d.reason);
-            answer.decided_by = d.decided_by;
-            Some(answer)
-        })
-    }
-}
-
-impl crate::approvals::broker::ParkedAsks for Durable {
-    fn list(&self) -> BoxFuture<'_, Vec<Value>> {
-        Box::pin(self.parked_asks())
-    }
-
-    fn decided(&self) -> BoxFuture<'_, Vec<Value>> {
-        Box::pin(self.decided_asks())
-    }
-
-    fn decide<'a>(
-        &'a self,
-        id: &'a str,
-        decider: &'a Caller,
-        decision: ApprovalDecision,
-        reason: Option<String>,
-    ) -> BoxFuture<'a, Result<(), DecideError>> {
-        Box::pin(Durable::decide(self, id, decider, decision, reason))
     }
 }
 

@@ -281,9 +281,12 @@ impl CodemodeServer {
                     &code,
                     &caller,
                     profile.as_ref().map(|p| p.name()),
-                    (eval.id().0, codemode_policies::audit_eval_id(eval.id())),
+                    (
+                        eval.id().0,
+                        codemode_policies::audit_eval_id(eval.id()),
+                        eval.lived(),
+                    ),
                     &asks.snapshot(),
-                    eval.lived(),
                 );
                 match park_or_resume(state, &durable, entry, meta, parked, &cancel).await {
                     Some(outcome) => outcome,
@@ -638,9 +641,8 @@ pub(super) async fn resume_from_store(
                         &meta.code,
                         &Caller::new(meta.caller.clone(), meta.permissions.clone()),
                         meta.profile.as_deref(),
-                        (meta.eval_id, meta.audit_id.clone()),
+                        (meta.eval_id, meta.audit_id.clone(), eval.lived()),
                         &open_asks.snapshot(),
-                        eval.lived(),
                     );
                     park_or_resume(
                         &task_state,

@@ -20,7 +20,6 @@ mod guard;
 mod handler;
 mod listener;
 mod listing;
-mod parked;
 mod progress;
 pub mod reload;
 pub mod result;
