@@ -78,6 +78,8 @@ pub struct GovernedEval {
     park: Option<ParkRequest>,
     open_asks: Option<Arc<OpenAsks>>,
     audit_id: Option<String>,
+    /// Tools approved "for the rest of the script", kept here so that they outlive a park.
+    eval_approvals: SessionApprovals,
     /// Time spent in memory in earlier runs of this eval (before it was parked).
     lived_before: Duration,
     /// [`lived_before`](Self::lived_before) plus the time of the last run or resume, once it
@@ -119,6 +121,13 @@ impl GovernedEvalBuilder {
     /// for the session"). Default: none (each eval starts with no remembered approvals).
     pub fn session(mut self, id: impl Into<String>, approvals: SessionApprovals) -> Self {
         self.eval.session = Some((id.into(), approvals));
+        self
+    }
+
+    /// The tools approved "for the rest of the script" so far (an eval resumed after a park
+    /// keeps those of its earlier runs, see [`GovernedEval::eval_approvals`]). Default: none.
+    pub fn eval_approvals(mut self, approvals: SessionApprovals) -> Self {
+        self.eval.eval_approvals = approvals;
         self
     }
 
@@ -241,6 +250,7 @@ impl GovernedEval {
                 park: None,
                 open_asks: None,
                 audit_id: None,
+                eval_approvals: SessionApprovals::new(),
                 lived_before: Duration::ZERO,
                 lived: std::sync::Mutex::new(Duration::ZERO),
             },
@@ -265,6 +275,24 @@ impl GovernedEval {
     /// The channel its questions go to.
     pub fn asker(&self) -> &Arc<dyn Asker> {
         &self.asker
+    }
+
+    /// The `eval_id` of its audit records.
+    pub fn audit_id(&self) -> String {
+        self.audit_id
+            .clone()
+            .unwrap_or_else(|| codemode_policies::audit_eval_id(self.id))
+    }
+
+    /// The session it belongs to and that session's remembered approvals, if any.
+    pub fn session(&self) -> Option<(&str, &SessionApprovals)> {
+        self.session.as_ref().map(|(id, a)| (id.as_str(), a))
+    }
+
+    /// The tools approved "for the rest of the script" so far: what a parked eval carries to
+    /// its resume.
+    pub fn eval_approvals(&self) -> &SessionApprovals {
+        &self.eval_approvals
     }
 
     /// Time the eval has spent in memory, earlier runs included ([`GovernedEvalBuilder::lived`]),
@@ -508,6 +536,7 @@ impl GovernedEval {
                 )),
             )
             .session_approvals(approvals)
+            .eval_approvals(self.eval_approvals.clone())
             .preview(Arc::new(preview))
             .session_id(session_id)
             .caller(self.caller.clone())

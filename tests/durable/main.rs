@@ -20,4 +20,5 @@ mod legacy;
 mod limits;
 mod outages;
 mod restart;
+mod scopes;
 mod stateless;

@@ -30,7 +30,9 @@ mod parked;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_policies::{Caller, ParkedAsk};
+use codemode_policies::{ParkedAsk, SessionApprovals};
+
+use crate::session::GovernedEval;
 use codemode_runtime::{EvalOutcome, GuestHash, ParkRequest, Runtime, Suspended};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -77,6 +79,17 @@ pub struct ParkedMeta {
     /// The client it counts against (`limits.perClient`), see [`super::fair::client_key`].
     #[serde(default)]
     pub client: String,
+    /// The session it ran in (a 2026-07-28 request is a session of its own), for its audit
+    /// records.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Tools approved "for the rest of the script" so far.
+    #[serde(default)]
+    pub eval_approvals: SessionApprovals,
+    /// Tools approved "for the rest of the session" so far: for a 2026-07-28 eval, whose
+    /// request is its session, also the rest of the eval.
+    #[serde(default)]
+    pub session_approvals: SessionApprovals,
     /// Milliseconds it spent in memory before this park (earlier runs included): counted
     /// against `limits.maxEvalLifetime` when it resumes. Time spent parked is bounded by the
     /// approval timeout instead (the records expire; the sweep ends the call at the deadline).
@@ -373,17 +386,20 @@ impl Durable {
         Ok(false)
     }
 
-    /// The description saved with an eval being parked: `(requestState, client)`, the tool,
-    /// the code, the caller, the profile, `(eval id, audit id, time lived in memory)`, the asks.
+    /// The description saved with `eval`, of `code` called through `tool`, being parked with
+    /// `asks` open: `(requestState, client)` name it and whom it counts against.
     pub fn meta(
         (token, client): (&str, &str),
         tool: &str,
         code: &str,
-        caller: &Caller,
-        profile: Option<&str>,
-        (eval_id, audit_id, lived): (u64, String, Duration),
+        eval: &GovernedEval,
         asks: &[OpenAsk],
     ) -> ParkedMeta {
+        let caller = eval.caller();
+        let (session_id, session_approvals) = match eval.session() {
+            Some((id, approvals)) => (Some(id.to_string()), approvals.clone()),
+            None => (None, SessionApprovals::new()),
+        };
         ParkedMeta {
             token: token.to_string(),
             client: client.to_string(),
@@ -391,11 +407,14 @@ impl Durable {
             code: code.to_string(),
             caller: caller.name.clone(),
             permissions: caller.permissions.iter().cloned().collect(),
-            profile: profile.map(str::to_string),
-            eval_id,
-            audit_id,
+            profile: eval.profile().map(|p| p.name().to_string()),
+            eval_id: eval.id().0,
+            audit_id: eval.audit_id(),
             asks: asks.iter().map(SavedAsk::of).collect(),
-            lived_ms: u64::try_from(lived.as_millis()).unwrap_or(u64::MAX),
+            session_id,
+            eval_approvals: eval.eval_approvals().clone(),
+            session_approvals,
+            lived_ms: u64::try_from(eval.lived().as_millis()).unwrap_or(u64::MAX),
         }
     }
 }

@@ -279,13 +279,7 @@ impl CodemodeServer {
                     (entry.token(), &client),
                     entry.tool(),
                     &code,
-                    &caller,
-                    profile.as_ref().map(|p| p.name()),
-                    (
-                        eval.id().0,
-                        codemode_policies::audit_eval_id(eval.id()),
-                        eval.lived(),
-                    ),
+                    &eval,
                     &asks.snapshot(),
                 );
                 match park_or_resume(state, &durable, entry, meta, parked, &cancel).await {
@@ -520,7 +514,7 @@ fn resumed_eval(
         sink,
         include_args: config.audit.include_args,
     });
-    GovernedEval::builder(state.runtime.clone())
+    let mut builder = GovernedEval::builder(state.runtime.clone())
         .id(codemode_runtime::EvalId(meta.eval_id))
         .audit_id(Some(meta.audit_id.clone()))
         .tools(state.upstreams.clone())
@@ -537,9 +531,13 @@ fn resumed_eval(
         .options(config.limits.eval_options())
         .lifetime(Some(config.limits.max_eval_lifetime))
         .lived(std::time::Duration::from_millis(meta.lived_ms))
+        .eval_approvals(meta.eval_approvals.clone())
         .park(park)
-        .open_asks(open_asks)
-        .build()
+        .open_asks(open_asks);
+    if let Some(session) = &meta.session_id {
+        builder = builder.session(session.clone(), meta.session_approvals.clone());
+    }
+    builder.build()
 }
 
 /// The outcome of an eval that could not be resumed.
@@ -639,9 +637,7 @@ pub(super) async fn resume_from_store(
                         (&meta.token, &meta.client),
                         &meta.tool,
                         &meta.code,
-                        &Caller::new(meta.caller.clone(), meta.permissions.clone()),
-                        meta.profile.as_deref(),
-                        (meta.eval_id, meta.audit_id.clone(), eval.lived()),
+                        &eval,
                         &open_asks.snapshot(),
                     );
                     park_or_resume(
