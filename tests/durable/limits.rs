@@ -71,3 +71,57 @@ fn evals_over_the_parked_cap_stay_in_memory_and_count_as_suspended() {
             .then_some(())
     });
 }
+
+/// `limits.maxEvalLifetime` counts an eval's time in memory across parks: an eval with a 4 s
+/// lifetime waits 3 s in memory and parks; the client's retries (without an answer) resume it,
+/// and it ends with kind `timeout` naming the 4 s once its time in memory adds up to it. Were
+/// the lifetime counted from each resume, the eval would park again 3 s into each resume and
+/// never time out (until its approval time, 10 minutes).
+#[test]
+fn the_lifetime_counts_time_in_memory_across_parks() {
+    let dir = codemode_test_support::scratch_dir("durable", "lifetime_parks");
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    prepare(&files);
+    let state = dir.join("state");
+    let config = dir.join("codemode.json");
+    let durable = json!({"store": "local", "dir": state, "suspendToStoreAfterSeconds": 3});
+    let mut value = node_config(&files, &dir.join("audit"), durable);
+    value["limits"] = json!({"maxEvalLifetime": "4s"});
+    write_json(&config, &value);
+    let node = Node::start("lifetime_parks", &config, &[]);
+    let args = json!({"code": script(&files)});
+    let asked = block_on(client::call_tool(&node.mcp_url(), GATE, &args, None))
+        .unwrap()
+        .result;
+    assert_eq!(input_keys(&asked).len(), 1, "{asked}");
+    await_local_parked(&state.join("records"), 1, &node.log());
+    let ended = await_some("the eval ends", || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let retry = block_on(client::call_tool(
+            &node.mcp_url(),
+            GATE,
+            &args,
+            Some((&request_state(&asked), json!({}))),
+        ))
+        .ok()?
+        .result;
+        (retry["resultType"] != "input_required").then_some(retry)
+    });
+    let error = &ended["structuredContent"]["error"];
+    assert_eq!(
+        (&error["kind"], &error["message"]),
+        (
+            &json!("timeout"),
+            &json!(
+                "the eval exceeded its lifetime of 4s (limits.maxEvalLifetime), which counts time spent waiting for a human"
+            )
+        ),
+        "{ended}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(files.join(crate::flow::FILE)).unwrap(),
+        crate::flow::FIRST_LINE,
+        "the asked write never ran"
+    );
+}
