@@ -11,6 +11,7 @@ use super::Durable;
 pub const RUNNING_LEASE: Duration = Duration::from_secs(6);
 /// How often the node running a resumed eval renews its lease.
 const RUNNING_RENEW: Duration = Duration::from_secs(2);
+
 /// Whether a resumed eval is running ([`Durable::running`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Running {

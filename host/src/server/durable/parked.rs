@@ -107,11 +107,6 @@ impl Durable {
     pub fn not_parked(&self, token: &str) {
         self.parked.release(token);
     }
-
-    /// How many evals `client` has parked from this node.
-    pub fn parked_count(&self, client: &str) -> usize {
-        self.parked.count(client)
-    }
 }
 
 /// One counted eval.
