@@ -174,11 +174,6 @@ impl ParkedCounts {
             .map(|(t, _)| t.clone())
             .collect()
     }
-
-    /// How many evals `client` has counted (time-up ones included until the next reserve).
-    pub fn count(&self, client: &str) -> usize {
-        self.lock().values().filter(|e| e.client == client).count()
-    }
 }
 
 #[cfg(test)]
@@ -198,7 +193,7 @@ mod tests {
         assert_eq!(counts.reserve("b", "u1", 2, 0), Ok(()));
         counts.release("t2");
         assert_eq!(counts.reserve("a", "t3", 2, 0), Ok(()));
-        assert_eq!(counts.count("a"), 2);
+        assert_eq!(counts.tokens_of("a").len(), 2);
         // t1's time is up at 1,000 ms: it no longer counts.
         assert_eq!(counts.reserve("a", "t4", 2, 999), Err(2));
         assert_eq!(counts.reserve("a", "t4", 2, 1_000), Ok(()));
