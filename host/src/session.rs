@@ -78,6 +78,13 @@ pub struct GovernedEval {
     park: Option<ParkRequest>,
     open_asks: Option<Arc<OpenAsks>>,
     audit_id: Option<String>,
+    /// Tools approved "for the rest of the script", kept here so that they outlive a park.
+    eval_approvals: SessionApprovals,
+    /// Time spent in memory in earlier runs of this eval (before it was parked).
+    lived_before: Duration,
+    /// [`lived_before`](Self::lived_before) plus the time of the last run or resume, once it
+    /// ended.
+    lived: std::sync::Mutex<Duration>,
 }
 
 /// How a governed eval stopped: finished, or parked while every call it had in flight waited
@@ -114,6 +121,13 @@ impl GovernedEvalBuilder {
     /// for the session"). Default: none (each eval starts with no remembered approvals).
     pub fn session(mut self, id: impl Into<String>, approvals: SessionApprovals) -> Self {
         self.eval.session = Some((id.into(), approvals));
+        self
+    }
+
+    /// The tools approved "for the rest of the script" so far (an eval resumed after a park
+    /// keeps those of its earlier runs, see [`GovernedEval::eval_approvals`]). Default: none.
+    pub fn eval_approvals(mut self, approvals: SessionApprovals) -> Self {
+        self.eval.eval_approvals = approvals;
         self
     }
 
@@ -183,11 +197,21 @@ impl GovernedEvalBuilder {
         self
     }
 
-    /// The longest the eval may live, time spent waiting for a human included (the
-    /// `timeout` of [`options`](Self::options) does not count that time). Past it the eval is
-    /// stopped and ends with error kind `timeout`. Default: none.
+    /// The longest the eval may live in memory, time spent waiting for a human included (the
+    /// `timeout` of [`options`](Self::options) does not count that time), summed over its runs
+    /// when it parks and resumes ([`lived`](Self::lived)). Past it the eval is stopped and ends
+    /// with error kind `timeout`, the message naming this lifetime. Default: none.
     pub fn lifetime(mut self, lifetime: Option<Duration>) -> Self {
         self.eval.lifetime = lifetime;
+        self
+    }
+
+    /// Time this eval already spent in memory (running, or waiting for a human there) in
+    /// earlier runs, before it was parked: it counts against [`lifetime`](Self::lifetime), so
+    /// that a park and resume does not start the lifetime over. Default: zero (a fresh eval).
+    /// Time spent parked does not count here: the approval's own timeout bounds it.
+    pub fn lived(mut self, lived: Duration) -> Self {
+        self.eval.lived_before = lived;
         self
     }
 
@@ -226,6 +250,9 @@ impl GovernedEval {
                 park: None,
                 open_asks: None,
                 audit_id: None,
+                eval_approvals: SessionApprovals::new(),
+                lived_before: Duration::ZERO,
+                lived: std::sync::Mutex::new(Duration::ZERO),
             },
         }
     }
@@ -248,6 +275,30 @@ impl GovernedEval {
     /// The channel its questions go to.
     pub fn asker(&self) -> &Arc<dyn Asker> {
         &self.asker
+    }
+
+    /// The `eval_id` of its audit records.
+    pub fn audit_id(&self) -> String {
+        self.audit_id
+            .clone()
+            .unwrap_or_else(|| codemode_policies::audit_eval_id(self.id))
+    }
+
+    /// The session it belongs to and that session's remembered approvals, if any.
+    pub fn session(&self) -> Option<(&str, &SessionApprovals)> {
+        self.session.as_ref().map(|(id, a)| (id.as_str(), a))
+    }
+
+    /// The tools approved "for the rest of the script" so far: what a parked eval carries to
+    /// its resume.
+    pub fn eval_approvals(&self) -> &SessionApprovals {
+        &self.eval_approvals
+    }
+
+    /// Time the eval has spent in memory, earlier runs included ([`GovernedEvalBuilder::lived`]),
+    /// as of the end of its last run or resume: what a parked eval carries to its resume.
+    pub fn lived(&self) -> Duration {
+        *self.lived.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `code` to its end, or until `cancel` is cancelled (error kind of a cancelled eval:
@@ -358,8 +409,26 @@ impl GovernedEval {
         Ok(self.ended(step, guard, None))
     }
 
-    /// Runs `start` under `cancel`, the eval's lifetime and its park request.
+    /// Runs `start` under `cancel`, the eval's lifetime and its park request. The lifetime left
+    /// is the configured one less the time lived in earlier runs; the time of this run is
+    /// added to [`lived`](Self::lived) when it ends.
     async fn bounded<F, Fut, E>(&self, cancel: &CancellationToken, start: F) -> Result<EvalStep, E>
+    where
+        F: FnOnce(EvalControl) -> Fut,
+        Fut: std::future::Future<Output = Result<EvalStep, E>>,
+    {
+        let started = tokio::time::Instant::now();
+        let step = self.bounded_run(cancel, start).await;
+        *self.lived.lock().unwrap_or_else(|e| e.into_inner()) =
+            self.lived_before + started.elapsed();
+        step
+    }
+
+    async fn bounded_run<F, Fut, E>(
+        &self,
+        cancel: &CancellationToken,
+        start: F,
+    ) -> Result<EvalStep, E>
     where
         F: FnOnce(EvalControl) -> Fut,
         Fut: std::future::Future<Output = Result<EvalStep, E>>,
@@ -372,15 +441,20 @@ impl GovernedEval {
             control.cancel(cancel.clone());
             return start(control).await;
         };
+        let left = lifetime.saturating_sub(self.lived_before);
         // The lifetime cancels the sandbox like a client would; the outcome then says it was
         // the lifetime, as a timeout.
         let stop = cancel.child_token();
         control.cancel(stop.clone());
         let expired = Arc::new(AtomicBool::new(false));
+        if left.is_zero() {
+            expired.store(true, Ordering::SeqCst);
+            stop.cancel();
+        }
         let timer = tokio::spawn({
             let (stop, expired) = (stop.clone(), expired.clone());
             async move {
-                tokio::time::sleep(lifetime).await;
+                tokio::time::sleep(left).await;
                 expired.store(true, Ordering::SeqCst);
                 stop.cancel();
             }
@@ -462,6 +536,7 @@ impl GovernedEval {
                 )),
             )
             .session_approvals(approvals)
+            .eval_approvals(self.eval_approvals.clone())
             .preview(Arc::new(preview))
             .session_id(session_id)
             .caller(self.caller.clone())
@@ -738,6 +813,74 @@ mod tests {
             decisions.0.lock().unwrap().is_empty(),
             "the decision was taken"
         );
+    }
+
+    /// Issue 18: `maxEvalLifetime` counts the time an eval spends in memory across a park. An
+    /// eval with a 3 s lifetime waits 2 s for a human in memory and parks; resumed, it has 1 s
+    /// left, not 3 s: its resumed wait ends as a lifetime `timeout` naming the 3 s, before the
+    /// client's cancellation 2 s into the resume (which would be the end without the carry).
+    #[tokio::test]
+    async fn the_lifetime_counts_time_in_memory_across_a_park() {
+        let config = Config::from_json_str(
+            r#"{"evaluation": {"profiles": {"p": {"asklist": ["search_tools"],
+                                                  "approvalTimeoutSeconds": 3600}}}}"#,
+        )
+        .unwrap();
+        let profile = config.resolve_profile(Some("p")).unwrap();
+        let runtime = runtime();
+        let lifetime = Duration::from_secs(3);
+        let governed = |park: Option<ParkRequest>, lived: Duration| {
+            GovernedEval::builder(runtime.clone())
+                .tools(UpstreamPool::new())
+                .profile(profile.clone())
+                .asker(Arc::new(Undecided))
+                .park(park)
+                .open_asks(Some(Arc::new(OpenAsks::new(None))))
+                .lifetime(Some(lifetime))
+                .lived(lived)
+                .build()
+        };
+        let code = "await codemode.search_tools({query: 'tools'}); return 'approved';";
+
+        let park = ParkRequest::new();
+        let first = governed(Some(park.clone()), Duration::ZERO);
+        let waited = Duration::from_secs(2);
+        let parker = tokio::spawn(async move {
+            tokio::time::sleep(waited).await;
+            park.request();
+        });
+        let GovernedStep::Parked(parked) = first.run_step(code, &CancellationToken::new()).await
+        else {
+            panic!("the eval should park at its approval");
+        };
+        parker.await.unwrap();
+        assert!(first.lived() >= waited, "{:?}", first.lived());
+        assert!(first.lived() < lifetime, "{:?}", first.lived());
+
+        let second = governed(None, first.lived());
+        let cancel = CancellationToken::new();
+        let client = tokio::spawn({
+            let cancel = cancel.clone();
+            async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                cancel.cancel();
+            }
+        });
+        let GovernedStep::Finished(outcome) = second.resume(code, &parked, &cancel).await.unwrap()
+        else {
+            panic!("the resumed eval should end");
+        };
+        client.abort();
+        let error = outcome.error.expect("stopped by its lifetime");
+        assert_eq!(
+            (error.kind, error.message.as_str()),
+            (
+                ErrorKind::Timeout,
+                "the eval exceeded its lifetime of 3s (limits.maxEvalLifetime), which counts time spent waiting for a human"
+            )
+        );
+        assert!(!cancel.is_cancelled(), "the lifetime ended it first");
+        assert!(second.lived() >= lifetime, "{:?}", second.lived());
     }
 
     #[tokio::test]

@@ -240,15 +240,35 @@ impl ApprovalDecision {
 /// approval given in one profile never covers another profile's calls, and a second client
 /// presenting the same session id under another identity does not inherit it. A `deny` is
 /// never overridden.
+///
+/// It serialises as the list of its keys, so that the approvals remembered by an eval saved to
+/// a durable store come back with it.
 #[derive(Debug, Clone, Default)]
 pub struct SessionApprovals {
     inner: Arc<Mutex<HashSet<ApprovalKey>>>,
 }
 
+impl Serialize for SessionApprovals {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut keys: Vec<ApprovalKey> = self.lock().iter().cloned().collect();
+        keys.sort_by(|a, b| (&a.tool, &a.rule).cmp(&(&b.tool, &b.rule)));
+        keys.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionApprovals {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let keys = Vec::<ApprovalKey>::deserialize(deserializer)?;
+        Ok(SessionApprovals {
+            inner: Arc::new(Mutex::new(keys.into_iter().collect())),
+        })
+    }
+}
+
 /// What one approval covers: a caller, a profile, a tool, and the rule that asked, if a rule
 /// did — by its index and its content, so that an approval does not carry over to another rule
 /// put at the same index by a config reload.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) struct ApprovalKey {
     caller: String,
     profile: Option<String>,

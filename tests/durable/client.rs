@@ -130,18 +130,28 @@ pub fn approve_all(result: &Value) -> Value {
 
 /// `GET {base}/approvals`: the pending asks.
 pub async fn pending_approvals(base: &str) -> Result<Vec<Value>, String> {
+    approvals(&format!("{base}/approvals")).await
+}
+
+/// `GET {base}/approvals?state=decided`: the last decisions, newest first.
+pub async fn decided_approvals(base: &str) -> Result<Vec<Value>, String> {
+    approvals(&format!("{base}/approvals?state=decided")).await
+}
+
+async fn approvals(url: &str) -> Result<Vec<Value>, String> {
+    let base = url;
     let response = http()
-        .get(format!("{base}/approvals"))
+        .get(url)
         .send()
         .await
-        .map_err(|e| format!("GET {base}/approvals: {e}"))?;
+        .map_err(|e| format!("GET {base}: {e}"))?;
     let status = response.status();
     let body: Value = response
         .json()
         .await
-        .map_err(|e| format!("GET {base}/approvals: {e}"))?;
+        .map_err(|e| format!("GET {base}: {e}"))?;
     if !status.is_success() {
-        return Err(format!("GET {base}/approvals: HTTP {status}: {body}"));
+        return Err(format!("GET {base}: HTTP {status}: {body}"));
     }
     Ok(body["approvals"].as_array().cloned().unwrap_or_default())
 }

@@ -28,12 +28,14 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 pub const ASKED_TOOL: &str = "fs__write_file";
 
 /// What every node's config has: the `fs` upstream (server-filesystem on `files`), the `gate`
-/// profile asking about [`ASKED_TOOL`], the HTTP approval API, `durable` as given, and the
-/// node's own audit directory.
+/// profile asking about [`ASKED_TOOL`], the command tool `nap` (`sleep 30`: a call that is
+/// still running when a test kills its node), the HTTP approval API, `durable` as given, and
+/// the node's own audit directory.
 pub fn node_config(files: &Path, audit: &Path, durable: Value) -> Value {
     let (command, args) = peers::filesystem_server_cmd(files);
     json!({
         "mcpServers": {"fs": {"command": command, "args": args}},
+        "commands": {"nap": {"command": "sleep", "args": ["30"], "timeoutSeconds": 60}},
         "evaluation": {"profiles": {"gate": {
             "asklist": [ASKED_TOOL],
             "approvalTimeoutSeconds": 600

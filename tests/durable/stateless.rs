@@ -132,6 +132,24 @@ fn an_answer_on_another_nodes_approval_api_resumes_it_and_a_third_node_returns_t
     ))
     .unwrap();
     assert_eq!(again.0, 409, "{again:?}");
+    // Every node lists the decision, shaped as an in-memory decided entry: the ask's view with
+    // the decision's fields added.
+    let mut expected = pending[0].as_object().unwrap().clone();
+    for i in 0..3 {
+        let decided = block_on(client::decided_approvals(&cluster.node(i).base_url())).unwrap();
+        assert_eq!(decided.len(), 1, "node{i}: {decided:#?}");
+        let entry = decided[0].as_object().unwrap();
+        let decided_at = entry["decided_at"].as_str().unwrap_or_default();
+        assert!(
+            decided_at.ends_with('Z') && decided_at >= pending[0]["requested_at"].as_str().unwrap(),
+            "{entry:?}"
+        );
+        expected.insert("decision".into(), json!("approve_once"));
+        expected.insert("decided_by".into(), json!("local"));
+        expected.insert("channel".into(), json!("http"));
+        expected.insert("decided_at".into(), json!(decided_at));
+        assert_eq!(entry, &expected, "node{i}");
+    }
     // The client comes back, without answers, to a third node.
     let retry = block_on(client::call_tool(
         &cluster.node(c).mcp_url(),

@@ -89,6 +89,8 @@ pub struct ApprovalBroker {
 pub trait ParkedAsks: Send + Sync {
     /// Their views, as the API shows them.
     fn list(&self) -> codemode_runtime::BoxFuture<'_, Vec<serde_json::Value>>;
+    /// The decisions given to them, as the API shows decisions, newest first.
+    fn decided(&self) -> codemode_runtime::BoxFuture<'_, Vec<serde_json::Value>>;
     /// Decides ask `id` (the same checks as [`ApprovalBroker::decide`]) and resumes its eval.
     fn decide<'a>(
         &'a self,

@@ -220,7 +220,7 @@ async fn list(State(api): State<Api>, headers: HeaderMap, Query(q): Query<ListQu
     if let Err(e) = reader(&api, &headers) {
         return e.into_response();
     }
-    let approvals = match q.state.as_deref() {
+    match q.state.as_deref() {
         None | Some("pending") => {
             let mut views: Vec<serde_json::Value> = api
                 .broker
@@ -235,17 +235,33 @@ async fn list(State(api): State<Api>, headers: HeaderMap, Query(q): Query<ListQu
                     }
                 }
             }
-            return axum::Json(json!({"approvals": views})).into_response();
+            axum::Json(json!({"approvals": views})).into_response()
         }
-        Some("decided") => api.broker.decided(q.limit.unwrap_or(50)),
-        Some(other) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!("unknown state `{other}` (expected pending or decided)"),
-            );
+        Some("decided") => {
+            let limit = q.limit.unwrap_or(50);
+            let mut views: Vec<serde_json::Value> = api
+                .broker
+                .decided(limit)
+                .iter()
+                .filter_map(|v| serde_json::to_value(v.as_ref()).ok())
+                .collect();
+            // Decisions on parked evals' asks are in the store, for every node to list.
+            if let Some(parked) = api.broker.parked() {
+                for view in parked.decided().await {
+                    if !views.iter().any(|v| v.get("id") == view.get("id")) {
+                        views.push(view);
+                    }
+                }
+                views.sort_by(|a, b| b["decided_at"].as_str().cmp(&a["decided_at"].as_str()));
+                views.truncate(limit);
+            }
+            axum::Json(json!({"approvals": views})).into_response()
         }
-    };
-    axum::Json(json!({"approvals": approvals})).into_response()
+        Some(other) => error(
+            StatusCode::BAD_REQUEST,
+            format!("unknown state `{other}` (expected pending or decided)"),
+        ),
+    }
 }
 
 async fn stream(State(api): State<Api>, headers: HeaderMap) -> Response {

@@ -8,25 +8,40 @@
 //!   its time to live is what is left of its asks' approval time;
 //! - `ask:<approval id>` — one open ask of a parked eval, for the approval API of any node;
 //! - `decision:<approval id>` — an answer given while the eval was parked, taken by the eval's
-//!   call when it asks again after the resume;
+//!   call when it asks again after the resume, and listed by `GET /approvals?state=decided`;
+//! - `running:<requestState>` — a resumed eval running on a node: a lease the node renews,
+//!   so that a retry elsewhere waits for the result, or learns that the node died;
 //! - `result:<requestState>` — the outcome of a resumed eval nobody was waiting for, fetched by
 //!   the client's next retry on any node;
 //! - `guest:<sha256>` — the guest module a saved state names, so a node running a newer guest
 //!   still resumes it.
 //!
 //! Taking `eval:<requestState>` is atomic: exactly one node resumes a parked eval.
+//!
+//! Limits across a park: the time an eval lived in memory is saved with it
+//! ([`ParkedMeta::lived_ms`]) and counts against `limits.maxEvalLifetime` when it resumes, while
+//! its time in the store is bounded by its approval time; each node counts the evals it parked
+//! per client (`limits.perClient.maxParkedEvals`, see [`Durable::watch`]).
+
+mod asks;
+mod lease;
+mod parked;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_policies::{ApprovalAnswer, ApprovalDecision, Caller, Channel, ParkedAsk};
-use codemode_runtime::{BoxFuture, EvalOutcome, GuestHash, ParkRequest, Runtime, Suspended};
+use codemode_policies::{ParkedAsk, SessionApprovals};
+
+use crate::session::GovernedEval;
+use codemode_runtime::{EvalOutcome, GuestHash, ParkRequest, Runtime, Suspended};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::approvals::broker::{DecideError, may_decide};
-use crate::approvals::view::{decision_name, parse_decision};
-use crate::approvals::{Decisions, OpenAsk, Question};
+use crate::approvals::{OpenAsk, Question};
+pub use lease::Running;
+pub use parked::ParkGate;
+use parked::ParkedCounts;
+
 use crate::store::{Store, StoreError};
 
 /// How long a finished result of a resumed eval waits in the store for its client.
@@ -61,6 +76,25 @@ pub struct ParkedMeta {
     pub audit_id: String,
     /// The asks it waits on.
     pub asks: Vec<SavedAsk>,
+    /// The client it counts against (`limits.perClient`), see [`super::fair::client_key`].
+    #[serde(default)]
+    pub client: String,
+    /// The session it ran in (a 2026-07-28 request is a session of its own), for its audit
+    /// records.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Tools approved "for the rest of the script" so far.
+    #[serde(default)]
+    pub eval_approvals: SessionApprovals,
+    /// Tools approved "for the rest of the session" so far: for a 2026-07-28 eval, whose
+    /// request is its session, also the rest of the eval.
+    #[serde(default)]
+    pub session_approvals: SessionApprovals,
+    /// Milliseconds it spent in memory before this park (earlier runs included): counted
+    /// against `limits.maxEvalLifetime` when it resumes. Time spent parked is bounded by the
+    /// approval timeout instead (the records expire; the sweep ends the call at the deadline).
+    #[serde(default)]
+    pub lived_ms: u64,
 }
 
 /// One open ask of a parked eval.
@@ -109,15 +143,6 @@ struct AskRecord {
     deadline_ms: u64,
 }
 
-/// `decision:<id>`: an answer given while the eval was parked.
-#[derive(Serialize, Deserialize)]
-struct DecisionRecord {
-    decision: String,
-    reason: Option<String>,
-    decided_by: Option<String>,
-    channel: Channel,
-}
-
 /// A parked eval taken from the store to be resumed.
 pub struct Claimed {
     /// Who, which profile, the code, the asks.
@@ -134,6 +159,10 @@ pub struct Durable {
     root: ParkRequest,
     /// Starts resuming the eval of a `requestState` on this node (set by the server).
     resumer: std::sync::OnceLock<Arc<dyn Fn(String) + Send + Sync>>,
+    /// The evals this node parked, per client (`limits.perClient.maxParkedEvals`).
+    parked: ParkedCounts,
+    /// The leases of the resumed evals this node runs, renewed until they end.
+    renewing: std::sync::Mutex<std::collections::HashMap<String, tokio::task::JoinHandle<()>>>,
 }
 
 impl Durable {
@@ -144,6 +173,8 @@ impl Durable {
             after,
             root: ParkRequest::new(),
             resumer: std::sync::OnceLock::new(),
+            parked: ParkedCounts::default(),
+            renewing: std::sync::Mutex::default(),
         }
     }
 
@@ -176,41 +207,29 @@ impl Durable {
         self.root.request();
     }
 
-    /// Requests `park` once `asks` has had an open ask for `suspendToStoreAfterSeconds`.
-    pub fn watch(
-        &self,
-        asks: Arc<crate::approvals::OpenAsks>,
-        park: ParkRequest,
-    ) -> tokio::task::JoinHandle<()> {
-        let after = self.after;
-        tokio::spawn(async move {
-            const POLL: Duration = Duration::from_millis(50);
-            let mut waiting_since: Option<tokio::time::Instant> = None;
-            loop {
-                if park.is_requested() {
-                    return;
-                }
-                let open = !asks.snapshot().is_empty();
-                let now = tokio::time::Instant::now();
-                match (open, waiting_since) {
-                    (false, _) => waiting_since = None,
-                    (true, None) => waiting_since = Some(now),
-                    (true, Some(since)) if now.duration_since(since) >= after => {
-                        park.request();
-                        return;
-                    }
-                    (true, Some(_)) => {}
-                }
-                tokio::time::sleep(POLL).await;
-            }
-        })
-    }
-
     /// Saves a parked eval and its asks.
     ///
     /// # Errors
     /// When the store refuses (the eval is then still in `suspended`: resume it here).
     pub async fn save(&self, meta: &ParkedMeta, suspended: &Suspended) -> Result<(), StoreError> {
+        match self.save_records(meta, suspended).await {
+            Ok(deadline_ms) => {
+                self.parked.saved(&meta.client, &meta.token, deadline_ms);
+                Ok(())
+            }
+            Err(e) => {
+                self.parked.release(&meta.token);
+                Err(e)
+            }
+        }
+    }
+
+    /// [`save`](Self::save)'s records; returns the deadline of the eval's first ask.
+    async fn save_records(
+        &self,
+        meta: &ParkedMeta,
+        suspended: &Suspended,
+    ) -> Result<u64, StoreError> {
         let deadline_ms = suspended
             .pending()
             .iter()
@@ -246,7 +265,8 @@ impl Durable {
         }
         self.store
             .put(&format!("eval:{}", meta.token), &record, ttl)
-            .await
+            .await?;
+        Ok(deadline_ms)
     }
 
     /// The eval tool a parked eval was called through (read, not taken), so that a retry
@@ -264,7 +284,7 @@ impl Durable {
     /// # Errors
     /// When the store fails or the record cannot be read.
     pub async fn claim(
-        &self,
+        self: &Arc<Self>,
         runtime: &Runtime,
         token: &str,
         running_for: Duration,
@@ -278,7 +298,7 @@ impl Durable {
             return Ok(None);
         };
         self.mark_running(token, running_for).await;
-        let claimed = self.open_claimed(runtime, &record.value).await;
+        let claimed = self.open_claimed(runtime, token, &record.value).await;
         if claimed.is_err() {
             self.unmark_running(token).await;
         }
@@ -286,10 +306,16 @@ impl Durable {
     }
 
     /// The eval in a taken `eval:` record, with its guest added to `runtime`.
-    async fn open_claimed(&self, runtime: &Runtime, record: &[u8]) -> Result<Claimed, String> {
+    async fn open_claimed(
+        &self,
+        runtime: &Runtime,
+        token: &str,
+        record: &[u8],
+    ) -> Result<Claimed, String> {
         let (meta, state) = split_record(record)?;
         let suspended =
             Suspended::load(state).map_err(|e| format!("a parked eval's state: {e}"))?;
+        self.parked.release(token);
         for ask in &meta.asks {
             let _ = self.store.delete(&format!("ask:{}", ask.id)).await;
         }
@@ -323,34 +349,6 @@ impl Durable {
         }
     }
 
-    /// Records `answer` for ask `id` of the parked eval `token` (from a client's retry); `false`
-    /// when the eval does not wait on that ask or it was answered already.
-    pub async fn answer(&self, token: &str, id: &str, answer: &ApprovalAnswer) -> bool {
-        let Ok(Some(record)) = self.store.get(&format!("ask:{id}")).await else {
-            return false;
-        };
-        match serde_json::from_slice::<AskRecord>(&record.value) {
-            Ok(ask) if ask.token == token => {
-                self.put_decision(id, answer, record.remaining()).await
-            }
-            _ => false,
-        }
-    }
-
-    async fn put_decision(&self, id: &str, answer: &ApprovalAnswer, ttl: Duration) -> bool {
-        let value = serde_json::to_vec(&DecisionRecord {
-            decision: decision_name(answer.decision).to_string(),
-            reason: answer.reason.clone(),
-            decided_by: answer.decided_by.clone(),
-            channel: answer.channel,
-        })
-        .unwrap_or_default();
-        // The first answer wins, as in the broker: a later one is refused.
-        let key = format!("decision:{id}");
-        let ttl = ttl.max(Duration::from_secs(1));
-        matches!(self.store.put_if_absent(&key, &value, ttl).await, Ok(true))
-    }
-
     /// Resumes, on this node, every parked eval whose approval time is up: its call then ends
     /// as timed out (a timeout never approves), which the script sees and the audit records.
     /// Nodes sweeping at once race for each eval; exactly one takes it.
@@ -373,76 +371,6 @@ impl Durable {
         }
     }
 
-    /// The asks of every parked eval of the cluster, as the approval API shows them.
-    pub async fn parked_asks(&self) -> Vec<Value> {
-        let Ok(listing) = self.store.list("ask:").await else {
-            return Vec::new();
-        };
-        listing
-            .records
-            .iter()
-            .filter_map(|record| serde_json::from_slice::<AskRecord>(&record.value).ok())
-            .map(|ask| ask.view)
-            .collect()
-    }
-
-    /// Decides ask `id` of a parked eval through the approval API, then resumes the eval here.
-    ///
-    /// # Errors
-    /// [`DecideError::NotFound`] when no parked eval has that ask; the others as
-    /// [`crate::approvals::ApprovalBroker::decide`].
-    pub async fn decide(
-        &self,
-        id: &str,
-        decider: &Caller,
-        decision: ApprovalDecision,
-        reason: Option<String>,
-    ) -> Result<(), DecideError> {
-        let record = self
-            .store
-            .get(&format!("ask:{id}"))
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| DecideError::NotFound(id.to_string()))?;
-        let ask: AskRecord = serde_json::from_slice(&record.value)
-            .map_err(|_| DecideError::NotFound(id.to_string()))?;
-        may_decide(
-            decider,
-            ask.view
-                .get("caller")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-        )?;
-        let allowed: Vec<&str> = ask
-            .view
-            .get("allowed_decisions")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let name = decision_name(decision);
-        if decision != ApprovalDecision::Decline && !allowed.contains(&name) {
-            return Err(DecideError::Invalid(format!(
-                "`{name}` is not allowed for this ask (allowed: {})",
-                allowed.join(", ")
-            )));
-        }
-        let reason = reason.filter(|r| !r.trim().is_empty());
-        if ask.view.get("reason_required") == Some(&Value::Bool(true)) && reason.is_none() {
-            return Err(DecideError::Invalid(
-                "this ask needs a reason with the decision".into(),
-            ));
-        }
-        let answer = ApprovalAnswer::new(decision, Channel::Http)
-            .with_reason(reason)
-            .decided_by(decider.name.clone());
-        if !self.put_decision(id, &answer, record.remaining()).await {
-            return Err(DecideError::Closed(id.to_string(), "decided"));
-        }
-        self.resume_here(&ask.token);
-        Ok(())
-    }
-
     /// Keeps the outcome of a resumed eval for its client's next retry, on any node.
     pub async fn put_result(&self, token: &str, outcome: &EvalOutcome) {
         if let Ok(value) = serde_json::to_vec(outcome) {
@@ -459,31 +387,12 @@ impl Durable {
         serde_json::from_slice(&record.value).ok()
     }
 
-    /// Marks `token` as resumed on some node until its result is kept (or `ttl` passes), so
-    /// that a retry elsewhere waits for the result instead of saying the eval is gone.
-    pub async fn mark_running(&self, token: &str, ttl: Duration) {
-        let _ = self.store.put(&format!("running:{token}"), b"", ttl).await;
-    }
-
-    /// Ends [`mark_running`](Self::mark_running).
-    pub async fn unmark_running(&self, token: &str) {
-        let _ = self.store.delete(&format!("running:{token}")).await;
-    }
-
-    /// Whether `token`'s eval is running on some node after a resume.
-    pub async fn is_running(&self, token: &str) -> bool {
-        matches!(
-            self.store.get(&format!("running:{token}")).await,
-            Ok(Some(_))
-        )
-    }
-
     /// Whether `token` names a parked eval, a resumed one still running, or a waiting result.
     ///
     /// # Errors
     /// When a record is there but this node cannot open it (sealed under another key, altered)
     /// or the store fails: the record is left as it is, for a node that can.
-    pub async fn knows(&self, token: &str) -> Result<bool, String> {
+    pub async fn knows(&self, token: &str) -> Result<bool, StoreError> {
         for key in [
             format!("eval:{token}"),
             format!("result:{token}"),
@@ -492,65 +401,42 @@ impl Durable {
             match self.store.get(&key).await {
                 Ok(Some(_)) => return Ok(true),
                 Ok(None) => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e),
             }
         }
         Ok(false)
     }
 
-    /// The description saved with an eval being parked.
+    /// The description saved with `eval`, of `code` called through `tool`, being parked with
+    /// `asks` open: `(requestState, client)` name it and whom it counts against.
     pub fn meta(
-        token: &str,
+        (token, client): (&str, &str),
         tool: &str,
         code: &str,
-        caller: &Caller,
-        profile: Option<&str>,
-        (eval_id, audit_id): (u64, String),
+        eval: &GovernedEval,
         asks: &[OpenAsk],
     ) -> ParkedMeta {
+        let caller = eval.caller();
+        let (session_id, session_approvals) = match eval.session() {
+            Some((id, approvals)) => (Some(id.to_string()), approvals.clone()),
+            None => (None, SessionApprovals::new()),
+        };
         ParkedMeta {
             token: token.to_string(),
+            client: client.to_string(),
             tool: tool.to_string(),
             code: code.to_string(),
             caller: caller.name.clone(),
             permissions: caller.permissions.iter().cloned().collect(),
-            profile: profile.map(str::to_string),
-            eval_id,
-            audit_id,
+            profile: eval.profile().map(|p| p.name().to_string()),
+            eval_id: eval.id().0,
+            audit_id: eval.audit_id(),
             asks: asks.iter().map(SavedAsk::of).collect(),
+            session_id,
+            eval_approvals: eval.eval_approvals().clone(),
+            session_approvals,
+            lived_ms: u64::try_from(eval.lived().as_millis()).unwrap_or(u64::MAX),
         }
-    }
-}
-
-impl Decisions for Durable {
-    fn take(&self, id: &str) -> BoxFuture<'_, Option<ApprovalAnswer>> {
-        let key = format!("decision:{id}");
-        Box::pin(async move {
-            // Read, not taken: the record stays until its ask's time is up, so that a second
-            // answer arriving after the resume is still refused as "already decided".
-            let record = self.store.get(&key).await.ok()??;
-            let d: DecisionRecord = serde_json::from_slice(&record.value).ok()?;
-            let decision = parse_decision(&d.decision).unwrap_or(ApprovalDecision::Decline);
-            let mut answer = ApprovalAnswer::new(decision, d.channel).with_reason(d.reason);
-            answer.decided_by = d.decided_by;
-            Some(answer)
-        })
-    }
-}
-
-impl crate::approvals::broker::ParkedAsks for Durable {
-    fn list(&self) -> BoxFuture<'_, Vec<Value>> {
-        Box::pin(self.parked_asks())
-    }
-
-    fn decide<'a>(
-        &'a self,
-        id: &'a str,
-        decider: &'a Caller,
-        decision: ApprovalDecision,
-        reason: Option<String>,
-    ) -> BoxFuture<'a, Result<(), DecideError>> {
-        Box::pin(Durable::decide(self, id, decider, decision, reason))
     }
 }
 

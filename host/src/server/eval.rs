@@ -16,7 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
-use super::durable::{Claimed, Durable, ParkedMeta};
+use super::durable::{Claimed, Durable, ParkGate, ParkedMeta, Running};
 use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::listing::missing_permissions;
@@ -245,29 +245,41 @@ impl CodemodeServer {
             .park(park.clone())
             .open_asks(open_asks.clone())
             .build();
-        let watcher = match (&durable, &open_asks, &park) {
-            (Some(d), Some(asks), Some(park)) => Some(d.watch(asks.clone(), park.clone())),
+        let watcher = match (&durable, &open_asks, &park, &suspended) {
+            (Some(d), Some(asks), Some(park), Some(entry)) => Some(d.watch(
+                asks.clone(),
+                park.clone(),
+                ParkGate {
+                    client: slot.client().to_string(),
+                    token: entry.token().to_string(),
+                    cap: config.limits.per_client.max_parked_evals,
+                },
+            )),
             _ => None,
         };
         let step = eval.run_step(&code, &cancel).await;
         if let Some(watcher) = watcher {
             watcher.abort();
         }
+        let client = slot.client().to_string();
         drop(slot);
         let outcome = match step {
-            GovernedStep::Finished(outcome) => outcome,
+            GovernedStep::Finished(outcome) => {
+                if let (Some(d), Some(entry)) = (&durable, &suspended) {
+                    d.not_parked(entry.token());
+                }
+                outcome
+            }
             GovernedStep::Parked(parked) => {
                 let (Some(durable), Some(entry), Some(asks)) = (durable, &suspended, open_asks)
                 else {
                     return;
                 };
                 let meta = Durable::meta(
-                    entry.token(),
+                    (entry.token(), &client),
                     entry.tool(),
                     &code,
-                    &caller,
-                    profile.as_ref().map(|p| p.name()),
-                    (eval.id().0, codemode_policies::audit_eval_id(eval.id())),
+                    &eval,
                     &asks.snapshot(),
                 );
                 match park_or_resume(state, &durable, entry, meta, parked, &cancel).await {
@@ -310,9 +322,16 @@ impl CodemodeServer {
         match known {
             Ok(true) => {}
             Ok(false) => return None,
-            Err(e) => {
+            Err(e) if e.kind() == crate::store::StoreErrorKind::Unreadable => {
                 return Some(Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                     "this eval is saved, but this node cannot open it with its sealing key ({e}); the eval stays in the store for a node that can: retry with the same requestState (starting the script over would repeat its calls)"
+                ))])
+                .into()));
+            }
+            Err(e) => {
+                tracing::warn!("a retry could not look its eval up in the durable store: {e}");
+                return Some(Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "the durable store cannot be reached ({e}), so this node cannot tell whether this eval is saved there: retry with the same requestState once the store is back (starting the script over could repeat its calls)"
                 ))])
                 .into()));
             }
@@ -355,31 +374,42 @@ impl CodemodeServer {
         // Resumed on another node (an answer reached it first): wait for its result there. The
         // node that took the eval marks it running just after; a retry racing it may look in
         // between, so "neither running nor finished" must hold for a while to mean gone.
+        let mut running = Running::No;
         let mut neither = 0;
         for _ in 0..RESULT_PATIENCE_STEPS {
             if let Some(outcome) = durable.take_result(token).await {
                 return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
             }
-            if durable.is_running(token).await {
-                neither = 0;
-            } else {
-                neither += 1;
-                if neither > STORE_PATIENCE_STEPS {
-                    break;
+            running = durable.running(token).await;
+            match running {
+                Running::Yes => neither = 0,
+                Running::Abandoned => break,
+                Running::No => {
+                    neither += 1;
+                    if neither > STORE_PATIENCE_STEPS {
+                        break;
+                    }
                 }
             }
             tokio::time::sleep(STORE_PATIENCE_STEP).await;
         }
-        if durable.is_running(token).await {
-            return Some(Ok(CallToolResult::error(vec![ContentBlock::text(
-                "this eval is running on another node, which was given its answer; retry with the same requestState to get its result",
-            )])
-            .into()));
-        }
-        durable
-            .take_result(token)
-            .await
-            .map(|outcome| Ok(eval_result(&outcome, self.text_budget()).into()))
+        let message = match running {
+            Running::Yes => {
+                "this eval is running on another node, which was given its answer; retry with the same requestState to get its result"
+            }
+            Running::Abandoned => {
+                "the node that resumed this eval stopped before the eval finished: the tool calls it made until then were made once (its audit log has them), the rest of the script did not run, and the result is lost; starting the script over would repeat those calls"
+            }
+            Running::No => {
+                return durable
+                    .take_result(token)
+                    .await
+                    .map(|outcome| Ok(eval_result(&outcome, self.text_budget()).into()));
+            }
+        };
+        Some(Ok(
+            CallToolResult::error(vec![ContentBlock::text(message)]).into()
+        ))
     }
 
     async fn await_legacy(
@@ -494,7 +524,7 @@ fn resumed_eval(
         sink,
         include_args: config.audit.include_args,
     });
-    GovernedEval::builder(state.runtime.clone())
+    let mut builder = GovernedEval::builder(state.runtime.clone())
         .id(codemode_runtime::EvalId(meta.eval_id))
         .audit_id(Some(meta.audit_id.clone()))
         .tools(state.upstreams.clone())
@@ -510,9 +540,14 @@ fn resumed_eval(
         .outputs(config.outputs.clone())
         .options(config.limits.eval_options())
         .lifetime(Some(config.limits.max_eval_lifetime))
+        .lived(std::time::Duration::from_millis(meta.lived_ms))
+        .eval_approvals(meta.eval_approvals.clone())
         .park(park)
-        .open_asks(open_asks)
-        .build()
+        .open_asks(open_asks);
+    if let Some(session) = &meta.session_id {
+        builder = builder.session(session.clone(), meta.session_approvals.clone());
+    }
+    builder.build()
 }
 
 /// The outcome of an eval that could not be resumed.
@@ -589,19 +624,28 @@ pub(super) async fn resume_from_store(
                 Some(park.clone()),
                 Some(open_asks.clone()),
             );
-            let watcher = durable.watch(open_asks.clone(), park);
+            let watcher = durable.watch(
+                open_asks.clone(),
+                park,
+                ParkGate {
+                    client: meta.client.clone(),
+                    token: meta.token.clone(),
+                    cap: task_state.config().limits.per_client.max_parked_evals,
+                },
+            );
             let step = eval.resume(&meta.code, &suspended, &task_cancel).await;
             watcher.abort();
+            if !matches!(step, Ok(GovernedStep::Parked(_))) {
+                durable.not_parked(&meta.token);
+            }
             let outcome = match step {
                 Ok(GovernedStep::Finished(outcome)) => Some(outcome),
                 Ok(GovernedStep::Parked(parked)) => {
                     let meta = Durable::meta(
-                        &meta.token,
+                        (&meta.token, &meta.client),
                         &meta.tool,
                         &meta.code,
-                        &Caller::new(meta.caller.clone(), meta.permissions.clone()),
-                        meta.profile.as_deref(),
-                        (meta.eval_id, meta.audit_id.clone()),
+                        &eval,
                         &open_asks.snapshot(),
                     );
                     park_or_resume(
@@ -627,6 +671,9 @@ pub(super) async fn resume_from_store(
                     outcome,
                     task_state.config().limits.unfetched_results,
                 );
+            } else {
+                // Parked again: its `eval:` record stands for it now.
+                durable.unmark_running(task_entry.token()).await;
             }
             drop(running);
         })

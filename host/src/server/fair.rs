@@ -107,6 +107,13 @@ pub struct EvalSlot {
     waits: Mutex<usize>,
 }
 
+impl EvalSlot {
+    /// The client it counts against.
+    pub fn client(&self) -> &str {
+        &self.client
+    }
+}
+
 impl HumanWaits for EvalSlot {
     fn begin(&self) -> Result<(), String> {
         let mut waits = self.waits.lock().unwrap_or_else(|e| e.into_inner());
@@ -161,6 +168,7 @@ mod tests {
         PerClientLimits {
             max_concurrent_evals: running,
             max_suspended_evals: suspended,
+            max_parked_evals: 1,
         }
     }
 

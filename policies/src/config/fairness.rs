@@ -25,6 +25,10 @@ pub struct PerClientLimits {
     /// `maxSuspendedEvals`: evals of one client waiting on a human at once (each holds a pool
     /// slot meanwhile). Default: 16.
     pub max_suspended_evals: usize,
+    /// `maxParkedEvals`: evals of one client that this node saved to the durable store and
+    /// that are neither resumed nor expired, counted per node. An eval over it stays in memory
+    /// instead of being parked, where it counts against `maxSuspendedEvals`. Default: 256.
+    pub max_parked_evals: usize,
 }
 
 impl Default for PerClientLimits {
@@ -32,6 +36,7 @@ impl Default for PerClientLimits {
         PerClientLimits {
             max_concurrent_evals: 32,
             max_suspended_evals: 16,
+            max_parked_evals: 256,
         }
     }
 }
@@ -92,7 +97,11 @@ impl Default for ListenerLimits {
 /// Reads `limits.perClient`.
 pub(crate) fn read_per_client(r: &mut Reader, v: &Value, path: &JsonPath) -> PerClientLimits {
     let mut out = PerClientLimits::default();
-    let Some(map) = r.object(v, path, &["maxConcurrentEvals", "maxSuspendedEvals"]) else {
+    let Some(map) = r.object(
+        v,
+        path,
+        &["maxConcurrentEvals", "maxSuspendedEvals", "maxParkedEvals"],
+    ) else {
         return out;
     };
     if let Some(v) = map.get("maxConcurrentEvals")
@@ -104,6 +113,11 @@ pub(crate) fn read_per_client(r: &mut Reader, v: &Value, path: &JsonPath) -> Per
         && let Some(n) = positive(r, v, &path.key("maxSuspendedEvals"))
     {
         out.max_suspended_evals = n;
+    }
+    if let Some(v) = map.get("maxParkedEvals")
+        && let Some(n) = positive(r, v, &path.key("maxParkedEvals"))
+    {
+        out.max_parked_evals = n;
     }
     out
 }
@@ -218,7 +232,14 @@ mod tests {
         let c = Config::default();
         let pool = codemode_runtime::RuntimeConfig::default().get_max_concurrent_evals() as usize;
         let p = c.limits.per_client;
-        assert_eq!((p.max_concurrent_evals, p.max_suspended_evals), (32, 16));
+        assert_eq!(
+            (
+                p.max_concurrent_evals,
+                p.max_suspended_evals,
+                p.max_parked_evals
+            ),
+            (32, 16, 256)
+        );
         assert!(p.max_concurrent_evals + p.max_suspended_evals < pool / 4);
         assert_eq!(c.limits.max_eval_lifetime, Duration::from_secs(900));
         assert_eq!(c.limits.unfetched_results, RetentionLimits::default());
@@ -228,7 +249,7 @@ mod tests {
     #[test]
     fn every_key_is_read() {
         let c = Config::from_json_str(
-            r#"{"limits": {"maxEvalLifetime": "2m", "perClient": {"maxConcurrentEvals": 3, "maxSuspendedEvals": 1},
+            r#"{"limits": {"maxEvalLifetime": "2m", "perClient": {"maxConcurrentEvals": 3, "maxSuspendedEvals": 1, "maxParkedEvals": 7},
                            "unfetchedResults": {"maxCount": 5, "maxBytes": "1MiB"}},
                 "server": {"http": {"maxSessions": 10, "maxSessionsPerClient": 2, "headerReadTimeout": "1s",
                                     "bodyReadTimeout": "2s", "maxRequestBody": "64KiB"}}}"#,
@@ -239,7 +260,8 @@ mod tests {
             c.limits.per_client,
             PerClientLimits {
                 max_concurrent_evals: 3,
-                max_suspended_evals: 1
+                max_suspended_evals: 1,
+                max_parked_evals: 7
             }
         );
         assert_eq!(
@@ -264,7 +286,7 @@ mod tests {
     #[test]
     fn bad_values_name_their_path() {
         let errs = Config::from_json_str(
-            r#"{"limits": {"maxEvalLifetime": "0s", "perClient": {"maxConcurrentEvals": 0, "maxSuspended": 1},
+            r#"{"limits": {"maxEvalLifetime": "0s", "perClient": {"maxConcurrentEvals": 0, "maxSuspended": 1, "maxParkedEvals": 0},
                            "unfetchedResults": {"maxCount": -1, "maxBytes": 0}},
                 "server": {"http": {"maxSessions": "many", "headerReadTimeout": 5}}}"#,
         )
@@ -286,6 +308,10 @@ mod tests {
                 ),
                 (
                     "limits.perClient.maxConcurrentEvals".to_string(),
+                    ConfigErrorKind::InvalidValue
+                ),
+                (
+                    "limits.perClient.maxParkedEvals".to_string(),
                     ConfigErrorKind::InvalidValue
                 ),
                 (

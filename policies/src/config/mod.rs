@@ -88,7 +88,7 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
     "maxToolCalls": 1000,
     "maxConcurrentToolCalls": 16,
     "maxEvalLifetime": "15m",
-    "perClient": { "maxConcurrentEvals": 32, "maxSuspendedEvals": 16 },
+    "perClient": { "maxConcurrentEvals": 32, "maxSuspendedEvals": 16, "maxParkedEvals": 256 },
     "unfetchedResults": { "maxCount": 64, "maxBytes": "32MiB" }
   },
   "audit": { "includeArgs": false },

@@ -92,6 +92,9 @@ pub struct PolicyToolHost {
     outputs: Arc<OutputPolicy>,
     /// Tools approved for the rest of an eval (keyed by eval in case a host is reused).
     eval_approvals: Mutex<HashSet<(EvalId, ApprovalKey)>>,
+    /// Tools approved for the rest of the one eval this host serves, kept by its owner across
+    /// hosts (an eval parked and resumed); when set, used instead of `eval_approvals`.
+    eval_scope: Option<SessionApprovals>,
     /// Asks waiting (queued or prompted) now.
     pending: AtomicUsize,
     /// One queue per approval key: asks about the same thing take turns.
@@ -132,6 +135,14 @@ impl PolicyToolHostBuilder {
     /// The session's approvals, shared with the other evals of the session.
     pub fn session_approvals(mut self, session: SessionApprovals) -> Self {
         self.host.session = session;
+        self
+    }
+
+    /// The approvals "for the rest of the script" of the one eval this host serves, owned by
+    /// the caller so that they outlive the host (an eval parked and resumed on a new host keeps
+    /// them). Default: kept inside the host, per eval.
+    pub fn eval_approvals(mut self, approvals: SessionApprovals) -> Self {
+        self.host.eval_scope = Some(approvals);
         self
     }
 
@@ -207,6 +218,7 @@ impl PolicyToolHost {
                 schemas: None,
                 outputs: Arc::default(),
                 eval_approvals: Mutex::new(HashSet::new()),
+                eval_scope: None,
                 pending: AtomicUsize::new(0),
                 queues: Mutex::new(HashMap::new()),
             },
@@ -228,7 +240,10 @@ impl PolicyToolHost {
     fn is_approved(&self, eval: EvalId, key: &ApprovalKey, policy: &RiskPolicy) -> bool {
         (policy.allow_session_approval && self.session.contains(key))
             || (policy.allow_eval_approval
-                && lock(&self.eval_approvals).contains(&(eval, key.clone())))
+                && match &self.eval_scope {
+                    Some(scope) => scope.contains(key),
+                    None => lock(&self.eval_approvals).contains(&(eval, key.clone())),
+                })
     }
 
     fn queue(&self, key: &ApprovalKey) -> Arc<tokio::sync::Mutex<()>> {
@@ -380,7 +395,12 @@ impl PolicyToolHost {
         match answer.decision {
             ApprovalDecision::ApproveOnce => (Decision::Approved, Ok(())),
             ApprovalDecision::ApproveToolForEval => {
-                lock(&self.eval_approvals).insert((cx.eval_id, key));
+                match &self.eval_scope {
+                    Some(scope) => scope.insert(key),
+                    None => {
+                        lock(&self.eval_approvals).insert((cx.eval_id, key));
+                    }
+                }
                 (Decision::Approved, Ok(()))
             }
             ApprovalDecision::ApproveToolForSession => {

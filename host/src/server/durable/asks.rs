@@ -1,0 +1,219 @@
+//! The approval API's side of parked evals: their open asks listed and decided on any node,
+//! answers given by a client's retry, and the decisions kept for the resumed eval and for
+//! `GET /approvals?state=decided`.
+
+use std::time::Duration;
+
+use codemode_policies::{ApprovalAnswer, ApprovalDecision, Caller, Channel};
+use codemode_runtime::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{AskRecord, Durable};
+use crate::approvals::Decisions;
+use crate::approvals::broker::{DecideError, may_decide};
+use crate::approvals::view::{decision_name, parse_decision};
+
+/// `decision:<id>`: an answer given while the eval was parked.
+#[derive(Serialize, Deserialize)]
+struct DecisionRecord {
+    decision: String,
+    reason: Option<String>,
+    decided_by: Option<String>,
+    channel: Channel,
+    /// The ask as the approval API showed it, for `GET /approvals?state=decided`.
+    #[serde(default)]
+    view: Value,
+    /// When it was decided (RFC 3339 UTC).
+    #[serde(default)]
+    decided_at: String,
+}
+
+impl DecisionRecord {
+    /// The decided ask as the approval API shows decisions: the ask's view with `decision`,
+    /// `decided_by`, `reason`, `channel` and `decided_at` (as the broker's decided entries).
+    fn decided_view(self) -> Option<Value> {
+        let Value::Object(mut view) = self.view else {
+            return None;
+        };
+        view.insert("decision".into(), Value::String(self.decision));
+        if let Some(by) = self.decided_by {
+            view.insert("decided_by".into(), Value::String(by));
+        }
+        if let Some(reason) = self.reason {
+            view.insert("reason".into(), Value::String(reason));
+        }
+        view.insert(
+            "channel".into(),
+            Value::String(self.channel.as_str().into()),
+        );
+        view.insert("decided_at".into(), Value::String(self.decided_at));
+        Some(Value::Object(view))
+    }
+}
+
+impl Durable {
+    /// Records `answer` for ask `id` of the parked eval `token` (from a client's retry); `false`
+    /// when the eval does not wait on that ask or it was answered already.
+    pub async fn answer(&self, token: &str, id: &str, answer: &ApprovalAnswer) -> bool {
+        let Ok(Some(record)) = self.store.get(&format!("ask:{id}")).await else {
+            return false;
+        };
+        match serde_json::from_slice::<AskRecord>(&record.value) {
+            Ok(ask) if ask.token == token => {
+                self.put_decision(id, answer, record.remaining(), ask.view)
+                    .await
+            }
+            _ => false,
+        }
+    }
+
+    async fn put_decision(
+        &self,
+        id: &str,
+        answer: &ApprovalAnswer,
+        ttl: Duration,
+        view: Value,
+    ) -> bool {
+        let value = serde_json::to_vec(&DecisionRecord {
+            decision: decision_name(answer.decision).to_string(),
+            reason: answer.reason.clone(),
+            decided_by: answer.decided_by.clone(),
+            channel: answer.channel,
+            view,
+            decided_at: codemode_policies::rfc3339_utc(std::time::SystemTime::now()),
+        })
+        .unwrap_or_default();
+        // The first answer wins, as in the broker: a later one is refused.
+        let key = format!("decision:{id}");
+        let ttl = ttl.max(Duration::from_secs(1));
+        matches!(self.store.put_if_absent(&key, &value, ttl).await, Ok(true))
+    }
+
+    /// The asks of every parked eval of the cluster, as the approval API shows them.
+    pub async fn parked_asks(&self) -> Vec<Value> {
+        let Ok(listing) = self.store.list("ask:").await else {
+            return Vec::new();
+        };
+        listing
+            .records
+            .iter()
+            .filter_map(|record| serde_json::from_slice::<AskRecord>(&record.value).ok())
+            .map(|ask| ask.view)
+            .collect()
+    }
+
+    /// The decisions given to parked evals' asks (on any node, by the approval API or a
+    /// client's retry), as the approval API shows decisions, newest first. Each is listed until
+    /// its ask's approval time (and the records' grace period) is up.
+    pub async fn decided_asks(&self) -> Vec<Value> {
+        let Ok(listing) = self.store.list("decision:").await else {
+            return Vec::new();
+        };
+        let mut views: Vec<Value> = listing
+            .records
+            .iter()
+            .filter_map(|record| serde_json::from_slice::<DecisionRecord>(&record.value).ok())
+            .filter_map(DecisionRecord::decided_view)
+            .collect();
+        views.sort_by(|a, b| b["decided_at"].as_str().cmp(&a["decided_at"].as_str()));
+        views
+    }
+
+    /// Decides ask `id` of a parked eval through the approval API, then resumes the eval here.
+    ///
+    /// # Errors
+    /// [`DecideError::NotFound`] when no parked eval has that ask; the others as
+    /// [`crate::approvals::ApprovalBroker::decide`].
+    pub async fn decide(
+        &self,
+        id: &str,
+        decider: &Caller,
+        decision: ApprovalDecision,
+        reason: Option<String>,
+    ) -> Result<(), DecideError> {
+        let record = self
+            .store
+            .get(&format!("ask:{id}"))
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| DecideError::NotFound(id.to_string()))?;
+        let ask: AskRecord = serde_json::from_slice(&record.value)
+            .map_err(|_| DecideError::NotFound(id.to_string()))?;
+        may_decide(
+            decider,
+            ask.view
+                .get("caller")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        )?;
+        let allowed: Vec<&str> = ask
+            .view
+            .get("allowed_decisions")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let name = decision_name(decision);
+        if decision != ApprovalDecision::Decline && !allowed.contains(&name) {
+            return Err(DecideError::Invalid(format!(
+                "`{name}` is not allowed for this ask (allowed: {})",
+                allowed.join(", ")
+            )));
+        }
+        let reason = reason.filter(|r| !r.trim().is_empty());
+        if ask.view.get("reason_required") == Some(&Value::Bool(true)) && reason.is_none() {
+            return Err(DecideError::Invalid(
+                "this ask needs a reason with the decision".into(),
+            ));
+        }
+        let answer = ApprovalAnswer::new(decision, Channel::Http)
+            .with_reason(reason)
+            .decided_by(decider.name.clone());
+        let token = ask.token.clone();
+        if !self
+            .put_decision(id, &answer, record.remaining(), ask.view)
+            .await
+        {
+            return Err(DecideError::Closed(id.to_string(), "decided"));
+        }
+        self.resume_here(&token);
+        Ok(())
+    }
+}
+
+impl Decisions for Durable {
+    fn take(&self, id: &str) -> BoxFuture<'_, Option<ApprovalAnswer>> {
+        let key = format!("decision:{id}");
+        Box::pin(async move {
+            // Read, not taken: the record stays until its ask's time is up, so that a second
+            // answer arriving after the resume is still refused as "already decided".
+            let record = self.store.get(&key).await.ok()??;
+            let d: DecisionRecord = serde_json::from_slice(&record.value).ok()?;
+            let decision = parse_decision(&d.decision).unwrap_or(ApprovalDecision::Decline);
+            let mut answer = ApprovalAnswer::new(decision, d.channel).with_reason(d.reason);
+            answer.decided_by = d.decided_by;
+            Some(answer)
+        })
+    }
+}
+
+impl crate::approvals::broker::ParkedAsks for Durable {
+    fn list(&self) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(self.parked_asks())
+    }
+
+    fn decided(&self) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(self.decided_asks())
+    }
+
+    fn decide<'a>(
+        &'a self,
+        id: &'a str,
+        decider: &'a Caller,
+        decision: ApprovalDecision,
+        reason: Option<String>,
+    ) -> BoxFuture<'a, Result<(), DecideError>> {
+        Box::pin(Durable::decide(self, id, decider, decision, reason))
+    }
+}
