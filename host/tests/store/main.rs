@@ -352,7 +352,7 @@ async fn a_legacy_session_opened_on_one_router_is_served_by_another() {
         let state =
             ServerState::new(runtime.clone(), codemode_policies::Config::default(), None).await;
         let session_store = match with_store {
-            true => Some(SealedSessionStore::new(node(&redis, 1).await).into_rmcp()),
+            true => Some(SealedSessionStore::new(node(&redis, 1).await)),
             false => None,
         };
         let options = HttpOptions {
