@@ -187,7 +187,9 @@ fn a_legacy_session_whose_node_dies_fails_with_an_error() {
         markers.join("asked").exists().then_some(())
     });
     // The call is in flight, and the store knows it (the only request of the session open).
-    let in_flight = requests_in_flight(&cluster);
+    let in_flight = await_some("the call is recorded in the store", || {
+        Some(requests_in_flight(&cluster)).filter(|r| !r.is_empty())
+    });
     assert_eq!(in_flight.len(), 1, "{in_flight:?}");
     // The session's node: the one that answered its initialize.
     let (_, routes) = session_routes(&cluster.proxy.log());

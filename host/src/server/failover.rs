@@ -160,18 +160,21 @@ impl Failover {
                 .flatten(),
         };
         let number = self.inner.next.fetch_add(1, Ordering::Relaxed);
-        let (recorded, response) = tokio::join!(
-            self.inner
-                .sessions
-                .put_request(&self.inner.node, number, &in_flight),
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-        );
-        if let Err(e) = recorded {
-            tracing::warn!(
-                "request {number} of a legacy session is not recorded as in flight (another node cannot end it if this one dies): {e}"
-            );
-        }
-        self.mark(response, Some(number))
+        // Written beside the request, not before it: a slow or unreachable store (up to its
+        // command timeout) must not hold up the session.
+        let sessions = self.inner.sessions.clone();
+        let node = self.inner.node.clone();
+        let recorded = tokio::spawn(async move {
+            if let Err(e) = sessions.put_request(&node, number, &in_flight).await {
+                tracing::warn!(
+                    "request {number} of a legacy session is not recorded as in flight (another node cannot end it if this one dies): {e}"
+                );
+            }
+        });
+        let response = next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
+        self.mark(response, Some((number, Some(recorded))))
     }
 
     /// A session's standalone stream, or a reconnection to a stream.
@@ -192,7 +195,7 @@ impl Failover {
             let event = HeaderValue::from_str(marked.event).unwrap_or(HeaderValue::from_static(""));
             request.headers_mut().insert(LAST_EVENT_ID, event);
             let response = next.run(request).await;
-            return self.mark(response, marked.request);
+            return self.mark(response, marked.request.map(|n| (n, None)));
         }
         let Some(number) = marked.request else {
             // The lost node's standalone stream: a new one here.
@@ -223,14 +226,23 @@ impl Failover {
         }
     }
 
-    /// `response` with its event ids marked as this node's (and request `number`'s) when it is
-    /// an SSE stream; a request's record is forgotten when its stream ends.
-    fn mark(&self, response: Response, number: Option<u64>) -> Response {
-        let forget = number.map(|number| {
+    /// `response` with its event ids marked as this node's (and, for a request's stream, the
+    /// request's number) when it is an SSE stream; a request's record is forgotten when its
+    /// stream ends (after `recorded`, its writing, when that is still under way).
+    fn mark(
+        &self,
+        response: Response,
+        request: Option<(u64, Option<tokio::task::JoinHandle<()>>)>,
+    ) -> Response {
+        let number = request.as_ref().map(|(n, _)| *n);
+        let forget = request.map(|(number, recorded)| {
             let sessions = self.inner.sessions.clone();
             let node = self.inner.node.clone();
             move || {
                 tokio::spawn(async move {
+                    if let Some(recorded) = recorded {
+                        let _ = recorded.await;
+                    }
                     if let Err(e) = sessions.forget_request(&node, number).await {
                         tracing::debug!("request {number} stays recorded until it expires: {e}");
                     }

@@ -552,7 +552,10 @@ async fn a_call_whose_node_is_gone_ends_with_an_error_where_its_client_reconnect
         .unwrap();
     // The call is in the store while it is in flight, sealed.
     let record = format!("{REDIS_KEY_PREFIX}mcp-request:{node_a}:{number}");
-    assert_eq!(redis.cli(&["EXISTS", &record]), b"1\n");
+    assert!(
+        eventually(500, async || redis.cli(&["EXISTS", &record]) == b"1\n").await,
+        "the call is recorded (beside the request, not before it)"
+    );
     assert!(
         !String::from_utf8_lossy(&redis.cli(&["GET", &record])).contains("tools/call"),
         "the record is sealed"
