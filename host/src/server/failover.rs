@@ -14,9 +14,10 @@
 //! - records each request of a session in the store while it is in flight
 //!   ([`InFlightRequest`], sealed; forgotten when its response stream ends);
 //! - on a reconnection naming this node, strips the mark and lets rmcp resume the stream;
-//! - on a reconnection naming a request of another node, ends the request: one SSE event, its
-//!   JSON-RPC error ([`NODE_LOST`], [`node_lost_message`]); `410 Gone` when the store has no
-//!   such request of this session (it ended, or never was);
+//! - on a reconnection naming a request of another node, ends the request: takes its record
+//!   from the store and answers one SSE event, its JSON-RPC error ([`NODE_LOST`],
+//!   [`node_lost_message`]); `410 Gone` when the store has no such request of this session in
+//!   flight (it ended, was ended already, or never was);
 //! - on a reconnection naming another node's standalone stream, opens a new one here (what the
 //!   lost node had not delivered is lost with it).
 //!
@@ -99,11 +100,13 @@ struct Marked<'a> {
 }
 
 impl<'a> Marked<'a> {
-    /// `None` for an id without a well-formed mark.
+    /// `None` for an id without a well-formed mark (a node is 16 hex digits).
     fn parse(id: &'a str) -> Option<Self> {
         let mut parts = id.split(MARK);
         let event = parts.next()?;
-        let node = parts.next().filter(|n| !n.is_empty())?;
+        let node = parts
+            .next()
+            .filter(|n| n.len() == 16 && n.bytes().all(|b| b.is_ascii_hexdigit()))?;
         let request = match parts.next() {
             Some(n) => Some(n.parse().ok()?),
             None => None,
@@ -203,8 +206,18 @@ impl Failover {
             let response = next.run(request).await;
             return self.mark(response, None);
         };
-        match self.inner.sessions.request(marked.node, number).await {
-            Ok(Some(lost)) if lost.session == SealedSessionStore::record_key(session) => {
+        // Looked at first (a reconnection of another session must not consume it), then taken:
+        // the request ends once, however many nodes its client reaches (the TypeScript SDK
+        // reconnects after an error event; the next attempt gets 410, and it gives up).
+        let session = SealedSessionStore::record_key(session);
+        let found = match self.inner.sessions.request(marked.node, number).await {
+            Ok(Some(lost)) if lost.session == session => {
+                self.inner.sessions.take_request(marked.node, number).await
+            }
+            other => other.map(|_| None),
+        };
+        match found {
+            Ok(Some(lost)) if lost.session == session => {
                 tracing::info!(
                     "a reconnection to request {number} of node {}, which is gone: ended with an error",
                     marked.node
@@ -395,22 +408,31 @@ mod tests {
     #[test]
     fn marks_parse_back_and_unmarked_ids_are_left_alone() {
         assert_eq!(
-            Marked::parse("3/2~00ff~7"),
+            Marked::parse("3/2~00ff00ff00ff00ff~7"),
             Some(Marked {
                 event: "3/2",
-                node: "00ff",
+                node: "00ff00ff00ff00ff",
                 request: Some(7)
             })
         );
         assert_eq!(
-            Marked::parse("5~00ff"),
+            Marked::parse("5~00ff00ff00ff00ff"),
             Some(Marked {
                 event: "5",
-                node: "00ff",
+                node: "00ff00ff00ff00ff",
                 request: None
             })
         );
-        for id in ["3/2", "3/2~", "3/2~00ff~x", "3/2~00ff~7~8", ""] {
+        for id in [
+            "3/2",
+            "3/2~",
+            "3/2~00ff~7",
+            "3/2~00ff00ff00ff00fg~7",
+            "3/2~../../x~7",
+            "3/2~00ff00ff00ff00ff~x",
+            "3/2~00ff00ff00ff00ff~7~8",
+            "",
+        ] {
             assert_eq!(Marked::parse(id), None, "{id}");
         }
     }

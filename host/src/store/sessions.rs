@@ -120,17 +120,37 @@ impl SealedSessionStore {
         let Some(record) = self.store.get(&key).await? else {
             return Ok(None);
         };
-        serde_json::from_slice(&record.value)
-            .map(Some)
-            .map_err(|e| {
-                StoreError::new(
-                    super::StoreErrorKind::Unreadable,
-                    format!(
-                        "record `{key}` in {} holds no request in flight: {e}",
-                        self.store.describe()
-                    ),
-                )
-            })
+        self.parse_request(&key, &record.value).map(Some)
+    }
+
+    /// Takes request `number` of `node` out of the store: of nodes racing for it, exactly one
+    /// gets it (the one that ends the request).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::take`]; `Unreadable` when the record holds no request.
+    pub async fn take_request(
+        &self,
+        node: &str,
+        number: u64,
+    ) -> Result<Option<InFlightRequest>, StoreError> {
+        let key = Self::request_key(node, number);
+        let Some(record) = self.store.take(&key).await? else {
+            return Ok(None);
+        };
+        self.parse_request(&key, &record.value).map(Some)
+    }
+
+    fn parse_request(&self, key: &str, value: &[u8]) -> Result<InFlightRequest, StoreError> {
+        serde_json::from_slice(value).map_err(|e| {
+            StoreError::new(
+                super::StoreErrorKind::Unreadable,
+                format!(
+                    "record `{key}` in {} holds no request in flight: {e}",
+                    self.store.describe()
+                ),
+            )
+        })
     }
 
     /// Forgets request `number` of `node`: its response has ended.

@@ -498,10 +498,10 @@ fn reconnect(
 }
 
 /// A legacy session's call in flight on node A (an eval waiting for its human's answer to an
-/// `elicitation/create`). Its client reconnects the call's stream to node B, as it does through
-/// a load balancer once A is gone: B finds the call in the store and ends it with the
-/// node-lost JSON-RPC error; another session naming the call gets `410`. Reconnected to A,
-/// the stream resumes there and carries the answer; the store then forgets the call.
+/// `elicitation/create`). Another session naming the call gets `410`. Its client reconnects the
+/// call's stream to node B, as it does through a load balancer once A is gone: B takes the call
+/// from the store and ends it with the node-lost JSON-RPC error, once. Reconnected to A, the
+/// stream resumes there and carries the answer. A request whose response ended is forgotten.
 #[tokio::test]
 async fn a_call_whose_node_is_gone_ends_with_an_error_where_its_client_reconnects() {
     use codemode_host::server::failover::{NODE_LOST, node_lost_message};
@@ -561,6 +561,14 @@ async fn a_call_whose_node_is_gone_ends_with_an_error_where_its_client_reconnect
         "the record is sealed"
     );
 
+    // Another session can neither end this session's call nor learn about it.
+    let other = open_session(&client, &urls[0], serde_json::json!({})).await;
+    let stranger = reconnect(&client, &urls[1], &other, &priming)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status(), 410, "{}", stranger.text().await.unwrap());
+    assert_eq!(redis.cli(&["EXISTS", &record]), b"1\n", "still in flight");
     // Node B: the stream is A's, so the call ends with the node-lost error, at once.
     let on_b = reconnect(&client, &urls[1], &session, &priming)
         .send()
@@ -584,13 +592,14 @@ async fn a_call_whose_node_is_gone_ends_with_an_error_where_its_client_reconnect
         serde_json::json!({"jsonrpc": "2.0", "id": 7, "error": {
             "code": NODE_LOST, "message": node_lost_message(&lost), "data": {"reason": "node-lost"}}})
     );
-    // Another session can neither end this session's call nor learn about it.
-    let other = open_session(&client, &urls[0], serde_json::json!({})).await;
-    let stranger = reconnect(&client, &urls[1], &other, &priming)
+    // Ended once: B took the record, so the next reconnection (the TypeScript SDK makes one
+    // after an error event) gets 410, and the client gives up.
+    assert_eq!(redis.cli(&["EXISTS", &record]), b"0\n");
+    let again = reconnect(&client, &urls[1], &session, &priming)
         .send()
         .await
         .unwrap();
-    assert_eq!(stranger.status(), 410, "{}", stranger.text().await.unwrap());
+    assert_eq!(again.status(), 410);
     // A's standalone stream, reconnected to B: a new one there (rmcp restores the session).
     let standalone_on_b = reconnect(&client, &urls[1], &session, question_ids.last().unwrap())
         .send()
@@ -630,16 +639,24 @@ async fn a_call_whose_node_is_gone_ends_with_an_error_where_its_client_reconnect
         "{resumed}"
     );
     assert!(resumed.contains("\"result\""), "{resumed}");
-    // The stream ends with the response, and the store forgets the call: B now says 410.
     let _ = on_a.text().await.unwrap();
+    // A request whose response ends is forgotten by the store.
+    let list = post_mcp(
+        &client,
+        &urls[0],
+        Some(&session),
+        serde_json::json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert!(list.text().await.unwrap().contains("\"id\":8"));
     assert!(
-        eventually(500, async || redis.cli(&["EXISTS", &record]) == b"0\n").await,
-        "the record of the answered call is removed"
+        eventually(500, async || redis
+            .cli(&["--scan", "--pattern", "codemode:mcp-request:*"])
+            .is_empty())
+        .await,
+        "no request is recorded once every response ended"
     );
-    let after = reconnect(&client, &urls[1], &session, &priming)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(after.status(), 410);
     shutdown.cancel();
 }
