@@ -226,7 +226,7 @@ impl Failover {
             }
             Ok(_) => (
                 StatusCode::GONE,
-                "Gone: the request this Last-Event-ID names is not in flight on any node of this session (it ended, or its record expired)",
+                "Gone: the request this Last-Event-ID names is not in flight on any node of this session (it was answered or ended already, or its record expired)",
             )
                 .into_response(),
             Err(e) => (
