@@ -1,7 +1,8 @@
 //! Legacy (2025-11-25) sessions through HAProxy: their requests, standalone stream and answers
 //! to `elicitation/create` stay on the node that holds the session (`stick` on the
 //! `Mcp-Session-Id` header), so an asked call is answered as on a single node; when that node
-//! dies, the request in flight fails with an error, and the session continues on another node
+//! dies, the request in flight fails with codemode's node-lost error (the node the client
+//! reconnects to finds the request in the store), and the session continues on another node
 //! (its `initialize` state is in the store).
 //! The client is the real Python SDK (`legacy_client.py`).
 
@@ -11,10 +12,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use codemode_test_support::peers;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::flow::{assert_same_as_uninterrupted, prepare, script};
-use crate::harness::Cluster;
+use crate::harness::{Cluster, await_some};
 
 /// The client's own deadline is 60 s per step; this bounds the whole run.
 const CLIENT_DEADLINE: Duration = Duration::from_secs(180);
@@ -165,4 +166,78 @@ fn a_legacy_session_sticks_to_its_node_and_its_elicitation_is_answered() {
         .map(|r| r["node"].as_i64().unwrap())
         .collect();
     assert_eq!(audited, vec![node as i64; 4], "all records on node{node}");
+}
+
+/// The store's records of requests in flight (`mcp-request:<node>:<number>`).
+fn requests_in_flight(cluster: &Cluster) -> Vec<String> {
+    cluster
+        .store_keys()
+        .into_iter()
+        .filter(|k| k.starts_with("mcp-request:"))
+        .collect()
+}
+
+#[test]
+fn a_legacy_session_whose_node_dies_fails_with_an_error() {
+    let mut cluster = Cluster::start("legacy_node_dies", 3, 0);
+    prepare(&cluster.files);
+    let markers = markers(&cluster);
+    let client = start_client(&cluster, "node_dies", &markers);
+    await_some("the human is asked", || {
+        markers.join("asked").exists().then_some(())
+    });
+    // The call is in flight, and the store knows it (the only request of the session open).
+    let in_flight = await_some("the call is recorded in the store", || {
+        Some(requests_in_flight(&cluster)).filter(|r| !r.is_empty())
+    });
+    assert_eq!(in_flight.len(), 1, "{in_flight:?}");
+    // The session's node: the one that answered its initialize.
+    let (_, routes) = session_routes(&cluster.proxy.log());
+    let node = cluster.index_of(&routes[0].served_by);
+    cluster.take(node).kill();
+    std::fs::write(markers.join("go"), "").unwrap();
+    let obs = finish_client(client, &cluster);
+    eprintln!("observations: {obs:#}");
+    // The SDK reconnected the call's stream through HAProxy to another node, which found the
+    // call in the store and ended it with this error (before the fix, it waited there for ever:
+    // the client's own deadline said "no answer within 60.0 s").
+    assert_eq!(
+        obs["call"]["error"],
+        "MCPError: the codemode node serving this request (`tools/call` of \
+         `codemode_eval_gate`) is gone: it stopped, or the load balancer no longer sends this \
+         session to it. The request ends here without its result. An eval of a 2025-11-25 \
+         session lives only in its node's memory and is not saved: the tool calls it made stay \
+         made, and none of it goes on on this node. The session goes on here: check what the \
+         script did before running it again.",
+        "{obs:#}"
+    );
+    assert_eq!(obs["asked"].as_array().map(Vec::len), Some(1), "{obs:#}");
+    // The session itself goes on, on another node (its state is in the store).
+    assert_eq!(
+        obs["after"],
+        json!({"ok": ["codemode_eval_gate", "eval", "get_tools", "search_tools"]}),
+        "{obs:#}"
+    );
+    // The approved write never ran: the eval was in the dead node's memory only.
+    assert_eq!(
+        std::fs::read_to_string(cluster.files.join(crate::flow::FILE)).unwrap(),
+        crate::flow::FIRST_LINE
+    );
+    // No node audited an eval (the dead node never finished it), and the surviving nodes
+    // audited none of its calls.
+    let audit = cluster.audit();
+    assert_eq!(
+        audit.iter().filter(|r| r["event"] == "eval").count(),
+        0,
+        "{audit:#?}"
+    );
+    assert!(
+        audit.iter().all(|r| r["node"] == json!(node)),
+        "nothing of the lost eval is audited on the surviving nodes: {audit:#?}"
+    );
+    // The node that ended the lost call took its record; the request made afterwards was
+    // forgotten when it was answered.
+    await_some("no request is recorded in flight", || {
+        requests_in_flight(&cluster).is_empty().then_some(())
+    });
 }

@@ -178,8 +178,8 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
                     config.durable.store,
                     codemode_policies::StoreLocation::Redis(_)
                 ) {
-                    options.session_store = Some(Arc::new(
-                        crate::store::sessions::SealedSessionStore::new(store.clone()),
+                    options.session_store = Some(crate::store::sessions::SealedSessionStore::new(
+                        store.clone(),
                     ));
                 }
                 Some(Arc::new(server::durable::Durable::new(

@@ -15,6 +15,7 @@ pub mod drain;
 pub mod durable;
 mod elide;
 mod eval;
+pub mod failover;
 pub mod fair;
 mod guard;
 mod handler;
@@ -34,7 +35,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
-use rmcp::transport::streamable_http_server::session::SessionStore;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -77,10 +77,11 @@ pub struct HttpOptions {
     /// More routes on the same listener (the approval API), merged as they are: they do their
     /// own authentication.
     pub extra: Option<axum::Router>,
-    /// Where legacy MCP sessions are kept so that another node restores one whose node died
-    /// (rmcp's `SessionStore`, e.g. [`crate::store::sessions::SealedSessionStore`] on the
-    /// cluster's Redis). `None`: sessions live in this process only.
-    pub session_store: Option<Arc<dyn SessionStore>>,
+    /// Where legacy MCP sessions are kept (the cluster's Redis): another node restores a
+    /// session whose node died, and ends the request that was in flight there with an error
+    /// when the client comes back for its stream ([`failover`]). `None`: sessions live in this
+    /// process only.
+    pub session_store: Option<crate::store::sessions::SealedSessionStore>,
 }
 
 impl Default for HttpOptions {
@@ -123,7 +124,10 @@ pub fn http_router(
             &options.allowed_origins,
         ));
     }
-    config.session_store = options.session_store.clone();
+    config.session_store = options
+        .session_store
+        .clone()
+        .map(crate::store::sessions::SealedSessionStore::into_rmcp);
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(CodemodeServer::new(factory_state.clone())),
@@ -142,10 +146,11 @@ pub fn http_router(
         )
     });
     // Authentication first (a refused request's body is never read), then the guard.
-    let mut mcp = require_auth(
-        guard.layer(axum::Router::new().nest_service("/mcp", service)),
-        options.auth,
-    );
+    let mut mcp = axum::Router::new().nest_service("/mcp", service);
+    if let Some(sessions) = options.session_store {
+        mcp = failover::Failover::new(sessions).layer(mcp);
+    }
+    let mut mcp = require_auth(guard.layer(mcp), options.auth);
     if let Some(approvals) = approvals {
         mcp = mcp.merge(approvals);
     }

@@ -1,13 +1,18 @@
 //! rmcp's [`SessionStore`] on a [`Store`]: the `initialize` parameters of each legacy
 //! (2025-11-25 and older) MCP session, kept sealed so that when the node holding the session
 //! dies, another node restores it on the client's next request instead of answering "session
-//! not found" (the request in flight on the dead node is lost; the client sees its stream
-//! end). Set it as `StreamableHttpServerConfig::session_store` on every node.
+//! not found". Set it as `StreamableHttpServerConfig::session_store` on every node.
+//!
+//! The same store keeps each request of such a session while it is in flight
+//! ([`InFlightRequest`]): when its node is gone and the client comes back for the request's
+//! response stream, another node ends the request with an error instead of leaving the client
+//! waiting (see `server::failover`).
 //!
 //! Records are under `mcp-session:<first 32 hex digits of SHA-256(session id)>`: a session id
 //! is a bearer credential for its session, so a store reader must not learn live ones. Each
 //! record lives [`DEFAULT_SESSION_TTL`] (or what [`SealedSessionStore::with_ttl`] says) from
-//! its last write or restore.
+//! its last write or restore. Requests in flight are under `mcp-request:<node>:<number>`, for
+//! as long, unless their response ends first.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,16 +20,35 @@ use std::time::Duration;
 use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::Store;
 use super::key::hex;
+use super::{Store, StoreError};
 
 /// How long a legacy session's record lives after it was written or last restored.
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The key prefix of session records.
 pub const SESSION_KEY_PREFIX: &str = "mcp-session:";
+
+/// The key prefix of the records of requests in flight.
+pub const REQUEST_KEY_PREFIX: &str = "mcp-request:";
+
+/// A request of a legacy session in flight on one node: what another node needs to end it with
+/// an error once that node is gone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InFlightRequest {
+    /// The session's [`SealedSessionStore::record_key`] (a hash, never the id itself).
+    pub session: String,
+    /// The request's JSON-RPC id.
+    pub id: Value,
+    /// The request's JSON-RPC method.
+    pub method: String,
+    /// The tool called, for `tools/call`.
+    pub tool: Option<String>,
+}
 
 /// Legacy MCP sessions' state in a [`Store`] (see the module docs).
 #[derive(Debug, Clone)]
@@ -57,6 +81,88 @@ impl SealedSessionStore {
     pub fn record_key(session_id: &str) -> String {
         let digest = Sha256::digest(session_id.as_bytes());
         format!("{SESSION_KEY_PREFIX}{}", hex(&digest[..16]))
+    }
+
+    /// The record key of request `number` of the node (process) `node`.
+    pub fn request_key(node: &str, number: u64) -> String {
+        format!("{REQUEST_KEY_PREFIX}{node}:{number}")
+    }
+
+    /// Records request `number` of `node` as in flight, for as long as a session record lives.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::put`]; `InvalidArgument` when `node` holds characters a key cannot.
+    pub async fn put_request(
+        &self,
+        node: &str,
+        number: u64,
+        request: &InFlightRequest,
+    ) -> Result<(), StoreError> {
+        let value = serde_json::to_vec(request).unwrap_or_default();
+        self.store
+            .put(&Self::request_key(node, number), &value, self.ttl)
+            .await
+    }
+
+    /// Request `number` of `node`, while it is in flight (`None` once its response ended, or
+    /// when it was never recorded).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::get`]; `Unreadable` when the record holds no request.
+    pub async fn request(
+        &self,
+        node: &str,
+        number: u64,
+    ) -> Result<Option<InFlightRequest>, StoreError> {
+        let key = Self::request_key(node, number);
+        let Some(record) = self.store.get(&key).await? else {
+            return Ok(None);
+        };
+        self.parse_request(&key, &record.value).map(Some)
+    }
+
+    /// Takes request `number` of `node` out of the store: of nodes racing for it, exactly one
+    /// gets it (the one that ends the request).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::take`]; `Unreadable` when the record holds no request.
+    pub async fn take_request(
+        &self,
+        node: &str,
+        number: u64,
+    ) -> Result<Option<InFlightRequest>, StoreError> {
+        let key = Self::request_key(node, number);
+        let Some(record) = self.store.take(&key).await? else {
+            return Ok(None);
+        };
+        self.parse_request(&key, &record.value).map(Some)
+    }
+
+    fn parse_request(&self, key: &str, value: &[u8]) -> Result<InFlightRequest, StoreError> {
+        serde_json::from_slice(value).map_err(|e| {
+            StoreError::new(
+                super::StoreErrorKind::Unreadable,
+                format!(
+                    "record `{key}` in {} holds no request in flight: {e}",
+                    self.store.describe()
+                ),
+            )
+        })
+    }
+
+    /// Forgets request `number` of `node`: its response has ended.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::delete`].
+    pub async fn forget_request(&self, node: &str, number: u64) -> Result<(), StoreError> {
+        self.store
+            .delete(&Self::request_key(node, number))
+            .await
+            .map(|_| ())
     }
 }
 

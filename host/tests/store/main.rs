@@ -335,31 +335,31 @@ async fn a_legacy_session_continues_on_another_node() {
     assert!(a.load("session-1").await.unwrap().is_none());
 }
 
-/// Two `serve --http` routers sharing a session store: a legacy session opened on node A is
-/// restored by node B on the client's next request (what a node's death looks like to the
-/// client once the balancer sends it elsewhere); a node without the store does not know it.
-#[tokio::test]
-async fn a_legacy_session_opened_on_one_router_is_served_by_another() {
+/// `serve --http` routers, one per entry of `stores` (`true`: with the session store on
+/// `redis`), each on a loopback port of its own until `shutdown`; their `/mcp` URLs.
+async fn serve_routers(
+    redis: &RedisServer,
+    stores: &[bool],
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Vec<String> {
     use codemode_host::server::{HttpOptions, ServerState, http_router};
 
-    let redis = RedisServer::start(&scratch_dir("store-redis", "failover"));
     let mut runtime_config = codemode_runtime::RuntimeConfig::default();
     runtime_config.max_concurrent_evals(2);
     let runtime = codemode_runtime::Runtime::new(&runtime_config).unwrap();
-    let shutdown = tokio_util::sync::CancellationToken::new();
     let mut urls = Vec::new();
-    for with_store in [true, true, false] {
+    for &with_store in stores {
         let state =
             ServerState::new(runtime.clone(), codemode_policies::Config::default(), None).await;
         let session_store = match with_store {
-            true => Some(SealedSessionStore::new(node(&redis, 1).await).into_rmcp()),
+            true => Some(SealedSessionStore::new(node(redis, 1).await)),
             false => None,
         };
         let options = HttpOptions {
             session_store,
             ..HttpOptions::default()
         };
-        let router = http_router(state, options, &shutdown);
+        let router = http_router(state, options, shutdown);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
         let stop = shutdown.clone();
@@ -369,27 +369,44 @@ async fn a_legacy_session_opened_on_one_router_is_served_by_another() {
                 .await
         });
     }
-    let client = reqwest::Client::new();
-    let post = |url: &str, session: Option<&str>, body: serde_json::Value| {
-        let mut request = client
-            .post(url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .json(&body);
-        if let Some(s) = session {
-            request = request
-                .header("mcp-session-id", s)
-                .header("mcp-protocol-version", "2025-11-25");
-        }
-        request.send()
-    };
-    let init = post(
-        &urls[0],
+    urls
+}
+
+/// A POST of `body` to `url`, in `session` when given (protocol 2025-11-25).
+fn post_mcp(
+    client: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: serde_json::Value,
+) -> reqwest::RequestBuilder {
+    let mut request = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .json(&body);
+    if let Some(s) = session {
+        request = request
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    request
+}
+
+/// Opens a legacy session on `url` (`initialize` with `capabilities`, then `initialized`).
+async fn open_session(
+    client: &reqwest::Client,
+    url: &str,
+    capabilities: serde_json::Value,
+) -> String {
+    let init = post_mcp(
+        client,
+        url,
         None,
         serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
             "clientInfo": {"name": "failover-test", "version": "1"}}}),
     )
+    .send()
     .await
     .unwrap();
     assert_eq!(init.status(), 200);
@@ -398,17 +415,35 @@ async fn a_legacy_session_opened_on_one_router_is_served_by_another() {
         .unwrap()
         .to_string();
     let _ = init.text().await.unwrap();
-    let initialized = post(
-        &urls[0],
+    let initialized = post_mcp(
+        client,
+        url,
         Some(&session),
         serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )
+    .send()
     .await
     .unwrap();
     assert_eq!(initialized.status(), 202);
+    session
+}
+
+/// Two `serve --http` routers sharing a session store: a legacy session opened on node A is
+/// restored by node B on the client's next request (what a node's death looks like to the
+/// client once the balancer sends it elsewhere); a node without the store does not know it.
+#[tokio::test]
+async fn a_legacy_session_opened_on_one_router_is_served_by_another() {
+    let redis = RedisServer::start(&scratch_dir("store-redis", "failover"));
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let urls = serve_routers(&redis, &[true, true, false], &shutdown).await;
+    let client = reqwest::Client::new();
+    let session = open_session(&client, &urls[0], serde_json::json!({})).await;
     let list = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     // Node B has never seen the session: it restores it from the store and answers.
-    let on_b = post(&urls[1], Some(&session), list.clone()).await.unwrap();
+    let on_b = post_mcp(&client, &urls[1], Some(&session), list.clone())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(on_b.status(), 200);
     let body = on_b.text().await.unwrap();
     assert!(
@@ -417,7 +452,211 @@ async fn a_legacy_session_opened_on_one_router_is_served_by_another() {
     );
     assert!(body.contains("\"name\":\"eval\""), "{body}");
     // Node C has no store: the session is unknown there.
-    let on_c = post(&urls[2], Some(&session), list).await.unwrap();
+    let on_c = post_mcp(&client, &urls[2], Some(&session), list)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(on_c.status(), 404, "{}", on_c.text().await.unwrap());
+    shutdown.cancel();
+}
+
+/// Reads `response`'s SSE body until it holds `needle`; the text so far.
+async fn read_until(response: &mut reqwest::Response, needle: &str) -> String {
+    let mut text = String::new();
+    while !text.contains(needle) {
+        let chunk = tokio::time::timeout(MINUTE, response.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no `{needle}` within a minute: {text}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended without `{needle}`: {text}"));
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    text
+}
+
+/// The `id:` fields of an SSE text.
+fn event_ids(sse: &str) -> Vec<String> {
+    sse.lines()
+        .filter_map(|l| l.strip_prefix("id: "))
+        .map(String::from)
+        .collect()
+}
+
+/// A GET reconnecting to a session's stream after `last_event_id`.
+fn reconnect(
+    client: &reqwest::Client,
+    url: &str,
+    session: &str,
+    last_event_id: &str,
+) -> reqwest::RequestBuilder {
+    client
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("last-event-id", last_event_id)
+}
+
+/// A legacy session's call in flight on node A (an eval waiting for its human's answer to an
+/// `elicitation/create`). Another session naming the call gets `410`. Its client reconnects the
+/// call's stream to node B, as it does through a load balancer once A is gone: B takes the call
+/// from the store and ends it with the node-lost JSON-RPC error, once. Reconnected to A, the
+/// stream resumes there and carries the answer. A request whose response ended is forgotten.
+#[tokio::test]
+async fn a_call_whose_node_is_gone_ends_with_an_error_where_its_client_reconnects() {
+    use codemode_host::server::failover::{NODE_LOST, node_lost_message};
+    use codemode_host::store::sessions::InFlightRequest;
+
+    let redis = RedisServer::start(&scratch_dir("store-redis", "node-lost"));
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let urls = serve_routers(&redis, &[true, true], &shutdown).await;
+    let client = reqwest::Client::new();
+    let session = open_session(&client, &urls[0], serde_json::json!({"elicitation": {}})).await;
+    let mut standalone = client
+        .get(&urls[0])
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(standalone.status(), 200);
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "eval",
+        "arguments": {"code": "return await codemode.hitl_request({question: 'Go?', options: ['yes', 'no']})"}}});
+    let mut in_flight = post_mcp(&client, &urls[0], Some(&session), call)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(in_flight.status(), 200);
+    // The call's stream: its event ids name node A and the call, `<rmcp's id>~<node>~<number>`.
+    let primed = read_until(&mut in_flight, "id: ").await;
+    let priming = event_ids(&primed).remove(0);
+    let mark: Vec<&str> = priming.split('~').collect();
+    let (stream, node_a, number) = (mark[0], mark[1], mark[2]);
+    assert!(stream.starts_with("0/"), "{priming}");
+    assert_eq!(node_a.len(), 16, "{priming}");
+    assert!(node_a.chars().all(|c| c.is_ascii_hexdigit()), "{priming}");
+    // The question on the session's standalone stream, marked `<rmcp's id>~<node>`.
+    let asked = read_until(&mut standalone, "elicitation/create").await;
+    let question_ids = event_ids(&asked);
+    assert!(!question_ids.is_empty(), "{asked}");
+    for id in &question_ids {
+        assert_eq!(id.split('~').collect::<Vec<_>>()[1..], [node_a], "{asked}");
+    }
+    let question: serde_json::Value = asked
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .find(|d| d.contains("elicitation/create"))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .unwrap();
+    // The call is in the store while it is in flight, sealed.
+    let record = format!("{REDIS_KEY_PREFIX}mcp-request:{node_a}:{number}");
+    assert!(
+        eventually(500, async || redis.cli(&["EXISTS", &record]) == b"1\n").await,
+        "the call is recorded (beside the request, not before it)"
+    );
+    assert!(
+        !String::from_utf8_lossy(&redis.cli(&["GET", &record])).contains("tools/call"),
+        "the record is sealed"
+    );
+
+    // Another session can neither end this session's call nor learn about it.
+    let other = open_session(&client, &urls[0], serde_json::json!({})).await;
+    let stranger = reconnect(&client, &urls[1], &other, &priming)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status(), 410, "{}", stranger.text().await.unwrap());
+    assert_eq!(redis.cli(&["EXISTS", &record]), b"1\n", "still in flight");
+    // Node B: the stream is A's, so the call ends with the node-lost error, at once.
+    let on_b = reconnect(&client, &urls[1], &session, &priming)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(on_b.status(), 200);
+    assert_eq!(on_b.headers()["content-type"], "text/event-stream");
+    let body = on_b.text().await.unwrap();
+    let data = body
+        .strip_prefix("data: ")
+        .and_then(|b| b.strip_suffix("\n\n"))
+        .unwrap_or_else(|| panic!("one SSE event without an id: {body:?}"));
+    let lost = InFlightRequest {
+        session: SealedSessionStore::record_key(&session),
+        id: serde_json::json!(7),
+        method: "tools/call".to_string(),
+        tool: Some("eval".to_string()),
+    };
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(data).unwrap(),
+        serde_json::json!({"jsonrpc": "2.0", "id": 7, "error": {
+            "code": NODE_LOST, "message": node_lost_message(&lost), "data": {"reason": "node-lost"}}})
+    );
+    // Ended once: B took the record, so the next reconnection (the TypeScript SDK makes one
+    // after an error event) gets 410, and the client gives up.
+    assert_eq!(redis.cli(&["EXISTS", &record]), b"0\n");
+    let again = reconnect(&client, &urls[1], &session, &priming)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 410);
+    // A's standalone stream, reconnected to B: a new one there (rmcp restores the session).
+    let standalone_on_b = reconnect(&client, &urls[1], &session, question_ids.last().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(standalone_on_b.status(), 200);
+    assert_eq!(
+        standalone_on_b.headers()["content-type"],
+        "text/event-stream"
+    );
+    drop(standalone_on_b);
+
+    // Node A still holds the call: the reconnection resumes its stream (rmcp replays it from
+    // the event named), which carries the result once the human answers.
+    drop(in_flight);
+    let mut on_a = reconnect(&client, &urls[0], &session, &priming)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(on_a.status(), 200);
+    let answer = post_mcp(
+        &client,
+        &urls[0],
+        Some(&session),
+        serde_json::json!({"jsonrpc": "2.0", "id": question["id"],
+            "result": {"action": "accept", "content": {"answer": "yes"}}}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 202);
+    let resumed = read_until(&mut on_a, "\"id\":7").await;
+    let index = stream.split('/').nth(1).unwrap();
+    assert_eq!(
+        event_ids(&resumed),
+        [priming.clone(), format!("1/{index}~{node_a}~{number}")],
+        "{resumed}"
+    );
+    assert!(resumed.contains("\"result\""), "{resumed}");
+    let _ = on_a.text().await.unwrap();
+    // A request whose response ends is forgotten by the store.
+    let list = post_mcp(
+        &client,
+        &urls[0],
+        Some(&session),
+        serde_json::json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert!(list.text().await.unwrap().contains("\"id\":8"));
+    assert!(
+        eventually(500, async || redis
+            .cli(&["--scan", "--pattern", "codemode:mcp-request:*"])
+            .is_empty())
+        .await,
+        "no request is recorded once every response ended"
+    );
     shutdown.cancel();
 }
