@@ -114,29 +114,31 @@ impl MemoryDiff {
                 *x ^= u32::from_ne_bytes(*word);
             }
         }
-        let mut kept = [0u32; WORDS_PER_PAGE];
+        // Two words a step (halving the chain of dependent steps): the first word that is not
+        // zero goes first, the second after it; `count` moves past those that are not zero,
+        // and what lies past it is overwritten by the next step.
+        let mut kept = [0u32; 2 * WORDS_PER_PAGE];
         let mut count = 0usize;
         let map_at = self.map.len();
         self.map.resize(map_at + MAP_PER_PAGE, 0);
         let map = &mut self.map[map_at..];
         for (bits, group) in map.iter_mut().zip(xored.as_chunks::<8>().0) {
-            for (j, &word) in group.iter().enumerate() {
-                // `count` is below the page's number of words: the mask only drops the check.
-                kept[count & (WORDS_PER_PAGE - 1)] = word;
-                let not_zero = usize::from(word != 0);
-                *bits |= (not_zero as u8) << j;
-                count += not_zero;
+            for (j, &[low, high]) in group.as_chunks::<2>().0.iter().enumerate() {
+                let (low_kept, high_kept) = (usize::from(low != 0), usize::from(high != 0));
+                // `count` stays at most the page's number of words: the mask only drops the
+                // bounds check.
+                kept[count & (2 * WORDS_PER_PAGE - 1)] = if low_kept == 1 { low } else { high };
+                kept[(count + 1) & (2 * WORDS_PER_PAGE - 1)] = high;
+                *bits |= ((low_kept | high_kept << 1) as u8) << (2 * j);
+                count += low_kept + high_kept;
             }
         }
-        self.words.reserve(count * WORD);
-        for word in &kept[..count] {
-            self.words.extend_from_slice(&word.to_ne_bytes());
+        let at = self.words.len();
+        self.words.resize(at + count * WORD, 0);
+        let out = self.words[at..].as_chunks_mut::<WORD>().0;
+        for (out, word) in out.iter_mut().zip(&kept[..count]) {
+            *out = word.to_ne_bytes();
         }
-    }
-
-    /// Pages the runs name.
-    fn runs_pages(&self) -> usize {
-        self.runs.iter().map(|&(_, count)| count as usize).sum()
     }
 
     /// Bytes of the saved pages (before packing and compression).
