@@ -45,14 +45,19 @@ impl MemoryDiff {
     /// not all zeros), each XOR its fresh page. `memory` is a live sandbox's memory: only the
     /// pages the kernel says may have been written are compared ([`super::resident`]).
     pub(crate) fn capture(memory: &[u8], image: &[u8]) -> Self {
-        let whole = [0..memory.len()];
-        let written = super::resident::candidates(memory);
-        Self::capture_in(memory, image, written.as_deref().unwrap_or(&whole))
+        match super::resident::candidates(memory) {
+            Some(written) => Self::capture_in(memory, image, written),
+            None => Self::capture_in(memory, image, std::iter::once(0..memory.len())),
+        }
     }
 
     /// [`MemoryDiff::capture`] comparing only the pages in `ranges` (ascending, page-aligned):
     /// every other page is known to be unchanged.
-    pub(crate) fn capture_in(memory: &[u8], image: &[u8], ranges: &[Range<usize>]) -> Self {
+    pub(crate) fn capture_in(
+        memory: &[u8],
+        image: &[u8],
+        ranges: impl IntoIterator<Item = Range<usize>>,
+    ) -> Self {
         let mut diff = MemoryDiff {
             size: memory.len() as u64,
             runs: Vec::new(),
@@ -304,7 +309,7 @@ mod tests {
         assert!(restored == memory);
 
         // Told which pages may have changed, only those are compared.
-        let told = MemoryDiff::capture_in(&memory, &image, &[PAGE..2 * PAGE, 6 * PAGE..8 * PAGE]);
+        let told = MemoryDiff::capture_in(&memory, &image, [PAGE..2 * PAGE, 6 * PAGE..8 * PAGE]);
         assert_eq!(told.runs, vec![(1, 1), (6, 1)]);
         assert_eq!(told.check(), Ok(()));
     }

@@ -224,6 +224,10 @@ mod tests {
     }
 
     #[test]
+    #[expect(
+        clippy::single_range_in_vec_init,
+        reason = "one range is what is expected"
+    )]
     fn pages_of_a_private_file_mapping_are_candidates_once_written() {
         let path =
             std::env::temp_dir().join(format!("codemode-resident-test-{}.bin", std::process::id()));
