@@ -118,7 +118,19 @@ pub(crate) fn check_saveable(wasm: &[u8]) -> Result<(), String> {
                     }
                 }
             }
-            Payload::MemorySection(section) => memories += section.count(),
+            Payload::MemorySection(section) => {
+                for memory in section {
+                    let memory = memory.map_err(|e| format!("the guest does not parse: {e}"))?;
+                    // Shared pages are not told apart from the image's by the page tables
+                    // (suspend::resident), and other threads could write them meanwhile.
+                    if memory.shared {
+                        return Err(
+                            "the guest's memory is shared, state the runtime cannot save".into(),
+                        );
+                    }
+                    memories += 1;
+                }
+            }
             Payload::TableSection(section) => tables += section.count(),
             Payload::GlobalSection(section) => {
                 for global in section {
@@ -185,6 +197,10 @@ mod tests {
                 "the guest imports `env::m` (Memory(MemoryType { memory64: false, shared: false, initial: 1, maximum: None, page_size_log2: None })), state the runtime cannot save",
             ),
             (r#"(module)"#, "the guest has 0 memories (1 expected)"),
+            (
+                r#"(module (memory 1 1 shared))"#,
+                "the guest's memory is shared, state the runtime cannot save",
+            ),
             (
                 r#"(module (memory 1) (global (mut i64) (i64.const 0)))"#,
                 "the guest has 1 mutable globals ([I64]); only one i32 (the shadow-stack pointer) can be restored",

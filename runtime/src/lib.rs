@@ -88,8 +88,8 @@ pub use park::{EvalControl, HumanWait, ParkRequest};
 pub use runtime::{GUEST_WASM, Runtime};
 pub use suggest::closest;
 pub use suspend::{
-    Answer, EvalStep, FORMAT_VERSION as SAVE_FORMAT_VERSION, LoadError, PendingCall, ResumeError,
-    Suspended,
+    Answer, EvalStep, FORMAT_VERSION as SAVE_FORMAT_VERSION, LoadError,
+    OLDEST_VERSION as SAVE_OLDEST_VERSION, PendingCall, ResumeError, Suspended,
 };
 /// Cancels an eval started with [`Runtime::eval_cancellable`].
 pub use tokio_util::sync::CancellationToken;

@@ -501,6 +501,6 @@ async fn any_damage_to_saved_bytes_is_a_load_error_never_a_panic() {
     later[8] = 9;
     assert_eq!(
         Suspended::load(&later).unwrap_err().to_string(),
-        "a saved eval of format version 9; this runtime reads version 1"
+        "a saved eval of format version 9; this runtime reads versions 1 to 2"
     );
 }

@@ -42,8 +42,9 @@ use crate::tool::{EvalId, ToolError};
 
 mod format;
 pub(crate) mod memory;
+mod resident;
 
-pub use format::FORMAT_VERSION;
+pub use format::{FORMAT_VERSION, OLDEST_VERSION};
 use memory::MemoryDiff;
 
 /// How an eval that may park ended: finished, or parked for later.
@@ -140,7 +141,7 @@ impl Suspended {
     /// Bytes of linear memory the saved state holds, before compression (the pages that
     /// differ from the guest's image).
     pub fn memory_bytes(&self) -> usize {
-        self.memory.data.len()
+        self.memory.page_bytes()
     }
 
     /// How long capturing the sandbox took when the eval parked (finding the pages that
@@ -151,15 +152,18 @@ impl Suspended {
     }
 
     /// The eval as bytes: versioned ([`FORMAT_VERSION`]), checksummed, naming its guest's
-    /// sha256. [`Suspended::load`] reads them back.
+    /// sha256. [`Suspended::load`] reads them back, and so does a later runtime.
     pub fn save(&self) -> Vec<u8> {
         format::encode(self.guest, &self.state, &self.memory)
     }
 
     /// Reads what [`Suspended::save`] wrote.
     ///
+    /// Reads every format version from [`OLDEST_VERSION`] to [`FORMAT_VERSION`]: evals saved
+    /// before an upgrade resume after it.
+    ///
     /// # Errors
-    /// [`LoadError`] saying what is wrong: not a saved eval, another format version, a
+    /// [`LoadError`] saying what is wrong: not a saved eval, a newer format version, a
     /// checksum mismatch (corrupted), truncated or malformed. Never panics, whatever `bytes`.
     pub fn load(bytes: &[u8]) -> Result<Suspended, LoadError> {
         let (guest, state, memory) = format::decode(bytes)?;
@@ -186,12 +190,15 @@ pub enum LoadError {
     /// The bytes do not start like a saved eval.
     #[error("not a saved eval (the bytes do not start with the saved-eval magic)")]
     NotASavedEval,
-    /// Saved in another format version.
-    #[error("a saved eval of format version {found}; this runtime reads version {supported}")]
+    /// Saved in a format version this runtime does not read (a newer one).
+    #[error(
+        "a saved eval of format version {found}; this runtime reads versions {} to {supported}",
+        OLDEST_VERSION
+    )]
     Version {
         /// The version the bytes say.
         found: u16,
-        /// The version this runtime reads.
+        /// The newest version this runtime reads.
         supported: u16,
     },
     /// The checksum does not match: the bytes were corrupted (or cut) after saving.
