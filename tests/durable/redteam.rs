@@ -127,3 +127,84 @@ fn a_replayed_saved_eval_does_not_run_its_approved_call_again() {
         node.log()
     );
 }
+
+/// A node that runs a resumed eval and stalls for longer than `RUNNING_LEASE` (6 s: a VM
+/// pause, a stop-the-world stall, CPU starvation, or its Redis writes held up) is called dead
+/// by a retry elsewhere: "the rest of the script did not run, and the result is lost; starting
+/// the script over would repeat those calls". It was not dead: once it goes on, the script
+/// runs to its end and its result is delivered (and kept in the store). The lease
+/// (host/src/server/durable/lease.rs `Running::Abandoned`, message in
+/// host/src/server/eval.rs `retry_from_store`) is taken as proof of death, with no fencing.
+#[test]
+fn a_stalled_node_is_not_reported_as_having_lost_the_eval() {
+    use crate::flow::{FILE, FIRST_LINE, prepare};
+    use crate::harness::{ASKED_TOOL, Cluster};
+
+    let cluster = Cluster::start("redteam_stalled", 2, 0);
+    prepare(&cluster.files);
+    let path = cluster.files.join(FILE);
+    let written = format!("{FIRST_LINE}napping\n");
+    let code = format!(
+        "await codemode.{ASKED_TOOL}({{path: {path}, content: {written}}});\n\
+         await codemode.nap({{}});\n\
+         return 'woke';",
+        path = json!(path.display().to_string()),
+        written = json!(written),
+    );
+    let args = json!({"code": code});
+    let node0 = cluster.node(0).mcp_url();
+    let asked = block_on(client::call_tool(&node0, GATE, &args, None))
+        .unwrap()
+        .result;
+    cluster.await_parked(1);
+    let state = request_state(&asked);
+    let answering = std::thread::spawn({
+        let (node0, args, state, answers) = (
+            node0.clone(),
+            args.clone(),
+            state.clone(),
+            approve_all(&asked),
+        );
+        move || {
+            block_on(client::call_tool(
+                &node0,
+                GATE,
+                &args,
+                Some((&state, answers)),
+            ))
+        }
+    });
+    await_some("the resumed eval's write", || {
+        (std::fs::read_to_string(&path).ok()? == written).then_some(())
+    });
+    // Node 0 stalls (it is not dead); the client's retry reaches node 1 meanwhile.
+    cluster.node(0).signal("STOP");
+    let retry = block_on(client::call_tool(
+        &cluster.node(1).mcp_url(),
+        GATE,
+        &args,
+        Some((&state, approve_all(&asked))),
+    ))
+    .unwrap()
+    .result;
+    cluster.node(0).signal("CONT");
+    let finished = answering.join().unwrap().unwrap().result;
+    // (The nap is `sleep 30`, so the eval ends with its 30 s wall-clock timeout: an outcome all
+    // the same, delivered to the request on node 0, and kept in the store.)
+    assert_eq!(finished["resultType"], "complete", "{finished}");
+    let later = block_on(client::call_tool(
+        &cluster.node(1).mcp_url(),
+        GATE,
+        &args,
+        Some((&state, approve_all(&asked))),
+    ))
+    .unwrap()
+    .result;
+    assert_eq!(later["structuredContent"], finished["structuredContent"]);
+    let told = retry["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        !told.contains("the result is lost"),
+        "the retry on node 1 was told {told:?}, yet node 0 finished the eval and the same retry now gets its result: {}",
+        later["content"][0]["text"]
+    );
+}
