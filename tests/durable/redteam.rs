@@ -208,3 +208,63 @@ fn a_stalled_node_is_not_reported_as_having_lost_the_eval() {
         later["content"][0]["text"]
     );
 }
+
+/// The store becomes unreachable while a retry on node 1 waits for an eval that node 0 runs
+/// (resumed by the same retry sent to node 0): node 1 tells the client "this eval is no longer
+/// waiting for input (…); run it again" — advice that repeats the asked write — although
+/// node 0 still runs the eval and answers its own request. `Durable::running` (lease.rs)
+/// maps a store error to `Running::No`, and `take_result` maps one to `None`, so the wait in
+/// `retry_from_store` (eval.rs) ends as if the eval were gone. (A retry that *starts* during
+/// the outage is told the store cannot be reached: outages::redis_stopped_mid_serve….)
+#[test]
+fn a_store_outage_while_a_retry_waits_is_not_reported_as_a_finished_eval() {
+    use crate::flow::{FILE, FIRST_LINE, prepare};
+    use crate::harness::{ASKED_TOOL, Cluster};
+
+    let mut cluster = Cluster::start("redteam_outage_wait", 2, 0);
+    prepare(&cluster.files);
+    let path = cluster.files.join(FILE);
+    let written = format!("{FIRST_LINE}napping\n");
+    let code = format!(
+        "await codemode.{ASKED_TOOL}({{path: {path}, content: {written}}});\n\
+         await codemode.nap({{}});\n\
+         return 'woke';",
+        path = json!(path.display().to_string()),
+        written = json!(written),
+    );
+    let args = json!({"code": code});
+    let node0 = cluster.node(0).mcp_url();
+    let asked = block_on(client::call_tool(&node0, GATE, &args, None))
+        .unwrap()
+        .result;
+    cluster.await_parked(1);
+    let state = request_state(&asked);
+    let retry_on = |url: String| {
+        let (args, state, answers) = (args.clone(), state.clone(), approve_all(&asked));
+        std::thread::spawn(move || {
+            block_on(client::call_tool(
+                &url,
+                GATE,
+                &args,
+                Some((&state, answers)),
+            ))
+        })
+    };
+    let answering = retry_on(node0);
+    await_some("the resumed eval's write", || {
+        (std::fs::read_to_string(&path).ok()? == written).then_some(())
+    });
+    let waiting = retry_on(cluster.node(1).mcp_url());
+    // Let node 1 reach its wait for node 0's result (it answers nothing until then).
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    cluster.redis.stop();
+    let told = waiting.join().unwrap().unwrap().result;
+    let finished = answering.join().unwrap().unwrap().result;
+    assert_eq!(finished["resultType"], "complete", "{finished}");
+    let text = told["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        !text.contains("run it again"),
+        "node 1 told the client {text:?} while node 0 still ran the eval, which ended with: {}",
+        finished["content"][0]["text"]
+    );
+}
