@@ -268,3 +268,44 @@ fn a_store_outage_while_a_retry_waits_is_not_reported_as_a_finished_eval() {
         finished["content"][0]["text"]
     );
 }
+
+/// With the store unreachable, `GET /approvals` answers `200 {"approvals": []}`: the asks of
+/// every saved eval vanish from the approvers' view with no error, as if nothing waited
+/// (`Durable::parked_asks` / `decided_asks` in host/src/server/durable/asks.rs turn a store
+/// error into an empty list), and deciding a listed ask answers `404` (`Durable::decide`
+/// maps the store error to `DecideError::NotFound`). Every bad condition gets a clear error:
+/// the listing should fail (or say it is partial), the decision say the store is down.
+#[test]
+fn the_approval_listing_does_not_look_complete_while_the_store_is_down() {
+    use crate::flow::{prepare, script};
+    use crate::harness::Cluster;
+
+    let mut cluster = Cluster::start("redteam_listing_outage", 1, 0);
+    prepare(&cluster.files);
+    let node0 = cluster.node(0).mcp_url();
+    let args = json!({"code": script(&cluster.files)});
+    let asked = block_on(client::call_tool(&node0, GATE, &args, None))
+        .unwrap()
+        .result;
+    assert_eq!(client::input_keys(&asked).len(), 1, "{asked}");
+    cluster.await_parked(1);
+    let base = cluster.node(0).base_url();
+    let listed = block_on(client::pending_approvals(&base)).unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+
+    cluster.redis.stop();
+    let mut problems = Vec::new();
+    let during = block_on(client::pending_approvals(&base));
+    if during.is_ok() {
+        problems.push(format!("GET /approvals answered as complete: {during:?}"));
+    }
+    // Deciding the listed ask: `Durable::decide` turns the store error into NotFound.
+    let id = listed[0]["id"].as_str().unwrap();
+    let (status, body) = block_on(client::decide(&base, id, "approve_once")).unwrap();
+    if status == 404 {
+        problems.push(format!(
+            "POST /approvals/{id} answered 404 (no such ask): {body}"
+        ));
+    }
+    assert!(problems.is_empty(), "with the store down: {problems:#?}");
+}
