@@ -22,6 +22,7 @@ mod legacy;
 mod limits;
 mod local_dir;
 mod outages;
+mod redteam;
 mod restart;
 mod scopes;
 mod stateless;

@@ -155,6 +155,15 @@ impl Node {
         self.log.lock().expect("log lock").join("\n")
     }
 
+    /// Sends `signal` (`STOP`, `CONT`, …) to the process.
+    pub fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -{signal} failed");
+    }
+
     /// `SIGKILL`: no chance to save anything.
     pub fn kill(mut self) {
         let _ = self.child.kill();

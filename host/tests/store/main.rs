@@ -14,6 +14,8 @@ use codemode_policies::{DurableConfig, RedisUrl, StoreLocation};
 use codemode_test_support::scratch_dir;
 use codemode_test_support::services::{RedisServer, free_port};
 
+mod failover_attacks;
+
 const MINUTE: Duration = Duration::from_secs(60);
 
 fn key(byte: u8) -> StateKey {
