@@ -173,6 +173,15 @@ fn a_node_killed_in_the_middle_of_a_resume_fails_the_retry_clearly_and_repeats_n
     await_some("the resumed eval's write", || {
         (std::fs::read_to_string(&path).ok()? == written).then_some(())
     });
+    // Its audit record too: the audit is written beside the script, and a SIGKILL loses what
+    // is still queued.
+    await_some("the write's audit record", || {
+        cluster
+            .audit_of(0)
+            .iter()
+            .any(|r| r["event"] == "tool_call" && r["tool"] == ASKED_TOOL)
+            .then_some(())
+    });
     cluster.take(0).kill();
     assert!(
         answering.join().unwrap().is_err(),
@@ -180,7 +189,7 @@ fn a_node_killed_in_the_middle_of_a_resume_fails_the_retry_clearly_and_repeats_n
     );
 
     let node1 = cluster.node(1).mcp_url();
-    let abandoned = json!({"content": [{"type": "text", "text": "the node that resumed this eval stopped before the eval finished: the tool calls it made until then were made once (its audit log has them), the rest of the script did not run, and the result is lost; starting the script over would repeat those calls"}],
+    let abandoned = json!({"content": [{"type": "text", "text": "the node that resumed this eval has not renewed its hold on it for over 6 s: either it stopped, and then the tool calls it made until then were made once (its audit log has them) and the rest of the script will not run, or it stalls, and then it may still finish: retry with the same requestState later to get its result if it does; starting the script over would repeat the calls already made"}],
                            "isError": true, "resultType": "complete"});
     for _ in 0..2 {
         let retry = block_on(client::call_tool(

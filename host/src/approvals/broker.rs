@@ -52,6 +52,9 @@ pub enum DecideError {
     /// `decline` for a question, an answer that is not an option (`422`).
     #[error("{0}")]
     Invalid(String),
+    /// Where the request is kept (the durable store) cannot be reached now (`503`).
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 enum Reply {
@@ -87,10 +90,11 @@ pub struct ApprovalBroker {
 /// The asks of evals parked in the durable store (any node's): listed and decided through the
 /// approval API beside this process's own pending requests.
 pub trait ParkedAsks: Send + Sync {
-    /// Their views, as the API shows them.
-    fn list(&self) -> codemode_runtime::BoxFuture<'_, Vec<serde_json::Value>>;
-    /// The decisions given to them, as the API shows decisions, newest first.
-    fn decided(&self) -> codemode_runtime::BoxFuture<'_, Vec<serde_json::Value>>;
+    /// Their views, as the API shows them; `Err` (in words) when they cannot be read now.
+    fn list(&self) -> codemode_runtime::BoxFuture<'_, Result<Vec<serde_json::Value>, String>>;
+    /// The decisions given to them, as the API shows decisions, newest first; `Err` (in
+    /// words) when they cannot be read now.
+    fn decided(&self) -> codemode_runtime::BoxFuture<'_, Result<Vec<serde_json::Value>, String>>;
     /// Decides ask `id` (the same checks as [`ApprovalBroker::decide`]) and resumes its eval.
     fn decide<'a>(
         &'a self,

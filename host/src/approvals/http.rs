@@ -229,10 +229,9 @@ async fn list(State(api): State<Api>, headers: HeaderMap, Query(q): Query<ListQu
                 .filter_map(|v| serde_json::to_value(v.as_ref()).ok())
                 .collect();
             if let Some(parked) = api.broker.parked() {
-                for view in parked.list().await {
-                    if !views.iter().any(|v| v.get("id") == view.get("id")) {
-                        views.push(view);
-                    }
+                match parked.list().await {
+                    Ok(saved) => merge_by_id(&mut views, saved),
+                    Err(e) => return partial(views, e),
                 }
             }
             axum::Json(json!({"approvals": views})).into_response()
@@ -247,10 +246,9 @@ async fn list(State(api): State<Api>, headers: HeaderMap, Query(q): Query<ListQu
                 .collect();
             // Decisions on parked evals' asks are in the store, for every node to list.
             if let Some(parked) = api.broker.parked() {
-                for view in parked.decided().await {
-                    if !views.iter().any(|v| v.get("id") == view.get("id")) {
-                        views.push(view);
-                    }
+                match parked.decided().await {
+                    Ok(saved) => merge_by_id(&mut views, saved),
+                    Err(e) => return partial(views, e),
                 }
                 views.sort_by(|a, b| b["decided_at"].as_str().cmp(&a["decided_at"].as_str()));
                 views.truncate(limit);
@@ -367,11 +365,36 @@ async fn decide(
                 DecideError::NotFound(_) => StatusCode::NOT_FOUND,
                 DecideError::Closed(..) => StatusCode::CONFLICT,
                 DecideError::Forbidden(_) => StatusCode::FORBIDDEN,
+                DecideError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                 _ => StatusCode::UNPROCESSABLE_ENTITY,
             };
             error(status, e.to_string())
         }
     }
+}
+
+/// Adds the views of `more` whose ids `views` lacks.
+fn merge_by_id(views: &mut Vec<serde_json::Value>, more: Vec<serde_json::Value>) {
+    let mut seen: std::collections::HashSet<String> = views
+        .iter()
+        .filter_map(|v| v.get("id").and_then(|i| i.as_str()).map(str::to_string))
+        .collect();
+    for view in more {
+        let id = view.get("id").and_then(|i| i.as_str()).map(str::to_string);
+        if id.is_none_or(|id| seen.insert(id)) {
+            views.push(view);
+        }
+    }
+}
+
+/// `503` with this node's own `views` and why the saved ones are missing: a listing never
+/// looks complete when it is not.
+fn partial(views: Vec<serde_json::Value>, why: String) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(json!({"approvals": views, "incomplete": true, "error": why})),
+    )
+        .into_response()
 }
 
 async fn page() -> Response {

@@ -381,10 +381,19 @@ impl Durable {
         }
     }
 
-    /// Takes the outcome of a resumed eval, if one is waiting.
-    pub async fn take_result(&self, token: &str) -> Option<EvalOutcome> {
-        let record = self.store.take(&format!("result:{token}")).await.ok()??;
-        serde_json::from_slice(&record.value).ok()
+    /// The outcome of a resumed eval, if one is kept: read, not taken, so that every retry
+    /// with its `requestState` gets it (a client whose answer was lost retries) until the
+    /// record expires.
+    ///
+    /// # Errors
+    /// When the store cannot be read, in words.
+    pub async fn result(&self, token: &str) -> Result<Option<EvalOutcome>, String> {
+        let record = self
+            .store
+            .get(&format!("result:{token}"))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(record.and_then(|r| serde_json::from_slice(&r.value).ok()))
     }
 
     /// Whether `token` names a parked eval, a resumed one still running, or a waiting result.

@@ -359,7 +359,7 @@ impl CodemodeServer {
                 }
             }
         }
-        if let Some(outcome) = durable.take_result(token).await {
+        if let Ok(Some(outcome)) = durable.result(token).await {
             return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
         }
         match resume_from_store(&self.state, token).await {
@@ -377,13 +377,16 @@ impl CodemodeServer {
         let mut running = Running::No;
         let mut neither = 0;
         for _ in 0..RESULT_PATIENCE_STEPS {
-            if let Some(outcome) = durable.take_result(token).await {
-                return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
+            match durable.result(token).await {
+                Ok(Some(outcome)) => {
+                    return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
+                }
+                Ok(None) => running = durable.running(token).await,
+                Err(_) => running = Running::Unknown,
             }
-            running = durable.running(token).await;
             match running {
                 Running::Yes => neither = 0,
-                Running::Abandoned => break,
+                Running::Abandoned | Running::Unknown => break,
                 Running::No => {
                     neither += 1;
                     if neither > STORE_PATIENCE_STEPS {
@@ -398,12 +401,17 @@ impl CodemodeServer {
                 "this eval is running on another node, which was given its answer; retry with the same requestState to get its result"
             }
             Running::Abandoned => {
-                "the node that resumed this eval stopped before the eval finished: the tool calls it made until then were made once (its audit log has them), the rest of the script did not run, and the result is lost; starting the script over would repeat those calls"
+                "the node that resumed this eval has not renewed its hold on it for over 6 s: either it stopped, and then the tool calls it made until then were made once (its audit log has them) and the rest of the script will not run, or it stalls, and then it may still finish: retry with the same requestState later to get its result if it does; starting the script over would repeat the calls already made"
+            }
+            Running::Unknown => {
+                "the durable store cannot be reached, so this node cannot tell how this eval, resumed on another node, is doing: retry with the same requestState once the store is back (starting the script over would repeat its calls)"
             }
             Running::No => {
                 return durable
-                    .take_result(token)
+                    .result(token)
                     .await
+                    .ok()
+                    .flatten()
                     .map(|outcome| Ok(eval_result(&outcome, self.text_budget()).into()));
             }
         };

@@ -163,6 +163,15 @@ impl Failover {
                 .flatten(),
         };
         let number = self.inner.next.fetch_add(1, Ordering::Relaxed);
+        // The JSON-RPC id is the client's choice: one too big to keep is not recorded (if this
+        // node dies, a reconnection then gets 410 instead of the node-lost error).
+        let size = serde_json::to_vec(&in_flight).map_or(usize::MAX, |v| v.len());
+        if size > MAX_RECORD_BYTES {
+            let response = next
+                .run(Request::from_parts(parts, Body::from(bytes)))
+                .await;
+            return self.mark(response, None);
+        }
         // Written beside the request, not before it: a slow or unreachable store (up to its
         // command timeout) must not hold up the session.
         let sessions = self.inner.sessions.clone();
@@ -177,7 +186,7 @@ impl Failover {
         let response = next
             .run(Request::from_parts(parts, Body::from(bytes)))
             .await;
-        self.mark(response, Some((number, Some(recorded))))
+        self.mark(response, Some((number, Forget::After(recorded))))
     }
 
     /// A session's standalone stream, or a reconnection to a stream.
@@ -194,12 +203,19 @@ impl Failover {
         let Some(marked) = Marked::parse(&last) else {
             return next.run(request).await;
         };
-        if marked.node == self.inner.node {
+        if marked.node.eq_ignore_ascii_case(&self.inner.node) {
             let event = HeaderValue::from_str(marked.event).unwrap_or(HeaderValue::from_static(""));
             request.headers_mut().insert(LAST_EVENT_ID, event);
             let response = next.run(request).await;
-            return self.mark(response, marked.request.map(|n| (n, None)));
+            // Its ids are marked as the request's; its record is forgotten only if it is this
+            // session's (anyone may send a Last-Event-ID naming another session's request).
+            let owner = SealedSessionStore::record_key(session);
+            return self.mark(
+                response,
+                marked.request.map(|n| (n, Forget::IfOwnedBy(owner))),
+            );
         }
+        let node = marked.node.to_ascii_lowercase();
         let Some(number) = marked.request else {
             // The lost node's standalone stream: a new one here.
             request.headers_mut().remove(LAST_EVENT_ID);
@@ -210,17 +226,16 @@ impl Failover {
         // the request ends once, however many nodes its client reaches (the TypeScript SDK
         // reconnects after an error event; the next attempt gets 410, and it gives up).
         let session = SealedSessionStore::record_key(session);
-        let found = match self.inner.sessions.request(marked.node, number).await {
+        let found = match self.inner.sessions.request(&node, number).await {
             Ok(Some(lost)) if lost.session == session => {
-                self.inner.sessions.take_request(marked.node, number).await
+                self.inner.sessions.take_request(&node, number).await
             }
             other => other.map(|_| None),
         };
         match found {
             Ok(Some(lost)) if lost.session == session => {
                 tracing::info!(
-                    "a reconnection to request {number} of node {}, which is gone: ended with an error",
-                    marked.node
+                    "a reconnection to request {number} of node {node}, which is gone: ended with an error"
                 );
                 node_lost_response(&lost)
             }
@@ -241,20 +256,27 @@ impl Failover {
 
     /// `response` with its event ids marked as this node's (and, for a request's stream, the
     /// request's number) when it is an SSE stream; a request's record is forgotten when its
-    /// stream ends (after `recorded`, its writing, when that is still under way).
-    fn mark(
-        &self,
-        response: Response,
-        request: Option<(u64, Option<tokio::task::JoinHandle<()>>)>,
-    ) -> Response {
+    /// stream ends or its client drops it, as `forget` says.
+    fn mark(&self, response: Response, request: Option<(u64, Forget)>) -> Response {
         let number = request.as_ref().map(|(n, _)| *n);
-        let forget = request.map(|(number, recorded)| {
+        let forget = request.map(|(number, forget)| {
             let sessions = self.inner.sessions.clone();
             let node = self.inner.node.clone();
             move || {
-                tokio::spawn(async move {
-                    if let Some(recorded) = recorded {
-                        let _ = recorded.await;
+                // A dropped body may be dropped outside the runtime (at shutdown): then nothing
+                // is forgotten, and the record expires.
+                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    return;
+                };
+                runtime.spawn(async move {
+                    match forget {
+                        Forget::After(recorded) => {
+                            let _ = recorded.await;
+                        }
+                        Forget::IfOwnedBy(owner) => match sessions.request(&node, number).await {
+                            Ok(Some(recorded)) if recorded.session == owner => {}
+                            _ => return,
+                        },
                     }
                     if let Err(e) = sessions.forget_request(&node, number).await {
                         tracing::debug!("request {number} stays recorded until it expires: {e}");
@@ -322,8 +344,22 @@ fn node_lost_response(request: &InFlightRequest) -> Response {
         .into_response()
 }
 
-/// An SSE body with `suffix` appended to each non-empty `id:` field; `on_end` runs when the
-/// stream ends (not when it is dropped: the client may come back for it).
+/// When a request's record is forgotten ([`Failover::mark`]).
+enum Forget {
+    /// After its writing (still under way, maybe) ends: the request's own response stream.
+    After(tokio::task::JoinHandle<()>),
+    /// If the record belongs to the session with this record key: a reconnection.
+    IfOwnedBy(String),
+}
+
+/// The largest in-flight record kept (its JSON-RPC id is the client's choice).
+const MAX_RECORD_BYTES: usize = 4096;
+
+/// An SSE body with `suffix` appended to each non-empty `id:` field; `on_end` runs once, when
+/// the stream ends or is dropped (its client went away: a record kept for a client that may
+/// never come back would outlive the request by the session's lifetime; one that does come
+/// back to this node gets its stream, and only a node death in between then ends the request
+/// with 410 instead of the node-lost error).
 struct MarkIds {
     inner: BodyDataStream,
     suffix: Vec<u8>,
@@ -396,6 +432,14 @@ impl Stream for MarkIds {
                     }
                 }
             }
+        }
+    }
+}
+
+impl Drop for MarkIds {
+    fn drop(&mut self) {
+        if let Some(on_end) = self.on_end.take() {
+            on_end();
         }
     }
 }

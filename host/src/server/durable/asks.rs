@@ -27,6 +27,9 @@ struct DecisionRecord {
     /// When it was decided (RFC 3339 UTC).
     #[serde(default)]
     decided_at: String,
+    /// Whether a resumed eval has taken it: a decision approves one call once.
+    #[serde(default)]
+    used: bool,
 }
 
 impl DecisionRecord {
@@ -82,6 +85,7 @@ impl Durable {
             channel: answer.channel,
             view,
             decided_at: codemode_policies::rfc3339_utc(std::time::SystemTime::now()),
+            used: false,
         })
         .unwrap_or_default();
         // The first answer wins, as in the broker: a later one is refused.
@@ -91,25 +95,31 @@ impl Durable {
     }
 
     /// The asks of every parked eval of the cluster, as the approval API shows them.
-    pub async fn parked_asks(&self) -> Vec<Value> {
-        let Ok(listing) = self.store.list("ask:").await else {
-            return Vec::new();
-        };
-        listing
+    ///
+    /// # Errors
+    /// When the store cannot be read, in words.
+    pub async fn parked_asks(&self) -> Result<Vec<Value>, String> {
+        let listing = self.store.list("ask:").await.map_err(unreachable_store)?;
+        Ok(listing
             .records
             .iter()
             .filter_map(|record| serde_json::from_slice::<AskRecord>(&record.value).ok())
             .map(|ask| ask.view)
-            .collect()
+            .collect())
     }
 
     /// The decisions given to parked evals' asks (on any node, by the approval API or a
     /// client's retry), as the approval API shows decisions, newest first. Each is listed until
     /// its ask's approval time (and the records' grace period) is up.
-    pub async fn decided_asks(&self) -> Vec<Value> {
-        let Ok(listing) = self.store.list("decision:").await else {
-            return Vec::new();
-        };
+    ///
+    /// # Errors
+    /// When the store cannot be read, in words.
+    pub async fn decided_asks(&self) -> Result<Vec<Value>, String> {
+        let listing = self
+            .store
+            .list("decision:")
+            .await
+            .map_err(unreachable_store)?;
         let mut views: Vec<Value> = listing
             .records
             .iter()
@@ -117,7 +127,7 @@ impl Durable {
             .filter_map(DecisionRecord::decided_view)
             .collect();
         views.sort_by(|a, b| b["decided_at"].as_str().cmp(&a["decided_at"].as_str()));
-        views
+        Ok(views)
     }
 
     /// Decides ask `id` of a parked eval through the approval API, then resumes the eval here.
@@ -136,8 +146,7 @@ impl Durable {
             .store
             .get(&format!("ask:{id}"))
             .await
-            .ok()
-            .flatten()
+            .map_err(|e| DecideError::Unavailable(unreachable_store(e)))?
             .ok_or_else(|| DecideError::NotFound(id.to_string()))?;
         let ask: AskRecord = serde_json::from_slice(&record.value)
             .map_err(|_| DecideError::NotFound(id.to_string()))?;
@@ -186,10 +195,20 @@ impl Decisions for Durable {
     fn take(&self, id: &str) -> BoxFuture<'_, Option<ApprovalAnswer>> {
         let key = format!("decision:{id}");
         Box::pin(async move {
-            // Read, not taken: the record stays until its ask's time is up, so that a second
-            // answer arriving after the resume is still refused as "already decided".
+            // Kept, marked used, not taken: the record stays until its ask's time is up, so that
+            // a second answer arriving after the resume is still refused as "already decided",
+            // and the decided listing shows it. Marked used, so that an `eval:` record a store
+            // writer puts back after the resume asks its human again instead of taking this
+            // approval a second time (replay of both records at once is beyond sealing: see
+            // SECURITY.md).
             let record = self.store.get(&key).await.ok()??;
-            let d: DecisionRecord = serde_json::from_slice(&record.value).ok()?;
+            let mut d: DecisionRecord = serde_json::from_slice(&record.value).ok()?;
+            if d.used {
+                return None;
+            }
+            d.used = true;
+            let used = serde_json::to_vec(&d).ok()?;
+            self.store.put(&key, &used, record.remaining()).await.ok()?;
             let decision = parse_decision(&d.decision).unwrap_or(ApprovalDecision::Decline);
             let mut answer = ApprovalAnswer::new(decision, d.channel).with_reason(d.reason);
             answer.decided_by = d.decided_by;
@@ -199,11 +218,11 @@ impl Decisions for Durable {
 }
 
 impl crate::approvals::broker::ParkedAsks for Durable {
-    fn list(&self) -> BoxFuture<'_, Vec<Value>> {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<Value>, String>> {
         Box::pin(self.parked_asks())
     }
 
-    fn decided(&self) -> BoxFuture<'_, Vec<Value>> {
+    fn decided(&self) -> BoxFuture<'_, Result<Vec<Value>, String>> {
         Box::pin(self.decided_asks())
     }
 
@@ -216,4 +235,11 @@ impl crate::approvals::broker::ParkedAsks for Durable {
     ) -> BoxFuture<'a, Result<(), DecideError>> {
         Box::pin(Durable::decide(self, id, decider, decision, reason))
     }
+}
+
+/// What the approval API says when the store cannot be read.
+fn unreachable_store(e: crate::store::StoreError) -> String {
+    format!(
+        "the durable store cannot be reached ({e}): the asks of saved evals cannot be listed or decided until it is back"
+    )
 }

@@ -21,6 +21,8 @@ pub enum Running {
     Abandoned,
     /// No node runs it (never resumed, or it ended).
     No,
+    /// The store cannot be read: nobody here can tell.
+    Unknown,
 }
 
 impl Durable {
@@ -82,7 +84,8 @@ impl Durable {
                     Running::Abandoned
                 }
             }
-            _ => Running::No,
+            Ok(None) => Running::No,
+            Err(_) => Running::Unknown,
         }
     }
 }
