@@ -184,24 +184,32 @@ impl CodemodeServer {
             cancel.clone(),
             done_tx,
         );
-        // On a thread of its own (the blocking pool), not on the async workers: guest code runs
+        // On a thread of its own ([`super::threads`]), not on the async workers: guest code runs
         // without yielding until it waits on a tool, so busy scripts on every worker would stall
         // every other session, the approval API and new connections. The OS shares the cores
-        // between eval threads instead. A blocking task cannot be aborted: it stops through
-        // `cancel`, which every path that aborts it cancels first.
+        // between eval threads instead. A running eval stops through `cancel`.
         let handle = tokio::runtime::Handle::current();
-        let task = tokio::task::spawn_blocking(move || {
+        let started = self.state.eval_threads.spawn(move || {
             handle.block_on(async move {
                 eval.await;
                 drop(running);
             })
         });
+        if let Err(e) = started {
+            if let Some(s) = &suspended {
+                self.state.suspensions.remove(s.token());
+            }
+            return Err(McpError::internal_error(
+                format!("cannot start a thread for the eval: {e}"),
+                None,
+            ));
+        }
         match suspended {
             Some(s) => {
-                s.set_task(task, cancel);
+                s.set_cancel(cancel);
                 self.await_suspended(s, &ctx).await
             }
-            None => self.await_legacy(task, cancel, done_rx, &ctx).await,
+            None => self.await_legacy(cancel, done_rx, &ctx).await,
         }
     }
 
@@ -422,12 +430,10 @@ impl CodemodeServer {
 
     async fn await_legacy(
         &self,
-        task: tokio::task::JoinHandle<()>,
         cancel: CancellationToken,
         done: tokio::sync::oneshot::Receiver<EvalOutcome>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let abort = task.abort_handle();
         let progress = Progress::new(ctx);
         tokio::pin!(done);
         loop {
@@ -441,7 +447,6 @@ impl CodemodeServer {
                 _ = ctx.ct.cancelled() => {
                     // MCP cancellation: stop the sandbox now.
                     cancel.cancel();
-                    abort.abort();
                     return Err(McpError::internal_error("cancelled", None));
                 }
                 _ = progress.tick() => progress.send(ctx).await,
@@ -604,8 +609,9 @@ pub(super) async fn resume_from_store(
     let task_entry = entry.clone();
     let task_cancel = cancel.clone();
     let handle = tokio::runtime::Handle::current();
-    // As a fresh eval: on the blocking pool (see `call_eval`).
-    let task = tokio::task::spawn_blocking(move || {
+    // As a fresh eval: on an eval thread (see `call_eval`).
+    let task_token = entry.token().to_string();
+    let started = state.eval_threads.spawn(move || {
         handle.block_on(async move {
             let Claimed { meta, suspended } = claimed;
             // A profile that no longer exists fails closed: the eval does not go on unchecked.
@@ -686,6 +692,10 @@ pub(super) async fn resume_from_store(
             drop(running);
         })
     });
-    entry.set_task(task, cancel);
+    if let Err(e) = started {
+        state.suspensions.remove(&task_token);
+        return Err(format!("cannot start a thread to resume it: {e}"));
+    }
+    entry.set_cancel(cancel);
     Ok(Some((entry, claim)))
 }

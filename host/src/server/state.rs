@@ -33,6 +33,8 @@ pub struct ServerState {
     next_session: AtomicU64,
     /// The evals in flight, for graceful shutdown.
     pub drain: Arc<super::drain::Drain>,
+    /// The threads evals run on ([`super::threads`]).
+    pub(crate) eval_threads: super::threads::EvalThreads,
     /// Where evals waiting for a human are saved ([`super::durable`]); set once by `serve`.
     durable: std::sync::OnceLock<Arc<super::durable::Durable>>,
 }
@@ -57,6 +59,7 @@ impl ServerState {
             subscribers: Mutex::new(Vec::new()),
             next_session: AtomicU64::new(1),
             drain: Arc::default(),
+            eval_threads: Default::default(),
             durable: std::sync::OnceLock::new(),
         });
         state

@@ -66,7 +66,7 @@ impl Suspensions {
                 ..State::default()
             }),
             changed: Notify::new(),
-            task: Mutex::new(None),
+            cancel: Mutex::new(None),
         });
         let expired: Vec<String> = {
             let mut map = self.lock();
@@ -215,12 +215,7 @@ pub struct Suspended {
     tool: String,
     state: Mutex<State>,
     changed: Notify,
-    task: Mutex<
-        Option<(
-            tokio::task::JoinHandle<()>,
-            codemode_runtime::CancellationToken,
-        )>,
-    >,
+    cancel: Mutex<Option<codemode_runtime::CancellationToken>>,
 }
 
 /// The registering request's claim on an eval's outcome (see [`Suspensions::register`]).
@@ -264,20 +259,15 @@ impl Suspended {
         &self.tool
     }
 
-    /// Keeps the eval's task, so cancellation can stop it.
-    pub fn set_task(
-        &self,
-        task: tokio::task::JoinHandle<()>,
-        cancel: codemode_runtime::CancellationToken,
-    ) {
-        *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some((task, cancel));
+    /// Keeps the eval's cancellation, so that the client's cancellation can stop it.
+    pub fn set_cancel(&self, cancel: codemode_runtime::CancellationToken) {
+        *self.cancel.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel);
     }
 
     /// Stops the eval (the client cancelled): its sandbox is dropped at once.
     pub fn abort(&self) {
-        if let Some((task, cancel)) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(cancel) = self.cancel.lock().unwrap_or_else(|e| e.into_inner()).take() {
             cancel.cancel();
-            task.abort();
         }
     }
 

@@ -139,14 +139,7 @@ pub fn extract_tool_calls(code: &str) -> Preview {
     // unoptimised), and nesting is bounded only by the length: run them on a thread whose
     // stack fits the worst case of a script at the size limit. The stack is reserved, not
     // committed: only a deeply nested script touches much of it.
-    let spawned = std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("codemode-preview".into())
-            .stack_size(PREVIEW_STACK_BYTES)
-            .spawn_scoped(s, || extract_on_this_thread(code))
-            .map(|handle| handle.join())
-    });
-    match spawned {
+    match on_parse_stack(code, "codemode-preview", || extract_on_this_thread(code)) {
         Ok(Ok(preview)) => preview,
         Ok(Err(_panic)) => failed("the preview failed: the parser panicked".into()),
         Err(e) => failed(format!("the preview failed: cannot start its thread: {e}")),
@@ -159,6 +152,35 @@ pub const MAX_PREVIEW_CODE_BYTES: usize = 64 * 1024;
 
 /// Stack of the preview thread: room for `MAX_PREVIEW_CODE_BYTES` nesting levels, twice over.
 pub(crate) const PREVIEW_STACK_BYTES: usize = 256 << 20;
+
+/// Scripts of at most this many bytes are parsed on the calling thread. A nesting level takes
+/// at least one byte, so their parse recurses at most this deep: at ~2 KiB of stack a level
+/// (unoptimised), 512 KiB, within a thread's default 2 MiB. Starting a thread with
+/// [`PREVIEW_STACK_BYTES`] of stack for each eval (`clone`, `mmap`, then `munmap` and its TLB
+/// shootdown across the cores) cost more than a trivial eval itself under HTTP load.
+pub(crate) const ON_THIS_THREAD_BYTES: usize = 256;
+
+/// Runs `parse` (of `code`) where its recursion fits: on the calling thread for a script of at
+/// most [`ON_THIS_THREAD_BYTES`], else on a thread named `name` with [`PREVIEW_STACK_BYTES`] of
+/// stack. `Ok(Err(_))`: the parser panicked (a bug in oxc); `Err`: no thread could start.
+pub(crate) fn on_parse_stack<T: Send>(
+    code: &str,
+    name: &str,
+    parse: impl FnOnce() -> T + Send,
+) -> std::io::Result<std::thread::Result<T>> {
+    if code.len() <= ON_THIS_THREAD_BYTES {
+        return Ok(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+            parse,
+        )));
+    }
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .stack_size(PREVIEW_STACK_BYTES)
+            .spawn_scoped(s, parse)
+            .map(|handle| handle.join())
+    })
+}
 
 fn extract_on_this_thread(code: &str) -> Preview {
     // Fenced, `export default` or TypeScript code: its JavaScript, at the same positions.

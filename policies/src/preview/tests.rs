@@ -240,3 +240,47 @@ fn deep_nesting_and_large_scripts_do_not_crash() {
     );
     assert_eq!((err.line, err.column), (1, 1));
 }
+
+#[test]
+fn small_scripts_parse_on_the_calling_thread_at_any_nesting() {
+    // Up to ON_THIS_THREAD_BYTES the parse runs on the caller's thread: the deepest nesting
+    // that fits in that many bytes must parse there with half a default thread stack (1 MiB).
+    let half_stack = |code: String| {
+        std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || {
+                let preview = extract_tool_calls(&code);
+                let normalized = crate::normalize_with_preview(&code).map(|(s, p)| (s.len(), p));
+                (preview, normalized)
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    };
+    let nestings: &[(&str, &str)] = &[
+        ("(", ")"),
+        ("[", "]"),
+        ("!", ""),
+        ("- ", ""),
+        ("f(", ")"),
+        ("{a:", "}"),
+        ("a?b:", ""),
+        ("x=>", ""),
+        ("`${", "}`"),
+        ("if(a)", ""),
+        ("{", "}"),
+    ];
+    for (open, close) in nestings {
+        let depth = (ON_THIS_THREAD_BYTES - 12) / (open.len() + close.len());
+        let code = format!("{}codemode.x(){}", open.repeat(depth), close.repeat(depth));
+        assert!(code.len() <= ON_THIS_THREAD_BYTES, "{open}");
+        let (preview, normalized) = half_stack(code.clone());
+        assert_eq!(
+            (preview.tools(), &preview.parse_error),
+            (vec!["x"], &None),
+            "{open}"
+        );
+        let (len, from_normalize) = normalized.unwrap();
+        assert_eq!((len, from_normalize), (code.len(), preview), "{open}");
+    }
+}

@@ -75,10 +75,6 @@ impl std::error::Error for ScriptError {}
 /// error).
 pub const MAX_NORMALIZE_BYTES: usize = crate::preview::MAX_PREVIEW_CODE_BYTES;
 
-/// Stack of the parsing thread, as the preview's: oxc recurses once per nesting level, and
-/// nesting is bounded only by the length. Reserved, not committed.
-const STACK_BYTES: usize = crate::preview::PREVIEW_STACK_BYTES;
-
 /// Turns a script as a model wrote it into plain JavaScript with every line and column where
 /// it was.
 ///
@@ -116,12 +112,8 @@ pub fn normalize(code: &str) -> Result<Cow<'_, str>, ScriptError> {
     if code.len() > MAX_NORMALIZE_BYTES {
         return Ok(Cow::Borrowed(code));
     }
-    let spawned = std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("codemode-normalize".into())
-            .stack_size(STACK_BYTES)
-            .spawn_scoped(s, || normalize_on_this_thread(code))
-            .map(|handle| handle.join())
+    let spawned = crate::preview::on_parse_stack(code, "codemode-normalize", || {
+        normalize_on_this_thread(code)
     });
     match spawned {
         Ok(Ok(result)) => result,
@@ -142,16 +134,10 @@ pub fn normalize_with_preview(code: &str) -> Result<(Cow<'_, str>, Preview), Scr
     if code.len() > MAX_NORMALIZE_BYTES {
         return Ok((Cow::Borrowed(code), crate::extract_tool_calls(code)));
     }
-    let spawned = std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("codemode-normalize".into())
-            .stack_size(STACK_BYTES)
-            .spawn_scoped(s, || {
-                let script = normalize_on_this_thread(code)?;
-                let preview = crate::preview::find_calls(&script);
-                Ok((script, preview))
-            })
-            .map(|handle| handle.join())
+    let spawned = crate::preview::on_parse_stack(code, "codemode-normalize", || {
+        let script = normalize_on_this_thread(code)?;
+        let preview = crate::preview::find_calls(&script);
+        Ok((script, preview))
     });
     match spawned {
         Ok(Ok(result)) => result,
