@@ -1,5 +1,5 @@
-//! Red-team findings on durable evals: each test states what should hold and fails while it
-//! does not.
+//! Red-team findings on durable evals, each a test of what holds since its fix (each failed
+//! before it).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,10 +36,11 @@ fn writes_audited(audit: &Path) -> usize {
 
 /// A store writer can replay a record it saw (the seal binds the key and the deadline, not
 /// a use): after a parked eval was resumed and finished, its `eval:` record put back (and its
-/// `result:` deleted) makes the next retry with the same `requestState` resume it again, and
-/// the `decision:` record, kept until the ask's deadline, approves the asked call again:
-/// `fs__write_file` runs twice. `Durable::claim` (host/src/server/durable.rs) takes the record
-/// with no mark that the eval was resumed already.
+/// `result:` deleted) makes the next retry with the same `requestState` resume it again. The
+/// `decision:` record, kept until the ask's deadline, was taken again and approved the asked
+/// call a second time; a decision is now marked used when a resumed eval takes it, so the
+/// replayed eval asks its human again and `fs__write_file` runs once. (Replaying the decision
+/// as it was before its use too is beyond what sealing can stop: SECURITY.md.)
 #[test]
 fn a_replayed_saved_eval_does_not_run_its_approved_call_again() {
     let name = "redteam_replay";
@@ -129,12 +130,12 @@ fn a_replayed_saved_eval_does_not_run_its_approved_call_again() {
 }
 
 /// A node that runs a resumed eval and stalls for longer than `RUNNING_LEASE` (6 s: a VM
-/// pause, a stop-the-world stall, CPU starvation, or its Redis writes held up) is called dead
-/// by a retry elsewhere: "the rest of the script did not run, and the result is lost; starting
-/// the script over would repeat those calls". It was not dead: once it goes on, the script
-/// runs to its end and its result is delivered (and kept in the store). The lease
-/// (host/src/server/durable/lease.rs `Running::Abandoned`, message in
-/// host/src/server/eval.rs `retry_from_store`) is taken as proof of death, with no fencing.
+/// pause, a stop-the-world stall, CPU starvation, or its Redis writes held up) was called dead
+/// by a retry elsewhere ("… the result is lost"). It was not dead: once it goes on, the script
+/// runs to its end and its result is delivered (and kept in the store). A lapsed lease
+/// (host/src/server/durable/lease.rs `Running::Abandoned`) cannot tell the two apart, so the
+/// retry's message (host/src/server/eval.rs `retry_from_store`) now says either may be so, and
+/// the same retry later gets the result.
 #[test]
 fn a_stalled_node_is_not_reported_as_having_lost_the_eval() {
     use crate::flow::{FILE, FIRST_LINE, prepare};
@@ -210,12 +211,12 @@ fn a_stalled_node_is_not_reported_as_having_lost_the_eval() {
 }
 
 /// The store becomes unreachable while a retry on node 1 waits for an eval that node 0 runs
-/// (resumed by the same retry sent to node 0): node 1 tells the client "this eval is no longer
+/// (resumed by the same retry sent to node 0): node 1 told the client "this eval is no longer
 /// waiting for input (…); run it again" — advice that repeats the asked write — although
-/// node 0 still runs the eval and answers its own request. `Durable::running` (lease.rs)
-/// maps a store error to `Running::No`, and `take_result` maps one to `None`, so the wait in
-/// `retry_from_store` (eval.rs) ends as if the eval were gone. (A retry that *starts* during
-/// the outage is told the store cannot be reached: outages::redis_stopped_mid_serve….)
+/// node 0 still ran the eval and answered its own request (a store error read as "not
+/// running" and "no result"). Now `Running::Unknown` ends the wait with "the durable store
+/// cannot be reached …: retry with the same requestState once the store is back". (A retry
+/// that *starts* during the outage: outages::redis_stopped_mid_serve….)
 #[test]
 fn a_store_outage_while_a_retry_waits_is_not_reported_as_a_finished_eval() {
     use crate::flow::{FILE, FIRST_LINE, prepare};
@@ -269,12 +270,10 @@ fn a_store_outage_while_a_retry_waits_is_not_reported_as_a_finished_eval() {
     );
 }
 
-/// With the store unreachable, `GET /approvals` answers `200 {"approvals": []}`: the asks of
-/// every saved eval vanish from the approvers' view with no error, as if nothing waited
-/// (`Durable::parked_asks` / `decided_asks` in host/src/server/durable/asks.rs turn a store
-/// error into an empty list), and deciding a listed ask answers `404` (`Durable::decide`
-/// maps the store error to `DecideError::NotFound`). Every bad condition gets a clear error:
-/// the listing should fail (or say it is partial), the decision say the store is down.
+/// With the store unreachable, `GET /approvals` answered `200 {"approvals": []}` (the asks of
+/// every saved eval vanished with no error, as if nothing waited) and deciding a listed ask
+/// answered `404`. Now the listing answers `503` with this node's own asks, `"incomplete":
+/// true` and why, and the decision `503` saying the store cannot be reached.
 #[test]
 fn the_approval_listing_does_not_look_complete_while_the_store_is_down() {
     use crate::flow::{prepare, script};

@@ -1,5 +1,5 @@
-//! Red-team findings on the failover layer (`host/src/server/failover.rs`): each test states
-//! what should hold and fails while it does not.
+//! Red-team findings on the failover layer (`host/src/server/failover.rs`), each a test of
+//! what holds since its fix (each failed before it).
 
 use super::*;
 
@@ -31,13 +31,12 @@ async fn call_in_flight(
     )
 }
 
-/// Any client that reaches node A (no session of its own needed: a made-up session id does)
-/// can make A forget another session's request in flight: a `Last-Event-ID` naming A and
-/// the victim's request number is rewritten and passed to rmcp, and whatever rmcp answers
-/// (here a non-SSE error for the unknown session), `Failover::mark` forgets
-/// `mcp-request:<A>:<number>` with no check that the request is this session's. A's id is in
-/// every event id it sends; request numbers count up from 1. When A dies, the victim's
-/// reconnection then gets 410 instead of the node-lost error.
+/// Any client that reaches node A (no session of its own needed: a made-up session id did)
+/// could make A forget another session's request in flight: a `Last-Event-ID` naming A and
+/// the victim's request number (A's id is in every event id it sends; request numbers count up
+/// from 1) is passed to rmcp, and `Failover::mark` forgot `mcp-request:<A>:<number>` with no
+/// check that the request was this session's, so when A died the victim's reconnection got
+/// 410 instead of the node-lost error. A reconnection now forgets only its session's record.
 #[tokio::test]
 async fn a_stranger_naming_another_sessions_request_on_its_node_does_not_forget_it() {
     let redis = RedisServer::start(&scratch_dir("store-redis", "rt-forget"));
