@@ -120,9 +120,17 @@ fn the_kubernetes_example_starts_a_node_that_behaves_as_documented() {
     // The ConfigMap's config, with the cluster's names replaced by this machine's: the Redis
     // Service, the audit volume, and an upstream for the `"...": {}` placeholder.
     let mut config = config_map_json(&manifests);
-    let mut redis = RedisServer::start(&dir.join("redis"));
-    assert_eq!(config["durable"]["store"], "redis://redis:6379/0");
-    config["durable"]["store"] = json!(redis.url(0));
+    let redis_password = "kubernetes-redis-password";
+    let mut redis = RedisServer::start_with_password(&dir.join("redis"), redis_password);
+    // The password stays a `${REDIS_PASSWORD}` reference, read from the environment.
+    assert_eq!(
+        config["durable"]["store"],
+        "redis://:${REDIS_PASSWORD}@redis:6379/0"
+    );
+    config["durable"]["store"] = json!(format!(
+        "redis://:${{REDIS_PASSWORD}}@127.0.0.1:{}/0",
+        redis.port()
+    ));
     assert_eq!(config["audit"]["dir"], "/var/log/codemode");
     config["audit"]["dir"] = json!(dir.join("audit"));
     assert_eq!(config["mcpServers"], json!({"...": {}}));
@@ -154,13 +162,16 @@ fn the_kubernetes_example_starts_a_node_that_behaves_as_documented() {
             other => other,
         })
         .collect();
+    // The codemode container's environment from the Secret (then Redis's own).
     let env_names = secret_env_names(&manifests);
     assert_eq!(
         env_names,
         [
             "CODEMODE_STATE_KEY",
             "CODEMODE_TOKEN",
-            "CODEMODE_APPROVER_TOKEN"
+            "CODEMODE_APPROVER_TOKEN",
+            "REDIS_PASSWORD",
+            "REDIS_PASSWORD"
         ]
     );
     let (token, approver) = ("kubernetes-agents-token", "kubernetes-approvers-token");
@@ -168,6 +179,7 @@ fn the_kubernetes_example_starts_a_node_that_behaves_as_documented() {
         (env_names[0].as_str(), KEY),
         (env_names[1].as_str(), token),
         (env_names[2].as_str(), approver),
+        (env_names[3].as_str(), redis_password),
     ];
     let node = Node::start_with_args("node0", &args, &env);
 
