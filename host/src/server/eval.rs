@@ -19,6 +19,7 @@ use serde_json::Value;
 use super::durable::{Claimed, Durable, ParkGate, ParkedMeta, Running};
 use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
+use super::legacy::{LegacyAsker, LegacyEvalToken};
 use super::listing::missing_permissions;
 use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 use super::progress::Progress;
@@ -166,10 +167,31 @@ impl CodemodeServer {
             }
             false => (None, None),
         };
-        let asker: Arc<dyn Asker> = match (&suspended, can_elicit) {
-            (_, false) => Arc::new(NoAsker),
-            (Some(s), true) => Arc::new(s.asker()),
-            (None, true) => Arc::new(PeerAsker::new(ctx.peer.clone())),
+        // A legacy eval parks too when the server has a store: under the token the failover
+        // layer wrote in the request's in-flight record, else a new one.
+        let legacy = match (&suspended, self.state.durable()) {
+            (None, Some(durable)) => {
+                let token = ctx
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.extensions.get::<LegacyEvalToken>())
+                    .map(|t| t.0.clone())
+                    .unwrap_or_else(super::suspend::random_token);
+                let peer = can_elicit.then(|| PeerAsker::new(ctx.peer.clone()));
+                Some(LegacyAsker::new(peer, token, durable.clone()))
+            }
+            _ => None,
+        };
+        let asker: Arc<dyn Asker> = match (&suspended, &legacy, can_elicit) {
+            (Some(s), _, true) => Arc::new(s.asker()),
+            (None, Some(l), _) => l.clone(),
+            (_, _, false) => Arc::new(NoAsker),
+            (None, None, true) => Arc::new(PeerAsker::new(ctx.peer.clone())),
+        };
+        let waiter = match (&suspended, &legacy) {
+            (Some(s), _) => Waiter::Modern(s.clone()),
+            (None, Some(l)) => Waiter::Legacy(l.clone(), tool.clone()),
+            (None, None) => Waiter::Memory,
         };
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
         // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`), on
@@ -180,7 +202,7 @@ impl CodemodeServer {
             code,
             (caller, profile, slot),
             asker,
-            suspended.clone(),
+            waiter,
             cancel.clone(),
             done_tx,
         );
@@ -201,7 +223,10 @@ impl CodemodeServer {
                 s.set_task(task, cancel);
                 self.await_suspended(s, &ctx).await
             }
-            None => self.await_legacy(task, cancel, done_rx, &ctx).await,
+            None => {
+                self.await_legacy(task, (cancel, legacy), done_rx, &ctx)
+                    .await
+            }
         }
     }
 
@@ -211,9 +236,9 @@ impl CodemodeServer {
         code: String,
         (caller, profile, slot): (Caller, Option<Arc<Profile>>, Arc<EvalSlot>),
         asker: Arc<dyn Asker>,
-        suspended: Option<Arc<Suspended>>,
+        waiter: Waiter,
         cancel: CancellationToken,
-        done: tokio::sync::oneshot::Sender<EvalOutcome>,
+        done: tokio::sync::oneshot::Sender<LegacyEnd>,
     ) {
         let state = &self.state;
         let config = state.config();
@@ -221,9 +246,11 @@ impl CodemodeServer {
             sink,
             include_args: config.audit.include_args,
         });
-        // A 2026-07-28 eval can leave memory while it waits for a human: its client comes
-        // back with `requestState`, to this node or any other sharing the store.
-        let durable = state.durable().filter(|_| suspended.is_some()).cloned();
+        // An eval can leave memory while it waits for a human: a 2026-07-28 client comes back
+        // with `requestState`, to this node or any other sharing the store; a legacy request
+        // waits here for the result, wherever the eval resumes.
+        let token = waiter.token().map(str::to_string);
+        let durable = state.durable().filter(|_| token.is_some()).cloned();
         let open_asks = durable.as_ref().map(|d| {
             Arc::new(OpenAsks::new(Some(
                 d.clone() as Arc<dyn crate::approvals::Decisions>
@@ -245,13 +272,13 @@ impl CodemodeServer {
             .park(park.clone())
             .open_asks(open_asks.clone())
             .build();
-        let watcher = match (&durable, &open_asks, &park, &suspended) {
-            (Some(d), Some(asks), Some(park), Some(entry)) => Some(d.watch(
+        let watcher = match (&durable, &open_asks, &park, &token) {
+            (Some(d), Some(asks), Some(park), Some(token)) => Some(d.watch(
                 asks.clone(),
                 park.clone(),
                 ParkGate {
                     client: slot.client().to_string(),
-                    token: entry.token().to_string(),
+                    token: token.clone(),
                     cap: config.limits.per_client.max_parked_evals,
                 },
             )),
@@ -265,35 +292,41 @@ impl CodemodeServer {
         drop(slot);
         let outcome = match step {
             GovernedStep::Finished(outcome) => {
-                if let (Some(d), Some(entry)) = (&durable, &suspended) {
-                    d.not_parked(entry.token());
+                if let (Some(d), Some(token)) = (&durable, &token) {
+                    d.not_parked(token);
                 }
                 outcome
             }
             GovernedStep::Parked(parked) => {
-                let (Some(durable), Some(entry), Some(asks)) = (durable, &suspended, open_asks)
-                else {
+                let (Some(durable), Some(token), Some(asks)) = (durable, &token, open_asks) else {
                     return;
                 };
                 let meta = Durable::meta(
-                    (entry.token(), &client),
-                    entry.tool(),
+                    (token, &client),
+                    waiter.tool(),
                     &code,
                     &eval,
                     &asks.snapshot(),
                 );
-                match park_or_resume(state, &durable, entry, meta, parked, &cancel).await {
+                match park_or_resume(state, &durable, &waiter, meta, parked, &cancel).await {
                     Some(outcome) => outcome,
-                    None => return,
+                    None => {
+                        // Saved: the in-memory copy never runs again. A legacy request waits
+                        // for the result in the store.
+                        let _ = done.send(LegacyEnd::Parked);
+                        return;
+                    }
                 }
             }
         };
-        match suspended {
-            Some(s) => state
-                .suspensions
-                .complete(&s, outcome, config.limits.unfetched_results),
-            None => {
-                let _ = done.send(outcome);
+        match waiter {
+            Waiter::Modern(s) => {
+                state
+                    .suspensions
+                    .complete(&s, outcome, config.limits.unfetched_results)
+            }
+            Waiter::Legacy(..) | Waiter::Memory => {
+                let _ = done.send(LegacyEnd::Finished(outcome));
             }
         }
     }
@@ -371,63 +404,91 @@ impl CodemodeServer {
                 ));
             }
         }
-        // Resumed on another node (an answer reached it first): wait for its result there. The
-        // node that took the eval marks it running just after; a retry racing it may look in
-        // between, so "neither running nor finished" must hold for a while to mean gone.
-        let mut running = Running::No;
-        let mut neither = 0;
-        for _ in 0..RESULT_PATIENCE_STEPS {
-            if let Some(outcome) = durable.take_result(token).await {
+        // Resumed on another node (an answer reached it first): wait for its result there.
+        let message = match wait_for_stored(durable, token, Some(RESULT_PATIENCE_STEPS)).await {
+            Stored::Result(outcome) => {
                 return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
             }
-            running = durable.running(token).await;
-            match running {
-                Running::Yes => neither = 0,
-                Running::Abandoned => break,
-                Running::No => {
-                    neither += 1;
-                    if neither > STORE_PATIENCE_STEPS {
-                        break;
-                    }
-                }
-            }
-            tokio::time::sleep(STORE_PATIENCE_STEP).await;
-        }
-        let message = match running {
-            Running::Yes => {
+            Stored::Gone => return None,
+            Stored::Running => {
                 "this eval is running on another node, which was given its answer; retry with the same requestState to get its result"
             }
-            Running::Abandoned => {
-                "the node that resumed this eval stopped before the eval finished: the tool calls it made until then were made once (its audit log has them), the rest of the script did not run, and the result is lost; starting the script over would repeat those calls"
-            }
-            Running::No => {
-                return durable
-                    .take_result(token)
-                    .await
-                    .map(|outcome| Ok(eval_result(&outcome, self.text_budget()).into()));
-            }
+            Stored::Abandoned => ABANDONED,
         };
         Some(Ok(
             CallToolResult::error(vec![ContentBlock::text(message)]).into()
         ))
     }
 
+    /// A legacy request whose eval was saved to the store: waits for its result, whichever
+    /// node resumes it (an answer from this request's client, the approval API of any node, or
+    /// the sweep at the approval deadline).
+    async fn await_parked_legacy(
+        &self,
+        legacy: &LegacyAsker,
+        cancel: &CancellationToken,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(durable) = self.state.durable().cloned() else {
+            return Err(McpError::internal_error(
+                "a legacy eval parked without a store",
+                None,
+            ));
+        };
+        let token = legacy.token();
+        let progress = Progress::new(ctx);
+        let stored = wait_for_stored(&durable, token, None);
+        tokio::pin!(stored);
+        let message = loop {
+            tokio::select! {
+                stored = &mut stored => {
+                    break match stored {
+                        Stored::Result(outcome) => {
+                            // A resume here keeps a copy for a 2026-07-28 retry nobody makes.
+                            self.state.suspensions.remove(token);
+                            return Ok(eval_result(&outcome, self.text_budget()).into());
+                        }
+                        Stored::Abandoned => ABANDONED,
+                        Stored::Running | Stored::Gone => {
+                            "this eval was saved to the durable store, and its records are gone without a result (they expired, or the store lost them): the tool calls it made until it was saved were made once (its audit log has them); starting the script over would repeat those calls"
+                        }
+                    };
+                }
+                _ = ctx.ct.cancelled() => {
+                    // The eval stays saved: the approval API can still decide it.
+                    return Err(McpError::internal_error("cancelled", None));
+                }
+                _ = cancel.cancelled() => {
+                    break "this codemode node is stopping: the eval waits for a human in the durable store, where the approval API of any node (`GET /approvals`) can still decide it, and it then completes on that node; its result does not come back to this request, so check what it did before running the script again";
+                }
+                _ = progress.tick() => progress.send(ctx).await,
+            }
+        };
+        Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into())
+    }
+
     async fn await_legacy(
         &self,
         task: tokio::task::JoinHandle<()>,
-        cancel: CancellationToken,
-        done: tokio::sync::oneshot::Receiver<EvalOutcome>,
+        (cancel, legacy): (CancellationToken, Option<Arc<LegacyAsker>>),
+        done: tokio::sync::oneshot::Receiver<LegacyEnd>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // While this request is open, an eval resumed here asks its client.
+        let _waits = match (&legacy, self.state.durable()) {
+            (Some(l), Some(d)) => Some(d.legacy_waits(l.clone())),
+            _ => None,
+        };
         let abort = task.abort_handle();
         let progress = Progress::new(ctx);
         tokio::pin!(done);
         loop {
             tokio::select! {
                 outcome = &mut done => {
-                    return match outcome {
-                        Ok(outcome) => Ok(eval_result(&outcome, self.text_budget()).into()),
-                        Err(_) => Err(McpError::internal_error("the eval task ended without an outcome", None)),
+                    return match (outcome, &legacy) {
+                        (Ok(LegacyEnd::Finished(outcome)), _) => Ok(eval_result(&outcome, self.text_budget()).into()),
+                        (Ok(LegacyEnd::Parked), Some(legacy)) => self.await_parked_legacy(legacy, &cancel, ctx).await,
+                        (Ok(LegacyEnd::Parked), None) | (Err(_), _) => Err(McpError::internal_error("the eval task ended without an outcome", None)),
                     };
                 }
                 _ = ctx.ct.cancelled() => {
@@ -473,6 +534,116 @@ impl CodemodeServer {
     }
 }
 
+/// Who waits for an eval's result, which decides how it parks.
+#[derive(Clone)]
+enum Waiter {
+    /// A 2026-07-28 client, through the eval's entry (its `requestState` is the token).
+    Modern(Arc<Suspended>),
+    /// A legacy request open on this node, and the eval tool it called.
+    Legacy(Arc<LegacyAsker>, String),
+    /// A legacy request on a server without a store: the eval never parks.
+    Memory,
+}
+
+impl Waiter {
+    /// The token the eval parks under, when it can park.
+    fn token(&self) -> Option<&str> {
+        match self {
+            Waiter::Modern(entry) => Some(entry.token()),
+            Waiter::Legacy(asker, _) => Some(asker.token()),
+            Waiter::Memory => None,
+        }
+    }
+
+    /// The eval tool called.
+    fn tool(&self) -> &str {
+        match self {
+            Waiter::Modern(entry) => entry.tool(),
+            Waiter::Legacy(_, tool) => tool,
+            Waiter::Memory => "",
+        }
+    }
+
+    /// Who the eval asks when it goes on in memory after its save failed.
+    fn asker(&self) -> Arc<dyn Asker> {
+        match self {
+            Waiter::Modern(entry) => Arc::new(entry.asker()),
+            Waiter::Legacy(asker, _) => asker.clone(),
+            Waiter::Memory => Arc::new(NoAsker),
+        }
+    }
+
+    /// The eval was saved: its waiting requests learn it.
+    fn saved(&self, meta: &ParkedMeta) {
+        match self {
+            Waiter::Modern(entry) => entry.park(meta.asks.iter().map(|a| a.question()).collect()),
+            Waiter::Legacy(asker, _) => asker.saved(),
+            Waiter::Memory => {}
+        }
+    }
+}
+
+/// How a legacy eval's task ended.
+enum LegacyEnd {
+    Finished(EvalOutcome),
+    /// Saved to the store: the request waits for its result there.
+    Parked,
+}
+
+/// How a wait for the result of an eval in the store ended.
+enum Stored {
+    Result(EvalOutcome),
+    /// Still running on some node when the patience ran out.
+    Running,
+    /// The node that resumed it stopped before it finished.
+    Abandoned,
+    /// Neither parked, running nor finished.
+    Gone,
+}
+
+/// What a client is told when the node that resumed its eval stopped before the end.
+const ABANDONED: &str = "the node that resumed this eval stopped before the eval finished: the tool calls it made until then were made once (its audit log has them), the rest of the script did not run, and the result is lost; starting the script over would repeat those calls";
+
+/// Waits for the result of `token`'s eval in the store: for `steps` of
+/// [`STORE_PATIENCE_STEP`] at most, or, with `None`, for as long as the eval is parked or
+/// running (a legacy request open on its eval). The node that takes a parked eval marks it
+/// running just after; a wait racing it may look in between, so "neither parked, running nor
+/// finished" must hold for a while to mean gone.
+async fn wait_for_stored(durable: &Durable, token: &str, steps: Option<u32>) -> Stored {
+    let mut neither = 0;
+    let mut step = 0u32;
+    let mut running = Running::No;
+    while steps.is_none_or(|max| step < max) {
+        step = step.saturating_add(1);
+        if let Some(outcome) = durable.take_result(token).await {
+            return Stored::Result(outcome);
+        }
+        running = durable.running(token).await;
+        match running {
+            Running::Yes => neither = 0,
+            Running::Abandoned => return Stored::Abandoned,
+            // A store that cannot be read does not mean gone.
+            Running::No
+                if steps.is_none() && !matches!(durable.is_parked(token).await, Ok(false)) =>
+            {
+                neither = 0;
+            }
+            Running::No => {
+                neither += 1;
+                if neither > STORE_PATIENCE_STEPS {
+                    break;
+                }
+            }
+        }
+        tokio::time::sleep(STORE_PATIENCE_STEP).await;
+    }
+    match (running, durable.take_result(token).await) {
+        (_, Some(outcome)) => Stored::Result(outcome),
+        (Running::Yes, None) => Stored::Running,
+        (_, None) => Stored::Gone,
+    }
+}
+
 /// How long a retry naming a token the store does not know waits for it to appear there, in
 /// steps: 2 s in all, longer than a node takes to save an eval that was just parked.
 const STORE_PATIENCE_STEPS: u32 = 20;
@@ -485,14 +656,14 @@ const RESULT_PATIENCE_STEPS: u32 = 250;
 async fn park_or_resume(
     state: &Arc<ServerState>,
     durable: &Arc<Durable>,
-    entry: &Arc<Suspended>,
+    waiter: &Waiter,
     meta: ParkedMeta,
     parked: codemode_runtime::Suspended,
     cancel: &CancellationToken,
 ) -> Option<EvalOutcome> {
     match durable.save(&meta, &parked).await {
         Ok(()) => {
-            entry.park(meta.asks.iter().map(|a| a.question()).collect());
+            waiter.saved(&meta);
             None
         }
         Err(e) => {
@@ -500,7 +671,7 @@ async fn park_or_resume(
                 "eval {} could not be saved, it stays in memory: {e}",
                 meta.eval_id
             );
-            let eval = resumed_eval(state, &meta, entry, None, None);
+            let eval = resumed_eval(state, &meta, waiter.asker(), None, None);
             match eval.resume(&meta.code, &parked, cancel).await {
                 Ok(GovernedStep::Finished(outcome)) => Some(outcome),
                 Ok(GovernedStep::Parked(_)) => None,
@@ -511,11 +682,11 @@ async fn park_or_resume(
 }
 
 /// The governed eval that continues a parked one: its caller, profile (by name, from the
-/// config in force now), the server's channels, asking through `entry`.
+/// config in force now), the server's channels, asking through `asker`.
 fn resumed_eval(
     state: &Arc<ServerState>,
     meta: &ParkedMeta,
-    entry: &Arc<Suspended>,
+    asker: Arc<dyn Asker>,
     park: Option<codemode_runtime::ParkRequest>,
     open_asks: Option<Arc<OpenAsks>>,
 ) -> GovernedEval {
@@ -534,7 +705,7 @@ fn resumed_eval(
                 .as_deref()
                 .and_then(|p| config.profile(p).cloned()),
         )
-        .asker(Arc::new(entry.asker()))
+        .asker(asker)
         .broker(Some(state.approvals.clone()))
         .audit(audit)
         .outputs(config.outputs.clone())
@@ -590,6 +761,14 @@ pub(super) async fn resume_from_store(
         durable.clone() as Arc<dyn crate::approvals::Decisions>
     )));
     let park = durable.park_request();
+    // A legacy request open here on this eval: its client is asked, and learns of a new park.
+    let waiter = match durable.legacy_asker(token) {
+        Some(legacy) => {
+            legacy.resumed();
+            Waiter::Legacy(legacy, claimed.meta.tool.clone())
+        }
+        None => Waiter::Modern(entry.clone()),
+    };
     let cancel = state.drain.eval_token();
     let running = state.drain.enter();
     let task_state = state.clone();
@@ -620,7 +799,7 @@ pub(super) async fn resume_from_store(
             let eval = resumed_eval(
                 &task_state,
                 &meta,
-                &task_entry,
+                waiter.asker(),
                 Some(park.clone()),
                 Some(open_asks.clone()),
             );
@@ -648,15 +827,7 @@ pub(super) async fn resume_from_store(
                         &eval,
                         &open_asks.snapshot(),
                     );
-                    park_or_resume(
-                        &task_state,
-                        &durable,
-                        &task_entry,
-                        meta,
-                        parked,
-                        &task_cancel,
-                    )
-                    .await
+                    park_or_resume(&task_state, &durable, &waiter, meta, parked, &task_cancel).await
                 }
                 Err(e) => Some(resume_failed(&e.to_string())),
             };

@@ -89,8 +89,9 @@ fn the_message_names_the_request_and_neutralises_what_the_client_sent() {
         id: json!(3),
         method: "tools/call".to_string(),
         tool: Some("eval\u{1b}[2J".to_string()),
+        eval: None,
     };
-    let message = node_lost_message(&request);
+    let message = node_lost_message(&request, false);
     assert!(
         message.starts_with(
             "the codemode node serving this request (`tools/call` of `eval\\u001b[2J`) is gone"
