@@ -308,3 +308,55 @@ fn a_legacy_session_whose_node_dies_fails_with_an_error() {
         requests_in_flight(&cluster).is_empty().then_some(())
     });
 }
+
+#[test]
+fn a_legacy_eval_saved_by_sigterm_is_completed_by_another_nodes_approval_api() {
+    // An hour before spilling: only the shutdown saves the eval.
+    let mut cluster = Cluster::start("legacy_sigterm", 3, 3600);
+    prepare(&cluster.files);
+    let markers = markers(&cluster);
+    let client = start_client(&cluster, "node_dies", &markers);
+    await_some("the human is asked", || {
+        markers.join("asked").exists().then_some(())
+    });
+    await_some("the call is recorded in the store", || {
+        Some(requests_in_flight(&cluster)).filter(|r| !r.is_empty())
+    });
+    assert!(
+        !cluster.store_keys().iter().any(|k| k.starts_with("eval:")),
+        "nothing is saved while the node runs"
+    );
+    let (_, routes) = session_routes(&cluster.proxy.log());
+    let node = cluster.index_of(&routes[0].served_by);
+    let (status, log) = cluster.take(node).terminate();
+    assert!(status.success(), "{status}\n{log}");
+    cluster.await_parked(1);
+    let other = (node + 1) % 3;
+    let base = cluster.node(other).base_url();
+    let pending = block_on(client::pending_approvals(&base)).unwrap();
+    assert_eq!(pending.len(), 1, "{pending:#?}");
+    let id = pending[0]["id"].as_str().unwrap().to_string();
+    let decided = block_on(client::decide(&base, &id, "approve_once")).unwrap();
+    assert_eq!(decided, (200, json!({"status": "decided"})));
+    let records = cluster.audit_with_evals(1);
+    std::fs::write(markers.join("go"), "").unwrap();
+    let obs = finish_client(client, &cluster);
+    // The stopping node answered the open call before it exited: the eval is saved, and where
+    // it can still be decided.
+    assert_eq!(
+        obs["call"]["ok"]["text"],
+        "this codemode node is stopping: the eval waits for a human in the durable store, where \
+         the approval API of any node (`GET /approvals`) can still decide it, and it then \
+         completes on that node; its result does not come back to this request, so check what \
+         it did before running the script again",
+        "{obs:#}\n{log}"
+    );
+    assert_eq!(obs["call"]["ok"]["is_error"], true, "{obs:#}");
+    assert_eq!(
+        std::fs::read_to_string(cluster.files.join(crate::flow::FILE)).unwrap(),
+        crate::flow::expected_result()["after"]
+    );
+    assert_eq!(audit_trail(&records), expected_trail(), "{records:#?}");
+    let evals: Vec<&Value> = records.iter().filter(|r| r["event"] == "eval").collect();
+    assert_eq!(evals[0]["node"], json!(other), "{records:#?}");
+}

@@ -483,7 +483,9 @@ pub struct LegacyWait {
 
 impl Drop for LegacyWait {
     fn drop(&mut self) {
-        self.durable.legacy_lock().remove(&self.token);
+        if let Some(asker) = self.durable.legacy_lock().remove(&self.token) {
+            asker.close();
+        }
     }
 }
 

@@ -188,6 +188,11 @@ impl CodemodeServer {
             (_, _, false) => Arc::new(NoAsker),
             (None, None, true) => Arc::new(PeerAsker::new(ctx.peer.clone())),
         };
+        // While this request is open, an eval resumed here asks its client.
+        let _waits = match (&legacy, self.state.durable()) {
+            (Some(l), Some(d)) => Some(d.legacy_waits(l.clone())),
+            _ => None,
+        };
         let waiter = match (&suspended, &legacy) {
             (Some(s), _) => Waiter::Modern(s.clone()),
             (None, Some(l)) => Waiter::Legacy(l.clone(), tool.clone()),
@@ -474,11 +479,6 @@ impl CodemodeServer {
         done: tokio::sync::oneshot::Receiver<LegacyEnd>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        // While this request is open, an eval resumed here asks its client.
-        let _waits = match (&legacy, self.state.durable()) {
-            (Some(l), Some(d)) => Some(d.legacy_waits(l.clone())),
-            _ => None,
-        };
         let abort = task.abort_handle();
         let progress = Progress::new(ctx);
         tokio::pin!(done);

@@ -45,6 +45,8 @@ struct Inner {
     asked: HashMap<String, watch::Sender<Option<Answer>>>,
     /// Whether the eval is saved in the store (its answers go there).
     saved: bool,
+    /// The tasks that put the questions, stopped when the request ends.
+    tasks: Vec<tokio::task::AbortHandle>,
 }
 
 impl LegacyAsker {
@@ -82,6 +84,14 @@ impl LegacyAsker {
         for (key, answer) in answered {
             let this = self.clone();
             tokio::spawn(async move { this.record(&key, &answer).await });
+        }
+    }
+
+    /// The request ended: the questions still open to its client are dropped (as a plain
+    /// elicitation's are when its eval ends).
+    pub fn close(&self) {
+        for task in std::mem::take(&mut self.lock().tasks) {
+            task.abort();
         }
     }
 
@@ -166,10 +176,11 @@ impl Asker for LegacyAsker {
                             durable: self.durable.clone(),
                             inner: self.inner.clone(),
                         };
-                        tokio::spawn(async move {
+                        let task = tokio::spawn(async move {
                             let answer = peer.ask(question, timeout).await;
                             this.answered(&key, answer).await;
                         });
+                        inner.tasks.push(task.abort_handle());
                         rx
                     }
                 }
