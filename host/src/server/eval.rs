@@ -16,7 +16,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
-use super::durable::{Claimed, Durable, ParkGate, ParkedMeta, Running};
+mod resume;
+mod stored;
+
+use super::durable::{Durable, ParkGate};
 use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::legacy::{LegacyAsker, LegacyEvalToken};
@@ -24,10 +27,15 @@ use super::listing::missing_permissions;
 use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 use super::progress::Progress;
 use super::result::eval_result;
-use super::state::ServerState;
 use super::suspend::{Event, Suspended};
 use crate::approvals::{Asker, NoAsker, OpenAsks, PeerAsker};
 use crate::session::{AuditTarget, Caller, GovernedEval, GovernedStep};
+pub(super) use resume::resume_from_store;
+use resume::{Waiter, park_or_resume};
+use stored::{
+    ABANDONED, RESULT_PATIENCE_STEPS, STORE_PATIENCE_STEP, STORE_PATIENCE_STEPS, Stored,
+    wait_for_stored,
+};
 
 impl CodemodeServer {
     /// The bytes the result may take in an eval's text block: `limits.maxResultText` of the
@@ -534,321 +542,9 @@ impl CodemodeServer {
     }
 }
 
-/// Who waits for an eval's result, which decides how it parks.
-#[derive(Clone)]
-enum Waiter {
-    /// A 2026-07-28 client, through the eval's entry (its `requestState` is the token).
-    Modern(Arc<Suspended>),
-    /// A legacy request open on this node, and the eval tool it called.
-    Legacy(Arc<LegacyAsker>, String),
-    /// A legacy request on a server without a store: the eval never parks.
-    Memory,
-}
-
-impl Waiter {
-    /// The token the eval parks under, when it can park.
-    fn token(&self) -> Option<&str> {
-        match self {
-            Waiter::Modern(entry) => Some(entry.token()),
-            Waiter::Legacy(asker, _) => Some(asker.token()),
-            Waiter::Memory => None,
-        }
-    }
-
-    /// The eval tool called.
-    fn tool(&self) -> &str {
-        match self {
-            Waiter::Modern(entry) => entry.tool(),
-            Waiter::Legacy(_, tool) => tool,
-            Waiter::Memory => "",
-        }
-    }
-
-    /// Who the eval asks when it goes on in memory after its save failed.
-    fn asker(&self) -> Arc<dyn Asker> {
-        match self {
-            Waiter::Modern(entry) => Arc::new(entry.asker()),
-            Waiter::Legacy(asker, _) => asker.clone(),
-            Waiter::Memory => Arc::new(NoAsker),
-        }
-    }
-
-    /// The eval was saved: its waiting requests learn it.
-    fn saved(&self, meta: &ParkedMeta) {
-        match self {
-            Waiter::Modern(entry) => entry.park(meta.asks.iter().map(|a| a.question()).collect()),
-            Waiter::Legacy(asker, _) => asker.saved(),
-            Waiter::Memory => {}
-        }
-    }
-}
-
 /// How a legacy eval's task ended.
 enum LegacyEnd {
     Finished(EvalOutcome),
     /// Saved to the store: the request waits for its result there.
     Parked,
-}
-
-/// How a wait for the result of an eval in the store ended.
-enum Stored {
-    Result(EvalOutcome),
-    /// Still running on some node when the patience ran out.
-    Running,
-    /// The node that resumed it stopped before it finished.
-    Abandoned,
-    /// Neither parked, running nor finished.
-    Gone,
-}
-
-/// What a client is told when the node that resumed its eval stopped before the end.
-const ABANDONED: &str = "the node that resumed this eval stopped before the eval finished: the tool calls it made until then were made once (its audit log has them), the rest of the script did not run, and the result is lost; starting the script over would repeat those calls";
-
-/// Waits for the result of `token`'s eval in the store: for `steps` of
-/// [`STORE_PATIENCE_STEP`] at most, or, with `None`, for as long as the eval is parked or
-/// running (a legacy request open on its eval). The node that takes a parked eval marks it
-/// running just after; a wait racing it may look in between, so "neither parked, running nor
-/// finished" must hold for a while to mean gone.
-async fn wait_for_stored(durable: &Durable, token: &str, steps: Option<u32>) -> Stored {
-    let mut neither = 0;
-    let mut step = 0u32;
-    let mut running = Running::No;
-    while steps.is_none_or(|max| step < max) {
-        step = step.saturating_add(1);
-        if let Some(outcome) = durable.take_result(token).await {
-            return Stored::Result(outcome);
-        }
-        running = durable.running(token).await;
-        match running {
-            Running::Yes => neither = 0,
-            Running::Abandoned => return Stored::Abandoned,
-            // A store that cannot be read does not mean gone.
-            Running::No
-                if steps.is_none() && !matches!(durable.is_parked(token).await, Ok(false)) =>
-            {
-                neither = 0;
-            }
-            Running::No => {
-                neither += 1;
-                if neither > STORE_PATIENCE_STEPS {
-                    break;
-                }
-            }
-        }
-        tokio::time::sleep(STORE_PATIENCE_STEP).await;
-    }
-    match (running, durable.take_result(token).await) {
-        (_, Some(outcome)) => Stored::Result(outcome),
-        (Running::Yes, None) => Stored::Running,
-        (_, None) => Stored::Gone,
-    }
-}
-
-/// How long a retry naming a token the store does not know waits for it to appear there, in
-/// steps: 2 s in all, longer than a node takes to save an eval that was just parked.
-const STORE_PATIENCE_STEPS: u32 = 20;
-const STORE_PATIENCE_STEP: std::time::Duration = std::time::Duration::from_millis(100);
-/// How long a retry waits for the result of an eval resumed on another node, in steps: 25 s.
-const RESULT_PATIENCE_STEPS: u32 = 250;
-
-/// Saves a parked eval to the store and tells the requests waiting on it; when the store
-/// refuses, the eval goes on here, in memory, and its outcome is returned.
-async fn park_or_resume(
-    state: &Arc<ServerState>,
-    durable: &Arc<Durable>,
-    waiter: &Waiter,
-    meta: ParkedMeta,
-    parked: codemode_runtime::Suspended,
-    cancel: &CancellationToken,
-) -> Option<EvalOutcome> {
-    match durable.save(&meta, &parked).await {
-        Ok(()) => {
-            waiter.saved(&meta);
-            None
-        }
-        Err(e) => {
-            tracing::error!(
-                "eval {} could not be saved, it stays in memory: {e}",
-                meta.eval_id
-            );
-            let eval = resumed_eval(state, &meta, waiter.asker(), None, None);
-            match eval.resume(&meta.code, &parked, cancel).await {
-                Ok(GovernedStep::Finished(outcome)) => Some(outcome),
-                Ok(GovernedStep::Parked(_)) => None,
-                Err(e) => Some(resume_failed(&e.to_string())),
-            }
-        }
-    }
-}
-
-/// The governed eval that continues a parked one: its caller, profile (by name, from the
-/// config in force now), the server's channels, asking through `asker`.
-fn resumed_eval(
-    state: &Arc<ServerState>,
-    meta: &ParkedMeta,
-    asker: Arc<dyn Asker>,
-    park: Option<codemode_runtime::ParkRequest>,
-    open_asks: Option<Arc<OpenAsks>>,
-) -> GovernedEval {
-    let config = state.config();
-    let audit = state.audit().map(|sink| AuditTarget {
-        sink,
-        include_args: config.audit.include_args,
-    });
-    let mut builder = GovernedEval::builder(state.runtime.clone())
-        .id(codemode_runtime::EvalId(meta.eval_id))
-        .audit_id(Some(meta.audit_id.clone()))
-        .tools(state.upstreams.clone())
-        .caller(Caller::new(meta.caller.clone(), meta.permissions.clone()))
-        .profile(
-            meta.profile
-                .as_deref()
-                .and_then(|p| config.profile(p).cloned()),
-        )
-        .asker(asker)
-        .broker(Some(state.approvals.clone()))
-        .audit(audit)
-        .outputs(config.outputs.clone())
-        .options(config.limits.eval_options())
-        .lifetime(Some(config.limits.max_eval_lifetime))
-        .lived(std::time::Duration::from_millis(meta.lived_ms))
-        .eval_approvals(meta.eval_approvals.clone())
-        .park(park)
-        .open_asks(open_asks);
-    if let Some(session) = &meta.session_id {
-        builder = builder.session(session.clone(), meta.session_approvals.clone());
-    }
-    builder.build()
-}
-
-/// The outcome of an eval that could not be resumed.
-fn resume_failed(why: &str) -> EvalOutcome {
-    EvalOutcome {
-        ok: false,
-        result: Value::Null,
-        error: Some(codemode_runtime::EvalError::new(
-            codemode_runtime::ErrorKind::Cancelled,
-            format!("the saved eval could not be resumed: {why}"),
-        )),
-        warnings: Vec::new(),
-        logs: Vec::new(),
-        tool_calls: Vec::new(),
-        stats: Default::default(),
-    }
-}
-
-/// Takes the parked eval of `token` from the store and resumes it on this node, under a new
-/// local entry with the same token. `Ok(None)` when the store does not have it (never parked,
-/// already taken by another node, or expired).
-///
-/// # Errors
-/// When the store fails or the record cannot be read, in words.
-pub(super) async fn resume_from_store(
-    state: &Arc<ServerState>,
-    token: &str,
-) -> Result<Option<(Arc<Suspended>, super::suspend::CreatorClaim)>, String> {
-    let Some(durable) = state.durable().cloned() else {
-        return Ok(None);
-    };
-    let running_for = state.config().limits.max_eval_lifetime;
-    let Some(claimed) = durable.claim(&state.runtime, token, running_for).await? else {
-        return Ok(None);
-    };
-    let (entry, claim) = state
-        .suspensions
-        .register_as(claimed.meta.token.clone(), &claimed.meta.tool);
-    let open_asks = Arc::new(OpenAsks::new(Some(
-        durable.clone() as Arc<dyn crate::approvals::Decisions>
-    )));
-    let park = durable.park_request();
-    // A legacy request open here on this eval: its client is asked, and learns of a new park.
-    let waiter = match durable.legacy_asker(token) {
-        Some(legacy) => {
-            legacy.resumed();
-            Waiter::Legacy(legacy, claimed.meta.tool.clone())
-        }
-        None => Waiter::Modern(entry.clone()),
-    };
-    let cancel = state.drain.eval_token();
-    let running = state.drain.enter();
-    let task_state = state.clone();
-    let task_entry = entry.clone();
-    let task_cancel = cancel.clone();
-    let handle = tokio::runtime::Handle::current();
-    // As a fresh eval: on the blocking pool (see `call_eval`).
-    let task = tokio::task::spawn_blocking(move || {
-        handle.block_on(async move {
-            let Claimed { meta, suspended } = claimed;
-            // A profile that no longer exists fails closed: the eval does not go on unchecked.
-            if let Some(name) = &meta.profile
-                && task_state.config().profile(name).is_none()
-            {
-                let outcome = resume_failed(&format!(
-                    "its profile `{name}` is not in the config any more"
-                ));
-                durable.put_result(task_entry.token(), &outcome).await;
-                durable.unmark_running(task_entry.token()).await;
-                task_state.suspensions.complete(
-                    &task_entry,
-                    outcome,
-                    task_state.config().limits.unfetched_results,
-                );
-                drop(running);
-                return;
-            }
-            let eval = resumed_eval(
-                &task_state,
-                &meta,
-                waiter.asker(),
-                Some(park.clone()),
-                Some(open_asks.clone()),
-            );
-            let watcher = durable.watch(
-                open_asks.clone(),
-                park,
-                ParkGate {
-                    client: meta.client.clone(),
-                    token: meta.token.clone(),
-                    cap: task_state.config().limits.per_client.max_parked_evals,
-                },
-            );
-            let step = eval.resume(&meta.code, &suspended, &task_cancel).await;
-            watcher.abort();
-            if !matches!(step, Ok(GovernedStep::Parked(_))) {
-                durable.not_parked(&meta.token);
-            }
-            let outcome = match step {
-                Ok(GovernedStep::Finished(outcome)) => Some(outcome),
-                Ok(GovernedStep::Parked(parked)) => {
-                    let meta = Durable::meta(
-                        (&meta.token, &meta.client),
-                        &meta.tool,
-                        &meta.code,
-                        &eval,
-                        &open_asks.snapshot(),
-                    );
-                    park_or_resume(&task_state, &durable, &waiter, meta, parked, &task_cancel).await
-                }
-                Err(e) => Some(resume_failed(&e.to_string())),
-            };
-            if let Some(outcome) = outcome {
-                // Kept in the store even when a request here waits for it: the answer may have
-                // come through the approval API, or the same retry may have reached another node
-                // too, which waits for this result rather than call the eval gone.
-                durable.put_result(task_entry.token(), &outcome).await;
-                durable.unmark_running(task_entry.token()).await;
-                task_state.suspensions.complete(
-                    &task_entry,
-                    outcome,
-                    task_state.config().limits.unfetched_results,
-                );
-            } else {
-                // Parked again: its `eval:` record stands for it now.
-                durable.unmark_running(task_entry.token()).await;
-            }
-            drop(running);
-        })
-    });
-    entry.set_task(task, cancel);
-    Ok(Some((entry, claim)))
 }
