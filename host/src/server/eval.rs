@@ -339,7 +339,7 @@ impl CodemodeServer {
                     .complete(&s, outcome, config.limits.unfetched_results)
             }
             Waiter::Legacy(..) | Waiter::Memory => {
-                let _ = done.send(LegacyEnd::Finished(outcome));
+                let _ = done.send(LegacyEnd::Finished(Box::new(outcome)));
             }
         }
     }
@@ -544,7 +544,7 @@ impl CodemodeServer {
 
 /// How a legacy eval's task ended.
 enum LegacyEnd {
-    Finished(EvalOutcome),
+    Finished(Box<EvalOutcome>),
     /// Saved to the store: the request waits for its result there.
     Parked,
 }

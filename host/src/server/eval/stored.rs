@@ -6,7 +6,7 @@ use crate::server::durable::{Durable, Running};
 
 /// How a wait for the result of an eval in the store ended.
 pub(super) enum Stored {
-    Result(EvalOutcome),
+    Result(Box<EvalOutcome>),
     /// Still running on some node when the patience ran out.
     Running,
     /// The node that resumed it stopped before it finished.
@@ -30,7 +30,7 @@ pub(super) async fn wait_for_stored(durable: &Durable, token: &str, steps: Optio
     while steps.is_none_or(|max| step < max) {
         step = step.saturating_add(1);
         if let Some(outcome) = durable.take_result(token).await {
-            return Stored::Result(outcome);
+            return Stored::Result(Box::new(outcome));
         }
         running = durable.running(token).await;
         match running {
@@ -56,7 +56,7 @@ pub(super) async fn wait_for_stored(durable: &Durable, token: &str, steps: Optio
         .await;
     }
     match (running, durable.take_result(token).await) {
-        (_, Some(outcome)) => Stored::Result(outcome),
+        (_, Some(outcome)) => Stored::Result(Box::new(outcome)),
         (Running::Yes, None) => Stored::Running,
         (_, None) => Stored::Gone,
     }
