@@ -3,7 +3,9 @@
 //! `Mcp-Session-Id` header), so an asked call is answered as on a single node; when that node
 //! dies, the request in flight fails with codemode's node-lost error (the node the client
 //! reconnects to finds the request in the store), and the session continues on another node
-//! (its `initialize` state is in the store).
+//! (its `initialize` state is in the store). An eval waiting for a human is saved to the store
+//! while its request stays open: the client's own answer still returns its result on the same
+//! call, and after its node died the approval API of another node completes it.
 //! The client is the real Python SDK (`legacy_client.py`).
 
 use std::io::Read;
@@ -14,7 +16,8 @@ use std::time::{Duration, Instant};
 use codemode_test_support::peers;
 use serde_json::{Value, json};
 
-use crate::flow::{assert_same_as_uninterrupted, prepare, script};
+use crate::client::{self, block_on};
+use crate::flow::{assert_same_as_uninterrupted, audit_trail, expected_trail, prepare, script};
 use crate::harness::{Cluster, await_some};
 
 /// The client's own deadline is 60 s per step; this bounds the whole run.
@@ -178,6 +181,61 @@ fn requests_in_flight(cluster: &Cluster) -> Vec<String> {
 }
 
 #[test]
+fn a_parked_legacy_eval_answered_by_its_client_returns_its_result_on_the_same_call() {
+    let cluster = Cluster::start("legacy_parked", 3, 0);
+    prepare(&cluster.files);
+    let markers = markers(&cluster);
+    let client = start_client(&cluster, "parked", &markers);
+    await_some("the human is asked", || {
+        markers.join("asked").exists().then_some(())
+    });
+    // The eval left memory while its request stays open (`suspendToStoreAfterSeconds` is 0);
+    // its ask is listed on the approval API of every node.
+    cluster.await_parked(1);
+    let (_, routes) = session_routes(&cluster.proxy.log());
+    let node = cluster.index_of(&routes[0].served_by);
+    let other = (node + 1) % 3;
+    let pending = await_some("the parked ask is listed on another node", || {
+        block_on(client::pending_approvals(&cluster.node(other).base_url()))
+            .ok()
+            .filter(|p| p.len() == 1)
+    });
+    assert_eq!(
+        pending[0]["tool"],
+        crate::harness::ASKED_TOOL,
+        "{pending:#?}"
+    );
+    std::fs::write(markers.join("go"), "").unwrap();
+    let obs = finish_client(client, &cluster);
+    // The client's answer to the still-open `elicitation/create` was recorded as the ask's
+    // decision and resumed the eval, whose result came back on the same call.
+    assert_eq!(obs["asked"].as_array().map(Vec::len), Some(1), "{obs:#}");
+    assert_eq!(obs["call"]["ok"]["is_error"], false, "{obs:#}");
+    let outcome = obs["call"]["ok"]["structured"].clone();
+    let records = cluster.audit_with_evals(1);
+    assert_same_as_uninterrupted(&outcome, &cluster.files, &records);
+    assert!(
+        records.iter().all(|r| r["node"] == json!(node)),
+        "resumed where the answer came: {records:#?}"
+    );
+    let decided = block_on(client::decided_approvals(&cluster.node(other).base_url())).unwrap();
+    assert_eq!(decided.len(), 1, "{decided:#?}");
+    assert_eq!(
+        (&decided[0]["decision"], &decided[0]["channel"]),
+        (&json!("approve_once"), &json!("elicitation")),
+        "{decided:#?}"
+    );
+    // Nothing of the eval is left in the store.
+    await_some("the eval's records are gone", || {
+        let keys = cluster.store_keys();
+        (!keys
+            .iter()
+            .any(|k| k.starts_with("eval:") || k.starts_with("ask:") || k.starts_with("result:")))
+        .then_some(())
+    });
+}
+
+#[test]
 fn a_legacy_session_whose_node_dies_fails_with_an_error() {
     let mut cluster = Cluster::start("legacy_node_dies", 3, 0);
     prepare(&cluster.files);
@@ -191,24 +249,40 @@ fn a_legacy_session_whose_node_dies_fails_with_an_error() {
         Some(requests_in_flight(&cluster)).filter(|r| !r.is_empty())
     });
     assert_eq!(in_flight.len(), 1, "{in_flight:?}");
+    // The eval waiting for the human is saved (`suspendToStoreAfterSeconds` is 0).
+    cluster.await_parked(1);
     // The session's node: the one that answered its initialize.
     let (_, routes) = session_routes(&cluster.proxy.log());
     let node = cluster.index_of(&routes[0].served_by);
     cluster.take(node).kill();
+    // A human decides the ask on another node's approval API: the eval completes there.
+    let other = (node + 1) % 3;
+    let base = cluster.node(other).base_url();
+    let pending = await_some("the ask is listed on another node", || {
+        block_on(client::pending_approvals(&base))
+            .ok()
+            .filter(|p| p.len() == 1)
+    });
+    let id = pending[0]["id"].as_str().unwrap().to_string();
+    let decided = block_on(client::decide(&base, &id, "approve_once")).unwrap();
+    assert_eq!(decided, (200, json!({"status": "decided"})));
+    let records = cluster.audit_with_evals(1);
     std::fs::write(markers.join("go"), "").unwrap();
     let obs = finish_client(client, &cluster);
     eprintln!("observations: {obs:#}");
     // The SDK reconnected the call's stream through HAProxy to another node, which found the
     // call in the store and ended it with this error (before the fix, it waited there for ever:
-    // the client's own deadline said "no answer within 60.0 s").
+    // the client's own deadline said "no answer within 60.0 s"); the eval was saved, so the
+    // error says where it can still be decided.
     assert_eq!(
         obs["call"]["error"],
         "MCPError: the codemode node serving this request (`tools/call` of \
          `codemode_eval_gate`) is gone: it stopped, or the load balancer no longer sends this \
-         session to it. The request ends here without its result. An eval of a 2025-11-25 \
-         session lives only in its node's memory and is not saved: the tool calls it made stay \
-         made, and none of it goes on on this node. The session goes on here: check what the \
-         script did before running it again.",
+         session to it. The request ends here without its result. Its eval was saved to the \
+         durable store while it waited for a human: the approval API of any node (`GET \
+         /approvals`) can still decide it, and it then completes on that node (its result is \
+         not returned here). Do not run the script again unless it is refused or times out. \
+         The session goes on here.",
         "{obs:#}"
     );
     assert_eq!(obs["asked"].as_array().map(Vec::len), Some(1), "{obs:#}");
@@ -218,26 +292,71 @@ fn a_legacy_session_whose_node_dies_fails_with_an_error() {
         json!({"ok": ["codemode_eval_gate", "eval", "get_tools", "search_tools"]}),
         "{obs:#}"
     );
-    // The approved write never ran: the eval was in the dead node's memory only.
+    // The approved write ran once, on the node whose approval API was given the answer, and
+    // the eval has one audit record across the nodes (written there).
     assert_eq!(
         std::fs::read_to_string(cluster.files.join(crate::flow::FILE)).unwrap(),
-        crate::flow::FIRST_LINE
+        crate::flow::expected_result()["after"]
     );
-    // No node audited an eval (the dead node never finished it), and the surviving nodes
-    // audited none of its calls.
-    let audit = cluster.audit();
-    assert_eq!(
-        audit.iter().filter(|r| r["event"] == "eval").count(),
-        0,
-        "{audit:#?}"
-    );
-    assert!(
-        audit.iter().all(|r| r["node"] == json!(node)),
-        "nothing of the lost eval is audited on the surviving nodes: {audit:#?}"
-    );
+    assert_eq!(audit_trail(&records), expected_trail(), "{records:#?}");
+    let evals: Vec<&Value> = records.iter().filter(|r| r["event"] == "eval").collect();
+    assert_eq!(evals.len(), 1, "{records:#?}");
+    assert_eq!(evals[0]["node"], json!(other), "{records:#?}");
     // The node that ended the lost call took its record; the request made afterwards was
     // forgotten when it was answered.
     await_some("no request is recorded in flight", || {
         requests_in_flight(&cluster).is_empty().then_some(())
     });
+}
+
+#[test]
+fn a_legacy_eval_saved_by_sigterm_is_completed_by_another_nodes_approval_api() {
+    // An hour before spilling: only the shutdown saves the eval.
+    let mut cluster = Cluster::start("legacy_sigterm", 3, 3600);
+    prepare(&cluster.files);
+    let markers = markers(&cluster);
+    let client = start_client(&cluster, "node_dies", &markers);
+    await_some("the human is asked", || {
+        markers.join("asked").exists().then_some(())
+    });
+    await_some("the call is recorded in the store", || {
+        Some(requests_in_flight(&cluster)).filter(|r| !r.is_empty())
+    });
+    assert!(
+        !cluster.store_keys().iter().any(|k| k.starts_with("eval:")),
+        "nothing is saved while the node runs"
+    );
+    let (_, routes) = session_routes(&cluster.proxy.log());
+    let node = cluster.index_of(&routes[0].served_by);
+    let (status, log) = cluster.take(node).terminate();
+    assert!(status.success(), "{status}\n{log}");
+    cluster.await_parked(1);
+    let other = (node + 1) % 3;
+    let base = cluster.node(other).base_url();
+    let pending = block_on(client::pending_approvals(&base)).unwrap();
+    assert_eq!(pending.len(), 1, "{pending:#?}");
+    let id = pending[0]["id"].as_str().unwrap().to_string();
+    let decided = block_on(client::decide(&base, &id, "approve_once")).unwrap();
+    assert_eq!(decided, (200, json!({"status": "decided"})));
+    let records = cluster.audit_with_evals(1);
+    std::fs::write(markers.join("go"), "").unwrap();
+    let obs = finish_client(client, &cluster);
+    // The stopping node answered the open call before it exited: the eval is saved, and where
+    // it can still be decided.
+    assert_eq!(
+        obs["call"]["ok"]["text"],
+        "this codemode node is stopping: the eval waits for a human in the durable store, where \
+         the approval API of any node (`GET /approvals`) can still decide it, and it then \
+         completes on that node; its result does not come back to this request, so check what \
+         it did before running the script again",
+        "{obs:#}\n{log}"
+    );
+    assert_eq!(obs["call"]["ok"]["is_error"], true, "{obs:#}");
+    assert_eq!(
+        std::fs::read_to_string(cluster.files.join(crate::flow::FILE)).unwrap(),
+        crate::flow::expected_result()["after"]
+    );
+    assert_eq!(audit_trail(&records), expected_trail(), "{records:#?}");
+    let evals: Vec<&Value> = records.iter().filter(|r| r["event"] == "eval").collect();
+    assert_eq!(evals[0]["node"], json!(other), "{records:#?}");
 }

@@ -9,7 +9,9 @@ Environment:
   DURABLE_FLOW  "complete": the human approves at once;
                 "node_dies": the human writes DURABLE_DIR/asked, waits for DURABLE_DIR/go
                 (meanwhile the test kills the session's node), then approves; afterwards the
-                client tries one more request in the same session.
+                client tries one more request in the same session;
+                "parked": the human writes DURABLE_DIR/asked, waits for DURABLE_DIR/go
+                (meanwhile the node saves the eval to the store), then approves.
 
 Prints one JSON object of observations on stdout.
 """
@@ -45,7 +47,7 @@ class Human:
     async def __call__(self, _ctx: Any, params: Any) -> ElicitResult:
         self.asked.append(params.message.splitlines()[0])
         log(f"asked: {params.message.splitlines()[0]!r}")
-        if FLOW == "node_dies":
+        if FLOW in ("node_dies", "parked"):
             open(os.path.join(DIR, "asked"), "w").close()
             started = time.monotonic()
             while not os.path.exists(os.path.join(DIR, "go")):

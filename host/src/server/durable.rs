@@ -163,6 +163,9 @@ pub struct Durable {
     parked: ParkedCounts,
     /// The leases of the resumed evals this node runs, renewed until they end.
     renewing: std::sync::Mutex<std::collections::HashMap<String, tokio::task::JoinHandle<()>>>,
+    /// The legacy requests open on this node that wait on a parked eval, by its token: an eval
+    /// resumed here asks their client.
+    legacy: std::sync::Mutex<std::collections::HashMap<String, Arc<super::legacy::LegacyAsker>>>,
 }
 
 impl Durable {
@@ -175,6 +178,7 @@ impl Durable {
             resumer: std::sync::OnceLock::new(),
             parked: ParkedCounts::default(),
             renewing: std::sync::Mutex::default(),
+            legacy: std::sync::Mutex::default(),
         }
     }
 
@@ -342,6 +346,37 @@ impl Durable {
             .map_err(|e| format!("guest {hash}: {e}"))
     }
 
+    /// `asker`'s legacy request waits on its eval on this node until the guard drops: a resume
+    /// here asks through it.
+    pub fn legacy_waits(self: &Arc<Self>, asker: Arc<super::legacy::LegacyAsker>) -> LegacyWait {
+        let token = asker.token().to_string();
+        self.legacy_lock().insert(token.clone(), asker);
+        LegacyWait {
+            durable: self.clone(),
+            token,
+        }
+    }
+
+    /// The asker of the legacy request waiting on `token` on this node, if one does.
+    pub fn legacy_asker(&self, token: &str) -> Option<Arc<super::legacy::LegacyAsker>> {
+        self.legacy_lock().get(token).cloned()
+    }
+
+    fn legacy_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Arc<super::legacy::LegacyAsker>>>
+    {
+        self.legacy.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `token`'s eval is parked in the store now.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn is_parked(&self, token: &str) -> Result<bool, StoreError> {
+        Ok(self.store.get(&format!("eval:{token}")).await?.is_some())
+    }
+
     /// Starts resuming `token` on this node (an answer for it arrived here).
     pub fn resume_here(&self, token: &str) {
         if let Some(resume) = self.resumer.get() {
@@ -396,6 +431,12 @@ impl Durable {
         Ok(record.and_then(|r| serde_json::from_slice(&r.value).ok()))
     }
 
+    /// Drops the kept outcome of `token`'s eval: for a legacy request that got it, the only one
+    /// that could ask for it (a legacy eval has no `requestState` to retry with).
+    pub async fn forget_result(&self, token: &str) {
+        let _ = self.store.delete(&format!("result:{token}")).await;
+    }
+
     /// Whether `token` names a parked eval, a resumed one still running, or a waiting result.
     ///
     /// # Errors
@@ -445,6 +486,20 @@ impl Durable {
             eval_approvals: eval.eval_approvals().clone(),
             session_approvals,
             lived_ms: u64::try_from(eval.lived().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// See [`Durable::legacy_waits`].
+pub struct LegacyWait {
+    durable: Arc<Durable>,
+    token: String,
+}
+
+impl Drop for LegacyWait {
+    fn drop(&mut self) {
+        if let Some(asker) = self.durable.legacy_lock().remove(&self.token) {
+            asker.close();
         }
     }
 }

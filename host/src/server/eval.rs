@@ -16,17 +16,26 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
-use super::durable::{Claimed, Durable, ParkGate, ParkedMeta, Running};
+mod resume;
+mod stored;
+
+use super::durable::{Durable, ParkGate};
 use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
+use super::legacy::{LegacyAsker, LegacyEvalToken};
 use super::listing::missing_permissions;
 use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 use super::progress::Progress;
 use super::result::eval_result;
-use super::state::ServerState;
 use super::suspend::{Event, Suspended};
 use crate::approvals::{Asker, NoAsker, OpenAsks, PeerAsker};
 use crate::session::{AuditTarget, Caller, GovernedEval, GovernedStep};
+pub(super) use resume::resume_from_store;
+use resume::{Waiter, park_or_resume};
+use stored::{
+    ABANDONED, RESULT_PATIENCE_STEPS, STORE_PATIENCE_STEP, STORE_PATIENCE_STEPS, Stored,
+    UNREACHABLE, wait_for_stored,
+};
 
 impl CodemodeServer {
     /// The bytes the result may take in an eval's text block: `limits.maxResultText` of the
@@ -166,10 +175,36 @@ impl CodemodeServer {
             }
             false => (None, None),
         };
-        let asker: Arc<dyn Asker> = match (&suspended, can_elicit) {
-            (_, false) => Arc::new(NoAsker),
-            (Some(s), true) => Arc::new(s.asker()),
-            (None, true) => Arc::new(PeerAsker::new(ctx.peer.clone())),
+        // A legacy eval parks too when the server has a store: under the token the failover
+        // layer wrote in the request's in-flight record, else a new one.
+        let legacy = match (&suspended, self.state.durable()) {
+            (None, Some(durable)) => {
+                let token = ctx
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.extensions.get::<LegacyEvalToken>())
+                    .map(|t| t.0.clone())
+                    .unwrap_or_else(super::suspend::random_token);
+                let peer = can_elicit.then(|| PeerAsker::new(ctx.peer.clone()));
+                Some(LegacyAsker::new(peer, token, durable.clone()))
+            }
+            _ => None,
+        };
+        let asker: Arc<dyn Asker> = match (&suspended, &legacy, can_elicit) {
+            (Some(s), _, true) => Arc::new(s.asker()),
+            (None, Some(l), _) => l.clone(),
+            (_, _, false) => Arc::new(NoAsker),
+            (None, None, true) => Arc::new(PeerAsker::new(ctx.peer.clone())),
+        };
+        // While this request is open, an eval resumed here asks its client.
+        let _waits = match (&legacy, self.state.durable()) {
+            (Some(l), Some(d)) => Some(d.legacy_waits(l.clone())),
+            _ => None,
+        };
+        let waiter = match (&suspended, &legacy) {
+            (Some(s), _) => Waiter::Modern(s.clone()),
+            (None, Some(l)) => Waiter::Legacy(l.clone(), tool.clone()),
+            (None, None) => Waiter::Memory,
         };
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
         // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`), on
@@ -180,7 +215,7 @@ impl CodemodeServer {
             code,
             (caller, profile, slot),
             asker,
-            suspended.clone(),
+            waiter,
             cancel.clone(),
             done_tx,
         );
@@ -209,7 +244,7 @@ impl CodemodeServer {
                 s.set_cancel(cancel);
                 self.await_suspended(s, &ctx).await
             }
-            None => self.await_legacy(cancel, done_rx, &ctx).await,
+            None => self.await_legacy((cancel, legacy), done_rx, &ctx).await,
         }
     }
 
@@ -219,9 +254,9 @@ impl CodemodeServer {
         code: String,
         (caller, profile, slot): (Caller, Option<Arc<Profile>>, Arc<EvalSlot>),
         asker: Arc<dyn Asker>,
-        suspended: Option<Arc<Suspended>>,
+        waiter: Waiter,
         cancel: CancellationToken,
-        done: tokio::sync::oneshot::Sender<EvalOutcome>,
+        done: tokio::sync::oneshot::Sender<LegacyEnd>,
     ) {
         let state = &self.state;
         let config = state.config();
@@ -229,9 +264,11 @@ impl CodemodeServer {
             sink,
             include_args: config.audit.include_args,
         });
-        // A 2026-07-28 eval can leave memory while it waits for a human: its client comes
-        // back with `requestState`, to this node or any other sharing the store.
-        let durable = state.durable().filter(|_| suspended.is_some()).cloned();
+        // An eval can leave memory while it waits for a human: a 2026-07-28 client comes back
+        // with `requestState`, to this node or any other sharing the store; a legacy request
+        // waits here for the result, wherever the eval resumes.
+        let token = waiter.token().map(str::to_string);
+        let durable = state.durable().filter(|_| token.is_some()).cloned();
         let open_asks = durable.as_ref().map(|d| {
             Arc::new(OpenAsks::new(Some(
                 d.clone() as Arc<dyn crate::approvals::Decisions>
@@ -253,13 +290,13 @@ impl CodemodeServer {
             .park(park.clone())
             .open_asks(open_asks.clone())
             .build();
-        let watcher = match (&durable, &open_asks, &park, &suspended) {
-            (Some(d), Some(asks), Some(park), Some(entry)) => Some(d.watch(
+        let watcher = match (&durable, &open_asks, &park, &token) {
+            (Some(d), Some(asks), Some(park), Some(token)) => Some(d.watch(
                 asks.clone(),
                 park.clone(),
                 ParkGate {
                     client: slot.client().to_string(),
-                    token: entry.token().to_string(),
+                    token: token.clone(),
                     cap: config.limits.per_client.max_parked_evals,
                 },
             )),
@@ -273,35 +310,41 @@ impl CodemodeServer {
         drop(slot);
         let outcome = match step {
             GovernedStep::Finished(outcome) => {
-                if let (Some(d), Some(entry)) = (&durable, &suspended) {
-                    d.not_parked(entry.token());
+                if let (Some(d), Some(token)) = (&durable, &token) {
+                    d.not_parked(token);
                 }
                 outcome
             }
             GovernedStep::Parked(parked) => {
-                let (Some(durable), Some(entry), Some(asks)) = (durable, &suspended, open_asks)
-                else {
+                let (Some(durable), Some(token), Some(asks)) = (durable, &token, open_asks) else {
                     return;
                 };
                 let meta = Durable::meta(
-                    (entry.token(), &client),
-                    entry.tool(),
+                    (token, &client),
+                    waiter.tool(),
                     &code,
                     &eval,
                     &asks.snapshot(),
                 );
-                match park_or_resume(state, &durable, entry, meta, parked, &cancel).await {
+                match park_or_resume(state, &durable, &waiter, meta, parked, &cancel).await {
                     Some(outcome) => outcome,
-                    None => return,
+                    None => {
+                        // Saved: the in-memory copy never runs again. A legacy request waits
+                        // for the result in the store.
+                        let _ = done.send(LegacyEnd::Parked);
+                        return;
+                    }
                 }
             }
         };
-        match suspended {
-            Some(s) => state
-                .suspensions
-                .complete(&s, outcome, config.limits.unfetched_results),
-            None => {
-                let _ = done.send(outcome);
+        match waiter {
+            Waiter::Modern(s) => {
+                state
+                    .suspensions
+                    .complete(&s, outcome, config.limits.unfetched_results)
+            }
+            Waiter::Legacy(..) | Waiter::Memory => {
+                let _ = done.send(LegacyEnd::Finished(Box::new(outcome)));
             }
         }
     }
@@ -379,59 +422,77 @@ impl CodemodeServer {
                 ));
             }
         }
-        // Resumed on another node (an answer reached it first): wait for its result there. The
-        // node that took the eval marks it running just after; a retry racing it may look in
-        // between, so "neither running nor finished" must hold for a while to mean gone.
-        let mut running = Running::No;
-        let mut neither = 0;
-        for _ in 0..RESULT_PATIENCE_STEPS {
-            match durable.result(token).await {
-                Ok(Some(outcome)) => {
-                    return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
-                }
-                Ok(None) => running = durable.running(token).await,
-                Err(_) => running = Running::Unknown,
+        // Resumed on another node (an answer reached it first): wait for its result there.
+        let message = match wait_for_stored(durable, token, Some(RESULT_PATIENCE_STEPS)).await {
+            Stored::Result(outcome) => {
+                return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
             }
-            match running {
-                Running::Yes => neither = 0,
-                Running::Abandoned | Running::Unknown => break,
-                Running::No => {
-                    neither += 1;
-                    if neither > STORE_PATIENCE_STEPS {
-                        break;
-                    }
-                }
-            }
-            tokio::time::sleep(STORE_PATIENCE_STEP).await;
-        }
-        let message = match running {
-            Running::Yes => {
+            Stored::Gone => return None,
+            Stored::Running => {
                 "this eval is running on another node, which was given its answer; retry with the same requestState to get its result"
             }
-            Running::Abandoned => {
-                "the node that resumed this eval has not renewed its hold on it for over 6 s: either it stopped, and then the tool calls it made until then were made once (its audit log has them) and the rest of the script will not run, or it stalls, and then it may still finish: retry with the same requestState later to get its result if it does; starting the script over would repeat the calls already made"
-            }
-            Running::Unknown => {
-                "the durable store cannot be reached, so this node cannot tell how this eval, resumed on another node, is doing: retry with the same requestState once the store is back (starting the script over would repeat its calls)"
-            }
-            Running::No => {
-                return durable
-                    .result(token)
-                    .await
-                    .ok()
-                    .flatten()
-                    .map(|outcome| Ok(eval_result(&outcome, self.text_budget()).into()));
-            }
+            Stored::Abandoned => ABANDONED,
+            Stored::Unreachable => UNREACHABLE,
         };
         Some(Ok(
             CallToolResult::error(vec![ContentBlock::text(message)]).into()
         ))
     }
 
+    /// A legacy request whose eval was saved to the store: waits for its result, whichever
+    /// node resumes it (an answer from this request's client, the approval API of any node, or
+    /// the sweep at the approval deadline).
+    async fn await_parked_legacy(
+        &self,
+        legacy: &LegacyAsker,
+        cancel: &CancellationToken,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(durable) = self.state.durable().cloned() else {
+            return Err(McpError::internal_error(
+                "a legacy eval parked without a store",
+                None,
+            ));
+        };
+        let token = legacy.token();
+        let progress = Progress::new(ctx);
+        let stored = wait_for_stored(&durable, token, None);
+        tokio::pin!(stored);
+        let message = loop {
+            tokio::select! {
+                stored = &mut stored => {
+                    break match stored {
+                        Stored::Result(outcome) => {
+                            // A resume here keeps a copy for a 2026-07-28 retry nobody makes,
+                            // and so does the store.
+                            self.state.suspensions.remove(token);
+                            durable.forget_result(token).await;
+                            return Ok(eval_result(&outcome, self.text_budget()).into());
+                        }
+                        Stored::Abandoned => ABANDONED,
+                        Stored::Unreachable => UNREACHABLE,
+                        Stored::Running | Stored::Gone => {
+                            "this eval was saved to the durable store, and its records are gone without a result (they expired, or the store lost them): the tool calls it made until it was saved were made once (its audit log has them); starting the script over would repeat those calls"
+                        }
+                    };
+                }
+                _ = ctx.ct.cancelled() => {
+                    // The eval stays saved: the approval API can still decide it.
+                    return Err(McpError::internal_error("cancelled", None));
+                }
+                _ = cancel.cancelled() => {
+                    break "this codemode node is stopping: the eval waits for a human in the durable store, where the approval API of any node (`GET /approvals`) can still decide it, and it then completes on that node; its result does not come back to this request, so check what it did before running the script again";
+                }
+                _ = progress.tick() => progress.send(ctx).await,
+            }
+        };
+        Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into())
+    }
+
     async fn await_legacy(
         &self,
-        cancel: CancellationToken,
-        done: tokio::sync::oneshot::Receiver<EvalOutcome>,
+        (cancel, legacy): (CancellationToken, Option<Arc<LegacyAsker>>),
+        done: tokio::sync::oneshot::Receiver<LegacyEnd>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let progress = Progress::new(ctx);
@@ -439,9 +500,10 @@ impl CodemodeServer {
         loop {
             tokio::select! {
                 outcome = &mut done => {
-                    return match outcome {
-                        Ok(outcome) => Ok(eval_result(&outcome, self.text_budget()).into()),
-                        Err(_) => Err(McpError::internal_error("the eval task ended without an outcome", None)),
+                    return match (outcome, &legacy) {
+                        (Ok(LegacyEnd::Finished(outcome)), _) => Ok(eval_result(&outcome, self.text_budget()).into()),
+                        (Ok(LegacyEnd::Parked), Some(legacy)) => self.await_parked_legacy(legacy, &cancel, ctx).await,
+                        (Ok(LegacyEnd::Parked), None) | (Err(_), _) => Err(McpError::internal_error("the eval task ended without an outcome", None)),
                     };
                 }
                 _ = ctx.ct.cancelled() => {
@@ -486,216 +548,9 @@ impl CodemodeServer {
     }
 }
 
-/// How long a retry naming a token the store does not know waits for it to appear there, in
-/// steps: 2 s in all, longer than a node takes to save an eval that was just parked.
-const STORE_PATIENCE_STEPS: u32 = 20;
-const STORE_PATIENCE_STEP: std::time::Duration = std::time::Duration::from_millis(100);
-/// How long a retry waits for the result of an eval resumed on another node, in steps: 25 s.
-const RESULT_PATIENCE_STEPS: u32 = 250;
-
-/// Saves a parked eval to the store and tells the requests waiting on it; when the store
-/// refuses, the eval goes on here, in memory, and its outcome is returned.
-async fn park_or_resume(
-    state: &Arc<ServerState>,
-    durable: &Arc<Durable>,
-    entry: &Arc<Suspended>,
-    meta: ParkedMeta,
-    parked: codemode_runtime::Suspended,
-    cancel: &CancellationToken,
-) -> Option<EvalOutcome> {
-    match durable.save(&meta, &parked).await {
-        Ok(()) => {
-            entry.park(meta.asks.iter().map(|a| a.question()).collect());
-            None
-        }
-        Err(e) => {
-            tracing::error!(
-                "eval {} could not be saved, it stays in memory: {e}",
-                meta.eval_id
-            );
-            let eval = resumed_eval(state, &meta, entry, None, None);
-            match eval.resume(&meta.code, &parked, cancel).await {
-                Ok(GovernedStep::Finished(outcome)) => Some(outcome),
-                Ok(GovernedStep::Parked(_)) => None,
-                Err(e) => Some(resume_failed(&e.to_string())),
-            }
-        }
-    }
-}
-
-/// The governed eval that continues a parked one: its caller, profile (by name, from the
-/// config in force now), the server's channels, asking through `entry`.
-fn resumed_eval(
-    state: &Arc<ServerState>,
-    meta: &ParkedMeta,
-    entry: &Arc<Suspended>,
-    park: Option<codemode_runtime::ParkRequest>,
-    open_asks: Option<Arc<OpenAsks>>,
-) -> GovernedEval {
-    let config = state.config();
-    let audit = state.audit().map(|sink| AuditTarget {
-        sink,
-        include_args: config.audit.include_args,
-    });
-    let mut builder = GovernedEval::builder(state.runtime.clone())
-        .id(codemode_runtime::EvalId(meta.eval_id))
-        .audit_id(Some(meta.audit_id.clone()))
-        .tools(state.upstreams.clone())
-        .caller(Caller::new(meta.caller.clone(), meta.permissions.clone()))
-        .profile(
-            meta.profile
-                .as_deref()
-                .and_then(|p| config.profile(p).cloned()),
-        )
-        .asker(Arc::new(entry.asker()))
-        .broker(Some(state.approvals.clone()))
-        .audit(audit)
-        .outputs(config.outputs.clone())
-        .options(config.limits.eval_options())
-        .lifetime(Some(config.limits.max_eval_lifetime))
-        .lived(std::time::Duration::from_millis(meta.lived_ms))
-        .eval_approvals(meta.eval_approvals.clone())
-        .park(park)
-        .open_asks(open_asks);
-    if let Some(session) = &meta.session_id {
-        builder = builder.session(session.clone(), meta.session_approvals.clone());
-    }
-    builder.build()
-}
-
-/// The outcome of an eval that could not be resumed.
-fn resume_failed(why: &str) -> EvalOutcome {
-    EvalOutcome {
-        ok: false,
-        result: Value::Null,
-        error: Some(codemode_runtime::EvalError::new(
-            codemode_runtime::ErrorKind::Cancelled,
-            format!("the saved eval could not be resumed: {why}"),
-        )),
-        warnings: Vec::new(),
-        logs: Vec::new(),
-        tool_calls: Vec::new(),
-        stats: Default::default(),
-    }
-}
-
-/// Takes the parked eval of `token` from the store and resumes it on this node, under a new
-/// local entry with the same token. `Ok(None)` when the store does not have it (never parked,
-/// already taken by another node, or expired).
-///
-/// # Errors
-/// When the store fails or the record cannot be read, in words.
-pub(super) async fn resume_from_store(
-    state: &Arc<ServerState>,
-    token: &str,
-) -> Result<Option<(Arc<Suspended>, super::suspend::CreatorClaim)>, String> {
-    let Some(durable) = state.durable().cloned() else {
-        return Ok(None);
-    };
-    let running_for = state.config().limits.max_eval_lifetime;
-    let Some(claimed) = durable.claim(&state.runtime, token, running_for).await? else {
-        return Ok(None);
-    };
-    let (entry, claim) = state
-        .suspensions
-        .register_as(claimed.meta.token.clone(), &claimed.meta.tool);
-    let open_asks = Arc::new(OpenAsks::new(Some(
-        durable.clone() as Arc<dyn crate::approvals::Decisions>
-    )));
-    let park = durable.park_request();
-    let cancel = state.drain.eval_token();
-    let running = state.drain.enter();
-    let task_state = state.clone();
-    let task_entry = entry.clone();
-    let task_cancel = cancel.clone();
-    let handle = tokio::runtime::Handle::current();
-    // As a fresh eval: on an eval thread (see `call_eval`).
-    let task_token = entry.token().to_string();
-    let started = state.eval_threads.spawn(move || {
-        handle.block_on(async move {
-            let Claimed { meta, suspended } = claimed;
-            // A profile that no longer exists fails closed: the eval does not go on unchecked.
-            if let Some(name) = &meta.profile
-                && task_state.config().profile(name).is_none()
-            {
-                let outcome = resume_failed(&format!(
-                    "its profile `{name}` is not in the config any more"
-                ));
-                durable.put_result(task_entry.token(), &outcome).await;
-                durable.unmark_running(task_entry.token()).await;
-                task_state.suspensions.complete(
-                    &task_entry,
-                    outcome,
-                    task_state.config().limits.unfetched_results,
-                );
-                drop(running);
-                return;
-            }
-            let eval = resumed_eval(
-                &task_state,
-                &meta,
-                &task_entry,
-                Some(park.clone()),
-                Some(open_asks.clone()),
-            );
-            let watcher = durable.watch(
-                open_asks.clone(),
-                park,
-                ParkGate {
-                    client: meta.client.clone(),
-                    token: meta.token.clone(),
-                    cap: task_state.config().limits.per_client.max_parked_evals,
-                },
-            );
-            let step = eval.resume(&meta.code, &suspended, &task_cancel).await;
-            watcher.abort();
-            if !matches!(step, Ok(GovernedStep::Parked(_))) {
-                durable.not_parked(&meta.token);
-            }
-            let outcome = match step {
-                Ok(GovernedStep::Finished(outcome)) => Some(outcome),
-                Ok(GovernedStep::Parked(parked)) => {
-                    let meta = Durable::meta(
-                        (&meta.token, &meta.client),
-                        &meta.tool,
-                        &meta.code,
-                        &eval,
-                        &open_asks.snapshot(),
-                    );
-                    park_or_resume(
-                        &task_state,
-                        &durable,
-                        &task_entry,
-                        meta,
-                        parked,
-                        &task_cancel,
-                    )
-                    .await
-                }
-                Err(e) => Some(resume_failed(&e.to_string())),
-            };
-            if let Some(outcome) = outcome {
-                // Kept in the store even when a request here waits for it: the answer may have
-                // come through the approval API, or the same retry may have reached another node
-                // too, which waits for this result rather than call the eval gone.
-                durable.put_result(task_entry.token(), &outcome).await;
-                durable.unmark_running(task_entry.token()).await;
-                task_state.suspensions.complete(
-                    &task_entry,
-                    outcome,
-                    task_state.config().limits.unfetched_results,
-                );
-            } else {
-                // Parked again: its `eval:` record stands for it now.
-                durable.unmark_running(task_entry.token()).await;
-            }
-            drop(running);
-        })
-    });
-    if let Err(e) = started {
-        state.suspensions.remove(&task_token);
-        return Err(format!("cannot start a thread to resume it: {e}"));
-    }
-    entry.set_cancel(cancel);
-    Ok(Some((entry, claim)))
+/// How a legacy eval's task ended.
+enum LegacyEnd {
+    Finished(Box<EvalOutcome>),
+    /// Saved to the store: the request waits for its result there.
+    Parked,
 }

@@ -12,11 +12,13 @@
 //!   process) and, on a request's stream, the request's number: `<rmcp's id>~<node>~<number>`
 //!   (`<rmcp's id>~<node>` on the session's standalone stream);
 //! - records each request of a session in the store while it is in flight
-//!   ([`InFlightRequest`], sealed; forgotten when its response stream ends);
+//!   ([`InFlightRequest`], sealed; forgotten when its response stream ends), a `tools/call`
+//!   with the token its eval parks under ([`LegacyEvalToken`], passed to the eval);
 //! - on a reconnection naming this node, strips the mark and lets rmcp resume the stream;
 //! - on a reconnection naming a request of another node, ends the request: takes its record
 //!   from the store and answers one SSE event, its JSON-RPC error ([`NODE_LOST`],
-//!   [`node_lost_message`]); `410 Gone` when the store has no such request of this session in
+//!   [`node_lost_message`], which says so when the eval was saved to the store and can still
+//!   be decided on the approval API); `410 Gone` when the store has no such request of this session in
 //!   flight (it ended, was ended already, or never was);
 //! - on a reconnection naming another node's standalone stream, opens a new one here (what the
 //!   lost node had not delivered is lost with it).
@@ -37,6 +39,8 @@ use futures::Stream;
 use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::{Value, json};
 
+use super::legacy::LegacyEvalToken;
+use super::state::ServerState;
 use crate::store::sessions::{InFlightRequest, SealedSessionStore};
 
 /// The header naming a legacy MCP session.
@@ -58,13 +62,15 @@ pub(super) struct Failover {
 
 struct Inner {
     sessions: SealedSessionStore,
+    /// The server, whose durable store says whether a lost request's eval was saved.
+    state: Arc<ServerState>,
     node: String,
     next: AtomicU64,
 }
 
 impl Failover {
     /// The layer for one node (one process): its id is random, so a restarted node is another.
-    pub(super) fn new(sessions: SealedSessionStore) -> Self {
+    pub(super) fn new(sessions: SealedSessionStore, state: Arc<ServerState>) -> Self {
         let mut bytes = [0u8; 8];
         if getrandom::fill(&mut bytes).is_err() {
             // Not secret, only distinct: the clock separates the nodes of one cluster.
@@ -77,6 +83,7 @@ impl Failover {
         Failover {
             inner: Arc::new(Inner {
                 sessions,
+                state,
                 node: format!("{:016x}", u64::from_be_bytes(bytes)),
                 next: AtomicU64::new(1),
             }),
@@ -154,6 +161,7 @@ impl Failover {
                 .run(Request::from_parts(parts, Body::from(bytes)))
                 .await;
         };
+        let eval = (method == "tools/call").then(super::suspend::random_token);
         let in_flight = InFlightRequest {
             session: SealedSessionStore::record_key(session),
             id: id.clone(),
@@ -161,7 +169,12 @@ impl Failover {
             tool: (method == "tools/call")
                 .then(|| message["params"]["name"].as_str().map(str::to_string))
                 .flatten(),
+            eval: eval.clone(),
         };
+        let mut parts = parts;
+        if let Some(token) = eval {
+            parts.extensions.insert(LegacyEvalToken(token));
+        }
         let number = self.inner.next.fetch_add(1, Ordering::Relaxed);
         // The JSON-RPC id is the client's choice: one too big to keep is not recorded (if this
         // node dies, a reconnection then gets 410 instead of the node-lost error).
@@ -237,7 +250,8 @@ impl Failover {
                 tracing::info!(
                     "a reconnection to request {number} of node {node}, which is gone: ended with an error"
                 );
-                node_lost_response(&lost)
+                let saved = self.eval_saved(&lost).await;
+                node_lost_response(&lost, saved)
             }
             Ok(_) => (
                 StatusCode::GONE,
@@ -252,6 +266,15 @@ impl Failover {
             )
                 .into_response(),
         }
+    }
+
+    /// Whether the eval of `lost` (a `tools/call`) is in the durable store: parked, resumed
+    /// on some node, or finished there.
+    async fn eval_saved(&self, lost: &InFlightRequest) -> bool {
+        let (Some(token), Some(durable)) = (&lost.eval, self.inner.state.durable()) else {
+            return false;
+        };
+        matches!(durable.knows(token).await, Ok(true))
     }
 
     /// `response` with its event ids marked as this node's (and, for a request's stream, the
@@ -311,26 +334,32 @@ impl Failover {
     }
 }
 
-/// What a client is told when the node serving its request is gone.
-pub fn node_lost_message(request: &InFlightRequest) -> String {
+/// What a client is told when the node serving its request is gone; `saved` when the
+/// request's eval is in the durable store.
+pub fn node_lost_message(request: &InFlightRequest, saved: bool) -> String {
     let what = match &request.tool {
         Some(tool) => format!("`{}` of `{}`", request.method, tool),
         None => format!("`{}`", request.method),
     };
+    let eval = if saved {
+        "Its eval was saved to the durable store while it waited for a human: the approval API of any node (`GET /approvals`) can still decide it, and it then completes on that node (its result is not returned here). Do not run the script again unless it is refused or times out."
+    } else {
+        "An eval that was not saved to the durable store lived only in its node's memory: the tool calls it made stay made, and none of it goes on on this node. Check what the script did before running it again."
+    };
     neutralize(&format!(
-        "the codemode node serving this request ({what}) is gone: it stopped, or the load balancer no longer sends this session to it. The request ends here without its result. An eval of a 2025-11-25 session lives only in its node's memory and is not saved: the tool calls it made stay made, and none of it goes on on this node. The session goes on here: check what the script did before running it again."
+        "the codemode node serving this request ({what}) is gone: it stopped, or the load balancer no longer sends this session to it. The request ends here without its result. {eval} The session goes on here."
     ))
 }
 
 /// One SSE event ending `request` with [`NODE_LOST`].
-fn node_lost_response(request: &InFlightRequest) -> Response {
+fn node_lost_response(request: &InFlightRequest, saved: bool) -> Response {
     let error = json!({
         "jsonrpc": "2.0",
         "id": request.id,
         "error": {
             "code": NODE_LOST,
-            "message": node_lost_message(request),
-            "data": {"reason": "node-lost"},
+            "message": node_lost_message(request, saved),
+            "data": {"reason": "node-lost", "evalSaved": saved},
         },
     });
     (

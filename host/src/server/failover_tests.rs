@@ -89,8 +89,9 @@ fn the_message_names_the_request_and_neutralises_what_the_client_sent() {
         id: json!(3),
         method: "tools/call".to_string(),
         tool: Some("eval\u{1b}[2J".to_string()),
+        eval: None,
     };
-    let message = node_lost_message(&request);
+    let message = node_lost_message(&request, false);
     assert!(
         message.starts_with(
             "the codemode node serving this request (`tools/call` of `eval\\u001b[2J`) is gone"
@@ -98,4 +99,32 @@ fn the_message_names_the_request_and_neutralises_what_the_client_sent() {
         "{message}"
     );
     assert!(!message.contains('\u{1b}'));
+}
+
+#[test]
+fn the_message_says_whether_the_eval_was_saved() {
+    let request = InFlightRequest {
+        session: "mcp-session:00".to_string(),
+        id: json!(3),
+        method: "tools/call".to_string(),
+        tool: Some("eval".to_string()),
+        eval: Some("0".repeat(32)),
+    };
+    let saved = node_lost_message(&request, true);
+    assert!(
+        saved.contains("Its eval was saved to the durable store while it waited for a human: the approval API of any node (`GET /approvals`) can still decide it"),
+        "{saved}"
+    );
+    assert!(
+        !saved.contains("lived only in its node's memory"),
+        "{saved}"
+    );
+    let lost = node_lost_message(&request, false);
+    assert!(
+        lost.contains(
+            "An eval that was not saved to the durable store lived only in its node's memory"
+        ),
+        "{lost}"
+    );
+    assert!(!lost.contains("approval API"), "{lost}");
 }

@@ -19,6 +19,7 @@ pub mod failover;
 pub mod fair;
 mod guard;
 mod handler;
+mod legacy;
 mod listener;
 mod listing;
 mod progress;
@@ -149,7 +150,7 @@ pub fn http_router(
     // Authentication first (a refused request's body is never read), then the guard.
     let mut mcp = axum::Router::new().nest_service("/mcp", service);
     if let Some(sessions) = options.session_store {
-        mcp = failover::Failover::new(sessions).layer(mcp);
+        mcp = failover::Failover::new(sessions, state.clone()).layer(mcp);
     }
     let mut mcp = require_auth(guard.layer(mcp), options.auth);
     if let Some(approvals) = approvals {

@@ -176,7 +176,8 @@ pub fn is_token(text: &str) -> bool {
     text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-fn random_token() -> String {
+/// A new, unguessable `requestState`.
+pub(super) fn random_token() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         // No OS randomness: fall back to time and address entropy hashed (still unguessable in

@@ -48,6 +48,10 @@ pub struct InFlightRequest {
     pub method: String,
     /// The tool called, for `tools/call`.
     pub tool: Option<String>,
+    /// For `tools/call`, the token its eval parks under when it waits for a human (the eval
+    /// is then in the store, and the approval API of any node can still decide it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval: Option<String>,
 }
 
 /// Legacy MCP sessions' state in a [`Store`] (see the module docs).

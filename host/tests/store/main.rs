@@ -588,11 +588,14 @@ async fn a_call_whose_node_is_gone_ends_with_an_error_where_its_client_reconnect
         id: serde_json::json!(7),
         method: "tools/call".to_string(),
         tool: Some("eval".to_string()),
+        eval: None,
     };
+    // These nodes have no durable store: the eval was not saved.
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(data).unwrap(),
         serde_json::json!({"jsonrpc": "2.0", "id": 7, "error": {
-            "code": NODE_LOST, "message": node_lost_message(&lost), "data": {"reason": "node-lost"}}})
+            "code": NODE_LOST, "message": node_lost_message(&lost, false),
+            "data": {"reason": "node-lost", "evalSaved": false}}})
     );
     // Ended once: B took the record, so the next reconnection (the TypeScript SDK makes one
     // after an error event) gets 410, and the client gives up.

@@ -142,12 +142,25 @@ impl Durable {
         decision: ApprovalDecision,
         reason: Option<String>,
     ) -> Result<(), DecideError> {
-        let record = self
+        let unavailable = |e| DecideError::Unavailable(unreachable_store(e));
+        let Some(record) = self
             .store
             .get(&format!("ask:{id}"))
             .await
-            .map_err(|e| DecideError::Unavailable(unreachable_store(e)))?
-            .ok_or_else(|| DecideError::NotFound(id.to_string()))?;
+            .map_err(unavailable)?
+        else {
+            // Its eval may have been resumed (the ask leaves the store then) by an answer given
+            // just before: that is "already decided", not "no such ask".
+            let decided = self
+                .store
+                .get(&format!("decision:{id}"))
+                .await
+                .map_err(unavailable)?;
+            return Err(match decided {
+                Some(_) => DecideError::Closed(id.to_string(), "decided"),
+                None => DecideError::NotFound(id.to_string()),
+            });
+        };
         let ask: AskRecord = serde_json::from_slice(&record.value)
             .map_err(|_| DecideError::NotFound(id.to_string()))?;
         may_decide(

@@ -1,0 +1,194 @@
+//! A legacy (2025-11-25) eval parked while its request stays open on its node.
+//!
+//! Such an eval asks its human through the client's `elicitation/create`, which answers on the
+//! session's node only. When the eval parks (saved to the store, its memory freed), the
+//! elicitation stays open: [`LegacyAsker`] sends each question from a task of its own, which
+//! outlives the eval's call. Its answer then
+//! - reaches the eval's call while the eval runs in memory (asked again under the same key
+//!   after a resume here, the call finds the question already asked, or already answered);
+//! - is recorded in the store as the ask's decision once the eval is saved (the first answer
+//!   wins, as with the approval API) and resumes the eval on this node.
+//!
+//! The request itself waits for the eval's result in the store (see
+//! `CodemodeServer::await_parked_legacy`), whichever node resumed it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use codemode_policies::Channel;
+use codemode_runtime::BoxFuture;
+use tokio::sync::watch;
+
+use super::durable::Durable;
+use crate::approvals::form::approval_answer;
+use crate::approvals::{Answer, Asker, PeerAsker, Question};
+
+/// The extension a legacy session's `tools/call` carries from the failover layer: the
+/// `requestState`-like token its eval parks under, also written in the request's in-flight
+/// record so that another node can tell whether the eval was saved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacyEvalToken(pub String);
+
+/// The asker of a legacy eval that may park. See the module docs.
+pub struct LegacyAsker {
+    /// The client's elicitation; `None` when the client cannot be asked.
+    peer: Option<PeerAsker>,
+    token: String,
+    durable: Arc<Durable>,
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Each question put to the client, by key: its answer once it came.
+    asked: HashMap<String, watch::Sender<Option<Answer>>>,
+    /// Whether the eval is saved in the store (its answers go there).
+    saved: bool,
+    /// The tasks that put the questions, stopped when the request ends.
+    tasks: Vec<tokio::task::AbortHandle>,
+}
+
+impl LegacyAsker {
+    /// Asks through `peer` for the eval parked (when it parks) under `token` in `durable`.
+    pub fn new(peer: Option<PeerAsker>, token: String, durable: Arc<Durable>) -> Arc<Self> {
+        Arc::new(LegacyAsker {
+            peer,
+            token,
+            durable,
+            inner: Arc::default(),
+        })
+    }
+
+    /// The token the eval parks under.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The eval is saved in the store: answers that came meanwhile (after its call stopped
+    /// waiting) and every later one are recorded there.
+    pub fn saved(self: &Arc<Self>) {
+        let answered: Vec<(String, Answer)> = {
+            let mut inner = self.lock();
+            inner.saved = true;
+            inner
+                .asked
+                .iter()
+                .filter_map(|(key, tx)| Some((key.clone(), tx.borrow().clone()?)))
+                .collect()
+        };
+        for (key, answer) in answered {
+            let this = self.clone();
+            tokio::spawn(async move { this.record(&key, &answer).await });
+        }
+    }
+
+    /// The request ended: the questions still open to its client are dropped (as a plain
+    /// elicitation's are when its eval ends).
+    pub fn close(&self) {
+        for task in std::mem::take(&mut self.lock().tasks) {
+            task.abort();
+        }
+    }
+
+    /// The eval runs in memory again (resumed on this node): answers go to its calls.
+    pub fn resumed(&self) {
+        self.lock().saved = false;
+    }
+
+    /// `answer` came for `key`: to the eval's call, and to the store if the eval is saved.
+    async fn answered(&self, key: &str, answer: Answer) {
+        let saved = {
+            let inner = self.lock();
+            if let Some(tx) = inner.asked.get(key) {
+                tx.send_replace(Some(answer.clone()));
+            }
+            inner.saved
+        };
+        if saved {
+            self.record(key, &answer).await;
+        }
+    }
+
+    /// Records `answer` to the ask `key` of the saved eval as its decision, and resumes the
+    /// eval here. A timeout or a failed elicitation decides nothing (the approval API and the
+    /// sweep at the deadline still can).
+    async fn record(&self, key: &str, answer: &Answer) {
+        if matches!(answer, Answer::Timeout | Answer::Failed(_)) {
+            return;
+        }
+        let Some(id) = key.strip_prefix("codemode-") else {
+            return;
+        };
+        let decision = approval_answer(answer, Channel::Elicitation);
+        if self.durable.answer(&self.token, id, &decision).await {
+            self.durable.resume_here(&self.token);
+        } else {
+            tracing::info!(
+                "the client's answer to `{id}` came after another (or after the ask closed): not recorded"
+            );
+        }
+    }
+}
+
+impl Asker for LegacyAsker {
+    fn supports(&self) -> bool {
+        self.peer.is_some()
+    }
+
+    fn channel(&self) -> Channel {
+        match &self.peer {
+            Some(_) => Channel::Elicitation,
+            None => Channel::Fallback,
+        }
+    }
+
+    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+        match &self.peer {
+            Some(peer) => peer.ask(question, timeout),
+            None => {
+                Box::pin(async { Answer::Failed("the client does not support elicitation".into()) })
+            }
+        }
+    }
+
+    fn ask_keyed(&self, key: &str, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+        let key = key.to_string();
+        Box::pin(async move {
+            let Some(peer) = self.peer.clone() else {
+                return Answer::Failed("the client does not support elicitation".into());
+            };
+            let mut rx = {
+                let mut inner = self.lock();
+                match inner.asked.get(&key) {
+                    Some(tx) => tx.subscribe(),
+                    None => {
+                        let (tx, rx) = watch::channel(None);
+                        inner.asked.insert(key.clone(), tx);
+                        // Its own task: the question stays open when the eval parks.
+                        let this = LegacyAsker {
+                            peer: None,
+                            token: self.token.clone(),
+                            durable: self.durable.clone(),
+                            inner: self.inner.clone(),
+                        };
+                        let task = tokio::spawn(async move {
+                            let answer = peer.ask(question, timeout).await;
+                            this.answered(&key, answer).await;
+                        });
+                        inner.tasks.push(task.abort_handle());
+                        rx
+                    }
+                }
+            };
+            match rx.wait_for(Option::is_some).await {
+                Ok(answer) => answer.clone().unwrap_or(Answer::Timeout),
+                Err(_) => Answer::Failed("the question was dropped".into()),
+            }
+        })
+    }
+}
