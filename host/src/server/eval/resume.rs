@@ -198,13 +198,7 @@ pub(in crate::server) async fn resume_from_store(
                 let outcome = resume_failed(&format!(
                     "its profile `{name}` is not in the config any more"
                 ));
-                durable.put_result(task_entry.token(), &outcome).await;
-                durable.unmark_running(task_entry.token()).await;
-                task_state.suspensions.complete(
-                    &task_entry,
-                    outcome,
-                    task_state.config().limits.unfetched_results,
-                );
+                end_resumed(&task_state, &durable, &task_entry, outcome).await;
                 drop(running);
                 return;
             }
@@ -244,16 +238,7 @@ pub(in crate::server) async fn resume_from_store(
                 Err(e) => Some(resume_failed(&e.to_string())),
             };
             if let Some(outcome) = outcome {
-                // Kept in the store even when a request here waits for it: the answer may have
-                // come through the approval API, or the same retry may have reached another node
-                // too, which waits for this result rather than call the eval gone.
-                durable.put_result(task_entry.token(), &outcome).await;
-                durable.unmark_running(task_entry.token()).await;
-                task_state.suspensions.complete(
-                    &task_entry,
-                    outcome,
-                    task_state.config().limits.unfetched_results,
-                );
+                end_resumed(&task_state, &durable, &task_entry, outcome).await;
             } else {
                 // Parked again: its `eval:` record stands for it now.
                 durable.unmark_running(task_entry.token()).await;
@@ -267,4 +252,21 @@ pub(in crate::server) async fn resume_from_store(
     }
     entry.set_cancel(cancel);
     Ok(Some((entry, claim)))
+}
+
+/// The end of a resumed eval: its outcome kept in the store — even when a request here waits
+/// for it: the answer may have come through the approval API, or the same retry may have
+/// reached another node too, which waits for this result rather than call the eval gone — its
+/// lease given up, and the requests here told.
+async fn end_resumed(
+    state: &Arc<ServerState>,
+    durable: &Durable,
+    entry: &Arc<Suspended>,
+    outcome: EvalOutcome,
+) {
+    durable.put_result(entry.token(), &outcome).await;
+    durable.unmark_running(entry.token()).await;
+    state
+        .suspensions
+        .complete(entry, outcome, state.config().limits.unfetched_results);
 }
