@@ -29,6 +29,16 @@ impl Server {
 
     /// The server, with `mcpServers` from `servers(scratch dir)` when that is not null.
     fn start_with(name: &str, servers: impl Fn(&std::path::Path) -> Value) -> Server {
+        Server::start_edited(name, |dir, config| {
+            let servers = servers(dir);
+            if !servers.is_null() {
+                config["mcpServers"] = servers;
+            }
+        })
+    }
+
+    /// The server, with its config changed by `edit(scratch dir, config)`.
+    fn start_edited(name: &str, edit: impl Fn(&std::path::Path, &mut Value)) -> Server {
         let dir = codemode_test_support::scratch_dir("adversarial-http", name);
         let token_sha = {
             use sha2::Digest;
@@ -53,10 +63,7 @@ impl Server {
             "limits": { "fuel": 0, "timeout": "60s" }
         });
         let mut config = config;
-        let servers = servers(&dir);
-        if !servers.is_null() {
-            config["mcpServers"] = servers;
-        }
+        edit(&dir, &mut config);
         let path = dir.join("config.json");
         std::fs::write(&path, config.to_string()).unwrap();
         let mut child = Command::new(CODEMODE)
@@ -675,4 +682,79 @@ fn busy_scripts_do_not_stall_other_requests() {
     let mut want = vec!["trivial 200".to_string()];
     want.extend((0..busy).map(|_| "busy 200".to_string()));
     assert_eq!(order, want);
+}
+
+/// Found by red team 3: a retry (`requestState`) is served before the caller is checked
+/// (host/src/server/eval.rs `call_eval`: the `requestState` branch returns before
+/// `missing_permissions`), and neither the in-memory suspension nor the store's copy records
+/// whose eval it is. A caller without the profile's permission, holding another caller's
+/// `requestState` (a log line, a shared proxy, a replayed request), gets that eval's questions
+/// and can answer them and read its result. The retry must be refused like a fresh call:
+/// JSON-RPC `-32602`.
+#[test]
+fn a_retry_by_another_caller_without_the_permission_is_refused() {
+    use sha2::Digest;
+    let sha = |t: &str| {
+        sha2::Sha256::digest(t.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let server = Server::start_edited("other-caller", |_, config| {
+        config["server"]["auth"] = json!({"tokens": [
+            {"name": "alice", "sha256": sha("alice-token-0123456789"), "permissions": ["payments"]},
+            {"name": "bob", "sha256": sha("bob-token-0123456789")}
+        ]});
+        config["evaluation"]["profiles"]["pay"] = json!({"requirePermissions": ["payments"]});
+    });
+    let call = |token: &str, extra: Value| {
+        let auth = format!("Authorization: Bearer {token}");
+        let mut body = eval_body(
+            "const r = await codemode.hitl_request({question: 'pay 100?', options: ['yes', 'no']}); return r.selectedOption",
+            extra,
+        );
+        body = String::from_utf8(body)
+            .unwrap()
+            .replace("\"name\":\"eval\"", "\"name\":\"codemode_eval_pay\"")
+            .into_bytes();
+        let (status, body) = server.send(&request(
+            &server.addr,
+            &[
+                JSON,
+                ACCEPT,
+                &auth,
+                V2026,
+                CALL,
+                "Mcp-Name: codemode_eval_pay",
+            ],
+            &body,
+        ));
+        assert_eq!(status, 200, "{body}");
+        message(&body)
+    };
+    // Bob may not run the profile's eval.
+    let fresh = call("bob-token-0123456789", json!({}));
+    assert_eq!(fresh["error"]["code"], -32602, "{fresh}");
+    // Alice's eval asks her a question.
+    let asked = call("alice-token-0123456789", json!({}));
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let state = asked["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let key = asked["result"]["inputRequests"]
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .unwrap();
+    // Bob retries with her requestState, answering her question: refused, as his own call was
+    // (today he gets `result: "yes"`, his answer).
+    let stolen = call(
+        "bob-token-0123456789",
+        json!({"requestState": state, "inputResponses": {
+            key: {"action": "accept", "content": {"answer": "yes"}}}}),
+    );
+    assert_eq!(
+        stolen["error"]["code"], -32602,
+        "bob got alice's eval: {stolen}"
+    );
 }
