@@ -360,3 +360,55 @@ fn a_legacy_eval_saved_by_sigterm_is_completed_by_another_nodes_approval_api() {
     let evals: Vec<&Value> = records.iter().filter(|r| r["event"] == "eval").collect();
     assert_eq!(evals[0]["node"], json!(other), "{records:#?}");
 }
+
+/// Found by red team 3: cancelling (`notifications/cancelled`) a legacy call whose eval waits
+/// for a human in memory stops its sandbox (`await_legacy`), but once the eval is parked the
+/// cancellation only ends the request (host/src/server/eval.rs `await_parked_legacy`: "the eval
+/// stays saved"). The abandoned eval stays listed on every node's approval API, and a human
+/// approving it there (or the sweep at the deadline) runs the rest of a script its client gave
+/// up on: here the approved write. A cancelled call's eval must be dropped, parked or not.
+#[test]
+fn a_cancelled_legacy_call_does_not_leave_its_parked_eval_to_run_later() {
+    let cluster = Cluster::start("legacy_cancel", 3, 0);
+    prepare(&cluster.files);
+    let markers = markers(&cluster);
+    let client = start_client(&cluster, "cancel", &markers);
+    await_some("the human is asked", || {
+        markers.join("asked").exists().then_some(())
+    });
+    cluster.await_parked(1);
+    let accepted = || cluster.proxy.log().matches("status=202").count();
+    let before = accepted();
+    std::fs::write(markers.join("cancel"), "").unwrap();
+    await_some("the client cancelled its call", || {
+        markers.join("cancelled").exists().then_some(())
+    });
+    // The cancellation reached a node: the one notification the client sends meanwhile (a
+    // POST answered 202; the human has not answered).
+    await_some("`notifications/cancelled` is accepted", || {
+        (accepted() == before + 1).then_some(())
+    });
+    let (_, routes) = session_routes(&cluster.proxy.log());
+    let other = (cluster.index_of(&routes[0].served_by) + 1) % 3;
+    let base = cluster.node(other).base_url();
+    // Today the ask stays listed (and `decide` answers 200 `decided`, then the write runs).
+    let pending = await_some("the cancelled eval's ask is withdrawn", || {
+        block_on(client::pending_approvals(&base))
+            .ok()
+            .filter(Vec::is_empty)
+    });
+    assert_eq!(pending, Vec::<Value>::new());
+    assert!(
+        !cluster.store_keys().iter().any(|k| k.starts_with("eval:")),
+        "the cancelled eval is still saved: {:?}",
+        cluster.store_keys()
+    );
+    std::fs::write(markers.join("done"), "").unwrap();
+    let obs = finish_client(client, &cluster);
+    assert_eq!(obs["call"], "cancelled", "{obs:#}");
+    assert_eq!(
+        std::fs::read_to_string(cluster.files.join(crate::flow::FILE)).unwrap(),
+        crate::flow::FIRST_LINE,
+        "the cancelled script's write ran"
+    );
+}

@@ -11,7 +11,11 @@ Environment:
                 (meanwhile the test kills the session's node), then approves; afterwards the
                 client tries one more request in the same session;
                 "parked": the human writes DURABLE_DIR/asked, waits for DURABLE_DIR/go
-                (meanwhile the node saves the eval to the store), then approves.
+                (meanwhile the node saves the eval to the store), then approves;
+                "cancel": the human writes DURABLE_DIR/asked and never answers; when
+                DURABLE_DIR/cancel appears the client abandons the call (the SDK sends
+                `notifications/cancelled`), writes DURABLE_DIR/cancelled, and keeps the
+                session open until DURABLE_DIR/done appears.
 
 Prints one JSON object of observations on stdout.
 """
@@ -54,7 +58,19 @@ class Human:
                 if time.monotonic() - started > DEADLINE:
                     raise TimeoutError("the test never said go")
                 await asyncio.sleep(0.05)
+        if FLOW == "cancel":
+            open(os.path.join(DIR, "asked"), "w").close()
+            await wait_for_marker("done")
+            return ElicitResult(action="cancel")
         return ElicitResult(action="accept", content={"decision": "approve_once"})
+
+
+async def wait_for_marker(name: str) -> None:
+    started = time.monotonic()
+    while not os.path.exists(os.path.join(DIR, name)):
+        if time.monotonic() - started > DEADLINE:
+            raise TimeoutError(f"the test never wrote {name}")
+        await asyncio.sleep(0.05)
 
 
 def text_of(result: Any) -> str:
@@ -84,7 +100,19 @@ async def main() -> dict:
     try:
         async with client as c:
             observations["protocol"] = c.protocol_version
-            observations["call"] = await attempt("tools/call", call_gate(c))
+            if FLOW == "cancel":
+                call = asyncio.create_task(call_gate(c))
+                await wait_for_marker("cancel")
+                call.cancel()
+                try:
+                    await call
+                    observations["call"] = "answered before the cancellation"
+                except asyncio.CancelledError:
+                    observations["call"] = "cancelled"
+                open(os.path.join(DIR, "cancelled"), "w").close()
+                await wait_for_marker("done")
+            else:
+                observations["call"] = await attempt("tools/call", call_gate(c))
             if FLOW == "node_dies":
                 listed = await attempt("tools/list", c.list_tools(cache_mode="bypass"))
                 observations["after"] = (
