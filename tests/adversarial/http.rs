@@ -19,7 +19,7 @@ struct Server {
     child: Child,
     addr: String,
     stderr: Arc<Mutex<String>>,
-    _dir: std::path::PathBuf,
+    dir: std::path::PathBuf,
 }
 
 impl Server {
@@ -94,7 +94,7 @@ impl Server {
             child,
             addr,
             stderr,
-            _dir: dir,
+            dir,
         }
     }
 
@@ -642,7 +642,7 @@ fn busy_scripts_do_not_stall_other_requests() {
         let (command, args) = codemode_test_support::peers::filesystem_server_cmd(&files);
         json!({ "fs": { "command": command, "args": args } })
     });
-    let files = server._dir.join("files");
+    let files = server.dir.join("files");
     let busy = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut threads = Vec::new();
@@ -684,15 +684,25 @@ fn busy_scripts_do_not_stall_other_requests() {
     assert_eq!(order, want);
 }
 
-/// Found by red team 3: a retry (`requestState`) is served before the caller is checked
-/// (host/src/server/eval.rs `call_eval`: the `requestState` branch returns before
-/// `missing_permissions`), and neither the in-memory suspension nor the store's copy records
-/// whose eval it is. A caller without the profile's permission, holding another caller's
-/// `requestState` (a log line, a shared proxy, a replayed request), gets that eval's questions
-/// and can answer them and read its result. The retry must be refused like a fresh call:
-/// JSON-RPC `-32602`.
+/// Found by red team 3: a retry (`requestState`) was served before the caller was checked (the
+/// `requestState` branch of `call_eval` returned before `missing_permissions`), and neither the
+/// in-memory suspension nor the store's copy recorded whose eval it was. Another caller holding
+/// the `requestState` (a log line, a shared proxy, a replayed request) could answer the eval's
+/// questions and read its result. Now a retry is refused like a fresh call when the caller lacks
+/// the profile's permission, and refused when it is not the eval's caller — whether the eval
+/// waits in memory or was saved to the store, and after it finished.
 #[test]
-fn a_retry_by_another_caller_without_the_permission_is_refused() {
+fn a_retry_by_another_caller_is_refused_in_memory() {
+    retry_by_another_caller("other-caller-memory", 3600);
+}
+
+/// [`a_retry_by_another_caller_is_refused_in_memory`] with the eval saved to the store at once.
+#[test]
+fn a_retry_by_another_caller_is_refused_when_saved() {
+    retry_by_another_caller("other-caller-saved", 0);
+}
+
+fn retry_by_another_caller(name: &str, spill_after: u64) {
     use sha2::Digest;
     let sha = |t: &str| {
         sha2::Sha256::digest(t.as_bytes())
@@ -700,17 +710,21 @@ fn a_retry_by_another_caller_without_the_permission_is_refused() {
             .map(|b| format!("{b:02x}"))
             .collect::<String>()
     };
-    let server = Server::start_edited("other-caller", |_, config| {
+    let server = Server::start_edited(name, |dir, config| {
         config["server"]["auth"] = json!({"tokens": [
             {"name": "alice", "sha256": sha("alice-token-0123456789"), "permissions": ["payments"]},
+            {"name": "carol", "sha256": sha("carol-token-0123456789"), "permissions": ["payments"]},
             {"name": "bob", "sha256": sha("bob-token-0123456789")}
         ]});
-        config["evaluation"]["profiles"]["pay"] = json!({"requirePermissions": ["payments"]});
+        config["evaluation"]["profiles"]["pay"] =
+            json!({"requirePermissions": ["payments"], "asklist": ["search_tools"]});
+        config["durable"] = json!({"store": "local", "dir": dir.join("state"),
+                                   "suspendToStoreAfterSeconds": spill_after});
     });
     let call = |token: &str, extra: Value| {
         let auth = format!("Authorization: Bearer {token}");
         let mut body = eval_body(
-            "const r = await codemode.hitl_request({question: 'pay 100?', options: ['yes', 'no']}); return r.selectedOption",
+            "await codemode.search_tools({query: 'pay'}); return 'paid'",
             extra,
         );
         body = String::from_utf8(body)
@@ -735,7 +749,7 @@ fn a_retry_by_another_caller_without_the_permission_is_refused() {
     // Bob may not run the profile's eval.
     let fresh = call("bob-token-0123456789", json!({}));
     assert_eq!(fresh["error"]["code"], -32602, "{fresh}");
-    // Alice's eval asks her a question.
+    // Alice's eval asks her approval (an approval can be saved to the store).
     let asked = call("alice-token-0123456789", json!({}));
     assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
     let state = asked["result"]["requestState"]
@@ -746,15 +760,55 @@ fn a_retry_by_another_caller_without_the_permission_is_refused() {
         .as_object()
         .and_then(|m| m.keys().next().cloned())
         .unwrap();
-    // Bob retries with her requestState, answering her question: refused, as his own call was
-    // (today he gets `result: "yes"`, his answer).
-    let stolen = call(
-        "bob-token-0123456789",
-        json!({"requestState": state, "inputResponses": {
-            key: {"action": "accept", "content": {"answer": "yes"}}}}),
-    );
+    if spill_after == 0 {
+        let records = server.dir.join("state/records");
+        let saved = || {
+            std::fs::read_dir(&records)
+                .map(|d| {
+                    d.filter_map(Result::ok)
+                        .any(|e| e.file_name().to_string_lossy().starts_with("eval:"))
+                })
+                .unwrap_or(false)
+        };
+        for _ in 0..500 {
+            if saved() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(saved(), "the eval was not saved to the store");
+    }
+    let answer = |token: &str, decision: &str| {
+        call(
+            token,
+            json!({"requestState": state, "inputResponses": {
+                key.clone(): {"action": "accept", "content": {"decision": decision}}}}),
+        )
+    };
+    // Bob (no permission) and Carol (the permission, not her eval) approve it: both refused.
+    let stolen = answer("bob-token-0123456789", "approve_once");
     assert_eq!(
         stolen["error"]["code"], -32602,
         "bob got alice's eval: {stolen}"
+    );
+    let stolen = answer("carol-token-0123456789", "approve_once");
+    assert_eq!(
+        (&stolen["error"]["code"], &stolen["error"]["message"]),
+        (
+            &json!(-32602),
+            &json!("requestState belongs to another caller")
+        ),
+        "carol got alice's eval: {stolen}"
+    );
+    // Alice approves and gets her result; Carol's retry after it gets nothing of it.
+    let done = answer("alice-token-0123456789", "approve_once");
+    assert_eq!(
+        done["result"]["structuredContent"]["result"], "paid",
+        "{done}"
+    );
+    let after = answer("carol-token-0123456789", "approve_once");
+    assert!(
+        !after.to_string().contains("paid"),
+        "carol read alice's result: {after}"
     );
 }

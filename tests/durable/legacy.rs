@@ -362,11 +362,12 @@ fn a_legacy_eval_saved_by_sigterm_is_completed_by_another_nodes_approval_api() {
 }
 
 /// Found by red team 3: cancelling (`notifications/cancelled`) a legacy call whose eval waits
-/// for a human in memory stops its sandbox (`await_legacy`), but once the eval is parked the
-/// cancellation only ends the request (host/src/server/eval.rs `await_parked_legacy`: "the eval
-/// stays saved"). The abandoned eval stays listed on every node's approval API, and a human
-/// approving it there (or the sweep at the deadline) runs the rest of a script its client gave
-/// up on: here the approved write. A cancelled call's eval must be dropped, parked or not.
+/// for a human in memory stops its sandbox (`await_legacy`), but once the eval was parked the
+/// cancellation only ended the request: the abandoned eval stayed listed on every node's
+/// approval API, and a human approving it there (or the sweep at the deadline) ran the rest of
+/// a script its client gave up on (here the approved write). Now the node takes the parked eval
+/// back and cancels it: its ask is withdrawn, the write never runs, and the eval is audited
+/// once as cancelled.
 #[test]
 fn a_cancelled_legacy_call_does_not_leave_its_parked_eval_to_run_later() {
     let cluster = Cluster::start("legacy_cancel", 3, 0);
@@ -411,4 +412,7 @@ fn a_cancelled_legacy_call_does_not_leave_its_parked_eval_to_run_later() {
         crate::flow::FIRST_LINE,
         "the cancelled script's write ran"
     );
+    let records = cluster.audit_with_evals(1);
+    let evals: Vec<&Value> = records.iter().filter(|r| r["event"] == "eval").collect();
+    assert_eq!(evals[0]["error_kind"], "cancelled", "{records:#?}");
 }

@@ -55,6 +55,13 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// How long a guest module is kept for the states that name it.
 const GUEST_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
+/// A resumed eval's outcome in the store (`result:<requestState>`), with whose it is.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ResultRecord {
+    caller: String,
+    outcome: EvalOutcome,
+}
+
 /// What is saved with a parked eval besides its sandbox.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ParkedMeta {
@@ -273,12 +280,13 @@ impl Durable {
         Ok(deadline_ms)
     }
 
-    /// The eval tool a parked eval was called through (read, not taken), so that a retry
-    /// naming another tool is refused before the eval is claimed.
-    pub async fn parked_tool(&self, token: &str) -> Option<String> {
+    /// The eval tool a parked eval was called through and the caller who started it (read,
+    /// not taken), so that a retry through another tool or by another caller is refused before
+    /// the eval is claimed.
+    pub async fn parked_owner(&self, token: &str) -> Option<(String, String)> {
         let record = self.store.get(&format!("eval:{token}")).await.ok()??;
         let (meta, _) = split_record(&record.value).ok()?;
-        Some(meta.tool)
+        Some((meta.tool, meta.caller))
     }
 
     /// Takes the parked eval of `token`, if it is still in the store: exactly one caller gets
@@ -406,9 +414,14 @@ impl Durable {
         }
     }
 
-    /// Keeps the outcome of a resumed eval for its client's next retry, on any node.
-    pub async fn put_result(&self, token: &str, outcome: &EvalOutcome) {
-        if let Ok(value) = serde_json::to_vec(outcome) {
+    /// Keeps the outcome of a resumed eval for its client's next retry, on any node; only
+    /// `caller`, who started the eval, gets it.
+    pub async fn put_result(&self, token: &str, caller: &str, outcome: &EvalOutcome) {
+        let record = ResultRecord {
+            caller: caller.to_string(),
+            outcome: outcome.clone(),
+        };
+        if let Ok(value) = serde_json::to_vec(&record) {
             let _ = self
                 .store
                 .put(&format!("result:{token}"), &value, RESULT_TTL)
@@ -416,19 +429,22 @@ impl Durable {
         }
     }
 
-    /// The outcome of a resumed eval, if one is kept: read, not taken, so that every retry
-    /// with its `requestState` gets it (a client whose answer was lost retries) until the
-    /// record expires.
+    /// The outcome of a resumed eval for `caller`, if one is kept and the eval is theirs: read,
+    /// not taken, so that every retry with its `requestState` gets it (a client whose answer
+    /// was lost retries) until the record expires. Another caller's retry gets `None`.
     ///
     /// # Errors
     /// When the store cannot be read, in words.
-    pub async fn result(&self, token: &str) -> Result<Option<EvalOutcome>, String> {
+    pub async fn result(&self, token: &str, caller: &str) -> Result<Option<EvalOutcome>, String> {
         let record = self
             .store
             .get(&format!("result:{token}"))
             .await
             .map_err(|e| e.to_string())?;
-        Ok(record.and_then(|r| serde_json::from_slice(&r.value).ok()))
+        Ok(record
+            .and_then(|r| serde_json::from_slice::<ResultRecord>(&r.value).ok())
+            .filter(|r| r.caller == caller)
+            .map(|r| r.outcome))
     }
 
     /// Drops the kept outcome of `token`'s eval: for a legacy request that got it, the only one

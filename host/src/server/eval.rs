@@ -69,6 +69,26 @@ impl CodemodeServer {
         // A shutdown waits for this request to answer (the eval's task counts apart: a
         // 2026-07-28 eval outlives its request while it waits for input).
         let _request = self.state.drain.enter();
+        // Who calls, and whether they may use this eval tool: checked before anything else,
+        // retries included (a requestState is no credential).
+        let caller = crate::auth::caller_of(&ctx.extensions);
+        let missing = missing_permissions(&self.state.config(), &tool, &caller);
+        if !missing.is_empty() {
+            return Err(McpError::invalid_params(
+                format!(
+                    "`{tool}` requires the permission{} {} (caller `{}` lacks {})",
+                    if missing.len() == 1 { "" } else { "s" },
+                    missing
+                        .iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    caller.name,
+                    if missing.len() == 1 { "it" } else { "them" },
+                ),
+                None,
+            ));
+        }
         if let Some(token) = req.request_state.as_deref() {
             // A 2026-07-28 client answering an input-required result.
             let local = self.state.suspensions.get(token);
@@ -80,7 +100,7 @@ impl CodemodeServer {
                     self.state.suspensions.remove(parked.token());
                 }
                 if let Some(response) = self
-                    .retry_from_store(durable, token, &tool, &req, &ctx)
+                    .retry_from_store(durable, (token, &caller.name), &tool, &req, &ctx)
                     .await
                 {
                     return response;
@@ -103,6 +123,9 @@ impl CodemodeServer {
                     "requestState belongs to another tool",
                     None,
                 ));
+            }
+            if suspended.caller() != caller.name {
+                return Err(McpError::invalid_params(NOT_YOURS, None));
             }
             if let Some(responses) = &req.input_responses {
                 let refused = suspended.answer(responses);
@@ -131,24 +154,6 @@ impl CodemodeServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             }
         };
-        let caller = crate::auth::caller_of(&ctx.extensions);
-        let missing = missing_permissions(&self.state.config(), &tool, &caller);
-        if !missing.is_empty() {
-            return Err(McpError::invalid_params(
-                format!(
-                    "`{tool}` requires the permission{} {} (caller `{}` lacks {})",
-                    if missing.len() == 1 { "" } else { "s" },
-                    missing
-                        .iter()
-                        .map(|p| format!("`{p}`"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    caller.name,
-                    if missing.len() == 1 { "it" } else { "them" },
-                ),
-                None,
-            ));
-        }
         let modern = ctx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
@@ -170,7 +175,7 @@ impl CodemodeServer {
 
         let (suspended, _claim) = match modern {
             true => {
-                let (entry, claim) = self.state.suspensions.register(&tool);
+                let (entry, claim) = self.state.suspensions.register(&tool, &caller.name);
                 (Some(entry), Some(claim))
             }
             false => (None, None),
@@ -355,7 +360,7 @@ impl CodemodeServer {
     async fn retry_from_store(
         &self,
         durable: &Arc<Durable>,
-        token: &str,
+        (token, caller): (&str, &str),
         tool: &str,
         req: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
@@ -387,14 +392,18 @@ impl CodemodeServer {
                 .into()));
             }
         }
-        // The tool first: a retry through another tool must not take the eval from the right one.
-        if let Some(parked) = durable.parked_tool(token).await
-            && parked != tool
-        {
-            return Some(Err(McpError::invalid_params(
-                "requestState belongs to another tool",
-                None,
-            )));
+        // The owner first: a retry through another tool, or by another caller, must not answer
+        // the eval or take it from its owner.
+        if let Some((parked_tool, owner)) = durable.parked_owner(token).await {
+            if parked_tool != tool {
+                return Some(Err(McpError::invalid_params(
+                    "requestState belongs to another tool",
+                    None,
+                )));
+            }
+            if owner != caller {
+                return Some(Err(McpError::invalid_params(NOT_YOURS, None)));
+            }
         }
         if let Some(responses) = &req.input_responses {
             for (key, response) in responses {
@@ -410,7 +419,7 @@ impl CodemodeServer {
                 }
             }
         }
-        if let Ok(Some(outcome)) = durable.result(token).await {
+        if let Ok(Some(outcome)) = durable.result(token, caller).await {
             return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
         }
         match resume_from_store(&self.state, token).await {
@@ -423,7 +432,9 @@ impl CodemodeServer {
             }
         }
         // Resumed on another node (an answer reached it first): wait for its result there.
-        let message = match wait_for_stored(durable, token, Some(RESULT_PATIENCE_STEPS)).await {
+        let message = match wait_for_stored(durable, (token, caller), Some(RESULT_PATIENCE_STEPS))
+            .await
+        {
             Stored::Result(outcome) => {
                 return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
             }
@@ -456,7 +467,8 @@ impl CodemodeServer {
         };
         let token = legacy.token();
         let progress = Progress::new(ctx);
-        let stored = wait_for_stored(&durable, token, None);
+        let caller = crate::auth::caller_of(&ctx.extensions);
+        let stored = wait_for_stored(&durable, (token, &caller.name), None);
         tokio::pin!(stored);
         let message = loop {
             tokio::select! {
@@ -477,7 +489,15 @@ impl CodemodeServer {
                     };
                 }
                 _ = ctx.ct.cancelled() => {
-                    // The eval stays saved: the approval API can still decide it.
+                    // The client gave the call up (a cancellation, or its session closed): the
+                    // eval is taken from the store and resumed here only to be cancelled, so
+                    // that it ends audited as cancelled and no human is left to approve the rest
+                    // of a script nobody waits for (nor does it hold the client's parked cap).
+                    legacy.close();
+                    if let Ok(Some((entry, _claim))) = resume_from_store(&self.state, token).await {
+                        entry.abort();
+                        self.state.suspensions.remove(token);
+                    }
                     return Err(McpError::internal_error("cancelled", None));
                 }
                 _ = cancel.cancelled() => {
@@ -547,6 +567,9 @@ impl CodemodeServer {
         }
     }
 }
+
+/// What a retry by another caller than the eval's is told.
+const NOT_YOURS: &str = "requestState belongs to another caller";
 
 /// How a legacy eval's task ended.
 enum LegacyEnd {

@@ -50,16 +50,22 @@ impl Suspensions {
     /// Registers a new eval for `tool` and returns its entry, with the registering request's
     /// claim on the outcome: hold it until the request waits in [`Suspended::next_event`] (a
     /// request dropped before it ever waited lets go of its claim by dropping it).
-    pub fn register(&self, tool: &str) -> (Arc<Suspended>, CreatorClaim) {
-        self.register_as(random_token(), tool)
+    pub fn register(&self, tool: &str, caller: &str) -> (Arc<Suspended>, CreatorClaim) {
+        self.register_as(random_token(), tool, caller)
     }
 
     /// [`register`](Self::register) under an existing `requestState` (an eval resumed from
     /// the durable store keeps its client's token).
-    pub fn register_as(&self, token: String, tool: &str) -> (Arc<Suspended>, CreatorClaim) {
+    pub fn register_as(
+        &self,
+        token: String,
+        tool: &str,
+        caller: &str,
+    ) -> (Arc<Suspended>, CreatorClaim) {
         let entry = Arc::new(Suspended {
             token: token.clone(),
             tool: tool.to_string(),
+            caller: caller.to_string(),
             state: Mutex::new(State {
                 waiters: 1,
                 creator_pending: true,
@@ -214,6 +220,8 @@ struct Pending {
 pub struct Suspended {
     token: String,
     tool: String,
+    /// Who started the eval: only they may answer it or fetch its result.
+    caller: String,
     state: Mutex<State>,
     changed: Notify,
     cancel: Mutex<Option<codemode_runtime::CancellationToken>>,
@@ -258,6 +266,11 @@ impl Suspended {
     /// The eval tool the client called (a retry must name the same one).
     pub fn tool(&self) -> &str {
         &self.tool
+    }
+
+    /// The caller who started the eval.
+    pub fn caller(&self) -> &str {
+        &self.caller
     }
 
     /// Keeps the eval's cancellation, so that the client's cancellation can stop it.
@@ -516,7 +529,9 @@ mod tests {
             max_count: 3,
             max_bytes: 1 << 20,
         };
-        let entries: Vec<Arc<Suspended>> = (0..5).map(|_| suspensions.register("eval").0).collect();
+        let entries: Vec<Arc<Suspended>> = (0..5)
+            .map(|_| suspensions.register("eval", "local").0)
+            .collect();
         for (i, e) in entries.iter().enumerate() {
             suspensions.complete(e, outcome(json!(i)), limits);
         }
@@ -541,8 +556,8 @@ mod tests {
 
         // The byte bound: two results of ~600 KB do not fit in 1 MiB together.
         let big = |n: usize| outcome(json!("x".repeat(n)));
-        let a = suspensions.register("eval").0;
-        let b = suspensions.register("eval").0;
+        let a = suspensions.register("eval", "local").0;
+        let b = suspensions.register("eval", "local").0;
         suspensions.complete(&a, big(600_000), limits);
         suspensions.complete(&b, big(600_000), limits);
         assert!(suspensions.was_dropped(a.token()));
@@ -564,7 +579,9 @@ mod tests {
             max_bytes: 1 << 20,
         };
         // Four requests still hold their claims (their handlers have not waited yet).
-        let claimed: Vec<_> = (0..4).map(|_| suspensions.register("eval")).collect();
+        let claimed: Vec<_> = (0..4)
+            .map(|_| suspensions.register("eval", "local"))
+            .collect();
         for (i, (entry, _)) in claimed.iter().enumerate() {
             suspensions.complete(entry, outcome(json!(i)), limits);
         }
@@ -575,7 +592,7 @@ mod tests {
         );
         // A retry waiting in `next_event` holds it too: an entry whose creator let go, awaited
         // by a request that waits before the eval finishes.
-        let (retried, claim) = suspensions.register("eval");
+        let (retried, claim) = suspensions.register("eval", "local");
         drop(claim);
         let waiter = tokio::spawn({
             let retried = retried.clone();
@@ -599,7 +616,9 @@ mod tests {
         }
         // Unclaimed results are bounded again: of three nobody waits for, the oldest goes.
         suspensions.remove(retried.token());
-        let free: Vec<_> = (0..3).map(|_| suspensions.register("eval").0).collect();
+        let free: Vec<_> = (0..3)
+            .map(|_| suspensions.register("eval", "local").0)
+            .collect();
         for e in &free {
             suspensions.complete(e, outcome(json!(null)), limits);
         }
@@ -613,7 +632,7 @@ mod tests {
     #[tokio::test]
     async fn question_keys_are_random_and_an_early_answer_is_refused() {
         let suspensions = Suspensions::default();
-        let (s, _claim) = suspensions.register("eval");
+        let (s, _claim) = suspensions.register("eval", "local");
         let question = || Question {
             message: "Approve?".into(),
             schema: json!({"type": "object", "properties": {}})

@@ -165,9 +165,11 @@ pub(in crate::server) async fn resume_from_store(
     let Some(claimed) = durable.claim(&state.runtime, token, running_for).await? else {
         return Ok(None);
     };
-    let (entry, claim) = state
-        .suspensions
-        .register_as(claimed.meta.token.clone(), &claimed.meta.tool);
+    let (entry, claim) = state.suspensions.register_as(
+        claimed.meta.token.clone(),
+        &claimed.meta.tool,
+        &claimed.meta.caller,
+    );
     let open_asks = Arc::new(OpenAsks::new(Some(
         durable.clone() as Arc<dyn crate::approvals::Decisions>
     )));
@@ -264,7 +266,9 @@ async fn end_resumed(
     entry: &Arc<Suspended>,
     outcome: EvalOutcome,
 ) {
-    durable.put_result(entry.token(), &outcome).await;
+    durable
+        .put_result(entry.token(), entry.caller(), &outcome)
+        .await;
     durable.unmark_running(entry.token()).await;
     state
         .suspensions

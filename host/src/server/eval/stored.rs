@@ -29,13 +29,17 @@ pub(super) const UNREACHABLE: &str = "the durable store cannot be reached, so th
 /// running (a legacy request open on its eval, looking every [`PARKED_POLL`]). The node that takes a parked eval marks it
 /// running just after; a wait racing it may look in between, so "neither parked, running nor
 /// finished" must hold for a while to mean gone.
-pub(super) async fn wait_for_stored(durable: &Durable, token: &str, steps: Option<u32>) -> Stored {
+pub(super) async fn wait_for_stored(
+    durable: &Durable,
+    (token, caller): (&str, &str),
+    steps: Option<u32>,
+) -> Stored {
     let mut neither = 0;
     let mut step = 0u32;
     let mut running = Running::No;
     while steps.is_none_or(|max| step < max) {
         step = step.saturating_add(1);
-        running = match durable.result(token).await {
+        running = match durable.result(token, caller).await {
             Ok(Some(outcome)) => return Stored::Result(Box::new(outcome)),
             Ok(None) => durable.running(token).await,
             Err(_) => Running::Unknown,
@@ -65,7 +69,7 @@ pub(super) async fn wait_for_stored(durable: &Durable, token: &str, steps: Optio
         })
         .await;
     }
-    match (running, durable.result(token).await) {
+    match (running, durable.result(token, caller).await) {
         (_, Ok(Some(outcome))) => Stored::Result(Box::new(outcome)),
         (_, Err(_)) => Stored::Unreachable,
         (Running::Yes, Ok(None)) => Stored::Running,
