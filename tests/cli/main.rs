@@ -185,6 +185,38 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn bench_with_an_unreachable_redis_fails_before_measuring() {
+    // Nothing listens on loopback port 1: refused at once, before any other section runs.
+    let out = codemode()
+        .args(["bench", "--redis", "redis://127.0.0.1:1/0", "--quick"])
+        .args(["--only", "suspend", "--no-process"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("codemode bench: --redis: redis://127.0.0.1:1/0: cannot connect: "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        !stderr.contains("suspend: "),
+        "measured before failing: {stderr}"
+    );
+    assert_eq!(text(&out.stdout), "");
+    let out = codemode()
+        .args(["bench", "--redis", "http://127.0.0.1:6379"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--redis"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn check_lists_call_sites() {
     let code = "const { a__x: go } = codemode;\nawait go({});\nconst k = 'b';\nawait codemode[k]();\nawait codemode?.['c__y']?.();\n";
     let out = run_with_stdin(&["check", "--json", "-"], code);

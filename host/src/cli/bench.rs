@@ -11,6 +11,8 @@ use codemode_bench::{self as bench, BenchOptions};
 
 use super::EXIT_USAGE;
 
+mod store;
+
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Print the report as JSON on stdout instead of a table.
@@ -49,6 +51,13 @@ pub struct BenchArgs {
     /// twice: with fuel + epoch, the default, and with epoch interruption alone).
     #[arg(long)]
     no_fuel: bool,
+
+    /// Also measure what parking (`put`) and resuming (`take`) a typical saved eval cost on
+    /// this Redis or Valkey (`redis://HOST:PORT/DB`, 6.2 or later) against the local store;
+    /// the figures join the `suspend` section. Its records are removed as they are measured.
+    #[arg(long, value_name = "URL", value_parser = codemode_policies::RedisUrl::parse,
+          conflicts_with = "http")]
+    redis: Option<codemode_policies::RedisUrl>,
 
     #[command(flatten)]
     http: HttpArgs,
@@ -206,9 +215,35 @@ pub fn bench(args: BenchArgs) -> ExitCode {
     if !args.no_process {
         options.codemode_exe = std::env::current_exe().ok();
     }
+    let redis = args.redis;
+    if redis.is_none() && (options.only.is_empty() || options.only.iter().any(|s| s == "suspend")) {
+        eprintln!("codemode bench: {}", store::NOT_MEASURED);
+    }
+    let samples = if args.quick {
+        store::SAMPLES / 10
+    } else {
+        store::SAMPLES
+    };
     // The measurements drive their own tokio runtimes: run them off this async context.
     let worker = std::thread::spawn(move || {
-        bench::run(&options, &mut |step| eprintln!("codemode bench: {step}…"))
+        // The store first: an unreachable Redis fails before minutes of other measurements.
+        let stored = match &redis {
+            Some(url) => {
+                eprintln!("codemode bench: store put and take, local and {url}…");
+                Some(store::measure(url, samples)?)
+            }
+            None => None,
+        };
+        let mut report = bench::run(&options, &mut |step| eprintln!("codemode bench: {step}…"))?;
+        if let Some(figures) = stored {
+            let at = report
+                .figures
+                .iter()
+                .rposition(|f| f.section == "suspend")
+                .map_or(report.figures.len(), |i| i + 1);
+            report.figures.splice(at..at, figures);
+        }
+        Ok(report)
     });
     print_report(worker.join(), args.json)
 }
