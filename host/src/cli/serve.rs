@@ -124,7 +124,6 @@ fn parse_listen_address(text: &str) -> Result<SocketAddr, String> {
 }
 
 pub async fn serve(args: ServeArgs) -> ExitCode {
-    limit_malloc_arenas();
     let config_path = super::config_path(args.config.as_deref());
     let config = match load_config(config_path.as_deref()) {
         Ok(c) => c,
@@ -306,24 +305,5 @@ mod tests {
             unknown.starts_with("cannot resolve `no-such-host.invalid`: "),
             "{unknown}"
         );
-    }
-}
-
-/// Caps glibc's malloc arenas at one per core. Evals run on threads of their own (one per
-/// running eval, see `server::threads`), and glibc gives threads up to 8 arenas per core, each
-/// keeping its freed memory: under a steady HTTP load the server's RSS kept creeping up as
-/// evals landed on new threads and arenas (a 10-minute soak at 64 clients: +17.6% after
-/// warm-up), while with one arena per core it levels off within two minutes at a lower size,
-/// for the same throughput (`docs/PERFORMANCE.md`, the soak). `MALLOC_ARENA_MAX` in the
-/// environment still wins: glibc reads it first.
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
-        // SAFETY: mallopt only sets a tuning parameter of the allocator; any value is valid.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, arenas);
-        }
     }
 }
