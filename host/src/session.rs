@@ -512,12 +512,15 @@ impl GovernedEval {
             Some(upstreams) => Arc::new(
                 ScriptTools::new(
                     upstreams.clone(),
-                    self.counted_asker(Arc::new(ChannelAsker::new(
-                        self.asker.clone(),
-                        self.broker.clone(),
-                        codemode_policies::audit_eval_id(self.id),
-                        self.caller.name.clone(),
-                    ))),
+                    self.counted_asker(Arc::new(
+                        ChannelAsker::new(
+                            self.asker.clone(),
+                            self.broker.clone(),
+                            codemode_policies::audit_eval_id(self.id),
+                            self.caller.name.clone(),
+                        )
+                        .with_open_asks(self.open_asks.clone()),
+                    )),
                 )
                 .with_profile(self.profile.clone()),
             ),
@@ -697,13 +700,13 @@ mod tests {
 
     /// Decisions given while the eval was parked, by approval id.
     #[derive(Default)]
-    struct Given(std::sync::Mutex<Vec<(String, codemode_policies::ApprovalAnswer)>>);
+    struct Given(std::sync::Mutex<Vec<(String, crate::approvals::Decided)>>);
 
     impl crate::approvals::Decisions for Given {
         fn take(
             &self,
             id: &str,
-        ) -> codemode_runtime::BoxFuture<'_, Option<codemode_policies::ApprovalAnswer>> {
+        ) -> codemode_runtime::BoxFuture<'_, Option<crate::approvals::Decided>> {
             let mut given = self.0.lock().unwrap();
             let found = given
                 .iter()
@@ -767,11 +770,13 @@ mod tests {
         let loaded = codemode_runtime::Suspended::load(&bytes).unwrap();
         decisions.0.lock().unwrap().push((
             open[0].id.clone(),
-            codemode_policies::ApprovalAnswer::new(
-                codemode_policies::ApprovalDecision::ApproveOnce,
-                codemode_policies::Channel::Http,
-            )
-            .decided_by("alice"),
+            crate::approvals::Decided::Approval(
+                codemode_policies::ApprovalAnswer::new(
+                    codemode_policies::ApprovalDecision::ApproveOnce,
+                    codemode_policies::Channel::Http,
+                )
+                .decided_by("alice"),
+            ),
         ));
         let second = governed(
             None,

@@ -87,28 +87,82 @@ pub struct ApprovalRequest {
 }
 
 /// What an asked call keeps of its question while its eval is parked (the note of its
-/// [`CallContext::awaiting_human`] wait): the request's id and when it expires.
+/// [`CallContext::awaiting_human`] wait): the ask's id and when it expires. The ask is an
+/// approval request (the policy layer's) or, with [`question`](Self::question) set, a step of
+/// a `hitl_request` question (the host's): both are saved, listed and answered the same way.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ParkedAsk {
-    /// The [`ApprovalRequest::id`].
+    /// The ask's id: the [`ApprovalRequest::id`], or the question step's.
     pub approval: String,
-    /// When the approval timeout ends, in milliseconds since the Unix epoch.
+    /// When the ask's time ends, in milliseconds since the Unix epoch.
     pub deadline_ms: u64,
+    /// Set when the ask is a question rather than an approval request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<ParkedQuestion>,
+}
+
+/// Which step of a `hitl_request` question a parked call waits on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ParkedQuestion {
+    /// The option already chosen, when the call waits on its confirmation step (which is not
+    /// asked again, nor is the choice); `None` while the choice itself is pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected: Option<String>,
 }
 
 impl ParkedAsk {
-    /// The ask a resumed call held, if its note is one.
+    /// An approval request `id` with `timeout` left from now.
+    pub fn approval(id: impl Into<String>, timeout: Duration) -> Self {
+        ParkedAsk {
+            approval: id.into(),
+            deadline_ms: deadline_ms(timeout),
+            question: None,
+        }
+    }
+
+    /// A question step `id` with `timeout` left from now, the option already chosen when the
+    /// step is the confirmation.
+    pub fn question(id: impl Into<String>, timeout: Duration, selected: Option<String>) -> Self {
+        ParkedAsk {
+            question: Some(ParkedQuestion { selected }),
+            ..Self::approval(id, timeout)
+        }
+    }
+
+    /// The approval request a resumed call held, if its note is one.
     pub fn of(cx: &CallContext) -> Option<ParkedAsk> {
+        Self::any_of(cx).filter(|ask| ask.question.is_none())
+    }
+
+    /// The question step a resumed call held, if its note is one.
+    pub fn question_of(cx: &CallContext) -> Option<ParkedAsk> {
+        Self::any_of(cx).filter(|ask| ask.question.is_some())
+    }
+
+    fn any_of(cx: &CallContext) -> Option<ParkedAsk> {
         serde_json::from_value(cx.resumed_note()?.clone()).ok()
+    }
+
+    /// The note to hold in [`CallContext::awaiting_human`].
+    pub fn to_note(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     /// Time left before [`deadline_ms`](Self::deadline_ms), zero once past.
     pub fn remaining(&self) -> Duration {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        Duration::from_millis(self.deadline_ms.saturating_sub(now))
+        Duration::from_millis(self.deadline_ms.saturating_sub(now_ms()))
     }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `timeout` from now, in milliseconds since the Unix epoch (saturating).
+fn deadline_ms(timeout: Duration) -> u64 {
+    now_ms().saturating_add(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A fresh [`ApprovalRequest::id`]: 128 random bits as 32 hex digits.
@@ -359,6 +413,42 @@ impl SessionApprovals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parked_note_tells_approvals_from_question_steps() {
+        let approval = ParkedAsk::approval("a1", Duration::from_secs(60));
+        let choice = ParkedAsk::question("q1", Duration::from_secs(60), None);
+        let confirm = ParkedAsk::question("q2", Duration::from_secs(60), Some("yes".into()));
+        // An approval's note is what it always was (saved states of earlier versions read).
+        let note = approval.to_note();
+        assert_eq!(
+            note.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["approval", "deadline_ms"]
+        );
+        assert_eq!(choice.to_note()["question"], serde_json::json!({}));
+        assert_eq!(
+            confirm.to_note()["question"],
+            serde_json::json!({"selected": "yes"})
+        );
+        let cx = |note: Value| CallContext::detached_resumed(EvalId(1), 1, note);
+        assert_eq!(ParkedAsk::of(&cx(note.clone())), Some(approval.clone()));
+        assert_eq!(ParkedAsk::question_of(&cx(note)), None);
+        assert_eq!(ParkedAsk::of(&cx(choice.to_note())), None);
+        assert_eq!(ParkedAsk::question_of(&cx(choice.to_note())), Some(choice));
+        assert_eq!(
+            ParkedAsk::question_of(&cx(confirm.to_note())),
+            Some(confirm.clone())
+        );
+        assert_eq!(ParkedAsk::of(&CallContext::detached(EvalId(1), 1)), None);
+        // The deadline carries: what is left, not a fresh timeout.
+        let left = confirm.remaining();
+        assert!(left <= Duration::from_secs(60) && left > Duration::from_secs(50));
+        let past = ParkedAsk {
+            deadline_ms: 1,
+            ..approval
+        };
+        assert_eq!(past.remaining(), Duration::ZERO);
+    }
 
     #[test]
     fn session_approvals_are_shared_and_scoped() {

@@ -157,7 +157,7 @@ mod units;
 
 pub use approval::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, NoApprover, ParkedAsk,
-    SessionApprovals, new_request_id,
+    ParkedQuestion, SessionApprovals, new_request_id,
 };
 pub use audit::{
     AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision, EvalAuditRecord,

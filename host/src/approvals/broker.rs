@@ -95,12 +95,13 @@ pub trait ParkedAsks: Send + Sync {
     /// The decisions given to them, as the API shows decisions, newest first; `Err` (in
     /// words) when they cannot be read now.
     fn decided(&self) -> codemode_runtime::BoxFuture<'_, Result<Vec<serde_json::Value>, String>>;
-    /// Decides ask `id` (the same checks as [`ApprovalBroker::decide`]) and resumes its eval.
+    /// Decides ask `id` — an approval with a decision, a question with one of its options or
+    /// `decline` — (the same checks as [`ApprovalBroker::decide`]) and resumes its eval.
     fn decide<'a>(
         &'a self,
         id: &'a str,
         decider: &'a Caller,
-        decision: ApprovalDecision,
+        choice: Choice,
         reason: Option<String>,
     ) -> codemode_runtime::BoxFuture<'a, Result<(), DecideError>>;
 }
@@ -210,7 +211,19 @@ impl ApprovalBroker {
     /// Registers a question as pending; the returned handle answers when someone answers through
     /// [`decide`](Self::decide), and withdraws the question when dropped.
     pub fn open_question(self: &Arc<Self>, q: &QuestionSpec) -> PendingQuestion {
-        let id = new_request_id();
+        self.open_question_as(&new_request_id(), q, None)
+    }
+
+    /// [`open_question`](Self::open_question) under `id` (a question step's, the same when it
+    /// is asked again after a resume), asked by `call`: a question whose eval parked leaves this
+    /// broker without being recorded as expired (it is listed from the durable store).
+    pub fn open_question_as(
+        self: &Arc<Self>,
+        id: &str,
+        q: &QuestionSpec,
+        call: Option<codemode_runtime::CallContext>,
+    ) -> PendingQuestion {
+        let id = id.to_string();
         let (tx, rx) = oneshot::channel();
         let view = Arc::new(ApprovalView::of_question(q, &id, SystemTime::now()));
         {
@@ -230,6 +243,7 @@ impl ApprovalBroker {
             broker: self.clone(),
             id,
             rx,
+            call,
         }
     }
 
@@ -407,6 +421,8 @@ pub struct PendingQuestion {
     broker: Arc<ApprovalBroker>,
     id: String,
     rx: oneshot::Receiver<QuestionAnswer>,
+    /// The call asking, when known: see [`ApprovalBroker::open_question_as`].
+    call: Option<codemode_runtime::CallContext>,
 }
 
 impl PendingQuestion {
@@ -426,7 +442,13 @@ impl PendingQuestion {
 
 impl Drop for PendingQuestion {
     fn drop(&mut self) {
-        self.broker.close(&self.id, None);
+        // A no-op when the question was answered already.
+        if self.call.as_ref().is_some_and(|c| c.is_parked()) {
+            let mut inner = self.broker.lock();
+            self.broker.take(&mut inner, &self.id);
+        } else {
+            self.broker.close(&self.id, None);
+        }
     }
 }
 

@@ -4,17 +4,17 @@
 //! answer wins and the other channel is withdrawn.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use codemode_policies::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel};
-use codemode_runtime::BoxFuture;
+use codemode_runtime::{BoxFuture, CallContext};
 use serde_json::{Value, json};
 
-use super::broker::{ApprovalBroker, QuestionSpec};
+use super::broker::{ApprovalBroker, ApprovalView, QuestionSpec};
 use super::form::ask_for_approval;
-use super::open::OpenAsks;
+use super::open::{Decided, OpenAsk, OpenAsks};
 use super::terminal::choices;
-use super::{Answer, Asker, NoAsker, Question};
+use super::{Answer, Asker, NoAsker, Question, QuestionRequest};
 
 /// An eval's [`Approver`]: offers each request to its own channel (the MCP client or the
 /// terminal) and, when the HTTP API is served, to the broker; the first answer wins.
@@ -99,11 +99,15 @@ impl Approver for ChannelApprover {
 
 /// An eval's [`Asker`] for `hitl_request` questions: the eval's own asker and, when the HTTP
 /// approval API is served, the broker (multiple-choice questions only); the first answer wins.
+/// A question step ([`Asker::ask_question`]) is also kept in the eval's [`OpenAsks`] while it
+/// waits, so that it is saved with the eval if the eval parks, and a step asked again after a
+/// resume takes an answer given meanwhile first.
 pub struct ChannelAsker {
     asker: Arc<dyn Asker>,
     broker: Option<Arc<ApprovalBroker>>,
     eval_id: String,
     caller: String,
+    open_asks: Option<Arc<OpenAsks>>,
 }
 
 impl ChannelAsker {
@@ -119,11 +123,96 @@ impl ChannelAsker {
             broker,
             eval_id: eval_id.into(),
             caller: caller.into(),
+            open_asks: None,
         }
+    }
+
+    /// Keeps each question step in `asks` while it waits (see [`OpenAsks`]).
+    pub fn with_open_asks(mut self, asks: Option<Arc<OpenAsks>>) -> Self {
+        self.open_asks = asks;
+        self
     }
 
     fn broker(&self) -> Option<&Arc<ApprovalBroker>> {
         self.broker.as_ref().filter(|b| b.served())
+    }
+
+    /// The question as the broker offers it, and the form's field: string choices only.
+    fn spec(&self, question: &Question, timeout: Duration) -> Option<(String, QuestionSpec)> {
+        let (field, options) = choices(question)?;
+        let options = options
+            .iter()
+            .map(|(v, _)| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<String>>>()?;
+        Some((
+            field,
+            QuestionSpec {
+                eval_id: self.eval_id.clone(),
+                caller: self.caller.clone(),
+                message: question.message.clone(),
+                options,
+                timeout,
+            },
+        ))
+    }
+
+    /// Offers `question` to the broker (as `id`, when given) and to the eval's own asker (under
+    /// `key`, when given); the first answer wins.
+    async fn offer(
+        &self,
+        (id, key, call): (Option<&str>, Option<String>, Option<&CallContext>),
+        question: Question,
+        timeout: Duration,
+    ) -> Answer {
+        let own_ask = |question: Question| match &key {
+            Some(key) => self.asker.ask_keyed(key, question, timeout),
+            None => self.asker.ask(question, timeout),
+        };
+        let (Some(broker), Some((field, spec))) = (self.broker(), self.spec(&question, timeout))
+        else {
+            return own_ask(question).await;
+        };
+        let mut pending = match id {
+            Some(id) => broker.open_question_as(id, &spec, call.cloned()),
+            None => broker.open_question(&spec),
+        };
+        let own = async {
+            if !self.asker.supports() {
+                return std::future::pending().await;
+            }
+            match own_ask(question).await {
+                // This channel cannot answer: wait for the broker.
+                Answer::Failed(_) | Answer::Timeout => std::future::pending().await,
+                answer => answer,
+            }
+        };
+        let answer = tokio::select! {
+            a = pending.answer() => return match a.answer {
+                Some(option) => Answer::Accept(json!({ field: option })),
+                None => Answer::Decline,
+            },
+            a = own => a,
+            () = tokio::time::sleep(timeout) => return Answer::Timeout,
+        };
+        let chosen = match &answer {
+            Answer::Accept(content) => content
+                .get(&field)
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            _ => None,
+        };
+        pending.answered_elsewhere(&super::broker::Outcome {
+            decision: if chosen.is_some() {
+                "answer"
+            } else {
+                "decline"
+            },
+            decided_by: None,
+            reason: None,
+            answer: chosen,
+            channel: self.asker.channel(),
+        });
+        answer
     }
 }
 
@@ -137,65 +226,42 @@ impl Asker for ChannelAsker {
     }
 
     fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+        Box::pin(self.offer((None, None, None), question, timeout))
+    }
+
+    fn ask_question(&self, req: QuestionRequest) -> BoxFuture<'_, Answer> {
         Box::pin(async move {
-            let Some(broker) = self.broker() else {
-                return self.asker.ask(question, timeout).await;
-            };
-            // The API answers with one of the options: string choices only.
-            let Some((field, options)) = choices(&question) else {
-                return self.asker.ask(question, timeout).await;
-            };
-            let Some(options) = options
-                .iter()
-                .map(|(v, _)| v.as_str().map(str::to_string))
-                .collect::<Option<Vec<String>>>()
-            else {
-                return self.asker.ask(question, timeout).await;
-            };
-            let mut pending = broker.open_question(&QuestionSpec {
-                eval_id: self.eval_id.clone(),
-                caller: self.caller.clone(),
-                message: question.message.clone(),
-                options,
-                timeout,
-            });
-            let own = async {
-                if !self.asker.supports() {
-                    return std::future::pending().await;
+            let spec = self.spec(&req.question, req.timeout);
+            let _open = match (&self.open_asks, &spec) {
+                (Some(asks), Some((_, spec))) => {
+                    let view = ApprovalView::of_question(spec, &req.id, SystemTime::now());
+                    Some(asks.keep(
+                        OpenAsk {
+                            id: req.id.clone(),
+                            view: serde_json::to_value(view).unwrap_or_default(),
+                            question: req.question.clone(),
+                        },
+                        &req.call,
+                    ))
                 }
-                match self.asker.ask(question, timeout).await {
-                    // This channel cannot answer: wait for the broker.
-                    Answer::Failed(_) | Answer::Timeout => std::future::pending().await,
-                    answer => answer,
-                }
-            };
-            let answer = tokio::select! {
-                a = pending.answer() => return match a.answer {
-                    Some(option) => Answer::Accept(json!({ field: option })),
-                    None => Answer::Decline,
-                },
-                a = own => a,
-                () = tokio::time::sleep(timeout) => return Answer::Timeout,
-            };
-            let chosen = match &answer {
-                Answer::Accept(content) => content
-                    .get(&field)
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
                 _ => None,
             };
-            pending.answered_elsewhere(&super::broker::Outcome {
-                decision: if chosen.is_some() {
-                    "answer"
-                } else {
-                    "decline"
-                },
-                decided_by: None,
-                reason: None,
-                answer: chosen,
-                channel: self.asker.channel(),
-            });
-            answer
+            if req.resumed
+                && let (Some(asks), Some((field, _))) = (&self.open_asks, &spec)
+                && let Some(Decided::Question { answer, .. }) = asks.taken(&req.id).await
+            {
+                return match answer {
+                    Some(option) => Answer::Accept(json!({ field.as_str(): option })),
+                    None => Answer::Decline,
+                };
+            }
+            let key = req.key();
+            self.offer(
+                (Some(&req.id), Some(key), Some(&req.call)),
+                req.question,
+                req.timeout,
+            )
+            .await
         })
     }
 }

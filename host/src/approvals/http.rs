@@ -350,12 +350,9 @@ async fn decide(
             }
         },
     };
-    let parked = match (&choice, api.broker.parked()) {
-        (Choice::Decision(d), Some(parked)) if api.broker.is_unknown(&id) => Some((*d, parked)),
-        _ => None,
-    };
+    let parked = api.broker.parked().filter(|_| api.broker.is_unknown(&id));
     let decided = match parked {
-        Some((decision, parked)) => parked.decide(&id, &caller, decision, body.reason).await,
+        Some(parked) => parked.decide(&id, &caller, choice, body.reason).await,
         None => api.broker.decide(&id, &caller, choice, body.reason),
     };
     match decided {

@@ -33,7 +33,7 @@ pub use broker::ApprovalBroker;
 pub use channels::{ChannelApprover, ChannelAsker};
 pub use elicitation::PeerAsker;
 pub use form::{AskApprover, approval_question, decision_from};
-pub use open::{Decisions, OpenAsk, OpenAsks};
+pub use open::{Decided, Decisions, OpenAsk, OpenAsks};
 pub use terminal::TerminalAsker;
 pub use waits::{HumanWaits, WaitingApprover, WaitingAsker};
 
@@ -89,6 +89,39 @@ pub trait Asker: Send + Sync {
     fn ask_keyed(&self, key: &str, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
         let _ = key;
         self.ask(question, timeout)
+    }
+
+    /// Asks one step of a `hitl_request` question ([`QuestionRequest`]). By default:
+    /// [`ask_keyed`](Self::ask_keyed) under `codemode-<id>`; a channel that lists questions
+    /// elsewhere too (the HTTP approval API) or keeps them across a park overrides it.
+    fn ask_question(&self, req: QuestionRequest) -> BoxFuture<'_, Answer> {
+        Box::pin(async move { self.ask_keyed(&req.key(), req.question, req.timeout).await })
+    }
+}
+
+/// One step of a `hitl_request` question (the choice, or its confirmation), as an eval's
+/// channels ask it.
+#[derive(Debug, Clone)]
+pub struct QuestionRequest {
+    /// The step's id: random (128 bits, hex), the same on every channel that shows it and
+    /// when the step is asked again after its eval was parked and resumed.
+    pub id: String,
+    /// The form (one string field whose options are the answers).
+    pub question: Question,
+    /// How long the human has (what is left of it, for a step asked again after a resume).
+    pub timeout: Duration,
+    /// The call asking: its eval's runtime context, to tell a parked eval (the step stays open,
+    /// to be found again by its id) from one that ended (withdraw it).
+    pub call: codemode_runtime::CallContext,
+    /// Whether the step was asked before its eval was parked and is asked again now: an answer
+    /// given meanwhile is taken first.
+    pub resumed: bool,
+}
+
+impl QuestionRequest {
+    /// The key a 2026-07-28 client answers it under (as an approval's, `codemode-<id>`).
+    pub fn key(&self) -> String {
+        format!("codemode-{}", self.id)
     }
 }
 

@@ -1,31 +1,32 @@
-//! The approval requests open in one eval, kept while they wait: what a parked eval waits on.
+//! The asks open in one eval — approval requests and `hitl_request` question steps — kept
+//! while they wait: what a parked eval waits on.
 //!
 //! When an eval parks ([`crate::session::GovernedStep::Parked`]) its calls' futures are
 //! dropped, and with them every channel's prompt; the [`OpenAsks`] of the eval still hold each
-//! request that was waiting — its id, what a human is shown, and the question a 2026-07-28
+//! ask that was waiting — its id, what a human is shown, and the question a 2026-07-28
 //! client answers — so that the server can save them with the eval and any node can list and
-//! decide them. A request that ends in any other way (answered, timed out, its eval ended)
+//! decide them. An ask that ends in any other way (answered, timed out, its eval ended)
 //! leaves at once.
 //!
 //! When the eval resumes, each call asks again under the same id
-//! ([`codemode_policies::ApprovalRequest::resumed`]); an answer given meanwhile is taken from
-//! the [`Decisions`] first.
+//! ([`codemode_policies::ApprovalRequest::resumed`], [`super::QuestionRequest::resumed`]); an
+//! answer given meanwhile is taken from the [`Decisions`] first.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use codemode_policies::{ApprovalAnswer, ApprovalRequest};
-use codemode_runtime::BoxFuture;
+use codemode_policies::{ApprovalAnswer, ApprovalRequest, Channel};
+use codemode_runtime::{BoxFuture, CallContext};
 use serde_json::Value;
 
 use super::Question;
 use super::form::approval_question;
 use super::view::ApprovalView;
 
-/// One open request.
+/// One open ask.
 #[derive(Debug, Clone)]
 pub struct OpenAsk {
-    /// The request's id ([`ApprovalRequest::id`]).
+    /// The ask's id ([`ApprovalRequest::id`], [`super::QuestionRequest::id`]).
     pub id: String,
     /// What the approval API shows ([`ApprovalView`] as JSON).
     pub view: Value,
@@ -33,11 +34,27 @@ pub struct OpenAsk {
     pub question: Question,
 }
 
-/// Answers given to requests of parked evals, taken when the eval asks again.
+/// An answer given to an ask while its eval was parked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decided {
+    /// An approval request's decision.
+    Approval(ApprovalAnswer),
+    /// A question step's answer.
+    Question {
+        /// The option chosen; `None`: declined.
+        answer: Option<String>,
+        /// Where the answer came from.
+        channel: Channel,
+        /// Who answered, when the channel knows.
+        decided_by: Option<String>,
+    },
+}
+
+/// Answers given to asks of parked evals, taken when the eval asks again.
 pub trait Decisions: Send + Sync {
-    /// The answer given to request `id` while its eval was parked, if any (taken: a second
+    /// The answer given to ask `id` while its eval was parked, if any (taken: a second
     /// call gets `None`).
-    fn take(&self, id: &str) -> BoxFuture<'_, Option<ApprovalAnswer>>;
+    fn take(&self, id: &str) -> BoxFuture<'_, Option<Decided>>;
 }
 
 /// The open requests of one eval. See the module docs.
@@ -69,19 +86,38 @@ impl OpenAsks {
     pub(super) fn open<'a>(&'a self, req: &'a ApprovalRequest) -> Open<'a> {
         let view = serde_json::to_value(ApprovalView::of(req, std::time::SystemTime::now()))
             .unwrap_or_default();
-        self.lock().insert(
-            req.id.clone(),
+        self.keep(
             OpenAsk {
                 id: req.id.clone(),
                 view,
                 question: approval_question(req),
             },
-        );
-        Open { asks: self, req }
+            &req.call,
+        )
     }
 
-    /// The answer given to `id` while its eval was parked.
+    /// Keeps `ask`, an ask of `call`, open until the returned guard is dropped — unless the
+    /// call's eval parked by then.
+    pub(super) fn keep<'a>(&'a self, ask: OpenAsk, call: &'a CallContext) -> Open<'a> {
+        let id = ask.id.clone();
+        self.lock().insert(id.clone(), ask);
+        Open {
+            asks: self,
+            id,
+            call,
+        }
+    }
+
+    /// The approval given to `id` while its eval was parked.
     pub(super) async fn decided(&self, id: &str) -> Option<ApprovalAnswer> {
+        match self.taken(id).await? {
+            Decided::Approval(answer) => Some(answer),
+            Decided::Question { .. } => None,
+        }
+    }
+
+    /// The answer given to ask `id` while its eval was parked, whatever the ask.
+    pub(super) async fn taken(&self, id: &str) -> Option<Decided> {
         match &self.decisions {
             Some(decisions) => decisions.take(id).await,
             None => None,
@@ -89,16 +125,17 @@ impl OpenAsks {
     }
 }
 
-/// See [`OpenAsks::open`].
+/// See [`OpenAsks::keep`].
 pub(super) struct Open<'a> {
     asks: &'a OpenAsks,
-    req: &'a ApprovalRequest,
+    id: String,
+    call: &'a CallContext,
 }
 
 impl Drop for Open<'_> {
     fn drop(&mut self) {
-        if !self.req.call.is_parked() {
-            self.asks.lock().remove(&self.req.id);
+        if !self.call.is_parked() {
+            self.asks.lock().remove(&self.id);
         }
     }
 }

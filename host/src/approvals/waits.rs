@@ -8,7 +8,7 @@ use std::time::Duration;
 use codemode_policies::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel};
 use codemode_runtime::BoxFuture;
 
-use super::{Answer, Asker, Question};
+use super::{Answer, Asker, Question, QuestionRequest};
 
 /// Told when one eval starts and stops waiting on a human. Waits of one eval may overlap.
 pub trait HumanWaits: Send + Sync {
@@ -68,6 +68,16 @@ impl Asker for WaitingAsker {
             }
             let _waiting = Waiting(self.waits.as_ref());
             self.inner.ask_keyed(&key, question, timeout).await
+        })
+    }
+
+    fn ask_question(&self, req: QuestionRequest) -> BoxFuture<'_, Answer> {
+        Box::pin(async move {
+            if let Err(message) = self.waits.begin() {
+                return Answer::Failed(message);
+            }
+            let _waiting = Waiting(self.waits.as_ref());
+            self.inner.ask_question(req).await
         })
     }
 }

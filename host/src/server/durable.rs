@@ -6,9 +6,11 @@
 //! - `eval:<requestState>` — the parked eval: [`ParkedMeta`] (who, which profile, the code,
 //!   the open asks) and the sandbox's saved state ([`codemode_runtime::Suspended::save`]);
 //!   its time to live is what is left of its asks' approval time;
-//! - `ask:<approval id>` — one open ask of a parked eval, for the approval API of any node;
-//! - `decision:<approval id>` — an answer given while the eval was parked, taken by the eval's
-//!   call when it asks again after the resume, and listed by `GET /approvals?state=decided`;
+//! - `ask:<id>` — one open ask of a parked eval (an approval request, or a step of a
+//!   `hitl_request` question), for the approval API of any node;
+//! - `decision:<id>` — an answer given while the eval was parked (a decision, or a question's
+//!   option), taken by the eval's call when it asks again after the resume, and listed by
+//!   `GET /approvals?state=decided`;
 //! - `running:<requestState>` — a resumed eval running on a node: a lease the node renews,
 //!   so that a retry elsewhere waits for the result, or learns that the node died;
 //! - `result:<requestState>` — the outcome of a resumed eval nobody was waiting for, fetched by
@@ -38,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approvals::{OpenAsk, Question};
+pub use asks::AnswerRefused;
 pub use lease::Running;
 pub use parked::ParkGate;
 use parked::ParkedCounts;
@@ -127,6 +130,15 @@ impl SavedAsk {
         }
     }
 
+    /// A question step's form field (`None` for an approval request).
+    fn field(&self) -> Option<String> {
+        if self.view.get("kind").and_then(Value::as_str) != Some("question") {
+            return None;
+        }
+        let (_, question) = self.question();
+        crate::approvals::terminal::choices(&question).map(|(field, _)| field)
+    }
+
     /// The question a 2026-07-28 client answers, under its key.
     pub fn question(&self) -> (String, Question) {
         (
@@ -139,11 +151,15 @@ impl SavedAsk {
     }
 }
 
-/// `ask:<id>`: an open ask of a parked eval.
+/// `ask:<id>`: an open ask of a parked eval (an approval request, or a `hitl_request`
+/// question step: its view's `kind` says which).
 #[derive(Serialize, Deserialize)]
 struct AskRecord {
     token: String,
     view: Value,
+    /// A question step's form field, which a client's answer fills in (`answer`, `confirm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    field: Option<String>,
     /// When the eval's first ask runs out of time, in ms since the Unix epoch: the sweep then
     /// resumes the eval so that the call ends as timed out, seen by the script and audited.
     #[serde(default)]
@@ -267,6 +283,7 @@ impl Durable {
             let value = serde_json::to_vec(&AskRecord {
                 token: meta.token.clone(),
                 view: ask.view.clone(),
+                field: ask.field(),
                 deadline_ms,
             })
             .unwrap_or_default();

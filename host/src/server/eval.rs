@@ -19,7 +19,7 @@ use serde_json::Value;
 mod resume;
 mod stored;
 
-use super::durable::{Durable, ParkGate};
+use super::durable::{AnswerRefused, Durable, ParkGate};
 use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::legacy::{LegacyAsker, LegacyEvalToken};
@@ -410,12 +410,25 @@ impl CodemodeServer {
                 let Some(id) = key.strip_prefix("codemode-") else {
                     continue;
                 };
-                let answer = crate::approvals::form::approval_answer(
-                    &super::suspend::parse_response(response),
-                    codemode_policies::Channel::Elicitation,
-                );
-                if !durable.answer(token, id, &answer).await {
-                    tracing::warn!("refused an answer to `{key}`, which this eval does not ask");
+                let answer = super::suspend::parse_response(response);
+                match durable
+                    .answer(token, id, &answer, codemode_policies::Channel::Elicitation)
+                    .await
+                {
+                    Ok(()) => {}
+                    // An answer that does not fit its question is the client's mistake: it is
+                    // told, and the question stays open for a retry with a valid answer.
+                    Err(AnswerRefused::Invalid(why)) => {
+                        return Some(Err(McpError::invalid_params(
+                            format!(
+                                "the answer to `{key}` was refused: {why}; the question is still open: retry with the same requestState and one of the options"
+                            ),
+                            None,
+                        )));
+                    }
+                    Err(refused) => {
+                        tracing::warn!("refused an answer to `{key}`: {refused}");
+                    }
                 }
             }
         }

@@ -21,7 +21,6 @@ use codemode_runtime::BoxFuture;
 use tokio::sync::watch;
 
 use super::durable::Durable;
-use crate::approvals::form::approval_answer;
 use crate::approvals::{Answer, Asker, PeerAsker, Question};
 
 /// The extension a legacy session's `tools/call` carries from the failover layer: the
@@ -124,13 +123,13 @@ impl LegacyAsker {
         let Some(id) = key.strip_prefix("codemode-") else {
             return;
         };
-        let decision = approval_answer(answer, Channel::Elicitation);
-        if self.durable.answer(&self.token, id, &decision).await {
-            self.durable.resume_here(&self.token);
-        } else {
-            tracing::info!(
-                "the client's answer to `{id}` came after another (or after the ask closed): not recorded"
-            );
+        match self
+            .durable
+            .answer(&self.token, id, answer, Channel::Elicitation)
+            .await
+        {
+            Ok(()) => self.durable.resume_here(&self.token),
+            Err(refused) => tracing::info!("the client's answer was not recorded: {refused}"),
         }
     }
 }

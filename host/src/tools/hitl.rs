@@ -16,12 +16,21 @@
 //! given, the result is `{status: "timeout", selectedOption: <defaultOption>, confirmed: false,
 //! source: "timeout"}` (the script learns the default, flagged as nobody's choice). `ok` is
 //! `false` only for `status: "error"`.
+//!
+//! Each step (the choice, then the confirmation) is a wait for a human the eval may be parked
+//! in ([`CallContext::awaiting_human`]), like an approval: its note ([`ParkedAsk::question`])
+//! names the step's id, its deadline and the option already chosen, so that the call, made
+//! again when the eval resumes, asks the same step under the same id with what is left of its
+//! time (`timeoutMs` is a deadline across the park), takes an answer given meanwhile, and never
+//! asks a choice already made again.
 
 use std::time::Duration;
 
+use codemode_policies::{ParkedAsk, new_request_id};
+use codemode_runtime::CallContext;
 use serde_json::{Map, Value, json};
 
-use crate::approvals::{Answer, Asker, Question};
+use crate::approvals::{Answer, Asker, Question, QuestionRequest};
 
 /// Name of the built-in tool.
 pub const TOOL_NAME: &str = "hitl_request";
@@ -173,75 +182,37 @@ fn result(
     Value::Object(out)
 }
 
-/// Runs one `hitl_request` through `asker`. Never fails: problems are `status: "error"`.
-pub async fn run(args: &Value, asker: &dyn Asker, request_id: &str) -> Value {
+/// Runs one `hitl_request` of call `cx` through `asker`. Never fails: problems are
+/// `status: "error"`.
+pub async fn run(args: &Value, asker: &dyn Asker, request_id: &str, cx: &CallContext) -> Value {
     let req = match parse(args) {
         Ok(r) => r,
         Err(message) => return result("error", None, "system", request_id, Some(message)),
     };
-    let mut out = ask(&req, asker, request_id).await;
+    let mut out = ask(&req, asker, request_id, cx).await;
     if let (Some(metadata), Value::Object(map)) = (&req.metadata, &mut out) {
         map.insert("metadata".into(), metadata.clone());
     }
     out
 }
 
-async fn ask(req: &Request, asker: &dyn Asker, request_id: &str) -> Value {
-    if !asker.supports() {
-        let message =
-            "no interactive human is available to answer (the client does not support elicitation)";
-        return result("canceled", None, "system", request_id, Some(message.into()));
-    }
+/// The choice form: one `answer` field whose values are the options.
+fn choice_question(req: &Request) -> Question {
     let mut choice = json!({"type": "string", "title": "Answer", "enum": req.options});
     if let Some(d) = &req.default_option {
         choice["default"] = json!(d);
     }
     let schema =
         json!({"type": "object", "properties": {"answer": choice}, "required": ["answer"]});
-    let question = Question {
+    Question {
         // What the human reads is what the script sent, control characters made visible.
         message: codemode_policies::neutralize(&req.question),
         schema: schema.as_object().cloned().unwrap_or_default(),
-    };
-    let selected = match asker.ask(question, req.timeout).await {
-        Answer::Accept(content) => match content.get("answer").and_then(Value::as_str) {
-            Some(a) if req.options.iter().any(|o| o == a) => a.to_string(),
-            Some(a) => {
-                return result(
-                    "error",
-                    None,
-                    "system",
-                    request_id,
-                    Some(format!("the answer `{a}` is not one of the options")),
-                );
-            }
-            None => {
-                return result(
-                    "error",
-                    None,
-                    "system",
-                    request_id,
-                    Some("the answer names no option".into()),
-                );
-            }
-        },
-        Answer::Decline | Answer::Cancel => {
-            return result("canceled", None, "user", request_id, None);
-        }
-        Answer::Timeout => {
-            return result(
-                "timeout",
-                req.default_option.as_deref(),
-                "timeout",
-                request_id,
-                Some("nobody answered in time".into()),
-            );
-        }
-        Answer::Failed(e) => return result("error", None, "system", request_id, Some(e)),
-    };
-    if !req.require_confirmation {
-        return result("confirmed", Some(&selected), "user", request_id, None);
     }
+}
+
+/// The confirmation form for `selected`: one `confirm` field, `confirm` or `cancel`.
+fn confirm_question(req: &Request, selected: &str) -> Question {
     let message = req
         .confirmation_message
         .clone()
@@ -249,11 +220,115 @@ async fn ask(req: &Request, asker: &dyn Asker, request_id: &str) -> Value {
     let schema = json!({"type": "object", "properties": {"confirm": {"type": "string", "title": "Confirm",
         "oneOf": [{"const": "confirm", "title": "Confirm"}, {"const": "cancel", "title": "Cancel"}]}},
         "required": ["confirm"]});
-    let question = Question {
+    Question {
         message: codemode_policies::neutralize(&message),
         schema: schema.as_object().cloned().unwrap_or_default(),
+    }
+}
+
+/// Asks one step, as a wait its eval may park in: a fresh step (new id, the full timeout), or
+/// the step `resumed` held when its eval was parked (its id, what is left of its time).
+async fn step(
+    asker: &dyn Asker,
+    cx: &CallContext,
+    (question, timeout): (Question, Duration),
+    resumed: Option<&ParkedAsk>,
+    selected: Option<&str>,
+) -> Answer {
+    let (id, timeout) = match resumed {
+        Some(parked) => (parked.approval.clone(), parked.remaining()),
+        None => (new_request_id(), timeout),
     };
-    match asker.ask(question, req.timeout).await {
+    let _human = cx.awaiting_human(
+        ParkedAsk::question(id.clone(), timeout, selected.map(str::to_string)).to_note(),
+    );
+    let asked = asker.ask_question(QuestionRequest {
+        id,
+        question,
+        timeout,
+        call: cx.clone(),
+        resumed: resumed.is_some(),
+    });
+    // The step's deadline holds whatever the channel does with its timeout.
+    tokio::time::timeout(timeout, asked)
+        .await
+        .unwrap_or(Answer::Timeout)
+}
+
+async fn ask(req: &Request, asker: &dyn Asker, request_id: &str, cx: &CallContext) -> Value {
+    if !asker.supports() {
+        let message =
+            "no interactive human is available to answer (the client does not support elicitation)";
+        return result("canceled", None, "system", request_id, Some(message.into()));
+    }
+    let resumed = ParkedAsk::question_of(cx);
+    // The option chosen before the eval was parked in the confirmation step, if it was.
+    let chosen = resumed
+        .as_ref()
+        .and_then(|p| p.question.as_ref()?.selected.clone())
+        .filter(|s| req.require_confirmation && req.options.contains(s));
+    let (selected, confirming) = match chosen {
+        Some(selected) => (selected, resumed.as_ref()),
+        None => {
+            let answer = step(
+                asker,
+                cx,
+                (choice_question(req), req.timeout),
+                resumed.as_ref(),
+                None,
+            )
+            .await;
+            let selected = match answer {
+                Answer::Accept(content) => match content.get("answer").and_then(Value::as_str) {
+                    Some(a) if req.options.iter().any(|o| o == a) => a.to_string(),
+                    Some(a) => {
+                        return result(
+                            "error",
+                            None,
+                            "system",
+                            request_id,
+                            Some(format!("the answer `{a}` is not one of the options")),
+                        );
+                    }
+                    None => {
+                        return result(
+                            "error",
+                            None,
+                            "system",
+                            request_id,
+                            Some("the answer names no option".into()),
+                        );
+                    }
+                },
+                Answer::Decline | Answer::Cancel => {
+                    return result("canceled", None, "user", request_id, None);
+                }
+                Answer::Timeout => {
+                    return result(
+                        "timeout",
+                        req.default_option.as_deref(),
+                        "timeout",
+                        request_id,
+                        Some("nobody answered in time".into()),
+                    );
+                }
+                Answer::Failed(e) => return result("error", None, "system", request_id, Some(e)),
+            };
+            (selected, None)
+        }
+    };
+    if !req.require_confirmation {
+        return result("confirmed", Some(&selected), "user", request_id, None);
+    }
+    let answer = step(
+        asker,
+        cx,
+        (confirm_question(req, &selected), req.timeout),
+        confirming,
+        Some(&selected),
+    )
+    .await;
+    match answer {
         Answer::Accept(content)
             if content.get("confirm").and_then(Value::as_str) == Some("confirm") =>
         {
@@ -294,6 +369,10 @@ mod tests {
         }
     }
 
+    fn cx() -> CallContext {
+        CallContext::detached(codemode_runtime::EvalId(1), 1)
+    }
+
     fn asker(answers: Vec<Answer>) -> Scripted {
         Scripted(Mutex::new(answers))
     }
@@ -310,7 +389,7 @@ mod tests {
             json!("not an object"),
         ];
         for args in cases {
-            let r = run(&args, &asker(vec![]), "r1").await;
+            let r = run(&args, &asker(vec![]), "r1", &cx()).await;
             assert_eq!(r["status"], "error", "{args}: {r}");
             assert_eq!(r["ok"], false);
             assert!(r["message"].as_str().is_some_and(|m| !m.is_empty()));
@@ -387,7 +466,7 @@ mod tests {
             ),
         ];
         for (args, answers, status, selected, source) in cases {
-            let r = run(&args, &asker(answers), "r2").await;
+            let r = run(&args, &asker(answers), "r2", &cx()).await;
             assert_eq!(r["status"], status, "{r}");
             assert_eq!(r["selectedOption"], selected, "{r}");
             assert_eq!(r["source"], source, "{r}");
@@ -403,6 +482,7 @@ mod tests {
             &json!({"question": "q", "options": ["a"], "metadata": meta}),
             &asker(vec![Answer::Accept(json!({"answer": "a"}))]),
             "r4",
+            &cx(),
         )
         .await;
         assert_eq!(
@@ -415,6 +495,7 @@ mod tests {
             &json!({"question": "q", "options": ["a"], "metadata": "m"}),
             &crate::approvals::NoAsker,
             "r5",
+            &cx(),
         )
         .await;
         assert_eq!(r["metadata"], "m");
@@ -426,6 +507,7 @@ mod tests {
             &json!({"question": "q", "options": ["a"], "defaultOption": "a"}),
             &crate::approvals::NoAsker,
             "r3",
+            &cx(),
         )
         .await;
         assert_eq!(r["status"], "canceled");
@@ -434,3 +516,7 @@ mod tests {
         assert_eq!(r["selectedOption"], Value::Null);
     }
 }
+
+#[cfg(test)]
+#[path = "hitl_tests.rs"]
+mod parked_tests;

@@ -295,11 +295,11 @@ impl ToolHost for ScriptTools {
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         match name {
             SEARCH_TOOLS | GET_TOOLS => Box::pin(self.discover(name, args)),
+            // Each step waits for a human under `awaiting_human`: that time does not count
+            // against the eval's timeout, and the eval may park meanwhile.
             hitl::TOOL_NAME | hitl::ALIAS => Box::pin(async move {
-                // A human is deciding: that time does not count against the eval's timeout.
-                let _pause = cx.pause_timeout();
                 let request_id = format!("hitl-{}-{}", cx.eval_id, cx.call_id);
-                Ok(hitl::run(&args, self.asker.as_ref(), &request_id).await)
+                Ok(hitl::run(&args, self.asker.as_ref(), &request_id, cx).await)
             }),
             _ if !name.contains("__") && self.upstreams.commands().contains(name) => {
                 Box::pin(async move { self.upstreams.commands().call(name, args).await })

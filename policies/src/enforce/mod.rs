@@ -277,6 +277,13 @@ impl PolicyToolHost {
             audit.channel = Some(Channel::Policy);
             return (Decision::Approved, Ok(()));
         }
+        // Made again after a park in the tool's own wait for a human (a `hitl_request`
+        // question): that wait began only once this call had passed its ask.
+        if ParkedAsk::question_of(cx).is_some() {
+            audit.channel = Some(Channel::Policy);
+            audit.decision_reason = Some("approved before its eval was parked".into());
+            return (Decision::Approved, Ok(()));
+        }
         let what = describe_match(profile, tool, &d.matched, d.reason.as_deref());
         if !self.approver.supports() {
             audit.channel = Some(Channel::Fallback);
@@ -316,17 +323,7 @@ impl PolicyToolHost {
             Some(parked) => (parked.approval.clone(), parked.remaining()),
             None => (new_request_id(), profile.approval_timeout_for(d.risk)),
         };
-        let deadline_ms = std::time::SystemTime::now()
-            .checked_add(timeout)
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(u64::MAX, |d| d.as_millis() as u64);
-        let _human = cx.awaiting_human(
-            serde_json::to_value(ParkedAsk {
-                approval: id.clone(),
-                deadline_ms,
-            })
-            .unwrap_or_default(),
-        );
+        let _human = cx.awaiting_human(ParkedAsk::approval(id.clone(), timeout).to_note());
         let queue = self.queue(&key);
         let _turn = queue.lock().await;
         if self.is_approved(cx.eval_id, &key, &risk_policy) {

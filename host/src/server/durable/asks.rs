@@ -1,18 +1,35 @@
-//! The approval API's side of parked evals: their open asks listed and decided on any node,
-//! answers given by a client's retry, and the decisions kept for the resumed eval and for
-//! `GET /approvals?state=decided`.
+//! The approval API's side of parked evals: their open asks (approval requests and
+//! `hitl_request` question steps) listed and decided on any node, answers given by a client's
+//! retry, and the decisions kept for the resumed eval and for `GET /approvals?state=decided`.
 
 use std::time::Duration;
 
-use codemode_policies::{ApprovalAnswer, ApprovalDecision, Caller, Channel};
+use codemode_policies::{ApprovalAnswer, ApprovalDecision, Caller, Channel, neutralize};
 use codemode_runtime::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{AskRecord, Durable};
-use crate::approvals::Decisions;
-use crate::approvals::broker::{DecideError, may_decide};
+use crate::approvals::broker::{Choice, DecideError, may_decide};
+use crate::approvals::form::approval_answer;
 use crate::approvals::view::{decision_name, parse_decision};
+use crate::approvals::{Answer, Decided, Decisions};
+
+/// Why a client's answer to an ask of a parked eval was not recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswerRefused {
+    /// The eval does not wait on this ask (never asked, or it closed), or the store cannot
+    /// tell now.
+    #[error("this eval does not wait on ask `{0}`")]
+    NotAsked(String),
+    /// Another answer came first.
+    #[error("ask `{0}` was answered already")]
+    Answered(String),
+    /// The answer does not fit the ask (a question's answer that is not one of its options).
+    #[error("{0}")]
+    Invalid(String),
+}
 
 /// `decision:<id>`: an answer given while the eval was parked.
 #[derive(Serialize, Deserialize)]
@@ -27,6 +44,9 @@ struct DecisionRecord {
     /// When it was decided (RFC 3339 UTC).
     #[serde(default)]
     decided_at: String,
+    /// A question's chosen option (`decision` is then `answer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer: Option<String>,
     /// Whether a resumed eval has taken it: a decision approves one call once.
     #[serde(default)]
     used: bool,
@@ -46,6 +66,9 @@ impl DecisionRecord {
         if let Some(reason) = self.reason {
             view.insert("reason".into(), Value::String(reason));
         }
+        if let Some(answer) = self.answer {
+            view.insert("answer".into(), Value::String(answer));
+        }
         view.insert(
             "channel".into(),
             Value::String(self.channel.as_str().into()),
@@ -55,30 +78,10 @@ impl DecisionRecord {
     }
 }
 
-impl Durable {
-    /// Records `answer` for ask `id` of the parked eval `token` (from a client's retry); `false`
-    /// when the eval does not wait on that ask or it was answered already.
-    pub async fn answer(&self, token: &str, id: &str, answer: &ApprovalAnswer) -> bool {
-        let Ok(Some(record)) = self.store.get(&format!("ask:{id}")).await else {
-            return false;
-        };
-        match serde_json::from_slice::<AskRecord>(&record.value) {
-            Ok(ask) if ask.token == token => {
-                self.put_decision(id, answer, record.remaining(), ask.view)
-                    .await
-            }
-            _ => false,
-        }
-    }
-
-    async fn put_decision(
-        &self,
-        id: &str,
-        answer: &ApprovalAnswer,
-        ttl: Duration,
-        view: Value,
-    ) -> bool {
-        let value = serde_json::to_vec(&DecisionRecord {
+impl DecisionRecord {
+    /// The record of an approval's `answer` to the ask shown as `view`.
+    fn approval(answer: &ApprovalAnswer, view: Value) -> Self {
+        DecisionRecord {
             decision: decision_name(answer.decision).to_string(),
             reason: answer.reason.clone(),
             decided_by: answer.decided_by.clone(),
@@ -86,8 +89,123 @@ impl Durable {
             view,
             decided_at: codemode_policies::rfc3339_utc(std::time::SystemTime::now()),
             used: false,
-        })
-        .unwrap_or_default();
+            answer: None,
+        }
+    }
+
+    /// The record of a question's answer (`None`: declined) to the ask shown as `view`.
+    fn question(
+        answer: Option<String>,
+        (channel, decided_by, reason): (Channel, Option<String>, Option<String>),
+        view: Value,
+    ) -> Self {
+        DecisionRecord {
+            decision: if answer.is_some() {
+                "answer"
+            } else {
+                "decline"
+            }
+            .to_string(),
+            reason,
+            decided_by,
+            channel,
+            view,
+            decided_at: codemode_policies::rfc3339_utc(std::time::SystemTime::now()),
+            used: false,
+            answer,
+        }
+    }
+}
+
+impl AskRecord {
+    /// A question step's options, `None` for an approval request.
+    fn options(&self) -> Option<Vec<&str>> {
+        if self.view.get("kind").and_then(Value::as_str) != Some("question") {
+            return None;
+        }
+        Some(
+            self.view
+                .get("options")
+                .and_then(Value::as_array)
+                .map(|o| o.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default(),
+        )
+    }
+
+    /// The option `answer` chose for this question step (`None`: declined).
+    ///
+    /// # Errors
+    /// [`AnswerRefused::Invalid`] when it names no option, or one the step does not offer.
+    fn chosen(&self, options: &[&str], answer: &Answer) -> Result<Option<String>, AnswerRefused> {
+        let field = self.field.as_deref().unwrap_or("answer");
+        match answer {
+            Answer::Decline | Answer::Cancel => Ok(None),
+            Answer::Accept(content) => match content.get(field).and_then(Value::as_str) {
+                Some(a) if options.contains(&a) => Ok(Some(a.to_string())),
+                Some(a) => Err(AnswerRefused::Invalid(format!(
+                    "`{}` is not one of the options ({})",
+                    neutralize(a),
+                    options
+                        .iter()
+                        .map(|o| neutralize(o))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
+                None => Err(AnswerRefused::Invalid(format!(
+                    "the answer names no option (expected `{field}` with one of: {})",
+                    options
+                        .iter()
+                        .map(|o| neutralize(o))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
+            },
+            Answer::Timeout | Answer::Failed(_) => Err(AnswerRefused::Invalid(
+                "the answer is not an accepted, declined or cancelled elicitation result".into(),
+            )),
+        }
+    }
+}
+
+impl Durable {
+    /// Records a client's `answer` (through `channel`: a 2026-07-28 retry, a legacy
+    /// elicitation) to ask `id` of the parked eval `token`: an approval request's decision, or
+    /// a question step's option (checked to be one of its options).
+    ///
+    /// # Errors
+    /// [`AnswerRefused`]: the eval does not wait on that ask, it was answered already, or the
+    /// answer does not fit it; nothing is recorded then.
+    pub async fn answer(
+        &self,
+        token: &str,
+        id: &str,
+        answer: &Answer,
+        channel: Channel,
+    ) -> Result<(), AnswerRefused> {
+        let not_asked = || AnswerRefused::NotAsked(id.to_string());
+        let Ok(Some(record)) = self.store.get(&format!("ask:{id}")).await else {
+            return Err(not_asked());
+        };
+        let ask = match serde_json::from_slice::<AskRecord>(&record.value) {
+            Ok(ask) if ask.token == token => ask,
+            _ => return Err(not_asked()),
+        };
+        let decision = match ask.options() {
+            None => DecisionRecord::approval(&approval_answer(answer, channel), ask.view),
+            Some(options) => {
+                let chosen = ask.chosen(&options, answer)?;
+                DecisionRecord::question(chosen, (channel, None, None), ask.view)
+            }
+        };
+        if self.put_decision(id, &decision, record.remaining()).await {
+            Ok(())
+        } else {
+            Err(AnswerRefused::Answered(id.to_string()))
+        }
+    }
+
+    async fn put_decision(&self, id: &str, decision: &DecisionRecord, ttl: Duration) -> bool {
+        let value = serde_json::to_vec(decision).unwrap_or_default();
         // The first answer wins, as in the broker: a later one is refused.
         let key = format!("decision:{id}");
         let ttl = ttl.max(Duration::from_secs(1));
@@ -130,7 +248,9 @@ impl Durable {
         Ok(views)
     }
 
-    /// Decides ask `id` of a parked eval through the approval API, then resumes the eval here.
+    /// Decides ask `id` of a parked eval through the approval API — an approval request with a
+    /// decision, a question step with one of its options or `decline` — then resumes the eval
+    /// here.
     ///
     /// # Errors
     /// [`DecideError::NotFound`] when no parked eval has that ask; the others as
@@ -139,7 +259,7 @@ impl Durable {
         &self,
         id: &str,
         decider: &Caller,
-        decision: ApprovalDecision,
+        choice: Choice,
         reason: Option<String>,
     ) -> Result<(), DecideError> {
         let unavailable = |e| DecideError::Unavailable(unreachable_store(e));
@@ -170,49 +290,78 @@ impl Durable {
                 .and_then(Value::as_str)
                 .unwrap_or_default(),
         )?;
-        let allowed: Vec<&str> = ask
-            .view
-            .get("allowed_decisions")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let name = decision_name(decision);
-        if decision != ApprovalDecision::Decline && !allowed.contains(&name) {
-            return Err(DecideError::Invalid(format!(
-                "`{name}` is not allowed for this ask (allowed: {})",
-                allowed.join(", ")
-            )));
-        }
         let reason = reason.filter(|r| !r.trim().is_empty());
-        if ask.view.get("reason_required") == Some(&Value::Bool(true)) && reason.is_none() {
-            return Err(DecideError::Invalid(
-                "this ask needs a reason with the decision".into(),
-            ));
-        }
-        let answer = ApprovalAnswer::new(decision, Channel::Http)
-            .with_reason(reason)
-            .decided_by(decider.name.clone());
-        let token = ask.token.clone();
-        if !self
-            .put_decision(id, &answer, record.remaining(), ask.view)
-            .await
-        {
+        let decision = match (ask.options(), choice) {
+            (None, Choice::Decision(decision)) => {
+                let allowed: Vec<&str> = ask
+                    .view
+                    .get("allowed_decisions")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let name = decision_name(decision);
+                if decision != ApprovalDecision::Decline && !allowed.contains(&name) {
+                    return Err(DecideError::Invalid(format!(
+                        "`{name}` is not allowed for this ask (allowed: {})",
+                        allowed.join(", ")
+                    )));
+                }
+                if ask.view.get("reason_required") == Some(&Value::Bool(true)) && reason.is_none() {
+                    return Err(DecideError::Invalid(
+                        "this ask needs a reason with the decision".into(),
+                    ));
+                }
+                let answer = ApprovalAnswer::new(decision, Channel::Http)
+                    .with_reason(reason)
+                    .decided_by(decider.name.clone());
+                DecisionRecord::approval(&answer, ask.view.clone())
+            }
+            (None, Choice::Answer(_)) => {
+                return Err(DecideError::Invalid(
+                    "an approval request takes a decision, not an answer".into(),
+                ));
+            }
+            (Some(_), Choice::Decision(ApprovalDecision::Decline | ApprovalDecision::Cancel)) => {
+                DecisionRecord::question(
+                    None,
+                    (Channel::Http, Some(decider.name.clone()), reason),
+                    ask.view.clone(),
+                )
+            }
+            (Some(_), Choice::Decision(_)) => {
+                return Err(DecideError::Invalid(
+                    "a question takes `answer` with one of its options, or `decline`".into(),
+                ));
+            }
+            (Some(options), Choice::Answer(a)) if !options.contains(&a.as_str()) => {
+                return Err(DecideError::Invalid(format!(
+                    "`{}` is not one of the options",
+                    neutralize(&a)
+                )));
+            }
+            (Some(_), Choice::Answer(a)) => DecisionRecord::question(
+                Some(a),
+                (Channel::Http, Some(decider.name.clone()), reason),
+                ask.view.clone(),
+            ),
+        };
+        if !self.put_decision(id, &decision, record.remaining()).await {
             return Err(DecideError::Closed(id.to_string(), "decided"));
         }
-        self.resume_here(&token);
+        self.resume_here(&ask.token);
         Ok(())
     }
 }
 
 impl Decisions for Durable {
-    fn take(&self, id: &str) -> BoxFuture<'_, Option<ApprovalAnswer>> {
+    fn take(&self, id: &str) -> BoxFuture<'_, Option<Decided>> {
         let key = format!("decision:{id}");
         Box::pin(async move {
             // Kept, marked used, not taken: the record stays until its ask's time is up, so that
             // a second answer arriving after the resume is still refused as "already decided",
             // and the decided listing shows it. Marked used, so that an `eval:` record a store
             // writer puts back after the resume asks its human again instead of taking this
-            // approval a second time (replay of both records at once is beyond sealing: see
+            // answer a second time (replay of both records at once is beyond sealing: see
             // SECURITY.md).
             let record = self.store.get(&key).await.ok()??;
             let mut d: DecisionRecord = serde_json::from_slice(&record.value).ok()?;
@@ -222,10 +371,17 @@ impl Decisions for Durable {
             d.used = true;
             let used = serde_json::to_vec(&d).ok()?;
             self.store.put(&key, &used, record.remaining()).await.ok()?;
+            if d.view.get("kind").and_then(Value::as_str) == Some("question") {
+                return Some(Decided::Question {
+                    answer: d.answer.filter(|_| d.decision == "answer"),
+                    channel: d.channel,
+                    decided_by: d.decided_by,
+                });
+            }
             let decision = parse_decision(&d.decision).unwrap_or(ApprovalDecision::Decline);
             let mut answer = ApprovalAnswer::new(decision, d.channel).with_reason(d.reason);
             answer.decided_by = d.decided_by;
-            Some(answer)
+            Some(Decided::Approval(answer))
         })
     }
 }
@@ -243,10 +399,10 @@ impl crate::approvals::broker::ParkedAsks for Durable {
         &'a self,
         id: &'a str,
         decider: &'a Caller,
-        decision: ApprovalDecision,
+        choice: Choice,
         reason: Option<String>,
     ) -> BoxFuture<'a, Result<(), DecideError>> {
-        Box::pin(Durable::decide(self, id, decider, decision, reason))
+        Box::pin(Durable::decide(self, id, decider, choice, reason))
     }
 }
 
