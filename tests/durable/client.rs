@@ -34,6 +34,17 @@ pub async fn call_tool(
     arguments: &Value,
     retry: Option<(&str, Value)>,
 ) -> Result<Reply, String> {
+    call_tool_as(url, tool, arguments, retry, None).await
+}
+
+/// [`call_tool`] with `bearer` as the `Authorization` token, when given.
+pub async fn call_tool_as(
+    url: &str,
+    tool: &str,
+    arguments: &Value,
+    retry: Option<(&str, Value)>,
+    bearer: Option<&str>,
+) -> Result<Reply, String> {
     let mut params = json!({
         "name": tool,
         "arguments": arguments,
@@ -48,13 +59,17 @@ pub async fn call_tool(
         params["inputResponses"] = responses;
     }
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let response = http()
+    let mut request = http()
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
+        .header("mcp-name", tool);
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    let response = request
         .body(body.to_string())
         .send()
         .await
@@ -170,6 +185,52 @@ pub async fn decide(base: &str, id: &str, decision: &str) -> Result<(u16, Value)
     let status = response.status().as_u16();
     let body = response.json().await.unwrap_or(Value::Null);
     Ok((status, body))
+}
+
+/// `POST {base}/approvals/{id}` with `body` (a decision, or `{"decision": "answer", "answer":
+/// …}` for a question), as `bearer` when given, else as the listener's own origin; returns the
+/// status and the body.
+pub async fn post_decision(
+    base: &str,
+    id: &str,
+    body: &Value,
+    bearer: Option<&str>,
+) -> Result<(u16, Value), String> {
+    let mut request = http()
+        .post(format!("{base}/approvals/{id}"))
+        .header("content-type", "application/json")
+        .header("origin", base);
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    let response = request
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| format!("POST {base}/approvals/{id}: {e}"))?;
+    let status = response.status().as_u16();
+    let body = response.json().await.unwrap_or(Value::Null);
+    Ok((status, body))
+}
+
+/// `GET {base}/approvals` as `bearer`: the pending asks.
+pub async fn pending_approvals_as(base: &str, bearer: &str) -> Result<Vec<Value>, String> {
+    let url = format!("{base}/approvals");
+    let response = http()
+        .get(&url)
+        .bearer_auth(bearer)
+        .send()
+        .await
+        .map_err(|e| format!("GET {url}: {e}"))?;
+    let status = response.status();
+    let body: Value = response
+        .json()
+        .await
+        .map_err(|e| format!("GET {url}: {e}"))?;
+    if !status.is_success() {
+        return Err(format!("GET {url}: HTTP {status}: {body}"));
+    }
+    Ok(body["approvals"].as_array().cloned().unwrap_or_default())
 }
 
 /// Runs `future` on a fresh current-thread runtime.

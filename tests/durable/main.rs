@@ -22,6 +22,7 @@ mod legacy;
 mod limits;
 mod local_dir;
 mod outages;
+mod questions;
 mod redteam;
 mod restart;
 mod scopes;
