@@ -25,11 +25,21 @@ const CLIENT_DEADLINE: Duration = Duration::from_secs(180);
 
 /// `legacy_client.py` with `flow`, started (not waited for).
 fn start_client(cluster: &Cluster, flow: &str, markers: &Path) -> std::process::Child {
+    start_client_with(cluster, flow, markers, &script_code(cluster))
+}
+
+/// [`start_client`] running `code`.
+fn start_client_with(
+    cluster: &Cluster,
+    flow: &str,
+    markers: &Path,
+    code: &str,
+) -> std::process::Child {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/durable/legacy_client.py");
     Command::new(peers::python())
         .arg(script)
         .env("DURABLE_URL", cluster.front_url())
-        .env("DURABLE_CODE", script_code(cluster))
+        .env("DURABLE_CODE", code)
         .env("DURABLE_DIR", markers)
         .env("DURABLE_FLOW", flow)
         .env("PYTHONUNBUFFERED", "1")
@@ -233,6 +243,70 @@ fn a_parked_legacy_eval_answered_by_its_client_returns_its_result_on_the_same_ca
             .any(|k| k.starts_with("eval:") || k.starts_with("ask:") || k.starts_with("result:")))
         .then_some(())
     });
+}
+
+/// A legacy eval waiting on a `hitl_request` question parks as one waiting on an approval: its
+/// question is listed on every node while the client's `elicitation/create` stays open; the
+/// client's answer is recorded as the question's, resumes the eval, and the result comes back
+/// on the same call; the call is audited once.
+#[test]
+fn a_parked_legacy_question_answered_by_its_client_returns_its_result_on_the_same_call() {
+    let cluster = Cluster::start("legacy_question", 3, 0);
+    let markers = markers(&cluster);
+    let code = crate::questions::script(false, 600_000);
+    let client = start_client_with(&cluster, "question", &markers, &code);
+    await_some("the human is asked", || {
+        markers.join("asked").exists().then_some(())
+    });
+    cluster.await_parked(1);
+    let (_, routes) = session_routes(&cluster.proxy.log());
+    let node = cluster.index_of(&routes[0].served_by);
+    let other = (node + 1) % 3;
+    let pending = await_some("the parked question is listed on another node", || {
+        block_on(client::pending_approvals(&cluster.node(other).base_url()))
+            .ok()
+            .filter(|p| p.len() == 1)
+    });
+    assert_eq!(
+        (&pending[0]["kind"], &pending[0]["options"]),
+        (&json!("question"), &json!(["ship", "hold"])),
+        "{pending:#?}"
+    );
+    std::fs::write(markers.join("go"), "").unwrap();
+    let obs = finish_client(client, &cluster);
+    assert_eq!(
+        obs["asked"],
+        json!(["Ship release 7?\\u001b[2K"]),
+        "{obs:#}"
+    );
+    assert_eq!(obs["call"]["ok"]["is_error"], false, "{obs:#}");
+    assert_eq!(
+        obs["call"]["ok"]["structured"]["result"],
+        crate::questions::confirmed("ship"),
+        "{obs:#}"
+    );
+    let records = cluster.audit_with_evals(1);
+    let calls: Vec<(&Value, &Value)> = records
+        .iter()
+        .filter(|r| r["event"] == "tool_call")
+        .map(|r| (&r["tool"], &r["status"]))
+        .collect();
+    assert_eq!(
+        calls,
+        [(&json!("hitl_request"), &json!("ok"))],
+        "{records:#?}"
+    );
+    assert_eq!(records.iter().filter(|r| r["event"] == "eval").count(), 1);
+    let decided = block_on(client::decided_approvals(&cluster.node(other).base_url())).unwrap();
+    assert_eq!(
+        (
+            &decided[0]["decision"],
+            &decided[0]["answer"],
+            &decided[0]["channel"]
+        ),
+        (&json!("answer"), &json!("ship"), &json!("elicitation")),
+        "{decided:#?}"
+    );
 }
 
 #[test]

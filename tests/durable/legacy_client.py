@@ -12,6 +12,8 @@ Environment:
                 client tries one more request in the same session;
                 "parked": the human writes DURABLE_DIR/asked, waits for DURABLE_DIR/go
                 (meanwhile the node saves the eval to the store), then approves;
+                "question": as "parked", for a `hitl_request` question: the human answers
+                the option `ship`;
                 "cancel": the human writes DURABLE_DIR/asked and never answers; when
                 DURABLE_DIR/cancel appears the client abandons the call (the SDK sends
                 `notifications/cancelled`), writes DURABLE_DIR/cancelled, and keeps the
@@ -51,7 +53,7 @@ class Human:
     async def __call__(self, _ctx: Any, params: Any) -> ElicitResult:
         self.asked.append(params.message.splitlines()[0])
         log(f"asked: {params.message.splitlines()[0]!r}")
-        if FLOW in ("node_dies", "parked"):
+        if FLOW in ("node_dies", "parked", "question"):
             open(os.path.join(DIR, "asked"), "w").close()
             started = time.monotonic()
             while not os.path.exists(os.path.join(DIR, "go")):
@@ -62,6 +64,8 @@ class Human:
             open(os.path.join(DIR, "asked"), "w").close()
             await wait_for_marker("done")
             return ElicitResult(action="cancel")
+        if FLOW == "question":
+            return ElicitResult(action="accept", content={"answer": "ship"})
         return ElicitResult(action="accept", content={"decision": "approve_once"})
 
 

@@ -14,7 +14,7 @@ use crate::harness::{Cluster, Node, audit_records, await_local_parked, await_som
 
 /// The script: state the saved sandbox must carry, a log line on each side of the question, and
 /// what the question resolved to (`requestId` checked for its form: it names the eval's id).
-fn script(confirm: bool, timeout_ms: u64) -> String {
+pub fn script(confirm: bool, timeout_ms: u64) -> String {
     format!(
         r#"const squares = Array.from({{length: 10000}}, (_, i) => i * i);
 console.log('asking');
@@ -28,7 +28,7 @@ return {{status: r.status, confirmed: r.confirmed, selectedOption: r.selectedOpt
 }
 
 /// What the script returns when the human chose `option` (and confirmed it).
-fn confirmed(option: &str) -> Value {
+pub fn confirmed(option: &str) -> Value {
     json!({"status": "confirmed", "confirmed": true, "selectedOption": option, "source": "user",
         "message": null, "metadata": {"release": 7}, "requestId": true, "last": 99980001})
 }
