@@ -59,6 +59,7 @@ struct Fixture {
     runtime: Runtime,
     sink: Arc<MemoryAuditSink>,
     decisions: Arc<Given>,
+    profile: Option<Arc<codemode_policies::Profile>>,
 }
 
 impl Fixture {
@@ -69,6 +70,7 @@ impl Fixture {
             runtime: Runtime::new(&config).expect("runtime"),
             sink: Arc::new(MemoryAuditSink::new()),
             decisions: Arc::default(),
+            profile: None,
         }
     }
 
@@ -82,6 +84,7 @@ impl Fixture {
         });
         let mut builder = GovernedEval::builder(self.runtime.clone())
             .tools(UpstreamPool::new())
+            .profile(self.profile.clone())
             .asker(Arc::new(Undecided))
             .park(request)
             .open_asks(Some(asks.clone()))
@@ -291,4 +294,71 @@ async fn a_decline_given_while_parked_cancels_and_other_ids_are_left() {
         .collect();
     assert_eq!(left, ["another-id"]);
     let _: Value = outcome.result;
+}
+
+/// A profile that asks before `hitl_request`: the approval parks, then (approved meanwhile) the
+/// question parks; made again after that second park, the call is not put to its approver a
+/// second time — its question's note says the ask was passed — and is audited once, as approved.
+#[tokio::test]
+async fn an_approved_call_parked_in_its_question_is_not_asked_for_approval_again() {
+    let config = codemode_policies::Config::from_json_str(
+        r#"{"evaluation": {"profiles": {"p": {"asklist": ["hitl_request"]}}}}"#,
+    )
+    .unwrap();
+    let mut f = Fixture::new();
+    f.profile = config.resolve_profile(Some("p")).unwrap();
+    let code = "return (await codemode.hitl_request({question: 'q', options: ['a']})).status;";
+    let first = f.eval(true, &f.asks(), None);
+    let GovernedStep::Parked(parked) = first.run_step(code, &CancellationToken::new()).await else {
+        panic!("the eval should park at its approval");
+    };
+    let note = parked.pending()[0].note.clone().unwrap();
+    let approval: ParkedAsk = serde_json::from_value(note).unwrap();
+    assert_eq!(approval.question, None);
+    f.decisions.0.lock().unwrap().push((
+        approval.approval.clone(),
+        Decided::Approval(
+            codemode_policies::ApprovalAnswer::new(
+                codemode_policies::ApprovalDecision::ApproveOnce,
+                codemode_policies::Channel::Http,
+            )
+            .decided_by("alice"),
+        ),
+    ));
+    let second = f.eval(true, &f.asks(), Some(first.id()));
+    let GovernedStep::Parked(parked) = second
+        .resume(code, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the approved call should park at its question");
+    };
+    let question = note_of(&parked);
+    f.decisions.answer(&question.approval, Some("a"));
+    let third = f.eval(false, &f.asks(), Some(first.id()));
+    let (loaded, cancel) = (reload(&parked), CancellationToken::new());
+    let resumed = third.resume(code, &loaded, &cancel);
+    // Asked for approval again, the call would wait on a human who never answers.
+    let GovernedStep::Finished(outcome) = tokio::time::timeout(Duration::from_secs(30), resumed)
+        .await
+        .expect("not asked for approval again")
+        .unwrap()
+    else {
+        panic!("the resumed eval should finish");
+    };
+    assert_eq!(outcome.result, json!("confirmed"), "{:?}", outcome.error);
+    let records: Vec<_> = f
+        .sink
+        .tool_calls()
+        .into_iter()
+        .map(|r| (r.tool, r.decision, r.decision_reason))
+        .collect();
+    assert_eq!(
+        records,
+        [(
+            "hitl_request".to_string(),
+            codemode_policies::Decision::Approved,
+            Some("approved before its eval was parked".to_string())
+        )]
+    );
 }
