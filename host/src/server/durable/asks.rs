@@ -412,3 +412,98 @@ fn unreachable_store(e: crate::store::StoreError) -> String {
         "the durable store cannot be reached ({e}): the asks of saved evals cannot be listed or decided until it is back"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ask(view: Value, field: Option<&str>) -> AskRecord {
+        AskRecord {
+            token: "t".into(),
+            view,
+            field: field.map(str::to_string),
+            deadline_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_question_steps_answer_must_name_one_of_its_options() {
+        let approval = ask(
+            json!({"kind": "approval", "allowed_decisions": ["decline"]}),
+            None,
+        );
+        assert_eq!(approval.options(), None);
+        let choice = ask(
+            json!({"kind": "question", "options": ["ship", "hold"]}),
+            Some("answer"),
+        );
+        let options = choice.options().unwrap();
+        assert_eq!(options, ["ship", "hold"]);
+        let chosen = |answer: Answer| choice.chosen(&options, &answer);
+        assert_eq!(
+            chosen(Answer::Accept(json!({"answer": "hold"}))),
+            Ok(Some("hold".into()))
+        );
+        assert_eq!(chosen(Answer::Decline), Ok(None));
+        assert_eq!(chosen(Answer::Cancel), Ok(None));
+        assert_eq!(
+            chosen(Answer::Accept(json!({"answer": "may\u{1b}be"}))),
+            Err(AnswerRefused::Invalid(
+                "`may\\u001bbe` is not one of the options (ship, hold)".into()
+            ))
+        );
+        assert_eq!(
+            chosen(Answer::Accept(json!({"confirm": "confirm"}))),
+            Err(AnswerRefused::Invalid(
+                "the answer names no option (expected `answer` with one of: ship, hold)".into()
+            ))
+        );
+        assert!(matches!(
+            chosen(Answer::Failed("x".into())),
+            Err(AnswerRefused::Invalid(_))
+        ));
+        // The confirmation step's field.
+        let confirm = ask(
+            json!({"kind": "question", "options": ["confirm", "cancel"]}),
+            Some("confirm"),
+        );
+        let options = confirm.options().unwrap();
+        assert_eq!(
+            confirm.chosen(&options, &Answer::Accept(json!({"confirm": "cancel"}))),
+            Ok(Some("cancel".into()))
+        );
+    }
+
+    #[test]
+    fn a_question_decision_is_listed_with_its_answer() {
+        let view = json!({"id": "q1", "kind": "question", "options": ["a"]});
+        let record = DecisionRecord::question(
+            Some("a".into()),
+            (Channel::Http, Some("carol".into()), None),
+            view,
+        );
+        assert_eq!(record.decision, "answer");
+        let listed = record.decided_view().unwrap();
+        assert_eq!(
+            (
+                &listed["decision"],
+                &listed["answer"],
+                &listed["decided_by"],
+                &listed["channel"]
+            ),
+            (
+                &json!("answer"),
+                &json!("a"),
+                &json!("carol"),
+                &json!("http")
+            )
+        );
+        let declined =
+            DecisionRecord::question(None, (Channel::Elicitation, None, None), json!({}));
+        assert_eq!(
+            (declined.decision.as_str(), declined.answer),
+            ("decline", None)
+        );
+    }
+}
