@@ -213,13 +213,25 @@ fn a_question_saved_on_sigterm_is_answered_by_the_clients_retry_after_the_restar
     // Uninterrupted: answered while the eval is in memory.
     let asked = block_on(client::call_tool(&node.mcp_url(), "eval", &args, None)).unwrap();
     let key = input_keys(&asked.result).remove(0);
-    let reference = block_on(client::call_tool(
-        &node.mcp_url(),
-        "eval",
-        &args,
-        Some((&request_state(&asked.result), choose(&key, "hold"))),
-    ))
-    .unwrap();
+    let in_memory = |responses: Value| {
+        block_on(client::call_tool(
+            &node.mcp_url(),
+            "eval",
+            &args,
+            Some((&request_state(&asked.result), responses)),
+        ))
+        .unwrap()
+    };
+    // An answer that is not an option is refused in memory as in the store.
+    let refused = in_memory(choose(&key, "maybe")).result;
+    assert_eq!(
+        refused["jsonrpc error"]["message"],
+        json!(format!(
+            "the answer to `{key}` was refused: `maybe` is not one of the options (ship, hold); the question is still open: retry with the same requestState and one of the options"
+        )),
+        "{refused}"
+    );
+    let reference = in_memory(choose(&key, "hold"));
     let reference = complete_outcome(&reference.result, &node.log());
     assert_eq!(reference["result"], confirmed("hold"), "{reference:#}");
 

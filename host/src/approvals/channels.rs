@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use codemode_policies::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel};
-use codemode_runtime::{BoxFuture, CallContext};
+use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
 use super::broker::{ApprovalBroker, ApprovalView, QuestionSpec};
@@ -156,24 +156,28 @@ impl ChannelAsker {
         ))
     }
 
-    /// Offers `question` to the broker (as `id`, when given) and to the eval's own asker (under
-    /// `key`, when given); the first answer wins.
+    /// Offers `question` to the broker and to the eval's own asker — as the question step `step`
+    /// (its id on the broker, its key and options for the asker), when given; the first answer
+    /// wins.
     async fn offer(
         &self,
-        (id, key, call): (Option<&str>, Option<String>, Option<&CallContext>),
+        step: Option<&QuestionRequest>,
         question: Question,
         timeout: Duration,
     ) -> Answer {
-        let own_ask = |question: Question| match &key {
-            Some(key) => self.asker.ask_keyed(key, question, timeout),
+        let own_ask = |question: Question| match step {
+            Some(step) => self.asker.ask_question(QuestionRequest {
+                question,
+                ..step.clone()
+            }),
             None => self.asker.ask(question, timeout),
         };
         let (Some(broker), Some((field, spec))) = (self.broker(), self.spec(&question, timeout))
         else {
             return own_ask(question).await;
         };
-        let mut pending = match id {
-            Some(id) => broker.open_question_as(id, &spec, call.cloned()),
+        let mut pending = match step {
+            Some(step) => broker.open_question_as(&step.id, &spec, Some(step.call.clone())),
             None => broker.open_question(&spec),
         };
         let own = async {
@@ -226,7 +230,7 @@ impl Asker for ChannelAsker {
     }
 
     fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
-        Box::pin(self.offer((None, None, None), question, timeout))
+        Box::pin(self.offer(None, question, timeout))
     }
 
     fn ask_question(&self, req: QuestionRequest) -> BoxFuture<'_, Answer> {
@@ -255,13 +259,8 @@ impl Asker for ChannelAsker {
                     None => Answer::Decline,
                 };
             }
-            let key = req.key();
-            self.offer(
-                (Some(&req.id), Some(key), Some(&req.call)),
-                req.question,
-                req.timeout,
-            )
-            .await
+            let question = req.question.clone();
+            self.offer(Some(&req), question, req.timeout).await
         })
     }
 }

@@ -125,6 +125,44 @@ impl QuestionRequest {
     }
 }
 
+/// The option `answer` chose for a question step whose form field `field` offers `options`
+/// (`None`: declined or dismissed).
+///
+/// # Errors
+/// In words, when it names no option or one the step does not offer (the text neutralised), or
+/// is not an answer at all (a timeout, a failure).
+pub fn chosen_option(
+    field: &str,
+    options: &[&str],
+    answer: &Answer,
+) -> Result<Option<String>, String> {
+    let listed = || {
+        options
+            .iter()
+            .map(|o| codemode_policies::neutralize(o))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match answer {
+        Answer::Decline | Answer::Cancel => Ok(None),
+        Answer::Accept(content) => match content.get(field).and_then(Value::as_str) {
+            Some(a) if options.contains(&a) => Ok(Some(a.to_string())),
+            Some(a) => Err(format!(
+                "`{}` is not one of the options ({})",
+                codemode_policies::neutralize(a),
+                listed()
+            )),
+            None => Err(format!(
+                "the answer names no option (expected `{field}` with one of: {})",
+                listed()
+            )),
+        },
+        Answer::Timeout | Answer::Failed(_) => {
+            Err("the answer is not an accepted, declined or cancelled elicitation result".into())
+        }
+    }
+}
+
 /// Nobody to ask: clients without elicitation.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoAsker;

@@ -128,6 +128,11 @@ impl CodemodeServer {
                 return Err(McpError::invalid_params(NOT_YOURS, None));
             }
             if let Some(responses) = &req.input_responses {
+                // An answer that does not fit its question is the client's mistake: it is
+                // told, and the question stays open for a retry with a valid answer.
+                if let Err(why) = suspended.check(responses) {
+                    return Err(McpError::invalid_params(why, None));
+                }
                 let refused = suspended.answer(responses);
                 if !refused.is_empty() {
                     tracing::warn!(
@@ -420,9 +425,7 @@ impl CodemodeServer {
                     // told, and the question stays open for a retry with a valid answer.
                     Err(AnswerRefused::Invalid(why)) => {
                         return Some(Err(McpError::invalid_params(
-                            format!(
-                                "the answer to `{key}` was refused: {why}; the question is still open: retry with the same requestState and one of the options"
-                            ),
+                            super::suspend::refused_answer(key, &why),
                             None,
                         )));
                     }

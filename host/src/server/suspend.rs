@@ -18,7 +18,8 @@ use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 
 use crate::approvals::elicitation::from_elicit_result;
-use crate::approvals::{Answer, Asker, Question};
+use crate::approvals::terminal::choices;
+use crate::approvals::{Answer, Asker, Question, QuestionRequest, chosen_option};
 
 /// A finished eval whose outcome nobody fetched is forgotten after this long.
 const UNCLAIMED_TTL: Duration = Duration::from_secs(600);
@@ -214,6 +215,8 @@ struct State {
 struct Pending {
     question: Question,
     reply: oneshot::Sender<Answer>,
+    /// A question step's form field and options: an answer must name one of them.
+    options: Option<(String, Vec<String>)>,
 }
 
 /// One eval of a 2026-07-28 client.
@@ -382,6 +385,26 @@ impl Suspended {
         refused
     }
 
+    /// Checks a retry's answers to the question steps they name (`hitl_request`: one of the
+    /// options), before any is delivered.
+    ///
+    /// # Errors
+    /// [`refused_answer`]'s message for the first answer that does not fit its step; the steps
+    /// stay open.
+    pub fn check(&self, responses: &InputResponses) -> Result<(), String> {
+        let state = self.lock();
+        for (key, response) in responses {
+            let Some((field, options)) = state.pending.get(key).and_then(|p| p.options.as_ref())
+            else {
+                continue;
+            };
+            let options: Vec<&str> = options.iter().map(String::as_str).collect();
+            chosen_option(field, &options, &parse_response(response))
+                .map_err(|why| refused_answer(key, &why))?;
+        }
+        Ok(())
+    }
+
     /// An [`Asker`] whose questions become input-required results of this eval's request.
     pub fn asker(self: &Arc<Self>) -> SuspendedAsker {
         SuspendedAsker {
@@ -404,6 +427,13 @@ fn input_requests<'a>(
         }
     }
     requests
+}
+
+/// What a client is told when its answer to question `key` does not fit it.
+pub fn refused_answer(key: &str, why: &str) -> String {
+    format!(
+        "the answer to `{key}` was refused: {why}; the question is still open: retry with the same requestState and one of the options"
+    )
 }
 
 /// `{"action": "accept", "content": {…}}` (an `ElicitResult`) → [`Answer`].
@@ -443,17 +473,47 @@ impl Asker for SuspendedAsker {
         let key = key.to_string();
         Box::pin(async move { self.ask_under(key, question, timeout).await })
     }
+
+    fn ask_question(&self, req: QuestionRequest) -> BoxFuture<'_, Answer> {
+        // As an approval's key; its answers are checked against the step's options.
+        let options = choices(&req.question).and_then(|(field, options)| {
+            let options = options
+                .into_iter()
+                .map(|(v, _)| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<String>>>()?;
+            Some((field, options))
+        });
+        Box::pin(async move {
+            self.ask_checked(req.key(), req.question, req.timeout, options)
+                .await
+        })
+    }
 }
 
 impl SuspendedAsker {
     async fn ask_under(&self, key: String, question: Question, timeout: Duration) -> Answer {
+        self.ask_checked(key, question, timeout, None).await
+    }
+
+    async fn ask_checked(
+        &self,
+        key: String,
+        question: Question,
+        timeout: Duration,
+        options: Option<(String, Vec<String>)>,
+    ) -> Answer {
         {
             let (reply, answer) = oneshot::channel();
             let key = {
                 let mut state = self.suspended.lock();
-                state
-                    .pending
-                    .insert(key.clone(), Pending { question, reply });
+                state.pending.insert(
+                    key.clone(),
+                    Pending {
+                        question,
+                        reply,
+                        options,
+                    },
+                );
                 key
             };
             self.suspended.changed.notify_waiters();
@@ -694,5 +754,70 @@ mod tests {
         assert_eq!(pending_keys(&s), again);
         s.answer(&responses(&[(&again[0], json!({"action": "decline"}))]));
         assert!(matches!(second.await.unwrap(), Answer::Decline));
+    }
+
+    /// A `hitl_request` step's answers are checked against its options before any is delivered:
+    /// one that is not an option is refused in words and the step stays open; a decline or a
+    /// valid option goes through. Approval forms are not checked here (the policy decides).
+    #[tokio::test]
+    async fn answers_to_question_steps_must_name_an_option() {
+        let s = Suspensions::default().register("eval", "local").0;
+        let question = Question {
+            message: "q".into(),
+            schema: json!({"type": "object", "properties": {"answer": {"type": "string",
+                "enum": ["ship", "hold"]}}, "required": ["answer"]})
+            .as_object()
+            .cloned()
+            .unwrap(),
+        };
+        let asking = tokio::spawn({
+            let asker = s.asker();
+            let call = codemode_runtime::CallContext::detached(codemode_runtime::EvalId(1), 1);
+            async move {
+                asker
+                    .ask_question(QuestionRequest {
+                        id: "0123".into(),
+                        question,
+                        timeout: Duration::from_secs(60),
+                        call,
+                        resumed: false,
+                    })
+                    .await
+            }
+        });
+        let Event::Input(_) = s.next_event().await else {
+            panic!("expected a question")
+        };
+        assert_eq!(pending_keys(&s), ["codemode-0123"]);
+        let answer = |option: &str| {
+            responses(&[(
+                "codemode-0123",
+                json!({"action": "accept", "content": {"answer": option}}),
+            )])
+        };
+        assert_eq!(
+            s.check(&answer("maybe")),
+            Err(refused_answer(
+                "codemode-0123",
+                "`maybe` is not one of the options (ship, hold)"
+            ))
+        );
+        assert_eq!(pending_keys(&s), ["codemode-0123"], "still open");
+        // Answers to keys not pending are left to `answer` (which refuses them).
+        assert_eq!(
+            s.check(
+                &answer("hold")
+                    .into_iter()
+                    .map(|(_, v)| ("codemode-9".to_string(), v))
+                    .collect()
+            ),
+            Ok(())
+        );
+        assert_eq!(s.check(&answer("hold")), Ok(()));
+        assert!(s.answer(&answer("hold")).is_empty());
+        assert_eq!(
+            asking.await.unwrap(),
+            Answer::Accept(json!({"answer": "hold"}))
+        );
     }
 }

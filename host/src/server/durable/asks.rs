@@ -13,7 +13,7 @@ use super::{AskRecord, Durable};
 use crate::approvals::broker::{Choice, DecideError, may_decide};
 use crate::approvals::form::approval_answer;
 use crate::approvals::view::{decision_name, parse_decision};
-use crate::approvals::{Answer, Decided, Decisions};
+use crate::approvals::{Answer, Decided, Decisions, chosen_option};
 
 /// Why a client's answer to an ask of a parked eval was not recorded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -138,32 +138,7 @@ impl AskRecord {
     /// [`AnswerRefused::Invalid`] when it names no option, or one the step does not offer.
     fn chosen(&self, options: &[&str], answer: &Answer) -> Result<Option<String>, AnswerRefused> {
         let field = self.field.as_deref().unwrap_or("answer");
-        match answer {
-            Answer::Decline | Answer::Cancel => Ok(None),
-            Answer::Accept(content) => match content.get(field).and_then(Value::as_str) {
-                Some(a) if options.contains(&a) => Ok(Some(a.to_string())),
-                Some(a) => Err(AnswerRefused::Invalid(format!(
-                    "`{}` is not one of the options ({})",
-                    neutralize(a),
-                    options
-                        .iter()
-                        .map(|o| neutralize(o))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))),
-                None => Err(AnswerRefused::Invalid(format!(
-                    "the answer names no option (expected `{field}` with one of: {})",
-                    options
-                        .iter()
-                        .map(|o| neutralize(o))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))),
-            },
-            Answer::Timeout | Answer::Failed(_) => Err(AnswerRefused::Invalid(
-                "the answer is not an accepted, declined or cancelled elicitation result".into(),
-            )),
-        }
+        chosen_option(field, options, answer).map_err(AnswerRefused::Invalid)
     }
 }
 
