@@ -136,16 +136,19 @@ impl ParseThreads {
     }
 
     /// Threads started so far.
+    #[cfg(test)]
     pub(crate) fn started(&self) -> usize {
         self.shared.started.load(Ordering::Relaxed)
     }
 
     /// Threads parsing or waiting for a parse now.
+    #[cfg(test)]
     pub(crate) fn live(&self) -> usize {
         self.shared.live.load(Ordering::Relaxed)
     }
 
     /// Threads waiting for a parse now.
+    #[cfg(test)]
     pub(crate) fn idle(&self) -> usize {
         self.shared.lock().len()
     }
