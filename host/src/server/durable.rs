@@ -281,9 +281,9 @@ impl Durable {
         record.extend_from_slice(&(meta_json.len() as u32).to_le_bytes());
         record.extend_from_slice(&meta_json);
         record.extend_from_slice(&suspended.save());
-        // Its owner first: the eval is never in the store unowned (`knows`, `owner`). Then
-        // the asks: an eval is never listed nowhere.
-        self.put_owner(&meta.token, &meta.owner(), ttl).await?;
+        // The asks first: an eval is never listed nowhere. Then its owner, which tells a retry
+        // that the store knows the eval (`knows`, `owner`): the asks it answers are there. The
+        // eval last: it is never in the store unowned.
         for ask in &meta.asks {
             let value = serde_json::to_vec(&AskRecord {
                 token: meta.token.clone(),
@@ -295,6 +295,7 @@ impl Durable {
                 .put(&format!("ask:{}", ask.id), &value, ttl)
                 .await?;
         }
+        self.put_owner(&meta.token, &meta.owner(), ttl).await?;
         self.store
             .put(&format!("eval:{}", meta.token), &record, ttl)
             .await?;
