@@ -6,6 +6,11 @@
 //! without fsync (in the target directory, on the build's disk) and over a real `redis-server`
 //! on 127.0.0.1 (started here; Debian's package, installed when missing).
 //!
+//! Then what looking up a parked eval costs: `get` of its 64 KiB record (read and unseal it
+//! whole: how `Durable::is_parked`, `knows` and the owner check used to look), against `exists`
+//! of it (`is_parked` now) and `get` of a small sealed owner record (`knows` and the owner
+//! check now).
+//!
 //! `cargo bench -p codemode-host --bench store` (`STORE_BENCH_ITERS`, default 2000).
 
 use std::sync::Arc;
@@ -68,6 +73,43 @@ async fn measure(name: &str, store: &Store, payload: &[u8], iters: usize) -> [Du
     p50s
 }
 
+/// The p50 of looking up a parked eval in `store`, each way (see the module docs), printed.
+async fn lookups(name: &str, store: &Store, payload: &[u8], iters: usize) {
+    let owner = br#"{"tool":"codemode_eval_gate","caller":"alice@example.com"}"#;
+    store.put("eval:lookup", payload, TTL).await.expect("put");
+    store.put("owner:lookup", owner, TTL).await.expect("put");
+    let mut ways: [(&str, Vec<Duration>); 3] = [
+        ("get eval: (64 KiB)", Vec::new()),
+        ("exists eval:", Vec::new()),
+        ("get owner:", Vec::new()),
+    ];
+    for round in 0..iters.min(200) + iters {
+        for (way, samples) in ways.iter_mut() {
+            let start = Instant::now();
+            let found = match *way {
+                "exists eval:" => store.exists("eval:lookup").await.expect("exists"),
+                "get owner:" => store.get("owner:lookup").await.expect("get").is_some(),
+                _ => store.get("eval:lookup").await.expect("get").is_some(),
+            };
+            let took = start.elapsed();
+            assert!(found);
+            if round >= iters.min(200) {
+                samples.push(took);
+            }
+        }
+    }
+    for (way, samples) in &mut ways {
+        samples.sort();
+        eprintln!(
+            "store: {name:<18} lookup {way:<19} p50 {:>8.1} µs  p99 {:>8.1} µs",
+            micros(percentile(samples, 0.5)),
+            micros(percentile(samples, 0.99)),
+        );
+    }
+    store.delete("eval:lookup").await.expect("delete");
+    store.delete("owner:lookup").await.expect("delete");
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects nothing here.
     let iters: usize = std::env::var("STORE_BENCH_ITERS")
@@ -110,6 +152,8 @@ fn main() {
         let local = measure("local, fsync", &fsync, &payload, iters).await;
         let local_fast = measure("local, no fsync", &no_fsync, &payload, iters).await;
         let redis = measure("redis (loopback)", &remote, &payload, iters).await;
+        lookups("local", &no_fsync, &payload, iters).await;
+        lookups("redis (loopback)", &remote, &payload, iters).await;
         for (what, i) in [("take (resume)", 1), ("put+take", 2)] {
             eprintln!(
                 "store: redis adds {:+.1} µs p50 to {what} over local with fsync, {:+.1} µs over \

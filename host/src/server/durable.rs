@@ -3,6 +3,11 @@
 //! stop, and resumed by whichever node is given the answer.
 //!
 //! Records (each sealed by the store, each with a time to live):
+//! - `owner:<requestState>` — whose the eval is ([`Owner`]: its eval tool and caller), a small
+//!   record standing for the eval in the store as long as one of the three below does: written
+//!   before `eval:` with its time to live, kept while a resumed eval runs, then as long as its
+//!   `result:`. Existence and ownership are looked up here, never by opening the large
+//!   `eval:` record;
 //! - `eval:<requestState>` — the parked eval: [`ParkedMeta`] (who, which profile, the code,
 //!   the open asks) and the sandbox's saved state ([`codemode_runtime::Suspended::save`]);
 //!   its time to live is what is left of its asks' approval time;
@@ -41,6 +46,7 @@ use serde_json::Value;
 
 use crate::approvals::{OpenAsk, Question};
 pub use asks::AnswerRefused;
+use crate::server::owner::Owner;
 pub use lease::Running;
 pub use parked::ParkGate;
 use parked::ParkedCounts;
@@ -61,7 +67,7 @@ const GUEST_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// A resumed eval's outcome in the store (`result:<requestState>`), with whose it is.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ResultRecord {
-    caller: String,
+    owner: Owner,
     outcome: EvalOutcome,
 }
 
@@ -118,6 +124,13 @@ pub struct SavedAsk {
     pub message: String,
     /// The question's form.
     pub schema: serde_json::Map<String, Value>,
+}
+
+impl ParkedMeta {
+    /// Whose the eval is.
+    pub fn owner(&self) -> Owner {
+        Owner::new(self.tool.clone(), self.caller.clone())
+    }
 }
 
 impl SavedAsk {
@@ -246,6 +259,12 @@ impl Durable {
             }
             Err(e) => {
                 self.parked.release(&meta.token);
+                // The eval goes on in memory here. Unless it was resumed here (its lease and
+                // owner record stand for it, and its result will be kept), the store must not
+                // claim to know it.
+                if !self.runs(&meta.token) {
+                    let _ = self.store.delete(&format!("owner:{}", meta.token)).await;
+                }
                 Err(e)
             }
         }
@@ -278,7 +297,9 @@ impl Durable {
         record.extend_from_slice(&(meta_json.len() as u32).to_le_bytes());
         record.extend_from_slice(&meta_json);
         record.extend_from_slice(&suspended.save());
-        // The asks first: an eval is never listed nowhere.
+        // The asks first: an eval is never listed nowhere. Then its owner, which tells a retry
+        // that the store knows the eval (`knows`, `owner`): the asks it answers are there. The
+        // eval last: it is never in the store unowned.
         for ask in &meta.asks {
             let value = serde_json::to_vec(&AskRecord {
                 token: meta.token.clone(),
@@ -291,19 +312,53 @@ impl Durable {
                 .put(&format!("ask:{}", ask.id), &value, ttl)
                 .await?;
         }
+        self.put_owner(&meta.token, &meta.owner(), ttl).await?;
         self.store
             .put(&format!("eval:{}", meta.token), &record, ttl)
             .await?;
         Ok(deadline_ms)
     }
 
-    /// The eval tool a parked eval was called through and the caller who started it (read,
-    /// not taken), so that a retry through another tool or by another caller is refused before
-    /// the eval is claimed.
-    pub async fn parked_owner(&self, token: &str) -> Option<(String, String)> {
-        let record = self.store.get(&format!("eval:{token}")).await.ok()??;
-        let (meta, _) = split_record(&record.value).ok()?;
-        Some((meta.tool, meta.caller))
+    /// Whose `token`'s eval is, while the store holds it parked, running after a resume, or
+    /// finished with its result kept (`owner:<token>`, see the module docs): a small sealed
+    /// record, so that a retry is checked ([`Owner::admits`]) before the eval is answered or
+    /// claimed, without opening the saved eval. `None`: the store does not know the token.
+    ///
+    /// # Errors
+    /// When the record is there but this node cannot open it (sealed under another key,
+    /// altered; it is left as it is, for a node that can) or the store fails.
+    pub async fn owner(&self, token: &str) -> Result<Option<Owner>, StoreError> {
+        let Some(record) = self.store.get(&format!("owner:{token}")).await? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&record.value)
+            .map(Some)
+            .map_err(|e| {
+                StoreError::new(
+                    crate::store::StoreErrorKind::Unreadable,
+                    format!("the owner record of an eval in the store is unreadable: {e}"),
+                )
+            })
+    }
+
+    /// Whether `token` names a parked eval, a resumed one still running, or a waiting result
+    /// (its `owner:` record: see [`Durable::owner`]).
+    ///
+    /// # Errors
+    /// As [`Durable::owner`].
+    pub async fn knows(&self, token: &str) -> Result<bool, StoreError> {
+        self.owner(token).await.map(|owner| owner.is_some())
+    }
+
+    /// Writes `token`'s `owner:` record for `ttl`.
+    async fn put_owner(&self, token: &str, owner: &Owner, ttl: Duration) -> Result<(), StoreError> {
+        let value = serde_json::to_vec(owner).map_err(|e| {
+            StoreError::new(
+                crate::store::StoreErrorKind::InvalidArgument,
+                format!("an eval's owner: {e}"),
+            )
+        })?;
+        self.store.put(&format!("owner:{token}"), &value, ttl).await
     }
 
     /// Takes the parked eval of `token`, if it is still in the store: exactly one caller gets
@@ -328,8 +383,19 @@ impl Durable {
         };
         self.mark_running(token, running_for).await;
         let claimed = self.open_claimed(runtime, token, &record.value).await;
-        if claimed.is_err() {
-            self.unmark_running(token).await;
+        match &claimed {
+            // Its owner record stands for it while it runs (its parked time to live may be
+            // shorter than the run): a retry elsewhere is checked and waits for the result.
+            Ok(claimed) => {
+                let _ = self
+                    .put_owner(token, &claimed.meta.owner(), running_for)
+                    .await;
+            }
+            // Taken and unusable: the store no longer knows the eval.
+            Err(_) => {
+                self.unmark_running(token).await;
+                let _ = self.store.delete(&format!("owner:{token}")).await;
+            }
         }
         claimed.map(Some)
     }
@@ -394,12 +460,14 @@ impl Durable {
         self.legacy.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether `token`'s eval is parked in the store now.
+    /// Whether `token`'s eval is parked in the store now: whether its `eval:` record exists,
+    /// looked up without reading it ([`Store::exists`]; a legacy request polls this while its
+    /// eval is parked). Whether the record opens is learnt when it is claimed.
     ///
     /// # Errors
     /// When the store fails.
     pub async fn is_parked(&self, token: &str) -> Result<bool, StoreError> {
-        Ok(self.store.get(&format!("eval:{token}")).await?.is_some())
+        self.store.exists(&format!("eval:{token}")).await
     }
 
     /// Starts resuming `token` on this node (an answer for it arrived here).
@@ -431,11 +499,11 @@ impl Durable {
         }
     }
 
-    /// Keeps the outcome of a resumed eval for its client's next retry, on any node; only
-    /// `caller`, who started the eval, gets it.
-    pub async fn put_result(&self, token: &str, caller: &str, outcome: &EvalOutcome) {
+    /// Keeps the outcome of a resumed eval for its client's next retry, on any node; only its
+    /// `owner` gets it. Its `owner:` record lives as long.
+    pub async fn put_result(&self, token: &str, owner: &Owner, outcome: &EvalOutcome) {
         let record = ResultRecord {
-            caller: caller.to_string(),
+            owner: owner.clone(),
             outcome: outcome.clone(),
         };
         if let Ok(value) = serde_json::to_vec(&record) {
@@ -444,15 +512,21 @@ impl Durable {
                 .put(&format!("result:{token}"), &value, RESULT_TTL)
                 .await;
         }
+        let _ = self.put_owner(token, owner, RESULT_TTL).await;
     }
 
-    /// The outcome of a resumed eval for `caller`, if one is kept and the eval is theirs: read,
-    /// not taken, so that every retry with its `requestState` gets it (a client whose answer
-    /// was lost retries) until the record expires. Another caller's retry gets `None`.
+    /// The outcome of a resumed eval for a request through `tool` by `caller`, if one is kept
+    /// and the eval is theirs ([`Owner::admits`]): read, not taken, so that every retry with
+    /// its `requestState` gets it (a client whose answer was lost retries) until the record
+    /// expires. Anyone else's request gets `None`.
     ///
     /// # Errors
     /// When the store cannot be read, in words.
-    pub async fn result(&self, token: &str, caller: &str) -> Result<Option<EvalOutcome>, String> {
+    pub async fn result(
+        &self,
+        token: &str,
+        (tool, caller): (&str, &str),
+    ) -> Result<Option<EvalOutcome>, String> {
         let record = self
             .store
             .get(&format!("result:{token}"))
@@ -460,34 +534,16 @@ impl Durable {
             .map_err(|e| e.to_string())?;
         Ok(record
             .and_then(|r| serde_json::from_slice::<ResultRecord>(&r.value).ok())
-            .filter(|r| r.caller == caller)
+            .filter(|r| r.owner.admits(tool, caller).is_ok())
             .map(|r| r.outcome))
     }
 
-    /// Drops the kept outcome of `token`'s eval: for a legacy request that got it, the only one
-    /// that could ask for it (a legacy eval has no `requestState` to retry with).
+    /// Drops the kept outcome of `token`'s eval, and with it the eval's last trace in the
+    /// store: for a legacy request that got it, the only one that could ask for it (a legacy
+    /// eval has no `requestState` to retry with).
     pub async fn forget_result(&self, token: &str) {
         let _ = self.store.delete(&format!("result:{token}")).await;
-    }
-
-    /// Whether `token` names a parked eval, a resumed one still running, or a waiting result.
-    ///
-    /// # Errors
-    /// When a record is there but this node cannot open it (sealed under another key, altered)
-    /// or the store fails: the record is left as it is, for a node that can.
-    pub async fn knows(&self, token: &str) -> Result<bool, StoreError> {
-        for key in [
-            format!("eval:{token}"),
-            format!("result:{token}"),
-            format!("running:{token}"),
-        ] {
-            match self.store.get(&key).await {
-                Ok(Some(_)) => return Ok(true),
-                Ok(None) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(false)
+        let _ = self.store.delete(&format!("owner:{token}")).await;
     }
 
     /// The description saved with `eval`, of `code` called through `tool`, being parked with
@@ -550,3 +606,6 @@ fn split_record(bytes: &[u8]) -> Result<(ParkedMeta, &[u8]), String> {
         .map_err(|e| format!("a parked eval's description is unreadable: {e}"))?;
     Ok((meta, &bytes[4 + len..]))
 }
+
+#[cfg(test)]
+mod tests;

@@ -118,14 +118,8 @@ impl CodemodeServer {
                 };
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             };
-            if suspended.tool() != tool {
-                return Err(McpError::invalid_params(
-                    "requestState belongs to another tool",
-                    None,
-                ));
-            }
-            if suspended.caller() != caller.name {
-                return Err(McpError::invalid_params(NOT_YOURS, None));
+            if let Err(e) = suspended.owner().admits(&tool, &caller.name) {
+                return Err(McpError::invalid_params(e.to_string(), None));
             }
             if let Some(responses) = &req.input_responses {
                 // An answer that does not fit its question is the client's mistake: it is
@@ -254,7 +248,10 @@ impl CodemodeServer {
                 s.set_cancel(cancel);
                 self.await_suspended(s, &ctx).await
             }
-            None => self.await_legacy((cancel, legacy), done_rx, &ctx).await,
+            None => {
+                self.await_legacy((cancel, legacy), &tool, done_rx, &ctx)
+                    .await
+            }
         }
     }
 
@@ -371,18 +368,19 @@ impl CodemodeServer {
         ctx: &RequestContext<RoleServer>,
     ) -> Option<Result<CallToolResponse, McpError>> {
         // The node holding the eval may be saving it right now (its client was answered as the
-        // question was asked): give the store a moment to know the token.
-        let mut known = durable.knows(token).await;
+        // question was asked): give the store a moment to know the token. Its small `owner:`
+        // record says whether the store knows it, and whose it is.
+        let mut owner = durable.owner(token).await;
         for _ in 0..STORE_PATIENCE_STEPS {
-            if !matches!(known, Ok(false)) {
+            if !matches!(owner, Ok(None)) {
                 break;
             }
             tokio::time::sleep(STORE_PATIENCE_STEP).await;
-            known = durable.knows(token).await;
+            owner = durable.owner(token).await;
         }
-        match known {
-            Ok(true) => {}
-            Ok(false) => return None,
+        let owner = match owner {
+            Ok(Some(owner)) => owner,
+            Ok(None) => return None,
             Err(e) if e.kind() == crate::store::StoreErrorKind::Unreadable => {
                 return Some(Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                     "this eval is saved, but this node cannot open it with its sealing key ({e}); the eval stays in the store for a node that can: retry with the same requestState (starting the script over would repeat its calls)"
@@ -396,19 +394,11 @@ impl CodemodeServer {
                 ))])
                 .into()));
             }
-        }
+        };
         // The owner first: a retry through another tool, or by another caller, must not answer
-        // the eval or take it from its owner.
-        if let Some((parked_tool, owner)) = durable.parked_owner(token).await {
-            if parked_tool != tool {
-                return Some(Err(McpError::invalid_params(
-                    "requestState belongs to another tool",
-                    None,
-                )));
-            }
-            if owner != caller {
-                return Some(Err(McpError::invalid_params(NOT_YOURS, None)));
-            }
+        // the eval, take it from its owner or get its result.
+        if let Err(e) = owner.admits(tool, caller) {
+            return Some(Err(McpError::invalid_params(e.to_string(), None)));
         }
         if let Some(responses) = &req.input_responses {
             for (key, response) in responses {
@@ -435,7 +425,7 @@ impl CodemodeServer {
                 }
             }
         }
-        if let Ok(Some(outcome)) = durable.result(token, caller).await {
+        if let Ok(Some(outcome)) = durable.result(token, (tool, caller)).await {
             return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
         }
         match resume_from_store(&self.state, token).await {
@@ -448,8 +438,13 @@ impl CodemodeServer {
             }
         }
         // Resumed on another node (an answer reached it first): wait for its result there.
-        let message = match wait_for_stored(durable, (token, caller), Some(RESULT_PATIENCE_STEPS))
-            .await
+        let message = match wait_for_stored(
+            durable,
+            token,
+            (tool, caller),
+            Some(RESULT_PATIENCE_STEPS),
+        )
+        .await
         {
             Stored::Result(outcome) => {
                 return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
@@ -471,7 +466,7 @@ impl CodemodeServer {
     /// the sweep at the approval deadline).
     async fn await_parked_legacy(
         &self,
-        legacy: &LegacyAsker,
+        (legacy, tool): (&LegacyAsker, &str),
         cancel: &CancellationToken,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
@@ -484,7 +479,7 @@ impl CodemodeServer {
         let token = legacy.token();
         let progress = Progress::new(ctx);
         let caller = crate::auth::caller_of(&ctx.extensions);
-        let stored = wait_for_stored(&durable, (token, &caller.name), None);
+        let stored = wait_for_stored(&durable, token, (tool, &caller.name), None);
         tokio::pin!(stored);
         let message = loop {
             tokio::select! {
@@ -528,6 +523,7 @@ impl CodemodeServer {
     async fn await_legacy(
         &self,
         (cancel, legacy): (CancellationToken, Option<Arc<LegacyAsker>>),
+        tool: &str,
         done: tokio::sync::oneshot::Receiver<LegacyEnd>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
@@ -538,7 +534,7 @@ impl CodemodeServer {
                 outcome = &mut done => {
                     return match (outcome, &legacy) {
                         (Ok(LegacyEnd::Finished(outcome)), _) => Ok(eval_result(&outcome, self.text_budget()).into()),
-                        (Ok(LegacyEnd::Parked), Some(legacy)) => self.await_parked_legacy(legacy, &cancel, ctx).await,
+                        (Ok(LegacyEnd::Parked), Some(legacy)) => self.await_parked_legacy((legacy, tool), &cancel, ctx).await,
                         (Ok(LegacyEnd::Parked), None) | (Err(_), _) => Err(McpError::internal_error("the eval task ended without an outcome", None)),
                     };
                 }
@@ -583,9 +579,6 @@ impl CodemodeServer {
         }
     }
 }
-
-/// What a retry by another caller than the eval's is told.
-const NOT_YOURS: &str = "requestState belongs to another caller";
 
 /// How a legacy eval's task ended.
 enum LegacyEnd {

@@ -22,6 +22,7 @@ mod handler;
 mod legacy;
 mod listener;
 mod listing;
+pub mod owner;
 mod progress;
 pub mod reload;
 pub mod result;

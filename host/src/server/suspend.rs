@@ -20,6 +20,7 @@ use tokio::sync::{Notify, oneshot};
 use crate::approvals::elicitation::from_elicit_result;
 use crate::approvals::terminal::choices;
 use crate::approvals::{Answer, Asker, Question, QuestionRequest, chosen_option};
+use crate::server::owner::Owner;
 
 /// A finished eval whose outcome nobody fetched is forgotten after this long.
 const UNCLAIMED_TTL: Duration = Duration::from_secs(600);
@@ -65,8 +66,7 @@ impl Suspensions {
     ) -> (Arc<Suspended>, CreatorClaim) {
         let entry = Arc::new(Suspended {
             token: token.clone(),
-            tool: tool.to_string(),
-            caller: caller.to_string(),
+            owner: Owner::new(tool, caller),
             state: Mutex::new(State {
                 waiters: 1,
                 creator_pending: true,
@@ -222,9 +222,9 @@ struct Pending {
 /// One eval of a 2026-07-28 client.
 pub struct Suspended {
     token: String,
-    tool: String,
-    /// Who started the eval: only they may answer it or fetch its result.
-    caller: String,
+    /// The eval tool called and who started the eval: only they may answer it or fetch its
+    /// result.
+    owner: Owner,
     state: Mutex<State>,
     changed: Notify,
     cancel: Mutex<Option<codemode_runtime::CancellationToken>>,
@@ -268,12 +268,17 @@ impl Suspended {
 
     /// The eval tool the client called (a retry must name the same one).
     pub fn tool(&self) -> &str {
-        &self.tool
+        &self.owner.tool
     }
 
     /// The caller who started the eval.
     pub fn caller(&self) -> &str {
-        &self.caller
+        &self.owner.caller
+    }
+
+    /// Whose the eval is: only they may answer it or fetch its result.
+    pub fn owner(&self) -> &Owner {
+        &self.owner
     }
 
     /// Keeps the eval's cancellation, so that the client's cancellation can stop it.

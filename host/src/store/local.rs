@@ -227,6 +227,28 @@ impl LocalStore {
         read_record(&path, key, &self.describe)
     }
 
+    fn exists_blocking(&self, key: &str) -> Result<bool, StoreError> {
+        let path = self.path(key)?;
+        match read_expiry(&path) {
+            Ok(expires) => Ok(expires.is_some_and(|e| e > now_ms())),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof
+                ) =>
+            {
+                Err(StoreError::new(
+                    StoreErrorKind::Unreadable,
+                    format!(
+                        "record `{key}` in {} is not a record file (no `CMR1` header)",
+                        self.describe
+                    ),
+                ))
+            }
+            Err(e) => Err(StoreError::io("cannot read", &path, e)),
+        }
+    }
+
     fn take_blocking(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.path(key)?;
         let claimed = temp_path(&self.dir, CLAIMED_PREFIX);
@@ -357,6 +379,11 @@ impl RecordStore for LocalStore {
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let key = key.to_string();
         self.blocking(move |s| s.get_blocking(&key)).await
+    }
+
+    async fn exists(&self, key: &str) -> Result<bool, StoreError> {
+        let key = key.to_string();
+        self.blocking(move |s| s.exists_blocking(&key)).await
     }
 
     async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -215,6 +215,20 @@ impl Store {
         }
     }
 
+    /// Whether a live record is under `key`, without reading or opening its value: for a look
+    /// at a large record (a saved eval) that must stay cheap. Existence is not authenticated: a
+    /// record that would not open (altered, sealed under another key) counts as there, and
+    /// its life is as the backend keeps it, which a store writer can extend; [`Store::get`]
+    /// says whether it opens, and until when it lives.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreErrorKind::Unavailable`]; [`StoreErrorKind::Unreadable`] when a local store's
+    /// file under `key` is not a record; [`StoreErrorKind::InvalidArgument`] for a bad key.
+    pub async fn exists(&self, key: &str) -> Result<bool, StoreError> {
+        self.records.exists(key).await
+    }
+
     /// Removes and returns the live record under `key` in one step: of concurrent takers on
     /// any nodes, exactly one gets it (how one node claims a saved eval to resume it).
     ///

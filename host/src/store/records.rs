@@ -37,6 +37,10 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
     /// The record under `key`, if there is a live one.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
 
+    /// Whether there is a live record under `key`, read without its value (a file's header, a
+    /// Redis `EXISTS`): a cheap look for a record that may be large.
+    async fn exists(&self, key: &str) -> Result<bool, StoreError>;
+
     /// Removes and returns the record under `key` in one step: of concurrent takers (on any
     /// node) exactly one gets it.
     async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;

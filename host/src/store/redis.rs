@@ -1,7 +1,7 @@
 //! [`RedisStore`]: records in Redis or Valkey (6.2 or later), shared by the nodes of a cluster.
 //!
 //! A record is the string `codemode:<key>` set with `SET … PX <ttl>` (Redis expires it);
-//! `put_if_absent` is `SET … NX PX`, `take` is `GETDEL` (atomic: one taker gets the value,
+//! `put_if_absent` is `SET … NX PX`, `exists` is `EXISTS`, `take` is `GETDEL` (atomic: one taker gets the value,
 //! the others nil), `list` walks `SCAN MATCH codemode:<prefix>*` (never `KEYS`, which blocks
 //! the server) and reads the values with `MGET`. The connection is redis-rs's
 //! `ConnectionManager`: one multiplexed connection, re-established in the background after it
@@ -147,6 +147,14 @@ impl RecordStore for RedisStore {
         check_key(key)?;
         self.query(redis::cmd("GET").arg(redis_key(key)), "GET")
             .await
+    }
+
+    async fn exists(&self, key: &str) -> Result<bool, StoreError> {
+        check_key(key)?;
+        let found: u64 = self
+            .query(redis::cmd("EXISTS").arg(redis_key(key)), "EXISTS")
+            .await?;
+        Ok(found > 0)
     }
 
     async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -46,7 +46,9 @@ fn file_names(dir: &Path) -> Vec<String> {
 async fn put_get_take_delete() {
     let store = local(&scratch("basic"), 1);
     assert_eq!(store.get("eval:1").await.unwrap(), None);
+    assert!(!store.exists("eval:1").await.unwrap());
     store.put("eval:1", b"state one", MINUTE).await.unwrap();
+    assert!(store.exists("eval:1").await.unwrap());
     let record = store.get("eval:1").await.unwrap().unwrap();
     assert_eq!(
         (record.key.as_str(), &record.value[..]),
@@ -62,6 +64,7 @@ async fn put_get_take_delete() {
     );
     assert_eq!(store.take("eval:1").await.unwrap(), None);
     assert_eq!(store.get("eval:1").await.unwrap(), None);
+    assert!(!store.exists("eval:1").await.unwrap());
     store.put("eval:2", b"", MINUTE).await.unwrap();
     assert!(store.delete("eval:2").await.unwrap());
     assert!(!store.delete("eval:2").await.unwrap());
@@ -76,13 +79,23 @@ async fn put_get_take_delete() {
 
 #[tokio::test]
 async fn records_expire() {
-    let store = local(&scratch("expiry"), 1);
+    let dir = scratch("expiry");
+    let store = local(&dir, 1);
     store
         .put("short", b"x", Duration::from_millis(30))
         .await
         .unwrap();
     store.put("long", b"y", MINUTE).await.unwrap();
     assert!(eventually(500, async || store.get("short").await.unwrap().is_none()).await);
+    // Expired and not swept yet: the file is there, the record is not.
+    assert!(dir.join("short").exists());
+    assert_eq!(
+        (
+            store.exists("short").await.unwrap(),
+            store.exists("long").await.unwrap()
+        ),
+        (false, true)
+    );
     assert_eq!(store.take("short").await.unwrap(), None);
     let keys: Vec<String> = store
         .list("")
@@ -270,6 +283,8 @@ async fn tampered_records_are_clear_errors_and_stay() {
         )
     );
     assert!(path.exists(), "an unreadable record is left as it is");
+    // Existence is not authentication: the header is all `exists` reads.
+    assert!(store.exists("eval:a").await.unwrap());
 
     // Truncated: inside the sealed part, then inside the file header.
     std::fs::write(&path, &original[..original.len() - 5]).unwrap();
@@ -293,6 +308,23 @@ async fn tampered_records_are_clear_errors_and_stay() {
             "record `eval:a` in local store {} is not a record file (3 bytes without the `CMR1` header)",
             dir.display()
         )
+    );
+    let e = store.exists("eval:a").await.unwrap_err();
+    assert_eq!(
+        (e.kind(), e.message()),
+        (
+            StoreErrorKind::Unreadable,
+            format!(
+                "record `eval:a` in local store {} is not a record file (no `CMR1` header)",
+                dir.display()
+            )
+            .as_str()
+        )
+    );
+    std::fs::write(&path, b"XXXX-not-a-record").unwrap();
+    assert_eq!(
+        store.exists("eval:a").await.unwrap_err().kind(),
+        StoreErrorKind::Unreadable
     );
 
     // A record copied under another key name.

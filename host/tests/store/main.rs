@@ -47,7 +47,9 @@ async fn records_round_trip_and_expire_by_redis_ttl() {
         store.describe(),
         format!("redis://127.0.0.1:{}/0", redis.port())
     );
+    assert!(!store.exists("eval:1").await.unwrap());
     store.put("eval:1", b"saved state", MINUTE).await.unwrap();
+    assert!(store.exists("eval:1").await.unwrap());
     let record = store.get("eval:1").await.unwrap().unwrap();
     assert_eq!(record.value, b"saved state");
     assert!(record.remaining() <= MINUTE);
@@ -71,12 +73,14 @@ async fn records_round_trip_and_expire_by_redis_ttl() {
         .await
     );
     assert_eq!(store.get("eval:short").await.unwrap(), None);
+    assert!(!store.exists("eval:short").await.unwrap());
 
     assert_eq!(
         store.take("eval:1").await.unwrap().unwrap().value,
         b"saved state"
     );
     assert_eq!(store.take("eval:1").await.unwrap(), None);
+    assert!(!store.exists("eval:1").await.unwrap());
     store.put("eval:2", b"y", MINUTE).await.unwrap();
     assert!(store.delete("eval:2").await.unwrap());
     assert!(!store.delete("eval:2").await.unwrap());

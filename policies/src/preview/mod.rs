@@ -5,6 +5,7 @@
 
 mod finder;
 pub(crate) mod lines;
+mod threads;
 
 use oxc_allocator::Allocator;
 use oxc_ast_visit::Visit;
@@ -77,8 +78,9 @@ impl Preview {
 /// `async () => { … }` expression, in any of the forms [`normalize`](crate::normalize) accepts
 /// (a fence, `export default`, TypeScript); positions are in `code` as written. Never fails: a syntax error is reported in
 /// [`Preview::parse_error`], and so is a script larger than [`MAX_PREVIEW_CODE_BYTES`].
-/// CPU-bound and brief (it parses on a helper thread with a large stack, so that deeply nested
-/// code cannot overflow the caller's).
+/// CPU-bound and brief (a script longer than a few hundred bytes is parsed on one of a few
+/// long-lived threads with a large stack, so that deeply nested code cannot overflow the
+/// caller's).
 ///
 /// # What is found
 ///
@@ -139,7 +141,7 @@ pub fn extract_tool_calls(code: &str) -> Preview {
     // unoptimised), and nesting is bounded only by the length: run them on a thread whose
     // stack fits the worst case of a script at the size limit. The stack is reserved, not
     // committed: only a deeply nested script touches much of it.
-    match on_parse_stack(code, "codemode-preview", || extract_on_this_thread(code)) {
+    match on_parse_stack(code, extract_on_this_thread) {
         Ok(Ok(preview)) => preview,
         Ok(Err(_panic)) => failed("the preview failed: the parser panicked".into()),
         Err(e) => failed(format!("the preview failed: cannot start its thread: {e}")),
@@ -155,31 +157,24 @@ pub(crate) const PREVIEW_STACK_BYTES: usize = 256 << 20;
 
 /// Scripts of at most this many bytes are parsed on the calling thread. A nesting level takes
 /// at least one byte, so their parse recurses at most this deep: at ~2 KiB of stack a level
-/// (unoptimised), 512 KiB, within a thread's default 2 MiB. Starting a thread with
-/// [`PREVIEW_STACK_BYTES`] of stack for each eval (`clone`, `mmap`, then `munmap` and its TLB
-/// shootdown across the cores) cost more than a trivial eval itself under HTTP load.
+/// (unoptimised), 512 KiB, within a thread's default 2 MiB. Longer ones are handed to a parse
+/// thread ([`threads`]: kept, so that no eval starts a thread of its own).
 pub(crate) const ON_THIS_THREAD_BYTES: usize = 256;
 
-/// Runs `parse` (of `code`) where its recursion fits: on the calling thread for a script of at
-/// most [`ON_THIS_THREAD_BYTES`], else on a thread named `name` with [`PREVIEW_STACK_BYTES`] of
-/// stack. `Ok(Err(_))`: the parser panicked (a bug in oxc); `Err`: no thread could start.
-pub(crate) fn on_parse_stack<T: Send>(
+/// Runs `parse(code)` where its recursion fits: on the calling thread for a script of at most
+/// [`ON_THIS_THREAD_BYTES`], else on a parse thread with [`PREVIEW_STACK_BYTES`] of stack (with
+/// a copy of `code`: the threads outlive the call). `Ok(Err(_))`: the parser panicked (a bug in
+/// oxc); `Err`: no thread was idle and none could start.
+pub(crate) fn on_parse_stack<T: Send + 'static>(
     code: &str,
-    name: &str,
-    parse: impl FnOnce() -> T + Send,
+    parse: fn(&str) -> T,
 ) -> std::io::Result<std::thread::Result<T>> {
     if code.len() <= ON_THIS_THREAD_BYTES {
-        return Ok(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
-            parse,
-        )));
+        return Ok(std::panic::catch_unwind(|| parse(code)));
     }
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name(name.into())
-            .stack_size(PREVIEW_STACK_BYTES)
-            .spawn_scoped(s, parse)
-            .map(|handle| handle.join())
-    })
+    let retire = code.len() > threads::RETIRE_AFTER_BYTES;
+    let code = code.to_owned();
+    threads::parse_threads().run(retire, move || parse(&code))
 }
 
 fn extract_on_this_thread(code: &str) -> Preview {

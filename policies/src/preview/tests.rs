@@ -284,3 +284,47 @@ fn small_scripts_parse_on_the_calling_thread_at_any_nesting() {
         assert_eq!((len, from_normalize), (code.len(), preview), "{open}");
     }
 }
+
+#[test]
+fn deep_scripts_up_to_the_retiring_size_parse_on_one_kept_thread() {
+    // Longer than ON_THIS_THREAD_BYTES, at most RETIRE_AFTER_BYTES: parsed on a kept thread,
+    // which must survive the deepest nesting of that size and serve the next parse.
+    let kept = super::threads::ParseThreads::new(PREVIEW_STACK_BYTES, super::threads::KEEP_ALIVE);
+    let nestings: &[(&str, &str)] = &[
+        ("(", ")"),
+        ("[", "]"),
+        ("!", ""),
+        ("f(", ")"),
+        ("{a:", "}"),
+        ("a?b:", ""),
+        ("x=>", ""),
+        ("`${", "}`"),
+        ("{", "}"),
+    ];
+    for (open, close) in nestings {
+        let depth = (super::threads::RETIRE_AFTER_BYTES - 12) / (open.len() + close.len());
+        let code = format!("{}codemode.x(){}", open.repeat(depth), close.repeat(depth));
+        assert!(code.len() > ON_THIS_THREAD_BYTES);
+        assert!(code.len() <= super::threads::RETIRE_AFTER_BYTES, "{open}");
+        let on_kept = {
+            let code = code.clone();
+            kept.run(false, move || extract_on_this_thread(&code))
+                .unwrap()
+                .unwrap()
+        };
+        assert_eq!(
+            (on_kept.tools(), &on_kept.parse_error),
+            (vec!["x"], &None),
+            "{open}"
+        );
+        // The same through the public API, from a thread with a small stack.
+        let public = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || extract_tool_calls(&code))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(public, on_kept, "{open}");
+    }
+    assert_eq!((kept.started(), kept.idle()), (1, 1));
+}

@@ -112,11 +112,10 @@ pub fn normalize(code: &str) -> Result<Cow<'_, str>, ScriptError> {
     if code.len() > MAX_NORMALIZE_BYTES {
         return Ok(Cow::Borrowed(code));
     }
-    let spawned = crate::preview::on_parse_stack(code, "codemode-normalize", || {
-        normalize_on_this_thread(code)
-    });
+    let spawned =
+        crate::preview::on_parse_stack(code, |code| normalize_on_this_thread(code).map(changed));
     match spawned {
-        Ok(Ok(result)) => result,
+        Ok(Ok(result)) => result.map(|script| script.map_or(Cow::Borrowed(code), Cow::Owned)),
         // A parser panic is a bug in oxc: the sandbox gets the code as it is and reports.
         Ok(Err(_panic)) => Ok(Cow::Borrowed(code)),
         Err(_cannot_spawn) => Ok(Cow::Borrowed(code)),
@@ -124,7 +123,7 @@ pub fn normalize(code: &str) -> Result<Cow<'_, str>, ScriptError> {
 }
 
 /// [`normalize`], and the [`Preview`] of the resulting JavaScript, in one go: what an eval
-/// needs before it starts, for the cost of one parsing thread instead of two. The preview is
+/// needs before it starts, for one hand-off to a parse thread instead of two. The preview is
 /// the same as [`extract_tool_calls`](crate::extract_tool_calls) of `code` would give.
 ///
 /// # Errors
@@ -134,15 +133,26 @@ pub fn normalize_with_preview(code: &str) -> Result<(Cow<'_, str>, Preview), Scr
     if code.len() > MAX_NORMALIZE_BYTES {
         return Ok((Cow::Borrowed(code), crate::extract_tool_calls(code)));
     }
-    let spawned = crate::preview::on_parse_stack(code, "codemode-normalize", || {
+    let spawned = crate::preview::on_parse_stack(code, |code| {
         let script = normalize_on_this_thread(code)?;
         let preview = crate::preview::find_calls(&script);
-        Ok((script, preview))
+        Ok((changed(script), preview))
     });
     match spawned {
-        Ok(Ok(result)) => result,
+        Ok(Ok(result)) => result
+            .map(|(script, preview)| (script.map_or(Cow::Borrowed(code), Cow::Owned), preview)),
         // A parser panic is a bug in oxc: the sandbox gets the code as it is and reports.
         Ok(Err(_)) | Err(_) => Ok((Cow::Borrowed(code), crate::extract_tool_calls(code))),
+    }
+}
+
+/// A normalised script that owns its text: `None` when it is the code as given (the only
+/// script [`normalize_on_this_thread`] borrows), so that a parse thread's result is `'static`
+/// and the caller borrows its own code again.
+fn changed(script: Cow<'_, str>) -> Option<String> {
+    match script {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(script) => Some(script),
     }
 }
 

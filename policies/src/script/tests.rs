@@ -192,6 +192,14 @@ fn plain_javascript_passes_through_untouched() {
             "{code:?}"
         );
     }
+    // Longer than a parse on the calling thread takes: parsed on a parse thread (on a copy),
+    // and still the caller's own code that comes back.
+    let long = format!("const a = [{}];\nreturn a.length;", "1, ".repeat(400));
+    assert!(long.len() > crate::preview::ON_THIS_THREAD_BYTES);
+    assert!(matches!(normalize(&long), Ok(Cow::Borrowed(c)) if std::ptr::eq(c, long.as_str())));
+    let (script, preview) = crate::normalize_with_preview(&long).unwrap();
+    assert!(matches!(script, Cow::Borrowed(c) if std::ptr::eq(c, long.as_str())));
+    assert_eq!(preview, crate::extract_tool_calls(&long));
     // A JavaScript syntax error goes to the sandbox unchanged (it reports it).
     assert!(matches!(normalize("return (1;"), Ok(Cow::Borrowed(_))));
     // Under a ```js fence, `f<a>(b)` keeps its JavaScript meaning (two comparisons).

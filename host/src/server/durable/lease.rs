@@ -61,6 +61,11 @@ impl Durable {
             .await;
     }
 
+    /// Whether this node runs `token`'s resumed eval (holds its lease).
+    pub(super) fn runs(&self, token: &str) -> bool {
+        self.renewing().contains_key(token)
+    }
+
     /// Ends [`mark_running`](Self::mark_running).
     pub async fn unmark_running(&self, token: &str) {
         if let Some(renew) = self.renewing().remove(token) {

@@ -93,7 +93,7 @@ impl Durable {
         }
         for token in self.parked.tokens_of(&gate.client) {
             if token != gate.token
-                && matches!(self.store.get(&format!("eval:{token}")).await, Ok(None))
+                && matches!(self.store.exists(&format!("eval:{token}")).await, Ok(false))
             {
                 self.parked.release(&token);
             }

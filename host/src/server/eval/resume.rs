@@ -267,7 +267,7 @@ async fn end_resumed(
     outcome: EvalOutcome,
 ) {
     durable
-        .put_result(entry.token(), entry.caller(), &outcome)
+        .put_result(entry.token(), entry.owner(), &outcome)
         .await;
     durable.unmark_running(entry.token()).await;
     state

@@ -24,14 +24,16 @@ pub(super) const ABANDONED: &str = "the node that resumed this eval has not rene
 /// What a client is told when the store cannot be read while it waits for a result.
 pub(super) const UNREACHABLE: &str = "the durable store cannot be reached, so this node cannot tell how this eval, resumed on another node, is doing: retry with the same requestState once the store is back (starting the script over would repeat its calls)";
 
-/// Waits for the result of `token`'s eval in the store: for `steps` of
+/// Waits for the result of `token`'s eval in the store, for a request through `tool` by
+/// `caller` (only the eval's owner gets it, see [`Durable::result`]): for `steps` of
 /// [`STORE_PATIENCE_STEP`] at most, or, with `None`, for as long as the eval is parked or
 /// running (a legacy request open on its eval, looking every [`PARKED_POLL`]). The node that takes a parked eval marks it
 /// running just after; a wait racing it may look in between, so "neither parked, running nor
 /// finished" must hold for a while to mean gone.
 pub(super) async fn wait_for_stored(
     durable: &Durable,
-    (token, caller): (&str, &str),
+    token: &str,
+    asking: (&str, &str),
     steps: Option<u32>,
 ) -> Stored {
     let mut neither = 0;
@@ -39,7 +41,7 @@ pub(super) async fn wait_for_stored(
     let mut running = Running::No;
     while steps.is_none_or(|max| step < max) {
         step = step.saturating_add(1);
-        running = match durable.result(token, caller).await {
+        running = match durable.result(token, asking).await {
             Ok(Some(outcome)) => return Stored::Result(Box::new(outcome)),
             Ok(None) => durable.running(token).await,
             Err(_) => Running::Unknown,
@@ -69,7 +71,7 @@ pub(super) async fn wait_for_stored(
         })
         .await;
     }
-    match (running, durable.result(token, caller).await) {
+    match (running, durable.result(token, asking).await) {
         (_, Ok(Some(outcome))) => Stored::Result(Box::new(outcome)),
         (_, Err(_)) => Stored::Unreachable,
         (Running::Yes, Ok(None)) => Stored::Running,
