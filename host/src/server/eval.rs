@@ -317,6 +317,11 @@ impl CodemodeServer {
         drop(slot);
         let outcome = match step {
             GovernedStep::Finished(outcome) => {
+                // The eval holds its client's count (`waits`): it ends before the outcome is
+                // delivered, so a client at its cap may send its next eval as soon as it has
+                // this one's result. (A parked eval keeps it while it is saved or, when that
+                // fails, resumed in memory.)
+                drop(eval);
                 if let (Some(d), Some(token)) = (&durable, &token) {
                     d.not_parked(token);
                 }
