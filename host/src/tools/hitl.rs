@@ -114,6 +114,15 @@ fn parse(args: &Value) -> Result<Request, String> {
             for item in items {
                 match item.as_str() {
                     Some(s) if !s.trim().is_empty() && s.len() <= MAX_TEXT => {
+                        // What a human reads is what comes back: an option is shown as it is
+                        // (a button, a form's choice), so it must have nothing to neutralise.
+                        let shown = codemode_policies::neutralize(s);
+                        if shown != s {
+                            return Err(format!(
+                                "option `{shown}` has a control or invisible character (shown escaped): \
+                                 an option is shown to the human as it is and must read as what it is"
+                            ));
+                        }
                         if out.iter().any(|o| o == s) {
                             return Err(format!("`options` must be unique; `{s}` appears twice"));
                         }
@@ -239,9 +248,13 @@ async fn step(
         Some(parked) => (parked.approval.clone(), parked.remaining()),
         None => (new_request_id(), timeout),
     };
-    let _human = cx.awaiting_human(
-        ParkedAsk::question(id.clone(), timeout, selected.map(str::to_string)).to_note(),
-    );
+    let mut note = ParkedAsk::question(id.clone(), timeout, selected.map(str::to_string));
+    if let Some(parked) = resumed {
+        // The deadline as it was, not one recomputed from what is left (which would creep by
+        // a millisecond's rounding at every resume).
+        note.deadline_ms = parked.deadline_ms;
+    }
+    let _human = cx.awaiting_human(note.to_note());
     let asked = asker.ask_question(QuestionRequest {
         id,
         question,
