@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approvals::{OpenAsk, Question};
-pub use asks::AnswerRefused;
+pub use asks::{AnswerRefused, PreparedAnswer};
 use crate::server::owner::Owner;
 pub use lease::Running;
 pub use parked::ParkGate;

@@ -31,6 +31,14 @@ pub enum AnswerRefused {
     Invalid(String),
 }
 
+/// A client's answer to one ask of a parked eval, checked and not yet recorded
+/// ([`Durable::prepare`], [`Durable::record`]).
+pub struct PreparedAnswer {
+    id: String,
+    decision: DecisionRecord,
+    ttl: Duration,
+}
+
 /// `decision:<id>`: an answer given while the eval was parked.
 #[derive(Serialize, Deserialize)]
 struct DecisionRecord {
@@ -157,6 +165,23 @@ impl Durable {
         answer: &Answer,
         channel: Channel,
     ) -> Result<(), AnswerRefused> {
+        let prepared = self.prepare(token, id, answer, channel).await?;
+        self.record(prepared).await
+    }
+
+    /// [`answer`](Self::answer)'s checks alone: the answer as it would be recorded, nothing
+    /// recorded yet — so that a retry answering several asks records none of them when one
+    /// answer does not fit.
+    ///
+    /// # Errors
+    /// [`AnswerRefused::NotAsked`] or [`AnswerRefused::Invalid`], as [`answer`](Self::answer).
+    pub async fn prepare(
+        &self,
+        token: &str,
+        id: &str,
+        answer: &Answer,
+        channel: Channel,
+    ) -> Result<PreparedAnswer, AnswerRefused> {
         let not_asked = || AnswerRefused::NotAsked(id.to_string());
         let Ok(Some(record)) = self.store.get(&format!("ask:{id}")).await else {
             return Err(not_asked());
@@ -172,10 +197,25 @@ impl Durable {
                 DecisionRecord::question(chosen, (channel, None, None), ask.view)
             }
         };
-        if self.put_decision(id, &decision, record.remaining()).await {
+        Ok(PreparedAnswer {
+            id: id.to_string(),
+            decision,
+            ttl: record.remaining(),
+        })
+    }
+
+    /// Records an answer [`prepare`](Self::prepare) checked.
+    ///
+    /// # Errors
+    /// [`AnswerRefused::Answered`] when another answer came first.
+    pub async fn record(&self, prepared: PreparedAnswer) -> Result<(), AnswerRefused> {
+        if self
+            .put_decision(&prepared.id, &prepared.decision, prepared.ttl)
+            .await
+        {
             Ok(())
         } else {
-            Err(AnswerRefused::Answered(id.to_string()))
+            Err(AnswerRefused::Answered(prepared.id))
         }
     }
 
