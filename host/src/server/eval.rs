@@ -414,6 +414,11 @@ impl CodemodeServer {
                     .await
                 {
                     Ok(prepared) => checked.push((key, prepared)),
+                    Err(AnswerRefused::Unavailable(why)) => {
+                        return Some(Ok(
+                            CallToolResult::error(vec![ContentBlock::text(why)]).into()
+                        ));
+                    }
                     // An answer that does not fit its question is the client's mistake: it is
                     // told, and the question stays open for a retry with a valid answer.
                     Err(AnswerRefused::Invalid(why)) => {
@@ -428,8 +433,15 @@ impl CodemodeServer {
                 }
             }
             for (key, prepared) in checked {
-                if let Err(refused) = durable.record(prepared).await {
-                    tracing::warn!("refused an answer to `{key}`: {refused}");
+                match durable.record(prepared).await {
+                    Ok(()) => {}
+                    // Told, not taken for "answered already": the retry can record it.
+                    Err(AnswerRefused::Unavailable(why)) => {
+                        return Some(Ok(
+                            CallToolResult::error(vec![ContentBlock::text(why)]).into()
+                        ));
+                    }
+                    Err(refused) => tracing::warn!("refused an answer to `{key}`: {refused}"),
                 }
             }
         }

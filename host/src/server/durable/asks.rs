@@ -29,6 +29,9 @@ pub enum AnswerRefused {
     /// The answer does not fit the ask (a question's answer that is not one of its options).
     #[error("{0}")]
     Invalid(String),
+    /// The store cannot be reached: nothing was recorded (in words, naming the ask).
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// A client's answer to one ask of a parked eval, checked and not yet recorded
@@ -174,7 +177,8 @@ impl Durable {
     /// answer does not fit.
     ///
     /// # Errors
-    /// [`AnswerRefused::NotAsked`] or [`AnswerRefused::Invalid`], as [`answer`](Self::answer).
+    /// [`AnswerRefused::NotAsked`], [`AnswerRefused::Invalid`] or
+    /// [`AnswerRefused::Unavailable`], as [`answer`](Self::answer).
     pub async fn prepare(
         &self,
         token: &str,
@@ -183,8 +187,10 @@ impl Durable {
         channel: Channel,
     ) -> Result<PreparedAnswer, AnswerRefused> {
         let not_asked = || AnswerRefused::NotAsked(id.to_string());
-        let Ok(Some(record)) = self.store.get(&format!("ask:{id}")).await else {
-            return Err(not_asked());
+        let record = match self.store.get(&format!("ask:{id}")).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return Err(not_asked()),
+            Err(e) => return Err(unrecorded(id, e)),
         };
         let ask = match serde_json::from_slice::<AskRecord>(&record.value) {
             Ok(ask) if ask.token == token => ask,
@@ -207,24 +213,32 @@ impl Durable {
     /// Records an answer [`prepare`](Self::prepare) checked.
     ///
     /// # Errors
-    /// [`AnswerRefused::Answered`] when another answer came first.
+    /// [`AnswerRefused::Answered`] when another answer came first,
+    /// [`AnswerRefused::Unavailable`] when the store cannot be reached.
     pub async fn record(&self, prepared: PreparedAnswer) -> Result<(), AnswerRefused> {
-        if self
+        match self
             .put_decision(&prepared.id, &prepared.decision, prepared.ttl)
             .await
         {
-            Ok(())
-        } else {
-            Err(AnswerRefused::Answered(prepared.id))
+            Ok(true) => Ok(()),
+            Ok(false) => Err(AnswerRefused::Answered(prepared.id)),
+            Err(e) => Err(unrecorded(&prepared.id, e)),
         }
     }
 
-    async fn put_decision(&self, id: &str, decision: &DecisionRecord, ttl: Duration) -> bool {
+    /// Writes `decision` unless another is there: `Ok(false)` when one is (the first answer
+    /// wins, as in the broker), `Err` when the store cannot say — never taken for "answered
+    /// already", which would turn an outage into a refusal nobody can retry past.
+    async fn put_decision(
+        &self,
+        id: &str,
+        decision: &DecisionRecord,
+        ttl: Duration,
+    ) -> Result<bool, crate::store::StoreError> {
         let value = serde_json::to_vec(decision).unwrap_or_default();
-        // The first answer wins, as in the broker: a later one is refused.
         let key = format!("decision:{id}");
         let ttl = ttl.max(Duration::from_secs(1));
-        matches!(self.store.put_if_absent(&key, &value, ttl).await, Ok(true))
+        self.store.put_if_absent(&key, &value, ttl).await
     }
 
     /// The asks of every parked eval of the cluster, as the approval API shows them.
@@ -360,7 +374,11 @@ impl Durable {
                 ask.view.clone(),
             ),
         };
-        if !self.put_decision(id, &decision, record.remaining()).await {
+        if !self
+            .put_decision(id, &decision, record.remaining())
+            .await
+            .map_err(unavailable)?
+        {
             return Err(DecideError::Closed(id.to_string(), "decided"));
         }
         self.resume_here(&ask.token);
@@ -419,6 +437,13 @@ impl crate::approvals::broker::ParkedAsks for Durable {
     ) -> BoxFuture<'a, Result<(), DecideError>> {
         Box::pin(Durable::decide(self, id, decider, choice, reason))
     }
+}
+
+/// Why a client's answer to ask `id` was not recorded when the store failed.
+fn unrecorded(id: &str, e: crate::store::StoreError) -> AnswerRefused {
+    AnswerRefused::Unavailable(format!(
+        "the durable store cannot be reached ({e}): the answer to ask `{id}` was not recorded; retry once the store is back"
+    ))
 }
 
 /// What the approval API says when the store cannot be read.
@@ -519,6 +544,137 @@ mod tests {
         assert_eq!(
             (declined.decision.as_str(), declined.answer),
             ("decline", None)
+        );
+    }
+
+    /// A local store whose writes fail while `down` (a Redis gone between a read and a write).
+    #[derive(Debug)]
+    struct Flaky {
+        inner: crate::store::LocalStore,
+        down: std::sync::atomic::AtomicBool,
+    }
+
+    impl Flaky {
+        fn check(&self) -> Result<(), crate::store::StoreError> {
+            if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(crate::store::StoreError::new(
+                    crate::store::StoreErrorKind::Unavailable,
+                    "connection refused",
+                ));
+            }
+            Ok(())
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl crate::store::RecordStore for Flaky {
+        fn describe(&self) -> &str {
+            "flaky"
+        }
+        async fn put(
+            &self,
+            key: &str,
+            value: Vec<u8>,
+            ttl: Duration,
+        ) -> Result<(), crate::store::StoreError> {
+            self.check()?;
+            self.inner.put(key, value, ttl).await
+        }
+        async fn put_if_absent(
+            &self,
+            key: &str,
+            value: Vec<u8>,
+            ttl: Duration,
+        ) -> Result<bool, crate::store::StoreError> {
+            self.check()?;
+            self.inner.put_if_absent(key, value, ttl).await
+        }
+        async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, crate::store::StoreError> {
+            self.inner.get(key).await
+        }
+        async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, crate::store::StoreError> {
+            self.check()?;
+            self.inner.take(key).await
+        }
+        async fn delete(&self, key: &str) -> Result<bool, crate::store::StoreError> {
+            self.check()?;
+            self.inner.delete(key).await
+        }
+        async fn list(
+            &self,
+            prefix: &str,
+        ) -> Result<Vec<(String, Vec<u8>)>, crate::store::StoreError> {
+            self.inner.list(prefix).await
+        }
+    }
+
+    /// The store goes down after a question's ask was read and before its answer is written:
+    /// the approver on the API gets `503` in words, the client's retry "not recorded, retry" —
+    /// not "already decided" / "answered already", which told them someone else had answered
+    /// while nothing was recorded and the question stayed open. Once the store is back, the
+    /// same answer is recorded.
+    #[tokio::test]
+    async fn an_answer_the_store_fails_to_write_is_not_called_already_given() {
+        use crate::store::RecordStore as _;
+        let dir = codemode_test_support::scratch_dir("asks", "flaky_store");
+        let flaky = std::sync::Arc::new(Flaky {
+            inner: crate::store::LocalStore::open(&dir, false).unwrap(),
+            down: std::sync::atomic::AtomicBool::new(false),
+        });
+        let store =
+            crate::store::Store::new(flaky.clone(), &crate::store::StateKey::from_bytes([7; 32]));
+        let durable = Durable::new(store, Duration::from_secs(0));
+        let ask = AskRecord {
+            token: "t".into(),
+            view: json!({"id": "q1", "kind": "question", "caller": "bob", "options": ["ship", "hold"]}),
+            field: Some("answer".into()),
+            deadline_ms: 0,
+        };
+        for id in ["q1", "q2"] {
+            durable
+                .store
+                .put(
+                    &format!("ask:{id}"),
+                    &serde_json::to_vec(&ask).unwrap(),
+                    Duration::from_secs(60),
+                )
+                .await
+                .unwrap();
+        }
+        flaky.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        let ship = || Choice::Answer("ship".into());
+        let decided = durable
+            .decide("q1", &Caller::new("alice", ["approve"]), ship(), None)
+            .await;
+        assert_eq!(
+            decided.map_err(|e| e.to_string()),
+            Err("the durable store cannot be reached (connection refused): the asks of saved evals cannot be listed or decided until it is back".to_string())
+        );
+        let accept = Answer::Accept(json!({"answer": "hold"}));
+        let answered = durable
+            .answer("t", "q2", &accept, Channel::Elicitation)
+            .await;
+        assert_eq!(
+            answered,
+            Err(AnswerRefused::Unavailable(
+                "the durable store cannot be reached (connection refused): the answer to ask `q2` was not recorded; retry once the store is back".into()
+            ))
+        );
+        assert_eq!(flaky.inner.get("decision:q1").await.unwrap(), None);
+
+        flaky.down.store(false, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            durable
+                .decide("q1", &Caller::new("alice", ["approve"]), ship(), None)
+                .await
+                .map_err(|e| e.to_string()),
+            Ok(())
+        );
+        assert_eq!(
+            durable
+                .answer("t", "q2", &accept, Channel::Elicitation)
+                .await,
+            Ok(())
         );
     }
 }
