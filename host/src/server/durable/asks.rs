@@ -29,6 +29,9 @@ pub enum AnswerRefused {
     /// The answer does not fit the ask (a question's answer that is not one of its options).
     #[error("{0}")]
     Invalid(String),
+    /// The ask's time is up (its eval is about to be resumed to time the call out).
+    #[error("ask `{0}` has run out of time")]
+    Expired(String),
     /// The store cannot be reached: nothing was recorded (in words, naming the ask).
     #[error("{0}")]
     Unavailable(String),
@@ -129,6 +132,11 @@ impl DecisionRecord {
 }
 
 impl AskRecord {
+    /// Whether this ask's time is up.
+    fn expired(&self) -> bool {
+        self.expires_ms != 0 && crate::store::now_ms() >= self.expires_ms
+    }
+
     /// A question step's options, `None` for an approval request.
     fn options(&self) -> Option<Vec<&str>> {
         if self.view.get("kind").and_then(Value::as_str) != Some("question") {
@@ -196,6 +204,9 @@ impl Durable {
             Ok(ask) if ask.token == token => ask,
             _ => return Err(not_asked()),
         };
+        if ask.expired() {
+            return Err(AnswerRefused::Expired(id.to_string()));
+        }
         let decision = match ask.options() {
             None => DecisionRecord::approval(&approval_answer(answer, channel), ask.view),
             Some(options) => {
@@ -312,6 +323,11 @@ impl Durable {
         };
         let ask: AskRecord = serde_json::from_slice(&record.value)
             .map_err(|_| DecideError::NotFound(id.to_string()))?;
+        // As the live broker: once its time is up an ask is closed, though its record stays
+        // until the sweep resumes the eval to time the call out.
+        if ask.expired() {
+            return Err(DecideError::Closed(id.to_string(), "expired"));
+        }
         may_decide(
             decider,
             ask.view
@@ -464,6 +480,7 @@ mod tests {
             view,
             field: field.map(str::to_string),
             deadline_ms: 0,
+            expires_ms: 0,
         }
     }
 
@@ -629,6 +646,7 @@ mod tests {
             view: json!({"id": "q1", "kind": "question", "caller": "bob", "options": ["ship", "hold"]}),
             field: Some("answer".into()),
             deadline_ms: 0,
+            expires_ms: 0,
         };
         for id in ["q1", "q2"] {
             durable
@@ -674,6 +692,63 @@ mod tests {
             durable
                 .answer("t", "q2", &accept, Channel::Elicitation)
                 .await,
+            Ok(())
+        );
+    }
+
+    /// An answer after the ask's time is up — its record kept for the sweep's grace period — is
+    /// refused as the live broker refuses it (`409` expired), not accepted for a call that then
+    /// ends timed out (which left a decision listed that never took effect); another ask of the
+    /// same eval whose time is not up is still answered.
+    #[tokio::test]
+    async fn an_answer_after_the_asks_time_is_refused_as_expired() {
+        let dir = codemode_test_support::scratch_dir("asks", "expired");
+        let store = crate::store::Store::new(
+            std::sync::Arc::new(crate::store::LocalStore::open(&dir, false).unwrap()),
+            &crate::store::StateKey::from_bytes([9; 32]),
+        );
+        let durable = Durable::new(store, Duration::from_secs(0));
+        let now = crate::store::now_ms();
+        for (id, expires_ms) in [("late", now - 1), ("open", now + 600_000)] {
+            let ask = AskRecord {
+                token: "t".into(),
+                view: json!({"id": id, "kind": "question", "caller": "bob", "options": ["ship"]}),
+                field: Some("answer".into()),
+                deadline_ms: now - 1,
+                expires_ms,
+            };
+            durable
+                .store
+                .put(
+                    &format!("ask:{id}"),
+                    &serde_json::to_vec(&ask).unwrap(),
+                    Duration::from_secs(60),
+                )
+                .await
+                .unwrap();
+        }
+        let alice = Caller::new("alice", ["approve"]);
+        let ship = || Choice::Answer("ship".into());
+        assert_eq!(
+            durable
+                .decide("late", &alice, ship(), None)
+                .await
+                .map_err(|e| e.to_string()),
+            Err("approval request `late` was already expired".to_string())
+        );
+        let accept = Answer::Accept(json!({"answer": "ship"}));
+        assert_eq!(
+            durable
+                .answer("t", "late", &accept, Channel::Elicitation)
+                .await,
+            Err(AnswerRefused::Expired("late".into()))
+        );
+        assert_eq!(durable.decided_asks().await.unwrap(), Vec::<Value>::new());
+        assert_eq!(
+            durable
+                .decide("open", &alice, ship(), None)
+                .await
+                .map_err(|e| e.to_string()),
             Ok(())
         );
     }
