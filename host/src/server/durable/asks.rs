@@ -752,4 +752,96 @@ mod tests {
             Ok(())
         );
     }
+
+    /// A hostile approver on the API, against the asks of a parked eval: the wrong kind of
+    /// choice for the ask, an answer that is not an option (shown neutralised), a decider
+    /// without `approve`, the asker deciding its own ask, a second answer — each refused in
+    /// words, nothing recorded; the one valid answer is recorded once.
+    #[tokio::test]
+    async fn the_approval_api_refuses_what_does_not_fit_a_parked_ask() {
+        let dir = codemode_test_support::scratch_dir("asks", "hostile_approver");
+        let store = crate::store::Store::new(
+            std::sync::Arc::new(crate::store::LocalStore::open(&dir, false).unwrap()),
+            &crate::store::StateKey::from_bytes([5; 32]),
+        );
+        let durable = Durable::new(store, Duration::from_secs(0));
+        let asks = [
+            (
+                "q",
+                json!({"id": "q", "kind": "question", "caller": "bob", "options": ["ship", "hold"]}),
+            ),
+            (
+                "a",
+                json!({"id": "a", "kind": "approval", "caller": "bob",
+                       "allowed_decisions": ["approve_once", "decline"]}),
+            ),
+        ];
+        for (id, view) in asks {
+            let ask = AskRecord {
+                token: "t".into(),
+                view,
+                field: (id == "q").then(|| "answer".to_string()),
+                deadline_ms: 0,
+                expires_ms: 0,
+            };
+            durable
+                .store
+                .put(
+                    &format!("ask:{id}"),
+                    &serde_json::to_vec(&ask).unwrap(),
+                    Duration::from_secs(60),
+                )
+                .await
+                .unwrap();
+        }
+        let alice = Caller::new("alice", ["approve"]);
+        let decide = |id: &'static str, who: Caller, choice: Choice| {
+            let durable = &durable;
+            async move {
+                durable
+                    .decide(id, &who, choice, None)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        };
+        let answer = |a: &str| Choice::Answer(a.to_string());
+        let approve = Choice::Decision(ApprovalDecision::ApproveOnce);
+        let refused = [
+            (
+                decide("a", alice.clone(), answer("ship")).await,
+                "an approval request takes a decision, not an answer",
+            ),
+            (
+                decide("q", alice.clone(), approve).await,
+                "a question takes `answer` with one of its options, or `decline`",
+            ),
+            (
+                decide("q", alice.clone(), answer("ship\u{202e}")).await,
+                "`ship\\u202e` is not one of the options",
+            ),
+            (
+                decide("q", Caller::new("mallory", ["read"]), answer("ship")).await,
+                "`mallory` lacks the permission `approve`",
+            ),
+            (
+                decide("q", Caller::new("bob", ["approve"]), answer("ship")).await,
+                "`bob` cannot decide its own ask without the permission `approve_self`",
+            ),
+        ];
+        for (got, want) in refused {
+            assert_eq!(got, Err(want.to_string()));
+        }
+        assert_eq!(durable.decided_asks().await.unwrap(), Vec::<Value>::new());
+        assert_eq!(decide("q", alice.clone(), answer("hold")).await, Ok(()));
+        assert_eq!(
+            decide("q", alice.clone(), answer("ship")).await,
+            Err("approval request `q` was already decided".to_string())
+        );
+        let decided = durable.decided_asks().await.unwrap();
+        let listed: Vec<(&Value, &Value, &Value)> = decided
+            .iter()
+            .map(|d| (&d["id"], &d["answer"], &d["decided_by"]))
+            .collect();
+        assert_eq!(listed, [(&json!("q"), &json!("hold"), &json!("alice"))]);
+    }
 }
