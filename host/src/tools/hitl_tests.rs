@@ -406,7 +406,7 @@ async fn two_questions_in_flight_park_together_and_resume_one_at_a_time() {
         .into_iter()
         .map(|a| (a.id, a.view["args_summary"].clone()))
         .collect();
-    open.sort_by(|x, y| x.1.to_string().cmp(&y.1.to_string()));
+    open.sort_by_key(|x| x.1.to_string());
     let by_call = |call: u64| both.iter().find(|(c, _)| *c == call).unwrap().1.clone();
     let (q1, q2) = (by_call(1), by_call(2));
     assert_eq!(
@@ -430,7 +430,7 @@ async fn two_questions_in_flight_park_together_and_resume_one_at_a_time() {
     // The second question: the same step, the same deadline (no fresh timeout).
     assert_eq!(notes(&parked), [(2, q2.clone())]);
     let open: Vec<String> = asks.snapshot().into_iter().map(|a| a.id).collect();
-    assert_eq!(open, [q2.approval.clone()]);
+    assert_eq!(open, std::slice::from_ref(&q2.approval));
     // The first call ended on the resume: audited then, once.
     assert_eq!(f.tool_calls(), [("hitl_request".to_string(), 1)]);
 
