@@ -10,7 +10,8 @@
 //! //       source: "user"|"timeout"|"system", requestId, message?, metadata? }
 //! ```
 //! Also callable as `human_intervention_request` ([`ALIAS`]). Options only: the answer is one
-//! of them (free text is rejected). `metadata` (any JSON) is echoed back in the result. Without
+//! of them (free text is rejected), and each is plain text (a control or invisible character is
+//! refused: every channel shows an option as it is, and it is what comes back). `metadata` (any JSON) is echoed back in the result. Without
 //! an interactive human the request resolves to `canceled` (source `system`) or `timeout` —
 //! never to an implicit confirmation: when nobody answers in time and a `defaultOption` was
 //! given, the result is `{status: "timeout", selectedOption: <defaultOption>, confirmed: false,
@@ -56,7 +57,7 @@ pub fn input_schema() -> Value {
         "properties": {
             "question": {"type": "string", "description": "What to ask"},
             "options": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": true,
-                        "description": "The possible answers (non-empty, unique)"},
+                        "description": "The possible answers (non-empty, unique, plain text: no control or invisible characters)"},
             "requireConfirmation": {"type": "boolean", "description": "Ask for an explicit confirm/cancel after the choice"},
             "confirmationMessage": {"type": "string", "description": "Text of the confirmation step"},
             "defaultOption": {"type": "string", "description": "Pre-selected option (must be one of options); never chosen automatically"},
