@@ -233,6 +233,27 @@ impl Asker for ChannelAsker {
         Box::pin(self.offer(None, question, timeout))
     }
 
+    fn answered_while_parked<'a>(
+        &'a self,
+        req: &'a QuestionRequest,
+    ) -> BoxFuture<'a, Option<Answer>> {
+        Box::pin(async move {
+            let (Some(asks), Some((field, _))) = (&self.open_asks, choices(&req.question)) else {
+                return None;
+            };
+            if !req.resumed {
+                return None;
+            }
+            match asks.taken(&req.id).await? {
+                Decided::Question { answer, .. } => Some(match answer {
+                    Some(option) => Answer::Accept(json!({ field: option })),
+                    None => Answer::Decline,
+                }),
+                Decided::Approval(_) => None,
+            }
+        })
+    }
+
     fn ask_question(&self, req: QuestionRequest) -> BoxFuture<'_, Answer> {
         Box::pin(async move {
             let spec = self.spec(&req.question, req.timeout);
@@ -250,15 +271,6 @@ impl Asker for ChannelAsker {
                 }
                 _ => None,
             };
-            if req.resumed
-                && let (Some(asks), Some((field, _))) = (&self.open_asks, &spec)
-                && let Some(Decided::Question { answer, .. }) = asks.taken(&req.id).await
-            {
-                return match answer {
-                    Some(option) => Answer::Accept(json!({ field.as_str(): option })),
-                    None => Answer::Decline,
-                };
-            }
             let question = req.question.clone();
             self.offer(Some(&req), question, req.timeout).await
         })

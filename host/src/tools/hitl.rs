@@ -255,14 +255,22 @@ async fn step(
         // a millisecond's rounding at every resume).
         note.deadline_ms = parked.deadline_ms;
     }
-    let _human = cx.awaiting_human(note.to_note());
-    let asked = asker.ask_question(QuestionRequest {
+    let req = QuestionRequest {
         id,
         question,
         timeout,
         call: cx.clone(),
         resumed: resumed.is_some(),
-    });
+    };
+    // An answer given while the eval was parked, taken before the step waits for a human:
+    // waiting, the eval could be parked again mid-take and the answer used up undelivered. It
+    // was accepted within the step's time (the store refuses later ones), so what is left of
+    // that time does not bound the take.
+    if let Some(answer) = asker.answered_while_parked(&req).await {
+        return answer;
+    }
+    let _human = cx.awaiting_human(note.to_note());
+    let asked = asker.ask_question(req);
     // The step's deadline holds whatever the channel does with its timeout.
     tokio::time::timeout(timeout, asked)
         .await

@@ -646,3 +646,74 @@ async fn an_option_with_control_or_invisible_characters_is_refused() {
     let r = super::run(&args, &crate::approvals::NoAsker, "r1", &cx).await;
     assert_eq!(r["status"], json!("canceled"), "{r}");
 }
+
+/// Answers given while parked, taken as a store takes them: marked used at once, handed over
+/// after a while (the write's round trip).
+struct SlowGiven(Arc<Given>);
+
+impl Decisions for SlowGiven {
+    fn take(&self, id: &str) -> codemode_runtime::BoxFuture<'_, Option<Decided>> {
+        let taken = self.0.take(id);
+        Box::pin(async move {
+            let taken = taken.await;
+            if taken.is_some() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            taken
+        })
+    }
+}
+
+/// Two questions in flight, the first answered while parked. Resumed (with a park asked for,
+/// as a node that spills at once does), the first call takes its answer — which a store marks
+/// used before handing it over — while the second waits for its human. The first call took it
+/// while holding its wait for a human, so the eval parked again in the middle of the take: the
+/// answer was used up and never delivered, and the first question was asked again. The answer
+/// is now taken before the step waits for a human, so the eval cannot park mid-take.
+#[tokio::test]
+async fn an_answer_taken_on_resume_is_not_lost_when_the_eval_parks_again() {
+    let f = Fixture::new();
+    let asks = f.asks();
+    let first = f.eval(true, &asks, None);
+    let GovernedStep::Parked(parked) = first
+        .run_step(TWO_QUESTIONS, &CancellationToken::new())
+        .await
+    else {
+        panic!("the eval should park at its questions");
+    };
+    let both = notes(&parked);
+    let q2 = both.iter().find(|(c, _)| *c == 2).unwrap().1.clone();
+    let q1 = both.iter().find(|(c, _)| *c == 1).unwrap().1.clone();
+    f.decisions.answer(&q1.approval, Some("a1"));
+    let slow = Arc::new(OpenAsks::new(Some(Arc::new(SlowGiven(
+        f.decisions.clone(),
+    )))));
+    let second = f.eval(true, &slow, Some(first.id()));
+    let GovernedStep::Parked(parked) = second
+        .resume(TWO_QUESTIONS, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the eval should park again at its second question");
+    };
+    assert_eq!(
+        notes(&parked),
+        [(2, q2.clone())],
+        "the first answer was lost"
+    );
+    f.decisions.answer(&q2.approval, Some("b2"));
+    let third = f.eval(false, &f.asks(), Some(first.id()));
+    let GovernedStep::Finished(outcome) = third
+        .resume(TWO_QUESTIONS, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the resumed eval should finish");
+    };
+    assert_eq!(
+        outcome.result,
+        json!(["confirmed", "a1", "confirmed", "b2"]),
+        "{:?}",
+        outcome.error
+    );
+}
