@@ -58,15 +58,21 @@ impl Approver for ChannelApprover {
         self.asker.supports() || self.broker().is_some()
     }
 
+    fn decided_while_parked<'a>(
+        &'a self,
+        req: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Option<ApprovalAnswer>> {
+        Box::pin(async move {
+            match &self.open_asks {
+                Some(asks) if req.resumed => asks.decided(&req.id).await,
+                _ => None,
+            }
+        })
+    }
+
     fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
         Box::pin(async move {
             let _open = self.open_asks.as_ref().map(|asks| asks.open(&req));
-            if req.resumed
-                && let Some(asks) = &self.open_asks
-                && let Some(answer) = asks.decided(&req.id).await
-            {
-                return answer;
-            }
             let mut http = self.broker().map(|b| b.open(&req));
             let has_http = http.is_some();
             let own = async {

@@ -119,4 +119,12 @@ impl Approver for WaitingApprover {
             self.inner.approve(req).await
         })
     }
+
+    // Not a wait: an answer given already.
+    fn decided_while_parked<'a>(
+        &'a self,
+        req: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Option<ApprovalAnswer>> {
+        self.inner.decided_while_parked(req)
+    }
 }

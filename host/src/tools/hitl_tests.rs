@@ -717,3 +717,48 @@ async fn an_answer_taken_on_resume_is_not_lost_when_the_eval_parks_again() {
         outcome.error
     );
 }
+
+/// The same with an approval and a question in flight: the approval given while parked is
+/// taken on resume while the question waits for its human; the eval must not park again in the
+/// middle of the take (the decision used up, the call asked again).
+#[tokio::test]
+async fn an_approval_taken_on_resume_is_not_lost_when_the_eval_parks_again() {
+    let config = codemode_policies::Config::from_json_str(
+        r#"{"evaluation": {"profiles": {"p": {"asklist": ["search_tools"]}}}}"#,
+    )
+    .unwrap();
+    let mut f = Fixture::new();
+    f.profile = config.resolve_profile(Some("p")).unwrap();
+    let code = "const [found, r] = await Promise.all([codemode.search_tools({query: 'tools'}),\
+        codemode.hitl_request({question: 'q', options: ['a', 'b'], timeoutMs: 600000})]);\
+        return [found.results.length > 0, r.status, r.selectedOption];";
+    let first = f.eval(true, &f.asks(), None);
+    let GovernedStep::Parked(parked) = first.run_step(code, &CancellationToken::new()).await else {
+        panic!("the eval should park");
+    };
+    let both = notes(&parked);
+    f.decisions.0.lock().unwrap().push((
+        both[0].1.approval.clone(),
+        Decided::Approval(codemode_policies::ApprovalAnswer::new(
+            codemode_policies::ApprovalDecision::ApproveOnce,
+            codemode_policies::Channel::Http,
+        )),
+    ));
+    let slow = Arc::new(OpenAsks::new(Some(Arc::new(SlowGiven(
+        f.decisions.clone(),
+    )))));
+    let second = f.eval(true, &slow, Some(first.id()));
+    let GovernedStep::Parked(parked) = second
+        .resume(code, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the eval should park again at its question");
+    };
+    assert_eq!(
+        notes(&parked),
+        [both[1].clone()],
+        "the approval was lost: {:?}",
+        f.decisions.0.lock().unwrap()
+    );
+}
