@@ -609,6 +609,9 @@ mod tests {
         async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, crate::store::StoreError> {
             self.inner.get(key).await
         }
+        async fn exists(&self, key: &str) -> Result<bool, crate::store::StoreError> {
+            self.inner.exists(key).await
+        }
         async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, crate::store::StoreError> {
             self.check()?;
             self.inner.take(key).await
