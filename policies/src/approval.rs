@@ -26,6 +26,20 @@ pub trait Approver: Send + Sync {
     /// passes ([`ApprovalRequest::timeout`]) or the eval ends: implementations should withdraw
     /// their prompt on drop. A timeout always denies.
     fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer>;
+
+    /// For a request made again after its eval was resumed ([`ApprovalRequest::resumed`]):
+    /// the answer given to it while the eval was parked, if any (taken: asked twice, `None`).
+    /// Called before the call waits for a human — so that the eval cannot be parked again in
+    /// the middle of the take, which would use the answer up without delivering it — and not
+    /// bounded by what is left of the approval time (the answer was accepted within it). By
+    /// default `None`.
+    fn decided_while_parked<'a>(
+        &'a self,
+        req: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Option<ApprovalAnswer>> {
+        let _ = req;
+        Box::pin(async { None })
+    }
 }
 
 /// An [`Approver`] that cannot ask anyone: every `ask` takes the profile's

@@ -404,3 +404,56 @@ fn another_caller_cannot_answer_a_parked_question() {
     let outcome = complete_outcome(&outcome, &node.log());
     assert_eq!(outcome["result"], confirmed("ship"), "{outcome:#}");
 }
+
+/// `limits.perClient.maxParkedEvals` counts evals parked in a question as it counts those parked
+/// in an approval: the client's first eval parks, its second stays in memory (the log says why)
+/// and is answered there by the retry; the parked one is answered by its retry from the store.
+#[test]
+fn questions_count_against_the_parked_cap() {
+    let (dir, node) = local_node("question_parked_cap", 0, |config| {
+        config["limits"] = json!({"perClient": {"maxSuspendedEvals": 2, "maxParkedEvals": 1}});
+    });
+    let records = dir.join("state/records");
+    let args = json!({"code": script(false, 600_000)});
+    let call = || block_on(client::call_tool(&node.mcp_url(), "eval", &args, None)).unwrap();
+    let first = call().result;
+    let first_key = input_keys(&first).remove(0);
+    let parked = await_local_parked(&records, 1, &node.log());
+    assert!(
+        parked.contains(&format!("eval:{}", request_state(&first))),
+        "{parked:?}"
+    );
+    let second = call().result;
+    let second_key = input_keys(&second).remove(0);
+    await_some("the log says the second eval stays in memory", || {
+        node.log()
+            .contains(
+                "an eval of client `address:127.0.0.1` stays in memory instead of being parked: \
+                 the client has 1 evals parked from this node (limits.perClient.maxParkedEvals = 1)",
+            )
+            .then_some(())
+    });
+    assert_eq!(await_local_parked(&records, 1, &node.log()), parked);
+    let retry = |asked: &Value, key: &str, option: &str| {
+        let done = block_on(client::call_tool(
+            &node.mcp_url(),
+            "eval",
+            &args,
+            Some((&request_state(asked), choose(key, option))),
+        ))
+        .unwrap()
+        .result;
+        complete_outcome(&done, &node.log())
+    };
+    assert_eq!(
+        retry(&second, &second_key, "hold")["result"],
+        confirmed("hold")
+    );
+    assert_eq!(
+        retry(&first, &first_key, "ship")["result"],
+        confirmed("ship")
+    );
+    let (calls, evals) = hitl_trail(&audit_once(&dir, 2));
+    assert_eq!(calls, vec![(json!("hitl_request"), json!("ok")); 2]);
+    assert_eq!(evals, 2);
+}

@@ -308,3 +308,102 @@ fn the_approval_listing_does_not_look_complete_while_the_store_is_down() {
     }
     assert!(problems.is_empty(), "with the store down: {problems:#?}");
 }
+
+/// A client's retry to a parked eval with two questions open answers both, one with an option
+/// and one with something that is not an option. The retry is refused with `-32602` naming the
+/// bad answer ("the question is still open: retry"), so the client corrects it, and may change
+/// the other answer too. The store path recorded the answers it met before the bad one (keys in
+/// order), so the first answer stuck: listed as decided, the corrected retry's answer to it
+/// refused as "already answered", and the script got the answer the client took back. Answers
+/// are now all checked before any is recorded, as in memory (`Suspended::check`).
+#[test]
+fn a_refused_retry_records_none_of_its_answers() {
+    let name = "redteam_mixed_answers";
+    let dir = codemode_test_support::scratch_dir("durable", name);
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let config = dir.join("codemode.json");
+    let durable = json!({"store": "local", "dir": dir.join("state"),
+                         "suspendToStoreAfterSeconds": 0});
+    write_json(&config, &node_config(&files, &dir.join("audit"), durable));
+    let node = Node::start(name, &config, &[]);
+    let code = "const asks = ['first', 'second'].map((question) => codemode.hitl_request(\
+                {question, options: ['x', 'y'], timeoutMs: 600000}));\n\
+                const [a, b] = await Promise.all(asks);\n\
+                return [a.selectedOption, b.selectedOption];";
+    let args = json!({"code": code});
+    let asked = block_on(client::call_tool(&node.mcp_url(), "eval", &args, None))
+        .unwrap()
+        .result;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    await_local_parked(&dir.join("state/records"), 1, &node.log());
+    // Both questions, as the saved eval asks them (the first result may carry only one).
+    let mut keys: Vec<String> = block_on(client::pending_approvals(&node.base_url()))
+        .unwrap()
+        .iter()
+        .map(|v| format!("codemode-{}", v["id"].as_str().unwrap()))
+        .collect();
+    keys.sort();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    let state = request_state(&asked);
+    let retry = |responses: serde_json::Value| {
+        block_on(client::call_tool(
+            &node.mcp_url(),
+            "eval",
+            &args,
+            Some((&state, responses)),
+        ))
+        .unwrap()
+        .result
+    };
+    let choose = |option: &str| json!({"action": "accept", "content": {"answer": option}});
+    // `keys` is in the order the server reads them: the first gets a valid answer.
+    let refused = retry(json!({&keys[0]: choose("x"), &keys[1]: choose("maybe")}));
+    assert_eq!(
+        (
+            &refused["jsonrpc error"]["code"],
+            &refused["jsonrpc error"]["message"]
+        ),
+        (
+            &json!(-32602),
+            &json!(format!(
+                "the answer to `{}` was refused: `maybe` is not one of the options (x, y); the question is still open: retry with the same requestState and one of the options",
+                keys[1]
+            ))
+        ),
+        "{refused}"
+    );
+    let decided = block_on(client::decided_approvals(&node.base_url())).unwrap();
+    assert_eq!(decided, Vec::<serde_json::Value>::new(), "{decided:#?}");
+    assert_eq!(
+        block_on(client::pending_approvals(&node.base_url()))
+            .unwrap()
+            .len(),
+        2
+    );
+    // The corrected retry: both answers as now given.
+    let done = retry(json!({&keys[0]: choose("y"), &keys[1]: choose("x")}));
+    let outcome = crate::flow::complete_outcome(&done, &node.log());
+    // Which call asked which key: the listing of the decisions names both.
+    let decided = block_on(client::decided_approvals(&node.base_url())).unwrap();
+    let mut answers: Vec<(String, String)> = decided
+        .iter()
+        .map(|d| {
+            (
+                d["args_summary"].as_str().unwrap().to_string(),
+                d["answer"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    answers.sort();
+    let by_question: Vec<&str> = answers.iter().map(|(_, a)| a.as_str()).collect();
+    assert_eq!(outcome["result"], json!(by_question), "{outcome:#}");
+    let mut given: Vec<&str> = by_question.clone();
+    given.sort();
+    assert_eq!(given, ["x", "y"]);
+    let first_key_answer = decided
+        .iter()
+        .find(|d| keys[0].ends_with(d["id"].as_str().unwrap()))
+        .map(|d| d["answer"].clone());
+    assert_eq!(first_key_answer, Some(json!("y")), "{decided:#?}");
+}

@@ -58,15 +58,21 @@ impl Approver for ChannelApprover {
         self.asker.supports() || self.broker().is_some()
     }
 
+    fn decided_while_parked<'a>(
+        &'a self,
+        req: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Option<ApprovalAnswer>> {
+        Box::pin(async move {
+            match &self.open_asks {
+                Some(asks) if req.resumed => asks.decided(&req.id).await,
+                _ => None,
+            }
+        })
+    }
+
     fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
         Box::pin(async move {
             let _open = self.open_asks.as_ref().map(|asks| asks.open(&req));
-            if req.resumed
-                && let Some(asks) = &self.open_asks
-                && let Some(answer) = asks.decided(&req.id).await
-            {
-                return answer;
-            }
             let mut http = self.broker().map(|b| b.open(&req));
             let has_http = http.is_some();
             let own = async {
@@ -233,6 +239,27 @@ impl Asker for ChannelAsker {
         Box::pin(self.offer(None, question, timeout))
     }
 
+    fn answered_while_parked<'a>(
+        &'a self,
+        req: &'a QuestionRequest,
+    ) -> BoxFuture<'a, Option<Answer>> {
+        Box::pin(async move {
+            let (Some(asks), Some((field, _))) = (&self.open_asks, choices(&req.question)) else {
+                return None;
+            };
+            if !req.resumed {
+                return None;
+            }
+            match asks.taken(&req.id).await? {
+                Decided::Question { answer, .. } => Some(match answer {
+                    Some(option) => Answer::Accept(json!({ field: option })),
+                    None => Answer::Decline,
+                }),
+                Decided::Approval(_) => None,
+            }
+        })
+    }
+
     fn ask_question(&self, req: QuestionRequest) -> BoxFuture<'_, Answer> {
         Box::pin(async move {
             let spec = self.spec(&req.question, req.timeout);
@@ -250,15 +277,6 @@ impl Asker for ChannelAsker {
                 }
                 _ => None,
             };
-            if req.resumed
-                && let (Some(asks), Some((field, _))) = (&self.open_asks, &spec)
-                && let Some(Decided::Question { answer, .. }) = asks.taken(&req.id).await
-            {
-                return match answer {
-                    Some(option) => Answer::Accept(json!({ field.as_str(): option })),
-                    None => Answer::Decline,
-                };
-            }
             let question = req.question.clone();
             self.offer(Some(&req), question, req.timeout).await
         })

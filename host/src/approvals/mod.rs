@@ -97,6 +97,18 @@ pub trait Asker: Send + Sync {
     fn ask_question(&self, req: QuestionRequest) -> BoxFuture<'_, Answer> {
         Box::pin(async move { self.ask_keyed(&req.key(), req.question, req.timeout).await })
     }
+
+    /// For a step asked again after a resume ([`QuestionRequest::resumed`]): the answer given
+    /// to it while its eval was parked, if any (taken: asked twice, `None`). Called before the
+    /// step waits for a human — the eval cannot be parked mid-take, which would use the answer
+    /// up without delivering it — and whatever is left of the step's time. By default `None`.
+    fn answered_while_parked<'a>(
+        &'a self,
+        req: &'a QuestionRequest,
+    ) -> BoxFuture<'a, Option<Answer>> {
+        let _ = req;
+        Box::pin(async { None })
+    }
 }
 
 /// One step of a `hitl_request` question (the choice, or its confirmation), as an eval's

@@ -80,6 +80,14 @@ impl Asker for WaitingAsker {
             self.inner.ask_question(req).await
         })
     }
+
+    // Not a wait: an answer given already.
+    fn answered_while_parked<'a>(
+        &'a self,
+        req: &'a QuestionRequest,
+    ) -> BoxFuture<'a, Option<Answer>> {
+        self.inner.answered_while_parked(req)
+    }
 }
 
 /// An [`Approver`] whose requests count as waits of `waits`; a request refused by
@@ -110,5 +118,13 @@ impl Approver for WaitingApprover {
             let _waiting = Waiting(self.waits.as_ref());
             self.inner.approve(req).await
         })
+    }
+
+    // Not a wait: an answer given already.
+    fn decided_while_parked<'a>(
+        &'a self,
+        req: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Option<ApprovalAnswer>> {
+        self.inner.decided_while_parked(req)
     }
 }

@@ -46,7 +46,7 @@ use serde_json::Value;
 
 use crate::approvals::{OpenAsk, Question};
 use crate::server::owner::Owner;
-pub use asks::AnswerRefused;
+pub use asks::{AnswerRefused, PreparedAnswer};
 pub use lease::Running;
 pub use parked::ParkGate;
 use parked::ParkedCounts;
@@ -177,6 +177,11 @@ struct AskRecord {
     /// resumes the eval so that the call ends as timed out, seen by the script and audited.
     #[serde(default)]
     deadline_ms: u64,
+    /// When this ask's own time ends, in ms since the Unix epoch (0: not known, a record of an
+    /// earlier version): past it, an answer is refused as the live broker refuses it (expired),
+    /// rather than accepted for a call that times out.
+    #[serde(default)]
+    expires_ms: u64,
 }
 
 /// A parked eval taken from the store to be resumed.
@@ -276,10 +281,13 @@ impl Durable {
         meta: &ParkedMeta,
         suspended: &Suspended,
     ) -> Result<u64, StoreError> {
-        let deadline_ms = suspended
+        let parked: Vec<ParkedAsk> = suspended
             .pending()
             .iter()
             .filter_map(|p| serde_json::from_value::<ParkedAsk>(p.note.clone()?).ok())
+            .collect();
+        let deadline_ms = parked
+            .iter()
             .map(|ask| ask.deadline_ms)
             .min()
             .unwrap_or_else(|| crate::store::now_ms().saturating_add(60_000));
@@ -306,6 +314,10 @@ impl Durable {
                 view: ask.view.clone(),
                 field: ask.field(),
                 deadline_ms,
+                expires_ms: parked
+                    .iter()
+                    .find(|p| p.approval == ask.id)
+                    .map_or(0, |p| p.deadline_ms),
             })
             .unwrap_or_default();
             self.store

@@ -406,16 +406,24 @@ impl CodemodeServer {
             return Some(Err(McpError::invalid_params(e.to_string(), None)));
         }
         if let Some(responses) = &req.input_responses {
+            // Every answer checked before any is recorded: a retry refused for one answer
+            // records none, so the client's corrected retry is taken as a whole.
+            let mut checked = Vec::with_capacity(responses.len());
             for (key, response) in responses {
                 let Some(id) = key.strip_prefix("codemode-") else {
                     continue;
                 };
                 let answer = super::suspend::parse_response(response);
                 match durable
-                    .answer(token, id, &answer, codemode_policies::Channel::Elicitation)
+                    .prepare(token, id, &answer, codemode_policies::Channel::Elicitation)
                     .await
                 {
-                    Ok(()) => {}
+                    Ok(prepared) => checked.push((key, prepared)),
+                    Err(AnswerRefused::Unavailable(why)) => {
+                        return Some(Ok(
+                            CallToolResult::error(vec![ContentBlock::text(why)]).into()
+                        ));
+                    }
                     // An answer that does not fit its question is the client's mistake: it is
                     // told, and the question stays open for a retry with a valid answer.
                     Err(AnswerRefused::Invalid(why)) => {
@@ -427,6 +435,18 @@ impl CodemodeServer {
                     Err(refused) => {
                         tracing::warn!("refused an answer to `{key}`: {refused}");
                     }
+                }
+            }
+            for (key, prepared) in checked {
+                match durable.record(prepared).await {
+                    Ok(()) => {}
+                    // Told, not taken for "answered already": the retry can record it.
+                    Err(AnswerRefused::Unavailable(why)) => {
+                        return Some(Ok(
+                            CallToolResult::error(vec![ContentBlock::text(why)]).into()
+                        ));
+                    }
+                    Err(refused) => tracing::warn!("refused an answer to `{key}`: {refused}"),
                 }
             }
         }

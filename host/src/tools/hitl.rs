@@ -10,7 +10,8 @@
 //! //       source: "user"|"timeout"|"system", requestId, message?, metadata? }
 //! ```
 //! Also callable as `human_intervention_request` ([`ALIAS`]). Options only: the answer is one
-//! of them (free text is rejected). `metadata` (any JSON) is echoed back in the result. Without
+//! of them (free text is rejected), and each is plain text (a control or invisible character is
+//! refused: every channel shows an option as it is, and it is what comes back). `metadata` (any JSON) is echoed back in the result. Without
 //! an interactive human the request resolves to `canceled` (source `system`) or `timeout` —
 //! never to an implicit confirmation: when nobody answers in time and a `defaultOption` was
 //! given, the result is `{status: "timeout", selectedOption: <defaultOption>, confirmed: false,
@@ -56,7 +57,7 @@ pub fn input_schema() -> Value {
         "properties": {
             "question": {"type": "string", "description": "What to ask"},
             "options": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": true,
-                        "description": "The possible answers (non-empty, unique)"},
+                        "description": "The possible answers (non-empty, unique, plain text: no control or invisible characters)"},
             "requireConfirmation": {"type": "boolean", "description": "Ask for an explicit confirm/cancel after the choice"},
             "confirmationMessage": {"type": "string", "description": "Text of the confirmation step"},
             "defaultOption": {"type": "string", "description": "Pre-selected option (must be one of options); never chosen automatically"},
@@ -114,6 +115,15 @@ fn parse(args: &Value) -> Result<Request, String> {
             for item in items {
                 match item.as_str() {
                     Some(s) if !s.trim().is_empty() && s.len() <= MAX_TEXT => {
+                        // What a human reads is what comes back: an option is shown as it is
+                        // (a button, a form's choice), so it must have nothing to neutralise.
+                        let shown = codemode_policies::neutralize(s);
+                        if shown != s {
+                            return Err(format!(
+                                "option `{shown}` has a control or invisible character (shown escaped): \
+                                 an option is shown to the human as it is and must read as what it is"
+                            ));
+                        }
                         if out.iter().any(|o| o == s) {
                             return Err(format!("`options` must be unique; `{s}` appears twice"));
                         }
@@ -239,16 +249,28 @@ async fn step(
         Some(parked) => (parked.approval.clone(), parked.remaining()),
         None => (new_request_id(), timeout),
     };
-    let _human = cx.awaiting_human(
-        ParkedAsk::question(id.clone(), timeout, selected.map(str::to_string)).to_note(),
-    );
-    let asked = asker.ask_question(QuestionRequest {
+    let mut note = ParkedAsk::question(id.clone(), timeout, selected.map(str::to_string));
+    if let Some(parked) = resumed {
+        // The deadline as it was, not one recomputed from what is left (which would creep by
+        // a millisecond's rounding at every resume).
+        note.deadline_ms = parked.deadline_ms;
+    }
+    let req = QuestionRequest {
         id,
         question,
         timeout,
         call: cx.clone(),
         resumed: resumed.is_some(),
-    });
+    };
+    // An answer given while the eval was parked, taken before the step waits for a human:
+    // waiting, the eval could be parked again mid-take and the answer used up undelivered. It
+    // was accepted within the step's time (the store refuses later ones), so what is left of
+    // that time does not bound the take.
+    if let Some(answer) = asker.answered_while_parked(&req).await {
+        return answer;
+    }
+    let _human = cx.awaiting_human(note.to_note());
+    let asked = asker.ask_question(req);
     // The step's deadline holds whatever the channel does with its timeout.
     tokio::time::timeout(timeout, asked)
         .await

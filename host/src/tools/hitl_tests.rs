@@ -362,3 +362,403 @@ async fn an_approved_call_parked_in_its_question_is_not_asked_for_approval_again
         )]
     );
 }
+
+/// Every parked call's note (approval or question step), by call id.
+fn notes(parked: &codemode_runtime::Suspended) -> Vec<(u64, ParkedAsk)> {
+    parked
+        .pending()
+        .iter()
+        .map(|p| {
+            let note = p.note.clone().expect("a note");
+            (
+                p.call_id,
+                serde_json::from_value(note).expect("a parked ask"),
+            )
+        })
+        .collect()
+}
+
+const TWO_QUESTIONS: &str = "const [a, b] = await Promise.all([\
+    codemode.hitl_request({question: 'first', options: ['a1', 'a2'], timeoutMs: 600000}),\
+    codemode.hitl_request({question: 'second', options: ['b1', 'b2'], timeoutMs: 900000})]);\
+    return [a.status, a.selectedOption, b.status, b.selectedOption];";
+
+/// Two questions in flight at once (`Promise.all`) park together, each under its own id; the
+/// one answered while parked resolves on resume, the other is asked again under the same id and
+/// deadline (it parks again alone), and once it is answered both resolve — each call audited
+/// once.
+#[tokio::test]
+async fn two_questions_in_flight_park_together_and_resume_one_at_a_time() {
+    let f = Fixture::new();
+    let asks = f.asks();
+    let first = f.eval(true, &asks, None);
+    let GovernedStep::Parked(parked) = first
+        .run_step(TWO_QUESTIONS, &CancellationToken::new())
+        .await
+    else {
+        panic!("the eval should park at its questions");
+    };
+    let both = notes(&parked);
+    assert_eq!(both.len(), 2, "{both:?}");
+    assert_ne!(both[0].1.approval, both[1].1.approval);
+    let mut open: Vec<(String, Value)> = asks
+        .snapshot()
+        .into_iter()
+        .map(|a| (a.id, a.view["args_summary"].clone()))
+        .collect();
+    open.sort_by_key(|x| x.1.to_string());
+    let by_call = |call: u64| both.iter().find(|(c, _)| *c == call).unwrap().1.clone();
+    let (q1, q2) = (by_call(1), by_call(2));
+    assert_eq!(
+        open,
+        [
+            (q1.approval.clone(), json!("first")),
+            (q2.approval.clone(), json!("second"))
+        ]
+    );
+
+    f.decisions.answer(&q1.approval, Some("a2"));
+    let asks = f.asks();
+    let second = f.eval(true, &asks, Some(first.id()));
+    let GovernedStep::Parked(parked) = second
+        .resume(TWO_QUESTIONS, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the eval should park again at its second question");
+    };
+    // The second question: the same step, the same deadline (no fresh timeout).
+    assert_eq!(notes(&parked), [(2, q2.clone())]);
+    let open: Vec<String> = asks.snapshot().into_iter().map(|a| a.id).collect();
+    assert_eq!(open, std::slice::from_ref(&q2.approval));
+    // The first call ended on the resume: audited then, once.
+    assert_eq!(f.tool_calls(), [("hitl_request".to_string(), 1)]);
+
+    f.decisions.answer(&q2.approval, Some("b1"));
+    let third = f.eval(false, &f.asks(), Some(first.id()));
+    let GovernedStep::Finished(outcome) = third
+        .resume(TWO_QUESTIONS, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the resumed eval should finish");
+    };
+    assert_eq!(
+        outcome.result,
+        json!(["confirmed", "a2", "confirmed", "b1"]),
+        "{:?}",
+        outcome.error
+    );
+    let mut calls = f.tool_calls();
+    calls.sort();
+    assert_eq!(
+        calls,
+        [
+            ("hitl_request".to_string(), 1),
+            ("hitl_request".to_string(), 2)
+        ]
+    );
+}
+
+/// A question and an approval in flight at once park together, each with its own kind of note;
+/// the approval's decision is not taken as the question's answer nor the other way round, and
+/// with both given the eval finishes: the approved call runs once, the question resolves.
+#[tokio::test]
+async fn a_question_and_an_approval_in_flight_park_and_resume_together() {
+    let config = codemode_policies::Config::from_json_str(
+        r#"{"evaluation": {"profiles": {"p": {"asklist": ["search_tools"]}}}}"#,
+    )
+    .unwrap();
+    let mut f = Fixture::new();
+    f.profile = config.resolve_profile(Some("p")).unwrap();
+    let code = "const [found, r] = await Promise.all([codemode.search_tools({query: 'tools'}),\
+        codemode.hitl_request({question: 'q', options: ['a', 'b'], timeoutMs: 600000})]);\
+        return [found.results.length > 0, r.status, r.selectedOption];";
+    let asks = f.asks();
+    let first = f.eval(true, &asks, None);
+    let GovernedStep::Parked(parked) = first.run_step(code, &CancellationToken::new()).await else {
+        panic!("the eval should park");
+    };
+    let both = notes(&parked);
+    let kinds: Vec<(u64, bool)> = both
+        .iter()
+        .map(|(c, n)| (*c, n.question.is_some()))
+        .collect();
+    assert_eq!(kinds, [(1, false), (2, true)]);
+    let (approval, question) = (both[0].1.approval.clone(), both[1].1.approval.clone());
+    let mut kinds: Vec<Value> = asks
+        .snapshot()
+        .into_iter()
+        .map(|a| a.view["kind"].clone())
+        .collect();
+    kinds.sort_by_key(Value::to_string);
+    assert_eq!(kinds, [json!("approval"), json!("question")]);
+
+    // Crossed: the approval's id gets a question's answer and the question's id a decision.
+    f.decisions.answer(&approval, Some("a"));
+    f.decisions.0.lock().unwrap().push((
+        question.clone(),
+        Decided::Approval(codemode_policies::ApprovalAnswer::new(
+            codemode_policies::ApprovalDecision::ApproveOnce,
+            codemode_policies::Channel::Http,
+        )),
+    ));
+    let asks = f.asks();
+    let second = f.eval(true, &asks, Some(first.id()));
+    let GovernedStep::Parked(parked) = second
+        .resume(code, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("crossed answers decide nothing: the eval parks again");
+    };
+    assert_eq!(notes(&parked), both);
+    assert!(f.tool_calls().is_empty(), "{:?}", f.tool_calls());
+
+    f.decisions.0.lock().unwrap().clear();
+    f.decisions.answer(&question, Some("b"));
+    f.decisions.0.lock().unwrap().push((
+        approval.clone(),
+        Decided::Approval(
+            codemode_policies::ApprovalAnswer::new(
+                codemode_policies::ApprovalDecision::ApproveOnce,
+                codemode_policies::Channel::Http,
+            )
+            .decided_by("alice"),
+        ),
+    ));
+    let third = f.eval(false, &f.asks(), Some(first.id()));
+    let GovernedStep::Finished(outcome) = third
+        .resume(code, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the resumed eval should finish");
+    };
+    assert_eq!(
+        outcome.result,
+        json!([true, "confirmed", "b"]),
+        "{:?}",
+        outcome.error
+    );
+    let mut calls: Vec<_> = f
+        .sink
+        .tool_calls()
+        .into_iter()
+        .map(|r| (r.call_id, r.tool, r.decision, r.decided_by))
+        .collect();
+    calls.sort_by_key(|c| c.0);
+    assert_eq!(
+        calls,
+        [
+            (
+                1,
+                "search_tools".to_string(),
+                codemode_policies::Decision::Approved,
+                Some("alice".to_string())
+            ),
+            (
+                2,
+                "hitl_request".to_string(),
+                codemode_policies::Decision::Allowed,
+                None
+            )
+        ]
+    );
+}
+
+/// A call parked in its question under a profile that allowed it, resumed under a config whose
+/// profile now denies `hitl_request`: the question's note passes an `ask`, never a deny.
+#[tokio::test]
+async fn a_question_note_does_not_pass_a_deny_added_while_parked() {
+    let mut f = Fixture::new();
+    let code = "try { return (await codemode.hitl_request({question: 'q', options: ['a']})).status; }\
+                catch (e) { return 'threw'; }";
+    let first = f.eval(true, &f.asks(), None);
+    let GovernedStep::Parked(parked) = first.run_step(code, &CancellationToken::new()).await else {
+        panic!("the eval should park at its question");
+    };
+    let question = note_of(&parked);
+    f.decisions.answer(&question.approval, Some("a"));
+    let config = codemode_policies::Config::from_json_str(
+        r#"{"evaluation": {"profiles": {"p": {"denylist": ["hitl_request"]}}}}"#,
+    )
+    .unwrap();
+    f.profile = config.resolve_profile(Some("p")).unwrap();
+    let second = f.eval(false, &f.asks(), Some(first.id()));
+    let GovernedStep::Finished(outcome) = second
+        .resume(code, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the resumed eval should finish");
+    };
+    assert_eq!(outcome.result, json!("threw"), "{:?}", outcome.error);
+    let calls: Vec<_> = f
+        .sink
+        .tool_calls()
+        .into_iter()
+        .map(|r| (r.tool, r.decision))
+        .collect();
+    assert_eq!(
+        calls,
+        [(
+            "hitl_request".to_string(),
+            codemode_policies::Decision::Denied
+        )]
+    );
+    // The answer given meanwhile is left untaken: the denied call never asked.
+    assert_eq!(f.decisions.0.lock().unwrap().len(), 1);
+}
+
+/// Options are labels a human reads as they are on every channel — the approval page's buttons,
+/// the API listing, a client's elicitation form — and one of them comes back to the script: an
+/// option with a control or invisible character (a newline faking a line, an escape sequence, a
+/// bidi override reversing what is read) is refused with the character shown escaped, before
+/// anyone is asked.
+#[tokio::test]
+async fn an_option_with_control_or_invisible_characters_is_refused() {
+    let cases = [
+        ("keep\u{202e}atad eteled", "keep\\u202eatad eteled"),
+        ("no\nApproved: yes", "no\\nApproved: yes"),
+        ("\u{1b}[2Kyes", "\\u001b[2Kyes"),
+        ("yes\u{200b}", "yes\\u200b"),
+    ];
+    for (option, shown) in cases {
+        let args = json!({"question": "q", "options": ["keep", option]});
+        let cx = codemode_runtime::CallContext::detached(EvalId(1), 1);
+        let r = super::run(&args, &crate::approvals::NoAsker, "r1", &cx).await;
+        assert_eq!(
+            (&r["status"], &r["message"]),
+            (
+                &json!("error"),
+                &json!(format!(
+                    "option `{shown}` has a control or invisible character (shown escaped): \
+                     an option is shown to the human as it is and must read as what it is"
+                ))
+            ),
+            "{option:?}"
+        );
+    }
+    // Plain text, punctuation and non-Latin scripts are options like any other.
+    let args = json!({"question": "q", "options": ["ja – 是", "نعم", "back\\slash"]});
+    let cx = codemode_runtime::CallContext::detached(EvalId(1), 1);
+    let r = super::run(&args, &crate::approvals::NoAsker, "r1", &cx).await;
+    assert_eq!(r["status"], json!("canceled"), "{r}");
+}
+
+/// Answers given while parked, taken as a store takes them: marked used at once, handed over
+/// after a while (the write's round trip).
+struct SlowGiven(Arc<Given>);
+
+impl Decisions for SlowGiven {
+    fn take(&self, id: &str) -> codemode_runtime::BoxFuture<'_, Option<Decided>> {
+        let taken = self.0.take(id);
+        Box::pin(async move {
+            let taken = taken.await;
+            if taken.is_some() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            taken
+        })
+    }
+}
+
+/// Two questions in flight, the first answered while parked. Resumed (with a park asked for,
+/// as a node that spills at once does), the first call takes its answer — which a store marks
+/// used before handing it over — while the second waits for its human. The first call took it
+/// while holding its wait for a human, so the eval parked again in the middle of the take: the
+/// answer was used up and never delivered, and the first question was asked again. The answer
+/// is now taken before the step waits for a human, so the eval cannot park mid-take.
+#[tokio::test]
+async fn an_answer_taken_on_resume_is_not_lost_when_the_eval_parks_again() {
+    let f = Fixture::new();
+    let asks = f.asks();
+    let first = f.eval(true, &asks, None);
+    let GovernedStep::Parked(parked) = first
+        .run_step(TWO_QUESTIONS, &CancellationToken::new())
+        .await
+    else {
+        panic!("the eval should park at its questions");
+    };
+    let both = notes(&parked);
+    let q2 = both.iter().find(|(c, _)| *c == 2).unwrap().1.clone();
+    let q1 = both.iter().find(|(c, _)| *c == 1).unwrap().1.clone();
+    f.decisions.answer(&q1.approval, Some("a1"));
+    let slow = Arc::new(OpenAsks::new(Some(Arc::new(SlowGiven(
+        f.decisions.clone(),
+    )))));
+    let second = f.eval(true, &slow, Some(first.id()));
+    let GovernedStep::Parked(parked) = second
+        .resume(TWO_QUESTIONS, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the eval should park again at its second question");
+    };
+    assert_eq!(
+        notes(&parked),
+        [(2, q2.clone())],
+        "the first answer was lost"
+    );
+    f.decisions.answer(&q2.approval, Some("b2"));
+    let third = f.eval(false, &f.asks(), Some(first.id()));
+    let GovernedStep::Finished(outcome) = third
+        .resume(TWO_QUESTIONS, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the resumed eval should finish");
+    };
+    assert_eq!(
+        outcome.result,
+        json!(["confirmed", "a1", "confirmed", "b2"]),
+        "{:?}",
+        outcome.error
+    );
+}
+
+/// The same with an approval and a question in flight: the approval given while parked is
+/// taken on resume while the question waits for its human; the eval must not park again in the
+/// middle of the take (the decision used up, the call asked again).
+#[tokio::test]
+async fn an_approval_taken_on_resume_is_not_lost_when_the_eval_parks_again() {
+    let config = codemode_policies::Config::from_json_str(
+        r#"{"evaluation": {"profiles": {"p": {"asklist": ["search_tools"]}}}}"#,
+    )
+    .unwrap();
+    let mut f = Fixture::new();
+    f.profile = config.resolve_profile(Some("p")).unwrap();
+    let code = "const [found, r] = await Promise.all([codemode.search_tools({query: 'tools'}),\
+        codemode.hitl_request({question: 'q', options: ['a', 'b'], timeoutMs: 600000})]);\
+        return [found.results.length > 0, r.status, r.selectedOption];";
+    let first = f.eval(true, &f.asks(), None);
+    let GovernedStep::Parked(parked) = first.run_step(code, &CancellationToken::new()).await else {
+        panic!("the eval should park");
+    };
+    let both = notes(&parked);
+    f.decisions.0.lock().unwrap().push((
+        both[0].1.approval.clone(),
+        Decided::Approval(codemode_policies::ApprovalAnswer::new(
+            codemode_policies::ApprovalDecision::ApproveOnce,
+            codemode_policies::Channel::Http,
+        )),
+    ));
+    let slow = Arc::new(OpenAsks::new(Some(Arc::new(SlowGiven(
+        f.decisions.clone(),
+    )))));
+    let second = f.eval(true, &slow, Some(first.id()));
+    let GovernedStep::Parked(parked) = second
+        .resume(code, &reload(&parked), &CancellationToken::new())
+        .await
+        .unwrap()
+    else {
+        panic!("the eval should park again at its question");
+    };
+    assert_eq!(
+        notes(&parked),
+        [both[1].clone()],
+        "the approval was lost: {:?}",
+        f.decisions.0.lock().unwrap()
+    );
+}

@@ -323,12 +323,10 @@ impl PolicyToolHost {
             Some(parked) => (parked.approval.clone(), parked.remaining()),
             None => (new_request_id(), profile.approval_timeout_for(d.risk)),
         };
-        let _human = cx.awaiting_human(ParkedAsk::approval(id.clone(), timeout).to_note());
-        let queue = self.queue(&key);
-        let _turn = queue.lock().await;
-        if self.is_approved(cx.eval_id, &key, &risk_policy) {
-            audit.channel = Some(Channel::Policy);
-            return (Decision::Approved, Ok(()));
+        let mut note = ParkedAsk::approval(id.clone(), timeout);
+        if let Some(parked) = &resumed {
+            // The deadline as it was, not one recomputed from what is left.
+            note.deadline_ms = parked.deadline_ms;
         }
         let request = ApprovalRequest {
             id,
@@ -349,7 +347,26 @@ impl PolicyToolHost {
             call: cx.clone(),
             resumed: resumed.is_some(),
         };
-        let answer = match tokio::time::timeout(timeout, self.approver.approve(request)).await {
+        // An answer given while the eval was parked is taken before the call waits for a human
+        // (see `Approver::decided_while_parked`).
+        let given = match resumed {
+            Some(_) => self.approver.decided_while_parked(&request).await,
+            None => None,
+        };
+        let answered = match given {
+            Some(answer) => Ok(answer),
+            None => {
+                let _human = cx.awaiting_human(note.to_note());
+                let queue = self.queue(&key);
+                let _turn = queue.lock().await;
+                if self.is_approved(cx.eval_id, &key, &risk_policy) {
+                    audit.channel = Some(Channel::Policy);
+                    return (Decision::Approved, Ok(()));
+                }
+                tokio::time::timeout(timeout, self.approver.approve(request)).await
+            }
+        };
+        let answer = match answered {
             Ok(answer) => answer,
             Err(_elapsed) => {
                 audit.channel = Some(Channel::Policy);

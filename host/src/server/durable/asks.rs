@@ -29,6 +29,20 @@ pub enum AnswerRefused {
     /// The answer does not fit the ask (a question's answer that is not one of its options).
     #[error("{0}")]
     Invalid(String),
+    /// The ask's time is up (its eval is about to be resumed to time the call out).
+    #[error("ask `{0}` has run out of time")]
+    Expired(String),
+    /// The store cannot be reached: nothing was recorded (in words, naming the ask).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// A client's answer to one ask of a parked eval, checked and not yet recorded
+/// ([`Durable::prepare`], [`Durable::record`]).
+pub struct PreparedAnswer {
+    id: String,
+    decision: DecisionRecord,
+    ttl: Duration,
 }
 
 /// `decision:<id>`: an answer given while the eval was parked.
@@ -118,6 +132,11 @@ impl DecisionRecord {
 }
 
 impl AskRecord {
+    /// Whether this ask's time is up.
+    fn expired(&self) -> bool {
+        self.expires_ms != 0 && crate::store::now_ms() >= self.expires_ms
+    }
+
     /// A question step's options, `None` for an approval request.
     fn options(&self) -> Option<Vec<&str>> {
         if self.view.get("kind").and_then(Value::as_str) != Some("question") {
@@ -157,14 +176,37 @@ impl Durable {
         answer: &Answer,
         channel: Channel,
     ) -> Result<(), AnswerRefused> {
+        let prepared = self.prepare(token, id, answer, channel).await?;
+        self.record(prepared).await
+    }
+
+    /// [`answer`](Self::answer)'s checks alone: the answer as it would be recorded, nothing
+    /// recorded yet — so that a retry answering several asks records none of them when one
+    /// answer does not fit.
+    ///
+    /// # Errors
+    /// [`AnswerRefused::NotAsked`], [`AnswerRefused::Invalid`] or
+    /// [`AnswerRefused::Unavailable`], as [`answer`](Self::answer).
+    pub async fn prepare(
+        &self,
+        token: &str,
+        id: &str,
+        answer: &Answer,
+        channel: Channel,
+    ) -> Result<PreparedAnswer, AnswerRefused> {
         let not_asked = || AnswerRefused::NotAsked(id.to_string());
-        let Ok(Some(record)) = self.store.get(&format!("ask:{id}")).await else {
-            return Err(not_asked());
+        let record = match self.store.get(&format!("ask:{id}")).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return Err(not_asked()),
+            Err(e) => return Err(unrecorded(id, e)),
         };
         let ask = match serde_json::from_slice::<AskRecord>(&record.value) {
             Ok(ask) if ask.token == token => ask,
             _ => return Err(not_asked()),
         };
+        if ask.expired() {
+            return Err(AnswerRefused::Expired(id.to_string()));
+        }
         let decision = match ask.options() {
             None => DecisionRecord::approval(&approval_answer(answer, channel), ask.view),
             Some(options) => {
@@ -172,19 +214,42 @@ impl Durable {
                 DecisionRecord::question(chosen, (channel, None, None), ask.view)
             }
         };
-        if self.put_decision(id, &decision, record.remaining()).await {
-            Ok(())
-        } else {
-            Err(AnswerRefused::Answered(id.to_string()))
+        Ok(PreparedAnswer {
+            id: id.to_string(),
+            decision,
+            ttl: record.remaining(),
+        })
+    }
+
+    /// Records an answer [`prepare`](Self::prepare) checked.
+    ///
+    /// # Errors
+    /// [`AnswerRefused::Answered`] when another answer came first,
+    /// [`AnswerRefused::Unavailable`] when the store cannot be reached.
+    pub async fn record(&self, prepared: PreparedAnswer) -> Result<(), AnswerRefused> {
+        match self
+            .put_decision(&prepared.id, &prepared.decision, prepared.ttl)
+            .await
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(AnswerRefused::Answered(prepared.id)),
+            Err(e) => Err(unrecorded(&prepared.id, e)),
         }
     }
 
-    async fn put_decision(&self, id: &str, decision: &DecisionRecord, ttl: Duration) -> bool {
+    /// Writes `decision` unless another is there: `Ok(false)` when one is (the first answer
+    /// wins, as in the broker), `Err` when the store cannot say — never taken for "answered
+    /// already", which would turn an outage into a refusal nobody can retry past.
+    async fn put_decision(
+        &self,
+        id: &str,
+        decision: &DecisionRecord,
+        ttl: Duration,
+    ) -> Result<bool, crate::store::StoreError> {
         let value = serde_json::to_vec(decision).unwrap_or_default();
-        // The first answer wins, as in the broker: a later one is refused.
         let key = format!("decision:{id}");
         let ttl = ttl.max(Duration::from_secs(1));
-        matches!(self.store.put_if_absent(&key, &value, ttl).await, Ok(true))
+        self.store.put_if_absent(&key, &value, ttl).await
     }
 
     /// The asks of every parked eval of the cluster, as the approval API shows them.
@@ -258,6 +323,11 @@ impl Durable {
         };
         let ask: AskRecord = serde_json::from_slice(&record.value)
             .map_err(|_| DecideError::NotFound(id.to_string()))?;
+        // As the live broker: once its time is up an ask is closed, though its record stays
+        // until the sweep resumes the eval to time the call out.
+        if ask.expired() {
+            return Err(DecideError::Closed(id.to_string(), "expired"));
+        }
         may_decide(
             decider,
             ask.view
@@ -320,7 +390,11 @@ impl Durable {
                 ask.view.clone(),
             ),
         };
-        if !self.put_decision(id, &decision, record.remaining()).await {
+        if !self
+            .put_decision(id, &decision, record.remaining())
+            .await
+            .map_err(unavailable)?
+        {
             return Err(DecideError::Closed(id.to_string(), "decided"));
         }
         self.resume_here(&ask.token);
@@ -381,6 +455,13 @@ impl crate::approvals::broker::ParkedAsks for Durable {
     }
 }
 
+/// Why a client's answer to ask `id` was not recorded when the store failed.
+fn unrecorded(id: &str, e: crate::store::StoreError) -> AnswerRefused {
+    AnswerRefused::Unavailable(format!(
+        "the durable store cannot be reached ({e}): the answer to ask `{id}` was not recorded; retry once the store is back"
+    ))
+}
+
 /// What the approval API says when the store cannot be read.
 fn unreachable_store(e: crate::store::StoreError) -> String {
     format!(
@@ -399,6 +480,7 @@ mod tests {
             view,
             field: field.map(str::to_string),
             deadline_ms: 0,
+            expires_ms: 0,
         }
     }
 
@@ -480,5 +562,289 @@ mod tests {
             (declined.decision.as_str(), declined.answer),
             ("decline", None)
         );
+    }
+
+    /// A local store whose writes fail while `down` (a Redis gone between a read and a write).
+    #[derive(Debug)]
+    struct Flaky {
+        inner: crate::store::LocalStore,
+        down: std::sync::atomic::AtomicBool,
+    }
+
+    impl Flaky {
+        fn check(&self) -> Result<(), crate::store::StoreError> {
+            if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(crate::store::StoreError::new(
+                    crate::store::StoreErrorKind::Unavailable,
+                    "connection refused",
+                ));
+            }
+            Ok(())
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl crate::store::RecordStore for Flaky {
+        fn describe(&self) -> &str {
+            "flaky"
+        }
+        async fn put(
+            &self,
+            key: &str,
+            value: Vec<u8>,
+            ttl: Duration,
+        ) -> Result<(), crate::store::StoreError> {
+            self.check()?;
+            self.inner.put(key, value, ttl).await
+        }
+        async fn put_if_absent(
+            &self,
+            key: &str,
+            value: Vec<u8>,
+            ttl: Duration,
+        ) -> Result<bool, crate::store::StoreError> {
+            self.check()?;
+            self.inner.put_if_absent(key, value, ttl).await
+        }
+        async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, crate::store::StoreError> {
+            self.inner.get(key).await
+        }
+        async fn exists(&self, key: &str) -> Result<bool, crate::store::StoreError> {
+            self.inner.exists(key).await
+        }
+        async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, crate::store::StoreError> {
+            self.check()?;
+            self.inner.take(key).await
+        }
+        async fn delete(&self, key: &str) -> Result<bool, crate::store::StoreError> {
+            self.check()?;
+            self.inner.delete(key).await
+        }
+        async fn list(
+            &self,
+            prefix: &str,
+        ) -> Result<Vec<(String, Vec<u8>)>, crate::store::StoreError> {
+            self.inner.list(prefix).await
+        }
+    }
+
+    /// The store goes down after a question's ask was read and before its answer is written:
+    /// the approver on the API gets `503` in words, the client's retry "not recorded, retry" —
+    /// not "already decided" / "answered already", which told them someone else had answered
+    /// while nothing was recorded and the question stayed open. Once the store is back, the
+    /// same answer is recorded.
+    #[tokio::test]
+    async fn an_answer_the_store_fails_to_write_is_not_called_already_given() {
+        use crate::store::RecordStore as _;
+        let dir = codemode_test_support::scratch_dir("asks", "flaky_store");
+        let flaky = std::sync::Arc::new(Flaky {
+            inner: crate::store::LocalStore::open(&dir, false).unwrap(),
+            down: std::sync::atomic::AtomicBool::new(false),
+        });
+        let store =
+            crate::store::Store::new(flaky.clone(), &crate::store::StateKey::from_bytes([7; 32]));
+        let durable = Durable::new(store, Duration::from_secs(0));
+        let ask = AskRecord {
+            token: "t".into(),
+            view: json!({"id": "q1", "kind": "question", "caller": "bob", "options": ["ship", "hold"]}),
+            field: Some("answer".into()),
+            deadline_ms: 0,
+            expires_ms: 0,
+        };
+        for id in ["q1", "q2"] {
+            durable
+                .store
+                .put(
+                    &format!("ask:{id}"),
+                    &serde_json::to_vec(&ask).unwrap(),
+                    Duration::from_secs(60),
+                )
+                .await
+                .unwrap();
+        }
+        flaky.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        let ship = || Choice::Answer("ship".into());
+        let decided = durable
+            .decide("q1", &Caller::new("alice", ["approve"]), ship(), None)
+            .await;
+        assert_eq!(
+            decided.map_err(|e| e.to_string()),
+            Err("the durable store cannot be reached (connection refused): the asks of saved evals cannot be listed or decided until it is back".to_string())
+        );
+        let accept = Answer::Accept(json!({"answer": "hold"}));
+        let answered = durable
+            .answer("t", "q2", &accept, Channel::Elicitation)
+            .await;
+        assert_eq!(
+            answered,
+            Err(AnswerRefused::Unavailable(
+                "the durable store cannot be reached (connection refused): the answer to ask `q2` was not recorded; retry once the store is back".into()
+            ))
+        );
+        assert_eq!(flaky.inner.get("decision:q1").await.unwrap(), None);
+
+        flaky.down.store(false, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            durable
+                .decide("q1", &Caller::new("alice", ["approve"]), ship(), None)
+                .await
+                .map_err(|e| e.to_string()),
+            Ok(())
+        );
+        assert_eq!(
+            durable
+                .answer("t", "q2", &accept, Channel::Elicitation)
+                .await,
+            Ok(())
+        );
+    }
+
+    /// An answer after the ask's time is up — its record kept for the sweep's grace period — is
+    /// refused as the live broker refuses it (`409` expired), not accepted for a call that then
+    /// ends timed out (which left a decision listed that never took effect); another ask of the
+    /// same eval whose time is not up is still answered.
+    #[tokio::test]
+    async fn an_answer_after_the_asks_time_is_refused_as_expired() {
+        let dir = codemode_test_support::scratch_dir("asks", "expired");
+        let store = crate::store::Store::new(
+            std::sync::Arc::new(crate::store::LocalStore::open(&dir, false).unwrap()),
+            &crate::store::StateKey::from_bytes([9; 32]),
+        );
+        let durable = Durable::new(store, Duration::from_secs(0));
+        let now = crate::store::now_ms();
+        for (id, expires_ms) in [("late", now - 1), ("open", now + 600_000)] {
+            let ask = AskRecord {
+                token: "t".into(),
+                view: json!({"id": id, "kind": "question", "caller": "bob", "options": ["ship"]}),
+                field: Some("answer".into()),
+                deadline_ms: now - 1,
+                expires_ms,
+            };
+            durable
+                .store
+                .put(
+                    &format!("ask:{id}"),
+                    &serde_json::to_vec(&ask).unwrap(),
+                    Duration::from_secs(60),
+                )
+                .await
+                .unwrap();
+        }
+        let alice = Caller::new("alice", ["approve"]);
+        let ship = || Choice::Answer("ship".into());
+        assert_eq!(
+            durable
+                .decide("late", &alice, ship(), None)
+                .await
+                .map_err(|e| e.to_string()),
+            Err("approval request `late` was already expired".to_string())
+        );
+        let accept = Answer::Accept(json!({"answer": "ship"}));
+        assert_eq!(
+            durable
+                .answer("t", "late", &accept, Channel::Elicitation)
+                .await,
+            Err(AnswerRefused::Expired("late".into()))
+        );
+        assert_eq!(durable.decided_asks().await.unwrap(), Vec::<Value>::new());
+        assert_eq!(
+            durable
+                .decide("open", &alice, ship(), None)
+                .await
+                .map_err(|e| e.to_string()),
+            Ok(())
+        );
+    }
+
+    /// A hostile approver on the API, against the asks of a parked eval: the wrong kind of
+    /// choice for the ask, an answer that is not an option (shown neutralised), a decider
+    /// without `approve`, the asker deciding its own ask, a second answer — each refused in
+    /// words, nothing recorded; the one valid answer is recorded once.
+    #[tokio::test]
+    async fn the_approval_api_refuses_what_does_not_fit_a_parked_ask() {
+        let dir = codemode_test_support::scratch_dir("asks", "hostile_approver");
+        let store = crate::store::Store::new(
+            std::sync::Arc::new(crate::store::LocalStore::open(&dir, false).unwrap()),
+            &crate::store::StateKey::from_bytes([5; 32]),
+        );
+        let durable = Durable::new(store, Duration::from_secs(0));
+        let asks = [
+            (
+                "q",
+                json!({"id": "q", "kind": "question", "caller": "bob", "options": ["ship", "hold"]}),
+            ),
+            (
+                "a",
+                json!({"id": "a", "kind": "approval", "caller": "bob",
+                       "allowed_decisions": ["approve_once", "decline"]}),
+            ),
+        ];
+        for (id, view) in asks {
+            let ask = AskRecord {
+                token: "t".into(),
+                view,
+                field: (id == "q").then(|| "answer".to_string()),
+                deadline_ms: 0,
+                expires_ms: 0,
+            };
+            durable
+                .store
+                .put(
+                    &format!("ask:{id}"),
+                    &serde_json::to_vec(&ask).unwrap(),
+                    Duration::from_secs(60),
+                )
+                .await
+                .unwrap();
+        }
+        let alice = Caller::new("alice", ["approve"]);
+        let decide = |id: &'static str, who: Caller, choice: Choice| {
+            let durable = &durable;
+            async move {
+                durable
+                    .decide(id, &who, choice, None)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        };
+        let answer = |a: &str| Choice::Answer(a.to_string());
+        let approve = Choice::Decision(ApprovalDecision::ApproveOnce);
+        let refused = [
+            (
+                decide("a", alice.clone(), answer("ship")).await,
+                "an approval request takes a decision, not an answer",
+            ),
+            (
+                decide("q", alice.clone(), approve).await,
+                "a question takes `answer` with one of its options, or `decline`",
+            ),
+            (
+                decide("q", alice.clone(), answer("ship\u{202e}")).await,
+                "`ship\\u202e` is not one of the options",
+            ),
+            (
+                decide("q", Caller::new("mallory", ["read"]), answer("ship")).await,
+                "`mallory` lacks the permission `approve`",
+            ),
+            (
+                decide("q", Caller::new("bob", ["approve"]), answer("ship")).await,
+                "`bob` cannot decide its own ask without the permission `approve_self`",
+            ),
+        ];
+        for (got, want) in refused {
+            assert_eq!(got, Err(want.to_string()));
+        }
+        assert_eq!(durable.decided_asks().await.unwrap(), Vec::<Value>::new());
+        assert_eq!(decide("q", alice.clone(), answer("hold")).await, Ok(()));
+        assert_eq!(
+            decide("q", alice.clone(), answer("ship")).await,
+            Err("approval request `q` was already decided".to_string())
+        );
+        let decided = durable.decided_asks().await.unwrap();
+        let listed: Vec<(&Value, &Value, &Value)> = decided
+            .iter()
+            .map(|d| (&d["id"], &d["answer"], &d["decided_by"]))
+            .collect();
+        assert_eq!(listed, [(&json!("q"), &json!("hold"), &json!("alice"))]);
     }
 }
