@@ -45,8 +45,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approvals::{OpenAsk, Question};
-pub use asks::AnswerRefused;
 use crate::server::owner::Owner;
+pub use asks::AnswerRefused;
 pub use lease::Running;
 pub use parked::ParkGate;
 use parked::ParkedCounts;
