@@ -18,6 +18,8 @@ use serde_json::Value;
 
 mod resume;
 mod stored;
+#[cfg(test)]
+mod tests;
 
 use super::durable::{AnswerRefused, Durable, ParkGate};
 use super::fair::{EvalSlot, client_key};
@@ -92,12 +94,20 @@ impl CodemodeServer {
         if let Some(token) = req.request_state.as_deref() {
             // A 2026-07-28 client answering an input-required result.
             let local = self.state.suspensions.get(token);
+            if let Some(suspended) = local.clone().filter(|s| !s.is_parked())
+                && let Some(response) = self
+                    .retry_in_memory(suspended, (&tool, &caller.name), &req, &ctx)
+                    .await
+            {
+                return response;
+            }
+            // Unknown here, or parked (maybe as this retry's answers came): through the store.
             if let Some(durable) = self.state.durable()
-                && local.as_ref().is_none_or(|s| s.is_parked())
                 && super::suspend::is_token(token)
             {
                 if let Some(parked) = &local {
-                    self.state.suspensions.remove(parked.token());
+                    // The in-memory copy never runs again.
+                    self.state.suspensions.remove_entry(parked);
                 }
                 if let Some(response) = self
                     .retry_from_store(durable, (token, &caller.name), &tool, &req, &ctx)
@@ -106,36 +116,16 @@ impl CodemodeServer {
                     return response;
                 }
             }
-            let Some(suspended) = local.filter(|s| !s.is_parked()) else {
-                let message = if self.state.suspensions.was_dropped(token) {
-                    let kept = self.state.config().limits.unfetched_results;
-                    format!(
-                        "this eval's result was dropped before it was fetched: the server keeps at most {} unfetched results and {} bytes of them (limits.unfetchedResults), the oldest dropped first; run it again",
-                        kept.max_count, kept.max_bytes
-                    )
-                } else {
-                    "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again".to_string()
-                };
-                return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+            let message = if self.state.suspensions.was_dropped(token) {
+                let kept = self.state.config().limits.unfetched_results;
+                format!(
+                    "this eval's result was dropped before it was fetched: the server keeps at most {} unfetched results and {} bytes of them (limits.unfetchedResults), the oldest dropped first; run it again",
+                    kept.max_count, kept.max_bytes
+                )
+            } else {
+                "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again".to_string()
             };
-            if let Err(e) = suspended.owner().admits(&tool, &caller.name) {
-                return Err(McpError::invalid_params(e.to_string(), None));
-            }
-            if let Some(responses) = &req.input_responses {
-                // An answer that does not fit its question is the client's mistake: it is
-                // told, and the question stays open for a retry with a valid answer.
-                if let Err(why) = suspended.check(responses) {
-                    return Err(McpError::invalid_params(why, None));
-                }
-                let refused = suspended.answer(responses);
-                if !refused.is_empty() {
-                    tracing::warn!(
-                        "refused answers to questions this eval has not asked (or no longer asks): {}",
-                        refused.join(", ")
-                    );
-                }
-            }
-            return self.await_suspended(suspended, &ctx).await;
+            return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
         }
 
         let code = match req.arguments.as_ref().and_then(|a| a.get("code")) {
@@ -246,7 +236,7 @@ impl CodemodeServer {
         match suspended {
             Some(s) => {
                 s.set_cancel(cancel);
-                self.await_suspended(s, &ctx).await
+                self.await_suspended(s, &ctx, &[]).await.response()
             }
             None => {
                 self.await_legacy((cancel, legacy), &tool, done_rx, &ctx)
@@ -361,6 +351,45 @@ impl CodemodeServer {
         }
     }
 
+    /// A retry of an eval this node holds in memory: its answers are delivered, and it waits
+    /// for the eval's next event. `None` when the eval was saved to the store meanwhile with a
+    /// question this retry answered still open: the eval left memory as the answers came (a
+    /// park drops its calls, and their questions, before the save and before its entry says
+    /// so), so they go to the store.
+    async fn retry_in_memory(
+        &self,
+        suspended: Arc<Suspended>,
+        (tool, caller): (&str, &str),
+        req: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Option<Result<CallToolResponse, McpError>> {
+        if let Err(e) = suspended.owner().admits(tool, caller) {
+            return Some(Err(McpError::invalid_params(e.to_string(), None)));
+        }
+        let (mut answered, mut refused) = (Vec::new(), Vec::new());
+        if let Some(responses) = &req.input_responses {
+            // An answer that does not fit its question is the client's mistake: it is told,
+            // and the question stays open for a retry with a valid answer.
+            if let Err(why) = suspended.check(responses) {
+                return Some(Err(McpError::invalid_params(why, None)));
+            }
+            refused = suspended.answer(responses);
+            answered = responses.keys().cloned().collect();
+        }
+        match self.await_suspended(suspended, ctx, &answered).await {
+            Waited::Response(response) => {
+                if !refused.is_empty() {
+                    tracing::warn!(
+                        "refused answers to questions this eval has not asked (or no longer asks): {}",
+                        refused.join(", ")
+                    );
+                }
+                Some(response)
+            }
+            Waited::Saved(_) => None,
+        }
+    }
+
     /// A retry naming an eval this node does not hold: its answers are recorded in the store,
     /// then its result is fetched, or the eval is taken from the store and resumed here.
     /// `None` when the store does not know the token either.
@@ -454,7 +483,9 @@ impl CodemodeServer {
             return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
         }
         match resume_from_store(&self.state, token).await {
-            Ok(Some((entry, _claim))) => return Some(self.await_suspended(entry, ctx).await),
+            Ok(Some((entry, _claim))) => {
+                return Some(self.await_suspended(entry, ctx, &[]).await.response());
+            }
             Ok(None) => {}
             Err(message) => {
                 return Some(Ok(
@@ -573,34 +604,66 @@ impl CodemodeServer {
         }
     }
 
+    /// Waits for `suspended`'s next event, for a request that answered the questions
+    /// `answered` (see [`Waited::Saved`]).
     async fn await_suspended(
         &self,
         suspended: Arc<Suspended>,
         ctx: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
+        answered: &[String],
+    ) -> Waited {
         let progress = Progress::new(ctx);
         let next = suspended.next_event();
         tokio::pin!(next);
+        let input = |requests| {
+            InputRequiredResult::new(Some(requests), Some(suspended.token().to_string()))
+        };
         loop {
             tokio::select! {
                 event = &mut next => {
-                    return Ok(match event {
+                    return match event {
                         Event::Complete(outcome) => {
                             self.state.suspensions.remove(suspended.token());
-                            eval_result(&outcome, self.text_budget()).into()
+                            Waited::Response(Ok(eval_result(&outcome, self.text_budget()).into()))
                         }
-                        Event::Input(requests) => {
-                            InputRequiredResult::new(Some(requests), Some(suspended.token().to_string())).into()
+                        Event::Parked(requests)
+                            if answered.iter().any(|key| requests.contains_key(key)) =>
+                        {
+                            Waited::Saved(input(requests))
                         }
-                    });
+                        Event::Input(requests) | Event::Parked(requests) => {
+                            Waited::Response(Ok(input(requests).into()))
+                        }
+                    };
                 }
                 _ = ctx.ct.cancelled() => {
                     suspended.abort();
                     self.state.suspensions.remove(suspended.token());
-                    return Err(McpError::internal_error("cancelled", None));
+                    return Waited::Response(Err(McpError::internal_error("cancelled", None)));
                 }
                 _ = progress.tick() => progress.send(ctx).await,
             }
+        }
+    }
+}
+
+/// How a request's wait on an eval in memory ended.
+enum Waited {
+    /// The request's answer.
+    Response(Result<CallToolResponse, McpError>),
+    /// The eval was saved to the durable store waiting on these questions, among them one the
+    /// request answered: the answer reached the eval as it was leaving memory, and goes to the
+    /// store ([`CodemodeServer::retry_in_memory`]).
+    Saved(InputRequiredResult),
+}
+
+impl Waited {
+    /// The answer of a request that has no answers to give the store: a saved eval's
+    /// questions are asked again.
+    fn response(self) -> Result<CallToolResponse, McpError> {
+        match self {
+            Waited::Response(response) => response,
+            Waited::Saved(input) => Ok(input.into()),
         }
     }
 }

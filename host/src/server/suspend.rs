@@ -108,6 +108,18 @@ impl Suspensions {
         }
     }
 
+    /// Forgets a parked entry, unless its token names another entry by now (a resume of the
+    /// eval on this node registers one under the same token).
+    pub fn remove_entry(&self, entry: &Arc<Suspended>) {
+        let mut map = self.lock();
+        if map
+            .get(entry.token())
+            .is_some_and(|e| Arc::ptr_eq(e, entry))
+        {
+            map.remove(entry.token());
+        }
+    }
+
     fn retained(&self) -> std::sync::MutexGuard<'_, Retained> {
         self.retained.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -248,6 +260,9 @@ pub enum Event {
     Complete(EvalOutcome),
     /// The eval waits on these questions: return them as an input-required result.
     Input(InputRequests),
+    /// The eval was saved to the durable store, waiting on these questions: a retry answering
+    /// one of them goes through the store.
+    Parked(InputRequests),
 }
 
 impl Suspended {
@@ -357,7 +372,7 @@ impl Suspended {
                     return Event::Complete(outcome);
                 }
                 if let Some(parked) = &state.parked {
-                    return Event::Input(input_requests(parked.iter().map(|(k, q)| (k, q))));
+                    return Event::Parked(input_requests(parked.iter().map(|(k, q)| (k, q))));
                 }
                 if !state.pending.is_empty() {
                     return Event::Input(input_requests(

@@ -1,0 +1,221 @@
+//! The moment a 2026-07-28 eval is saved to the store, over a real server on loopback: the
+//! store's write of the `eval:` record is held until the test lets it through, so that a retry
+//! lands exactly in the window where the eval has left memory (its questions withdrawn) but its
+//! entry does not say so yet.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{Notify, Semaphore};
+
+use crate::server::durable::Durable;
+use crate::server::{HttpOptions, ServerState, serve_http};
+use crate::store::{LocalStore, RecordStore, StateKey, Store, StoreError};
+
+/// A local store whose writes of `eval:` records wait, each, until the test releases one.
+#[derive(Debug)]
+struct HeldSaves {
+    local: LocalStore,
+    /// Told when a write of an `eval:` record starts waiting.
+    reached: Notify,
+    release: Semaphore,
+}
+
+#[async_trait::async_trait]
+impl RecordStore for HeldSaves {
+    fn describe(&self) -> &str {
+        self.local.describe()
+    }
+
+    async fn put(&self, key: &str, value: Vec<u8>, ttl: Duration) -> Result<(), StoreError> {
+        if key.starts_with("eval:") {
+            self.reached.notify_one();
+            self.release.acquire().await.expect("never closed").forget();
+        }
+        self.local.put(key, value, ttl).await
+    }
+
+    async fn put_if_absent(
+        &self,
+        key: &str,
+        value: Vec<u8>,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        self.local.put_if_absent(key, value, ttl).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.local.get(key).await
+    }
+
+    async fn exists(&self, key: &str) -> Result<bool, StoreError> {
+        self.local.exists(key).await
+    }
+
+    async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.local.take(key).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, StoreError> {
+        self.local.delete(key).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.local.list(prefix).await
+    }
+}
+
+/// A server saving every eval that waits for a human at once, into a [`HeldSaves`] store; its
+/// `/mcp` URL.
+async fn server(name: &str) -> (Arc<ServerState>, Arc<HeldSaves>, String) {
+    let dir = codemode_test_support::scratch_dir("server-eval", name);
+    let held = Arc::new(HeldSaves {
+        local: LocalStore::open(&dir, false).expect("a local store"),
+        reached: Notify::new(),
+        release: Semaphore::new(0),
+    });
+    let store = Store::new(held.clone(), &StateKey::from_bytes([7; 32]));
+    let runtime = codemode_runtime::Runtime::new(&Default::default()).expect("a runtime");
+    let state = ServerState::new(runtime, codemode_policies::Config::default(), None).await;
+    state.enable_durable(Arc::new(Durable::new(store, Duration::ZERO)));
+    let (bound, addr) = tokio::sync::oneshot::channel();
+    tokio::spawn(serve_http(
+        state.clone(),
+        "127.0.0.1:0".parse().expect("an address"),
+        HttpOptions::default(),
+        tokio_util::sync::CancellationToken::new(),
+        Some(bound),
+    ));
+    let url = format!("http://{}/mcp", addr.await.expect("the server listens"));
+    (state, held, url)
+}
+
+/// `tools/call` of `eval` with `code`, as a 2026-07-28 client that can elicit; with `retry`,
+/// the retry `(requestState, inputResponses)`. The JSON-RPC result.
+async fn call(url: &str, code: &str, retry: Option<(&str, Value)>) -> Value {
+    let mut params = json!({
+        "name": "eval",
+        "arguments": {"code": code},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/clientInfo": {"name": "held-save", "version": "1"}
+        }
+    });
+    if let Some((state, responses)) = retry {
+        params["requestState"] = json!(state);
+        params["inputResponses"] = responses;
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let text = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "eval")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("tools/call")
+        .text()
+        .await
+        .expect("its body");
+    // The response is JSON, or an SSE stream whose last `data:` line holds it.
+    let message: Value = match text.trim_start().starts_with('{') {
+        true => serde_json::from_str(&text),
+        false => text
+            .lines()
+            .rev()
+            .find_map(|line| line.strip_prefix("data:"))
+            .map(|data| serde_json::from_str(data.trim()))
+            .expect("an SSE data line"),
+    }
+    .unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    message
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("no result: {message}"))
+}
+
+/// The single question of an input-required result, and its `requestState`.
+fn asked(result: &Value) -> (String, String) {
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let keys: Vec<&String> = result["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .keys()
+        .collect();
+    assert_eq!(keys.len(), 1, "{result}");
+    let token = result["requestState"].as_str().expect("requestState");
+    (keys[0].clone(), token.to_string())
+}
+
+const SHIP: &str =
+    "return await codemode.hitl_request({question: 'Ship?', options: ['ship', 'hold']});";
+
+fn choose(key: &str, option: &str) -> Value {
+    json!({key: {"action": "accept", "content": {"answer": option}}})
+}
+
+/// Starts an eval asking [`SHIP`], and retries it with `answers(key)` while its save is held
+/// (the eval has left memory, its asks and owner are in the store, its `eval:` record waits)
+/// and lets the save through once the retry waits on the eval's entry. The question's key, the
+/// `requestState` and the retry's result.
+async fn retry_while_saving(
+    (state, held, url): &(Arc<ServerState>, Arc<HeldSaves>, String),
+    answers: impl FnOnce(&str) -> Value,
+) -> (String, String, Value) {
+    let first = call(url, SHIP, None).await;
+    let (key, token) = asked(&first);
+    held.reached.notified().await;
+    let entry = state.suspensions.get(&token).expect("the eval's entry");
+    assert!(!entry.is_parked());
+    assert!(!entry.is_awaited());
+    let retry = tokio::spawn({
+        let (url, token, answers) = (url.clone(), token.clone(), answers(&key));
+        async move { call(&url, SHIP, Some((&token, answers))).await }
+    });
+    while !entry.is_awaited() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    held.release.add_permits(1);
+    let result = retry.await.expect("the retry");
+    (key, token, result)
+}
+
+/// `hitl_request`'s result for the option `ship`, chosen by the client.
+fn shipped(result: &Value) {
+    let chosen = &result["structuredContent"]["result"];
+    assert_eq!(chosen["selectedOption"], "ship", "{result}");
+    assert_eq!(chosen["status"], "confirmed", "{result}");
+    assert_eq!(chosen["source"], "user", "{result}");
+}
+
+/// Race found in the durable suite (1 run in 16): a retry answering an eval just as it was saved
+/// reached its entry in memory after the eval had left it and before the entry was marked
+/// parked; the answer was refused there, and the client was asked the same question again.
+/// Now the retry waits there for the save, and its answer then goes to the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_arrives_while_its_eval_is_being_saved_is_not_refused() {
+    let server = server("saving").await;
+    let (_, _, result) = retry_while_saving(&server, |key| choose(key, "ship")).await;
+    shipped(&result);
+}
+
+/// In the same window, a retry whose answers name none of the questions the eval was saved
+/// with is refused as anywhere else: it is asked the saved question again, which its next retry
+/// answers through the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_to_no_saved_question_gets_the_saved_question_again() {
+    let server = server("saving-unasked").await;
+    let unasked = "codemode-00000000000000000000000000000001";
+    let (key, token, again) = retry_while_saving(&server, |_| choose(unasked, "ship")).await;
+    assert_eq!(asked(&again), (key.clone(), token.clone()));
+    // Still parked: nothing took the eval from the store for an answer it does not wait for.
+    let durable = server.0.durable().expect("a store");
+    assert_eq!(durable.is_parked(&token).await.ok(), Some(true));
+    let result = call(&server.2, SHIP, Some((&token, choose(&key, "ship")))).await;
+    shipped(&result);
+}
