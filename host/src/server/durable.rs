@@ -203,7 +203,7 @@ pub struct Durable {
     /// The evals this node parked, per client (`limits.perClient.maxParkedEvals`).
     parked: ParkedCounts,
     /// The leases of the resumed evals this node runs, renewed until they end.
-    renewing: std::sync::Mutex<std::collections::HashMap<String, tokio::task::JoinHandle<()>>>,
+    renewing: std::sync::Mutex<std::collections::HashMap<String, lease::Lease>>,
     /// The legacy requests open on this node that wait on a parked eval, by its token: an eval
     /// resumed here asks their client.
     legacy: std::sync::Mutex<std::collections::HashMap<String, Arc<super::legacy::LegacyAsker>>>,
@@ -264,11 +264,22 @@ impl Durable {
             }
             Err(e) => {
                 self.parked.release(&meta.token);
-                // The eval goes on in memory here. Unless it was resumed here (its lease and
-                // owner record stand for it, and its result will be kept), the store must not
-                // claim to know it.
-                if !self.runs(&meta.token) {
-                    let _ = self.store.delete(&format!("owner:{}", meta.token)).await;
+                // The eval goes on in memory here, reading no decision from the store: its
+                // asks must not stay listed for another node to decide.
+                for ask in &meta.asks {
+                    let _ = self.store.delete(&format!("ask:{}", ask.id)).await;
+                }
+                // Unless it was resumed here (its lease and owner record stand for it, and its
+                // result will be kept), the store must not claim to know it. If it was, its
+                // owner record, which the save may have shortened to the parked time, lasts
+                // as long as the run again.
+                match self.running_ttl(&meta.token) {
+                    Some(ttl) => {
+                        let _ = self.put_owner(&meta.token, &meta.owner(), ttl).await;
+                    }
+                    None => {
+                        let _ = self.store.delete(&format!("owner:{}", meta.token)).await;
+                    }
                 }
                 Err(e)
             }

@@ -105,8 +105,11 @@ impl CodemodeServer {
             if let Some(durable) = self.state.durable()
                 && super::suspend::is_token(token)
             {
-                if let Some(parked) = &local {
-                    // The in-memory copy never runs again.
+                if let Some(parked) = &local
+                    && parked.owner().admits(&tool, &caller.name).is_ok()
+                {
+                    // The in-memory copy never runs again. (Only its owner's retry removes it:
+                    // another caller's is refused by the store path.)
                     self.state.suspensions.remove_entry(parked);
                 }
                 if let Some(response) = self

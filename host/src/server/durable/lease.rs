@@ -12,6 +12,13 @@ pub const RUNNING_LEASE: Duration = Duration::from_secs(6);
 /// How often the node running a resumed eval renews its lease.
 const RUNNING_RENEW: Duration = Duration::from_secs(2);
 
+/// This node's lease on a resumed eval it runs: the task renewing it, and how long the eval
+/// may run (the time to live of its records while it runs).
+pub struct Lease {
+    renew: tokio::task::JoinHandle<()>,
+    ttl: Duration,
+}
+
 /// Whether a resumed eval is running ([`Durable::running`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Running {
@@ -40,16 +47,21 @@ impl Durable {
                 durable.put_running(&key, ttl).await;
             }
         });
-        if let Some(old) = self.renewing().insert(token.to_string(), renew) {
-            old.abort();
+        if let Some(old) = self
+            .renewing()
+            .insert(token.to_string(), Lease { renew, ttl })
+        {
+            old.renew.abort();
         }
     }
 
-    fn renewing(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, tokio::task::JoinHandle<()>>>
-    {
+    fn renewing(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Lease>> {
         self.renewing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How long `token`'s eval may run after its resume on this node, if it runs here.
+    pub(super) fn running_ttl(&self, token: &str) -> Option<Duration> {
+        self.renewing().get(token).map(|lease| lease.ttl)
     }
 
     async fn put_running(&self, token: &str, ttl: Duration) {
@@ -61,15 +73,10 @@ impl Durable {
             .await;
     }
 
-    /// Whether this node runs `token`'s resumed eval (holds its lease).
-    pub(super) fn runs(&self, token: &str) -> bool {
-        self.renewing().contains_key(token)
-    }
-
     /// Ends [`mark_running`](Self::mark_running).
     pub async fn unmark_running(&self, token: &str) {
-        if let Some(renew) = self.renewing().remove(token) {
-            renew.abort();
+        if let Some(lease) = self.renewing().remove(token) {
+            lease.renew.abort();
         }
         let _ = self.store.delete(&format!("running:{token}")).await;
     }

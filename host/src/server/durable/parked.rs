@@ -91,7 +91,7 @@ impl Durable {
         {
             return Ok(());
         }
-        for token in self.parked.tokens_of(&gate.client) {
+        for token in self.parked.saved_tokens_of(&gate.client) {
             if token != gate.token
                 && matches!(self.store.exists(&format!("eval:{token}")).await, Ok(false))
             {
@@ -166,11 +166,12 @@ impl ParkedCounts {
         self.lock().remove(token);
     }
 
-    /// The tokens counted for `client`.
-    pub fn tokens_of(&self, client: &str) -> Vec<String> {
+    /// The tokens counted for `client` whose evals were saved (not those being saved now:
+    /// their `eval:` record is written last, so the store cannot tell yet whether they left).
+    pub fn saved_tokens_of(&self, client: &str) -> Vec<String> {
         self.lock()
             .iter()
-            .filter(|(_, e)| e.client == client)
+            .filter(|(_, e)| e.client == client && e.until_ms != u64::MAX)
             .map(|(t, _)| t.clone())
             .collect()
     }
@@ -193,11 +194,14 @@ mod tests {
         assert_eq!(counts.reserve("b", "u1", 2, 0), Ok(()));
         counts.release("t2");
         assert_eq!(counts.reserve("a", "t3", 2, 0), Ok(()));
-        assert_eq!(counts.tokens_of("a").len(), 2);
+        // t3 is being saved: only t1, saved, may be looked up in the store at the cap.
+        assert_eq!(counts.saved_tokens_of("a"), ["t1"]);
+        counts.saved("a", "t3", 5_000);
         // t1's time is up at 1,000 ms: it no longer counts.
         assert_eq!(counts.reserve("a", "t4", 2, 999), Err(2));
         assert_eq!(counts.reserve("a", "t4", 2, 1_000), Ok(()));
-        let mut tokens = counts.tokens_of("a");
+        counts.saved("a", "t4", 5_000);
+        let mut tokens = counts.saved_tokens_of("a");
         tokens.sort();
         assert_eq!(tokens, ["t3", "t4"]);
     }

@@ -196,3 +196,80 @@ async fn a_saved_eval_that_does_not_open_leaves_no_owner_behind() {
     assert_eq!(file_names(&dir), Vec::<String>::new());
     assert!(!durable.knows("t3").await.unwrap());
 }
+
+/// Makes the local store's write of `eval:<token>` fail (a directory stands where its file
+/// would be renamed to), and nothing else.
+fn block_eval_record(dir: &Path, token: &str) {
+    std::fs::create_dir_all(dir.join(format!("eval:{token}")).join("blocked")).unwrap();
+}
+
+/// The records in `dir` (the directory blocking an eval record left out).
+fn record_names(dir: &Path) -> Vec<String> {
+    file_names(dir)
+        .into_iter()
+        .filter(|n| dir.join(n).is_file())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_eval_that_cannot_be_saved_leaves_no_ask_or_owner_behind() {
+    let dir = codemode_test_support::scratch_dir("durable-owner", "unsaved");
+    let store = Store::local(
+        LocalStore::open(&dir, false).unwrap(),
+        &StateKey::from_bytes([5; 32]),
+    );
+    let durable = Arc::new(Durable::new(store, Duration::ZERO));
+    let runtime = Runtime::new(&RuntimeConfig::default()).expect("runtime");
+    let suspended = parked(&runtime).await;
+    let mut meta = meta("t5");
+    meta.asks = vec![SavedAsk {
+        id: "a5".into(),
+        view: json!({"id": "a5"}),
+        message: "Approve?".into(),
+        schema: Default::default(),
+    }];
+    block_eval_record(&dir, "t5");
+    assert!(durable.save(&meta, &suspended).await.is_err());
+    // The eval goes on in memory, reading no decision from the store: an ask left listed
+    // could be decided on another node for nothing, and an owner record would tell a retry
+    // there that the store holds the eval.
+    assert_eq!(record_names(&dir), Vec::<String>::new());
+    assert_eq!(durable.owner("t5").await.unwrap(), None);
+    assert!(durable.parked_asks().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_resumed_eval_that_cannot_be_saved_again_keeps_its_owner_for_its_run() {
+    let dir = codemode_test_support::scratch_dir("durable-owner", "resaved");
+    let store = Store::local(
+        LocalStore::open(&dir, false).unwrap(),
+        &StateKey::from_bytes([6; 32]),
+    );
+    let durable = Arc::new(Durable::new(store.clone(), Duration::ZERO));
+    let runtime = Runtime::new(&RuntimeConfig::default()).expect("runtime");
+    durable
+        .save(&meta("t6"), &parked(&runtime).await)
+        .await
+        .unwrap();
+    let run = 10 * MINUTE;
+    let claimed = durable
+        .claim(&runtime, "t6", run)
+        .await
+        .unwrap()
+        .expect("parked");
+    // It parks again here, and this save fails: it runs on in memory, so its owner record must
+    // last as long as the run, not the parked time (its first ask's deadline plus the grace).
+    block_eval_record(&dir, "t6");
+    assert!(
+        durable
+            .save(&claimed.meta, &parked(&runtime).await)
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        durable.owner("t6").await.unwrap(),
+        Some(Owner::new("eval", "alice"))
+    );
+    let left = store.get("owner:t6").await.unwrap().unwrap().remaining();
+    assert!(left > run - MINUTE, "{left:?}");
+}
