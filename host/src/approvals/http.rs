@@ -9,8 +9,10 @@
 //! - `GET /approvals/ui` — the web page (embedded, no external assets).
 //!
 //! Every request passes the same [`Authenticate`] as the MCP endpoint (`401` with
-//! `WWW-Authenticate: Bearer`); a decider needs the permission `approve` (and `approve_self` for
-//! its own asks). Without authentication (loopback only) the decider is `local` with both.
+//! `WWW-Authenticate: Bearer`) before anything else of it is read, and a body is read under the
+//! same limits as `/mcp`'s (`server.http.maxRequestBody`, `bodyReadTimeout`; `413`, `408`); its
+//! own listener has `/mcp`'s header read timeout. A decider needs the permission `approve` (and
+//! `approve_self` for its own asks). Without authentication (loopback only) the decider is `local` with both.
 //! Requests are refused (`403`) unless their `Host` is an allowed host (loopback names by
 //! default) and their `Origin`, if any, is the listener's own origin or an allowed origin; a
 //! `POST` without authentication must also be `Content-Type: application/json` with a
@@ -19,6 +21,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -26,7 +29,7 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use codemode_policies::{Caller, neutralize};
+use codemode_policies::{Caller, ListenerLimits, neutralize};
 use futures::Stream;
 use serde::Deserialize;
 use serde_json::json;
@@ -36,6 +39,7 @@ use super::broker::{
     parse_decision,
 };
 use crate::auth::{AuthError, Authenticate};
+use crate::server::body::BodyError;
 
 /// The web page (HTML, CSS and script in one file).
 const PAGE: &str = include_str!("page.html");
@@ -49,16 +53,20 @@ pub struct Origins {
     pub allowed_origins: Vec<String>,
 }
 
+/// The listener limits in force for each request (the live config's, which a reload may change).
+pub type Limits = Arc<dyn Fn() -> ListenerLimits + Send + Sync>;
+
 #[derive(Clone)]
 struct Api {
     broker: Arc<ApprovalBroker>,
     auth: Arc<dyn Authenticate>,
     origins: Arc<Origins>,
+    limits: Limits,
 }
 
 /// The approval API and page with loopback host names only. Marks `broker` as served.
-pub fn router(broker: Arc<ApprovalBroker>, auth: Arc<dyn Authenticate>) -> Router {
-    router_with(broker, auth, Origins::default())
+pub fn router(broker: Arc<ApprovalBroker>, auth: Arc<dyn Authenticate>, limits: Limits) -> Router {
+    router_with(broker, auth, Origins::default(), limits)
 }
 
 /// The approval API and page, accepting `origins` too. Marks `broker` as served.
@@ -66,12 +74,14 @@ pub fn router_with(
     broker: Arc<ApprovalBroker>,
     auth: Arc<dyn Authenticate>,
     origins: Origins,
+    limits: Limits,
 ) -> Router {
     broker.set_served(true);
     let api = Api {
         broker,
         auth,
         origins: Arc::new(origins),
+        limits,
     };
     Router::new()
         .route("/approvals", get(list))
@@ -126,9 +136,10 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     response
 }
 
-/// Checks `Host` and `Origin` (every request), then the same-origin rule for unauthenticated
-/// state changes.
-async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response {
+/// Checks `Host` and `Origin` (every request), then who is asking (the [`Caller`] handlers
+/// find in the request's extensions), then the same-origin rule for unauthenticated state
+/// changes — all before a byte of the body is read.
+async fn guard(State(api): State<Api>, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
         return refuse(StatusCode::FORBIDDEN, "a Host header is required");
@@ -163,6 +174,10 @@ async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response
             format!("origin `{origin}` is not allowed"),
         );
     }
+    let caller = match decider(&api, headers) {
+        Ok(caller) => caller,
+        Err(ApiError(status, message)) => return refuse(status, message),
+    };
     if request.method() == axum::http::Method::POST && !api.auth.enabled() {
         let json_body = headers
             .get(header::CONTENT_TYPE)
@@ -179,6 +194,7 @@ async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response
             );
         }
     }
+    request.extensions_mut().insert(caller);
     next.run(request).await
 }
 
@@ -196,8 +212,7 @@ fn decider(api: &Api, headers: &HeaderMap) -> Result<Caller, ApiError> {
 }
 
 /// Reading needs the same permission as deciding: the arguments may be secrets.
-fn reader(api: &Api, headers: &HeaderMap) -> Result<Caller, ApiError> {
-    let caller = decider(api, headers)?;
+fn reader(caller: &Caller) -> Result<(), ApiError> {
     if !caller.has_permission(APPROVE_PERMISSION) {
         return Err(ApiError(
             StatusCode::FORBIDDEN,
@@ -207,7 +222,7 @@ fn reader(api: &Api, headers: &HeaderMap) -> Result<Caller, ApiError> {
             ),
         ));
     }
-    Ok(caller)
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -216,8 +231,12 @@ struct ListQuery {
     limit: Option<usize>,
 }
 
-async fn list(State(api): State<Api>, headers: HeaderMap, Query(q): Query<ListQuery>) -> Response {
-    if let Err(e) = reader(&api, &headers) {
+async fn list(
+    State(api): State<Api>,
+    Extension(caller): Extension<Caller>,
+    Query(q): Query<ListQuery>,
+) -> Response {
+    if let Err(e) = reader(&caller) {
         return e.into_response();
     }
     match q.state.as_deref() {
@@ -262,8 +281,8 @@ async fn list(State(api): State<Api>, headers: HeaderMap, Query(q): Query<ListQu
     }
 }
 
-async fn stream(State(api): State<Api>, headers: HeaderMap) -> Response {
-    if let Err(e) = reader(&api, &headers) {
+async fn stream(State(api): State<Api>, Extension(caller): Extension<Caller>) -> Response {
+    if let Err(e) = reader(&caller) {
         return e.into_response();
     }
     // Subscribe before the snapshot: a request made in between appears twice (same id), never
@@ -313,12 +332,20 @@ struct DecisionBody {
 async fn decide(
     State(api): State<Api>,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
+    Extension(caller): Extension<Caller>,
+    request: Request,
 ) -> Response {
-    let caller = match decider(&api, &headers) {
-        Ok(c) => c,
-        Err(e) => return e.into_response(),
+    let (parts, body) = request.into_parts();
+    let body = match crate::server::body::read(&parts.headers, body, &(api.limits)()).await {
+        Ok(body) => body,
+        Err(e) => {
+            let status = match e {
+                BodyError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+                BodyError::TimedOut(_) => StatusCode::REQUEST_TIMEOUT,
+                BodyError::Unreadable(_) => StatusCode::BAD_REQUEST,
+            };
+            return refuse(status, e.to_string());
+        }
     };
     let body: DecisionBody = match serde_json::from_slice(&body) {
         Ok(b) => b,
@@ -433,24 +460,20 @@ pub async fn bind(
     Ok(listener)
 }
 
-/// Serves the approval API and page on `listener` until `shutdown`. The broker counts as served
-/// from this call on (before the returned future is first polled).
-///
-/// # Errors
-/// The listener fails.
+/// Serves the approval API and page on `listener` until `shutdown`, with `/mcp`'s connection
+/// handling: a request head must arrive within `headerReadTimeout` (of the limits in force when
+/// this is called), a body within `bodyReadTimeout`. The broker counts as served from this call
+/// on (before the returned future is first polled).
 pub fn serve(
     listener: tokio::net::TcpListener,
     broker: Arc<ApprovalBroker>,
     auth: Arc<dyn Authenticate>,
+    limits: Limits,
     shutdown: tokio_util::sync::CancellationToken,
-) -> impl std::future::Future<Output = anyhow::Result<()>> + Send {
-    let app = router(broker, auth);
-    async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-            .await?;
-        Ok(())
-    }
+) -> impl std::future::Future<Output = ()> + Send {
+    let header_read_timeout = limits().header_read_timeout;
+    let app = router(broker, auth, limits);
+    crate::server::listener::serve(listener, app, header_read_timeout, shutdown)
 }
 
 #[cfg(test)]

@@ -192,4 +192,6 @@ impl Asker for NoAsker {
 }
 
 #[cfg(test)]
+mod limits_tests;
+#[cfg(test)]
 mod tests;

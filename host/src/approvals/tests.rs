@@ -19,7 +19,7 @@ use crate::auth::{AuthError, Authenticate};
 
 /// Tokens `op` (may approve), `viewer` (may not), `agent` (may approve, but is the caller of
 /// the asks), `boss` (the caller `agent` with `approve_self`).
-struct Tokens;
+pub(super) struct Tokens;
 
 impl Authenticate for Tokens {
     fn authenticate(&self, headers: &::http::HeaderMap) -> Result<Caller, AuthError> {
@@ -65,13 +65,27 @@ fn request(policy: RiskPolicy) -> ApprovalRequest {
 }
 
 async fn start(broker: Arc<ApprovalBroker>) -> String {
+    start_with(broker, codemode_policies::ListenerLimits::default()).await
+}
+
+/// The API on its own listener, under `limits`.
+pub(super) async fn start_with(
+    broker: Arc<ApprovalBroker>,
+    limits: codemode_policies::ListenerLimits,
+) -> String {
     let auth: Arc<dyn Authenticate> = Arc::new(Tokens);
     let listener = http::bind("127.0.0.1:0".parse().unwrap(), auth.as_ref())
         .await
         .unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(http::serve(listener, broker, auth, shutdown));
+    tokio::spawn(http::serve(
+        listener,
+        broker,
+        auth,
+        Arc::new(move || limits),
+        shutdown,
+    ));
     format!("http://{addr}")
 }
 

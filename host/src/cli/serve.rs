@@ -213,17 +213,13 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         None => None,
     };
     if let Some(listener) = approvals_listener {
-        let api = approvals::http::serve(
+        tokio::spawn(approvals::http::serve(
             listener,
             state.approvals.clone(),
             approvals_auth,
+            server::live_limits(&state),
             tokio_util::sync::CancellationToken::new(),
-        );
-        tokio::spawn(async move {
-            if let Err(e) = api.await {
-                tracing::warn!("the approval API stopped: {e:#}");
-            }
-        });
+        ));
     }
     // SIGTERM or Ctrl-C: graceful shutdown (see `server::drain`); a second one cancels at once.
     let shutdown = tokio_util::sync::CancellationToken::new();

@@ -88,40 +88,31 @@ fn refuse(status: StatusCode, code: i64, message: String, id: Value, close: bool
 async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let limits = guard.state.config().server.http.limits;
     let (parts, body) = request.into_parts();
-    let declared = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limits.max_request_body) {
-        return too_large(&limits);
-    }
-    let limit = usize::try_from(limits.max_request_body).unwrap_or(usize::MAX);
-    let bytes = match tokio::time::timeout(
-        limits.body_read_timeout,
-        axum::body::to_bytes(body, limit),
-    )
-    .await
-    {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(e)) if is_length_limit(&e) => return too_large(&limits),
-        Ok(Err(e)) => {
+    let bytes = match super::body::read(&parts.headers, body, &limits).await {
+        Ok(bytes) => bytes,
+        Err(e @ super::body::BodyError::TooLarge(_)) => {
             return refuse(
-                StatusCode::BAD_REQUEST,
-                -32700,
-                format!("Parse error: the request body could not be read: {e}"),
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                format!("Invalid Request: {e}"),
                 Value::Null,
                 true,
             );
         }
-        Err(_) => {
+        Err(e @ super::body::BodyError::TimedOut(_)) => {
             return refuse(
                 StatusCode::REQUEST_TIMEOUT,
                 -32600,
-                format!(
-                    "Invalid Request: the request body did not arrive within {} s (server.http.bodyReadTimeout)",
-                    limits.body_read_timeout.as_secs_f64()
-                ),
+                format!("Invalid Request: {e}"),
+                Value::Null,
+                true,
+            );
+        }
+        Err(e @ super::body::BodyError::Unreadable(_)) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                format!("Parse error: {e}"),
                 Value::Null,
                 true,
             );
@@ -293,28 +284,4 @@ fn is_json(headers: &http::HeaderMap) -> bool {
                 .to_ascii_lowercase()
                 .starts_with("application/json")
         })
-}
-
-fn is_length_limit(e: &axum::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = source {
-        if err.to_string().contains("length limit exceeded") {
-            return true;
-        }
-        source = err.source();
-    }
-    false
-}
-
-fn too_large(limits: &ListenerLimits) -> Response {
-    refuse(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        -32600,
-        format!(
-            "Invalid Request: the request body is larger than {} bytes (server.http.maxRequestBody)",
-            limits.max_request_body
-        ),
-        Value::Null,
-        true,
-    )
 }

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 const LISTEN_BACKLOG: u32 = 1024;
 
 /// A listening socket on `addr` with [`LISTEN_BACKLOG`] (capped by the kernel's `somaxconn`).
-pub(super) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     let socket = match addr {
         SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
         SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
@@ -36,7 +36,7 @@ pub(super) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 
 /// Serves `router` on `listener` until `shutdown`, then waits for the open connections to
 /// finish their requests.
-pub(super) async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     router: axum::Router,
     header_read_timeout: Duration,

@@ -11,6 +11,7 @@
 //! progress notifications (`progress`), results ([`result`]), hot reload ([`reload`]), graceful
 //! shutdown ([`drain`]), and the `ServerHandler` routing ([`CodemodeServer`]).
 
+pub(crate) mod body;
 pub mod drain;
 pub mod durable;
 mod elide;
@@ -20,7 +21,7 @@ pub mod fair;
 mod guard;
 mod handler;
 mod legacy;
-mod listener;
+pub(crate) mod listener;
 mod listing;
 pub mod owner;
 mod progress;
@@ -146,6 +147,7 @@ pub fn http_router(
                 allowed_hosts: options.allowed_hosts.clone(),
                 allowed_origins: options.allowed_origins.clone(),
             },
+            live_limits(&state),
         )
     });
     // Authentication first (a refused request's body is never read), then the guard.
@@ -161,6 +163,12 @@ pub fn http_router(
         Some(extra) => mcp.merge(extra),
         None => mcp,
     }
+}
+
+/// The listener limits of the config in force at each call.
+pub(crate) fn live_limits(state: &Arc<ServerState>) -> crate::approvals::http::Limits {
+    let state = state.clone();
+    Arc::new(move || state.config().server.http.limits)
 }
 
 /// Serves streamable HTTP at `http://ADDR/mcp`, many sessions at once, until `shutdown`; prints
