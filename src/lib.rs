@@ -7,7 +7,7 @@
 //! This crate re-exports the library API of the workspace:
 //! - [`runtime`]: the sandbox ([`Runtime`], [`EvalOptions`], [`ToolHost`], [`EvalOutcome`]);
 //! - [`policies`]: configuration, profiles, dispositions, static preview, audit records;
-//! - [`host`]: the MCP server, upstream clients and the CLI.
+//! - [`host`]: the MCP server ([`host::server::Server`]), upstream clients, approval channels.
 
 pub use codemode_host as host;
 pub use codemode_policies as policies;
@@ -127,11 +127,17 @@ mod tests {
             "named in README's picture but missing"
         );
 
-        // Every module a newcomer must find: each directory and file directly under the three
+        // Every module a newcomer must find: each directory and file directly under the
         // library crates' src/ (their lib.rs aside).
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut unnamed = Vec::new();
-        for krate in ["runtime/src", "policies/src", "host/src"] {
+        for krate in [
+            "runtime/src",
+            "policies/src",
+            "store/src",
+            "upstream/src",
+            "host/src",
+        ] {
             for entry in std::fs::read_dir(root.join(krate)).unwrap() {
                 let path = entry.unwrap().path();
                 let name = path.file_name().unwrap().to_string_lossy().into_owned();

@@ -1,4 +1,6 @@
-//! The `codemode` binary: everything lives in `codemode_host::cli`.
+//! The `codemode` binary: the command line ([`cli`]) over the library crates.
+
+mod cli;
 
 /// The binary's allocator is jemalloc. Under glibc's malloc a busy `serve --http` kept freed
 /// memory in its per-thread arenas and its RSS crept up for as long as the load lasted (+4.7 MiB
@@ -11,5 +13,5 @@
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> std::process::ExitCode {
-    codemode_host::cli::main()
+    cli::main()
 }

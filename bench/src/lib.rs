@@ -6,7 +6,7 @@
 //! bound at all), evals suspended in tool calls, saving and resuming parked evals, whole-process start-up, and two studies (what
 //! fuel and epoch interruption cost; what each technique of the runtime buys).
 //!
-//! `codemode bench` (host/src/cli/bench.rs: argument parsing only) fills [`BenchOptions`] and
+//! `codemode bench` (src/cli/bench.rs: argument parsing only) fills [`BenchOptions`] and
 //! calls [`run`], which runs every section asked for in one process and gathers a [`Report`]
 //! (a table, or JSON). The criterion benchmarks in the workspace's `benches/` call the single
 //! measurements below directly.

@@ -18,7 +18,7 @@
 //! 4. the outcome's syntax errors located in the user's code, and one `eval` audit record.
 //!
 //! ```no_run
-//! # async fn demo(runtime: codemode_runtime::Runtime, upstreams: codemode_host::upstream::UpstreamPool) {
+//! # async fn demo(runtime: codemode_runtime::Runtime, upstreams: codemode_upstream::UpstreamPool) {
 //! use codemode_host::session::{Caller, GovernedEval};
 //! let eval = GovernedEval::builder(runtime)
 //!     .tools(upstreams)
@@ -49,7 +49,7 @@ use crate::approvals::{
     WaitingApprover, WaitingAsker,
 };
 use crate::tools::{CatalogSchemas, ScriptTools};
-use crate::upstream::UpstreamPool;
+use codemode_upstream::UpstreamPool;
 
 /// Where an eval's records go: the sink and whether tool arguments are written out.
 #[derive(Clone)]

@@ -12,12 +12,12 @@ use codemode_policies::Channel;
 use codemode_runtime::BoxFuture;
 
 use codemode_host::session::{AuditTarget, Caller, GovernedEval};
-use codemode_host::upstream::{UpstreamPool, upstream_specs};
 use codemode_policies::{AuditWriter, Config, audit_eval_id};
 use codemode_runtime::{
     CallStatus, CancellationToken, ErrorKind, EvalOptions, EvalOutcome, Runtime, RuntimeConfig,
 };
 use codemode_test_support::{peers, scratch_dir};
+use codemode_upstream::{UpstreamPool, upstream_specs};
 use serde_json::{Value, json};
 
 /// What a case expects of its outcome.

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use codemode_host::server::durable::Durable;
 use codemode_host::server::{HttpOptions, ServerState, serve_http};
-use codemode_host::store::Store;
 use codemode_runtime::{GUEST_WASM, Runtime, RuntimeConfig};
+use codemode_store::Store;
 use codemode_test_support::{CHANGED_NOT_A_FUNCTION, NOT_A_FUNCTION, changed_guest};
 use serde_json::{Value, json};
 

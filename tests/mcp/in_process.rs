@@ -52,8 +52,8 @@ async fn connect_to(state: std::sync::Arc<ServerState>) -> RunningService<RoleCl
 }
 
 /// `tools/call name {code}`.
-async fn call_code(
-    client: &RunningService<RoleClient, ()>,
+async fn call_code<S: rmcp::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
     tool: &str,
     code: &str,
 ) -> Result<CallToolResult, ServiceError> {
@@ -411,4 +411,71 @@ async fn permissions_hide_eval_tools_and_profiles_filter_discovery() {
         "{names}"
     );
     client.cancel().await.expect("close the client");
+}
+
+/// Signals each `notifications/tools/list_changed` the server sends.
+#[derive(Clone, Default)]
+struct ToolChanges(std::sync::Arc<tokio::sync::Notify>);
+
+impl rmcp::ClientHandler for ToolChanges {
+    fn on_tool_list_changed(
+        &self,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.0.notify_one();
+        std::future::ready(())
+    }
+}
+
+/// The server as a library value: `Server::builder(config)` served over an in-memory pipe,
+/// given a new config through its reloader, and shut down through its token.
+#[tokio::test]
+async fn the_server_builder_serves_reloads_and_shuts_down() {
+    use codemode_host::server::Server;
+    let config = Config::from_json_str(CONFIG).expect("a valid config");
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    let mut builder = Server::builder(config).runtime(RUNTIME.clone());
+    let shutdown = builder.shutdown_token();
+    let reloader = builder.reloader();
+    let served = tokio::spawn(builder.serve_io(server_io));
+    let changes = ToolChanges::default();
+    let client = changes
+        .clone()
+        .serve(client_io)
+        .await
+        .expect("the client's side of the handshake");
+
+    let result = call_code(&client, EVAL_TOOL, "return 1 + 2")
+        .await
+        .expect("an eval result");
+    assert_eq!(structured(&result)["result"], 3);
+    let names = |tools: Vec<Tool>| -> Vec<String> {
+        let mut names: Vec<String> = tools.into_iter().map(|t| t.name.to_string()).collect();
+        names.sort();
+        names
+    };
+    let before = names(client.list_all_tools().await.expect("tools/list"));
+    assert!(
+        before.contains(&format!("{PROFILE_TOOL_PREFIX}ro")),
+        "{before:?}"
+    );
+    assert!(
+        !before.contains(&format!("{PROFILE_TOOL_PREFIX}added")),
+        "{before:?}"
+    );
+
+    let reloaded = CONFIG.replace(r#""a": {}"#, r#""a": {}, "added": {}"#);
+    reloader.reload(Config::from_json_str(&reloaded).expect("a valid config"));
+    changes.0.notified().await;
+    let after = names(client.list_all_tools().await.expect("tools/list"));
+    assert!(
+        after.contains(&format!("{PROFILE_TOOL_PREFIX}added")),
+        "{after:?}"
+    );
+
+    shutdown.cancel();
+    served
+        .await
+        .expect("the server task")
+        .expect("a clean shutdown");
 }

@@ -39,6 +39,7 @@ use super::broker::{
     parse_decision,
 };
 use crate::auth::{AuthError, Authenticate};
+use crate::server::ServeError;
 use crate::server::body::BodyError;
 
 /// The web page (HTML, CSS and script in one file).
@@ -444,19 +445,19 @@ async fn page() -> Response {
 pub async fn bind(
     addr: std::net::SocketAddr,
     auth: &dyn Authenticate,
-) -> anyhow::Result<tokio::net::TcpListener> {
+) -> Result<tokio::net::TcpListener, ServeError> {
     if !auth.enabled() && !addr.ip().is_loopback() {
-        anyhow::bail!(
+        return Err(ServeError::Approvals(format!(
             "refusing to serve the approval API on {addr} without authentication: use a loopback address such as 127.0.0.1:PORT"
-        );
+        )));
     }
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for the approval API: {e}"))?;
-    eprintln!(
-        "approvals at http://{}/approvals/ui",
-        listener.local_addr()?
-    );
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        ServeError::Approvals(format!("cannot listen on {addr} for the approval API: {e}"))
+    })?;
+    let local = listener.local_addr().map_err(|e| {
+        ServeError::Approvals(format!("cannot listen on {addr} for the approval API: {e}"))
+    })?;
+    eprintln!("approvals at http://{local}/approvals/ui");
     Ok(listener)
 }
 

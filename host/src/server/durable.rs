@@ -1,5 +1,5 @@
 //! Evals that wait for a human outside the process: saved to the durable store
-//! ([`crate::store`]) after `durable.suspendToStoreAfterSeconds`, or when the server is told to
+//! ([`codemode_store`]) after `durable.suspendToStoreAfterSeconds`, or when the server is told to
 //! stop, and resumed by whichever node is given the answer.
 //!
 //! Records (each sealed by the store, each with a time to live):
@@ -51,7 +51,7 @@ pub use lease::Running;
 pub use parked::ParkGate;
 use parked::ParkedCounts;
 
-use crate::store::{Store, StoreError};
+use codemode_store::{Store, StoreError};
 
 /// How long a finished result of a resumed eval waits in the store for its client.
 const RESULT_TTL: Duration = Duration::from_secs(600);
@@ -301,14 +301,14 @@ impl Durable {
             .iter()
             .map(|ask| ask.deadline_ms)
             .min()
-            .unwrap_or_else(|| crate::store::now_ms().saturating_add(60_000));
+            .unwrap_or_else(|| codemode_store::now_ms().saturating_add(60_000));
         // The records outlive the deadline by a grace period: the sweep resumes the eval at
         // its deadline, and the time-out reaches the script (see `sweep_expired`).
-        let ttl = Duration::from_millis(deadline_ms.saturating_sub(crate::store::now_ms()))
+        let ttl = Duration::from_millis(deadline_ms.saturating_sub(codemode_store::now_ms()))
             + EXPIRY_GRACE;
         let meta_json = serde_json::to_vec(meta).map_err(|e| {
             StoreError::new(
-                crate::store::StoreErrorKind::InvalidArgument,
+                codemode_store::StoreErrorKind::InvalidArgument,
                 format!("the parked eval's description: {e}"),
             )
         })?;
@@ -358,7 +358,7 @@ impl Durable {
             .map(Some)
             .map_err(|e| {
                 StoreError::new(
-                    crate::store::StoreErrorKind::Unreadable,
+                    codemode_store::StoreErrorKind::Unreadable,
                     format!("the owner record of an eval in the store is unreadable: {e}"),
                 )
             })
@@ -377,7 +377,7 @@ impl Durable {
     async fn put_owner(&self, token: &str, owner: &Owner, ttl: Duration) -> Result<(), StoreError> {
         let value = serde_json::to_vec(owner).map_err(|e| {
             StoreError::new(
-                crate::store::StoreErrorKind::InvalidArgument,
+                codemode_store::StoreErrorKind::InvalidArgument,
                 format!("an eval's owner: {e}"),
             )
         })?;
@@ -507,7 +507,7 @@ impl Durable {
         let Ok(listing) = self.store.list("ask:").await else {
             return;
         };
-        let now = crate::store::now_ms();
+        let now = codemode_store::now_ms();
         let mut due: Vec<String> = listing
             .records
             .iter()

@@ -74,63 +74,10 @@ impl CodemodeServer {
         // Who calls, and whether they may use this eval tool: checked before anything else,
         // retries included (a requestState is no credential).
         let caller = crate::auth::caller_of(&ctx.extensions);
-        let missing = missing_permissions(&self.state.config(), &tool, &caller);
-        if !missing.is_empty() {
-            return Err(McpError::invalid_params(
-                format!(
-                    "`{tool}` requires the permission{} {} (caller `{}` lacks {})",
-                    if missing.len() == 1 { "" } else { "s" },
-                    missing
-                        .iter()
-                        .map(|p| format!("`{p}`"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    caller.name,
-                    if missing.len() == 1 { "it" } else { "them" },
-                ),
-                None,
-            ));
-        }
+        self.check_permissions(&tool, &caller)?;
         if let Some(token) = req.request_state.as_deref() {
-            // A 2026-07-28 client answering an input-required result.
-            let local = self.state.suspensions.get(token);
-            if let Some(suspended) = local.clone().filter(|s| !s.is_parked())
-                && let Some(response) = self
-                    .retry_in_memory(suspended, (&tool, &caller.name), &req, &ctx)
-                    .await
-            {
-                return response;
-            }
-            // Unknown here, or parked (maybe as this retry's answers came): through the store.
-            if let Some(durable) = self.state.durable()
-                && super::suspend::is_token(token)
-            {
-                if let Some(parked) = &local
-                    && parked.owner().admits(&tool, &caller.name).is_ok()
-                {
-                    // The in-memory copy never runs again. (Only its owner's retry removes it:
-                    // another caller's is refused by the store path.)
-                    self.state.suspensions.remove_entry(parked);
-                }
-                if let Some(response) = self
-                    .retry_from_store(durable, (token, &caller.name), &tool, &req, &ctx)
-                    .await
-                {
-                    return response;
-                }
-            }
-            let message = if self.state.suspensions.was_dropped(token) {
-                let kept = self.state.config().limits.unfetched_results;
-                format!(
-                    "this eval's result was dropped before it was fetched: the server keeps at most {} unfetched results and {} bytes of them (limits.unfetchedResults), the oldest dropped first; run it again",
-                    kept.max_count, kept.max_bytes
-                )
-            } else {
-                "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again".to_string()
-            };
-            return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+            return self.retry(token, (&tool, &caller), &req, &ctx).await;
         }
-
         let code = match req.arguments.as_ref().and_then(|a| a.get("code")) {
             Some(Value::String(code)) => code.clone(),
             _ => {
@@ -161,48 +108,7 @@ impl CodemodeServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             }
         };
-        let can_elicit = ctx
-            .client_capabilities()
-            .is_some_and(|c| c.elicitation.is_some());
-
-        let (suspended, _claim) = match modern {
-            true => {
-                let (entry, claim) = self.state.suspensions.register(&tool, &caller.name);
-                (Some(entry), Some(claim))
-            }
-            false => (None, None),
-        };
-        // A legacy eval parks too when the server has a store: under the token the failover
-        // layer wrote in the request's in-flight record, else a new one.
-        let legacy = match (&suspended, self.state.durable()) {
-            (None, Some(durable)) => {
-                let token = ctx
-                    .extensions
-                    .get::<http::request::Parts>()
-                    .and_then(|parts| parts.extensions.get::<LegacyEvalToken>())
-                    .map(|t| t.0.clone())
-                    .unwrap_or_else(super::suspend::random_token);
-                let peer = can_elicit.then(|| PeerAsker::new(ctx.peer.clone()));
-                Some(LegacyAsker::new(peer, token, durable.clone()))
-            }
-            _ => None,
-        };
-        let asker: Arc<dyn Asker> = match (&suspended, &legacy, can_elicit) {
-            (Some(s), _, true) => Arc::new(s.asker()),
-            (None, Some(l), _) => l.clone(),
-            (_, _, false) => Arc::new(NoAsker),
-            (None, None, true) => Arc::new(PeerAsker::new(ctx.peer.clone())),
-        };
-        // While this request is open, an eval resumed here asks its client.
-        let _waits = match (&legacy, self.state.durable()) {
-            (Some(l), Some(d)) => Some(d.legacy_waits(l.clone())),
-            _ => None,
-        };
-        let waiter = match (&suspended, &legacy) {
-            (Some(s), _) => Waiter::Modern(s.clone()),
-            (None, Some(l)) => Waiter::Legacy(l.clone(), tool.clone()),
-            (None, None) => Waiter::Memory,
-        };
+        let wait = self.wait_for(&ctx, (&tool, &caller.name), modern);
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
         // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`), on
         // MCP cancellation or when a shutdown gives up waiting.
@@ -211,8 +117,8 @@ impl CodemodeServer {
         let eval = self.clone().run_eval(
             code,
             (caller, profile, slot),
-            asker,
-            waiter,
+            wait.asker.clone(),
+            wait.waiter.clone(),
             cancel.clone(),
             done_tx,
         );
@@ -228,7 +134,7 @@ impl CodemodeServer {
             })
         });
         if let Err(e) = started {
-            if let Some(s) = &suspended {
+            if let Some(s) = &wait.suspended {
                 self.state.suspensions.remove(s.token());
             }
             return Err(McpError::internal_error(
@@ -236,15 +142,147 @@ impl CodemodeServer {
                 None,
             ));
         }
-        match suspended {
+        match wait.suspended.clone() {
             Some(s) => {
                 s.set_cancel(cancel);
                 self.await_suspended(s, &ctx, &[]).await.response()
             }
             None => {
-                self.await_legacy((cancel, legacy), &tool, done_rx, &ctx)
+                self.await_legacy((cancel, wait.legacy.clone()), &tool, done_rx, &ctx)
                     .await
             }
+        }
+    }
+
+    /// Refuses a caller that lacks a permission the eval tool `tool` requires.
+    fn check_permissions(&self, tool: &str, caller: &Caller) -> Result<(), McpError> {
+        let missing = missing_permissions(&self.state.config(), tool, caller);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(McpError::invalid_params(
+            format!(
+                "`{tool}` requires the permission{} {} (caller `{}` lacks {})",
+                if missing.len() == 1 { "" } else { "s" },
+                missing
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                caller.name,
+                if missing.len() == 1 { "it" } else { "them" },
+            ),
+            None,
+        ))
+    }
+
+    /// A 2026-07-28 client's retry with `requestState` `token`, answering an input-required
+    /// result: to the eval in memory, else (unknown here, or parked, maybe as this retry's
+    /// answers came) through the store, else an error result saying why nothing waits.
+    async fn retry(
+        &self,
+        token: &str,
+        (tool, caller): (&str, &Caller),
+        req: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let local = self.state.suspensions.get(token);
+        if let Some(suspended) = local.clone().filter(|s| !s.is_parked())
+            && let Some(response) = self
+                .retry_in_memory(suspended, (tool, &caller.name), req, ctx)
+                .await
+        {
+            return response;
+        }
+        if let Some(durable) = self.state.durable()
+            && super::suspend::is_token(token)
+        {
+            if let Some(parked) = &local
+                && parked.owner().admits(tool, &caller.name).is_ok()
+            {
+                // The in-memory copy never runs again. (Only its owner's retry removes it:
+                // another caller's is refused by the store path.)
+                self.state.suspensions.remove_entry(parked);
+            }
+            if let Some(response) = self
+                .retry_from_store(durable, (token, &caller.name), tool, req, ctx)
+                .await
+            {
+                return response;
+            }
+        }
+        let message = if self.state.suspensions.was_dropped(token) {
+            let kept = self.state.config().limits.unfetched_results;
+            format!(
+                "this eval's result was dropped before it was fetched: the server keeps at most {} unfetched results and {} bytes of them (limits.unfetchedResults), the oldest dropped first; run it again",
+                kept.max_count, kept.max_bytes
+            )
+        } else {
+            "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again".to_string()
+        };
+        Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into())
+    }
+
+    /// How a new eval's request waits and who its questions go to, by protocol generation:
+    /// 2026-07-28 evals are registered for input-required results; older ones park through a
+    /// [`LegacyAsker`] when the server has a store; else the client is asked while the request
+    /// is open (or nobody, when it cannot elicit).
+    fn wait_for(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        (tool, caller): (&str, &str),
+        modern: bool,
+    ) -> EvalWait {
+        let can_elicit = ctx
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        if modern {
+            let (entry, claim) = self.state.suspensions.register(tool, caller);
+            let asker: Arc<dyn Asker> = match can_elicit {
+                true => Arc::new(entry.asker()),
+                false => Arc::new(NoAsker),
+            };
+            return EvalWait {
+                waiter: Waiter::Modern(entry.clone()),
+                asker,
+                suspended: Some(entry),
+                legacy: None,
+                _claim: Some(claim),
+                _waits: None,
+            };
+        }
+        let Some(durable) = self.state.durable() else {
+            let asker: Arc<dyn Asker> = match can_elicit {
+                true => Arc::new(PeerAsker::new(ctx.peer.clone())),
+                false => Arc::new(NoAsker),
+            };
+            return EvalWait {
+                waiter: Waiter::Memory,
+                asker,
+                suspended: None,
+                legacy: None,
+                _claim: None,
+                _waits: None,
+            };
+        };
+        // A legacy eval parks too when the server has a store: under the token the failover
+        // layer wrote in the request's in-flight record, else a new one.
+        let token = ctx
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<LegacyEvalToken>())
+            .map(|t| t.0.clone())
+            .unwrap_or_else(super::suspend::random_token);
+        let peer = can_elicit.then(|| PeerAsker::new(ctx.peer.clone()));
+        let legacy = LegacyAsker::new(peer, token, durable.clone());
+        EvalWait {
+            waiter: Waiter::Legacy(legacy.clone(), tool.to_string()),
+            asker: legacy.clone(),
+            suspended: None,
+            // While this request is open, an eval resumed here asks its client.
+            _waits: Some(durable.legacy_waits(legacy.clone())),
+            legacy: Some(legacy),
+            _claim: None,
         }
     }
 
@@ -404,83 +442,20 @@ impl CodemodeServer {
         req: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
     ) -> Option<Result<CallToolResponse, McpError>> {
-        // The node holding the eval may be saving it right now (its client was answered as the
-        // question was asked): give the store a moment to know the token. Its small `owner:`
-        // record says whether the store knows it, and whose it is.
-        let mut owner = durable.owner(token).await;
-        for _ in 0..STORE_PATIENCE_STEPS {
-            if !matches!(owner, Ok(None)) {
-                break;
-            }
-            tokio::time::sleep(STORE_PATIENCE_STEP).await;
-            owner = durable.owner(token).await;
-        }
-        let owner = match owner {
+        let owner = match saved_owner(durable, token).await {
             Ok(Some(owner)) => owner,
             Ok(None) => return None,
-            Err(e) if e.kind() == crate::store::StoreErrorKind::Unreadable => {
-                return Some(Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "this eval is saved, but this node cannot open it with its sealing key ({e}); the eval stays in the store for a node that can: retry with the same requestState (starting the script over would repeat its calls)"
-                ))])
-                .into()));
-            }
-            Err(e) => {
-                tracing::warn!("a retry could not look its eval up in the durable store: {e}");
-                return Some(Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "the durable store cannot be reached ({e}), so this node cannot tell whether this eval is saved there: retry with the same requestState once the store is back (starting the script over could repeat its calls)"
-                ))])
-                .into()));
-            }
+            Err(response) => return Some(Ok(response)),
         };
         // The owner first: a retry through another tool, or by another caller, must not answer
         // the eval, take it from its owner or get its result.
         if let Err(e) = owner.admits(tool, caller) {
             return Some(Err(McpError::invalid_params(e.to_string(), None)));
         }
-        if let Some(responses) = &req.input_responses {
-            // Every answer checked before any is recorded: a retry refused for one answer
-            // records none, so the client's corrected retry is taken as a whole.
-            let mut checked = Vec::with_capacity(responses.len());
-            for (key, response) in responses {
-                let Some(id) = key.strip_prefix("codemode-") else {
-                    continue;
-                };
-                let answer = super::suspend::parse_response(response);
-                match durable
-                    .prepare(token, id, &answer, codemode_policies::Channel::Elicitation)
-                    .await
-                {
-                    Ok(prepared) => checked.push((key, prepared)),
-                    Err(AnswerRefused::Unavailable(why)) => {
-                        return Some(Ok(
-                            CallToolResult::error(vec![ContentBlock::text(why)]).into()
-                        ));
-                    }
-                    // An answer that does not fit its question is the client's mistake: it is
-                    // told, and the question stays open for a retry with a valid answer.
-                    Err(AnswerRefused::Invalid(why)) => {
-                        return Some(Err(McpError::invalid_params(
-                            super::suspend::refused_answer(key, &why),
-                            None,
-                        )));
-                    }
-                    Err(refused) => {
-                        tracing::warn!("refused an answer to `{key}`: {refused}");
-                    }
-                }
-            }
-            for (key, prepared) in checked {
-                match durable.record(prepared).await {
-                    Ok(()) => {}
-                    // Told, not taken for "answered already": the retry can record it.
-                    Err(AnswerRefused::Unavailable(why)) => {
-                        return Some(Ok(
-                            CallToolResult::error(vec![ContentBlock::text(why)]).into()
-                        ));
-                    }
-                    Err(refused) => tracing::warn!("refused an answer to `{key}`: {refused}"),
-                }
-            }
+        if let Some(responses) = &req.input_responses
+            && let Err(refused) = record_answers(durable, token, responses).await
+        {
+            return Some(refused);
         }
         if let Ok(Some(outcome)) = durable.result(token, (tool, caller)).await {
             return Some(Ok(eval_result(&outcome, self.text_budget()).into()));
@@ -651,6 +626,101 @@ impl CodemodeServer {
 }
 
 /// How a request's wait on an eval in memory ended.
+/// Who owns the parked eval `token`, once the store knows it: the node holding the eval may be
+/// saving it right now (its client was answered as the question was asked), so the store gets
+/// a moment to know the token. Its small `owner:` record says whether the store knows it, and
+/// whose it is. `Err`: the result that tells the client why the store cannot say.
+async fn saved_owner(
+    durable: &Arc<Durable>,
+    token: &str,
+) -> Result<Option<super::owner::Owner>, CallToolResponse> {
+    let mut owner = durable.owner(token).await;
+    for _ in 0..STORE_PATIENCE_STEPS {
+        if !matches!(owner, Ok(None)) {
+            break;
+        }
+        tokio::time::sleep(STORE_PATIENCE_STEP).await;
+        owner = durable.owner(token).await;
+    }
+    match owner {
+        Ok(owner) => Ok(owner),
+        Err(e) if e.kind() == codemode_store::StoreErrorKind::Unreadable => {
+            Err(CallToolResult::error(vec![ContentBlock::text(format!(
+                "this eval is saved, but this node cannot open it with its sealing key ({e}); the eval stays in the store for a node that can: retry with the same requestState (starting the script over would repeat its calls)"
+            ))])
+            .into())
+        }
+        Err(e) => {
+            tracing::warn!("a retry could not look its eval up in the durable store: {e}");
+            Err(CallToolResult::error(vec![ContentBlock::text(format!(
+                "the durable store cannot be reached ({e}), so this node cannot tell whether this eval is saved there: retry with the same requestState once the store is back (starting the script over could repeat its calls)"
+            ))])
+            .into())
+        }
+    }
+}
+
+/// Records a retry's answers to the parked eval `token`'s asks. Every answer is checked before
+/// any is recorded: a retry refused for one answer records none, so the client's corrected
+/// retry is taken as a whole. `Err`: the response that refuses the retry.
+async fn record_answers(
+    durable: &Arc<Durable>,
+    token: &str,
+    responses: &rmcp::model::InputResponses,
+) -> Result<(), Result<CallToolResponse, McpError>> {
+    let mut checked = Vec::with_capacity(responses.len());
+    for (key, response) in responses {
+        let Some(id) = key.strip_prefix("codemode-") else {
+            continue;
+        };
+        let answer = super::suspend::parse_response(response);
+        match durable
+            .prepare(token, id, &answer, codemode_policies::Channel::Elicitation)
+            .await
+        {
+            Ok(prepared) => checked.push((key, prepared)),
+            Err(AnswerRefused::Unavailable(why)) => {
+                return Err(Ok(
+                    CallToolResult::error(vec![ContentBlock::text(why)]).into()
+                ));
+            }
+            // An answer that does not fit its question is the client's mistake: it is told,
+            // and the question stays open for a retry with a valid answer.
+            Err(AnswerRefused::Invalid(why)) => {
+                return Err(Err(McpError::invalid_params(
+                    super::suspend::refused_answer(key, &why),
+                    None,
+                )));
+            }
+            Err(refused) => tracing::warn!("refused an answer to `{key}`: {refused}"),
+        }
+    }
+    for (key, prepared) in checked {
+        match durable.record(prepared).await {
+            Ok(()) => {}
+            // Told, not taken for "answered already": the retry can record it.
+            Err(AnswerRefused::Unavailable(why)) => {
+                return Err(Ok(
+                    CallToolResult::error(vec![ContentBlock::text(why)]).into()
+                ));
+            }
+            Err(refused) => tracing::warn!("refused an answer to `{key}`: {refused}"),
+        }
+    }
+    Ok(())
+}
+
+/// How one new eval's request waits (see [`CodemodeServer::wait_for`]); the claim and the
+/// legacy wait hold for as long as the request is open.
+struct EvalWait {
+    waiter: Waiter,
+    asker: Arc<dyn Asker>,
+    suspended: Option<Arc<Suspended>>,
+    legacy: Option<Arc<LegacyAsker>>,
+    _claim: Option<super::suspend::CreatorClaim>,
+    _waits: Option<super::durable::LegacyWait>,
+}
+
 enum Waited {
     /// The request's answer.
     Response(Result<CallToolResponse, McpError>),

@@ -41,7 +41,7 @@ use serde_json::{Value, json};
 
 use super::legacy::LegacyEvalToken;
 use super::state::ServerState;
-use crate::store::sessions::{InFlightRequest, SealedSessionStore};
+use crate::server::sessions::{InFlightRequest, SealedSessionStore};
 
 /// The header naming a legacy MCP session.
 const SESSION_HEADER: &str = "mcp-session-id";

@@ -66,6 +66,102 @@ impl Guard {
     pub(super) fn layer(self, router: axum::Router) -> axum::Router {
         router.layer(axum::middleware::from_fn_with_state(self, check))
     }
+
+    /// Checks a POSTed JSON body: one JSON-RPC 2.0 message object; an `initialize` that opens a
+    /// legacy session must fit under the session caps. `Ok(Some(client))`: the message opens a
+    /// session for `client`. `Err`: the refusal.
+    async fn check_message(
+        &self,
+        parts: &http::request::Parts,
+        bytes: &[u8],
+        limits: &ListenerLimits,
+    ) -> Result<Option<String>, Response> {
+        if parts.method != Method::POST || !is_json(&parts.headers) {
+            return Ok(None);
+        }
+        let message = match serde_json::from_slice::<Value>(bytes) {
+            Ok(message) => message,
+            Err(e) => {
+                return Err(refuse(
+                    StatusCode::BAD_REQUEST,
+                    -32700,
+                    format!("Parse error: the body is not JSON ({e})"),
+                    Value::Null,
+                    false,
+                ));
+            }
+        };
+        let Value::Object(object) = &message else {
+            let why = if message.is_array() {
+                "JSON-RPC batches are not supported (MCP 2025-06-18 and later); send one message per request"
+            } else {
+                "the body must be one JSON-RPC 2.0 message object"
+            };
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                format!("Invalid Request: {why}"),
+                Value::Null,
+                false,
+            ));
+        };
+        let id = object.get("id").cloned().unwrap_or(Value::Null);
+        if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "Invalid Request: `jsonrpc` must be \"2.0\"".to_string(),
+                id,
+                false,
+            ));
+        }
+        if opens_legacy_session(object, &parts.headers) {
+            let client = client_of(parts);
+            if let Err(message) = self.admit(&client, limits).await {
+                return Err(refuse(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    -32000,
+                    message,
+                    id,
+                    false,
+                ));
+            }
+            return Ok(Some(client));
+        }
+        Ok(None)
+    }
+
+    /// Takes the request's `(session, id)` pair as in flight, when it is a request on a legacy
+    /// session; held until the returned guard's response body is dropped. `Err`: the pair is
+    /// already in flight.
+    fn claim_id(
+        &self,
+        bytes: &[u8],
+        headers: &http::HeaderMap,
+    ) -> Result<Option<InFlight>, Response> {
+        Ok(match request_in_session(bytes, headers) {
+            Some(key) => {
+                let mut set = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+                if !set.insert(key.clone()) {
+                    return Err(refuse(
+                        StatusCode::CONFLICT,
+                        -32600,
+                        format!(
+                            "Invalid Request: a request with id {} is already in flight on this session; use a new id",
+                            key.1
+                        ),
+                        serde_json::from_str(&key.1).unwrap_or(Value::Null),
+                        false,
+                    ));
+                }
+                Some(InFlight {
+                    set: self.in_flight.clone(),
+                    key,
+                })
+            }
+            None => None,
+        })
+    }
 }
 
 /// A refusal with a JSON-RPC error body; `Connection: close` when the body was not read whole.
@@ -118,73 +214,13 @@ async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Resp
             );
         }
     };
-    let mut opens_session = None;
-    if parts.method == Method::POST && is_json(&parts.headers) {
-        let message = match serde_json::from_slice::<Value>(&bytes) {
-            Ok(message) => message,
-            Err(e) => {
-                return refuse(
-                    StatusCode::BAD_REQUEST,
-                    -32700,
-                    format!("Parse error: the body is not JSON ({e})"),
-                    Value::Null,
-                    false,
-                );
-            }
-        };
-        let Value::Object(object) = &message else {
-            let why = if message.is_array() {
-                "JSON-RPC batches are not supported (MCP 2025-06-18 and later); send one message per request"
-            } else {
-                "the body must be one JSON-RPC 2.0 message object"
-            };
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                format!("Invalid Request: {why}"),
-                Value::Null,
-                false,
-            );
-        };
-        let id = object.get("id").cloned().unwrap_or(Value::Null);
-        if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                "Invalid Request: `jsonrpc` must be \"2.0\"".to_string(),
-                id,
-                false,
-            );
-        }
-        if opens_legacy_session(object, &parts.headers) {
-            let client = client_of(&parts);
-            if let Err(message) = guard.admit(&client, &limits).await {
-                return refuse(StatusCode::TOO_MANY_REQUESTS, -32000, message, id, false);
-            }
-            opens_session = Some(client);
-        }
-    }
-    let in_flight = match request_in_session(&bytes, &parts.headers) {
-        Some(key) => {
-            let mut set = guard.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-            if !set.insert(key.clone()) {
-                return refuse(
-                    StatusCode::CONFLICT,
-                    -32600,
-                    format!(
-                        "Invalid Request: a request with id {} is already in flight on this session; use a new id",
-                        key.1
-                    ),
-                    serde_json::from_str(&key.1).unwrap_or(Value::Null),
-                    false,
-                );
-            }
-            Some(InFlight {
-                set: guard.in_flight.clone(),
-                key,
-            })
-        }
-        None => None,
+    let opens_session = match guard.check_message(&parts, &bytes, &limits).await {
+        Ok(opens_session) => opens_session,
+        Err(refused) => return refused,
+    };
+    let in_flight = match guard.claim_id(&bytes, &parts.headers) {
+        Ok(in_flight) => in_flight,
+        Err(refused) => return refused,
     };
     let mut response = next
         .run(Request::from_parts(parts, Body::from(bytes)))

@@ -74,7 +74,7 @@ impl CodemodeServer {
             .upstreams
             .status()
             .iter()
-            .map(crate::upstream::UpstreamStatus::summary)
+            .map(codemode_upstream::UpstreamStatus::summary)
             .collect()
     }
 }
@@ -174,7 +174,7 @@ mod tests {
     /// What a model reads to choose between the embedded default config's eval tools.
     #[test]
     fn eval_tools_describe_the_default_configs_profiles() {
-        let config = Config::from_json_str(crate::cli::DEFAULT_CONFIG).unwrap();
+        let config = Config::from_json_str(crate::server::DEFAULT_CONFIG).unwrap();
         let namespaces = ["filesystem (14 tools)".to_string()];
         let cases = [
             (

@@ -12,6 +12,7 @@
 //! shutdown ([`drain`]), and the `ServerHandler` routing ([`CodemodeServer`]).
 
 pub(crate) mod body;
+mod builder;
 pub mod drain;
 pub mod durable;
 mod elide;
@@ -27,10 +28,12 @@ pub mod owner;
 mod progress;
 pub mod reload;
 pub mod result;
+pub mod sessions;
 mod state;
 pub mod suspend;
 pub mod threads;
 
+pub use builder::{DEFAULT_CONFIG, Reloader, ServeError, Server, ServerBuilder};
 pub use handler::CodemodeServer;
 pub use listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 pub use state::ServerState;
@@ -51,19 +54,35 @@ use crate::auth::{Authenticate, NoAuth, require_auth};
 pub async fn serve_stdio(
     state: Arc<ServerState>,
     shutdown: CancellationToken,
-) -> anyhow::Result<()> {
+) -> Result<(), ServeError> {
+    serve_io(state, rmcp::transport::stdio(), shutdown).await
+}
+
+/// [`serve_stdio`] on any rmcp transport.
+pub(crate) async fn serve_io<T, E, A>(
+    state: Arc<ServerState>,
+    transport: T,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError>
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let service = CodemodeServer::new(state.clone())
-        .serve(rmcp::transport::stdio())
-        .await?;
+        .serve(transport)
+        .await
+        .map_err(|e| ServeError::Transport(e.to_string()))?;
     let closer = service.cancellation_token();
     let drained = tokio::spawn(async move {
         shutdown.cancelled().await;
         state.drain.drain(drain::SHUTDOWN_GRACE).await;
         closer.cancel();
     });
-    service.waiting().await?;
+    let ended = service.waiting().await;
     drained.abort();
-    Ok(())
+    ended
+        .map(drop)
+        .map_err(|e| ServeError::Transport(e.to_string()))
 }
 
 /// How [`serve_http`] accepts requests. [`HttpOptions::default`]: loopback `Host`s only, no
@@ -85,7 +104,7 @@ pub struct HttpOptions {
     /// session whose node died, and ends the request that was in flight there with an error
     /// when the client comes back for its stream ([`failover`]). `None`: sessions live in this
     /// process only.
-    pub session_store: Option<crate::store::sessions::SealedSessionStore>,
+    pub session_store: Option<crate::server::sessions::SealedSessionStore>,
 }
 
 impl Default for HttpOptions {
@@ -131,7 +150,7 @@ pub fn http_router(
     config.session_store = options
         .session_store
         .clone()
-        .map(crate::store::sessions::SealedSessionStore::into_rmcp);
+        .map(crate::server::sessions::SealedSessionStore::into_rmcp);
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(CodemodeServer::new(factory_state.clone())),
@@ -185,14 +204,15 @@ pub async fn serve_http(
     options: HttpOptions,
     shutdown: CancellationToken,
     bound: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
-) -> anyhow::Result<()> {
+) -> Result<(), ServeError> {
     let header_read_timeout = state.config().server.http.limits.header_read_timeout;
     // MCP's sessions and streams end after the evals, not with the signal.
     let sessions = CancellationToken::new();
     let router = http_router(state.clone(), options, &sessions);
-    let listener =
-        listener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-    let local = listener.local_addr()?;
+    let listener = listener::bind(addr).map_err(|error| ServeError::Listen { addr, error })?;
+    let local = listener
+        .local_addr()
+        .map_err(|error| ServeError::Listen { addr, error })?;
     eprintln!("listening on http://{local}/mcp");
     if let Some(tx) = bound {
         let _ = tx.send(local);

@@ -13,7 +13,7 @@ use rmcp::{Peer, RoleServer};
 
 use super::suspend::Suspensions;
 use crate::approvals::{Answer, Question};
-use crate::upstream::{UpstreamElicitation, UpstreamPool, upstream_specs};
+use codemode_upstream::{UpstreamElicitation, UpstreamPool, upstream_specs};
 
 /// Shared server state. See the module docs.
 pub struct ServerState {
@@ -159,7 +159,7 @@ impl ServerState {
             tracing::error!("upstream servers not updated: {e}");
         }
         self.upstreams
-            .set_commands(crate::tools::CommandTools::from_config(&config));
+            .set_commands(codemode_upstream::CommandTools::from_config(&config));
         *self.audit.write().unwrap_or_else(|e| e.into_inner()) = audit;
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
         self.notify_tools_changed().await;

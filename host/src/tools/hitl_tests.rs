@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::approvals::{Answer, Asker, Decided, Decisions, OpenAsks, Question};
 use crate::session::{AuditTarget, GovernedEval, GovernedStep};
-use crate::upstream::UpstreamPool;
+use codemode_upstream::UpstreamPool;
 
 /// A human who has not answered yet.
 struct Undecided;

@@ -1,17 +1,14 @@
 //! What `codemode.<name>(…)` reaches inside a governed eval (`codemode run --config` and the MCP
 //! server alike): the built-in tools (`search_tools`, `get_tools`, [`hitl_request`](hitl)),
-//! the config's local command tools ([`CommandTools`]) and every upstream tool as `server__tool`.
+//! the config's local command tools ([`CommandTools`](codemode_upstream::CommandTools)) and every upstream tool as `server__tool`,
+//! both from [`codemode_upstream`].
 
-mod commands;
 pub mod hitl;
 mod in_flight;
 mod schemas;
 
-pub use commands::CommandTools;
-
 pub use in_flight::{InFlightCalls, InFlightGuard, in_flight};
 pub use schemas::CatalogSchemas;
-pub(crate) use schemas::SchemaCache;
 
 use std::sync::Arc;
 
@@ -21,8 +18,8 @@ use serde_json::{Value, json};
 use codemode_policies::{DispositionKind, MatchedBy, Profile};
 
 use crate::approvals::Asker;
-use crate::catalog::{self, ToolInfo};
-use crate::upstream::UpstreamPool;
+use codemode_upstream::UpstreamPool;
+use codemode_upstream::catalog::{self, ToolInfo};
 
 /// `search_tools`'s name.
 pub const SEARCH_TOOLS: &str = "search_tools";

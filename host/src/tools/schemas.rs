@@ -1,27 +1,14 @@
-//! The compiled schemas of the tools scripts can call ([`ToolSchemas`]), built once per
-//! version of the tool list and shared by every eval on the same [`UpstreamPool`].
+//! The compiled schemas of the tools scripts can call ([`ToolSchemas`]): the built-ins and the
+//! upstream tools, compiled once per version of the tool list and shared by every eval on the
+//! same [`UpstreamPool`] (in its [`codemode_upstream::SchemaCache`]).
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use codemode_policies::{SchemaSource, ToolSchemaSpec, ToolSchemas};
+use codemode_upstream::UpstreamPool;
+use codemode_upstream::catalog::declarations;
 
 use super::catalog;
-use crate::catalog::declarations;
-use crate::upstream::UpstreamPool;
-
-/// The last compiled [`ToolSchemas`] and the tool-list version it was compiled for; the
-/// schema problems already logged (each is logged once, not at every recompilation).
-#[derive(Default)]
-pub(crate) struct SchemaCache {
-    state: Mutex<CacheState>,
-}
-
-#[derive(Default)]
-struct CacheState {
-    compiled: Option<(u64, Arc<ToolSchemas>)>,
-    reported: HashSet<String>,
-}
 
 /// The [`SchemaSource`] of a governed eval: the schemas of [`catalog`] (built-ins and
 /// upstream tools) for the pool's current tool list.
@@ -41,29 +28,16 @@ impl SchemaSource for CatalogSchemas {
         // The version is read before the tools: if the list changes in between, the next call
         // sees a newer version and compiles again.
         let version = self.upstreams.version();
-        let cache = self.upstreams.schema_cache();
-        let mut state = cache.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((v, schemas)) = &state.compiled
-            && *v == version
-        {
-            return schemas.clone();
-        }
-        let tools = catalog(&self.upstreams);
-        let (schemas, problems) = ToolSchemas::compile(tools.iter().map(|t| ToolSchemaSpec {
-            name: &t.name,
-            input_schema: &t.input_schema,
-            output_schema: t.output_schema.as_ref(),
-            signature: declarations(std::slice::from_ref(t)).trim_end().to_string(),
-        }));
-        for problem in problems {
-            let text = problem.to_string();
-            if state.reported.insert(text.clone()) {
-                tracing::warn!("{text}");
-            }
-        }
-        let schemas = Arc::new(schemas);
-        state.compiled = Some((version, schemas.clone()));
-        schemas
+        self.upstreams.schema_cache().get_or_compile(version, || {
+            let tools = catalog(&self.upstreams);
+            let (schemas, problems) = ToolSchemas::compile(tools.iter().map(|t| ToolSchemaSpec {
+                name: &t.name,
+                input_schema: &t.input_schema,
+                output_schema: t.output_schema.as_ref(),
+                signature: declarations(std::slice::from_ref(t)).trim_end().to_string(),
+            }));
+            (schemas, problems.iter().map(ToString::to_string).collect())
+        })
     }
 }
 

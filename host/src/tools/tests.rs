@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::approvals::NoAsker;
 use crate::session::GovernedEval;
-use crate::upstream::UpstreamPool;
+use codemode_upstream::UpstreamPool;
 
 fn runtime() -> Runtime {
     let mut config = RuntimeConfig::default();

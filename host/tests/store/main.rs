@@ -6,11 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_host::store::sessions::SealedSessionStore;
-use codemode_host::store::{
-    REDIS_KEY_PREFIX, RecordStore, RedisStore, StateKey, Store, StoreErrorKind,
-};
+use codemode_host::server::sessions::SealedSessionStore;
 use codemode_policies::{DurableConfig, RedisUrl, StoreLocation};
+use codemode_store::{REDIS_KEY_PREFIX, RecordStore, RedisStore, StateKey, Store, StoreErrorKind};
 use codemode_test_support::scratch_dir;
 use codemode_test_support::services::{RedisServer, free_port};
 
@@ -511,7 +509,7 @@ fn reconnect(
 #[tokio::test]
 async fn a_call_whose_node_is_gone_ends_with_an_error_where_its_client_reconnects() {
     use codemode_host::server::failover::{NODE_LOST, node_lost_message};
-    use codemode_host::store::sessions::InFlightRequest;
+    use codemode_host::server::sessions::InFlightRequest;
 
     let redis = RedisServer::start(&scratch_dir("store-redis", "node-lost"));
     let shutdown = tokio_util::sync::CancellationToken::new();

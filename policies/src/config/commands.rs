@@ -2,7 +2,7 @@
 //! each with a fixed argv template, an `inputSchema` for its arguments and bounds on time and
 //! output. What is checked here is everything that can be known from the file: names, the argv
 //! template against the schema, the program's existence, `cwd`. Running them is the host's
-//! (`host/src/tools/commands/`).
+//! (`upstream/src/commands/`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -134,7 +134,7 @@ impl DecisionRecord {
 impl AskRecord {
     /// Whether this ask's time is up.
     fn expired(&self) -> bool {
-        self.expires_ms != 0 && crate::store::now_ms() >= self.expires_ms
+        self.expires_ms != 0 && codemode_store::now_ms() >= self.expires_ms
     }
 
     /// A question step's options, `None` for an approval request.
@@ -245,7 +245,7 @@ impl Durable {
         id: &str,
         decision: &DecisionRecord,
         ttl: Duration,
-    ) -> Result<bool, crate::store::StoreError> {
+    ) -> Result<bool, codemode_store::StoreError> {
         let value = serde_json::to_vec(decision).unwrap_or_default();
         let key = format!("decision:{id}");
         let ttl = ttl.max(Duration::from_secs(1));
@@ -456,14 +456,14 @@ impl crate::approvals::broker::ParkedAsks for Durable {
 }
 
 /// Why a client's answer to ask `id` was not recorded when the store failed.
-fn unrecorded(id: &str, e: crate::store::StoreError) -> AnswerRefused {
+fn unrecorded(id: &str, e: codemode_store::StoreError) -> AnswerRefused {
     AnswerRefused::Unavailable(format!(
         "the durable store cannot be reached ({e}): the answer to ask `{id}` was not recorded; retry once the store is back"
     ))
 }
 
 /// What the approval API says when the store cannot be read.
-fn unreachable_store(e: crate::store::StoreError) -> String {
+fn unreachable_store(e: codemode_store::StoreError) -> String {
     format!(
         "the durable store cannot be reached ({e}): the asks of saved evals cannot be listed or decided until it is back"
     )
@@ -567,15 +567,15 @@ mod tests {
     /// A local store whose writes fail while `down` (a Redis gone between a read and a write).
     #[derive(Debug)]
     struct Flaky {
-        inner: crate::store::LocalStore,
+        inner: codemode_store::LocalStore,
         down: std::sync::atomic::AtomicBool,
     }
 
     impl Flaky {
-        fn check(&self) -> Result<(), crate::store::StoreError> {
+        fn check(&self) -> Result<(), codemode_store::StoreError> {
             if self.down.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(crate::store::StoreError::new(
-                    crate::store::StoreErrorKind::Unavailable,
+                return Err(codemode_store::StoreError::new(
+                    codemode_store::StoreErrorKind::Unavailable,
                     "connection refused",
                 ));
             }
@@ -584,7 +584,7 @@ mod tests {
     }
 
     #[async_trait::async_trait]
-    impl crate::store::RecordStore for Flaky {
+    impl codemode_store::RecordStore for Flaky {
         fn describe(&self) -> &str {
             "flaky"
         }
@@ -593,7 +593,7 @@ mod tests {
             key: &str,
             value: Vec<u8>,
             ttl: Duration,
-        ) -> Result<(), crate::store::StoreError> {
+        ) -> Result<(), codemode_store::StoreError> {
             self.check()?;
             self.inner.put(key, value, ttl).await
         }
@@ -602,28 +602,28 @@ mod tests {
             key: &str,
             value: Vec<u8>,
             ttl: Duration,
-        ) -> Result<bool, crate::store::StoreError> {
+        ) -> Result<bool, codemode_store::StoreError> {
             self.check()?;
             self.inner.put_if_absent(key, value, ttl).await
         }
-        async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, crate::store::StoreError> {
+        async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, codemode_store::StoreError> {
             self.inner.get(key).await
         }
-        async fn exists(&self, key: &str) -> Result<bool, crate::store::StoreError> {
+        async fn exists(&self, key: &str) -> Result<bool, codemode_store::StoreError> {
             self.inner.exists(key).await
         }
-        async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, crate::store::StoreError> {
+        async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, codemode_store::StoreError> {
             self.check()?;
             self.inner.take(key).await
         }
-        async fn delete(&self, key: &str) -> Result<bool, crate::store::StoreError> {
+        async fn delete(&self, key: &str) -> Result<bool, codemode_store::StoreError> {
             self.check()?;
             self.inner.delete(key).await
         }
         async fn list(
             &self,
             prefix: &str,
-        ) -> Result<Vec<(String, Vec<u8>)>, crate::store::StoreError> {
+        ) -> Result<Vec<(String, Vec<u8>)>, codemode_store::StoreError> {
             self.inner.list(prefix).await
         }
     }
@@ -635,14 +635,16 @@ mod tests {
     /// same answer is recorded.
     #[tokio::test]
     async fn an_answer_the_store_fails_to_write_is_not_called_already_given() {
-        use crate::store::RecordStore as _;
+        use codemode_store::RecordStore as _;
         let dir = codemode_test_support::scratch_dir("asks", "flaky_store");
         let flaky = std::sync::Arc::new(Flaky {
-            inner: crate::store::LocalStore::open(&dir, false).unwrap(),
+            inner: codemode_store::LocalStore::open(&dir, false).unwrap(),
             down: std::sync::atomic::AtomicBool::new(false),
         });
-        let store =
-            crate::store::Store::new(flaky.clone(), &crate::store::StateKey::from_bytes([7; 32]));
+        let store = codemode_store::Store::new(
+            flaky.clone(),
+            &codemode_store::StateKey::from_bytes([7; 32]),
+        );
         let durable = Durable::new(store, Duration::from_secs(0));
         let ask = AskRecord {
             token: "t".into(),
@@ -706,12 +708,12 @@ mod tests {
     #[tokio::test]
     async fn an_answer_after_the_asks_time_is_refused_as_expired() {
         let dir = codemode_test_support::scratch_dir("asks", "expired");
-        let store = crate::store::Store::new(
-            std::sync::Arc::new(crate::store::LocalStore::open(&dir, false).unwrap()),
-            &crate::store::StateKey::from_bytes([9; 32]),
+        let store = codemode_store::Store::new(
+            std::sync::Arc::new(codemode_store::LocalStore::open(&dir, false).unwrap()),
+            &codemode_store::StateKey::from_bytes([9; 32]),
         );
         let durable = Durable::new(store, Duration::from_secs(0));
-        let now = crate::store::now_ms();
+        let now = codemode_store::now_ms();
         for (id, expires_ms) in [("late", now - 1), ("open", now + 600_000)] {
             let ask = AskRecord {
                 token: "t".into(),
@@ -763,9 +765,9 @@ mod tests {
     #[tokio::test]
     async fn the_approval_api_refuses_what_does_not_fit_a_parked_ask() {
         let dir = codemode_test_support::scratch_dir("asks", "hostile_approver");
-        let store = crate::store::Store::new(
-            std::sync::Arc::new(crate::store::LocalStore::open(&dir, false).unwrap()),
-            &crate::store::StateKey::from_bytes([5; 32]),
+        let store = codemode_store::Store::new(
+            std::sync::Arc::new(codemode_store::LocalStore::open(&dir, false).unwrap()),
+            &codemode_store::StateKey::from_bytes([5; 32]),
         );
         let durable = Durable::new(store, Duration::from_secs(0));
         let asks = [

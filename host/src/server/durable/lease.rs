@@ -65,7 +65,7 @@ impl Durable {
     }
 
     async fn put_running(&self, token: &str, ttl: Duration) {
-        let until = crate::store::now_ms()
+        let until = codemode_store::now_ms()
             .saturating_add(u64::try_from(RUNNING_LEASE.as_millis()).unwrap_or(u64::MAX));
         let _ = self
             .store
@@ -90,7 +90,7 @@ impl Durable {
                     .get(..8)
                     .and_then(|b| <[u8; 8]>::try_from(b).ok())
                     .map_or(0, u64::from_le_bytes);
-                if until > crate::store::now_ms() {
+                if until > codemode_store::now_ms() {
                     Running::Yes
                 } else {
                     Running::Abandoned

@@ -83,7 +83,7 @@ impl Durable {
     /// node (`Err(count)`). At the cap, the evals counted are looked up in the store first:
     /// those another node resumed no longer count.
     async fn may_park(&self, gate: &ParkGate) -> Result<(), usize> {
-        let now = crate::store::now_ms();
+        let now = codemode_store::now_ms();
         if self
             .parked
             .reserve(&gate.client, &gate.token, gate.cap, now)

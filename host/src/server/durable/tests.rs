@@ -10,7 +10,7 @@ use codemode_runtime::{
 use serde_json::json;
 
 use super::*;
-use crate::store::{LocalStore, StateKey, StoreErrorKind};
+use codemode_store::{LocalStore, StateKey, StoreErrorKind};
 
 const MINUTE: Duration = Duration::from_secs(60);
 

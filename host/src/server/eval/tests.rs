@@ -11,7 +11,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use crate::server::durable::Durable;
 use crate::server::{HttpOptions, ServerState, serve_http};
-use crate::store::{LocalStore, RecordStore, StateKey, Store, StoreError};
+use codemode_store::{LocalStore, RecordStore, StateKey, Store, StoreError};
 
 /// A local store whose writes of `eval:` records wait, each, until the test releases one.
 #[derive(Debug)]

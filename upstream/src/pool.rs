@@ -13,7 +13,7 @@ use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 
 use super::client::{DeclineElicitation, SharedElicitation, UpstreamElicitation};
 use super::connection::{Upstream, UpstreamStatus};
-use crate::tools::CommandTools;
+use crate::CommandTools;
 
 use super::spec::{UpstreamError, UpstreamSpec, split_qualified, validate_server_name};
 
@@ -44,7 +44,7 @@ struct Inner {
     /// Serialises [`UpstreamPool::set_upstreams`].
     reconfigure: tokio::sync::Mutex<()>,
     /// The tools' compiled schemas, for the current [`UpstreamPool::version`].
-    schemas: crate::tools::SchemaCache,
+    schemas: crate::SchemaCache,
 }
 
 impl Drop for Inner {
@@ -255,8 +255,8 @@ impl UpstreamPool {
         *self.inner.changed.borrow()
     }
 
-    /// The compiled schemas of this pool's tools (see [`crate::tools::CatalogSchemas`]).
-    pub(crate) fn schema_cache(&self) -> &crate::tools::SchemaCache {
+    /// Where the compiled schemas of this pool's tools are kept, per tool-list version.
+    pub fn schema_cache(&self) -> &crate::SchemaCache {
         &self.inner.schemas
     }
 

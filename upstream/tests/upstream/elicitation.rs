@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use codemode_host::upstream::{UpstreamElicitation, UpstreamPool};
 use codemode_runtime::{BoxFuture, ToolHost};
+use codemode_upstream::{UpstreamElicitation, UpstreamPool};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::json;
 

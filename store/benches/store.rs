@@ -2,7 +2,7 @@
 //!
 //! Measures, for a 64 KiB sealed record (incompressible bytes, about a saved eval's size), the
 //! p50/p99 of `put`, of `take` (what a resume does) and of `put` + `take`, through
-//! [`Store`](codemode_host::store::Store) — sealing included — over the local store with and
+//! [`Store`](codemode_store::Store) — sealing included — over the local store with and
 //! without fsync (in the target directory, on the build's disk) and over a real `redis-server`
 //! on 127.0.0.1 (started here; Debian's package, installed when missing).
 //!
@@ -16,8 +16,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_host::store::{LocalStore, RedisStore, StateKey, Store};
 use codemode_policies::RedisUrl;
+use codemode_store::{LocalStore, RedisStore, StateKey, Store};
 use codemode_test_support::services::RedisServer;
 
 const RECORD: usize = 64 * 1024;

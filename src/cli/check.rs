@@ -12,7 +12,7 @@ use codemode_policies::{
 use serde::Serialize;
 
 use super::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
-use crate::upstream::{UpstreamPool, upstream_specs};
+use codemode_upstream::{UpstreamPool, upstream_specs};
 
 /// `codemode check`: what a script would call, found without running it.
 ///
@@ -249,7 +249,7 @@ async fn tool_names(config: &Config) -> Result<Vec<String>, String> {
     let pool = UpstreamPool::connect(upstream_specs(config))
         .await
         .map_err(|e| e.to_string())?;
-    let names = crate::tools::catalog(&pool)
+    let names = codemode_host::tools::catalog(&pool)
         .into_iter()
         .map(|t| t.name)
         .collect();

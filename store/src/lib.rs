@@ -7,13 +7,14 @@
 //!   reach a backend and checked when they come back.
 //! - [`RecordStore`] is what a backend does with the sealed bytes: [`LocalStore`] (files in the
 //!   state directory, the default) or [`RedisStore`] (Redis or Valkey, for clusters).
-//! - [`sessions::SealedSessionStore`] keeps rmcp's legacy-session state in the same store, so a
-//!   legacy session continues on another node after its own one died.
+//!
+//! The server keeps rmcp's legacy-session state in the same store (its `SealedSessionStore`), so
+//! a legacy session continues on another node after its own one died.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), codemode_host::store::StoreError> {
+//! # async fn demo() -> Result<(), codemode_store::StoreError> {
 //! use std::time::Duration;
-//! use codemode_host::store::Store;
+//! use codemode_store::Store;
 //! let store = Store::open(&codemode_policies::DurableConfig::default()).await?;
 //! store.put("eval:7f3a-1", b"saved state", Duration::from_secs(120)).await?;
 //! // Any node: exactly one taker gets it.
@@ -28,7 +29,6 @@ mod local;
 mod records;
 mod redis;
 mod seal;
-pub mod sessions;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -36,7 +36,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use codemode_policies::{DurableConfig, StoreLocation};
 
 pub use error::{StoreError, StoreErrorKind};
-pub use key::{KEY_FILE, StateKey};
+pub use key::{KEY_FILE, StateKey, hex};
 pub use local::{LocalStore, SWEEP_INTERVAL, Swept};
 pub use records::{MAX_KEY_LEN, RecordStore, check_key, check_prefix, now_ms};
 pub use redis::{REDIS_KEY_PREFIX, RedisStore};

@@ -24,8 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::key::hex;
-use super::{Store, StoreError};
+use codemode_store::{Store, StoreError, StoreErrorKind, hex};
 
 /// How long a legacy session's record lives after it was written or last restored.
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -148,7 +147,7 @@ impl SealedSessionStore {
     fn parse_request(&self, key: &str, value: &[u8]) -> Result<InFlightRequest, StoreError> {
         serde_json::from_slice(value).map_err(|e| {
             StoreError::new(
-                super::StoreErrorKind::Unreadable,
+                StoreErrorKind::Unreadable,
                 format!(
                     "record `{key}` in {} holds no request in flight: {e}",
                     self.store.describe()
@@ -199,5 +198,71 @@ impl SessionStore for SealedSessionStore {
     async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
         self.store.delete(&Self::record_key(session_id)).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use codemode_store::{LocalStore, StateKey};
+
+    use super::*;
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    fn local(dir: &Path, key_byte: u8) -> Store {
+        Store::local(
+            LocalStore::open(dir, false).unwrap(),
+            &StateKey::from_bytes([key_byte; 32]),
+        )
+    }
+
+    fn file_names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[tokio::test]
+    async fn sessions_are_kept_sealed_under_a_hash_of_their_id() {
+        use rmcp::model::{ClientCapabilities, Implementation, InitializeRequestParams};
+        use rmcp::transport::streamable_http_server::session::SessionState;
+
+        let dir = codemode_test_support::scratch_dir("store", "sessions");
+        let node_a = SealedSessionStore::new(local(&dir, 1)).into_rmcp();
+        let node_b = SealedSessionStore::new(local(&dir, 1)).into_rmcp();
+        let params = InitializeRequestParams::new(
+            ClientCapabilities::default(),
+            Implementation::new("test-client", "1.0"),
+        );
+        let session = "3f2a9c4e-secret-session-id";
+        node_a
+            .store(session, &SessionState::new(params.clone()))
+            .await
+            .unwrap();
+        let names = file_names(&dir);
+        assert_eq!(names, [SealedSessionStore::record_key(session)]);
+        assert!(names[0].starts_with("mcp-session:") && !names[0].contains("secret"));
+        let loaded = node_b.load(session).await.unwrap().unwrap();
+        assert_eq!(
+            serde_json::to_value(&loaded.initialize_params).unwrap(),
+            serde_json::to_value(&params).unwrap()
+        );
+        assert!(node_b.load("another-session").await.unwrap().is_none());
+        node_b.delete(session).await.unwrap();
+        assert!(node_a.load(session).await.unwrap().is_none());
+        // A record that is not session state is an error, not a panic or a silent miss.
+        let store = local(&dir, 1);
+        store
+            .put(&SealedSessionStore::record_key("s2"), b"not json", MINUTE)
+            .await
+            .unwrap();
+        let e = node_a.load("s2").await.unwrap_err().to_string();
+        assert!(e.contains("holds no session state"), "{e}");
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use codemode_bench::{self as bench, Figure, Samples};
 use codemode_policies::RedisUrl;
 
-use crate::store::{LocalStore, RedisStore, StateKey, Store};
+use codemode_store::{LocalStore, RedisStore, StateKey, Store};
 
 /// The most resuming through Redis may add over resuming from the local store, p50.
 pub const RESUME_TARGET_MS: f64 = 1.0;
@@ -176,7 +176,7 @@ impl TempDir {
         let path = std::env::temp_dir().join(format!(
             "codemode-bench-store-{}-{}",
             std::process::id(),
-            crate::store::now_ms()
+            codemode_store::now_ms()
         ));
         std::fs::create_dir(&path).map_err(|e| format!("creating {}: {e}", path.display()))?;
         Ok(TempDir(path))

@@ -59,7 +59,7 @@ impl StateKey {
     /// alphabet, with or without padding); surrounding whitespace is ignored.
     ///
     /// ```
-    /// use codemode_host::store::StateKey;
+    /// use codemode_store::StateKey;
     /// let hex = StateKey::parse(&"ab".repeat(32)).unwrap();
     /// let b64 = StateKey::parse("q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=").unwrap();
     /// assert_eq!(hex, b64);
@@ -257,8 +257,8 @@ pub(crate) fn sync_dir(dir: &Path) {
     }
 }
 
-/// Lowercase hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+/// `bytes` as lowercase hex (record keys derived from digests are written so).
+pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     bytes
         .iter()

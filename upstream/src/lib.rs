@@ -16,7 +16,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::collections::HashMap;
-//! use codemode_host::upstream::{UpstreamPool, UpstreamSpec};
+//! use codemode_upstream::{UpstreamPool, UpstreamSpec};
 //! use codemode_runtime::{CallContext, EvalId, ToolHost};
 //!
 //! let mut upstreams = HashMap::new();
@@ -27,12 +27,18 @@
 //! # let _ = listing; Ok(()) }
 //! ```
 
+pub mod catalog;
 mod client;
+mod commands;
 mod connection;
 mod convert;
 mod pool;
+mod schemas;
 mod spec;
 mod transport;
+
+pub use commands::CommandTools;
+pub use schemas::SchemaCache;
 
 pub use client::{DeclineElicitation, UpstreamElicitation};
 pub use connection::UpstreamStatus;

@@ -1,5 +1,5 @@
-//! The `codemode` command line: argument parsing and wiring only; the work happens in the
-//! library crates.
+//! The `codemode` command line: each command converts its flags to the library's types and
+//! calls it (the server is [`codemode_host::server::Server`]); exit codes and messages live here.
 
 mod approve;
 mod audit;
@@ -20,8 +20,7 @@ pub const EXIT_SCRIPT_FAILED: u8 = 1;
 /// Exit code of a usage or configuration error.
 pub const EXIT_USAGE: u8 = 2;
 
-/// The embedded default config (`codemode config default` prints it).
-pub const DEFAULT_CONFIG: &str = include_str!("../default-config.json");
+pub use codemode_host::server::DEFAULT_CONFIG;
 
 /// Runs the JavaScript an AI agent writes in a WebAssembly sandbox; its tool calls go to MCP
 /// servers under per-call policies (allow, ask a human, deny) and into an audit log.

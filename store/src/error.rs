@@ -31,7 +31,9 @@ pub struct StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn new(kind: StoreErrorKind, message: impl Into<String>) -> Self {
+    /// An error of `kind` saying `message` (also for the store's users, whose records may not
+    /// encode or decode).
+    pub fn new(kind: StoreErrorKind, message: impl Into<String>) -> Self {
         StoreError {
             kind,
             message: message.into(),

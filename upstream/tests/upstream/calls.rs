@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use codemode_host::upstream::UpstreamSpec;
 use codemode_runtime::{ToolError, ToolHost};
+use codemode_upstream::UpstreamSpec;
 use serde_json::json;
 
 use codemode_test_support::scratch_dir;
@@ -184,7 +184,7 @@ async fn streamable_http_upstream() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let spec = UpstreamSpec::with_transport(codemode_host::upstream::UpstreamTransport::Http {
+    let spec = UpstreamSpec::with_transport(codemode_upstream::UpstreamTransport::Http {
         url: format!("http://127.0.0.1:{port}/mcp"),
         headers: [("X-Codemode-Test".to_string(), "1".to_string())].into(),
     });

@@ -12,9 +12,9 @@ use codemode_policies::{AuditWriter, Config, neutralize};
 use codemode_runtime::{CancellationToken, EvalOptions, EvalOutcome, Runtime, RuntimeConfig};
 
 use super::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
-use crate::approvals::{Asker, NoAsker, TerminalAsker};
-use crate::session::{AuditTarget, Caller, GovernedEval};
-use crate::upstream::{UpstreamPool, upstream_specs};
+use codemode_host::approvals::{Asker, NoAsker, TerminalAsker};
+use codemode_host::session::{AuditTarget, Caller, GovernedEval};
+use codemode_upstream::{UpstreamPool, upstream_specs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -178,7 +178,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
                 return ExitCode::from(EXIT_USAGE);
             }
         };
-        pool.set_commands(crate::tools::CommandTools::from_config(config));
+        pool.set_commands(codemode_upstream::CommandTools::from_config(config));
         eval = eval
             .tools(pool.clone())
             .profile(profile)

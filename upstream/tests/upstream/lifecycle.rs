@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use codemode_host::upstream::{UpstreamPool, UpstreamSpec};
 use codemode_runtime::{ToolError, ToolHost};
+use codemode_upstream::{UpstreamPool, UpstreamSpec};
 use serde_json::json;
 
 use codemode_test_support::scratch_dir;

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use codemode_host::upstream::{UpstreamPool, UpstreamSpec};
 use codemode_runtime::{CallContext, EvalId, ToolError};
+use codemode_upstream::{UpstreamPool, UpstreamSpec};
 use serde_json::Value;
 
 pub(crate) fn stdio((program, args): (PathBuf, Vec<String>)) -> UpstreamSpec {
