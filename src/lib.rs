@@ -205,4 +205,142 @@ mod tests {
             ]
         );
     }
+
+    /// The fenced `json` and `jsonc` blocks of a Markdown text: each block's 1-based fence line
+    /// and its body.
+    fn json_blocks(markdown: &str) -> Vec<(usize, String)> {
+        let mut blocks = Vec::new();
+        let mut open: Option<(usize, String)> = None;
+        for (n, line) in markdown.lines().enumerate() {
+            let fence = line.trim_end();
+            if let Some((_, body)) = open.as_mut() {
+                if fence == "```" {
+                    blocks.extend(open.take());
+                } else {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+            } else if fence == "```json" || fence == "```jsonc" {
+                open = Some((n + 1, String::new()));
+            }
+        }
+        blocks
+    }
+
+    /// The keys of a JSON text's top-level object, read past strings, `//` and `/* */`
+    /// comments (as the config reader allows them); `None` when the text is not an object.
+    fn top_level_keys(json: &str) -> Option<Vec<String>> {
+        let mut chars = json.chars().peekable();
+        let (mut depth, mut keys, mut last_string) = (0usize, Vec::new(), None::<String>);
+        let mut seen_object = false;
+        while let Some(c) = chars.next() {
+            match c {
+                '/' if chars.peek() == Some(&'/') => {
+                    chars.by_ref().find(|&c| c == '\n');
+                }
+                '/' if chars.peek() == Some(&'*') => {
+                    chars.next();
+                    let mut star = false;
+                    for c in chars.by_ref() {
+                        if star && c == '/' {
+                            break;
+                        }
+                        star = c == '*';
+                    }
+                }
+                '"' => {
+                    let mut text = String::new();
+                    while let Some(c) = chars.next() {
+                        match c {
+                            '\\' => text.extend(chars.next()),
+                            '"' => break,
+                            c => text.push(c),
+                        }
+                    }
+                    last_string = Some(text);
+                    continue;
+                }
+                ':' if depth == 1 => keys.extend(last_string.take()),
+                '{' | '[' => {
+                    if depth == 0 && c == '[' {
+                        return None;
+                    }
+                    seen_object = true;
+                    depth += 1;
+                }
+                '}' | ']' => depth = depth.checked_sub(1)?,
+                c if depth == 0 && !c.is_whitespace() => return None,
+                _ => {}
+            }
+            if !c.is_whitespace() {
+                last_string = None;
+            }
+        }
+        seen_object.then_some(keys)
+    }
+
+    #[test]
+    fn top_level_keys_skip_nested_keys_strings_and_comments() {
+        let keys = top_level_keys(
+            "// a comment: \"x\": 1\n{ \"a\": {\"b\": 1}, /* \"c\": 2 */ \"d\" : \"e: \\\"f\\\"\", }",
+        );
+        assert_eq!(keys, Some(vec!["a".to_string(), "d".to_string()]));
+        assert_eq!(top_level_keys("\"durable\": {\"store\": \"local\"}"), None);
+        assert_eq!(top_level_keys("[1, 2]"), None);
+        let blocks = json_blocks("t\n```json\n{}\n```\n```js\nx\n```\n```jsonc\n{\"a\": 1}\n```\n");
+        assert_eq!(
+            blocks,
+            [(2, "{}\n".to_string()), (8, "{\"a\": 1}\n".to_string())]
+        );
+    }
+
+    /// Every complete config the documentation shows parses: each fenced `json` (or `jsonc`)
+    /// block of README.md, SECURITY.md and docs/*.md whose top-level object has `mcpServers`,
+    /// `servers` or `evaluation`. A block showing one section (`"durable": {…}`) is not a
+    /// whole file and is left out. `${VAR}` references are given a stand-in value: the docs
+    /// cannot know the reader's environment.
+    #[test]
+    fn every_complete_config_in_the_docs_parses() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = vec![root.join("README.md"), root.join("SECURITY.md")];
+        let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+            .expect("docs/")
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == "md"))
+            .collect();
+        docs.sort();
+        files.extend(docs);
+        let (mut checked, mut failures) = (0, Vec::new());
+        for file in &files {
+            let text = std::fs::read_to_string(file).expect("read the file");
+            let name = file.strip_prefix(root).unwrap().display();
+            for (line, block) in json_blocks(&text) {
+                let Some(keys) = top_level_keys(&block) else {
+                    continue;
+                };
+                if !keys
+                    .iter()
+                    .any(|k| ["mcpServers", "servers", "evaluation"].contains(&k.as_str()))
+                {
+                    continue;
+                }
+                checked += 1;
+                let parsed = codemode_policies::Config::from_json_str_with_env(&block, |name| {
+                    Some(format!("stand-in-for-{name}"))
+                });
+                if let Err(errors) = parsed {
+                    failures.push(format!("{name}, the block at line {line}:\n{errors}"));
+                }
+            }
+        }
+        assert_eq!(
+            failures,
+            Vec::<String>::new(),
+            "configs in the docs that do not parse"
+        );
+        assert!(
+            checked >= 4,
+            "only {checked} complete configs found in the docs"
+        );
+    }
 }

@@ -123,7 +123,7 @@ fn run_json_prints_the_outcome_and_limits_apply() {
     assert_eq!(outcome["error"]["kind"], "memory_limit", "{outcome}");
 }
 
-/// README: `--timeout 0` means no timeout. A bare `0` is the one number that needs no unit.
+/// docs/SERVER.md (`codemode run`): `--timeout 0` means no timeout. A bare `0` is the one number that needs no unit.
 #[test]
 fn run_timeout_zero_means_none() {
     let out = run_with_stdin(&["run", "--timeout", "0", "-"], "40 + 2");

@@ -1,5 +1,5 @@
 //! Command tools: the local programs of the config's `commands` section, each a script tool
-//! `codemode.<name>(args)` (see README "Command tools").
+//! `codemode.<name>(args)` (see docs/CONFIGURATION.md, "Command tools").
 //!
 //! A call is, in order: the arguments checked against the tool's `inputSchema`; the argv built
 //! from the template ([`argv`]: one element per placeholder, no shell, `-` refused unless
