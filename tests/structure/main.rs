@@ -78,7 +78,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[
         "host/src/upstream/pool.rs",
     ],
     &[
-        "policies/src/approval.rs",
         "policies/src/config/commands.rs",
         "policies/src/config/evaluation.rs",
         "policies/src/config/fairness.rs",
@@ -90,7 +89,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[
         "policies/src/config/upstream.rs",
         "policies/src/profile/disposition.rs",
         "policies/src/profile/mod.rs",
-        "policies/src/risk.rs",
     ],
     &[
         "policies/src/config/document.rs",
