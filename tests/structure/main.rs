@@ -78,23 +78,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[
         "host/src/upstream/pool.rs",
     ],
     &[
-        "policies/src/config/commands.rs",
-        "policies/src/config/evaluation.rs",
-        "policies/src/config/fairness.rs",
-        "policies/src/config/gateway_keys.rs",
-        "policies/src/config/mod.rs",
-        "policies/src/config/outputs.rs",
-        "policies/src/config/sections.rs",
-        "policies/src/config/server.rs",
-        "policies/src/config/upstream.rs",
-        "policies/src/profile/disposition.rs",
-        "policies/src/profile/mod.rs",
-    ],
-    &[
-        "policies/src/config/document.rs",
-        "policies/src/config/reader.rs",
-    ],
-    &[
         "policies/src/enforce/audit_guard.rs",
         "policies/src/enforce/mod.rs",
     ],
@@ -138,8 +121,6 @@ const KNOWN_LONG_FUNCTIONS: &[(&str, usize)] = &[
     ("host/src/server/eval.rs::CodemodeServer::run_eval", 104),
     ("host/src/server/eval/resume.rs::resume_from_store", 101),
     ("host/src/server/guard.rs::check", 136),
-    ("policies/src/config/commands.rs::read_command", 105),
-    ("policies/src/config/evaluation.rs::read_profile", 120),
     ("policies/src/enforce/mod.rs::PolicyToolHost::ask", 182),
     ("runtime/src/eval/mod.rs::Eval::drive", 106),
 ];
