@@ -78,10 +78,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[
         "host/src/upstream/pool.rs",
     ],
     &[
-        "policies/src/enforce/audit_guard.rs",
-        "policies/src/enforce/mod.rs",
-    ],
-    &[
         "policies/src/preview/mod.rs",
         "policies/src/preview/threads.rs",
         "policies/src/script/fence.rs",
@@ -121,7 +117,6 @@ const KNOWN_LONG_FUNCTIONS: &[(&str, usize)] = &[
     ("host/src/server/eval.rs::CodemodeServer::run_eval", 104),
     ("host/src/server/eval/resume.rs::resume_from_store", 101),
     ("host/src/server/guard.rs::check", 136),
-    ("policies/src/enforce/mod.rs::PolicyToolHost::ask", 182),
     ("runtime/src/eval/mod.rs::Eval::drive", 106),
 ];
 
