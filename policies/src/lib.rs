@@ -203,7 +203,7 @@ pub use outputs::{
 };
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,
-    locate_syntax_error,
+    locate_syntax_error, normalize_with_preview,
 };
 pub use profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
@@ -214,5 +214,5 @@ pub use schemas::{
     INVALID_ARGUMENTS, InvalidArguments, MAX_VIOLATION_CHARS, MAX_VIOLATIONS, SchemaKind,
     SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas, Violation,
 };
-pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize, normalize_with_preview};
+pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize};
 pub use units::{ParseUnitError, parse_duration, parse_size};

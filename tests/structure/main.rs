@@ -78,12 +78,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[
         "host/src/upstream/pool.rs",
     ],
     &[
-        "policies/src/preview/mod.rs",
-        "policies/src/preview/threads.rs",
-        "policies/src/script/fence.rs",
-        "policies/src/script/mod.rs",
-    ],
-    &[
         "runtime/src/eval/errors.rs",
         "runtime/src/eval/mod.rs",
         "runtime/src/eval/park.rs",
