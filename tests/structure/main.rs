@@ -81,8 +81,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[
         "runtime/src/eval/errors.rs",
         "runtime/src/eval/mod.rs",
         "runtime/src/eval/park.rs",
-        "runtime/src/runtime.rs",
-        "runtime/src/snapshot.rs",
     ],
 ];
 
