@@ -11,7 +11,7 @@ use codemode_runtime::{BoxFuture, CallContext, EvalId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Caller, MatchedBy, Preview, Risk, RiskPolicy};
+use crate::{ApprovalDecision, Caller, MatchedBy, Preview, Risk, RiskPolicy};
 
 /// Asks a human whether a tool call may go ahead.
 ///
@@ -257,43 +257,6 @@ impl ApprovalAnswer {
     pub fn decided_by(mut self, who: impl Into<String>) -> Self {
         self.decided_by = Some(who.into());
         self
-    }
-}
-
-/// A human's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ApprovalDecision {
-    /// Allow this call only.
-    ApproveOnce,
-    /// Allow this call and, for the rest of the eval, the calls of this tool that the same
-    /// source asks about (see [`SessionApprovals`]).
-    ApproveToolForEval,
-    /// Like [`ApproveToolForEval`](Self::ApproveToolForEval), for the rest of the session.
-    ApproveToolForSession,
-    /// Refuse this call (reason `elicitation_declined`).
-    Decline,
-    /// The human dismissed the prompt: treated as [`Decline`](Self::Decline).
-    Cancel,
-}
-
-impl ApprovalDecision {
-    /// Every decision, in the order prompts offer them.
-    pub const ALL: [ApprovalDecision; 5] = [
-        ApprovalDecision::ApproveOnce,
-        ApprovalDecision::ApproveToolForEval,
-        ApprovalDecision::ApproveToolForSession,
-        ApprovalDecision::Decline,
-        ApprovalDecision::Cancel,
-    ];
-
-    /// Whether the call may go ahead.
-    pub fn approves(self) -> bool {
-        matches!(
-            self,
-            ApprovalDecision::ApproveOnce
-                | ApprovalDecision::ApproveToolForEval
-                | ApprovalDecision::ApproveToolForSession
-        )
     }
 }
 

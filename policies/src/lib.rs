@@ -144,6 +144,7 @@ mod approval;
 mod audit;
 mod caller;
 mod config;
+mod decision;
 mod display;
 mod enforce;
 mod origin;
@@ -156,8 +157,8 @@ mod script;
 mod units;
 
 pub use approval::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, NoApprover, ParkedAsk,
-    ParkedQuestion, SessionApprovals, new_request_id,
+    ApprovalAnswer, ApprovalRequest, Approver, Channel, NoApprover, ParkedAsk, ParkedQuestion,
+    SessionApprovals, new_request_id,
 };
 pub use audit::{
     AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision, EvalAuditRecord,
@@ -193,6 +194,7 @@ pub use config::{
     DEFAULT_REDIS_PORT, DEFAULT_STATE_KEY_ENV, DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig,
     RedisUrl, StoreLocation, default_state_dir,
 };
+pub use decision::ApprovalDecision;
 pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
@@ -201,7 +203,7 @@ pub use outputs::{
 };
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,
-    locate_syntax_error,
+    locate_syntax_error, normalize_with_preview,
 };
 pub use profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
@@ -212,5 +214,5 @@ pub use schemas::{
     INVALID_ARGUMENTS, InvalidArguments, MAX_VIOLATION_CHARS, MAX_VIOLATIONS, SchemaKind,
     SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas, Violation,
 };
-pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize, normalize_with_preview};
+pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize};
 pub use units::{ParseUnitError, parse_duration, parse_size};

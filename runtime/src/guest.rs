@@ -6,10 +6,10 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
-use wasmtime::{InstancePre, Store};
+use wasmtime::{Engine, InstancePre, Linker, Store};
 
-use crate::abi;
 use crate::state::HostState;
+use crate::{abi, wasi};
 
 /// The sha256 of a guest module's bytes (the module as given, before any snapshot): what a
 /// saved eval names to say which guest it needs.
@@ -170,6 +170,16 @@ pub(crate) fn check_saveable(wasm: &[u8]) -> Result<(), String> {
             mutable.iter().map(|g| g.content_type).collect::<Vec<_>>()
         )),
     }
+}
+
+/// A linker with everything the guest imports: WASI (the sandbox's own definitions over
+/// wasmtime-wasi's) and the `codemode` ABI.
+pub(crate) fn guest_linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
+    let mut linker: Linker<HostState> = Linker::new(engine);
+    wasmtime_wasi::p1::add_to_linker_sync(&mut linker, HostState::wasi)?;
+    wasi::add_to_linker(&mut linker)?;
+    abi::add_to_linker(&mut linker)?;
+    Ok(linker)
 }
 
 #[cfg(test)]

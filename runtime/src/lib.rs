@@ -64,6 +64,7 @@ mod clock;
 mod config;
 mod error;
 mod eval;
+mod evals;
 mod guest;
 mod limits;
 mod module_cache;

@@ -46,7 +46,7 @@ pub fn wizen(wasm: &[u8], memory_limit: usize) -> Result<Option<Arc<[u8]>>, Stri
     let mut config = wasmtime::Config::new();
     config.cranelift_opt_level(OptLevel::None);
     let engine = &Engine::new(&config).map_err(|e| format!("an engine to initialise in: {e:#}"))?;
-    let linker = crate::runtime::guest_linker(engine).map_err(|e| format!("linking: {e:#}"))?;
+    let linker = crate::guest::guest_linker(engine).map_err(|e| format!("linking: {e:#}"))?;
     let mut wizer = Wizer::new();
     let (cx, instrumented) = wizer
         .instrument(wasm)

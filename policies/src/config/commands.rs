@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::ConfigErrorKind;
 use super::reader::{JsonPath, Reader, describe};
-use super::sections::{positive_seconds, size};
+use super::values::{positive_seconds, size};
 
 const COMMAND_KEYS: &[&str] = &[
     "command",
@@ -221,6 +221,57 @@ fn read_command(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<CommandCon
             None
         }
     };
+    let (input_schema, validator, args) = read_args(r, map, path);
+    let description = match map.get("description") {
+        Some(v) => r.string(v, &path.key("description")).map(str::to_string),
+        None => None,
+    };
+    let cwd = map
+        .get("cwd")
+        .and_then(|v| read_cwd(r, v, &path.key("cwd")));
+    let env = match map.get("env") {
+        Some(v) => read_env(r, v, &path.key("env")),
+        None => BTreeMap::new(),
+    };
+    let timeout = match map.get("timeoutSeconds") {
+        Some(t) => positive_seconds(r, t, &path.key("timeoutSeconds")),
+        None => Some(DEFAULT_COMMAND_TIMEOUT),
+    };
+    let max_output = match map.get("maxOutput") {
+        Some(v) => size(r, v, &path.key("maxOutput")),
+        None => Some(DEFAULT_COMMAND_MAX_OUTPUT),
+    };
+    let output = match map.get("output") {
+        Some(v) => read_output(r, v, &path.key("output")),
+        None => Some(CommandOutput::Text),
+    };
+    if r.errors.len() > errors_before {
+        return None;
+    }
+    let command = command?;
+    let description = description.unwrap_or_else(|| default_description(&command, &args));
+    Some(CommandConfig {
+        command,
+        args,
+        input_schema,
+        description,
+        cwd,
+        env,
+        timeout: timeout?,
+        max_output: max_output?,
+        output: output?,
+        validator: validator?,
+    })
+}
+
+/// `args`, each placeholder checked against `inputSchema` (which may then be left out when
+/// there are none): the schema, its compiled validator (`None` when it is wrong) and the
+/// arguments that are right (the errors are in `r`).
+fn read_args(
+    r: &mut Reader,
+    map: &Map<String, Value>,
+    path: &JsonPath,
+) -> (Value, Option<Arc<jsonschema::Validator>>, Vec<CommandArg>) {
     let templates = match map.get("args") {
         Some(v) => r.strings(v, &path.key("args")).unwrap_or_default(),
         None => Vec::new(),
@@ -275,46 +326,7 @@ fn read_command(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<CommandCon
             }
         }
     }
-    let description = match map.get("description") {
-        Some(v) => r.string(v, &path.key("description")).map(str::to_string),
-        None => None,
-    };
-    let cwd = map
-        .get("cwd")
-        .and_then(|v| read_cwd(r, v, &path.key("cwd")));
-    let env = match map.get("env") {
-        Some(v) => read_env(r, v, &path.key("env")),
-        None => BTreeMap::new(),
-    };
-    let timeout = match map.get("timeoutSeconds") {
-        Some(t) => positive_seconds(r, t, &path.key("timeoutSeconds")),
-        None => Some(DEFAULT_COMMAND_TIMEOUT),
-    };
-    let max_output = match map.get("maxOutput") {
-        Some(v) => size(r, v, &path.key("maxOutput")),
-        None => Some(DEFAULT_COMMAND_MAX_OUTPUT),
-    };
-    let output = match map.get("output") {
-        Some(v) => read_output(r, v, &path.key("output")),
-        None => Some(CommandOutput::Text),
-    };
-    if r.errors.len() > errors_before {
-        return None;
-    }
-    let command = command?;
-    let description = description.unwrap_or_else(|| default_description(&command, &args));
-    Some(CommandConfig {
-        command,
-        args,
-        input_schema,
-        description,
-        cwd,
-        env,
-        timeout: timeout?,
-        max_output: max_output?,
-        output: output?,
-        validator: validator?,
-    })
+    (input_schema, validator, args)
 }
 
 fn read_program(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<String> {

@@ -15,18 +15,13 @@
 //! globs: the first that matches wins).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::error::{ConfigError, ConfigErrorKind, ConfigErrors};
-use super::reader::JsonPath;
-
-/// The keys of each object of the document in written order, by the object's path
-/// (`JsonPath` text).
-pub(crate) type KeyOrder = HashMap<String, Vec<String>>;
+use super::reader::{JsonPath, KeyOrder};
 
 /// Parses `json`, failing on invalid JSON (with line and column) or on any key that an object
 /// holds more than once (every such key, each with its path).

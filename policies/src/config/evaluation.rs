@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::EvaluationConfig;
 use super::gateway_keys::{read_permissions, read_risk, read_risk_map, read_risk_policies};
 use super::reader::{JsonPath, Reader, describe};
-use super::sections::positive_seconds;
+use super::values::{positive, positive_seconds};
 use crate::profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind, Fallback,
     GlobList, PathCondition, Profile, Rule,
@@ -87,13 +87,26 @@ pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> Eva
     out
 }
 
-/// `Profile::from_json`: one profile, paths relative to its value.
-pub(crate) fn profile_from_json(name: &str, v: &Value) -> Result<Profile, ConfigErrors> {
-    let mut r = Reader::default();
-    let profile = read_profile(&mut r, name, v, &JsonPath::root());
-    match profile {
-        Some(p) if r.errors.is_empty() => Ok(p),
-        _ => Err(ConfigErrors { errors: r.errors }),
+impl Profile {
+    /// Builds a profile from the JSON of one profile entry (the value of
+    /// `evaluation.profiles.<name>`), for embedding without a configuration file. Error paths
+    /// are relative to that value.
+    ///
+    /// A `serde_json::Value` does not keep the written order of an object's keys (its maps are
+    /// sorted unless serde_json's `preserve_order` feature is on), so the `risk` globs are tried
+    /// in the map's own order here; [`crate::Config::from_json_str`] reads the text and keeps
+    /// the written order.
+    ///
+    /// # Errors
+    ///
+    /// Every problem found (see [`crate::Config::from_json_str`]).
+    pub fn from_json(name: &str, value: &Value) -> Result<Profile, ConfigErrors> {
+        let mut r = Reader::default();
+        let profile = read_profile(&mut r, name, value, &JsonPath::root());
+        match profile {
+            Some(p) if r.errors.is_empty() => Ok(p),
+            _ => Err(ConfigErrors { errors: r.errors }),
+        }
     }
 }
 
@@ -117,71 +130,28 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         map.get(key)
             .map(|v| read_globs(r, v, &path.key(key)).unwrap_or_default())
     };
-    let description = map.get("description").and_then(|v| {
-        let dpath = path.key("description");
-        match v.as_str() {
-            Some(d) if d.chars().count() > MAX_DESCRIPTION_CHARS => {
-                r.error(
-                    &dpath,
-                    ConfigErrorKind::InvalidValue,
-                    format!(
-                        "at most {MAX_DESCRIPTION_CHARS} characters (it goes into a tool description), found {}",
-                        d.chars().count()
-                    ),
-                );
-                None
-            }
-            Some(d) => Some(d.to_string()),
-            None => {
-                r.expected(&dpath, "a string", v);
-                None
-            }
-        }
-    });
+    let description = map
+        .get("description")
+        .and_then(|v| read_description(r, v, &path.key("description")));
     let allowlist = list(r, "allowlist");
     let denylist = list(r, "denylist").unwrap_or_default();
     let asklist = list(r, "asklist").unwrap_or_default();
-    let mut rules = Vec::new();
-    if let Some(v) = map.get("rules") {
-        let rpath = path.key("rules");
-        match v {
-            Value::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    if let Some(rule) = read_rule(r, item, &rpath.index(i)) {
-                        rules.push(rule);
-                    }
-                }
-            }
-            _ => r.expected(&rpath, "an array of rules", v),
-        }
-    }
-    let mut elicitation_fallback = Fallback::default();
-    if let Some(v) = map.get("elicitationFallback") {
-        let fpath = path.key("elicitationFallback");
-        match v.as_str() {
-            Some("deny") => elicitation_fallback = Fallback::Deny,
-            Some("allow") => elicitation_fallback = Fallback::Allow,
-            _ => r.error(
-                &fpath,
-                ConfigErrorKind::InvalidValue,
-                format!("expected \"deny\" or \"allow\", found {}", describe(v)),
-            ),
-        }
-    }
+    let rules = map
+        .get("rules")
+        .map(|v| read_rules(r, v, &path.key("rules")))
+        .unwrap_or_default();
+    let elicitation_fallback = map
+        .get("elicitationFallback")
+        .map(|v| read_fallback(r, v, &path.key("elicitationFallback")))
+        .unwrap_or_default();
     let approval_timeout = match map.get("approvalTimeoutSeconds") {
         Some(v) => positive_seconds(r, v, &path.key("approvalTimeoutSeconds")),
         None => Some(DEFAULT_APPROVAL_TIMEOUT),
     };
-    let mut max_pending_approvals = DEFAULT_MAX_PENDING_APPROVALS;
-    if let Some(v) = map.get("maxPendingApprovals") {
-        let mpath = path.key("maxPendingApprovals");
-        match r.u64(v, &mpath).map(usize::try_from) {
-            Some(Ok(0)) => r.error(&mpath, ConfigErrorKind::InvalidValue, "must be at least 1"),
-            Some(Ok(n)) => max_pending_approvals = n,
-            Some(Err(_)) => r.error(&mpath, ConfigErrorKind::InvalidValue, "too large"),
-            None => {}
-        }
-    }
+    let max_pending_approvals = map
+        .get("maxPendingApprovals")
+        .and_then(|v| positive(r, v, &path.key("maxPendingApprovals")))
+        .unwrap_or(DEFAULT_MAX_PENDING_APPROVALS);
     let default_disposition = match map.get("defaultDisposition") {
         Some(v) => read_disposition(r, v, &path.key("defaultDisposition")),
         None => Some(DispositionKind::Allow),
@@ -227,6 +197,61 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
 /// An array of globs, compiled; each bad glob is an error at its index.
 /// A rule's required `tools`: at least one glob. `what` says what they select, for the error
 /// when the key is missing.
+/// A profile's `description`: a string of at most [`MAX_DESCRIPTION_CHARS`] characters.
+fn read_description(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<String> {
+    match v.as_str() {
+        Some(d) if d.chars().count() > MAX_DESCRIPTION_CHARS => {
+            r.error(
+                path,
+                ConfigErrorKind::InvalidValue,
+                format!(
+                    "at most {MAX_DESCRIPTION_CHARS} characters (it goes into a tool description), found {}",
+                    d.chars().count()
+                ),
+            );
+            None
+        }
+        Some(d) => Some(d.to_string()),
+        None => {
+            r.expected(path, "a string", v);
+            None
+        }
+    }
+}
+
+/// A profile's `rules`, without the ones that are wrong (the errors are in `r`).
+fn read_rules(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<Rule> {
+    let mut rules = Vec::new();
+    match v {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                if let Some(rule) = read_rule(r, item, &path.index(i)) {
+                    rules.push(rule);
+                }
+            }
+        }
+        _ => r.expected(path, "an array of rules", v),
+    }
+    rules
+}
+
+/// `elicitationFallback`: `"deny"` or `"allow"`; the default when it is wrong (the error is in
+/// `r`).
+fn read_fallback(r: &mut Reader, v: &Value, path: &JsonPath) -> Fallback {
+    match v.as_str() {
+        Some("deny") => Fallback::Deny,
+        Some("allow") => Fallback::Allow,
+        _ => {
+            r.error(
+                path,
+                ConfigErrorKind::InvalidValue,
+                format!("expected \"deny\" or \"allow\", found {}", describe(v)),
+            );
+            Fallback::default()
+        }
+    }
+}
+
 pub(super) fn read_tools(
     r: &mut Reader,
     v: Option<&Value>,

@@ -7,10 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::reader::{JsonPath, Reader, describe};
-use super::sections::size;
-use crate::ConfigErrorKind;
-use crate::units::parse_duration;
+use super::reader::{JsonPath, Reader};
+use super::values::{duration, positive, size};
 
 /// `limits.perClient`: what one client may hold at once. A client is the authenticated caller,
 /// else the legacy MCP session, else the remote address.
@@ -174,50 +172,6 @@ pub(crate) fn read_listener(
         out.max_request_body = n;
     }
     out
-}
-
-/// A whole number of at least 1.
-fn positive(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<usize> {
-    match r.u64(v, path).map(usize::try_from) {
-        Some(Ok(0)) => {
-            r.error(path, ConfigErrorKind::InvalidValue, "must be at least 1");
-            None
-        }
-        Some(Ok(n)) => Some(n),
-        Some(Err(_)) => {
-            r.error(path, ConfigErrorKind::InvalidValue, "too large");
-            None
-        }
-        None => None,
-    }
-}
-
-/// A duration string greater than zero (`"15m"`, `"10s"`).
-pub(crate) fn duration(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
-    let parsed = match v {
-        Value::String(s) => {
-            parse_duration(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
-        }
-        _ => Err((
-            ConfigErrorKind::WrongType,
-            format!("expected a duration such as \"30s\", found {}", describe(v)),
-        )),
-    };
-    match parsed {
-        Ok(d) if d.is_zero() => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                "must be greater than zero",
-            );
-            None
-        }
-        Ok(d) => Some(d),
-        Err((kind, msg)) => {
-            r.error(path, kind, msg);
-            None
-        }
-    }
 }
 
 #[cfg(test)]

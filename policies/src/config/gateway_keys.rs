@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::reader::{JsonPath, Reader, describe};
-use super::sections::positive_seconds;
+use super::values::positive_seconds;
 use crate::profile::GlobList;
 use crate::{ConfigErrorKind, Risk, RiskPolicy};
 

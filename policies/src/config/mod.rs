@@ -17,9 +17,10 @@ mod sections;
 mod server;
 mod substitute;
 mod upstream;
+mod values;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +36,6 @@ pub use durable::{
     RedisUrl, StoreLocation, default_state_dir,
 };
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning};
-pub(crate) use evaluation::profile_from_json;
 pub use fairness::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
 pub use server::{
     AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
@@ -97,75 +97,6 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
 "#;
 
 impl Config {
-    /// Parses and validates a configuration.
-    ///
-    /// The text is JSON, with comments (`//`, `/* */`) and trailing commas allowed.
-    /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
-    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `commands` (local
-    /// command tools), `outputs` (masks and removals in tool results), `durable` (where waiting
-    /// evals and sessions are kept), `$schema` (ignored, for
-    /// editors) and `inputs` (VS Code's prompts: accepted, with a [warning](Config::warnings)
-    /// when non-empty). Every key is optional; unknown keys are errors. `${VAR}` references in
-    /// servers' `args`, `env`, `headers` and `url` are read from the process environment.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigErrors`] with every problem found, each with its JSON path: invalid JSON (with
-    /// line and column), a key given twice in one object (JSON would silently keep the last),
-    /// unknown keys (listing the allowed ones), wrong types, bad globs and
-    /// regexes, invalid names, a `defaultProfile` naming no profile, …
-    pub fn from_json_str(json: &str) -> Result<Config, ConfigErrors> {
-        let (value, key_order) = document::parse_ordered(json)?;
-        sections::config_from_value(&value, key_order, substitute::EnvLookup::default())
-    }
-
-    /// [`Config::from_json_str`], reading the `${VAR}` references of servers through `env`
-    /// instead of the process environment (`None`: unset).
-    ///
-    /// ```
-    /// use codemode_policies::{Config, ConfigErrorKind, ServerTransport};
-    /// let json = r#"{"mcpServers": {"api": {"type": "http", "url": "${BASE:-http://localhost:3000}/mcp",
-    ///     "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}}}}"#;
-    /// let config = Config::from_json_str_with_env(json, |name| {
-    ///     (name == "API_TOKEN").then(|| "t0ken".to_string())
-    /// })
-    /// .unwrap();
-    /// let ServerTransport::Http { url, headers } = &config.servers["api"].transport else { panic!() };
-    /// assert_eq!(url, "http://localhost:3000/mcp");
-    /// assert_eq!(headers["Authorization"], "Bearer t0ken");
-    ///
-    /// let errors = Config::from_json_str_with_env(json, |_| None).unwrap_err();
-    /// assert_eq!(errors.errors[0].kind(), ConfigErrorKind::MissingEnv);
-    /// assert_eq!(errors.errors[0].path(), "mcpServers.api.headers.Authorization");
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`Config::from_json_str`].
-    pub fn from_json_str_with_env(
-        json: &str,
-        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
-    ) -> Result<Config, ConfigErrors> {
-        let (value, key_order) = document::parse_ordered(json)?;
-        sections::config_from_value(&value, key_order, substitute::EnvLookup::new(env))
-    }
-
-    /// Reads and parses the configuration file at `path`. Relative paths inside it (`audit.dir`,
-    /// a server's `cwd`) are kept as written: they are relative to the process's working
-    /// directory, not to the file.
-    ///
-    /// # Errors
-    ///
-    /// An I/O error (one [`ConfigError`] of kind [`ConfigErrorKind::Io`] whose path is the
-    /// file name), or what
-    /// [`Config::from_json_str`] reports.
-    pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigErrors> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigErrors::single(ConfigError::io(path.display().to_string(), e)))?;
-        Config::from_json_str(&text)
-    }
-
     /// The profile called `name`.
     pub fn profile(&self, name: &str) -> Option<&Arc<Profile>> {
         self.evaluation.profiles.get(name)

@@ -1,7 +1,7 @@
 //! A checked walk over a `serde_json::Value`: type checks and unknown-key checks that record
 //! every problem with its JSON path, so that one pass reports all of them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -73,12 +73,16 @@ pub(crate) fn describe(v: &Value) -> String {
     }
 }
 
+/// The keys of each object of the document in written order, by the object's path
+/// (`JsonPath` text).
+pub(crate) type KeyOrder = HashMap<String, Vec<String>>;
+
 /// Collects problems while the caller walks the document.
 #[derive(Debug, Default)]
 pub(crate) struct Reader {
     pub(crate) errors: Vec<ConfigError>,
     /// Each object's keys in written order (empty when the document came as a `Value`).
-    pub(crate) key_order: super::document::KeyOrder,
+    pub(crate) key_order: KeyOrder,
     /// Things accepted but worth telling (a client-only key that codemode ignores).
     pub(crate) warnings: Vec<ConfigWarning>,
     /// Where `${VAR}` references are read.

@@ -1,16 +1,19 @@
 //! Builds a [`Config`] from a JSON value: the document root, `mcpServers`, `limits`, `audit`.
-//! (`evaluation` is in `evaluation.rs`.)
+//! (`evaluation` is in `evaluation.rs`.) The entry points: [`Config::from_json_str`],
+//! [`Config::from_json_str_with_env`] and [`Config::load`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 
 use super::evaluation::read_evaluation;
 use super::reader::{JsonPath, Reader, describe};
-use super::{AuditConfig, Config, ConfigErrorKind, ConfigErrors, Limits, MIN_RESULT_TEXT};
-use crate::units::{parse_duration, parse_size};
+use super::values::{duration, size};
+use super::{
+    AuditConfig, Config, ConfigError, ConfigErrorKind, ConfigErrors, Limits, MIN_RESULT_TEXT,
+};
+use crate::units::parse_duration;
 
 const ROOT_KEYS: &[&str] = &[
     "$schema",
@@ -40,9 +43,80 @@ const LIMIT_KEYS: &[&str] = &[
 ];
 const AUDIT_KEYS: &[&str] = &["dir", "includeArgs", "keyEnv"];
 
+impl Config {
+    /// Parses and validates a configuration.
+    ///
+    /// The text is JSON, with comments (`//`, `/* */`) and trailing commas allowed.
+    /// Top-level keys: `mcpServers` (or its alias `servers`, not both), `evaluation`, `limits`,
+    /// `audit`, `approvals`, `server` (how `serve --http` accepts requests), `commands` (local
+    /// command tools), `outputs` (masks and removals in tool results), `durable` (where waiting
+    /// evals and sessions are kept), `$schema` (ignored, for
+    /// editors) and `inputs` (VS Code's prompts: accepted, with a [warning](Config::warnings)
+    /// when non-empty). Every key is optional; unknown keys are errors. `${VAR}` references in
+    /// servers' `args`, `env`, `headers` and `url` are read from the process environment.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigErrors`] with every problem found, each with its JSON path: invalid JSON (with
+    /// line and column), a key given twice in one object (JSON would silently keep the last),
+    /// unknown keys (listing the allowed ones), wrong types, bad globs and
+    /// regexes, invalid names, a `defaultProfile` naming no profile, …
+    pub fn from_json_str(json: &str) -> Result<Config, ConfigErrors> {
+        let (value, key_order) = super::document::parse_ordered(json)?;
+        config_from_value(&value, key_order, super::substitute::EnvLookup::default())
+    }
+
+    /// [`Config::from_json_str`], reading the `${VAR}` references of servers through `env`
+    /// instead of the process environment (`None`: unset).
+    ///
+    /// ```
+    /// use codemode_policies::{Config, ConfigErrorKind, ServerTransport};
+    /// let json = r#"{"mcpServers": {"api": {"type": "http", "url": "${BASE:-http://localhost:3000}/mcp",
+    ///     "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}}}}"#;
+    /// let config = Config::from_json_str_with_env(json, |name| {
+    ///     (name == "API_TOKEN").then(|| "t0ken".to_string())
+    /// })
+    /// .unwrap();
+    /// let ServerTransport::Http { url, headers } = &config.servers["api"].transport else { panic!() };
+    /// assert_eq!(url, "http://localhost:3000/mcp");
+    /// assert_eq!(headers["Authorization"], "Bearer t0ken");
+    ///
+    /// let errors = Config::from_json_str_with_env(json, |_| None).unwrap_err();
+    /// assert_eq!(errors.errors[0].kind(), ConfigErrorKind::MissingEnv);
+    /// assert_eq!(errors.errors[0].path(), "mcpServers.api.headers.Authorization");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::from_json_str`].
+    pub fn from_json_str_with_env(
+        json: &str,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Result<Config, ConfigErrors> {
+        let (value, key_order) = super::document::parse_ordered(json)?;
+        config_from_value(&value, key_order, super::substitute::EnvLookup::new(env))
+    }
+
+    /// Reads and parses the configuration file at `path`. Relative paths inside it (`audit.dir`,
+    /// a server's `cwd`) are kept as written: they are relative to the process's working
+    /// directory, not to the file.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error (one [`ConfigError`] of kind [`ConfigErrorKind::Io`] whose path is the
+    /// file name), or what
+    /// [`Config::from_json_str`] reports.
+    pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigErrors> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigErrors::single(ConfigError::io(path.display().to_string(), e)))?;
+        Config::from_json_str(&text)
+    }
+}
+
 pub(crate) fn config_from_value(
     value: &Value,
-    key_order: super::document::KeyOrder,
+    key_order: super::reader::KeyOrder,
     env: super::substitute::EnvLookup,
 ) -> Result<Config, ConfigErrors> {
     let mut r = Reader {
@@ -123,25 +197,6 @@ fn read_inputs(r: &mut Reader, v: &Value, path: &JsonPath) {
     }
 }
 
-/// A positive number of seconds (fractions allowed), e.g. `timeoutSeconds`.
-pub(crate) fn positive_seconds(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
-    let secs = v.as_f64().filter(|s| *s > 0.0);
-    match secs.and_then(|s| Duration::try_from_secs_f64(s).ok()) {
-        Some(d) => Some(d),
-        None => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                format!(
-                    "expected a positive number of seconds, found {}",
-                    describe(v)
-                ),
-            );
-            None
-        }
-    }
-}
-
 fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
     let mut limits = Limits::default();
     let Some(map) = r.object(v, path, LIMIT_KEYS) else {
@@ -210,7 +265,7 @@ fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
         }
     }
     if let Some(v) = map.get("maxEvalLifetime")
-        && let Some(d) = super::fairness::duration(r, v, &path.key("maxEvalLifetime"))
+        && let Some(d) = duration(r, v, &path.key("maxEvalLifetime"))
     {
         limits.max_eval_lifetime = d;
     }
@@ -222,43 +277,6 @@ fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
             super::fairness::read_retention(r, v, &path.key("unfetchedResults"));
     }
     limits
-}
-
-/// A size: a string like `"64MiB"` or a whole number of bytes; must not be zero.
-pub(crate) fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
-    let parsed = match v {
-        Value::String(s) => {
-            parse_size(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
-        }
-        Value::Number(n) => n.as_u64().ok_or_else(|| {
-            (
-                ConfigErrorKind::InvalidValue,
-                format!("expected a whole number of bytes, found {n}"),
-            )
-        }),
-        _ => Err((
-            ConfigErrorKind::WrongType,
-            format!(
-                "expected a size such as \"64MiB\" or a number of bytes, found {}",
-                describe(v)
-            ),
-        )),
-    };
-    match parsed {
-        Ok(0) => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                "must be greater than zero",
-            );
-            None
-        }
-        Ok(n) => Some(n),
-        Err((kind, msg)) => {
-            r.error(path, kind, msg);
-            None
-        }
-    }
 }
 
 fn read_audit(r: &mut Reader, v: &Value, path: &JsonPath) -> AuditConfig {

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use super::reader::{JsonPath, Reader};
-use super::sections::positive_seconds;
+use super::values::positive_seconds;
 use super::{
     ConfigErrorKind, DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, ServerConfig,
     ServerTransport,

@@ -5,18 +5,31 @@ use std::time::Instant;
 use codemode_runtime::{CallContext, CallStatus};
 use serde_json::Value;
 
-use super::PolicyToolHost;
 use crate::audit::{
-    AuditRecord, Decision, ToolCallAuditRecord, args_sha256, audit_eval_id, now_rfc3339,
+    AuditRecord, AuditSink, Decision, ToolCallAuditRecord, args_sha256, audit_eval_id, now_rfc3339,
 };
 use crate::{Channel, DispositionKind, Risk};
+
+/// Where an attempt's record goes, and what it says besides the call: borrowed from the host
+/// that makes the call.
+pub(super) struct Recorder<'h> {
+    pub(super) sink: &'h dyn AuditSink,
+    /// Whether records include the arguments themselves.
+    pub(super) include_args: bool,
+    /// The `eval_id` written instead of the runtime id's (a resumed eval).
+    pub(super) audit_id: Option<&'h str>,
+    pub(super) session_id: Option<&'h str>,
+    pub(super) profile: Option<&'h str>,
+    pub(super) caller: &'h str,
+}
 
 /// Collects what is known about one attempt and records it once: on [`AuditGuard::finish`],
 /// or on drop if the call's future was dropped before finishing (status `error`, reason
 /// `cancelled`).
 pub(super) struct AuditGuard<'h> {
-    host: &'h PolicyToolHost,
     /// `None` when the host has no audit sink (nothing to hash or record).
+    recorder: Option<Recorder<'h>>,
+    /// `Some` with the recorder.
     base: Option<Base>,
     started: Instant,
     pub(super) disposition: DispositionKind,
@@ -46,20 +59,20 @@ struct Base {
 
 impl<'h> AuditGuard<'h> {
     pub(super) fn start(
-        host: &'h PolicyToolHost,
+        recorder: Option<Recorder<'h>>,
         tool: &str,
         args: &Value,
         cx: &CallContext,
     ) -> Self {
-        let base = host.audit.as_ref().map(|_| Base {
+        let base = recorder.as_ref().map(|recorder| Base {
             eval_id: cx.eval_id,
             call_id: cx.call_id,
             tool: tool.to_string(),
             args_sha256: args_sha256(args),
-            args: host.include_args.then(|| args.clone()),
+            args: recorder.include_args.then(|| args.clone()),
         });
         AuditGuard {
-            host,
+            recorder,
             base,
             started: Instant::now(),
             disposition: DispositionKind::Allow,
@@ -86,35 +99,35 @@ impl<'h> AuditGuard<'h> {
     }
 
     fn emit(&mut self, status: CallStatus) {
-        let (Some(base), Some(sink)) = (self.base.take(), self.host.audit.as_ref()) else {
+        let (Some(base), Some(recorder)) = (self.base.take(), self.recorder.as_ref()) else {
             return;
         };
-        sink.record(AuditRecord::ToolCall(ToolCallAuditRecord {
-            ts: now_rfc3339(),
-            eval_id: self
-                .host
-                .audit_id
-                .clone()
-                .unwrap_or_else(|| audit_eval_id(base.eval_id)),
-            call_id: base.call_id,
-            session_id: self.host.session_id.clone(),
-            profile: self.host.profile_name().map(str::to_string),
-            tool: base.tool,
-            args_sha256: base.args_sha256,
-            args: base.args,
-            disposition: self.disposition,
-            decision: self.decision,
-            reason: self.reason.take(),
-            status,
-            duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
-            caller: self.host.caller.name.clone(),
-            risk: self.risk,
-            channel: self.channel,
-            decided_by: self.decided_by.take(),
-            decision_reason: self.decision_reason.take(),
-            redacted_paths: std::mem::take(&mut self.redacted_paths),
-            output_sha256: self.output_sha256.take(),
-        }));
+        recorder
+            .sink
+            .record(AuditRecord::ToolCall(ToolCallAuditRecord {
+                ts: now_rfc3339(),
+                eval_id: recorder
+                    .audit_id
+                    .map_or_else(|| audit_eval_id(base.eval_id), str::to_string),
+                call_id: base.call_id,
+                session_id: recorder.session_id.map(str::to_string),
+                profile: recorder.profile.map(str::to_string),
+                tool: base.tool,
+                args_sha256: base.args_sha256,
+                args: base.args,
+                disposition: self.disposition,
+                decision: self.decision,
+                reason: self.reason.take(),
+                status,
+                duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+                caller: recorder.caller.to_string(),
+                risk: self.risk,
+                channel: self.channel,
+                decided_by: self.decided_by.take(),
+                decision_reason: self.decision_reason.take(),
+                redacted_paths: std::mem::take(&mut self.redacted_paths),
+                output_sha256: self.output_sha256.take(),
+            }));
     }
 }
 

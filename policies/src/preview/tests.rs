@@ -1,5 +1,6 @@
 use serde_json::json;
 
+use super::extract::extract_on_this_thread;
 use super::*;
 
 /// `(tool, line, column)`; tool `None` means a dynamic entry.

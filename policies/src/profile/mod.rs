@@ -5,6 +5,7 @@ mod disposition;
 mod globs;
 mod paths;
 mod summary;
+mod verdict;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,9 +14,9 @@ use serde_json::Value;
 
 use crate::{Caller, Risk, RiskPolicy};
 
-pub use disposition::{Disposition, DispositionKind, MatchedBy};
 pub(crate) use globs::GlobList;
 pub use paths::{PathCondition, PathValue, normalize as normalize_path};
+pub use verdict::{Disposition, DispositionKind, MatchedBy};
 
 /// What an `ask` becomes when no human can be asked (the client does not support elicitation,
 /// or the CLI is not interactive): `elicitationFallback` in the configuration.
@@ -61,22 +62,6 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// Builds a profile from the JSON of one profile entry (the value of
-    /// `evaluation.profiles.<name>`), for embedding without a configuration file. Error paths
-    /// are relative to that value.
-    ///
-    /// A `serde_json::Value` does not keep the written order of an object's keys (its maps are
-    /// sorted unless serde_json's `preserve_order` feature is on), so the `risk` globs are tried
-    /// in the map's own order here; [`crate::Config::from_json_str`] reads the text and keeps
-    /// the written order.
-    ///
-    /// # Errors
-    ///
-    /// Every problem found (see [`crate::Config::from_json_str`]).
-    pub fn from_json(name: &str, value: &Value) -> Result<Profile, crate::ConfigErrors> {
-        crate::config::profile_from_json(name, value)
-    }
-
     /// The profile's name (its key under `evaluation.profiles`).
     pub fn name(&self) -> &str {
         &self.name

@@ -3,7 +3,16 @@
 
 use std::borrow::Cow;
 
-use super::{Language, ScriptError};
+use super::ScriptError;
+
+/// The language a fence names (```` ```ts ````), which decides which parse is tried first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    /// ```` ```js ````, ```` ```javascript ````, ```` ```mjs ````.
+    JavaScript,
+    /// ```` ```ts ````, ```` ```typescript ````, ```` ```mts ````.
+    TypeScript,
+}
 
 /// The language tags a fence may carry, and what each means.
 const TAGS: &[(&str, Option<Language>)] = &[

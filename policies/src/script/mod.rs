@@ -6,68 +6,21 @@
 //! `GovernedEval`), `codemode check` and [`extract_tool_calls`](crate::extract_tool_calls) all
 //! accept the same forms.
 
+mod error;
 mod fence;
 mod strip;
 
-use std::borrow::Cow;
-use std::fmt;
+pub use error::ScriptError;
+pub use fence::Language;
 
-use codemode_runtime::{ErrorKind, EvalError};
+use std::borrow::Cow;
+
 use oxc_allocator::Allocator;
 use oxc_ast_visit::Visit;
 use oxc_parser::{ParseOptions, Parser, ParserReturn};
 use oxc_span::SourceType;
 
-use crate::Preview;
 use crate::preview::lines::LineIndex;
-
-/// The language a fence names (```` ```ts ````), which decides which parse is tried first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Language {
-    /// ```` ```js ````, ```` ```javascript ````, ```` ```mjs ````.
-    JavaScript,
-    /// ```` ```ts ````, ```` ```typescript ````, ```` ```mts ````.
-    TypeScript,
-}
-
-/// Why a script cannot be turned into JavaScript: a syntax error, a fence problem, or
-/// TypeScript that needs more than stripping. Positions are in the user's text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScriptError {
-    /// What is wrong, e.g. "TypeScript `enum` needs more than type stripping: …".
-    pub message: String,
-    /// 1-based line.
-    pub line: u32,
-    /// 1-based column, in characters.
-    pub column: u32,
-}
-
-impl ScriptError {
-    fn at(line: u32, column: u32, message: impl Into<String>) -> Self {
-        ScriptError {
-            message: message.into(),
-            line,
-            column,
-        }
-    }
-
-    /// The error as an eval's `syntax` error, the shape the sandbox gives a syntax error:
-    /// `{"kind": "syntax", "message": "SyntaxError: …", "line", "column"}`.
-    pub fn to_eval_error(&self) -> EvalError {
-        let mut error = EvalError::new(ErrorKind::Syntax, format!("SyntaxError: {}", self.message));
-        error.line = Some(self.line);
-        error.column = Some(self.column);
-        error
-    }
-}
-
-impl fmt::Display for ScriptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.line, self.column, self.message)
-    }
-}
-
-impl std::error::Error for ScriptError {}
 
 /// The largest script [`normalize`] parses (64 KiB, as the preview's
 /// [`MAX_PREVIEW_CODE_BYTES`](crate::MAX_PREVIEW_CODE_BYTES)); a larger one is passed on
@@ -122,34 +75,10 @@ pub fn normalize(code: &str) -> Result<Cow<'_, str>, ScriptError> {
     }
 }
 
-/// [`normalize`], and the [`Preview`] of the resulting JavaScript, in one go: what an eval
-/// needs before it starts, for one hand-off to a parse thread instead of two. The preview is
-/// the same as [`extract_tool_calls`](crate::extract_tool_calls) of `code` would give.
-///
-/// # Errors
-///
-/// As [`normalize`].
-pub fn normalize_with_preview(code: &str) -> Result<(Cow<'_, str>, Preview), ScriptError> {
-    if code.len() > MAX_NORMALIZE_BYTES {
-        return Ok((Cow::Borrowed(code), crate::extract_tool_calls(code)));
-    }
-    let spawned = crate::preview::on_parse_stack(code, |code| {
-        let script = normalize_on_this_thread(code)?;
-        let preview = crate::preview::find_calls(&script);
-        Ok((changed(script), preview))
-    });
-    match spawned {
-        Ok(Ok(result)) => result
-            .map(|(script, preview)| (script.map_or(Cow::Borrowed(code), Cow::Owned), preview)),
-        // A parser panic is a bug in oxc: the sandbox gets the code as it is and reports.
-        Ok(Err(_)) | Err(_) => Ok((Cow::Borrowed(code), crate::extract_tool_calls(code))),
-    }
-}
-
 /// A normalised script that owns its text: `None` when it is the code as given (the only
 /// script [`normalize_on_this_thread`] borrows), so that a parse thread's result is `'static`
 /// and the caller borrows its own code again.
-fn changed(script: Cow<'_, str>) -> Option<String> {
+pub(crate) fn changed(script: Cow<'_, str>) -> Option<String> {
     match script {
         Cow::Borrowed(_) => None,
         Cow::Owned(script) => Some(script),

@@ -1,4 +1,7 @@
+use codemode_runtime::ErrorKind;
+
 use super::*;
+use crate::normalize_with_preview;
 
 #[track_caller]
 fn ok(code: &str) -> String {

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use wasmtime::Store;
 
 use super::errors::{cancelled_error, timeout_error};
-use super::{CallStart, Completion, Eval, with_deadline};
+use super::running::{CallStart, Eval};
+use super::{Completion, with_deadline};
 use crate::outcome::{CallStatus, EvalError, ToolCallRecord};
 use crate::park::{HumanWaits, ParkRequest};
 use crate::state::{HostState, StartedCall};
@@ -72,7 +73,7 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
                 human: self.human.clone(),
                 resumed_note: self.resumed_notes.remove(&id),
             };
-            let mut call: super::CallFuture<'_> = Box::pin(async move {
+            let mut call: super::running::CallFuture<'_> = Box::pin(async move {
                 let result = match args {
                     Ok(args) => tools.call(&name, args, &cx).await,
                     Err(e) => Err(e),

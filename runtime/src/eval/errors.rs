@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use wasmtime::{Store, Trap};
 
-use super::Eval;
+use super::running::Eval;
 use crate::EvalOptions;
 use crate::outcome::{ErrorKind, EvalError};
 use crate::state::HostState;

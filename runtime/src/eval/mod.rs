@@ -6,11 +6,9 @@
 //! concurrently, a call may take minutes (a human deciding) while the instance costs only its
 //! memory, and the store stays synchronous (no fiber stacks).
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::stream::FuturesUnordered;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -20,26 +18,24 @@ use crate::EvalOptions;
 use crate::abi::{GuestExports, STATUS_DONE, STATUS_PENDING};
 use crate::clock::EvalClock;
 use crate::guest::Guest;
-use crate::outcome::{
-    ErrorKind, EvalError, EvalOutcome, EvalStats, LogEntry, ToolCallRecord, Warning,
-};
-use crate::park::{EvalControl, HumanWaits, ParkRequest};
+use crate::outcome::{ErrorKind, EvalError, EvalOutcome, EvalStats, Warning};
+use crate::park::EvalControl;
 use crate::runtime::Runtime;
 use crate::state::HostState;
 use crate::suspend::memory::MemoryDiff;
 use crate::suspend::{Answer, EvalStep, Suspended};
-use crate::tool::{BoxFuture, CallWarnings, EvalId, ToolError, ToolHost};
+use crate::tool::{EvalId, ToolError, ToolHost};
 
 mod calls;
 mod errors;
 mod park;
+mod running;
 
 use errors::{cancelled_error, internal, timeout_error};
+use running::{Eval, Restored};
 
 /// Fuel given to the guest's own initialisation (not counted in `fuel_used`).
 const INIT_FUEL: u64 = 2_000_000_000;
-
-type CallFuture<'a> = BoxFuture<'a, (u64, Result<Value, ToolError>)>;
 
 /// The outcome envelope the guest passes to `finish`.
 #[derive(Deserialize)]
@@ -150,117 +146,7 @@ fn new_store(
     Ok(store)
 }
 
-/// The host-side pieces of a parked eval that go into its new store.
-struct Restored {
-    next_call_id: u64,
-    logs: Vec<LogEntry>,
-    output_used: u64,
-    closed_stdio: u8,
-}
-
-/// When a tool call started, as the time it had already run (before its eval was parked, the
-/// parked time included) plus the instant it was last (re)started in this process.
-#[derive(Debug, Clone, Copy)]
-struct CallStart {
-    at: Instant,
-    before: Duration,
-}
-
-impl CallStart {
-    fn now() -> Self {
-        CallStart {
-            at: Instant::now(),
-            before: Duration::ZERO,
-        }
-    }
-
-    fn elapsed(&self) -> Duration {
-        self.before + self.at.elapsed()
-    }
-}
-
-struct Eval<'a, T: ?Sized> {
-    id: EvalId,
-    clock: Arc<EvalClock>,
-    /// Warnings raised by tool calls ([`crate::CallContext::warn`]).
-    warnings: Arc<CallWarnings>,
-    options: &'a EvalOptions,
-    tools: &'a T,
-    cancel: Option<CancellationToken>,
-    guest: Arc<Guest>,
-    /// The calls waiting for a human ([`crate::CallContext::awaiting_human`]).
-    human: Arc<HumanWaits>,
-    park: Option<ParkRequest>,
-    /// The guest's fresh memory, when this eval may park (asked to, and its guest can be
-    /// saved): what the saved memory is the difference from.
-    image: Option<Arc<[u8]>>,
-    ledger: Vec<ToolCallRecord>,
-    /// Start of each call, indexed like `ledger`.
-    call_started: Vec<Option<CallStart>>,
-    /// Where in the script each call was made (line, column), indexed like `ledger`.
-    call_sites: Vec<(Option<u32>, Option<u32>)>,
-    /// The warnings the guest sent with its outcome.
-    guest_warnings: Vec<Warning>,
-    queued: VecDeque<(u64, Result<Value, ToolError>, String)>,
-    /// Calls that finished as they were launched (a tool that answers at once), in order; on
-    /// resume, the answers given.
-    done: VecDeque<(u64, Result<Value, ToolError>)>,
-    in_flight: FuturesUnordered<CallFuture<'a>>,
-    /// The ids of the calls in `in_flight`.
-    in_flight_ids: Vec<u64>,
-    /// The arguments of the calls in flight, kept only while the eval may park.
-    in_flight_args: HashMap<u64, Value>,
-    /// Notes of parked calls to hand to the tools when they are made again.
-    resumed_notes: HashMap<u64, Value>,
-    /// Whether the last `next_completion` had to wait (rather than take a finished call).
-    waited: bool,
-    /// Wall time of the eval before this sandbox (earlier runs and parked time).
-    wall_before: Duration,
-    /// Host state to restore in the store, for a resumed eval (until the store exists).
-    restored: Option<Restored>,
-    /// Fuel and memory peak of the eval before this sandbox.
-    fuel_used_before: u64,
-    memory_peak_before: u64,
-}
-
 impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
-    fn new(
-        id: EvalId,
-        clock: Arc<EvalClock>,
-        options: &'a EvalOptions,
-        tools: &'a T,
-        control: &EvalControl,
-        guest: Arc<Guest>,
-    ) -> Self {
-        Eval {
-            id,
-            clock,
-            warnings: Arc::default(),
-            options,
-            tools,
-            cancel: control.cancel.clone(),
-            guest,
-            human: Arc::default(),
-            park: control.park.clone(),
-            image: None,
-            ledger: Vec::new(),
-            call_started: Vec::new(),
-            call_sites: Vec::new(),
-            guest_warnings: Vec::new(),
-            queued: VecDeque::new(),
-            done: VecDeque::new(),
-            in_flight: FuturesUnordered::new(),
-            in_flight_ids: Vec::new(),
-            in_flight_args: HashMap::new(),
-            resumed_notes: HashMap::new(),
-            waited: false,
-            wall_before: Duration::ZERO,
-            restored: None,
-            fuel_used_before: 0,
-            memory_peak_before: 0,
-        }
-    }
-
     /// Runs the eval in a sandbox slot: to its outcome, or parked.
     async fn step(mut self, runtime: &Runtime, start: Start<'_>) -> EvalStep {
         let started = Instant::now();
@@ -332,34 +218,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         let fresh = matches!(start, Start::Fresh(_));
         let guest = GuestExports::bind(store, &instance, &self.guest.layout, fresh)
             .map_err(|e| self.guest_failed(store, e))?;
-        let mut status = match start {
-            Start::Fresh(code) => {
-                if fuel {
-                    store
-                        .set_fuel(self.options.fuel.unwrap_or(u64::MAX))
-                        .map_err(|e| internal("setting fuel", &e))?;
-                }
-                let heap_limit = heap_limit(store.data().memory.limit);
-                let code_ptr = guest
-                    .write(store, code.as_bytes())
-                    .map_err(|e| self.guest_failed(store, e))?;
-                self.set_deadline(store, tick);
-                guest
-                    .run
-                    .call(&mut *store, (code_ptr, code.len() as u32, heap_limit))
-                    .map_err(|e| self.guest_failed(store, e))?
-            }
-            Start::Resumed { memory, fuel_left } => {
-                park::restore_memory(store, &guest, memory)?;
-                if fuel {
-                    let left = fuel_left.unwrap_or(self.options.fuel.unwrap_or(u64::MAX));
-                    store
-                        .set_fuel(left)
-                        .map_err(|e| internal("setting fuel", &e))?;
-                }
-                STATUS_PENDING
-            }
-        };
+        let mut status = self.start_guest(store, &guest, start, fuel, tick)?;
         loop {
             self.take_started_calls(store);
             match status {
@@ -420,6 +279,46 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                 )
                 .map_err(|e| self.guest_failed(store, e))?;
         }
+    }
+
+    /// Starts the guest's first turn: the script, or for a resumed eval its memory back (the
+    /// guest then waits on its calls). Its status when the turn ends.
+    fn start_guest(
+        &mut self,
+        store: &mut Store<HostState>,
+        guest: &GuestExports,
+        start: Start<'_>,
+        fuel: bool,
+        tick: Duration,
+    ) -> Result<u32, EvalError> {
+        Ok(match start {
+            Start::Fresh(code) => {
+                if fuel {
+                    store
+                        .set_fuel(self.options.fuel.unwrap_or(u64::MAX))
+                        .map_err(|e| internal("setting fuel", &e))?;
+                }
+                let heap_limit = heap_limit(store.data().memory.limit);
+                let code_ptr = guest
+                    .write(store, code.as_bytes())
+                    .map_err(|e| self.guest_failed(store, e))?;
+                self.set_deadline(store, tick);
+                guest
+                    .run
+                    .call(&mut *store, (code_ptr, code.len() as u32, heap_limit))
+                    .map_err(|e| self.guest_failed(store, e))?
+            }
+            Start::Resumed { memory, fuel_left } => {
+                park::restore_memory(store, guest, memory)?;
+                if fuel {
+                    let left = fuel_left.unwrap_or(self.options.fuel.unwrap_or(u64::MAX));
+                    store
+                        .set_fuel(left)
+                        .map_err(|e| internal("setting fuel", &e))?;
+                }
+                STATUS_PENDING
+            }
+        })
     }
 
     fn set_deadline(&self, store: &mut Store<HostState>, tick: Duration) {

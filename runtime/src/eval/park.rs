@@ -9,7 +9,8 @@ use futures::stream::FuturesUnordered;
 use serde_json::Value;
 use wasmtime::Store;
 
-use super::{CallStart, Eval, Restored, errors::internal};
+use super::errors::internal;
+use super::running::{CallStart, Eval, Restored};
 use crate::abi::GuestExports;
 use crate::clock::EvalClock;
 use crate::guest::Guest;

@@ -22,8 +22,10 @@
 //! allocate more than the input's own size allows (plus, compressed, what a memory of the
 //! eval's memory limit needs).
 
+use std::sync::Arc;
+
 use super::memory::{MAP_PER_PAGE, MemoryDiff, PAGE};
-use super::{LoadError, SavedEval};
+use super::{SavedEval, Suspended};
 use crate::guest::GuestHash;
 
 const MAGIC: &[u8; 8] = b"CMPARKED";
@@ -47,6 +49,78 @@ const ZSTD_LEVEL: i32 = -3;
 
 /// Memories smaller than this are stored raw: compressing them saves too little to pay.
 const COMPRESS_FROM: usize = 16 << 10;
+
+impl Suspended {
+    /// The eval as bytes: versioned ([`FORMAT_VERSION`]), checksummed, naming its guest's
+    /// sha256. [`Suspended::load`] reads them back, and so does a later runtime.
+    pub fn save(&self) -> Vec<u8> {
+        encode(self.guest, &self.state, &self.memory)
+    }
+
+    /// Reads what [`Suspended::save`] wrote.
+    ///
+    /// Reads every format version from [`OLDEST_VERSION`] to [`FORMAT_VERSION`]: evals saved
+    /// before an upgrade resume after it.
+    ///
+    /// # Errors
+    /// [`LoadError`] saying what is wrong: not a saved eval, a newer format version, a
+    /// checksum mismatch (corrupted), truncated or malformed. Never panics, whatever `bytes`.
+    pub fn load(bytes: &[u8]) -> Result<Suspended, LoadError> {
+        let (guest, state, memory) = decode(bytes)?;
+        state.check().map_err(LoadError::Malformed)?;
+        if memory.size > state.options.memory {
+            return Err(LoadError::Malformed(format!(
+                "a memory of {} bytes exceeds the eval's memory limit of {} bytes",
+                memory.size, state.options.memory
+            )));
+        }
+        Ok(Suspended {
+            guest,
+            state: Arc::new(state),
+            memory: Arc::new(memory),
+            capture: None,
+        })
+    }
+}
+
+/// Why [`Suspended::load`] refused its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The bytes do not start like a saved eval.
+    #[error("not a saved eval (the bytes do not start with the saved-eval magic)")]
+    NotASavedEval,
+    /// Saved in a format version this runtime does not read (a newer one).
+    #[error(
+        "a saved eval of format version {found}; this runtime reads versions {} to {supported}",
+        OLDEST_VERSION
+    )]
+    Version {
+        /// The version the bytes say.
+        found: u16,
+        /// The newest version this runtime reads.
+        supported: u16,
+    },
+    /// The checksum does not match: the bytes were corrupted (or cut) after saving.
+    #[error("the saved eval is corrupted (checksum {computed:08x}, saved as {stored:08x})")]
+    Checksum {
+        /// The checksum the bytes carry.
+        stored: u32,
+        /// The checksum of the bytes as they are.
+        computed: u32,
+    },
+    /// The bytes end before `what`.
+    #[error("the saved eval is truncated: it ends before {what} (at byte {at})")]
+    Truncated {
+        /// What was being read.
+        what: &'static str,
+        /// Where it would have started.
+        at: usize,
+    },
+    /// The checksum matches but the content does not make sense.
+    #[error("the saved eval is malformed: {0}")]
+    Malformed(String),
+}
 
 pub(crate) fn encode(guest: GuestHash, state: &SavedEval, memory: &MemoryDiff) -> Vec<u8> {
     let state = serde_json::to_vec(state).expect("the saved state is plain data");

@@ -1,0 +1,109 @@
+//! Readers of the values several sections share: counts, seconds, sizes and durations.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::ConfigErrorKind;
+use super::reader::{JsonPath, Reader, describe};
+use crate::units::{parse_duration, parse_size};
+
+/// A positive number of seconds (fractions allowed), e.g. `timeoutSeconds`.
+pub(crate) fn positive_seconds(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
+    let secs = v.as_f64().filter(|s| *s > 0.0);
+    match secs.and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+        Some(d) => Some(d),
+        None => {
+            r.error(
+                path,
+                ConfigErrorKind::InvalidValue,
+                format!(
+                    "expected a positive number of seconds, found {}",
+                    describe(v)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// A size: a string like `"64MiB"` or a whole number of bytes; must not be zero.
+pub(crate) fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
+    let parsed = match v {
+        Value::String(s) => {
+            parse_size(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
+        }
+        Value::Number(n) => n.as_u64().ok_or_else(|| {
+            (
+                ConfigErrorKind::InvalidValue,
+                format!("expected a whole number of bytes, found {n}"),
+            )
+        }),
+        _ => Err((
+            ConfigErrorKind::WrongType,
+            format!(
+                "expected a size such as \"64MiB\" or a number of bytes, found {}",
+                describe(v)
+            ),
+        )),
+    };
+    match parsed {
+        Ok(0) => {
+            r.error(
+                path,
+                ConfigErrorKind::InvalidValue,
+                "must be greater than zero",
+            );
+            None
+        }
+        Ok(n) => Some(n),
+        Err((kind, msg)) => {
+            r.error(path, kind, msg);
+            None
+        }
+    }
+}
+
+/// A duration string greater than zero (`"15m"`, `"10s"`).
+pub(crate) fn duration(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
+    let parsed = match v {
+        Value::String(s) => {
+            parse_duration(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
+        }
+        _ => Err((
+            ConfigErrorKind::WrongType,
+            format!("expected a duration such as \"30s\", found {}", describe(v)),
+        )),
+    };
+    match parsed {
+        Ok(d) if d.is_zero() => {
+            r.error(
+                path,
+                ConfigErrorKind::InvalidValue,
+                "must be greater than zero",
+            );
+            None
+        }
+        Ok(d) => Some(d),
+        Err((kind, msg)) => {
+            r.error(path, kind, msg);
+            None
+        }
+    }
+}
+
+/// A whole number of at least 1.
+pub(crate) fn positive(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<usize> {
+    match r.u64(v, path).map(usize::try_from) {
+        Some(Ok(0)) => {
+            r.error(path, ConfigErrorKind::InvalidValue, "must be at least 1");
+            None
+        }
+        Some(Ok(n)) => Some(n),
+        Some(Err(_)) => {
+            r.error(path, ConfigErrorKind::InvalidValue, "too large");
+            None
+        }
+        None => None,
+    }
+}

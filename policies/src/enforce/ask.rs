@@ -1,0 +1,298 @@
+//! Asking a human about a call the profile asks about: approvals already given, the
+//! profile's fallback when no one can be asked, the pending-approval cap, one ask at a time per
+//! approval key, the approval timeout, and the answers the risk policy refuses.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use codemode_runtime::{CallContext, EvalId, ToolError};
+use serde_json::Value;
+
+use super::audit_guard::AuditGuard;
+use super::{PolicyToolHost, denied, describe_match, lock};
+use crate::approval::ApprovalKey;
+use crate::audit::Decision;
+use crate::{
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Channel, DecisionRefused, Disposition,
+    Fallback, ParkedAsk, Profile, Risk, RiskPolicy, new_request_id, summarize_args,
+};
+
+impl PolicyToolHost {
+    /// Whether an approval remembered for the session or the eval covers `key`, counting
+    /// only the scopes the call's risk policy allows (an approval given for a lower-risk call
+    /// of the same tool does not carry over to a call whose risk forbids that scope).
+    fn is_approved(&self, eval: EvalId, key: &ApprovalKey, policy: &RiskPolicy) -> bool {
+        (policy.allow_session_approval && self.session.contains(key))
+            || (policy.allow_eval_approval
+                && match &self.eval_scope {
+                    Some(scope) => scope.contains(key),
+                    None => lock(&self.eval_approvals).contains(&(eval, key.clone())),
+                })
+    }
+
+    fn queue(&self, key: &ApprovalKey) -> Arc<tokio::sync::Mutex<()>> {
+        lock(&self.queues).entry(key.clone()).or_default().clone()
+    }
+
+    /// Takes one of `max` pending-approval slots, if one is free.
+    fn take_slot(&self, max: usize) -> Option<PendingSlot<'_>> {
+        self.pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| PendingSlot(&self.pending))
+    }
+
+    /// Decides an `ask`: whether the call may go ahead, and how that was decided (the
+    /// channel, decider and reason of the answer go into `audit`).
+    pub(super) async fn ask(
+        &self,
+        profile: &Profile,
+        tool: &str,
+        args: &Value,
+        d: &Disposition,
+        cx: &CallContext,
+        audit: &mut AuditGuard<'_>,
+    ) -> (Decision, Result<(), ToolError>) {
+        let key = ApprovalKey::for_profile(&self.caller, profile, tool, &d.matched);
+        let risk_policy = profile.risk_policy(d.risk);
+        if self.is_approved(cx.eval_id, &key, &risk_policy) {
+            audit.channel = Some(Channel::Policy);
+            return (Decision::Approved, Ok(()));
+        }
+        // Made again after a park in the tool's own wait for a human (a `hitl_request`
+        // question): that wait began only once this call had passed its ask.
+        if ParkedAsk::question_of(cx).is_some() {
+            audit.channel = Some(Channel::Policy);
+            audit.decision_reason = Some("approved before its eval was parked".into());
+            return (Decision::Approved, Ok(()));
+        }
+        let what = describe_match(profile, tool, &d.matched, d.reason.as_deref());
+        if !self.approver.supports() {
+            audit.channel = Some(Channel::Fallback);
+            return fallback(profile, tool, &what);
+        }
+        let max = profile.max_pending_approvals();
+        let Some(_slot) = self.take_slot(max) else {
+            return (
+                Decision::Denied,
+                Err(denied(
+                    tool,
+                    "denied",
+                    format!(
+                        "{what} needs approval, but the approval queue is full: {max} approvals are already pending in this eval (maxPendingApprovals)"
+                    ),
+                )),
+            );
+        };
+        // From here on the call waits for a human: if the eval ends first, the attempt is
+        // recorded as not answered in time. The wait is one the eval may be parked in: its
+        // note finds the question again when the eval resumes, with what is left of its time.
+        audit.decision = Decision::Timeout;
+        let (request, note) = self.approval_request(profile, tool, args, d, cx, &risk_policy);
+        let timeout = request.timeout;
+        // An answer given while the eval was parked is taken before the call waits for a human
+        // (see `Approver::decided_while_parked`).
+        let given = if request.resumed {
+            self.approver.decided_while_parked(&request).await
+        } else {
+            None
+        };
+        let answered = match given {
+            Some(answer) => Ok(answer),
+            None => {
+                let _human = cx.awaiting_human(note.to_note());
+                let queue = self.queue(&key);
+                let _turn = queue.lock().await;
+                if self.is_approved(cx.eval_id, &key, &risk_policy) {
+                    audit.channel = Some(Channel::Policy);
+                    return (Decision::Approved, Ok(()));
+                }
+                tokio::time::timeout(timeout, self.approver.approve(request)).await
+            }
+        };
+        let answer = match answered {
+            Ok(answer) => answer,
+            Err(_elapsed) => {
+                audit.channel = Some(Channel::Policy);
+                return (
+                    Decision::Timeout,
+                    Err(denied(
+                        tool,
+                        "elicitation_timeout",
+                        format!(
+                            "{what} needs approval, and none came within {:?}",
+                            profile.approval_timeout_for(d.risk)
+                        ),
+                    )),
+                );
+            }
+        };
+        audit.channel = Some(answer.channel);
+        audit.decided_by.clone_from(&answer.decided_by);
+        audit.decision_reason.clone_from(&answer.reason);
+        // An answer the risk policy forbids never takes effect, whichever channel let it
+        // through: it counts as a decline.
+        if let Err(refused) = risk_policy.check(answer.decision, answer.reason.as_deref()) {
+            return refused_answer(&answer, &refused, d.risk, tool, &what, audit);
+        }
+        self.take_decision(&answer, key, cx.eval_id, tool, &what)
+    }
+
+    /// The request a human is shown about this call, and the note its wait leaves should the
+    /// eval park. A call made again after its eval was parked asks as it did (same id, same
+    /// deadline).
+    fn approval_request(
+        &self,
+        profile: &Profile,
+        tool: &str,
+        args: &Value,
+        d: &Disposition,
+        cx: &CallContext,
+        risk_policy: &RiskPolicy,
+    ) -> (ApprovalRequest, ParkedAsk) {
+        let resumed = ParkedAsk::of(cx);
+        let (id, timeout) = match &resumed {
+            Some(parked) => (parked.approval.clone(), parked.remaining()),
+            None => (new_request_id(), profile.approval_timeout_for(d.risk)),
+        };
+        let mut note = ParkedAsk::approval(id.clone(), timeout);
+        if let Some(parked) = &resumed {
+            // The deadline as it was, not one recomputed from what is left.
+            note.deadline_ms = parked.deadline_ms;
+        }
+        let request = ApprovalRequest {
+            id,
+            tool: tool.to_string(),
+            args: args.clone(),
+            args_summary: summarize_args(args),
+            profile: Some(profile.name().to_string()),
+            eval_id: cx.eval_id,
+            call_id: cx.call_id,
+            session_id: self.session_id.clone(),
+            caller: self.caller.clone(),
+            risk: d.risk,
+            risk_policy: risk_policy.clone(),
+            matched: d.matched.clone(),
+            reason: d.reason.clone(),
+            preview: self.preview.clone(),
+            timeout,
+            call: cx.clone(),
+            resumed: resumed.is_some(),
+        };
+        (request, note)
+    }
+
+    /// Takes an answer the risk policy allows: remembers an approval for its scope, or
+    /// refuses the call when it was declined.
+    fn take_decision(
+        &self,
+        answer: &ApprovalAnswer,
+        key: ApprovalKey,
+        eval_id: EvalId,
+        tool: &str,
+        what: &str,
+    ) -> (Decision, Result<(), ToolError>) {
+        match answer.decision {
+            ApprovalDecision::ApproveOnce => (Decision::Approved, Ok(())),
+            ApprovalDecision::ApproveToolForEval => {
+                match &self.eval_scope {
+                    Some(scope) => scope.insert(key),
+                    None => {
+                        lock(&self.eval_approvals).insert((eval_id, key));
+                    }
+                }
+                (Decision::Approved, Ok(()))
+            }
+            ApprovalDecision::ApproveToolForSession => {
+                self.session.insert(key);
+                (Decision::Approved, Ok(()))
+            }
+            ApprovalDecision::Decline | ApprovalDecision::Cancel => {
+                let by = answer
+                    .decided_by
+                    .as_deref()
+                    .map_or_else(|| "the user".to_string(), |who| format!("`{who}`"));
+                let because = answer
+                    .reason
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty())
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default();
+                (
+                    Decision::Declined,
+                    Err(denied(
+                        tool,
+                        "elicitation_declined",
+                        format!("{what} was declined by {by}{because}"),
+                    )),
+                )
+            }
+        }
+    }
+}
+
+/// An answer the risk policy refuses (`refused` says why): the call is declined.
+fn refused_answer(
+    answer: &ApprovalAnswer,
+    refused: &DecisionRefused,
+    risk: Risk,
+    tool: &str,
+    what: &str,
+    audit: &mut AuditGuard<'_>,
+) -> (Decision, Result<(), ToolError>) {
+    audit.decision_reason = Some(match &answer.reason {
+        Some(r) => format!("refused answer ({refused}): {r}"),
+        None => format!("refused answer ({refused})"),
+    });
+    (
+        Decision::Declined,
+        Err(denied(
+            tool,
+            "elicitation_declined",
+            format!(
+                "{what} was not approved: the answer \"{}\" was refused ({refused}; risk {risk}), so it counts as a decline",
+                decision_name(answer.decision)
+            ),
+        )),
+    )
+}
+
+/// What a call the profile asks about gets when no one can be asked (`elicitationFallback`).
+fn fallback(profile: &Profile, tool: &str, what: &str) -> (Decision, Result<(), ToolError>) {
+    match profile.elicitation_fallback() {
+        Fallback::Allow => (Decision::Unsupported, Ok(())),
+        Fallback::Deny => (
+            Decision::Unsupported,
+            Err(denied(
+                tool,
+                "elicitation_unsupported",
+                format!(
+                    "{what} needs approval, and no one can be asked here (elicitationFallback: deny)"
+                ),
+            )),
+        ),
+    }
+}
+
+/// How an answer is named in messages.
+fn decision_name(decision: ApprovalDecision) -> &'static str {
+    match decision {
+        ApprovalDecision::ApproveOnce => "approve once",
+        ApprovalDecision::ApproveToolForEval => "approve for this script",
+        ApprovalDecision::ApproveToolForSession => "approve for this session",
+        ApprovalDecision::Decline => "decline",
+        ApprovalDecision::Cancel => "dismiss",
+    }
+}
+
+/// One pending-approval slot; freed on drop.
+struct PendingSlot<'a>(&'a AtomicUsize);
+
+impl Drop for PendingSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
