@@ -28,7 +28,6 @@ pub mod reload;
 pub mod result;
 mod state;
 pub mod suspend;
-pub mod threads;
 
 pub use handler::CodemodeServer;
 pub use listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
