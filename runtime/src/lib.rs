@@ -34,7 +34,8 @@
 //!
 //! ## Shared with the host
 //! What codemode's own crates use beside the sandbox, offered so that an embedder gets the same
-//! behaviour: [`ThreadPool`] (threads to run evals on, off the async workers).
+//! behaviour: [`ThreadPool`] (threads to run evals on, off the async workers) and
+//! [`private_file`] (files and directories created readable by their owner only).
 //!
 //! ## Durable suspension
 //! A script waiting inside a tool call for a human need not stay in memory. A tool call says it
@@ -76,6 +77,7 @@ mod limits;
 mod module_cache;
 mod outcome;
 mod park;
+pub mod private_file;
 mod runtime;
 mod snapshot;
 mod state;
