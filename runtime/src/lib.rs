@@ -34,8 +34,9 @@
 //!
 //! ## Shared with the host
 //! What codemode's own crates use beside the sandbox, offered so that an embedder gets the same
-//! behaviour: [`ThreadPool`] (threads to run evals on, off the async workers) and
-//! [`private_file`] (files and directories created readable by their owner only).
+//! behaviour: [`ThreadPool`] (threads to run evals on, off the async workers),
+//! [`private_file`] (files and directories created readable by their owner only) and
+//! [`spell_duration`] (a limit's duration as messages spell it).
 //!
 //! ## Durable suspension
 //! A script waiting inside a tool call for a human need not stay in memory. A tool call says it
