@@ -41,7 +41,8 @@ use codemode_policies::{
 };
 use codemode_runtime::{
     CancellationToken, ErrorKind, EvalControl, EvalError, EvalId, EvalOptions, EvalOutcome,
-    EvalStats, EvalStep, NoTools, ParkRequest, ResumeError, Runtime, Suspended, ToolHost,
+    EvalStats, EvalStep, LargestUnit, NoTools, ParkRequest, ResumeError, Runtime, Suspended,
+    ToolHost, spell_duration,
 };
 
 use crate::approvals::{
@@ -577,23 +578,9 @@ fn lifetime_error(lifetime: Duration) -> EvalError {
         ErrorKind::Timeout,
         format!(
             "the eval exceeded its lifetime of {} (limits.maxEvalLifetime), which counts time spent waiting for a human",
-            spelled(lifetime)
+            spell_duration(lifetime, LargestUnit::Minutes)
         ),
     )
-}
-
-/// `15m`, `1m30s`, `2s`, `250ms`: a duration as the config spells it.
-fn spelled(d: Duration) -> String {
-    let ms = d.as_millis();
-    if !ms.is_multiple_of(1000) {
-        return format!("{ms}ms");
-    }
-    let (m, s) = (ms / 60_000, (ms / 1000) % 60);
-    match (m, s) {
-        (0, s) => format!("{s}s"),
-        (m, 0) => format!("{m}m"),
-        (m, s) => format!("{m}m{s}s"),
-    }
 }
 
 /// Holds a call to a tool of an upstream server still in its first connection attempt until

@@ -10,6 +10,17 @@ use crate::{EvalOptions, EvalOutcome, eval};
 impl Runtime {
     /// Evaluates `code` in a fresh sandbox; tool calls go to `tools`. Never panics on guest
     /// input: every failure is an [`EvalOutcome`] with `ok: false`.
+    ///
+    /// # Blocking
+    /// The guest runs inside the future's `poll`, on the thread polling it, without yielding until
+    /// the script waits on a tool call or ends: a busy script holds that thread until its fuel or
+    /// its [`EvalOptions::timeout`] runs out. Polled on an async executor's worker, it stalls every
+    /// task queued behind it there (other requests, accepts, timers). Poll each eval on a thread of
+    /// its own instead, driven by the executor's handle: a [`ThreadPool`](crate::ThreadPool) hands
+    /// out such threads without a thread start per eval (its docs show the pattern; `codemode
+    /// serve` runs every eval so). A process running one eval at a time may as well `block_on` it
+    /// from a thread that is not a worker, as `codemode run` does. The same holds for every
+    /// `eval_*` method and [`Runtime::resume`].
     pub async fn eval<T: ToolHost + ?Sized>(
         &self,
         code: &str,

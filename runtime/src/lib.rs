@@ -15,6 +15,9 @@
 //! - [`Runtime::eval`] takes the code, [`EvalOptions`] (the limits) and a [`ToolHost`] (what
 //!   `codemode.<name>(args)` reaches) and returns an [`EvalOutcome`]: result or error, logs,
 //!   the ledger of tool calls, stats. It never panics on guest input.
+//! - Guest code runs on the thread that polls the eval's future, without yielding until it
+//!   waits on a tool: run evals off the async workers, on a [`ThreadPool`] (see
+//!   [`Runtime::eval`], "Blocking").
 //! - A [`ToolHost`] receives a [`CallContext`] with the eval and call ids; layers (policies,
 //!   audit, approval) wrap one `ToolHost` in another.
 //!
@@ -28,6 +31,12 @@
 //! See [`EvalOptions`] for each limit and its default, and [`ErrorKind`] for what each produces.
 //! Options out of range end an eval with [`ErrorKind::InvalidOptions`] before it runs; a
 //! [`RuntimeConfig`] out of range is an error from [`Runtime::new`].
+//!
+//! ## Shared with the host
+//! What codemode's own crates use beside the sandbox, offered so that an embedder gets the same
+//! behaviour: [`ThreadPool`] (threads to run evals on, off the async workers),
+//! [`private_file`] (files and directories created readable by their owner only) and
+//! [`spell_duration`] (a limit's duration as messages spell it).
 //!
 //! ## Durable suspension
 //! A script waiting inside a tool call for a human need not stay in memory. A tool call says it
@@ -70,11 +79,13 @@ mod limits;
 mod module_cache;
 mod outcome;
 mod park;
+pub mod private_file;
 mod runtime;
 mod snapshot;
 mod state;
 mod suggest;
 mod suspend;
+mod threads;
 mod tool;
 mod wasi;
 
@@ -92,6 +103,7 @@ pub use suspend::{
     Answer, EvalStep, FORMAT_VERSION as SAVE_FORMAT_VERSION, LoadError,
     OLDEST_VERSION as SAVE_OLDEST_VERSION, PendingCall, ResumeError, Suspended,
 };
+pub use threads::{DEFAULT_THREAD_KEEP_ALIVE, ThreadPool, ThreadPoolBuilder};
 /// Cancels an eval started with [`Runtime::eval_cancellable`].
 pub use tokio_util::sync::CancellationToken;
 pub use tool::*;

@@ -141,9 +141,70 @@ impl EvalOptions {
     }
 }
 
+/// The largest unit [`spell_duration`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LargestUnit {
+    /// Seconds: `90s`, `3600s`.
+    Seconds,
+    /// Minutes and seconds: `1m30s`, `60m`.
+    Minutes,
+}
+
+/// A limit's duration in a message, as the config and the command line spell durations:
+/// milliseconds when it is not whole seconds (`250ms`), else seconds (`2s`), and with
+/// [`LargestUnit::Minutes`] minutes and seconds from one minute on (`15m`, `1m30s`).
+///
+/// Two largest units because two messages have long said it their way, and callers (models
+/// among them) read them: an eval's timeout (`the script exceeded its wall-clock timeout of
+/// 90s`) in seconds, `limits.maxEvalLifetime` (`the eval exceeded its lifetime of 15m`) as its
+/// config usually spells it, in minutes.
+///
+/// ```
+/// use std::time::Duration;
+/// use codemode_runtime::{LargestUnit, spell_duration};
+/// assert_eq!(spell_duration(Duration::from_millis(1500), LargestUnit::Minutes), "1500ms");
+/// assert_eq!(spell_duration(Duration::from_secs(90), LargestUnit::Seconds), "90s");
+/// assert_eq!(spell_duration(Duration::from_secs(90), LargestUnit::Minutes), "1m30s");
+/// ```
+pub fn spell_duration(d: Duration, largest: LargestUnit) -> String {
+    let ms = d.as_millis();
+    if !ms.is_multiple_of(1000) {
+        return format!("{ms}ms");
+    }
+    let s = ms / 1000;
+    match (largest, s / 60, s % 60) {
+        (LargestUnit::Seconds, _, _) | (LargestUnit::Minutes, 0, _) => format!("{s}s"),
+        (LargestUnit::Minutes, m, 0) => format!("{m}m"),
+        (LargestUnit::Minutes, m, s) => format!("{m}m{s}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_spelled_in_the_largest_whole_unit_allowed() {
+        let cases: &[(Duration, &str, &str)] = &[
+            (Duration::ZERO, "0s", "0s"),
+            // Below a millisecond: nothing to show but whole seconds.
+            (Duration::from_micros(500), "0s", "0s"),
+            (Duration::from_millis(250), "250ms", "250ms"),
+            (Duration::from_millis(1500), "1500ms", "1500ms"),
+            (Duration::from_millis(60_001), "60001ms", "60001ms"),
+            (Duration::from_secs(2), "2s", "2s"),
+            (Duration::from_secs(59), "59s", "59s"),
+            (Duration::from_secs(60), "60s", "1m"),
+            (Duration::from_secs(90), "90s", "1m30s"),
+            (Duration::from_secs(900), "900s", "15m"),
+            (Duration::from_secs(3600), "3600s", "60m"),
+        ];
+        for &(d, seconds, minutes) in cases {
+            assert_eq!(spell_duration(d, LargestUnit::Seconds), seconds, "{d:?}");
+            assert_eq!(spell_duration(d, LargestUnit::Minutes), minutes, "{d:?}");
+        }
+    }
 
     #[test]
     fn the_defaults_are_valid_for_the_default_runtime() {

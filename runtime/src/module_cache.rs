@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::{Engine, Module};
 
 use crate::error::RuntimeError;
+use crate::private_file::{self, Existing, Synced};
 
 mod trust;
 
@@ -146,22 +147,16 @@ fn compile(engine: &Engine, wasm: &[u8]) -> Result<Module, RuntimeError> {
 /// the cache stays trusted whatever the umask.
 fn store(module: &Module, dir: &Path, path: &Path) -> std::io::Result<()> {
     let bytes = module.serialize().map_err(std::io::Error::other)?;
-    let mut dirs = std::fs::DirBuilder::new();
-    dirs.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut dirs, 0o700);
-    dirs.create(dir)?;
-    // Write then rename, so a concurrent reader never sees half a file.
+    private_file::create_dir(dir)?;
+    // Write then rename, so a concurrent reader never sees half a file. The temporary name is
+    // per process, not per write: a leftover of a dead process with the same pid is
+    // overwritten (truncated), not a reason to fail.
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("guest"),
         std::process::id()
     ));
-    let mut file = std::fs::File::options();
-    file.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
-    std::io::Write::write_all(&mut file.open(&tmp)?, &bytes)?;
+    private_file::write(&tmp, Existing::Truncate, &[&bytes], Synced::No)?;
     std::fs::rename(&tmp, path)
 }
 

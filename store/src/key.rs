@@ -2,12 +2,12 @@
 //! names, or generated once and kept in `<state dir>/state.key` (mode `0600`).
 
 use std::fmt;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use codemode_runtime::private_file::{self, Existing, Synced};
 
 use super::error::{StoreError, StoreErrorKind};
 
@@ -205,23 +205,12 @@ fn read_key_file(path: &Path) -> std::io::Result<StateKey> {
 /// another process created the file first, whose key is then read instead.
 fn create_key_file(path: &Path) -> Result<StateKey, StoreError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| key_error(path, e))?;
+    private_file::create_dir(dir).map_err(|e| key_error(path, e))?;
     let key = StateKey::generate()?;
     let temp = temp_path(dir, ".state.key");
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        f.write_all(format!("{}\n", key.to_hex()).as_bytes())?;
-        f.sync_all()?;
-        std::fs::hard_link(&temp, path)
-    })();
+    let line = format!("{}\n", key.to_hex());
+    let written = private_file::write(&temp, Existing::Fail, &[line.as_bytes()], Synced::All)
+        .and_then(|()| std::fs::hard_link(&temp, path));
     let _ = std::fs::remove_file(&temp);
     match written {
         Ok(()) => {

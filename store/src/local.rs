@@ -11,10 +11,11 @@
 //! (at open, and every [`SWEEP_INTERVAL`] while a [`super::Store`] holds the store); until then
 //! reads treat them as absent.
 
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use codemode_runtime::private_file::{self, Existing, Synced};
 
 use super::error::{StoreError, StoreErrorKind};
 use super::key::{sync_dir, temp_path};
@@ -58,10 +59,7 @@ impl LocalStore {
     /// [`StoreErrorKind::Unavailable`] when the directory cannot be created or read.
     pub fn open(dir: impl Into<PathBuf>, fsync: bool) -> Result<Self, StoreError> {
         let dir = dir.into();
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
+        private_file::create_dir(&dir)
             .map_err(|e| StoreError::io("cannot create the local store", &dir, e))?;
         let store = LocalStore {
             describe: format!("local store {}", dir.display()),
@@ -150,22 +148,11 @@ impl LocalStore {
     /// Writes a record to a new temporary file (synced when `fsync`).
     fn write_temp(&self, value: &[u8], expires: u64) -> Result<PathBuf, StoreError> {
         let temp = temp_path(&self.dir, TEMP_PREFIX);
-        let written = (|| {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temp)?;
-            let mut header = [0u8; HEADER_LEN];
-            header[..4].copy_from_slice(MAGIC);
-            header[4..].copy_from_slice(&expires.to_le_bytes());
-            f.write_all(&header)?;
-            f.write_all(value)?;
-            if self.fsync {
-                f.sync_data()?;
-            }
-            Ok(())
-        })();
+        let mut header = [0u8; HEADER_LEN];
+        header[..4].copy_from_slice(MAGIC);
+        header[4..].copy_from_slice(&expires.to_le_bytes());
+        let sync = if self.fsync { Synced::Data } else { Synced::No };
+        let written = private_file::write(&temp, Existing::Fail, &[&header, value], sync);
         match written {
             Ok(()) => Ok(temp),
             Err(e) => {

@@ -122,10 +122,10 @@ impl CodemodeServer {
             cancel.clone(),
             done_tx,
         );
-        // On a thread of its own ([`super::threads`]), not on the async workers: guest code runs
-        // without yielding until it waits on a tool, so busy scripts on every worker would stall
-        // every other session, the approval API and new connections. The OS shares the cores
-        // between eval threads instead. A running eval stops through `cancel`.
+        // On a thread of its own (`ServerState::eval_threads`), not on the async workers: guest
+        // code runs without yielding until it waits on a tool, so busy scripts on every worker
+        // would stall every other session, the approval API and new connections. The OS shares
+        // the cores between eval threads instead. A running eval stops through `cancel`.
         let handle = tokio::runtime::Handle::current();
         let started = self.state.eval_threads.spawn(move || {
             handle.block_on(async move {

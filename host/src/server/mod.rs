@@ -31,7 +31,6 @@ pub mod result;
 pub mod sessions;
 mod state;
 pub mod suspend;
-pub mod threads;
 
 pub use builder::{DEFAULT_CONFIG, Reloader, ServeError, Server, ServerBuilder};
 pub use handler::CodemodeServer;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use codemode_policies::{AuditSink, AuditWriter, Config};
-use codemode_runtime::{BoxFuture, Runtime};
+use codemode_runtime::{BoxFuture, DEFAULT_THREAD_KEEP_ALIVE, Runtime, ThreadPool};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
@@ -33,8 +33,9 @@ pub struct ServerState {
     next_session: AtomicU64,
     /// The evals in flight, for graceful shutdown.
     pub drain: Arc<super::drain::Drain>,
-    /// The threads evals run on ([`super::threads`]).
-    pub(crate) eval_threads: super::threads::EvalThreads,
+    /// The threads evals run on, off the async workers (see `Runtime::eval`, "Blocking"): one
+    /// per running eval, the one idle last first; each ends once idle for 10 s.
+    pub(crate) eval_threads: ThreadPool,
     /// Where evals waiting for a human are saved ([`super::durable`]); set once by `serve`.
     durable: std::sync::OnceLock<Arc<super::durable::Durable>>,
 }
@@ -59,7 +60,10 @@ impl ServerState {
             subscribers: Mutex::new(Vec::new()),
             next_session: AtomicU64::new(1),
             drain: Arc::default(),
-            eval_threads: Default::default(),
+            eval_threads: ThreadPool::builder()
+                .name("codemode-eval")
+                .keep_alive(DEFAULT_THREAD_KEEP_ALIVE)
+                .build(),
             durable: std::sync::OnceLock::new(),
         });
         state

@@ -1,12 +1,14 @@
 //! [`AuditWriter`]: JSON Lines files, one per UTC day, written by a thread of their own,
 //! each line chained to the previous one ([`chain`](super::chain)) under a file lock.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
+
+use codemode_runtime::private_file::{self, Existing};
 
 use super::chain::{AuditKey, chain_hash, genesis, seal, unseal};
 use super::{AuditRecord, AuditSink};
@@ -291,14 +293,11 @@ fn write_line(
         Some(f) if f.day == day => f,
         _ => {
             *file = None;
+            // Only the files are made private: the directory gets the umask's mode.
             std::fs::create_dir_all(&shared.dir)?;
             let name = format!("{day}.jsonl");
             let path = shared.dir.join(&name);
-            let mut options = OpenOptions::new();
-            options.create(true).append(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            let opened = options.open(&path)?;
+            let opened = private_file::open(&path, Existing::Append)?;
             file.insert(OpenFile {
                 day: day.to_string(),
                 path,
@@ -550,7 +549,10 @@ mod tests {
         }
         // A file whose last line is cut (a crash mid-write) gets a new line; verify points at
         // the cut one.
-        let mut f = OpenOptions::new().append(true).open(&file).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
         f.write_all(b"{\"ts\":").unwrap();
         let w = AuditWriter::open_keyed(&dir, Some(key.clone())).unwrap();
         w.record(rec("2024-05-01T00:00:02.000Z", 7));

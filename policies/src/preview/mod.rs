@@ -92,9 +92,8 @@ pub(crate) fn on_parse_stack<T: Send + 'static>(
     if code.len() <= ON_THIS_THREAD_BYTES {
         return Ok(std::panic::catch_unwind(|| parse(code)));
     }
-    let retire = code.len() > threads::RETIRE_AFTER_BYTES;
     let code = code.to_owned();
-    threads::parse_threads().run(retire, move || parse(&code))
+    threads::run(code.len(), move || parse(&code))
 }
 
 /// The call sites of plain JavaScript (already normalised).

@@ -290,7 +290,7 @@ fn small_scripts_parse_on_the_calling_thread_at_any_nesting() {
 fn deep_scripts_up_to_the_retiring_size_parse_on_one_kept_thread() {
     // Longer than ON_THIS_THREAD_BYTES, at most RETIRE_AFTER_BYTES: parsed on a kept thread,
     // which must survive the deepest nesting of that size and serve the next parse.
-    let kept = super::threads::ParseThreads::new(PREVIEW_STACK_BYTES, super::threads::KEEP_ALIVE);
+    let kept = super::threads::new_parse_threads();
     let nestings: &[(&str, &str)] = &[
         ("(", ")"),
         ("[", "]"),
@@ -309,7 +309,7 @@ fn deep_scripts_up_to_the_retiring_size_parse_on_one_kept_thread() {
         assert!(code.len() <= super::threads::RETIRE_AFTER_BYTES, "{open}");
         let on_kept = {
             let code = code.clone();
-            kept.run(false, move || extract_on_this_thread(&code))
+            kept.run(move || extract_on_this_thread(&code))
                 .unwrap()
                 .unwrap()
         };

@@ -1,12 +1,10 @@
 //! Why an eval ended: traps and aborts mapped to [`ErrorKind`]s with messages that say which
 //! limit and how much.
 
-use std::time::Duration;
-
 use wasmtime::{Store, Trap};
 
 use super::running::Eval;
-use crate::EvalOptions;
+use crate::limits::{EvalOptions, LargestUnit, spell_duration};
 use crate::outcome::{ErrorKind, EvalError};
 use crate::state::HostState;
 use crate::tool::ToolHost;
@@ -54,20 +52,12 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
 pub(super) fn timeout_error(options: &EvalOptions) -> EvalError {
     let limit = options
         .timeout
-        .map(|t| format!(" of {}", human_duration(t)))
+        .map(|t| format!(" of {}", spell_duration(t, LargestUnit::Seconds)))
         .unwrap_or_default();
     EvalError::new(
         ErrorKind::Timeout,
         format!("the script exceeded its wall-clock timeout{limit}"),
     )
-}
-
-pub(super) fn human_duration(d: Duration) -> String {
-    if d.as_millis().is_multiple_of(1000) {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
 }
 
 pub(super) fn cancelled_error() -> EvalError {
