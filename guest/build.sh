@@ -90,7 +90,7 @@ guest_env() { # $1 = a folder holding Cargo.toml: the environment of every cargo
   export BINDGEN_EXTRA_CLANG_ARGS_wasm32_wasip1="--target=wasm32-wasi --sysroot=/usr"
 }
 
-build_in() { # $1 = a folder holding Cargo.toml, Cargo.lock, quickjs-wasi.patch, src/
+build_in() { # $1 = a folder holding Cargo.toml, Cargo.lock, quickjs-wasi.patch, src/, abi (a link to ../abi)
   local dir="$1"
   patch_quickjs "$dir" || return 1
   (
@@ -124,8 +124,13 @@ elif [ "$mode" = build ]; then
 else
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
-  cp -r "$here/Cargo.toml" "$here/Cargo.lock" "$here/quickjs-wasi.patch" "$here/src" "$tmp/"
-  out="$(build_in "$tmp")"
+  # The same layout as the repository's: the guest's abi is a link to ../abi (the ABI's
+  # constants, shared with the runtime).
+  mkdir "$tmp/guest" "$tmp/abi"
+  cp -r "$here/Cargo.toml" "$here/Cargo.lock" "$here/quickjs-wasi.patch" "$here/src" "$tmp/guest/"
+  cp -P "$here/abi" "$tmp/guest/abi"
+  cp -r "$here/../abi/Cargo.toml" "$here/../abi/src" "$tmp/abi/"
+  out="$(build_in "$tmp/guest")"
   if cmp -s "$out" "$here/codemode_guest.wasm"; then
     echo "guest/build.sh --check: the committed module is reproducible ($(sha256sum "$out" | cut -c1-16))" >&2
   else

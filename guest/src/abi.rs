@@ -1,28 +1,28 @@
-//! The host↔guest ABI, version 2: every raw import and export lives here (see ../ABI.md).
+//! The host↔guest ABI, version 2: every raw import and export lives here (see ../ABI.md), by the
+//! names and constants of `codemode-abi` (../../abi), which the host is built with too.
 //!
 //! The guest trusts the host (the host owns the sandbox); the host validates everything the guest
 //! passes. Pointers are offsets into this module's exported `memory`.
 
 use crate::engine;
 
-/// Bumped on every incompatible change; the host refuses a guest with another version.
-pub const ABI_VERSION: u32 = 2;
+// The constants both sides agree on, from the crate the host is built with too.
+pub use codemode_abi::{
+    ABI_VERSION, MAX_TOOL_ARGS_BYTES, MAX_TOOL_NAME_BYTES, STATUS_DONE, STATUS_PENDING,
+};
 
-/// Longest tool name the host accepts; the guest rejects a call with a longer one itself.
-pub const MAX_TOOL_NAME_BYTES: usize = 1024;
-/// Largest argument document the host accepts; the guest rejects a call with a larger one itself.
-pub const MAX_TOOL_ARGS_BYTES: usize = 8 << 20;
-
-/// `cm_run` / `cm_resume` result: the script finished and `finish` was called.
-pub const STATUS_DONE: u32 = 0;
-/// `cm_run` / `cm_resume` result: the script waits on tool calls; call `cm_resume` for one.
-pub const STATUS_PENDING: u32 = 1;
+// `wasm_import_module` takes only a literal (the other names come from `codemode_abi::name!`):
+// this one is checked against the shared constant instead.
+const _: () = assert!(
+    matches!(codemode_abi::imports::MODULE.as_bytes(), b"codemode"),
+    "the import module below is not codemode_abi::imports::MODULE"
+);
 
 #[link(wasm_import_module = "codemode")]
 unsafe extern "C" {
     /// Starts tool call `name(args_json)` made at `line`:`column` of the user's code (0 when
     /// unknown); returns its id (≥ 1). Never blocks.
-    #[link_name = "call_start"]
+    #[link_name = codemode_abi::name!(call_start)]
     fn host_call_start(
         name_ptr: *const u8,
         name_len: usize,
@@ -32,10 +32,10 @@ unsafe extern "C" {
         column: u32,
     ) -> u32;
     /// One console line at `level` (0 log, 1 info, 2 warn, 3 error, 4 debug).
-    #[link_name = "log"]
+    #[link_name = codemode_abi::name!(log)]
     fn host_log(level: u32, ptr: *const u8, len: usize);
     /// The final outcome envelope (JSON), called exactly once per run.
-    #[link_name = "finish"]
+    #[link_name = codemode_abi::name!(finish)]
     fn host_finish(ptr: *const u8, len: usize);
 }
 
@@ -84,14 +84,14 @@ pub fn finish(envelope: &str) {
 }
 
 /// The ABI version this guest speaks.
-#[unsafe(export_name = "cm_abi_version")]
+#[unsafe(export_name = codemode_abi::name!(cm_abi_version))]
 pub extern "C" fn cm_abi_version() -> u32 {
     ABI_VERSION
 }
 
 /// Creates the JS runtime and evaluates the prelude. Idempotent. Snapshotting tools run it at
 /// build time; otherwise the host calls it once per instance before `cm_run`.
-#[unsafe(export_name = "cm_init")]
+#[unsafe(export_name = codemode_abi::name!(cm_init))]
 pub extern "C" fn cm_init() {
     engine::init();
 }
@@ -99,14 +99,14 @@ pub extern "C" fn cm_init() {
 /// [`cm_init`] plus what is only worth doing once for a snapshot (the built-ins QuickJS creates
 /// lazily, a garbage collection). Wizer's conventional name: the host snapshots the module by
 /// running it, and the snapshot exports neither it nor `cm_init`.
-#[unsafe(export_name = "wizer-initialize")]
+#[unsafe(export_name = codemode_abi::name!(wizer_initialize))]
 pub extern "C" fn cm_snapshot_init() {
     engine::init_for_snapshot();
 }
 
 /// Allocates `len` bytes for the host to write an input into; the next `cm_run`/`cm_resume` that
 /// receives the pointer takes ownership and frees it.
-#[unsafe(export_name = "cm_alloc")]
+#[unsafe(export_name = codemode_abi::name!(cm_alloc))]
 pub extern "C" fn cm_alloc(len: usize) -> *mut u8 {
     // One byte more than asked: the guest NUL-terminates what it receives (QuickJS's parsers
     // need it) without growing the buffer.
@@ -134,7 +134,7 @@ unsafe fn take(ptr: *mut u8, len: usize) -> Vec<u8> {
 ///
 /// # Safety
 /// See [`take`].
-#[unsafe(export_name = "cm_run")]
+#[unsafe(export_name = codemode_abi::name!(cm_run))]
 pub unsafe extern "C" fn cm_run(code_ptr: *mut u8, code_len: usize, heap_limit: usize) -> u32 {
     // SAFETY: forwarded contract.
     let code = unsafe { take(code_ptr, code_len) };
@@ -146,7 +146,7 @@ pub unsafe extern "C" fn cm_run(code_ptr: *mut u8, code_len: usize, heap_limit: 
 ///
 /// # Safety
 /// See [`take`].
-#[unsafe(export_name = "cm_resume")]
+#[unsafe(export_name = codemode_abi::name!(cm_resume))]
 pub unsafe extern "C" fn cm_resume(id: u32, ok: u32, ptr: *mut u8, len: usize) -> u32 {
     // SAFETY: forwarded contract.
     let payload = unsafe { take(ptr, len) };

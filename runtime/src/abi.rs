@@ -1,6 +1,7 @@
 //! The host side of the guest ABI (version 2, see guest/ABI.md): the `codemode` imports and the
-//! typed handles to the guest's exports. Every pointer, length and string the guest passes is
-//! validated here; a malformed call ends the eval with [`ErrorKind::Internal`], never a panic.
+//! typed handles to the guest's exports, by the names and constants of `codemode-abi` (the crate
+//! the guest is built with too). Every pointer, length and string the guest passes is validated
+//! here; a malformed call ends the eval with [`ErrorKind::Internal`], never a panic.
 
 use wasmtime::{
     Caller, Extern, Func, Instance, Linker, Memory, Module, ModuleExport, Store, TypedFunc,
@@ -9,27 +10,17 @@ use wasmtime::{
 use crate::outcome::{ErrorKind, EvalError, LogEntry, LogLevel};
 use crate::state::{HostState, StartedCall};
 
-/// The ABI version this host speaks; the guest's `cm_abi_version` must return it.
-pub const ABI_VERSION: u32 = 2;
-/// Import module name of the host functions.
-pub const IMPORT_MODULE: &str = "codemode";
-/// `cm_run`/`cm_resume`: the script finished (and called `finish`).
-pub const STATUS_DONE: u32 = 0;
-/// `cm_run`/`cm_resume`: the script waits on tool calls.
-pub const STATUS_PENDING: u32 = 1;
-
-/// Longest tool name accepted from the guest (the guest rejects a longer one itself, catchably).
-pub const MAX_TOOL_NAME_BYTES: usize = 1024;
-/// Largest tool-call argument document accepted from the guest: 8 MiB. Bigger payloads are
-/// almost certainly a runaway script, and the host would hold a copy per call in flight (the
-/// guest rejects a larger one itself, catchably).
-pub const MAX_TOOL_ARGS_BYTES: usize = 8 << 20;
+// The constants both sides agree on, from the crate the guest builds with too.
+pub use codemode_abi::{
+    ABI_VERSION, MAX_TOOL_ARGS_BYTES, MAX_TOOL_NAME_BYTES, STATUS_DONE, STATUS_PENDING,
+};
+use codemode_abi::{exports, imports};
 
 /// Adds the `codemode` imports to `linker`.
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    linker.func_wrap(IMPORT_MODULE, "call_start", call_start)?;
-    linker.func_wrap(IMPORT_MODULE, "log", log)?;
-    linker.func_wrap(IMPORT_MODULE, "finish", finish)?;
+    linker.func_wrap(imports::MODULE, imports::CALL_START, call_start)?;
+    linker.func_wrap(imports::MODULE, imports::LOG, log)?;
+    linker.func_wrap(imports::MODULE, imports::FINISH, finish)?;
     Ok(())
 }
 
@@ -58,7 +49,9 @@ pub(crate) fn guest_memory(caller: &mut Caller<'_, HostState>) -> Option<Memory>
     if let Some(memory) = caller.data().guest_memory {
         return Some(memory);
     }
-    caller.get_export("memory").and_then(Extern::into_memory)
+    caller
+        .get_export(exports::MEMORY)
+        .and_then(Extern::into_memory)
 }
 
 /// Copies `len` bytes at `ptr` out of the guest's memory, or explains why not.
@@ -214,13 +207,13 @@ impl GuestLayout {
     pub fn new(module: &Module) -> Self {
         let export = |name| module.get_export_index(name);
         GuestLayout {
-            version: export("cm_abi_version"),
-            initialize: export("_initialize"),
-            init: export("cm_init"),
-            memory: export("memory"),
-            alloc: export("cm_alloc"),
-            run: export("cm_run"),
-            resume: export("cm_resume"),
+            version: export(exports::ABI_VERSION),
+            initialize: export(exports::INITIALIZE),
+            init: export(exports::INIT),
+            memory: export(exports::MEMORY),
+            alloc: export(exports::ALLOC),
+            run: export(exports::RUN),
+            resume: export(exports::RESUME),
         }
     }
 }
@@ -256,17 +249,22 @@ impl GuestExports {
         layout: &GuestLayout,
         init: bool,
     ) -> wasmtime::Result<Self> {
-        let version = func(store, instance, layout.version.as_ref(), "cm_abi_version")?
-            .typed::<(), u32>(&*store)?
-            .call(&mut *store, ())?;
+        let version = func(
+            store,
+            instance,
+            layout.version.as_ref(),
+            exports::ABI_VERSION,
+        )?
+        .typed::<(), u32>(&*store)?
+        .call(&mut *store, ())?;
         if version != ABI_VERSION {
             wasmtime::bail!(
                 "the guest speaks ABI version {version}, this host speaks {ABI_VERSION}"
             );
         }
         for (export, name) in [
-            (&layout.initialize, "_initialize"),
-            (&layout.init, "cm_init"),
+            (&layout.initialize, exports::INITIALIZE),
+            (&layout.init, exports::INIT),
         ] {
             if let Some(export) = export.as_ref().filter(|_| init) {
                 func(store, instance, Some(export), name)?
@@ -283,9 +281,10 @@ impl GuestExports {
         store.data_mut().guest_memory = Some(memory);
         Ok(GuestExports {
             memory,
-            alloc: func(store, instance, layout.alloc.as_ref(), "cm_alloc")?.typed(&*store)?,
-            run: func(store, instance, layout.run.as_ref(), "cm_run")?.typed(&*store)?,
-            resume: func(store, instance, layout.resume.as_ref(), "cm_resume")?.typed(&*store)?,
+            alloc: func(store, instance, layout.alloc.as_ref(), exports::ALLOC)?.typed(&*store)?,
+            run: func(store, instance, layout.run.as_ref(), exports::RUN)?.typed(&*store)?,
+            resume: func(store, instance, layout.resume.as_ref(), exports::RESUME)?
+                .typed(&*store)?,
         })
     }
 
@@ -302,6 +301,3 @@ impl GuestExports {
         Ok(ptr)
     }
 }
-
-#[cfg(test)]
-mod shared_constants;

@@ -86,7 +86,7 @@ impl Guest {
             .instantiate(&mut store)
             .map_err(|e| format!("instantiating the guest for its memory image: {e:#}"))?;
         let memory = instance
-            .get_memory(&mut store, "memory")
+            .get_memory(&mut store, codemode_abi::exports::MEMORY)
             .ok_or("the guest exports no memory")?;
         let image: Arc<[u8]> = memory.data(&store).into();
         Ok(self.reference.get_or_init(|| image).clone())

@@ -11,17 +11,12 @@
 
 use std::sync::{Arc, Mutex};
 
+use codemode_abi::exports;
 use sha2::{Digest, Sha256};
 use wasmtime::{Engine, Instance, Module, OptLevel, Store};
 use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 
 use crate::state::HostState;
-
-/// The guest export that prepares it for a snapshot (Wizer's conventional name).
-pub const SNAPSHOT_INIT_EXPORT: &str = "wizer-initialize";
-/// The guest export that initialises it for one eval; used for the snapshot when the guest has
-/// no [`SNAPSHOT_INIT_EXPORT`].
-pub const INIT_EXPORT: &str = "cm_init";
 
 /// Bumped when the way snapshots are made changes, so that cached ones are not reused.
 pub const RECIPE: u32 = 2;
@@ -53,7 +48,7 @@ pub fn wizen(wasm: &[u8], memory_limit: usize) -> Result<Option<Arc<[u8]>>, Stri
         .map_err(|e| format!("preparing the guest: {e:#}"))?;
     let module =
         Module::new(engine, &instrumented).map_err(|e| format!("compiling the guest: {e:#}"))?;
-    let init = match [SNAPSHOT_INIT_EXPORT, INIT_EXPORT]
+    let init = match [exports::SNAPSHOT_INIT, exports::INIT]
         .into_iter()
         .find(|name| module.get_export(name).is_some())
     {
@@ -61,10 +56,10 @@ pub fn wizen(wasm: &[u8], memory_limit: usize) -> Result<Option<Arc<[u8]>>, Stri
         None => return Ok(None),
     };
     wizer.init_func(init);
-    if init != INIT_EXPORT && module.get_export(INIT_EXPORT).is_some() {
+    if init != exports::INIT && module.get_export(exports::INIT).is_some() {
         // Renaming the (removed) init export onto `cm_init` removes `cm_init` too: the snapshot
         // is initialised, and without the export the host does not call it in every eval.
-        wizer.func_rename(INIT_EXPORT, init);
+        wizer.func_rename(exports::INIT, init);
     }
 
     let mut store = Store::new(engine, HostState::new(memory_limit, None, u64::MAX));
@@ -72,7 +67,7 @@ pub fn wizen(wasm: &[u8], memory_limit: usize) -> Result<Option<Arc<[u8]>>, Stri
     let instance = linker
         .instantiate(&mut store, &module)
         .map_err(|e| format!("instantiating the guest: {e:#}"))?;
-    for name in ["_initialize", init] {
+    for name in [exports::INITIALIZE, init] {
         if let Ok(init) = instance.get_typed_func::<(), ()>(&mut store, name) {
             init.call(&mut store, ())
                 .map_err(|e| format!("running `{name}`: {e:#}"))?;

@@ -435,17 +435,20 @@ mod tests {
         }
     }
 
-    /// A deploy keeps the evals waiting in its store: one saved by the version-1 code (with
-    /// the committed guest, in `fixtures/v1.bin`) loads, resumes to the right end, and saved
+    /// A deploy keeps the evals waiting in its store: one saved by the version-1 code (in
+    /// `fixtures/v1.bin`) loads, resumes to the right end in a runtime given the guest it was
+    /// saved with (`fixtures/v1-guest.wasm.zst`, the committed guest of that time), and saved
     /// again is version 2.
     #[test]
     fn an_eval_saved_in_version_1_loads_and_resumes() {
-        use crate::{EvalControl, Runtime, RuntimeConfig, Suspended};
+        use crate::{EvalControl, GUEST_WASM, Runtime, RuntimeConfig, Suspended};
         use serde_json::json;
 
         let v1 = include_bytes!("fixtures/v1.bin");
         assert_eq!(u16::from_le_bytes([v1[8], v1[9]]), 1);
+        let v1_guest = zstd::decode_all(&include_bytes!("fixtures/v1-guest.wasm.zst")[..]).unwrap();
         let runtime = Runtime::new(&RuntimeConfig::default()).unwrap();
+        let v1_guest = runtime.add_guest(&v1_guest).unwrap();
         let tokio = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -455,7 +458,8 @@ mod tests {
             loaded.guest_hash().to_string(),
             "9f55ad0fa933a8cc91f1e4f849fb9c6a6ccf25fc495472483ed6efcb113bd148"
         );
-        assert_eq!(runtime.guests(), vec![loaded.guest_hash()]);
+        assert_eq!(loaded.guest_hash(), v1_guest);
+        assert_eq!(runtime.guests(), vec![GuestHash::of(GUEST_WASM), v1_guest]);
         assert_eq!(loaded.eval_id(), EvalId(42));
         assert_eq!(
             loaded.pending(),
