@@ -76,7 +76,7 @@ async fn start(broker: Arc<ApprovalBroker>) -> String {
 }
 
 async fn post(base: &str, id: &str, token: Option<&str>, body: Value) -> (u16, Value) {
-    let mut req = reqwest::Client::new()
+    let mut req = crate::crypto::http_client()
         .post(format!("{base}/approvals/{id}"))
         .json(&body);
     if let Some(t) = token {
@@ -97,7 +97,7 @@ async fn post(base: &str, id: &str, token: Option<&str>, body: Value) -> (u16, V
 }
 
 async fn get(base: &str, path: &str, token: &str) -> (u16, Value) {
-    let r = reqwest::Client::new()
+    let r = crate::crypto::http_client()
         .get(format!("{base}{path}"))
         .bearer_auth(token)
         .send()
