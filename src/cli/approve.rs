@@ -77,7 +77,7 @@ pub async fn approve(args: ApproveArgs) -> ExitCode {
         None => None,
     };
     let base = base_url(&args.url);
-    let client = reqwest::Client::new();
+    let client = codemode_upstream::crypto::http_client();
     let mut request = client.get(format!("{base}/approvals/stream"));
     if let Some(t) = &token {
         request = request.bearer_auth(t);
@@ -85,7 +85,11 @@ pub async fn approve(args: ApproveArgs) -> ExitCode {
     let response = match request.send().await {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("codemode approve: cannot reach {base}: {e}");
+            // `{:#}`: with its causes, which say why (a refused connection, a certificate).
+            eprintln!(
+                "codemode approve: cannot reach {base}: {:#}",
+                anyhow::Error::new(e)
+            );
             return ExitCode::from(EXIT_USAGE);
         }
     };

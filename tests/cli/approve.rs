@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use codemode_test_support::peers;
 use serde_json::Value;
 
-use super::{temp_dir, text};
+use super::{codemode, temp_dir, text};
 
 const CODE: &str = "// the second call site\nif (false) { await codemode.get_tools({names: []}); }\n\
     const found = await codemode.search_tools({query: \"time\\u001b[2K\\nfake: approved\", limit: 1});\n\
@@ -184,5 +184,27 @@ fn approvals_http_refuses_a_public_address_without_auth() {
         text(&out.stderr),
         "codemode: refusing to serve the approval API on 0.0.0.0:0 without authentication: \
          use a loopback address such as 127.0.0.1:PORT\n"
+    );
+}
+
+/// `codemode approve` against an HTTPS API whose certificate no trusted root signed: refused
+/// with why, in a process where nothing but codemode's own code installed a TLS crypto provider
+/// (reqwest panics without one).
+#[test]
+fn approve_over_https_refuses_an_unknown_certificate() {
+    let base = format!("https://127.0.0.1:{}", codemode_test_support::tls::serve());
+    let out = codemode()
+        .args(["approve", "--url", &base])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "codemode approve: cannot reach {base}: error sending request for url \
+             ({base}/approvals/stream): client error (Connect): invalid peer certificate: \
+             UnknownIssuer\n"
+        )
     );
 }

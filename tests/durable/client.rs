@@ -18,6 +18,7 @@ pub struct Reply {
 }
 
 fn http() -> reqwest::Client {
+    codemode_upstream::crypto::install();
     reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .timeout(REQUEST_TIMEOUT)

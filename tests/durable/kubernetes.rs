@@ -94,7 +94,7 @@ async fn post_eval(node: &Node, host: &str, token: Option<&str>, code: &str) -> 
             "io.modelcontextprotocol/clientInfo": {"name": "kubernetes-test", "version": "1"}
         }
     }});
-    let mut request = reqwest::Client::new()
+    let mut request = codemode_upstream::crypto::http_client()
         .post(node.mcp_url())
         .header("host", host)
         .header("content-type", "application/json")
@@ -200,7 +200,7 @@ fn the_kubernetes_example_starts_a_node_that_behaves_as_documented() {
         let list = |token: &'static str| {
             let url = format!("{}/approvals", node.base_url());
             async move {
-                let response = reqwest::Client::new()
+                let response = codemode_upstream::crypto::http_client()
                     .get(url)
                     .header("host", service)
                     .bearer_auth(token)

@@ -9,7 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use jsonwebtoken::{EncodingKey, Header};
+use jsonwebtoken::jwk::Jwk;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -288,6 +289,55 @@ fn jwts_valid_expired_wrong_audience_missing() {
         "{headers:?}"
     );
     assert_refused(&served, &[], "Bearer", "a bearer token is required");
+}
+
+/// The issuer's P-256 key for the JWKS tests, and another one (both made for these tests only,
+/// `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`).
+const ISSUER_EC_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg4Y0eP9tyX+UJAF0j
+xl+G3/yPhJBARdZjQ0Dx/lKwKTShRANCAATQhcQOQkDPzYSuXxzQuqknUpPPIgB4
+6zZAD+62xxcnMBEWgQJaeMsNOW4UeOuhB+teXAKi5Oowt1QZySH/gZkh
+-----END PRIVATE KEY-----
+";
+const OTHER_EC_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgsEL597ZjjNyxfxFU
+Po+9iM8uZBgUZy4XHmlBEd6vpeChRANCAAQB/ahZgRoaLNUkypcTeBbOlagAg+9L
+Ut7nlxVVmUMfe4UUnvn3Dn0EPTcH3GLilGpxWF0eena1WN66weE4HtMr
+-----END PRIVATE KEY-----
+";
+
+/// JWT login with the issuer's public keys in a JWKS file (ES256): the real server checks the
+/// signature with the build's one JWT crypto provider.
+#[test]
+fn jwts_verified_with_a_jwks_file() {
+    let key = |pem: &str| EncodingKey::from_ec_pem(pem.as_bytes()).expect("a P-256 key");
+    let setup = Setup::new("auth_jwks", Transport::Stdio, |s| {
+        let mut jwk = Jwk::from_encoding_key(&key(ISSUER_EC_KEY), Algorithm::ES256).expect("jwk");
+        jwk.common.key_id = Some("k1".into());
+        let jwks = s.path("jwks.json");
+        std::fs::write(&jwks, json!({"keys": [jwk]}).to_string()).expect("write the JWKS");
+        let mut c = base_config(s);
+        c["server"] = json!({"auth": {"jwt": {"issuer": "https://issuer.test", "audience": "codemode",
+            "jwksFile": jwks}}});
+        c
+    });
+    let served = Served::start(&setup.config, &[], &[]);
+    let token = |pem: &str| {
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some("k1".into());
+        let claims = json!({"sub": "alice", "iss": "https://issuer.test", "aud": "codemode",
+            "exp": now() + 600, "permissions": ["payments"]});
+        jsonwebtoken::encode(&header, &claims, &key(pem)).expect("sign")
+    };
+    sdk(&setup, &served, &token(ISSUER_EC_KEY), Mode::Auto);
+    // Signed by another key under the issuer's key id.
+    let why = "bad signature";
+    assert_refused(
+        &served,
+        &[("Authorization", &format!("Bearer {}", token(OTHER_EC_KEY)))],
+        &format!("Bearer error=\"invalid_token\", error_description=\"{why}\""),
+        &format!("invalid token: {why}"),
+    );
 }
 
 /// Base64url without padding (for the hand-made unsigned token).

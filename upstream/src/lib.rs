@@ -32,6 +32,7 @@ mod client;
 mod commands;
 mod connection;
 mod convert;
+pub mod crypto;
 mod pool;
 mod schemas;
 mod spec;

@@ -85,6 +85,8 @@ pub(crate) async fn connect(
         UpstreamTransport::Http { url, headers } => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(http_headers(headers)?);
+            // rmcp builds its reqwest client here: it needs rustls's provider.
+            crate::crypto::install();
             let transport = StreamableHttpClientTransport::from_config(config);
             let session = client.serve(transport).await.map_err(|e| {
                 without_url_secrets(&format!("the MCP handshake with {url} failed: {e}"), url)
@@ -207,5 +209,45 @@ mod stderr_tests {
         ] {
             assert_eq!(stderr_line("[up] ", raw), shown, "{raw:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use std::sync::{Arc, RwLock};
+
+    use super::{UpstreamClient, UpstreamTransport, connect};
+    use crate::upstream::client::{DeclineElicitation, UpstreamElicitation};
+
+    /// An https:// upstream whose certificate no trusted root signed: the handshake is refused
+    /// with an error (no panic for want of a TLS crypto provider).
+    #[tokio::test]
+    async fn an_https_upstream_with_an_unknown_certificate_is_refused_with_why() {
+        let port = codemode_test_support::tls::serve();
+        let url = format!("https://127.0.0.1:{port}/mcp");
+        let decline: Arc<dyn UpstreamElicitation> = Arc::new(DeclineElicitation);
+        let client = UpstreamClient {
+            server: "tls".into(),
+            elicitation: Arc::new(RwLock::new(decline)),
+            tools_changed: Default::default(),
+            eliciting: Arc::new(tokio::sync::watch::channel(0).0),
+        };
+        let transport = UpstreamTransport::Http {
+            url: url.clone(),
+            headers: Default::default(),
+        };
+        let Err(e) = connect(&transport, client).await else {
+            panic!("connected to an untrusted server")
+        };
+        // rmcp keeps the error's text only, not its causes: the certificate is not named.
+        assert_eq!(
+            e,
+            format!(
+                "the MCP handshake with {url} failed: Send message error Transport \
+                 [rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::\
+                 StreamableHttpClientWorker<reqwest::async_impl::client::Client>>] error: Client \
+                 error: error sending request for url ({url}), when send initialize request"
+            )
+        );
     }
 }

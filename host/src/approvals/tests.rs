@@ -90,7 +90,7 @@ pub(super) async fn start_with(
 }
 
 async fn post(base: &str, id: &str, token: Option<&str>, body: Value) -> (u16, Value) {
-    let mut req = reqwest::Client::new()
+    let mut req = codemode_upstream::crypto::http_client()
         .post(format!("{base}/approvals/{id}"))
         .json(&body);
     if let Some(t) = token {
@@ -111,7 +111,7 @@ async fn post(base: &str, id: &str, token: Option<&str>, body: Value) -> (u16, V
 }
 
 async fn get(base: &str, path: &str, token: &str) -> (u16, Value) {
-    let r = reqwest::Client::new()
+    let r = codemode_upstream::crypto::http_client()
         .get(format!("{base}{path}"))
         .bearer_auth(token)
         .send()

@@ -47,6 +47,7 @@ impl JwtAuth {
         settings: &JwtSettings,
         getenv: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, AuthSetupError> {
+        codemode_upstream::crypto::install();
         let keys = match &settings.key {
             JwtKeySource::Hs256SecretEnv(var) => match getenv(var).filter(|v| !v.is_empty()) {
                 Some(secret) => Keys::Hs256(DecodingKey::from_secret(secret.as_bytes())),

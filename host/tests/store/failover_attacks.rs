@@ -42,7 +42,7 @@ async fn a_stranger_naming_another_sessions_request_on_its_node_does_not_forget_
     let redis = RedisServer::start(&scratch_dir("store-redis", "rt-forget"));
     let shutdown = tokio_util::sync::CancellationToken::new();
     let urls = serve_routers(&redis, &[true, true], &shutdown).await;
-    let client = reqwest::Client::new();
+    let client = codemode_upstream::crypto::http_client();
     let (session, priming, node_a, number, _in_flight) =
         call_in_flight(&client, &urls[0], serde_json::json!(7)).await;
     let record = format!("{REDIS_KEY_PREFIX}mcp-request:{node_a}:{number}");
@@ -78,7 +78,7 @@ async fn another_session_naming_a_request_on_its_node_does_not_forget_it() {
     let redis = RedisServer::start(&scratch_dir("store-redis", "rt-forget-own"));
     let shutdown = tokio_util::sync::CancellationToken::new();
     let urls = serve_routers(&redis, &[true, true], &shutdown).await;
-    let client = reqwest::Client::new();
+    let client = codemode_upstream::crypto::http_client();
     let (_session, _priming, node_a, number, _in_flight) =
         call_in_flight(&client, &urls[0], serde_json::json!(7)).await;
     let record = format!("{REDIS_KEY_PREFIX}mcp-request:{node_a}:{number}");
@@ -111,7 +111,7 @@ async fn a_request_whose_client_went_away_is_forgotten_once_it_ended() {
     let redis = RedisServer::start(&scratch_dir("store-redis", "rt-leak"));
     let shutdown = tokio_util::sync::CancellationToken::new();
     let urls = serve_routers(&redis, &[true], &shutdown).await;
-    let client = reqwest::Client::new();
+    let client = codemode_upstream::crypto::http_client();
     let session = open_session(&client, &urls[0], serde_json::json!({"elicitation": {}})).await;
     let mut standalone = client
         .get(&urls[0])
@@ -194,7 +194,7 @@ async fn odd_last_event_ids_are_client_errors_or_streams_never_server_errors() {
     let redis = RedisServer::start(&scratch_dir("store-redis", "rt-odd"));
     let shutdown = tokio_util::sync::CancellationToken::new();
     let urls = serve_routers(&redis, &[true, true], &shutdown).await;
-    let client = reqwest::Client::new();
+    let client = codemode_upstream::crypto::http_client();
     let (session, _priming, node_a, _number, _in_flight) =
         call_in_flight(&client, &urls[0], serde_json::json!(7)).await;
     let upper = node_a.to_uppercase();

@@ -440,7 +440,7 @@ async fn a_legacy_session_opened_on_one_router_is_served_by_another() {
     let redis = RedisServer::start(&scratch_dir("store-redis", "failover"));
     let shutdown = tokio_util::sync::CancellationToken::new();
     let urls = serve_routers(&redis, &[true, true, false], &shutdown).await;
-    let client = reqwest::Client::new();
+    let client = codemode_upstream::crypto::http_client();
     let session = open_session(&client, &urls[0], serde_json::json!({})).await;
     let list = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     // Node B has never seen the session: it restores it from the store and answers.
@@ -514,7 +514,7 @@ async fn a_call_whose_node_is_gone_ends_with_an_error_where_its_client_reconnect
     let redis = RedisServer::start(&scratch_dir("store-redis", "node-lost"));
     let shutdown = tokio_util::sync::CancellationToken::new();
     let urls = serve_routers(&redis, &[true, true], &shutdown).await;
-    let client = reqwest::Client::new();
+    let client = codemode_upstream::crypto::http_client();
     let session = open_session(&client, &urls[0], serde_json::json!({"elicitation": {}})).await;
     let mut standalone = client
         .get(&urls[0])

@@ -5,10 +5,12 @@
 //!   crate's manifest) that the MCP tests run against, installed on first use;
 //! - [`services`]: real Redis and HAProxy processes on loopback ports of their own (Debian's
 //!   packages, installed by `debian.sh` when missing);
+//! - [`tls`]: an HTTPS server with a test CA's certificate, for codemode's HTTPS clients;
 //! - [`scratch_dir`]: a fresh directory per test.
 
 pub mod peers;
 pub mod services;
+pub mod tls;
 
 use std::path::PathBuf;
 

@@ -108,7 +108,7 @@ async fn call(url: &str, code: &str, retry: Option<(&str, Value)>) -> Value {
         params["inputResponses"] = responses;
     }
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let text = reqwest::Client::new()
+    let text = codemode_upstream::crypto::http_client()
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
