@@ -19,7 +19,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::EXIT_USAGE;
+use super::common::EXIT_USAGE;
 
 #[derive(Debug, Args)]
 pub struct ApproveArgs {

@@ -12,7 +12,7 @@ use codemode_policies::{
     query_audit_dir, verify_audit_dir,
 };
 
-use super::{EXIT_SCRIPT_FAILED, EXIT_USAGE};
+use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE};
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {

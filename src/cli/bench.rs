@@ -9,7 +9,7 @@ use clap::builder::PossibleValuesParser;
 
 use codemode_bench::{self as bench, BenchOptions};
 
-use super::EXIT_USAGE;
+use super::common::EXIT_USAGE;
 
 mod store;
 

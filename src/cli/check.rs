@@ -11,7 +11,7 @@ use codemode_policies::{
 };
 use serde::Serialize;
 
-use super::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
+use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
 use codemode_upstream::{UpstreamPool, upstream_specs};
 
 /// `codemode check`: what a script would call, found without running it.
@@ -305,7 +305,7 @@ pub fn config(command: ConfigCommand) -> ExitCode {
     match command {
         ConfigCommand::Check { file } => match Config::load(&file) {
             Ok(config) => {
-                super::print_config_warnings(&file.display().to_string(), &config);
+                super::common::print_config_warnings(&file.display().to_string(), &config);
                 let stdout = std::io::stdout();
                 let _ = writeln!(
                     stdout.lock(),
@@ -331,7 +331,7 @@ pub fn config(command: ConfigCommand) -> ExitCode {
         },
         ConfigCommand::Default => {
             let stdout = std::io::stdout();
-            let _ = write!(stdout.lock(), "{}", super::DEFAULT_CONFIG);
+            let _ = write!(stdout.lock(), "{}", super::common::DEFAULT_CONFIG);
             ExitCode::SUCCESS
         }
     }

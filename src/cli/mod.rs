@@ -5,22 +5,13 @@ mod approve;
 mod audit;
 mod bench;
 mod check;
+mod common;
 mod run;
 mod serve;
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use codemode_policies::{Config, ConfigErrorKind};
-
-/// Exit code of a script that failed (threw, hit a limit, did not parse).
-pub const EXIT_SCRIPT_FAILED: u8 = 1;
-/// Exit code of a usage or configuration error.
-pub const EXIT_USAGE: u8 = 2;
-
-pub use codemode_host::server::DEFAULT_CONFIG;
 
 /// Runs the JavaScript an AI agent writes in a WebAssembly sandbox; its tool calls go to MCP
 /// servers under per-call policies (allow, ask a human, deny) and into an audit log.
@@ -68,7 +59,7 @@ pub fn main() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
-                ExitCode::from(EXIT_USAGE)
+                ExitCode::from(common::EXIT_USAGE)
             } else {
                 ExitCode::SUCCESS
             };
@@ -82,7 +73,7 @@ pub fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("codemode: cannot start the async runtime: {e}");
-            return ExitCode::from(EXIT_USAGE);
+            return ExitCode::from(common::EXIT_USAGE);
         }
     };
     let code = runtime.block_on(async {
@@ -112,81 +103,14 @@ fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(stderr_colour())
+        .with_ansi(common::stderr_colour())
         .try_init();
-}
-
-/// Whether stderr may carry colours: a terminal, and `NO_COLOR` unset or empty.
-pub(crate) fn stderr_colour() -> bool {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
-/// The environment variable naming the config file when `--config` is not given.
-pub const CONFIG_ENV: &str = "CODEMODE_CONFIG";
-
-/// The config file to use: `--config` when given, else `$CODEMODE_CONFIG` when set and
-/// non-empty, else none.
-pub(crate) fn config_path(flag: Option<&Path>) -> Option<PathBuf> {
-    flag.map(Path::to_path_buf).or_else(|| {
-        std::env::var_os(CONFIG_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    })
-}
-
-/// Prints a config's warnings on stderr, as `file: path: warning: message`.
-pub(crate) fn print_config_warnings(name: &str, config: &Config) {
-    for warning in &config.warnings {
-        eprintln!("{name}: {}: warning: {}", warning.path(), warning.message());
-    }
-}
-
-/// Loads `path`, or the embedded default; prints every error and returns exit code 2 on
-/// failure, and prints the warnings of a config that loads.
-pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, ExitCode> {
-    let (name, result) = match path {
-        Some(path) => (path.display().to_string(), Config::load(path)),
-        None => (
-            "<embedded default config>".to_string(),
-            Config::from_json_str(DEFAULT_CONFIG),
-        ),
-    };
-    if let Ok(config) = &result {
-        print_config_warnings(&name, config);
-    }
-    result.map_err(|errors| {
-        for error in errors.iter() {
-            // A file that cannot be read is reported under the file's own name.
-            if error.kind() == ConfigErrorKind::Io {
-                eprintln!("{error}");
-            } else {
-                eprintln!("{name}: {error}");
-            }
-        }
-        ExitCode::from(EXIT_USAGE)
-    })
-}
-
-/// Reads a script from a file or, for `-`, standard input: `(display name, code)`.
-pub(crate) fn read_script(file: &PathBuf) -> Result<(String, String), String> {
-    if file.as_os_str() == "-" {
-        let mut code = String::new();
-        std::io::stdin()
-            .read_to_string(&mut code)
-            .map_err(|e| format!("cannot read the script from standard input: {e}"))?;
-        return Ok(("<stdin>".into(), code));
-    }
-    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let code =
-        String::from_utf8(bytes).map_err(|e| format!("{} is not UTF-8: {e}", file.display()))?;
-    Ok((file.display().to_string(), code))
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_embedded_default_config_is_valid() {
-        codemode_policies::Config::from_json_str(super::DEFAULT_CONFIG).unwrap();
+        codemode_policies::Config::from_json_str(super::common::DEFAULT_CONFIG).unwrap();
     }
 }

@@ -11,7 +11,7 @@ use clap::Args;
 use codemode_policies::{AuditWriter, Config, neutralize};
 use codemode_runtime::{CancellationToken, EvalOptions, EvalOutcome, Runtime, RuntimeConfig};
 
-use super::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
+use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
 use codemode_host::approvals::{Asker, NoAsker, TerminalAsker};
 use codemode_host::session::{AuditTarget, Caller, GovernedEval};
 use codemode_upstream::{UpstreamPool, upstream_specs};
@@ -98,7 +98,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let config = match super::config_path(args.config.as_deref()) {
+    let config = match super::common::config_path(args.config.as_deref()) {
         Some(path) => match load_config(Some(&path)) {
             Ok(c) => Some(c),
             Err(code) => return code,
@@ -106,7 +106,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
         None if args.profile.is_some() => {
             eprintln!(
                 "codemode: --profile needs a config: give --config FILE or set {}",
-                super::CONFIG_ENV
+                super::common::CONFIG_ENV
             );
             return ExitCode::from(EXIT_USAGE);
         }

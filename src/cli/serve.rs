@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 use codemode_host::server::Server;
 
-use super::{EXIT_USAGE, load_config};
+use super::common::{EXIT_USAGE, load_config};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -73,7 +73,7 @@ fn parse_listen_address(text: &str) -> Result<SocketAddr, String> {
 
 /// Runs `codemode serve`: the library's [`Server`] fed from the flags.
 pub async fn serve(args: ServeArgs) -> ExitCode {
-    let config_path = super::config_path(args.config.as_deref());
+    let config_path = super::common::config_path(args.config.as_deref());
     let config = match load_config(config_path.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,

@@ -56,15 +56,6 @@ const KNOWN_CYCLES: &[&[&str]] = &[
         "host/src/auth/tokens.rs",
     ],
     &[
-        "host/src/cli/approve.rs",
-        "host/src/cli/audit.rs",
-        "host/src/cli/bench.rs",
-        "host/src/cli/check.rs",
-        "host/src/cli/mod.rs",
-        "host/src/cli/run.rs",
-        "host/src/cli/serve.rs",
-    ],
-    &[
         "host/src/server/durable.rs",
         "host/src/server/durable/lease.rs",
         "host/src/server/durable/parked.rs",
@@ -72,33 +63,20 @@ const KNOWN_CYCLES: &[&[&str]] = &[
     ],
     &["host/src/server/eval/resume.rs", "host/src/server/state.rs"],
     &["host/src/server/handler.rs", "host/src/server/listing.rs"],
-    &[
-        "host/src/tools/mod.rs",
-        "host/src/tools/schemas.rs",
-        "host/src/upstream/pool.rs",
-    ],
 ];
 
 /// Today's files over the limit, with their lines.
 const KNOWN_LONG_FILES: &[(&str, usize)] = &[
     ("host/src/server/durable.rs", 632),
-    ("host/src/server/eval.rs", 677),
-    ("host/src/session.rs", 662),
+    ("host/src/session.rs", 649),
 ];
 
 /// Today's functions over the limit (`file::Type::function`), with their lines.
 const KNOWN_LONG_FUNCTIONS: &[(&str, usize)] = &[
-    ("host/src/cli/run.rs::run", 103),
-    ("host/src/cli/serve.rs::serve", 136),
     ("host/src/server/durable/asks.rs::Durable::decide", 105),
-    ("host/src/server/eval.rs::CodemodeServer::call_eval", 185),
-    (
-        "host/src/server/eval.rs::CodemodeServer::retry_from_store",
-        123,
-    ),
     ("host/src/server/eval.rs::CodemodeServer::run_eval", 104),
     ("host/src/server/eval/resume.rs::resume_from_store", 101),
-    ("host/src/server/guard.rs::check", 136),
+    ("src/cli/run.rs::run", 103),
 ];
 
 #[test]

@@ -59,8 +59,15 @@ mod tests {
         // Our client trusts the system's roots, which do not hold the test CA: refused in the
         // handshake, with why.
         let err = super::http_client().get(&url).send().await.unwrap_err();
+        // The error and its causes on one line, as the CLI prints them.
+        let mut chain = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(cause) = source {
+            chain.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
         assert_eq!(
-            format!("{:#}", anyhow::Error::new(err)),
+            chain,
             format!(
                 "error sending request for url ({url}): client error (Connect): \
                  invalid peer certificate: UnknownIssuer"

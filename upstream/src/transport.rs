@@ -217,7 +217,7 @@ mod tls_tests {
     use std::sync::{Arc, RwLock};
 
     use super::{UpstreamClient, UpstreamTransport, connect};
-    use crate::upstream::client::{DeclineElicitation, UpstreamElicitation};
+    use crate::client::{DeclineElicitation, UpstreamElicitation};
 
     /// An https:// upstream whose certificate no trusted root signed: the handshake is refused
     /// with an error (no panic for want of a TLS crypto provider).

@@ -39,7 +39,6 @@ use super::broker::{
     parse_decision,
 };
 use crate::auth::{AuthError, Authenticate};
-use crate::server::ServeError;
 use crate::server::body::BodyError;
 
 /// The web page (HTML, CSS and script in one file).
@@ -437,6 +436,11 @@ async fn page() -> Response {
     response
 }
 
+/// Why the approval API's own listener was not bound; the message names the address and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BindError(String);
+
 /// Binds the approval API's own listener (`serve --approvals-http ADDR`) and prints
 /// `approvals at http://ADDR/approvals/ui` on stderr; serve it with [`serve`].
 ///
@@ -445,18 +449,18 @@ async fn page() -> Response {
 pub async fn bind(
     addr: std::net::SocketAddr,
     auth: &dyn Authenticate,
-) -> Result<tokio::net::TcpListener, ServeError> {
+) -> Result<tokio::net::TcpListener, BindError> {
     if !auth.enabled() && !addr.ip().is_loopback() {
-        return Err(ServeError::Approvals(format!(
+        return Err(BindError(format!(
             "refusing to serve the approval API on {addr} without authentication: use a loopback address such as 127.0.0.1:PORT"
         )));
     }
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-        ServeError::Approvals(format!("cannot listen on {addr} for the approval API: {e}"))
-    })?;
-    let local = listener.local_addr().map_err(|e| {
-        ServeError::Approvals(format!("cannot listen on {addr} for the approval API: {e}"))
-    })?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| BindError(format!("cannot listen on {addr} for the approval API: {e}")))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| BindError(format!("cannot listen on {addr} for the approval API: {e}")))?;
     eprintln!("approvals at http://{local}/approvals/ui");
     Ok(listener)
 }
