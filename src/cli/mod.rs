@@ -98,8 +98,11 @@ pub fn main() -> ExitCode {
 /// They are coloured only when stderr is a terminal and `NO_COLOR` is unset or empty
 /// (no-color.org), so a log file or a client's log pane gets no escape sequences.
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // rustls's certificate verifier logs a refused certificate as an error of its own; the
+    // command's message already names it (`invalid peer certificate: …`), once.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,rustls_platform_verifier=off")
+    });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -75,20 +75,20 @@ impl Guard {
         parts: &http::request::Parts,
         bytes: &[u8],
         limits: &ListenerLimits,
-    ) -> Result<Option<String>, Response> {
+    ) -> Result<Option<String>, Box<Response>> {
         if parts.method != Method::POST || !is_json(&parts.headers) {
             return Ok(None);
         }
         let message = match serde_json::from_slice::<Value>(bytes) {
             Ok(message) => message,
             Err(e) => {
-                return Err(refuse(
+                return Err(Box::new(refuse(
                     StatusCode::BAD_REQUEST,
                     -32700,
                     format!("Parse error: the body is not JSON ({e})"),
                     Value::Null,
                     false,
-                ));
+                )));
             }
         };
         let Value::Object(object) = &message else {
@@ -97,34 +97,34 @@ impl Guard {
             } else {
                 "the body must be one JSON-RPC 2.0 message object"
             };
-            return Err(refuse(
+            return Err(Box::new(refuse(
                 StatusCode::BAD_REQUEST,
                 -32600,
                 format!("Invalid Request: {why}"),
                 Value::Null,
                 false,
-            ));
+            )));
         };
         let id = object.get("id").cloned().unwrap_or(Value::Null);
         if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(refuse(
+            return Err(Box::new(refuse(
                 StatusCode::BAD_REQUEST,
                 -32600,
                 "Invalid Request: `jsonrpc` must be \"2.0\"".to_string(),
                 id,
                 false,
-            ));
+            )));
         }
         if opens_legacy_session(object, &parts.headers) {
             let client = client_of(parts);
             if let Err(message) = self.admit(&client, limits).await {
-                return Err(refuse(
+                return Err(Box::new(refuse(
                     StatusCode::TOO_MANY_REQUESTS,
                     -32000,
                     message,
                     id,
                     false,
-                ));
+                )));
             }
             return Ok(Some(client));
         }
@@ -138,12 +138,12 @@ impl Guard {
         &self,
         bytes: &[u8],
         headers: &http::HeaderMap,
-    ) -> Result<Option<InFlight>, Response> {
+    ) -> Result<Option<InFlight>, Box<Response>> {
         Ok(match request_in_session(bytes, headers) {
             Some(key) => {
                 let mut set = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
                 if !set.insert(key.clone()) {
-                    return Err(refuse(
+                    return Err(Box::new(refuse(
                         StatusCode::CONFLICT,
                         -32600,
                         format!(
@@ -152,7 +152,7 @@ impl Guard {
                         ),
                         serde_json::from_str(&key.1).unwrap_or(Value::Null),
                         false,
-                    ));
+                    )));
                 }
                 Some(InFlight {
                     set: self.in_flight.clone(),
@@ -216,11 +216,11 @@ async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Resp
     };
     let opens_session = match guard.check_message(&parts, &bytes, &limits).await {
         Ok(opens_session) => opens_session,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let in_flight = match guard.claim_id(&bytes, &parts.headers) {
         Ok(in_flight) => in_flight,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let mut response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
