@@ -35,9 +35,8 @@ use std::time::Duration;
 
 pub use codemode_policies::Caller;
 use codemode_policies::{
-    Approver, AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, OutputPolicy,
-    PolicyToolHost, Preview, Profile, SessionApprovals, locate_syntax_error,
-    normalize_with_preview,
+    AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, OutputPolicy, PolicyToolHost,
+    Preview, Profile, SessionApprovals, locate_syntax_error, normalize_with_preview,
 };
 use codemode_runtime::{
     CancellationToken, ErrorKind, EvalControl, EvalError, EvalId, EvalOptions, EvalOutcome,
@@ -46,11 +45,13 @@ use codemode_runtime::{
 };
 
 use crate::approvals::{
-    ApprovalBroker, Asker, ChannelApprover, ChannelAsker, HumanWaits, NoAsker, OpenAsks,
-    WaitingApprover, WaitingAsker,
+    ApprovalBroker, Asker, Channels, HumanWaits, NoAsker, OpenAsks, WaitingAsker,
 };
 use crate::tools::{CatalogSchemas, ScriptTools};
 use codemode_upstream::UpstreamPool;
+use startup::StartupGate;
+
+mod startup;
 
 /// Where an eval's records go: the sink and whether tool arguments are written out.
 #[derive(Clone)]
@@ -507,23 +508,26 @@ impl GovernedEval {
         }
     }
 
-    /// The script's tools behind the policy layer.
+    /// The script's tools behind the policy layer. Approvals and `hitl_request` questions ask
+    /// through the same channels (the eval's asker and the broker), kept open and counted.
     fn tool_host(&self, preview: Preview) -> PolicyToolHost {
+        let channels: Arc<dyn Asker> = Arc::new(
+            Channels::new(
+                self.asker.clone(),
+                self.broker.clone(),
+                codemode_policies::audit_eval_id(self.id),
+                self.caller.name.clone(),
+            )
+            .with_open_asks(self.open_asks.clone()),
+        );
+        let asker: Arc<dyn Asker> = match &self.waits {
+            Some(waits) => Arc::new(WaitingAsker::new(channels, waits.clone())),
+            None => channels,
+        };
         let inner: Arc<dyn ToolHost> = match &self.upstreams {
             Some(upstreams) => Arc::new(
-                ScriptTools::new(
-                    upstreams.clone(),
-                    self.counted_asker(Arc::new(
-                        ChannelAsker::new(
-                            self.asker.clone(),
-                            self.broker.clone(),
-                            codemode_policies::audit_eval_id(self.id),
-                            self.caller.name.clone(),
-                        )
-                        .with_open_asks(self.open_asks.clone()),
-                    )),
-                )
-                .with_profile(self.profile.clone()),
+                ScriptTools::new(upstreams.clone(), asker.clone())
+                    .with_profile(self.profile.clone()),
             ),
             None => Arc::new(NoTools),
         };
@@ -533,12 +537,7 @@ impl GovernedEval {
         };
         let mut builder = PolicyToolHost::builder(inner)
             .profile(self.profile.clone())
-            .approver(
-                self.counted_approver(Arc::new(
-                    ChannelApprover::new(self.asker.clone(), self.broker.clone())
-                        .with_open_asks(self.open_asks.clone()),
-                )),
-            )
+            .asker(asker)
             .session_approvals(approvals)
             .eval_approvals(self.eval_approvals.clone())
             .preview(Arc::new(preview))
@@ -556,22 +555,6 @@ impl GovernedEval {
     }
 }
 
-impl GovernedEval {
-    fn counted_asker(&self, asker: Arc<dyn Asker>) -> Arc<dyn Asker> {
-        match &self.waits {
-            Some(waits) => Arc::new(WaitingAsker::new(asker, waits.clone())),
-            None => asker,
-        }
-    }
-
-    fn counted_approver(&self, approver: Arc<dyn Approver>) -> Arc<dyn Approver> {
-        match &self.waits {
-            Some(waits) => Arc::new(WaitingApprover::new(approver, waits.clone())),
-            None => approver,
-        }
-    }
-}
-
 /// The error of an eval stopped by its [`GovernedEvalBuilder::lifetime`].
 fn lifetime_error(lifetime: Duration) -> EvalError {
     EvalError::new(
@@ -581,38 +564,6 @@ fn lifetime_error(lifetime: Duration) -> EvalError {
             spell_duration(lifetime, LargestUnit::Minutes)
         ),
     )
-}
-
-/// Holds a call to a tool of an upstream server still in its first connection attempt until
-/// that attempt ends (at most the server's `startTimeoutSeconds`), *before* the policy layer
-/// decides it: the profile then sees the server's real tool list (a call it asks about is
-/// asked, not waved through as an unknown tool).
-struct StartupGate {
-    inner: PolicyToolHost,
-    upstreams: Option<UpstreamPool>,
-}
-
-impl ToolHost for StartupGate {
-    fn call<'a>(
-        &'a self,
-        name: &'a str,
-        args: serde_json::Value,
-        cx: &'a codemode_runtime::CallContext,
-    ) -> codemode_runtime::BoxFuture<'a, Result<serde_json::Value, codemode_runtime::ToolError>>
-    {
-        Box::pin(async move {
-            if let (Some(pool), Some((server, _))) = (&self.upstreams, name.split_once("__"))
-                && pool.is_starting(server)
-            {
-                pool.wait_started(server).await;
-            }
-            self.inner.call(name, args, cx).await
-        })
-    }
-
-    fn tool_names(&self) -> Vec<String> {
-        self.inner.tool_names()
-    }
 }
 
 /// Writes the eval's one `eval` record: from the outcome on [`finish`](Self::finish), or, if
@@ -678,9 +629,8 @@ mod tests {
         }
         fn ask(
             &self,
-            _question: crate::approvals::Question,
-            _timeout: Duration,
-        ) -> codemode_runtime::BoxFuture<'_, crate::approvals::Answer> {
+            _ask: crate::approvals::Ask,
+        ) -> codemode_runtime::BoxFuture<'_, crate::approvals::Reply> {
             Box::pin(std::future::pending())
         }
     }
@@ -958,9 +908,8 @@ mod tests {
         }
         fn ask(
             &self,
-            _question: crate::approvals::Question,
-            _timeout: std::time::Duration,
-        ) -> codemode_runtime::BoxFuture<'_, crate::approvals::Answer> {
+            _ask: crate::approvals::Ask,
+        ) -> codemode_runtime::BoxFuture<'_, crate::approvals::Reply> {
             if let Some(tx) = self.0.lock().unwrap().take() {
                 let _ = tx.send(());
             }

@@ -1,60 +1,17 @@
-//! Asking a human: the [`Approver`] trait the host implements (a terminal prompt, an MCP
-//! elicitation, the HTTP approval API), what it is asked ([`ApprovalRequest`]), what it answers
-//! ([`ApprovalAnswer`]: a [`ApprovalDecision`], who decided, why, through which [`Channel`]),
-//! and the approvals remembered for a session ([`SessionApprovals`]).
+//! Approvals: what a human is asked about one call ([`ApprovalRequest`], put as an
+//! [`Ask`](crate::Ask)), what comes back ([`ApprovalAnswer`]: a [`ApprovalDecision`], who
+//! decided, why, through which [`Channel`]), what a parked call keeps of its ask
+//! ([`ParkedAsk`]), and the approvals remembered for a session ([`SessionApprovals`]).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codemode_runtime::{BoxFuture, CallContext, EvalId};
+use codemode_runtime::{CallContext, EvalId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{ApprovalDecision, Caller, MatchedBy, Preview, Risk, RiskPolicy};
-
-/// Asks a human whether a tool call may go ahead.
-///
-/// Object-safe; the enforcement layer holds an `Arc<dyn Approver>`.
-pub trait Approver: Send + Sync {
-    /// Whether a human can be asked at all (an interactive terminal, an MCP client that
-    /// supports elicitation). When `false`, [`approve`](Approver::approve) is never called and
-    /// the profile's `elicitationFallback` decides.
-    fn supports(&self) -> bool;
-
-    /// Asks. The returned future is dropped, unfinished, when the profile's approval timeout
-    /// passes ([`ApprovalRequest::timeout`]) or the eval ends: implementations should withdraw
-    /// their prompt on drop. A timeout always denies.
-    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer>;
-
-    /// For a request made again after its eval was resumed ([`ApprovalRequest::resumed`]):
-    /// the answer given to it while the eval was parked, if any (taken: asked twice, `None`).
-    /// Called before the call waits for a human — so that the eval cannot be parked again in
-    /// the middle of the take, which would use the answer up without delivering it — and not
-    /// bounded by what is left of the approval time (the answer was accepted within it). By
-    /// default `None`.
-    fn decided_while_parked<'a>(
-        &'a self,
-        req: &'a ApprovalRequest,
-    ) -> BoxFuture<'a, Option<ApprovalAnswer>> {
-        let _ = req;
-        Box::pin(async { None })
-    }
-}
-
-/// An [`Approver`] that cannot ask anyone: every `ask` takes the profile's
-/// `elicitationFallback`. For non-interactive runs.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoApprover;
-
-impl Approver for NoApprover {
-    fn supports(&self) -> bool {
-        false
-    }
-    fn approve(&self, _req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
-        Box::pin(async { ApprovalAnswer::new(ApprovalDecision::Decline, Channel::Fallback) })
-    }
-}
 
 /// What a human is asked about one call.
 #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! What a human answers to an ask ([`ApprovalDecision`]): what an [`Approver`](crate::Approver)
+//! What a human answers to an ask ([`ApprovalDecision`]): what an [`Asker`](crate::Asker)
 //! returns, and what a [`RiskPolicy`](crate::RiskPolicy) bounds.
 
 /// A human's answer.

@@ -6,8 +6,8 @@
 //! allow, deny, or ask a human — from a [`Profile`], and records every attempt in an audit log.
 //! Everything that decides is pure and synchronous ([`Config::from_json_str`],
 //! [`Profile::disposition`], [`extract_tool_calls`]); the only async part is waiting for a
-//! human, behind the [`Approver`] trait that the host implements (terminal prompt, MCP
-//! elicitation).
+//! human, an [`Ask`] put to the [`Asker`] trait that the host implements (terminal prompt, MCP
+//! elicitation, the HTTP approval API).
 //!
 //! # Example
 //!
@@ -126,7 +126,7 @@
 //!
 //! [`PolicyToolHost`] applies a profile to each call: denied calls never reach the inner host
 //! and fail with [`codemode_runtime::ToolError::Denied`] (the script sees a
-//! `ToolCallDeniedError` with `.toolName` and `.reason`); asks go to the [`Approver`], with a
+//! `ToolCallDeniedError` with `.toolName` and `.reason`); asks go to the [`Asker`], with a
 //! timeout, a cap on pending prompts, and approvals remembered for the eval or the session
 //! ([`SessionApprovals`]). Time spent waiting for a human does not count toward the eval's
 //! timeout. Each attempt is recorded once in an [`AuditSink`] ([`AuditWriter`]: one JSON Lines
@@ -141,6 +141,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod approval;
+mod ask;
 mod audit;
 mod caller;
 mod config;
@@ -157,8 +158,12 @@ mod script;
 mod units;
 
 pub use approval::{
-    ApprovalAnswer, ApprovalRequest, Approver, Channel, NoApprover, ParkedAsk, ParkedQuestion,
-    SessionApprovals, new_request_id,
+    ApprovalAnswer, ApprovalRequest, Channel, ParkedAsk, ParkedQuestion, SessionApprovals,
+    new_request_id,
+};
+pub use ask::{
+    Answer, Ask, AskKind, Asker, NoAsker, Question, Reply, approval_answer, approval_of,
+    approval_question, call_sites, call_sites_of, decision_from, form_answer, reason_from,
 };
 pub use audit::{
     AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision, EvalAuditRecord,

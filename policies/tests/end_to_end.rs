@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_policies::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, Decision,
-    DispositionKind, MemoryAuditSink, PolicyToolHost, Profile, extract_tool_calls,
+    ApprovalAnswer, ApprovalDecision, Ask, AskKind, Asker, Channel, Decision, DispositionKind,
+    MemoryAuditSink, PolicyToolHost, Profile, Reply, extract_tool_calls, form_answer,
 };
 use codemode_runtime::{
     BoxFuture, CallStatus, ErrorKind, EvalOptions, FnTools, Runtime, RuntimeConfig, ToolHost,
@@ -16,14 +16,20 @@ use serde_json::{Value, json};
 /// Says yes, after thinking for a while.
 struct SlowYes(Duration);
 
-impl Approver for SlowYes {
+impl Asker for SlowYes {
     fn supports(&self) -> bool {
         true
     }
-    fn approve(&self, _req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
+    fn channel(&self) -> Channel {
+        Channel::Elicitation
+    }
+    fn ask(&self, _ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(async move {
             tokio::time::sleep(self.0).await;
-            ApprovalAnswer::new(ApprovalDecision::ApproveOnce, Channel::Elicitation)
+            form_answer(&ApprovalAnswer::new(
+                ApprovalDecision::ApproveOnce,
+                Channel::Elicitation,
+            ))
         })
     }
 }
@@ -62,7 +68,7 @@ async fn run_with_slow_human(
     let audit = Arc::new(MemoryAuditSink::new());
     let host = PolicyToolHost::builder(tools())
         .profile(Some(Arc::new(profile)))
-        .approver(Arc::new(SlowYes(think)))
+        .asker(Arc::new(SlowYes(think)))
         .preview(Arc::new(extract_tool_calls(CODE)))
         .audit(audit.clone(), false)
         .build();
@@ -175,11 +181,17 @@ async fn aliased_and_computed_calls_of_a_denied_tool_are_still_denied() {
 /// decline anything else with a reason; remembers each request's tool and risk.
 struct ByTool(std::sync::Mutex<Vec<(String, codemode_policies::Risk)>>);
 
-impl Approver for ByTool {
+impl Asker for ByTool {
     fn supports(&self) -> bool {
         true
     }
-    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
+    fn channel(&self) -> Channel {
+        Channel::Http
+    }
+    fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
+        let AskKind::Approval(req) = ask.kind else {
+            panic!("not an approval")
+        };
         self.0.lock().unwrap().push((req.tool.clone(), req.risk));
         let answer = if req.tool == "fs__write" {
             ApprovalAnswer::new(ApprovalDecision::ApproveToolForSession, Channel::Http)
@@ -189,7 +201,7 @@ impl Approver for ByTool {
                 .with_reason(Some("not on a Friday".into()))
                 .decided_by("alice")
         };
-        Box::pin(async move { answer })
+        Box::pin(async move { form_answer(&answer) })
     }
 }
 
@@ -240,7 +252,7 @@ async fn permissions_risk_policies_and_decline_reasons_reach_the_script() {
     let audit = Arc::new(MemoryAuditSink::new());
     let host = PolicyToolHost::builder(inner)
         .profile(Some(Arc::new(profile)))
-        .approver(approver.clone())
+        .asker(approver.clone())
         .caller(Caller::new("ci", ["deploy"]))
         .preview(Arc::new(extract_tool_calls(code)))
         .audit(audit.clone(), false)

@@ -148,21 +148,9 @@ pub async fn run(args: RunArgs) -> ExitCode {
                 return ExitCode::from(EXIT_USAGE);
             }
         };
-        let audit = match &config.audit.dir {
-            Some(dir) => match AuditWriter::open_keyed(dir.clone(), config.audit.key.clone()) {
-                Ok(writer) => Some(AuditTarget {
-                    sink: Arc::new(writer),
-                    include_args: config.audit.include_args,
-                }),
-                Err(e) => {
-                    eprintln!(
-                        "codemode: cannot open the audit log in {}: {e}",
-                        dir.display()
-                    );
-                    return ExitCode::from(EXIT_USAGE);
-                }
-            },
-            None => None,
+        let audit = match open_audit(config) {
+            Ok(audit) => audit,
+            Err(code) => return code,
         };
         // Prompts need the terminal: not available when the script itself comes on stdin.
         let interactive = args.file.as_os_str() != "-" && TerminalAsker::available();
@@ -192,6 +180,26 @@ pub async fn run(args: RunArgs) -> ExitCode {
         pool.shutdown().await;
     }
     report(&display_name, &outcome, args.json)
+}
+
+/// The audit log `config` names, opened for appending (`None`: no audit log).
+fn open_audit(config: &Config) -> Result<Option<AuditTarget>, ExitCode> {
+    let Some(dir) = &config.audit.dir else {
+        return Ok(None);
+    };
+    match AuditWriter::open_keyed(dir.clone(), config.audit.key.clone()) {
+        Ok(writer) => Ok(Some(AuditTarget {
+            sink: Arc::new(writer),
+            include_args: config.audit.include_args,
+        })),
+        Err(e) => {
+            eprintln!(
+                "codemode: cannot open the audit log in {}: {e}",
+                dir.display()
+            );
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
 }
 
 /// The one-line "compiling" message of a cold module cache: shown on stderr while the guest

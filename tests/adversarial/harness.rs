@@ -5,9 +5,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use codemode_host::approvals::{Answer, Asker, Question};
+use codemode_host::approvals::{Answer, Ask, Asker, Reply};
 use codemode_policies::Channel;
 use codemode_runtime::BoxFuture;
 
@@ -119,9 +118,9 @@ impl Asker for RecordingAsker {
     fn channel(&self) -> Channel {
         Channel::Elicitation
     }
-    fn ask(&self, question: Question, _timeout: Duration) -> BoxFuture<'_, Answer> {
-        self.messages.lock().unwrap().push(question.message);
-        Box::pin(async { Answer::Decline })
+    fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
+        self.messages.lock().unwrap().push(ask.question.message);
+        Box::pin(async { Reply::new(Answer::Decline, Channel::Elicitation) })
     }
 }
 

@@ -37,7 +37,7 @@ async fn old_deploy(config: Value, wasm: &[u8], args: &Value, records: &std::pat
     let durable = Arc::new(Durable::new(store, config.durable.suspend_to_store_after));
     durable.keep_guest(&runtime).await.expect("keep the guest");
     let state = ServerState::new(runtime, config, None).await;
-    state.enable_durable(durable);
+    codemode_host::server::enable_durable(&state, durable);
     let shutdown = tokio_util::sync::CancellationToken::new();
     let (bound, addr) = tokio::sync::oneshot::channel();
     let server = tokio::spawn(serve_http(

@@ -1,9 +1,8 @@
 //! The server-wide approval broker: the pending approval requests (and `hitl_request`
 //! questions) of every eval, as the HTTP approval API shows them, and the last decisions.
 //!
-//! An eval's [`super::ChannelApprover`] (and [`super::ChannelAsker`]) offers each request to
-//! every channel it has — the MCP client (elicitation or input-required), the terminal, and this
-//! broker when the HTTP API is served.
+//! An eval's [`super::Channels`] offers each ask to every channel it has — the MCP client
+//! (elicitation or input-required), the terminal, and this broker when the HTTP API is served.
 //! The first answer wins: the others are withdrawn (their futures dropped; the broker's
 //! subscribers see a `decided` event naming the channel that answered, or `expired` when the
 //! policy's timeout passed or the eval ended). Every channel shows the same request id.
@@ -14,14 +13,16 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use codemode_policies::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Caller, Channel, DecisionRefused,
-    RiskPolicy, neutralize, new_request_id, rfc3339_utc,
+    ApprovalAnswer, ApprovalDecision, Caller, Channel, DecisionRefused, RiskPolicy, form_answer,
+    neutralize, rfc3339_utc,
 };
 use tokio::sync::{broadcast, oneshot};
 
+use super::{Answer, Ask, AskKind, Reply};
+
 pub use super::view::{
-    ApprovalView, BrokerEvent, CallSiteView, Choice, Outcome, QuestionAnswer, QuestionSpec,
-    decision_name, parse_decision,
+    ApprovalView, BrokerEvent, CallSiteView, Choice, Outcome, QuestionSpec, decision_name,
+    parse_decision,
 };
 
 /// How many decisions the broker remembers by default (`GET /approvals?state=decided`).
@@ -57,16 +58,54 @@ pub enum DecideError {
     Unavailable(String),
 }
 
-enum Reply {
-    Approval(RiskPolicy, oneshot::Sender<ApprovalAnswer>),
-    Question(Vec<String>, oneshot::Sender<QuestionAnswer>),
+/// What a pending ask accepts.
+enum Accepts {
+    /// A decision its risk policy allows.
+    Approval(RiskPolicy),
+    /// One of `options` (filling in form field `field`), or `decline`.
+    Question { field: String, options: Vec<String> },
+}
+
+impl Accepts {
+    /// The outcome `choice` (with `reason`) records, when it fits what the ask accepts: a
+    /// decision its risk policy allows, one of a question's options, or `decline`.
+    fn check(&self, choice: Choice, reason: Option<&str>) -> Result<&'static str, DecideError> {
+        Ok(match (self, choice) {
+            (Accepts::Approval(policy), Choice::Decision(d)) => {
+                policy.check(d, reason)?;
+                decision_name(d)
+            }
+            (Accepts::Approval(..), Choice::Answer(_)) => {
+                return Err(DecideError::Invalid(
+                    "an approval request takes a decision, not an answer".into(),
+                ));
+            }
+            (
+                Accepts::Question { .. },
+                Choice::Decision(ApprovalDecision::Decline | ApprovalDecision::Cancel),
+            ) => "decline",
+            (Accepts::Question { .. }, Choice::Decision(_)) => {
+                return Err(DecideError::Invalid(
+                    "a question takes `answer` with one of its options, or `decline`".into(),
+                ));
+            }
+            (Accepts::Question { options, .. }, Choice::Answer(a)) if !options.contains(&a) => {
+                return Err(DecideError::Invalid(format!(
+                    "`{}` is not one of the options",
+                    neutralize(&a)
+                )));
+            }
+            (Accepts::Question { .. }, Choice::Answer(_)) => "answer",
+        })
+    }
 }
 
 struct Pending {
     /// Who the asking eval runs for.
     caller: String,
     view: Arc<ApprovalView>,
-    reply: Reply,
+    accepts: Accepts,
+    tx: oneshot::Sender<Reply>,
 }
 
 #[derive(Default)]
@@ -182,68 +221,45 @@ impl ApprovalBroker {
             .collect()
     }
 
-    /// Registers `req` as pending; the returned handle answers when someone decides through
-    /// [`decide`](Self::decide), and withdraws the request when dropped.
-    pub fn open(self: &Arc<Self>, req: &ApprovalRequest) -> PendingAsk {
+    /// Registers `ask` as pending, shown as `view` (a question's answer fills in form field
+    /// `field`); the returned handle answers when someone decides through
+    /// [`decide`](Self::decide), and withdraws the ask when dropped — unless its eval parked:
+    /// then it leaves this broker without being recorded as expired (it is listed from the
+    /// durable store until its eval resumes).
+    pub fn open(
+        self: &Arc<Self>,
+        ask: &Ask,
+        view: ApprovalView,
+        field: Option<String>,
+    ) -> PendingAsk {
         let (tx, rx) = oneshot::channel();
-        let view = Arc::new(ApprovalView::of(req, SystemTime::now()));
+        let view = Arc::new(view);
+        let accepts = match &ask.kind {
+            AskKind::Approval(req) => Accepts::Approval(req.risk_policy.clone()),
+            _ => Accepts::Question {
+                field: field.unwrap_or_default(),
+                options: view.options.clone().unwrap_or_default(),
+            },
+        };
         {
             let mut inner = self.lock();
-            inner.order.push(req.id.clone());
+            inner.order.push(ask.id.clone());
             inner.pending.insert(
-                req.id.clone(),
+                ask.id.clone(),
                 Pending {
-                    caller: req.caller.name.clone(),
+                    caller: view.caller.clone(),
                     view: view.clone(),
-                    reply: Reply::Approval(req.risk_policy.clone(), tx),
+                    accepts,
+                    tx,
                 },
             );
         }
         let _ = self.events.send(BrokerEvent::Requested(view));
         PendingAsk {
             broker: self.clone(),
-            id: req.id.clone(),
+            id: ask.id.clone(),
             rx,
-            call: req.call.clone(),
-        }
-    }
-
-    /// Registers a question as pending; the returned handle answers when someone answers through
-    /// [`decide`](Self::decide), and withdraws the question when dropped.
-    pub fn open_question(self: &Arc<Self>, q: &QuestionSpec) -> PendingQuestion {
-        self.open_question_as(&new_request_id(), q, None)
-    }
-
-    /// [`open_question`](Self::open_question) under `id` (a question step's, the same when it
-    /// is asked again after a resume), asked by `call`: a question whose eval parked leaves this
-    /// broker without being recorded as expired (it is listed from the durable store).
-    pub fn open_question_as(
-        self: &Arc<Self>,
-        id: &str,
-        q: &QuestionSpec,
-        call: Option<codemode_runtime::CallContext>,
-    ) -> PendingQuestion {
-        let id = id.to_string();
-        let (tx, rx) = oneshot::channel();
-        let view = Arc::new(ApprovalView::of_question(q, &id, SystemTime::now()));
-        {
-            let mut inner = self.lock();
-            inner.order.push(id.clone());
-            inner.pending.insert(
-                id.clone(),
-                Pending {
-                    caller: q.caller.clone(),
-                    view: view.clone(),
-                    reply: Reply::Question(q.options.clone(), tx),
-                },
-            );
-        }
-        let _ = self.events.send(BrokerEvent::Requested(view));
-        PendingQuestion {
-            broker: self.clone(),
-            id,
-            rx,
-            call,
+            call: ask.call.clone(),
         }
     }
 
@@ -276,33 +292,7 @@ impl ApprovalBroker {
             });
         };
         may_decide(decider, &pending.caller)?;
-        let outcome = match (&pending.reply, choice) {
-            (Reply::Approval(policy, _), Choice::Decision(d)) => {
-                policy.check(d, reason.as_deref())?;
-                decision_name(d)
-            }
-            (Reply::Approval(..), Choice::Answer(_)) => {
-                return Err(DecideError::Invalid(
-                    "an approval request takes a decision, not an answer".into(),
-                ));
-            }
-            (
-                Reply::Question(..),
-                Choice::Decision(ApprovalDecision::Decline | ApprovalDecision::Cancel),
-            ) => "decline",
-            (Reply::Question(..), Choice::Decision(_)) => {
-                return Err(DecideError::Invalid(
-                    "a question takes `answer` with one of its options, or `decline`".into(),
-                ));
-            }
-            (Reply::Question(options, _), Choice::Answer(a)) if !options.contains(&a) => {
-                return Err(DecideError::Invalid(format!(
-                    "`{}` is not one of the options",
-                    neutralize(&a)
-                )));
-            }
-            (Reply::Question(..), Choice::Answer(_)) => "answer",
-        };
+        let outcome = pending.accepts.check(choice, reason.as_deref())?;
         let pending = self.take(&mut inner, id).expect("checked above");
         let answer = match &choice_answer {
             Some(a) if outcome == "answer" => Some(a.clone()),
@@ -317,22 +307,21 @@ impl ApprovalBroker {
         };
         let view = self.record(&mut inner, &pending.view, Some(&recorded));
         drop(inner);
-        match pending.reply {
-            Reply::Approval(_, tx) => {
+        let mut reply = match &pending.accepts {
+            Accepts::Approval(_) => {
                 let decision = parse_decision(outcome).unwrap_or(ApprovalDecision::Decline);
-                let _ = tx.send(
-                    ApprovalAnswer::new(decision, Channel::Http)
-                        .with_reason(reason)
-                        .decided_by(decider.name.clone()),
-                );
+                form_answer(&ApprovalAnswer::new(decision, Channel::Http).with_reason(reason))
             }
-            Reply::Question(_, tx) => {
-                let _ = tx.send(QuestionAnswer {
-                    answer,
-                    decided_by: decider.name.clone(),
-                });
-            }
-        }
+            Accepts::Question { field, .. } => Reply::new(
+                match answer {
+                    Some(option) => Answer::Accept(serde_json::json!({ field: option })),
+                    None => Answer::Decline,
+                },
+                Channel::Http,
+            ),
+        };
+        reply.decided_by = Some(decider.name.clone());
+        let _ = pending.tx.send(reply);
         let _ = self.events.send(BrokerEvent::Decided(view));
         Ok(())
     }
@@ -389,73 +378,35 @@ impl ApprovalBroker {
     }
 }
 
-/// A request pending in the broker; dropping it withdraws the request (`expired`).
+/// An ask pending in the broker; dropping it withdraws the ask (`expired`).
 pub struct PendingAsk {
     broker: Arc<ApprovalBroker>,
     id: String,
-    rx: oneshot::Receiver<ApprovalAnswer>,
-    /// The call asked about: a request whose eval parked leaves this broker without being
-    /// recorded as expired (it is listed from the durable store until its eval resumes).
-    call: codemode_runtime::CallContext,
+    rx: oneshot::Receiver<Reply>,
+    /// The call asking, when known: see [`ApprovalBroker::open`].
+    call: Option<codemode_runtime::CallContext>,
 }
 
 impl PendingAsk {
-    /// Waits for a decision through the broker.
-    pub async fn answer(&mut self) -> ApprovalAnswer {
+    /// Waits for an answer through the broker.
+    pub async fn answer(&mut self) -> Reply {
         match (&mut self.rx).await {
-            Ok(answer) => answer,
+            Ok(reply) => reply,
             // The broker never drops a pending reply without sending: wait for the timeout.
             Err(_) => std::future::pending().await,
         }
     }
 
-    /// Another channel answered first: the broker's subscribers see who.
-    pub fn answered_elsewhere(self, answer: &ApprovalAnswer) {
-        self.broker
-            .close(&self.id, Some(&Outcome::of_approval(answer)));
-    }
-}
-
-/// A question pending in the broker; dropping it withdraws the question (`expired`).
-pub struct PendingQuestion {
-    broker: Arc<ApprovalBroker>,
-    id: String,
-    rx: oneshot::Receiver<QuestionAnswer>,
-    /// The call asking, when known: see [`ApprovalBroker::open_question_as`].
-    call: Option<codemode_runtime::CallContext>,
-}
-
-impl PendingQuestion {
-    /// Waits for an answer through the broker.
-    pub async fn answer(&mut self) -> QuestionAnswer {
-        match (&mut self.rx).await {
-            Ok(answer) => answer,
-            Err(_) => std::future::pending().await,
-        }
-    }
-
-    /// Another channel answered first (`outcome`).
+    /// Another channel answered first (`outcome`): the broker's subscribers see who.
     pub fn answered_elsewhere(self, outcome: &Outcome) {
         self.broker.close(&self.id, Some(outcome));
     }
 }
 
-impl Drop for PendingQuestion {
-    fn drop(&mut self) {
-        // A no-op when the question was answered already.
-        if self.call.as_ref().is_some_and(|c| c.is_parked()) {
-            let mut inner = self.broker.lock();
-            self.broker.take(&mut inner, &self.id);
-        } else {
-            self.broker.close(&self.id, None);
-        }
-    }
-}
-
 impl Drop for PendingAsk {
     fn drop(&mut self) {
-        // A no-op when the request was decided already.
-        if self.call.is_parked() {
+        // A no-op when the ask was answered already.
+        if self.call.as_ref().is_some_and(|c| c.is_parked()) {
             let mut inner = self.broker.lock();
             self.broker.take(&mut inner, &self.id);
         } else {

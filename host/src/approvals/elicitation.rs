@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use codemode_policies::Channel;
 use codemode_runtime::BoxFuture;
-use rmcp::model::ElicitationAction;
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 
-use super::{Answer, Asker, Question};
+use super::{Answer, Ask, Asker, Question, Reply};
 
 /// Clients on protocol 2025-11-25 and older: a server→client `elicitation/create` request.
 #[derive(Clone)]
@@ -31,19 +31,41 @@ impl Asker for PeerAsker {
     fn channel(&self) -> Channel {
         Channel::Elicitation
     }
-    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+    fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(async move {
-            let params = match question.to_params() {
-                Ok(p) => p,
-                Err(e) => return Answer::Failed(format!("invalid question schema: {e}")),
-            };
-            match tokio::time::timeout(timeout, self.peer.create_elicitation(params)).await {
-                Err(_) => Answer::Timeout,
-                Ok(Err(e)) => Answer::Failed(e.to_string()),
-                Ok(Ok(result)) => from_elicit_result(result.action, result.content),
-            }
+            let answer = self.elicit(&ask.question, ask.timeout).await;
+            Reply::new(answer, Channel::Elicitation)
         })
     }
+}
+
+impl PeerAsker {
+    /// Puts `question` to the client, giving up after `timeout`.
+    pub async fn elicit(&self, question: &Question, timeout: Duration) -> Answer {
+        let params = match form_params(question) {
+            Ok(p) => p,
+            Err(e) => return Answer::Failed(format!("invalid question schema: {e}")),
+        };
+        match tokio::time::timeout(timeout, self.peer.create_elicitation(params)).await {
+            Err(_) => Answer::Timeout,
+            Ok(Err(e)) => Answer::Failed(e.to_string()),
+            Ok(Ok(result)) => from_elicit_result(result.action, result.content),
+        }
+    }
+}
+
+/// The MCP form elicitation for `question`.
+///
+/// # Errors
+/// In words, when its schema is not a form MCP allows (a flat object of primitives).
+pub fn form_params(question: &Question) -> Result<ElicitRequestParams, String> {
+    let schema =
+        ElicitationSchema::from_json_schema(question.schema.clone()).map_err(|e| e.to_string())?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question.message.clone(),
+        requested_schema: schema,
+    })
 }
 
 /// Maps an elicitation result to an [`Answer`].

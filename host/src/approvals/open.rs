@@ -8,27 +8,24 @@
 //! decide them. An ask that ends in any other way (answered, timed out, its eval ended)
 //! leaves at once.
 //!
-//! When the eval resumes, each call asks again under the same id
-//! ([`codemode_policies::ApprovalRequest::resumed`], [`super::QuestionRequest::resumed`]); an
+//! When the eval resumes, each call asks again under the same id ([`super::Ask::resumed`]); an
 //! answer given meanwhile is taken from the [`Decisions`] first.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use codemode_policies::{ApprovalAnswer, ApprovalRequest, Channel};
+use codemode_policies::{ApprovalAnswer, Channel};
 use codemode_runtime::{BoxFuture, CallContext};
 use serde_json::Value;
 
 use super::Question;
-use super::form::approval_question;
-use super::view::ApprovalView;
 
 /// One open ask.
 #[derive(Debug, Clone)]
 pub struct OpenAsk {
-    /// The ask's id ([`ApprovalRequest::id`], [`super::QuestionRequest::id`]).
+    /// The ask's id ([`super::Ask::id`]).
     pub id: String,
-    /// What the approval API shows ([`ApprovalView`] as JSON).
+    /// What the approval API shows ([`super::view::ApprovalView`] as JSON).
     pub view: Value,
     /// The form a client is asked to fill in.
     pub question: Question,
@@ -82,20 +79,6 @@ impl OpenAsks {
         self.lock().values().cloned().collect()
     }
 
-    /// Keeps `req` open until the returned guard is dropped — unless its eval parked by then.
-    pub(super) fn open<'a>(&'a self, req: &'a ApprovalRequest) -> Open<'a> {
-        let view = serde_json::to_value(ApprovalView::of(req, std::time::SystemTime::now()))
-            .unwrap_or_default();
-        self.keep(
-            OpenAsk {
-                id: req.id.clone(),
-                view,
-                question: approval_question(req),
-            },
-            &req.call,
-        )
-    }
-
     /// Keeps `ask`, an ask of `call`, open until the returned guard is dropped — unless the
     /// call's eval parked by then.
     pub(super) fn keep<'a>(&'a self, ask: OpenAsk, call: &'a CallContext) -> Open<'a> {
@@ -105,14 +88,6 @@ impl OpenAsks {
             asks: self,
             id,
             call,
-        }
-    }
-
-    /// The approval given to `id` while its eval was parked.
-    pub(super) async fn decided(&self, id: &str) -> Option<ApprovalAnswer> {
-        match self.taken(id).await? {
-            Decided::Approval(answer) => Some(answer),
-            Decided::Question { .. } => None,
         }
     }
 

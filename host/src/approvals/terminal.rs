@@ -9,7 +9,7 @@ use codemode_policies::{Channel, neutralize};
 use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{Answer, Asker, Question};
+use super::{Answer, Ask, Asker, Question, Reply};
 
 /// Prompts on stderr and reads answers from stdin, one question at a time.
 #[derive(Default)]
@@ -110,60 +110,66 @@ impl Asker for TerminalAsker {
         Channel::Terminal
     }
 
-    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+    fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(async move {
-            let _turn = self.turn.lock().await;
-            let Some((field, options)) = choices(&question) else {
-                return Answer::Failed(
-                    "the terminal can only answer multiple-choice questions".into(),
-                );
-            };
-            let deadline = Instant::now() + timeout;
-            // The message's own lines stay lines; anything else that could move the cursor or
-            // start an escape sequence is shown as an escape.
-            let message: Vec<String> = question.message.split('\n').map(neutralize).collect();
-            let mut text = format!("\n{}\n", message.join("\n"));
-            for (i, (_, title)) in options.iter().enumerate() {
-                text.push_str(&format!("  {}) {}\n", i + 1, neutralize(title)));
-            }
-            text.push_str("Type a number (empty = decline): ");
-            eprint!("{text}");
-            let _ = std::io::stderr().flush();
-            loop {
-                let line = tokio::task::block_in_place(|| self.next_line(deadline));
-                let Some(line) = line else {
-                    eprintln!("\n  no answer: denied");
-                    return Answer::Timeout;
-                };
-                let line = line.trim();
-                if line.is_empty() {
-                    return Answer::Decline;
-                }
-                match line
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|n| options.get(n.wrapping_sub(1)))
-                {
-                    Some((value, _)) => {
-                        let mut answer = json!({ field.clone(): value });
-                        if requires(&question, "reason") {
-                            eprint!("  reason (required) > ");
-                            let _ = std::io::stderr().flush();
-                            let reason = tokio::task::block_in_place(|| self.next_line(deadline));
-                            let Some(reason) = reason else {
-                                eprintln!("\n  no answer: denied");
-                                return Answer::Timeout;
-                            };
-                            answer["reason"] = json!(reason.trim());
-                        }
-                        return Answer::Accept(answer);
-                    }
-                    None => {
-                        eprint!("  type a number from 1 to {} > ", options.len());
-                        let _ = std::io::stderr().flush();
-                    }
-                }
-            }
+            let answer = self.prompt(&ask.question, ask.timeout).await;
+            Reply::new(answer, Channel::Terminal)
         })
+    }
+}
+
+impl TerminalAsker {
+    /// Shows `question` and reads the answer, giving up after `timeout`.
+    async fn prompt(&self, question: &Question, timeout: Duration) -> Answer {
+        let _turn = self.turn.lock().await;
+        let Some((field, options)) = choices(question) else {
+            return Answer::Failed("the terminal can only answer multiple-choice questions".into());
+        };
+        let deadline = Instant::now() + timeout;
+        // The message's own lines stay lines; anything else that could move the cursor or
+        // start an escape sequence is shown as an escape.
+        let message: Vec<String> = question.message.split('\n').map(neutralize).collect();
+        let mut text = format!("\n{}\n", message.join("\n"));
+        for (i, (_, title)) in options.iter().enumerate() {
+            text.push_str(&format!("  {}) {}\n", i + 1, neutralize(title)));
+        }
+        text.push_str("Type a number (empty = decline): ");
+        eprint!("{text}");
+        let _ = std::io::stderr().flush();
+        loop {
+            let line = tokio::task::block_in_place(|| self.next_line(deadline));
+            let Some(line) = line else {
+                eprintln!("\n  no answer: denied");
+                return Answer::Timeout;
+            };
+            let line = line.trim();
+            if line.is_empty() {
+                return Answer::Decline;
+            }
+            match line
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| options.get(n.wrapping_sub(1)))
+            {
+                Some((value, _)) => {
+                    let mut answer = json!({ field.clone(): value });
+                    if requires(question, "reason") {
+                        eprint!("  reason (required) > ");
+                        let _ = std::io::stderr().flush();
+                        let reason = tokio::task::block_in_place(|| self.next_line(deadline));
+                        let Some(reason) = reason else {
+                            eprintln!("\n  no answer: denied");
+                            return Answer::Timeout;
+                        };
+                        answer["reason"] = json!(reason.trim());
+                    }
+                    return Answer::Accept(answer);
+                }
+                None => {
+                    eprint!("  type a number from 1 to {} > ", options.len());
+                    let _ = std::io::stderr().flush();
+                }
+            }
+        }
     }
 }

@@ -6,15 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_policies::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Caller, Channel, MatchedBy,
-    Preview, Risk, RiskPolicy, new_request_id, summarize_args,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Caller, Channel, MatchedBy, Preview, Risk,
+    RiskPolicy, new_request_id, summarize_args,
 };
 use codemode_runtime::{BoxFuture, EvalId};
 use serde_json::{Value, json};
 
 use super::broker::{ApprovalBroker, BrokerEvent, Choice};
-use super::channels::{ChannelApprover, ChannelAsker};
-use super::{Answer, Asker, Question, http};
+use super::{Answer, Ask, Asker, Channels, Question, Reply, http};
 use crate::auth::{AuthError, Authenticate};
 
 /// Tokens `op` (may approve), `viewer` (may not), `agent` (may approve, but is the caller of
@@ -62,6 +61,33 @@ fn request(policy: RiskPolicy) -> ApprovalRequest {
         call: codemode_runtime::CallContext::detached(codemode_runtime::EvalId(1), 1),
         resumed: false,
     }
+}
+
+/// Asks approvals as the policy layer does, through an eval's channels.
+struct Approver(Channels);
+
+impl Approver {
+    fn supports(&self) -> bool {
+        self.0.supports()
+    }
+
+    async fn approve(&self, req: ApprovalRequest) -> ApprovalAnswer {
+        let reply = self.0.ask(Ask::approval(&req)).await;
+        match codemode_policies::approval_of(&reply) {
+            Some(answer) => answer,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// The channels of an eval asking through `asker` and `broker`.
+fn approver_over(asker: Arc<dyn Asker>, broker: &Arc<ApprovalBroker>) -> Arc<Approver> {
+    Arc::new(Approver(Channels::new(
+        asker,
+        Some(broker.clone()),
+        "7",
+        "agent",
+    )))
 }
 
 async fn start(broker: Arc<ApprovalBroker>) -> String {
@@ -132,7 +158,7 @@ async fn the_api_checks_token_permission_self_approval_risk_and_state() {
     };
     let req = request(strict);
     let id = req.id.clone();
-    let approver = Arc::new(ChannelApprover::broker_only(broker.clone()));
+    let approver = approver_over(Arc::new(super::NoAsker), &broker);
     assert!(approver.supports());
     let mut events = broker.subscribe();
     let asking = tokio::spawn({
@@ -257,10 +283,13 @@ impl Asker for Scripted {
     fn channel(&self) -> Channel {
         Channel::Elicitation
     }
-    fn ask(&self, _q: Question, _timeout: Duration) -> BoxFuture<'_, Answer> {
+    fn ask(&self, _ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(async move {
             tokio::time::sleep(self.delay).await;
-            Answer::Accept(json!({"decision": self.decision}))
+            Reply::new(
+                Answer::Accept(json!({"decision": self.decision})),
+                Channel::Elicitation,
+            )
         })
     }
 }
@@ -274,7 +303,7 @@ async fn the_first_answer_wins_and_the_other_channel_is_withdrawn() {
         decision: "decline",
         delay: Duration::ZERO,
     });
-    let approver = ChannelApprover::new(client.clone(), Some(broker.clone()));
+    let approver = approver_over(client.clone(), &broker);
     let answer = approver.approve(request(RiskPolicy::default())).await;
     assert_eq!(answer.channel, Channel::Elicitation);
     assert!(events.try_recv().is_err());
@@ -302,7 +331,7 @@ async fn the_first_answer_wins_and_the_other_channel_is_withdrawn() {
         decision: "approve_once",
         delay: Duration::from_secs(3600),
     });
-    let approver = Arc::new(ChannelApprover::new(slow, Some(broker.clone())));
+    let approver = approver_over(slow, &broker);
     let req = request(RiskPolicy::default());
     let id = req.id.clone();
     let asking = tokio::spawn({
@@ -380,7 +409,7 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
 async fn questions_are_answered_through_the_api_with_one_of_their_options() {
     let broker = Arc::new(ApprovalBroker::default());
     let base = start(broker.clone()).await;
-    let asker = Arc::new(ChannelAsker::new(
+    let asker = Arc::new(Channels::new(
         Arc::new(super::NoAsker),
         Some(broker.clone()),
         "9",
@@ -397,7 +426,12 @@ async fn questions_are_answered_through_the_api_with_one_of_their_options() {
     };
     let asking = tokio::spawn({
         let asker = asker.clone();
-        async move { asker.ask(question, Duration::from_secs(300)).await }
+        async move {
+            asker
+                .ask(Ask::form(question, Duration::from_secs(300)))
+                .await
+                .answer
+        }
     });
     while broker.pending().is_empty() {
         tokio::task::yield_now().await;
@@ -474,7 +508,7 @@ async fn questions_are_answered_through_the_api_with_one_of_their_options() {
     // An approval request does not take an answer.
     let req = request(RiskPolicy::default());
     let id = req.id.clone();
-    let approver = Arc::new(ChannelApprover::broker_only(broker.clone()));
+    let approver = approver_over(Arc::new(super::NoAsker), &broker);
     let asking = tokio::spawn(async move { approver.approve(req).await });
     while broker.pending().is_empty() {
         tokio::task::yield_now().await;

@@ -10,7 +10,7 @@ use codemode_policies::{
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::form::call_sites_of;
+use codemode_policies::call_sites_of;
 
 /// One call site of the script, as the API shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -238,15 +238,6 @@ impl Outcome {
             channel: a.channel,
         }
     }
-}
-
-/// A question's answer through the broker: the option, or `None` when declined.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QuestionAnswer {
-    /// The option chosen; `None`: declined.
-    pub answer: Option<String>,
-    /// Who answered.
-    pub decided_by: String,
 }
 
 /// What subscribers of the broker (`GET /approvals/stream`) see.

@@ -1,14 +1,12 @@
-//! Counting an eval's waits on a human: [`WaitingAsker`] and [`WaitingApprover`] wrap an eval's
-//! channels and tell a [`HumanWaits`] when a wait begins and ends, so that a server can cap how
+//! Counting an eval's waits on a human: [`WaitingAsker`] wraps an eval's channels and tells a [`HumanWaits`] when a wait begins and ends, so that a server can cap how
 //! many evals of one client sit in the pool waiting for an answer (`limits.perClient`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use codemode_policies::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel};
+use codemode_policies::Channel;
 use codemode_runtime::BoxFuture;
 
-use super::{Answer, Asker, Question, QuestionRequest};
+use super::{Answer, Ask, Asker, Reply};
 
 /// Told when one eval starts and stops waiting on a human. Waits of one eval may overlap.
 pub trait HumanWaits: Send + Sync {
@@ -28,7 +26,9 @@ impl Drop for Waiting<'_> {
     }
 }
 
-/// An [`Asker`] whose questions count as waits of `waits`.
+/// An [`Asker`] whose asks count as waits of `waits`. An ask refused by [`HumanWaits::begin`]
+/// fails through [`Channel::Policy`] with its message (an approval is declined with it as the
+/// reason).
 pub struct WaitingAsker {
     inner: Arc<dyn Asker>,
     waits: Arc<dyn HumanWaits>,
@@ -50,81 +50,18 @@ impl Asker for WaitingAsker {
         self.inner.channel()
     }
 
-    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
+    fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(async move {
             if let Err(message) = self.waits.begin() {
-                return Answer::Failed(message);
+                return Reply::new(Answer::Failed(message), Channel::Policy);
             }
             let _waiting = Waiting(self.waits.as_ref());
-            self.inner.ask(question, timeout).await
-        })
-    }
-
-    fn ask_keyed(&self, key: &str, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
-        let key = key.to_string();
-        Box::pin(async move {
-            if let Err(message) = self.waits.begin() {
-                return Answer::Failed(message);
-            }
-            let _waiting = Waiting(self.waits.as_ref());
-            self.inner.ask_keyed(&key, question, timeout).await
-        })
-    }
-
-    fn ask_question(&self, req: QuestionRequest) -> BoxFuture<'_, Answer> {
-        Box::pin(async move {
-            if let Err(message) = self.waits.begin() {
-                return Answer::Failed(message);
-            }
-            let _waiting = Waiting(self.waits.as_ref());
-            self.inner.ask_question(req).await
+            self.inner.ask(ask).await
         })
     }
 
     // Not a wait: an answer given already.
-    fn answered_while_parked<'a>(
-        &'a self,
-        req: &'a QuestionRequest,
-    ) -> BoxFuture<'a, Option<Answer>> {
-        self.inner.answered_while_parked(req)
-    }
-}
-
-/// An [`Approver`] whose requests count as waits of `waits`; a request refused by
-/// [`HumanWaits::begin`] is declined with its message as the reason.
-pub struct WaitingApprover {
-    inner: Arc<dyn Approver>,
-    waits: Arc<dyn HumanWaits>,
-}
-
-impl WaitingApprover {
-    /// Wraps `inner`.
-    pub fn new(inner: Arc<dyn Approver>, waits: Arc<dyn HumanWaits>) -> Self {
-        WaitingApprover { inner, waits }
-    }
-}
-
-impl Approver for WaitingApprover {
-    fn supports(&self) -> bool {
-        self.inner.supports()
-    }
-
-    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
-        Box::pin(async move {
-            if let Err(message) = self.waits.begin() {
-                return ApprovalAnswer::new(ApprovalDecision::Decline, Channel::Policy)
-                    .with_reason(Some(message));
-            }
-            let _waiting = Waiting(self.waits.as_ref());
-            self.inner.approve(req).await
-        })
-    }
-
-    // Not a wait: an answer given already.
-    fn decided_while_parked<'a>(
-        &'a self,
-        req: &'a ApprovalRequest,
-    ) -> BoxFuture<'a, Option<ApprovalAnswer>> {
-        self.inner.decided_while_parked(req)
+    fn taken_while_parked<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Option<Reply>> {
+        self.inner.taken_while_parked(ask)
     }
 }

@@ -8,7 +8,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-use super::{AuthError, AuthSetupError, Authenticate, bearer};
+use super::authenticate::{AuthError, AuthSetupError, Authenticate, bearer};
 
 /// Seconds of clock skew tolerated on `exp` and `nbf`.
 pub const LEEWAY_SECONDS: u64 = 30;

@@ -10,7 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use codemode_policies::Caller;
 
-use super::{AuthError, Authenticate};
+use super::authenticate::{AuthError, Authenticate};
 
 /// `router` with every request authenticated by `auth` (see the module docs).
 pub fn require_auth(router: axum::Router, auth: Arc<dyn Authenticate>) -> axum::Router {

@@ -5,7 +5,7 @@ use codemode_policies::{Caller, TokenSecret, TokenSettings};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::{AuthError, AuthSetupError, Authenticate, bearer};
+use super::authenticate::{AuthError, AuthSetupError, Authenticate, bearer};
 
 /// Callers identified by static bearer tokens.
 pub struct StaticTokens {

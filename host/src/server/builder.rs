@@ -215,7 +215,7 @@ impl ServerBuilder {
         let state = ServerState::new(runtime, config, self.config_path.clone()).await;
         if let Some(durable) = durable {
             durable.keep_guest(&state.runtime).await?;
-            state.enable_durable(durable);
+            super::enable_durable(&state, durable);
         }
         let watcher = self.config_path.clone().and_then(|path| {
             reload::watch(state.clone(), path.clone())

@@ -31,8 +31,9 @@
 //! per client (`limits.perClient.maxParkedEvals`, see [`Durable::watch`]).
 
 mod asks;
-mod lease;
-mod parked;
+mod counts;
+pub mod lease;
+pub mod parked;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,9 +48,7 @@ use serde_json::Value;
 use crate::approvals::{OpenAsk, Question};
 use crate::server::owner::Owner;
 pub use asks::{AnswerRefused, PreparedAnswer};
-pub use lease::Running;
-pub use parked::ParkGate;
-use parked::ParkedCounts;
+use counts::ParkedCounts;
 
 use codemode_store::{Store, StoreError};
 
@@ -192,6 +191,13 @@ pub struct Claimed {
     pub suspended: Suspended,
 }
 
+/// This node's lease on a resumed eval it runs (see [`lease`]): the task renewing it, and how
+/// long the eval may run (the time to live of its records while it runs).
+struct Lease {
+    renew: tokio::task::JoinHandle<()>,
+    ttl: Duration,
+}
+
 /// Parking and resuming through the store. See the module docs.
 pub struct Durable {
     store: Store,
@@ -203,10 +209,7 @@ pub struct Durable {
     /// The evals this node parked, per client (`limits.perClient.maxParkedEvals`).
     parked: ParkedCounts,
     /// The leases of the resumed evals this node runs, renewed until they end.
-    renewing: std::sync::Mutex<std::collections::HashMap<String, lease::Lease>>,
-    /// The legacy requests open on this node that wait on a parked eval, by its token: an eval
-    /// resumed here asks their client.
-    legacy: std::sync::Mutex<std::collections::HashMap<String, Arc<super::legacy::LegacyAsker>>>,
+    renewing: std::sync::Mutex<std::collections::HashMap<String, Lease>>,
 }
 
 impl Durable {
@@ -219,7 +222,6 @@ impl Durable {
             resumer: std::sync::OnceLock::new(),
             parked: ParkedCounts::default(),
             renewing: std::sync::Mutex::default(),
-            legacy: std::sync::Mutex::default(),
         }
     }
 
@@ -460,29 +462,6 @@ impl Durable {
             .map_err(|e| format!("guest {hash}: {e}"))
     }
 
-    /// `asker`'s legacy request waits on its eval on this node until the guard drops: a resume
-    /// here asks through it.
-    pub fn legacy_waits(self: &Arc<Self>, asker: Arc<super::legacy::LegacyAsker>) -> LegacyWait {
-        let token = asker.token().to_string();
-        self.legacy_lock().insert(token.clone(), asker);
-        LegacyWait {
-            durable: self.clone(),
-            token,
-        }
-    }
-
-    /// The asker of the legacy request waiting on `token` on this node, if one does.
-    pub fn legacy_asker(&self, token: &str) -> Option<Arc<super::legacy::LegacyAsker>> {
-        self.legacy_lock().get(token).cloned()
-    }
-
-    fn legacy_lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Arc<super::legacy::LegacyAsker>>>
-    {
-        self.legacy.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Whether `token`'s eval is parked in the store now: whether its `eval:` record exists,
     /// looked up without reading it ([`Store::exists`]; a legacy request polls this while its
     /// eval is parked). Whether the record opens is learnt when it is claimed.
@@ -598,20 +577,6 @@ impl Durable {
             eval_approvals: eval.eval_approvals().clone(),
             session_approvals,
             lived_ms: u64::try_from(eval.lived().as_millis()).unwrap_or(u64::MAX),
-        }
-    }
-}
-
-/// See [`Durable::legacy_waits`].
-pub struct LegacyWait {
-    durable: Arc<Durable>,
-    token: String,
-}
-
-impl Drop for LegacyWait {
-    fn drop(&mut self) {
-        if let Some(asker) = self.durable.legacy_lock().remove(&self.token) {
-            asker.close();
         }
     }
 }

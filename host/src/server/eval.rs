@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use codemode_policies::Profile;
-use codemode_runtime::{CancellationToken, EvalOutcome};
+use codemode_runtime::CancellationToken;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequiredResult,
     ProtocolVersion,
@@ -19,23 +19,23 @@ use serde_json::Value;
 mod resume;
 mod retry;
 mod stored;
+mod task;
 #[cfg(test)]
 mod tests;
 
-use super::durable::{Durable, ParkGate};
+use super::eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX, missing_permissions};
 use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::legacy::{LegacyAsker, LegacyEvalToken};
-use super::listing::missing_permissions;
-use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 use super::progress::Progress;
 use super::result::eval_result;
 use super::suspend::{Event, Suspended};
-use crate::approvals::{Asker, NoAsker, OpenAsks, PeerAsker};
-use crate::session::{AuditTarget, Caller, GovernedEval, GovernedStep};
+use crate::approvals::{Asker, NoAsker, PeerAsker};
+use crate::session::Caller;
+pub use resume::enable_durable;
 pub(super) use resume::resume_from_store;
-use resume::{Waiter, park_or_resume};
 use stored::{ABANDONED, Stored, UNREACHABLE, wait_for_stored};
+use task::{Delivery, EvalTask, LegacyEnd, Parking, Start, Waiter, governed};
 
 impl CodemodeServer {
     /// The bytes the result may take in an eval's text block: `limits.maxResultText` of the
@@ -111,27 +111,8 @@ impl CodemodeServer {
         // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`), on
         // MCP cancellation or when a shutdown gives up waiting.
         let cancel = self.state.drain.eval_token();
-        let running = self.state.drain.enter();
-        let eval = self.clone().run_eval(
-            code,
-            (caller, profile, slot),
-            wait.asker.clone(),
-            wait.waiter.clone(),
-            cancel.clone(),
-            done_tx,
-        );
-        // On a thread of its own (`ServerState::eval_threads`), not on the async workers: guest
-        // code runs without yielding until it waits on a tool, so busy scripts on every worker
-        // would stall every other session, the approval API and new connections. The OS shares
-        // the cores between eval threads instead. A running eval stops through `cancel`.
-        let handle = tokio::runtime::Handle::current();
-        let started = self.state.eval_threads.spawn(move || {
-            handle.block_on(async move {
-                eval.await;
-                drop(running);
-            })
-        });
-        if let Err(e) = started {
+        let task = self.fresh_task(code, (caller, profile, slot), &wait, &cancel, done_tx);
+        if let Err(e) = task.spawn(self.state.drain.enter()) {
             if let Some(s) = &wait.suspended {
                 self.state.suspensions.remove(s.token());
             }
@@ -231,115 +212,49 @@ impl CodemodeServer {
             asker: legacy.clone(),
             suspended: None,
             // While this request is open, an eval resumed here asks its client.
-            _waits: Some(durable.legacy_waits(legacy.clone())),
+            _waits: Some(self.state.legacy.waits(legacy.clone())),
             legacy: Some(legacy),
             _claim: None,
         }
     }
 
-    /// Runs one eval to its end (in its own task, so a 2026-07-28 client can come back for it).
-    async fn run_eval(
-        self,
+    /// The task of a new eval (its own, so a 2026-07-28 client can come back for it): parked
+    /// under its waiter's token when the server has a store.
+    fn fresh_task(
+        &self,
         code: String,
         (caller, profile, slot): (Caller, Option<Arc<Profile>>, Arc<EvalSlot>),
-        asker: Arc<dyn Asker>,
-        waiter: Waiter,
-        cancel: CancellationToken,
+        wait: &EvalWait,
+        cancel: &CancellationToken,
         done: tokio::sync::oneshot::Sender<LegacyEnd>,
-    ) {
+    ) -> EvalTask {
         let state = &self.state;
-        let config = state.config();
-        let audit = state.audit().map(|sink| AuditTarget {
-            sink,
-            include_args: config.audit.include_args,
-        });
         // An eval can leave memory while it waits for a human: a 2026-07-28 client comes back
         // with `requestState`, to this node or any other sharing the store; a legacy request
         // waits here for the result, wherever the eval resumes.
-        let token = waiter.token().map(str::to_string);
-        let durable = state.durable().filter(|_| token.is_some()).cloned();
-        let open_asks = durable.as_ref().map(|d| {
-            Arc::new(OpenAsks::new(Some(
-                d.clone() as Arc<dyn crate::approvals::Decisions>
-            )))
-        });
-        let park = durable.as_ref().map(|d| d.park_request());
-        let eval = GovernedEval::builder(state.runtime.clone())
-            .tools(state.upstreams.clone())
-            .caller(caller.clone())
-            .session(self.session_id.clone(), self.approvals.clone())
-            .profile(profile.clone())
-            .asker(asker)
-            .broker(Some(state.approvals.clone()))
-            .audit(audit)
-            .outputs(config.outputs.clone())
-            .options(config.limits.eval_options())
-            .lifetime(Some(config.limits.max_eval_lifetime))
-            .waits(Some(slot.clone()))
-            .park(park.clone())
-            .open_asks(open_asks.clone())
-            .build();
-        let watcher = match (&durable, &open_asks, &park, &token) {
-            (Some(d), Some(asks), Some(park), Some(token)) => Some(d.watch(
-                asks.clone(),
-                park.clone(),
-                ParkGate {
-                    client: slot.client().to_string(),
-                    token: token.clone(),
-                    cap: config.limits.per_client.max_parked_evals,
-                },
+        let parking = match (state.durable(), wait.waiter.token()) {
+            (Some(durable), Some(token)) => Some(Parking::new(
+                durable.clone(),
+                token.to_string(),
+                slot.client().to_string(),
             )),
             _ => None,
         };
-        let step = eval.run_step(&code, &cancel).await;
-        if let Some(watcher) = watcher {
-            watcher.abort();
-        }
-        let client = slot.client().to_string();
-        drop(slot);
-        let outcome = match step {
-            GovernedStep::Finished(outcome) => {
-                // The eval holds its client's count (`waits`): it ends before the outcome is
-                // delivered, so a client at its cap may send its next eval as soon as it has
-                // this one's result. (A parked eval keeps it while it is saved or, when that
-                // fails, resumed in memory.)
-                drop(eval);
-                if let (Some(d), Some(token)) = (&durable, &token) {
-                    d.not_parked(token);
-                }
-                outcome
-            }
-            GovernedStep::Parked(parked) => {
-                let (Some(durable), Some(token), Some(asks)) = (durable, &token, open_asks) else {
-                    return;
-                };
-                let meta = Durable::meta(
-                    (token, &client),
-                    waiter.tool(),
-                    &code,
-                    &eval,
-                    &asks.snapshot(),
-                );
-                match park_or_resume(state, &durable, &waiter, meta, parked, &cancel).await {
-                    Some(outcome) => outcome,
-                    None => {
-                        // Saved: the in-memory copy never runs again. A legacy request waits
-                        // for the result in the store.
-                        let _ = done.send(LegacyEnd::Parked);
-                        return;
-                    }
-                }
-            }
-        };
-        match waiter {
-            Waiter::Modern(s) => {
-                state
-                    .suspensions
-                    .complete(&s, outcome, config.limits.unfetched_results)
-            }
-            Waiter::Legacy(..) | Waiter::Memory => {
-                let _ = done.send(LegacyEnd::Finished(Box::new(outcome)));
-            }
+        let eval = governed(state, wait.asker.clone(), parking.as_ref())
+            .caller(caller)
+            .session(self.session_id.clone(), self.approvals.clone())
+            .profile(profile)
+            .waits(Some(slot.clone()))
+            .build();
+        EvalTask {
+            state: state.clone(),
+            code,
+            start: Start::Fresh(eval),
+            waiter: wait.waiter.clone(),
+            parking,
+            cancel: cancel.clone(),
+            delivery: Delivery::Request(done),
+            slot: Some(slot),
         }
     }
 
@@ -481,7 +396,7 @@ struct EvalWait {
     suspended: Option<Arc<Suspended>>,
     legacy: Option<Arc<LegacyAsker>>,
     _claim: Option<super::suspend::CreatorClaim>,
-    _waits: Option<super::durable::LegacyWait>,
+    _waits: Option<super::legacy::LegacyWait>,
 }
 
 /// How a request's wait on an eval in memory ended.
@@ -503,11 +418,4 @@ impl Waited {
             Waited::Saved(input) => Ok(input.into()),
         }
     }
-}
-
-/// How a legacy eval's task ended.
-enum LegacyEnd {
-    Finished(Box<EvalOutcome>),
-    /// Saved to the store: the request waits for its result there.
-    Parked,
 }

@@ -10,7 +10,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-use super::listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
+use super::eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 use super::state::ServerState;
 use crate::tools::{self, GET_TOOLS, SEARCH_TOOLS};
 
@@ -63,7 +63,7 @@ impl CodemodeServer {
                 return Err(McpError::invalid_params("`profile` must be a string", None));
             }
         };
-        let missing = super::listing::missing_permissions(&config, &tool, &caller);
+        let missing = super::eval_tools::missing_permissions(&config, &tool, &caller);
         if !missing.is_empty() {
             return Err(McpError::invalid_params(
                 format!(

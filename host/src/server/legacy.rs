@@ -14,14 +14,13 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use codemode_policies::Channel;
 use codemode_runtime::BoxFuture;
 use tokio::sync::watch;
 
 use super::durable::Durable;
-use crate::approvals::{Answer, Asker, PeerAsker, Question};
+use crate::approvals::{Answer, Ask, AskKind, Asker, PeerAsker, Reply};
 
 /// The extension a legacy session's `tools/call` carries from the failover layer: the
 /// `requestState`-like token its eval parks under, also written in the request's in-flight
@@ -134,6 +133,46 @@ impl LegacyAsker {
     }
 }
 
+/// The legacy requests open on this node that wait on a parked eval, by its token: an eval
+/// resumed here asks through the request's client.
+#[derive(Default)]
+pub struct LegacyRequests(Mutex<HashMap<String, Arc<LegacyAsker>>>);
+
+impl LegacyRequests {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LegacyAsker>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `asker`'s request waits on its eval on this node until the guard drops.
+    pub fn waits(self: &Arc<Self>, asker: Arc<LegacyAsker>) -> LegacyWait {
+        let token = asker.token().to_string();
+        self.lock().insert(token.clone(), asker);
+        LegacyWait {
+            requests: self.clone(),
+            token,
+        }
+    }
+
+    /// The asker of the legacy request waiting on `token` on this node, if one does.
+    pub fn asker(&self, token: &str) -> Option<Arc<LegacyAsker>> {
+        self.lock().get(token).cloned()
+    }
+}
+
+/// See [`LegacyRequests::waits`]: the request's questions still open are dropped with it.
+pub struct LegacyWait {
+    requests: Arc<LegacyRequests>,
+    token: String,
+}
+
+impl Drop for LegacyWait {
+    fn drop(&mut self) {
+        if let Some(asker) = self.requests.lock().remove(&self.token) {
+            asker.close();
+        }
+    }
+}
+
 impl Asker for LegacyAsker {
     fn supports(&self) -> bool {
         self.peer.is_some()
@@ -146,48 +185,51 @@ impl Asker for LegacyAsker {
         }
     }
 
-    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
-        match &self.peer {
-            Some(peer) => peer.ask(question, timeout),
-            None => {
-                Box::pin(async { Answer::Failed("the client does not support elicitation".into()) })
-            }
-        }
-    }
-
-    fn ask_keyed(&self, key: &str, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
-        let key = key.to_string();
+    fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
+        let channel = self.channel();
         Box::pin(async move {
-            let Some(peer) = self.peer.clone() else {
-                return Answer::Failed("the client does not support elicitation".into());
+            let answer = match (&self.peer, &ask.kind) {
+                (None, _) => Answer::Failed("the client does not support elicitation".into()),
+                // An upstream's form is not kept across a park: asked as a plain elicitation.
+                (Some(peer), AskKind::Form) => peer.elicit(&ask.question, ask.timeout).await,
+                (Some(peer), _) => self.ask_keyed(peer.clone(), ask).await,
             };
-            let mut rx = {
-                let mut inner = self.lock();
-                match inner.asked.get(&key) {
-                    Some(tx) => tx.subscribe(),
-                    None => {
-                        let (tx, rx) = watch::channel(None);
-                        inner.asked.insert(key.clone(), tx);
-                        // Its own task: the question stays open when the eval parks.
-                        let this = LegacyAsker {
-                            peer: None,
-                            token: self.token.clone(),
-                            durable: self.durable.clone(),
-                            inner: self.inner.clone(),
-                        };
-                        let task = tokio::spawn(async move {
-                            let answer = peer.ask(question, timeout).await;
-                            this.answered(&key, answer).await;
-                        });
-                        inner.tasks.push(task.abort_handle());
-                        rx
-                    }
-                }
-            };
-            match rx.wait_for(Option::is_some).await {
-                Ok(answer) => answer.clone().unwrap_or(Answer::Timeout),
-                Err(_) => Answer::Failed("the question was dropped".into()),
-            }
+            Reply::new(answer, channel)
         })
+    }
+}
+
+impl LegacyAsker {
+    /// Puts `ask` to the client from a task of its own under its key — once: asked again after
+    /// a resume on this node, the call finds the question already asked, or already answered.
+    async fn ask_keyed(&self, peer: PeerAsker, ask: Ask) -> Answer {
+        let key = ask.key();
+        let mut rx = {
+            let mut inner = self.lock();
+            match inner.asked.get(&key) {
+                Some(tx) => tx.subscribe(),
+                None => {
+                    let (tx, rx) = watch::channel(None);
+                    inner.asked.insert(key.clone(), tx);
+                    // Its own task: the question stays open when the eval parks.
+                    let this = LegacyAsker {
+                        peer: None,
+                        token: self.token.clone(),
+                        durable: self.durable.clone(),
+                        inner: self.inner.clone(),
+                    };
+                    let task = tokio::spawn(async move {
+                        let answer = peer.elicit(&ask.question, ask.timeout).await;
+                        this.answered(&key, answer).await;
+                    });
+                    inner.tasks.push(task.abort_handle());
+                    rx
+                }
+            }
+        };
+        match rx.wait_for(Option::is_some).await {
+            Ok(answer) => answer.clone().unwrap_or(Answer::Timeout),
+            Err(_) => Answer::Failed("the question was dropped".into()),
+        }
     }
 }

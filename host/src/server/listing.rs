@@ -5,18 +5,14 @@
 
 use std::sync::Arc;
 
-use codemode_policies::{Caller, Config, Profile, neutralize};
+use codemode_policies::{Caller, Profile, neutralize};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
+use super::eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX, missing_permissions};
 use super::handler::CodemodeServer;
 use super::result::outcome_schema;
 use crate::tools::{self, GET_TOOLS, SEARCH_TOOLS};
-
-/// Name of the eval tool of `evaluation.defaultProfile` (unrestricted without one).
-pub const EVAL_TOOL: &str = "eval";
-/// Prefix of the per-profile eval tools: `codemode_eval_<profile>`.
-pub const PROFILE_TOOL_PREFIX: &str = "codemode_eval_";
 
 impl CodemodeServer {
     /// The tools this server lists now to `caller` (the eval tools it lacks permissions for
@@ -79,38 +75,6 @@ impl CodemodeServer {
     }
 }
 
-/// The permissions of `required` that `caller` lacks for eval tool `tool` (`eval` or
-/// `codemode_eval_<profile>`): the profile's `requirePermissions`, and for `eval` also
-/// `evaluation.evalRequiresPermissions`. Empty for an unknown tool (the call reports that).
-pub(super) fn missing_permissions(config: &Config, tool: &str, caller: &Caller) -> Vec<String> {
-    let mut required: Vec<String> = Vec::new();
-    let profile = if tool == EVAL_TOOL {
-        required.extend(eval_requires_permissions(config).iter().cloned());
-        config.evaluation.default_profile.as_deref()
-    } else {
-        tool.strip_prefix(PROFILE_TOOL_PREFIX)
-    };
-    if let Some(profile) = profile.and_then(|name| config.profile(name)) {
-        required.extend(profile_requires_permissions(profile).iter().cloned());
-    }
-    required.dedup();
-    caller
-        .missing(&required)
-        .into_iter()
-        .map(str::to_string)
-        .collect()
-}
-
-/// `evaluation.evalRequiresPermissions`.
-fn eval_requires_permissions(config: &Config) -> &[String] {
-    &config.evaluation.eval_requires_permissions
-}
-
-/// A profile's `requirePermissions`.
-fn profile_requires_permissions(profile: &Profile) -> &[String] {
-    profile.required_permissions()
-}
-
 pub(super) fn schema_object(value: Value) -> Arc<JsonObject> {
     Arc::new(value.as_object().cloned().unwrap_or_default())
 }
@@ -170,6 +134,7 @@ fn eval_tool(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use codemode_policies::Config;
 
     /// What a model reads to choose between the embedded default config's eval tools.
     #[test]

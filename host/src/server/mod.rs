@@ -18,6 +18,7 @@ pub mod durable;
 mod elide;
 mod error;
 mod eval;
+mod eval_tools;
 pub mod failover;
 pub mod fair;
 mod guard;
@@ -36,8 +37,9 @@ pub mod suspend;
 
 pub use builder::{DEFAULT_CONFIG, Reloader, Server, ServerBuilder};
 pub use error::ServeError;
+pub use eval::enable_durable;
+pub use eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 pub use handler::CodemodeServer;
-pub use listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 pub use serve::{HttpOptions, LOOPBACK_HOSTS, http_router, serve_http, serve_stdio};
 pub(crate) use serve::{live_limits, serve_io};
 pub use state::ServerState;

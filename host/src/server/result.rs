@@ -137,7 +137,11 @@ fn ledger(out: &mut String, calls: &[ToolCallRecord]) {
             count(tools.len() - SUMMARY_LINES, "more tool", "more tools")
         );
     }
-    // Failures, grouped by tool, status and reason, in order of first failure.
+    failed(out, calls);
+}
+
+/// The failed calls, grouped by tool, status and reason, in order of first failure.
+fn failed(out: &mut String, calls: &[ToolCallRecord]) {
     let mut failures: Vec<(&ToolCallRecord, Vec<u64>)> = Vec::new();
     for call in calls.iter().filter(|c| c.status != CallStatus::Ok) {
         let same = |(first, _): &&mut (&ToolCallRecord, Vec<u64>)| {

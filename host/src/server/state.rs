@@ -12,7 +12,7 @@ use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 
 use super::suspend::Suspensions;
-use crate::approvals::{Answer, Question};
+use crate::approvals::{Answer, Ask, Question};
 use codemode_upstream::{UpstreamElicitation, UpstreamPool, upstream_specs};
 
 /// Shared server state. See the module docs.
@@ -36,6 +36,8 @@ pub struct ServerState {
     /// The threads evals run on, off the async workers (see `Runtime::eval`, "Blocking"): one
     /// per running eval, the one idle last first; each ends once idle for 10 s.
     pub(crate) eval_threads: ThreadPool,
+    /// The legacy requests open here that wait on a parked eval.
+    pub(crate) legacy: Arc<super::legacy::LegacyRequests>,
     /// Where evals waiting for a human are saved ([`super::durable`]); set once by `serve`.
     durable: std::sync::OnceLock<Arc<super::durable::Durable>>,
 }
@@ -60,6 +62,7 @@ impl ServerState {
             subscribers: Mutex::new(Vec::new()),
             next_session: AtomicU64::new(1),
             drain: Arc::default(),
+            legacy: Arc::default(),
             eval_threads: ThreadPool::builder()
                 .name("codemode-eval")
                 .keep_alive(DEFAULT_THREAD_KEEP_ALIVE)
@@ -80,31 +83,9 @@ impl ServerState {
         state
     }
 
-    /// Saves evals waiting for a human to `durable`'s store and resumes them from it (see
-    /// [`super::durable`]). Call once, before serving.
-    pub fn enable_durable(self: &Arc<Self>, durable: Arc<super::durable::Durable>) {
-        let state = Arc::downgrade(self);
-        durable.set_resumer(Arc::new(move |token| {
-            if let Some(state) = state.upgrade() {
-                tokio::spawn(async move {
-                    // Nobody waits here (the answer came through the approval API): the
-                    // result goes to the store for the client's retry, on any node.
-                    let _ = super::eval::resume_from_store(&state, &token).await;
-                });
-            }
-        }));
-        self.approvals.set_parked(durable.clone());
-        // Parked evals whose approval time is up are resumed to time their calls out.
-        let sweeper = Arc::downgrade(&durable);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(super::durable::SWEEP_EVERY).await;
-                let Some(durable) = sweeper.upgrade() else {
-                    return;
-                };
-                durable.sweep_expired().await;
-            }
-        });
+    /// Parks evals in `durable` (set once; see [`super::enable_durable`], which also installs
+    /// what resumes them).
+    pub(crate) fn set_durable(&self, durable: Arc<super::durable::Durable>) {
         let _ = self.durable.set(durable);
     }
 
@@ -263,8 +244,9 @@ impl UpstreamElicitation for ForwardElicitation {
             };
             Ok(
                 match asker
-                    .ask(question, std::time::Duration::from_secs(120))
+                    .ask(Ask::form(question, std::time::Duration::from_secs(120)))
                     .await
+                    .answer
                 {
                     Answer::Accept(content) => {
                         ElicitResult::new(ElicitationAction::Accept).with_content(content)

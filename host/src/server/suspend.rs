@@ -19,7 +19,7 @@ use tokio::sync::{Notify, oneshot};
 
 use crate::approvals::elicitation::from_elicit_result;
 use crate::approvals::terminal::choices;
-use crate::approvals::{Answer, Asker, Question, QuestionRequest, chosen_option};
+use crate::approvals::{Answer, Ask, AskKind, Asker, Question, Reply, chosen_option};
 use crate::server::owner::Owner;
 
 /// A finished eval whose outcome nobody fetched is forgotten after this long.
@@ -439,7 +439,7 @@ fn input_requests<'a>(
 ) -> InputRequests {
     let mut requests = InputRequests::new();
     for (key, question) in questions {
-        if let Ok(params) = question.to_params() {
+        if let Ok(params) = crate::approvals::elicitation::form_params(question) {
             requests.insert(
                 key.clone(),
                 InputRequest::Elicitation(ElicitRequest::new(params)),
@@ -480,41 +480,38 @@ impl Asker for SuspendedAsker {
         Channel::Elicitation
     }
 
-    fn ask(&self, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
-        // A random key per question: a client cannot answer a question before it is asked
-        // (an answer naming any other key is refused).
-        let key = format!("codemode-{}", random_token());
-        Box::pin(async move { self.ask_under(key, question, timeout).await })
-    }
-
-    fn ask_keyed(&self, key: &str, question: Question, timeout: Duration) -> BoxFuture<'_, Answer> {
-        // An approval's key carries its random 128-bit id: as unguessable, and the same
-        // when the question is asked again after the eval was parked and resumed.
-        let key = key.to_string();
-        Box::pin(async move { self.ask_under(key, question, timeout).await })
-    }
-
-    fn ask_question(&self, req: QuestionRequest) -> BoxFuture<'_, Answer> {
-        // As an approval's key; its answers are checked against the step's options.
-        let options = choices(&req.question).and_then(|(field, options)| {
-            let options = options
-                .into_iter()
-                .map(|(v, _)| v.as_str().map(str::to_string))
-                .collect::<Option<Vec<String>>>()?;
-            Some((field, options))
-        });
+    fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
+        let (key, options) = match &ask.kind {
+            // A random key per question: a client cannot answer a question before it is asked
+            // (an answer naming any other key is refused).
+            AskKind::Form => (format!("codemode-{}", random_token()), None),
+            // An approval's key carries its random 128-bit id: as unguessable, and the same
+            // when the question is asked again after the eval was parked and resumed.
+            AskKind::Approval(_) => (ask.key(), None),
+            // As an approval's key; its answers are checked against the step's options.
+            AskKind::Choice => (ask.key(), string_choices(&ask.question)),
+        };
         Box::pin(async move {
-            self.ask_checked(req.key(), req.question, req.timeout, options)
-                .await
+            let answer = self
+                .ask_checked(key, ask.question, ask.timeout, options)
+                .await;
+            Reply::new(answer, Channel::Elicitation)
         })
     }
 }
 
-impl SuspendedAsker {
-    async fn ask_under(&self, key: String, question: Question, timeout: Duration) -> Answer {
-        self.ask_checked(key, question, timeout, None).await
-    }
+/// The form field of `question` with a fixed set of choices, and the choices, when all are
+/// strings.
+fn string_choices(question: &Question) -> Option<(String, Vec<String>)> {
+    let (field, options) = choices(question)?;
+    let options = options
+        .into_iter()
+        .map(|(v, _)| v.as_str().map(str::to_string))
+        .collect::<Option<Vec<String>>>()?;
+    Some((field, options))
+}
 
+impl SuspendedAsker {
     async fn ask_checked(
         &self,
         key: String,
@@ -723,7 +720,10 @@ mod tests {
         let accept = json!({"action": "accept", "content": {}});
         let first = tokio::spawn({
             let asker = s.asker();
-            async move { asker.ask(question(), Duration::from_secs(60)).await }
+            async move {
+                let ask = Ask::form(question(), Duration::from_secs(60));
+                asker.ask(ask).await.answer
+            }
         });
         let Event::Input(_) = s.next_event().await else {
             panic!("expected a question")
@@ -758,7 +758,10 @@ mod tests {
 
         let second = tokio::spawn({
             let asker = s.asker();
-            async move { asker.ask(question(), Duration::from_secs(60)).await }
+            async move {
+                let ask = Ask::form(question(), Duration::from_secs(60));
+                asker.ask(ask).await.answer
+            }
         });
         let Event::Input(_) = s.next_event().await else {
             panic!("expected a question")
@@ -794,15 +797,14 @@ mod tests {
             let asker = s.asker();
             let call = codemode_runtime::CallContext::detached(codemode_runtime::EvalId(1), 1);
             async move {
-                asker
-                    .ask_question(QuestionRequest {
-                        id: "0123".into(),
-                        question,
-                        timeout: Duration::from_secs(60),
-                        call,
-                        resumed: false,
-                    })
-                    .await
+                let ask = Ask::choice(
+                    "0123".into(),
+                    question,
+                    Duration::from_secs(60),
+                    call,
+                    false,
+                );
+                asker.ask(ask).await.answer
             }
         });
         let Event::Input(_) = s.next_event().await else {

@@ -31,7 +31,7 @@ use codemode_policies::{ParkedAsk, new_request_id};
 use codemode_runtime::CallContext;
 use serde_json::{Map, Value, json};
 
-use crate::approvals::{Answer, Asker, Question, QuestionRequest};
+use crate::approvals::{Answer, Ask, Asker, Question};
 
 /// Name of the built-in tool.
 pub const TOOL_NAME: &str = "hitl_request";
@@ -255,26 +255,20 @@ async fn step(
         // a millisecond's rounding at every resume).
         note.deadline_ms = parked.deadline_ms;
     }
-    let req = QuestionRequest {
-        id,
-        question,
-        timeout,
-        call: cx.clone(),
-        resumed: resumed.is_some(),
-    };
+    let ask = Ask::choice(id, question, timeout, cx.clone(), resumed.is_some());
     // An answer given while the eval was parked, taken before the step waits for a human:
     // waiting, the eval could be parked again mid-take and the answer used up undelivered. It
     // was accepted within the step's time (the store refuses later ones), so what is left of
     // that time does not bound the take.
-    if let Some(answer) = asker.answered_while_parked(&req).await {
-        return answer;
+    if let Some(reply) = asker.taken_while_parked(&ask).await {
+        return reply.answer;
     }
     let _human = cx.awaiting_human(note.to_note());
-    let asked = asker.ask_question(req);
+    let asked = asker.ask(ask);
     // The step's deadline holds whatever the channel does with its timeout.
     tokio::time::timeout(timeout, asked)
         .await
-        .unwrap_or(Answer::Timeout)
+        .map_or(Answer::Timeout, |reply| reply.answer)
 }
 
 async fn ask(req: &Request, asker: &dyn Asker, request_id: &str, cx: &CallContext) -> Value {
@@ -373,6 +367,7 @@ async fn ask(req: &Request, asker: &dyn Asker, request_id: &str, cx: &CallContex
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approvals::Reply;
     use codemode_runtime::BoxFuture;
     use std::sync::Mutex;
 
@@ -385,9 +380,9 @@ mod tests {
         fn channel(&self) -> codemode_policies::Channel {
             codemode_policies::Channel::Elicitation
         }
-        fn ask(&self, _q: Question, _t: Duration) -> BoxFuture<'_, Answer> {
+        fn ask(&self, _ask: Ask) -> BoxFuture<'_, Reply> {
             let next = self.0.lock().unwrap().remove(0);
-            Box::pin(async move { next })
+            Box::pin(async move { Reply::new(next, codemode_policies::Channel::Elicitation) })
         }
     }
 

@@ -8,7 +8,7 @@ use codemode_policies::{AuditRecord, MemoryAuditSink, ParkedAsk};
 use codemode_runtime::{CancellationToken, EvalId, ParkRequest, Runtime, RuntimeConfig};
 use serde_json::{Value, json};
 
-use crate::approvals::{Answer, Asker, Decided, Decisions, OpenAsks, Question};
+use crate::approvals::{Ask, Asker, Decided, Decisions, OpenAsks, Reply};
 use crate::session::{AuditTarget, GovernedEval, GovernedStep};
 use codemode_upstream::UpstreamPool;
 
@@ -22,7 +22,7 @@ impl Asker for Undecided {
     fn channel(&self) -> codemode_policies::Channel {
         codemode_policies::Channel::Elicitation
     }
-    fn ask(&self, _q: Question, _t: Duration) -> codemode_runtime::BoxFuture<'_, Answer> {
+    fn ask(&self, _ask: Ask) -> codemode_runtime::BoxFuture<'_, Reply> {
         Box::pin(std::future::pending())
     }
 }

@@ -79,12 +79,11 @@ impl crate::approvals::Asker for Silent {
     }
     fn ask(
         &self,
-        _question: crate::approvals::Question,
-        timeout: Duration,
-    ) -> codemode_runtime::BoxFuture<'_, crate::approvals::Answer> {
+        ask: crate::approvals::Ask,
+    ) -> codemode_runtime::BoxFuture<'_, crate::approvals::Reply> {
         Box::pin(async move {
-            tokio::time::sleep(timeout).await;
-            crate::approvals::Answer::Timeout
+            tokio::time::sleep(ask.timeout).await;
+            crate::approvals::Reply::new(crate::approvals::Answer::Timeout, self.channel())
         })
     }
 }

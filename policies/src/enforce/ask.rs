@@ -13,8 +13,8 @@ use super::{PolicyToolHost, denied, describe_match, lock};
 use crate::approval::ApprovalKey;
 use crate::audit::Decision;
 use crate::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Channel, DecisionRefused, Disposition,
-    Fallback, ParkedAsk, Profile, Risk, RiskPolicy, new_request_id, summarize_args,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, Channel, DecisionRefused, Disposition,
+    Fallback, ParkedAsk, Profile, Risk, RiskPolicy, approval_of, new_request_id, summarize_args,
 };
 
 impl PolicyToolHost {
@@ -69,7 +69,7 @@ impl PolicyToolHost {
             return (Decision::Approved, Ok(()));
         }
         let what = describe_match(profile, tool, &d.matched, d.reason.as_deref());
-        if !self.approver.supports() {
+        if !self.asker.supports() {
             audit.channel = Some(Channel::Fallback);
             return fallback(profile, tool, &what);
         }
@@ -92,14 +92,8 @@ impl PolicyToolHost {
         audit.decision = Decision::Timeout;
         let (request, note) = self.approval_request(profile, tool, args, d, cx, &risk_policy);
         let timeout = request.timeout;
-        // An answer given while the eval was parked is taken before the call waits for a human
-        // (see `Approver::decided_while_parked`).
-        let given = if request.resumed {
-            self.approver.decided_while_parked(&request).await
-        } else {
-            None
-        };
-        let answered = match given {
+        let ask = Ask::approval(&request);
+        let answered = match self.taken_while_parked(&ask).await {
             Some(answer) => Ok(answer),
             None => {
                 let _human = cx.awaiting_human(note.to_note());
@@ -109,7 +103,7 @@ impl PolicyToolHost {
                     audit.channel = Some(Channel::Policy);
                     return (Decision::Approved, Ok(()));
                 }
-                tokio::time::timeout(timeout, self.approver.approve(request)).await
+                tokio::time::timeout(timeout, self.answer_to(ask)).await
             }
         };
         let answer = match answered {
@@ -138,6 +132,24 @@ impl PolicyToolHost {
             return refused_answer(&answer, &refused, d.risk, tool, &what, audit);
         }
         self.take_decision(&answer, key, cx.eval_id, tool, &what)
+    }
+
+    /// The answer given to `ask` while its eval was parked, if any: taken before the call waits
+    /// for a human (see [`crate::Asker::taken_while_parked`]).
+    async fn taken_while_parked(&self, ask: &Ask) -> Option<ApprovalAnswer> {
+        if !ask.resumed {
+            return None;
+        }
+        approval_of(&self.asker.taken_while_parked(ask).await?)
+    }
+
+    /// The answer to `ask`. Never returns on a channel's timeout: the profile's approval timeout,
+    /// around this, decides (and is audited as such).
+    async fn answer_to(&self, ask: Ask) -> ApprovalAnswer {
+        match approval_of(&self.asker.ask(ask).await) {
+            Some(answer) => answer,
+            None => std::future::pending().await,
+        }
     }
 
     /// The request a human is shown about this call, and the note its wait leaves should the

@@ -15,13 +15,13 @@ use serde_json::Value;
 use crate::approval::ApprovalKey;
 use crate::audit::{AuditSink, Decision};
 use crate::{
-    Approver, Caller, Disposition, DispositionKind, MatchedBy, NoApprover, OutputPolicy, Preview,
+    Asker, Caller, Disposition, DispositionKind, MatchedBy, NoAsker, OutputPolicy, Preview,
     Profile, SchemaSource, SessionApprovals,
 };
 use audit_guard::{AuditGuard, Recorder};
 
 /// Wraps a [`ToolHost`] with a profile: each call is allowed, denied (the inner host is never
-/// reached) or put to a human through an [`Approver`], and audited exactly once.
+/// reached) or put to a human through an [`Asker`], and audited exactly once.
 ///
 /// Build one per eval with [`PolicyToolHost::builder`]; share a [`SessionApprovals`] across
 /// the evals of a client session.
@@ -42,10 +42,10 @@ use audit_guard::{AuditGuard, Recorder};
 /// 5. `ask`: if approved earlier for this eval or session (see [`SessionApprovals`] for what
 ///    an approval covers: the caller, profile, tool and rule), the call proceeds — unless the
 ///    call's risk policy forbids approvals of that scope (a session approval given for a
-///    lower-risk call of the tool does not cover a critical one). Otherwise, if the approver cannot ask anyone, the
+///    lower-risk call of the tool does not cover a critical one). Otherwise, if the asker cannot ask anyone, the
 ///    profile's `elicitationFallback` decides (`deny`: reason `elicitation_unsupported`). If
 ///    `maxPendingApprovals` asks of this eval are already waiting, the call is denied (reason
-///    `denied`, "approval queue full"). Otherwise the approver is asked, with the call's risk
+///    `denied`, "approval queue full"). Otherwise the asker is asked, with the call's risk
 ///    and its risk policy ([`Profile::risk_policy`]) and the risk policy's approval timeout
 ///    (else the profile's): no answer in time denies (reason `elicitation_timeout`; a timeout
 ///    never approves), a decline or a dismissal denies (reason `elicitation_declined`, the
@@ -77,7 +77,7 @@ use audit_guard::{AuditGuard, Recorder};
 pub struct PolicyToolHost {
     inner: Arc<dyn ToolHost>,
     profile: Option<Arc<Profile>>,
-    approver: Arc<dyn Approver>,
+    asker: Arc<dyn Asker>,
     session: SessionApprovals,
     preview: Arc<Preview>,
     audit: Option<Arc<dyn AuditSink>>,
@@ -106,13 +106,13 @@ impl std::fmt::Debug for PolicyToolHost {
         f.debug_struct("PolicyToolHost")
             .field("profile", &self.profile.as_ref().map(|p| p.name()))
             .field("session_id", &self.session_id)
-            .field("approver_supports", &self.approver.supports())
+            .field("asker_supports", &self.asker.supports())
             .field("audit", &self.audit.is_some())
             .finish_non_exhaustive()
     }
 }
 
-/// Builds a [`PolicyToolHost`]. Defaults: no profile (unrestricted), [`NoApprover`], a fresh
+/// Builds a [`PolicyToolHost`]. Defaults: no profile (unrestricted), [`NoAsker`], a fresh
 /// [`SessionApprovals`], an empty preview, no audit, no session id, [`Caller::local`], no
 /// schemas (arguments and results unchecked), no output policy (results unchanged).
 pub struct PolicyToolHostBuilder {
@@ -127,8 +127,8 @@ impl PolicyToolHostBuilder {
     }
 
     /// Who to ask when the profile says `ask`.
-    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.host.approver = approver;
+    pub fn asker(mut self, asker: Arc<dyn Asker>) -> Self {
+        self.host.asker = asker;
         self
     }
 
@@ -207,7 +207,7 @@ impl PolicyToolHost {
             host: PolicyToolHost {
                 inner,
                 profile: None,
-                approver: Arc::new(NoApprover),
+                asker: Arc::new(NoAsker),
                 session: SessionApprovals::new(),
                 preview: Arc::new(Preview::default()),
                 audit: None,

@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use super::{AskRecord, Durable};
 use crate::approvals::broker::{Choice, DecideError, may_decide};
-use crate::approvals::form::approval_answer;
 use crate::approvals::view::{decision_name, parse_decision};
 use crate::approvals::{Answer, Decided, Decisions, chosen_option};
+use codemode_policies::approval_answer;
 
 /// Why a client's answer to an ask of a parked eval was not recorded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -335,61 +335,7 @@ impl Durable {
                 .and_then(Value::as_str)
                 .unwrap_or_default(),
         )?;
-        let reason = reason.filter(|r| !r.trim().is_empty());
-        let decision = match (ask.options(), choice) {
-            (None, Choice::Decision(decision)) => {
-                let allowed: Vec<&str> = ask
-                    .view
-                    .get("allowed_decisions")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                let name = decision_name(decision);
-                if decision != ApprovalDecision::Decline && !allowed.contains(&name) {
-                    return Err(DecideError::Invalid(format!(
-                        "`{name}` is not allowed for this ask (allowed: {})",
-                        allowed.join(", ")
-                    )));
-                }
-                if ask.view.get("reason_required") == Some(&Value::Bool(true)) && reason.is_none() {
-                    return Err(DecideError::Invalid(
-                        "this ask needs a reason with the decision".into(),
-                    ));
-                }
-                let answer = ApprovalAnswer::new(decision, Channel::Http)
-                    .with_reason(reason)
-                    .decided_by(decider.name.clone());
-                DecisionRecord::approval(&answer, ask.view.clone())
-            }
-            (None, Choice::Answer(_)) => {
-                return Err(DecideError::Invalid(
-                    "an approval request takes a decision, not an answer".into(),
-                ));
-            }
-            (Some(_), Choice::Decision(ApprovalDecision::Decline | ApprovalDecision::Cancel)) => {
-                DecisionRecord::question(
-                    None,
-                    (Channel::Http, Some(decider.name.clone()), reason),
-                    ask.view.clone(),
-                )
-            }
-            (Some(_), Choice::Decision(_)) => {
-                return Err(DecideError::Invalid(
-                    "a question takes `answer` with one of its options, or `decline`".into(),
-                ));
-            }
-            (Some(options), Choice::Answer(a)) if !options.contains(&a.as_str()) => {
-                return Err(DecideError::Invalid(format!(
-                    "`{}` is not one of the options",
-                    neutralize(&a)
-                )));
-            }
-            (Some(_), Choice::Answer(a)) => DecisionRecord::question(
-                Some(a),
-                (Channel::Http, Some(decider.name.clone()), reason),
-                ask.view.clone(),
-            ),
-        };
+        let decision = decision_record(&ask, decider, choice, reason)?;
         if !self
             .put_decision(id, &decision, record.remaining())
             .await
@@ -467,6 +413,74 @@ fn unreachable_store(e: codemode_store::StoreError) -> String {
     format!(
         "the durable store cannot be reached ({e}): the asks of saved evals cannot be listed or decided until it is back"
     )
+}
+
+/// The decision `decider` gives ask `ask` with `choice` (and `reason`), as it is recorded.
+///
+/// # Errors
+/// [`DecideError::Invalid`] when the choice does not fit the ask (a decision the ask does not
+/// allow, a missing reason, an answer for an approval, an option the question does not offer).
+fn decision_record(
+    ask: &AskRecord,
+    decider: &Caller,
+    choice: Choice,
+    reason: Option<String>,
+) -> Result<DecisionRecord, DecideError> {
+    let reason = reason.filter(|r| !r.trim().is_empty());
+    Ok(match (ask.options(), choice) {
+        (None, Choice::Decision(decision)) => {
+            let allowed: Vec<&str> = ask
+                .view
+                .get("allowed_decisions")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let name = decision_name(decision);
+            if decision != ApprovalDecision::Decline && !allowed.contains(&name) {
+                return Err(DecideError::Invalid(format!(
+                    "`{name}` is not allowed for this ask (allowed: {})",
+                    allowed.join(", ")
+                )));
+            }
+            if ask.view.get("reason_required") == Some(&Value::Bool(true)) && reason.is_none() {
+                return Err(DecideError::Invalid(
+                    "this ask needs a reason with the decision".into(),
+                ));
+            }
+            let answer = ApprovalAnswer::new(decision, Channel::Http)
+                .with_reason(reason)
+                .decided_by(decider.name.clone());
+            DecisionRecord::approval(&answer, ask.view.clone())
+        }
+        (None, Choice::Answer(_)) => {
+            return Err(DecideError::Invalid(
+                "an approval request takes a decision, not an answer".into(),
+            ));
+        }
+        (Some(_), Choice::Decision(ApprovalDecision::Decline | ApprovalDecision::Cancel)) => {
+            DecisionRecord::question(
+                None,
+                (Channel::Http, Some(decider.name.clone()), reason),
+                ask.view.clone(),
+            )
+        }
+        (Some(_), Choice::Decision(_)) => {
+            return Err(DecideError::Invalid(
+                "a question takes `answer` with one of its options, or `decline`".into(),
+            ));
+        }
+        (Some(options), Choice::Answer(a)) if !options.contains(&a.as_str()) => {
+            return Err(DecideError::Invalid(format!(
+                "`{}` is not one of the options",
+                neutralize(&a)
+            )));
+        }
+        (Some(_), Choice::Answer(a)) => DecisionRecord::question(
+            Some(a),
+            (Channel::Http, Some(decider.name.clone()), reason),
+            ask.view.clone(),
+        ),
+    })
 }
 
 #[cfg(test)]

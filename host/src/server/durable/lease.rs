@@ -4,20 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Durable;
+use super::{Durable, Lease};
 
 /// How long a node's mark on a resumed eval it runs lasts unless renewed: a retry elsewhere
 /// learns within this long of the node's death that the eval will not finish.
 pub const RUNNING_LEASE: Duration = Duration::from_secs(6);
 /// How often the node running a resumed eval renews its lease.
 const RUNNING_RENEW: Duration = Duration::from_secs(2);
-
-/// This node's lease on a resumed eval it runs: the task renewing it, and how long the eval
-/// may run (the time to live of its records while it runs).
-pub struct Lease {
-    renew: tokio::task::JoinHandle<()>,
-    ttl: Duration,
-}
 
 /// Whether a resumed eval is running ([`Durable::running`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,7 @@ use codemode_runtime::{
 };
 use serde_json::json;
 
+use super::lease::Running;
 use super::*;
 use codemode_store::{LocalStore, StateKey, StoreErrorKind};
 

@@ -2,7 +2,8 @@
 
 use codemode_runtime::EvalOutcome;
 
-use crate::server::durable::{Durable, Running};
+use crate::server::durable::Durable;
+use crate::server::durable::lease::Running;
 
 /// How a wait for the result of an eval in the store ended.
 pub(super) enum Stored {

@@ -99,7 +99,7 @@ async fn single_calls() {
     for (tool, approver, p, want_reason, decision, disposition) in cases {
         let label = format!("{tool} {p} {want_reason:?}");
         let asked_approver = approver.clone();
-        let approver: Arc<dyn Approver> = match approver {
+        let approver: Arc<dyn Asker> = match approver {
             Some(a) => a,
             None => FakeApprover::unsupported(),
         };
@@ -186,7 +186,7 @@ async fn approval_requests_carry_the_context() {
     ));
     let host = PolicyToolHost::builder(inner)
         .profile(Some(profile(supervised())))
-        .approver(approver.clone())
+        .asker(approver.clone())
         .preview(preview.clone())
         .session_id(Some("sess-1".into()))
         .build();

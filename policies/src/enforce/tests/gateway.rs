@@ -22,14 +22,17 @@ impl Scripted {
     }
 }
 
-impl Approver for Scripted {
+impl Asker for Scripted {
     fn supports(&self) -> bool {
         true
     }
-    fn approve(&self, req: ApprovalRequest) -> codemode_runtime::BoxFuture<'_, ApprovalAnswer> {
+    fn channel(&self) -> Channel {
+        self.answer.channel
+    }
+    fn ask(&self, ask: Ask) -> codemode_runtime::BoxFuture<'_, Reply> {
         Box::pin(async move {
-            self.requests.lock().unwrap().push(req);
-            self.answer.clone()
+            self.requests.lock().unwrap().push(approval_request(ask));
+            form_answer(&self.answer)
         })
     }
 }
@@ -38,7 +41,7 @@ fn host(
     p: Value,
     name: &str,
     caller: Caller,
-    approver: Arc<dyn Approver>,
+    approver: Arc<dyn Asker>,
     session: SessionApprovals,
 ) -> (PolicyToolHost, Arc<AtomicUsize>, Arc<MemoryAuditSink>) {
     let (calls, inner) = inner();
@@ -46,7 +49,7 @@ fn host(
     let profile = Arc::new(Profile::from_json(name, &p).unwrap_or_else(|e| panic!("{e}")));
     let host = PolicyToolHost::builder(inner)
         .profile(Some(profile))
-        .approver(approver)
+        .asker(approver)
         .session_approvals(session)
         .caller(caller)
         .audit(audit.clone(), false)

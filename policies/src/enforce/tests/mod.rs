@@ -16,8 +16,9 @@ use serde_json::{Value, json};
 
 use crate::audit::{Decision, MemoryAuditSink, ToolCallAuditRecord, args_sha256};
 use crate::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, DispositionKind,
-    MatchedBy, PolicyToolHost, Preview, Profile, SessionApprovals, extract_tool_calls,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, AskKind, Asker, Channel,
+    DispositionKind, MatchedBy, PolicyToolHost, Preview, Profile, Reply, SessionApprovals,
+    extract_tool_calls, form_answer,
 };
 
 const TOOLS: &[&str] = &[
@@ -81,16 +82,27 @@ impl FakeApprover {
     }
 }
 
-impl Approver for FakeApprover {
+impl Asker for FakeApprover {
     fn supports(&self) -> bool {
         self.supports
     }
-    fn approve(&self, req: ApprovalRequest) -> codemode_runtime::BoxFuture<'_, ApprovalAnswer> {
+    fn channel(&self) -> Channel {
+        Channel::Elicitation
+    }
+    fn ask(&self, ask: Ask) -> codemode_runtime::BoxFuture<'_, Reply> {
         Box::pin(async move {
-            self.requests.lock().unwrap().push(req);
+            self.requests.lock().unwrap().push(approval_request(ask));
             tokio::time::sleep(self.delay).await;
-            ApprovalAnswer::new(self.answer, Channel::Elicitation)
+            form_answer(&ApprovalAnswer::new(self.answer, Channel::Elicitation))
         })
+    }
+}
+
+/// The approval request an ask is about (the enforcement layer asks nothing else).
+fn approval_request(ask: Ask) -> ApprovalRequest {
+    match ask.kind {
+        AskKind::Approval(req) => *req,
+        other => panic!("not an approval: {other:?}"),
     }
 }
 
@@ -100,12 +112,12 @@ struct Setup {
     audit: Arc<MemoryAuditSink>,
 }
 
-fn setup(p: Option<Arc<Profile>>, approver: Arc<dyn Approver>, session: SessionApprovals) -> Setup {
+fn setup(p: Option<Arc<Profile>>, approver: Arc<dyn Asker>, session: SessionApprovals) -> Setup {
     let (calls, inner) = inner();
     let audit = Arc::new(MemoryAuditSink::new());
     let host = PolicyToolHost::builder(inner)
         .profile(p)
-        .approver(approver)
+        .asker(approver)
         .session_approvals(session)
         .audit(audit.clone(), false)
         .build();

@@ -16,7 +16,7 @@ fn schemas() -> Arc<ToolSchemas> {
     Arc::new(ToolSchemas::compile(specs).0)
 }
 
-fn checked(p: Value, approver: Arc<dyn Approver>, outputs: &str) -> Setup {
+fn checked(p: Value, approver: Arc<dyn Asker>, outputs: &str) -> Setup {
     let (calls, inner) = inner();
     let audit = Arc::new(MemoryAuditSink::new());
     let outputs = Config::from_json_str(&format!(r#"{{"outputs": {outputs}}}"#))
@@ -24,7 +24,7 @@ fn checked(p: Value, approver: Arc<dyn Approver>, outputs: &str) -> Setup {
         .outputs;
     let host = PolicyToolHost::builder(inner)
         .profile(Some(profile(p)))
-        .approver(approver)
+        .asker(approver)
         .audit(audit.clone(), false)
         .schemas(Arc::new(schemas()))
         .outputs(outputs)

@@ -1,16 +1,13 @@
-//! The approval form: a policy layer's [`ApprovalRequest`] as a [`Question`] with one
-//! `decision` field, and the answer back as an [`ApprovalDecision`].
+//! The approval form: an [`ApprovalRequest`] as a [`Question`] with one `decision` field, and
+//! the answer back as an [`ApprovalAnswer`].
 
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::time::Duration;
 
-use codemode_policies::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Approver, Channel, neutralize,
-};
-use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{Answer, Asker, Question};
+use super::asker::{Answer, Ask, AskKind, Question, Reply};
+use crate::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Channel, neutralize};
 
 /// The decisions a human can give, as they appear in the form.
 const DECISIONS: [(&str, &str, ApprovalDecision); 5] = [
@@ -91,6 +88,23 @@ pub fn approval_question(req: &ApprovalRequest) -> Question {
     }
 }
 
+impl Ask {
+    /// The ask of the policy layer's approval request `req`.
+    pub fn approval(req: &ApprovalRequest) -> Self {
+        Ask {
+            id: req.id.clone(),
+            question: approval_question(req),
+            // A little longer than the request's own time: the policy layer owns the approval
+            // timeout (and reports it as `elicitation_timeout`), so no channel's timeout may
+            // decide first.
+            timeout: req.timeout + Duration::from_secs(1),
+            call: Some(req.call.clone()),
+            resumed: req.resumed,
+            kind: AskKind::Approval(Box::new(req.clone())),
+        }
+    }
+}
+
 /// The script's call sites, one neutralised line each (`  line 3: fs__write`).
 pub fn call_sites(req: &ApprovalRequest) -> String {
     req.preview
@@ -139,53 +153,38 @@ pub fn reason_from(answer: &Answer) -> Option<String> {
     }
 }
 
-/// A policies [`Approver`] that asks through an [`Asker`].
-#[derive(Clone)]
-pub struct AskApprover {
-    asker: Arc<dyn Asker>,
-}
-
-impl AskApprover {
-    /// Approvals go to `asker`.
-    pub fn new(asker: Arc<dyn Asker>) -> Self {
-        AskApprover { asker }
-    }
-}
-
-impl Approver for AskApprover {
-    fn supports(&self) -> bool {
-        self.asker.supports()
-    }
-    fn approve(&self, req: ApprovalRequest) -> BoxFuture<'_, ApprovalAnswer> {
-        Box::pin(async move {
-            match ask_for_approval(self.asker.as_ref(), &req).await {
-                Some(answer) => answer,
-                None => ApprovalAnswer::new(ApprovalDecision::Decline, self.asker.channel()),
-            }
-        })
-    }
-}
-
-/// Asks `asker` about `req`: the answer, or `None` when the channel could not answer (asking
-/// failed). Never returns on a timeout: the policy layer owns the approval timeout (and reports
-/// it as `elicitation_timeout`), so this asks a little longer and never turns its own timeout
-/// into a decision.
-pub async fn ask_for_approval(asker: &dyn Asker, req: &ApprovalRequest) -> Option<ApprovalAnswer> {
-    let timeout = req.timeout + std::time::Duration::from_secs(1);
-    let key = format!("codemode-{}", req.id);
-    match asker.ask_keyed(&key, approval_question(req), timeout).await {
-        Answer::Timeout => std::future::pending().await,
-        Answer::Failed(_) => None,
-        answer => {
-            let reason = reason_from(&answer);
-            let mut decision = decision_from(&answer);
-            // A client may submit a choice the form did not offer: the risk policy still
-            // decides what counts.
-            if req.risk_policy.check(decision, reason.as_deref()).is_err() {
-                decision = ApprovalDecision::Decline;
-            }
-            Some(ApprovalAnswer::new(decision, asker.channel()).with_reason(reason))
+/// The approval `reply` gives, `None` on a timeout (which never decides anything). A channel
+/// that failed declines, with the refusal's words as the reason when a cap refused the wait
+/// ([`Channel::Policy`]). Whether the request's risk policy allows the decision (a client may
+/// submit a choice the form did not offer) is the caller's to check.
+pub fn approval_of(reply: &Reply) -> Option<ApprovalAnswer> {
+    let mut answer = match &reply.answer {
+        Answer::Timeout => return None,
+        Answer::Failed(why) => {
+            let reason = (reply.channel == Channel::Policy).then(|| why.clone());
+            ApprovalAnswer::new(ApprovalDecision::Decline, reply.channel).with_reason(reason)
         }
+        answer => ApprovalAnswer::new(decision_from(answer), reply.channel)
+            .with_reason(reason_from(answer)),
+    };
+    answer.decided_by.clone_from(&reply.decided_by);
+    Some(answer)
+}
+
+/// `answer` as the approval form filled in (its decision and reason), through its channel.
+pub fn form_answer(answer: &ApprovalAnswer) -> Reply {
+    let value = DECISIONS
+        .iter()
+        .find(|(_, _, d)| *d == answer.decision)
+        .map_or("decline", |(value, _, _)| *value);
+    let mut content = json!({ "decision": value });
+    if let Some(reason) = &answer.reason {
+        content["reason"] = json!(reason);
+    }
+    Reply {
+        answer: Answer::Accept(content),
+        channel: answer.channel,
+        decided_by: answer.decided_by.clone(),
     }
 }
 

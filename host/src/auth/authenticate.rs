@@ -1,0 +1,87 @@
+//! The [`Authenticate`] trait every HTTP surface checks callers with, and why it refuses.
+
+use codemode_policies::Caller;
+
+/// Why a request was refused before any handling (HTTP `401` with `WWW-Authenticate: Bearer`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// No `Authorization: Bearer …` header.
+    #[error("a bearer token is required")]
+    Missing,
+    /// A token was given but is not valid (unknown, expired, wrong issuer or audience…).
+    #[error("invalid token: {0}")]
+    Invalid(String),
+}
+
+/// Turns a request's headers into the caller it speaks for.
+pub trait Authenticate: Send + Sync {
+    /// The caller presenting `headers`.
+    ///
+    /// # Errors
+    /// [`AuthError`] when the request must be refused.
+    fn authenticate(&self, headers: &http::HeaderMap) -> Result<Caller, AuthError>;
+
+    /// Whether this authenticator checks anything (`false`: every request is [`Caller::local`]).
+    fn enabled(&self) -> bool;
+}
+
+/// No authentication: every request is [`Caller::local`] (stdio, loopback without `auth`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoAuth;
+
+impl Authenticate for NoAuth {
+    fn authenticate(&self, _headers: &http::HeaderMap) -> Result<Caller, AuthError> {
+        Ok(Caller::local())
+    }
+
+    fn enabled(&self) -> bool {
+        false
+    }
+}
+
+/// Why `server.auth` cannot be put in force (the server refuses to start).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthSetupError {
+    /// An environment variable the config names is unset or empty.
+    #[error("{path}: the environment variable `{var}` is not set (or empty)")]
+    MissingEnv {
+        /// The config path naming the variable.
+        path: String,
+        /// The variable.
+        var: String,
+    },
+    /// The JWKS file cannot be read or holds no usable key.
+    #[error("server.auth.jwt.jwksFile: {file}: {message}")]
+    Jwks {
+        /// The file.
+        file: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case).
+///
+/// # Errors
+/// [`AuthError::Missing`] without the header; [`AuthError::Invalid`] for another scheme or a
+/// header that is not text.
+pub fn bearer(headers: &http::HeaderMap) -> Result<&str, AuthError> {
+    let Some(value) = headers.get(http::header::AUTHORIZATION) else {
+        return Err(AuthError::Missing);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| AuthError::Invalid("the Authorization header is not text".into()))?;
+    match text.split_once(' ') {
+        Some((scheme, token))
+            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+        {
+            Ok(token.trim())
+        }
+        _ => Err(AuthError::Invalid(
+            "expected `Authorization: Bearer <token>`".into(),
+        )),
+    }
+}

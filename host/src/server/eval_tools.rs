@@ -1,0 +1,41 @@
+//! The eval tools: their names (`eval` for the default profile, `codemode_eval_<profile>` for
+//! each profile) and who may call them.
+
+use codemode_policies::{Caller, Config, Profile};
+
+/// Name of the eval tool of `evaluation.defaultProfile` (unrestricted without one).
+pub const EVAL_TOOL: &str = "eval";
+/// Prefix of the per-profile eval tools: `codemode_eval_<profile>`.
+pub const PROFILE_TOOL_PREFIX: &str = "codemode_eval_";
+
+/// The permissions of `required` that `caller` lacks for eval tool `tool` (`eval` or
+/// `codemode_eval_<profile>`): the profile's `requirePermissions`, and for `eval` also
+/// `evaluation.evalRequiresPermissions`. Empty for an unknown tool (the call reports that).
+pub(super) fn missing_permissions(config: &Config, tool: &str, caller: &Caller) -> Vec<String> {
+    let mut required: Vec<String> = Vec::new();
+    let profile = if tool == EVAL_TOOL {
+        required.extend(eval_requires_permissions(config).iter().cloned());
+        config.evaluation.default_profile.as_deref()
+    } else {
+        tool.strip_prefix(PROFILE_TOOL_PREFIX)
+    };
+    if let Some(profile) = profile.and_then(|name| config.profile(name)) {
+        required.extend(profile_requires_permissions(profile).iter().cloned());
+    }
+    required.dedup();
+    caller
+        .missing(&required)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `evaluation.evalRequiresPermissions`.
+fn eval_requires_permissions(config: &Config) -> &[String] {
+    &config.evaluation.eval_requires_permissions
+}
+
+/// A profile's `requirePermissions`.
+fn profile_requires_permissions(profile: &Profile) -> &[String] {
+    profile.required_permissions()
+}
