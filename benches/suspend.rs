@@ -2,6 +2,10 @@
 //! a local file ≤ 200 µs p50 (with and without fsync), restore + resume ≤ 300 µs, saved size
 //! ≤ 64 KiB — for the typical eval, one call awaiting a human after building a 10,000-element
 //! array. Prints the saved size, then measures.
+#![expect(
+    clippy::print_stderr,
+    reason = "a benchmark reports its figures on stderr"
+)]
 
 use codemode_bench::{self as bench, park_typical, resume_typical, write_file};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};

@@ -1,5 +1,9 @@
 //! Target: 1,000 evals suspended at once in tool calls — ≤ 1 GiB RSS, and new evals still start
 //! at full speed. Prints the memory figures, then measures the trivial eval while they wait.
+#![expect(
+    clippy::print_stderr,
+    reason = "a benchmark reports its figures on stderr"
+)]
 
 use codemode::{NoTools, Runtime};
 use codemode_bench::{self as bench, Parked, workloads};

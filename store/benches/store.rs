@@ -12,6 +12,10 @@
 //! check now).
 //!
 //! `cargo bench -p codemode-host --bench store` (`STORE_BENCH_ITERS`, default 2000).
+#![expect(
+    clippy::print_stderr,
+    reason = "a benchmark reports its figures on stderr"
+)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

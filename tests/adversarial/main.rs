@@ -4,6 +4,10 @@
 //! classified (`internal` fails the case), no denied tool ran (by the ledger and by the
 //! upstream's own side effects on disk), and the audit log has exactly one `eval` record and one
 //! `tool_call` record per attempt.
+#![expect(
+    clippy::print_stderr,
+    reason = "a test prints the output of the servers it started, for a failure"
+)]
 
 mod abi;
 mod escape;

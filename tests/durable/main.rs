@@ -9,6 +9,10 @@
 //! equals an uninterrupted run's (one node, answered while the eval is still in memory), that the
 //! file got the line once, and that across all nodes' audit directories there is exactly one
 //! `eval` record and one `tool_call` record per call.
+#![expect(
+    clippy::print_stderr,
+    reason = "a test prints the output of the nodes it started, for a failure"
+)]
 
 mod client;
 mod flow;

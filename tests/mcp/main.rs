@@ -10,6 +10,10 @@
 //!
 //! Client stderr (with codemode's own log over stdio) is printed, and shown when a test fails;
 //! a failed test keeps its scratch directory.
+#![expect(
+    clippy::print_stderr,
+    reason = "a test prints the output of the servers and clients it started, for a failure"
+)]
 
 use codemode_test_support::peers;
 

@@ -16,6 +16,10 @@
 //! The scanner is a small tokenizer and item reader (`lexer`, `parse`), not a Rust parser: it
 //! reads this workspace's sources in a few milliseconds and is tested on small sources in
 //! `scanner_tests`.
+#![expect(
+    clippy::print_stderr,
+    reason = "the structure check prints what it found"
+)]
 
 mod lexer;
 mod model;
@@ -87,6 +91,42 @@ fn the_workspace_keeps_its_structure() {
         panic!(
             "{report}\nThe structure check fails (the lists are at the top of tests/structure/main.rs):\n{}",
             problems.join("\n")
+        );
+    }
+}
+
+/// The lints of one table (`rust` or `clippy`) under `prefix` (`workspace.lints` or `lints`) of
+/// a Cargo.toml: its `name = "level"` lines, comments left out.
+fn lint_table(manifest: &str, prefix: &str, table: &str) -> Vec<String> {
+    let header = format!("[{prefix}.{table}]");
+    manifest
+        .lines()
+        .skip_while(|l| l.trim() != header)
+        .skip(1)
+        .take_while(|l| !l.trim_start().starts_with('['))
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The guest is a workspace of its own and cannot inherit the lints: its list must be the
+/// workspace's, so that the project's lints stay one set.
+#[test]
+fn the_guest_lints_as_the_workspace_does() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let guest = std::fs::read_to_string(root.join("guest/Cargo.toml")).unwrap();
+    for table in ["rust", "clippy"] {
+        let ours = lint_table(&workspace, "workspace.lints", table);
+        assert!(
+            !ours.is_empty(),
+            "no [workspace.lints.{table}] in Cargo.toml"
+        );
+        assert_eq!(
+            lint_table(&guest, "lints", table),
+            ours,
+            "guest/Cargo.toml's [lints.{table}] differs from Cargo.toml's [workspace.lints.{table}]"
         );
     }
 }

@@ -446,6 +446,10 @@ pub struct BindError(String);
 ///
 /// # Errors
 /// The address cannot be bound, or it is not a loopback address while `auth` checks nothing.
+#[expect(
+    clippy::print_stderr,
+    reason = "the documented `approvals at` line, printed whatever the log filter"
+)]
 pub async fn bind(
     addr: std::net::SocketAddr,
     auth: &dyn Authenticate,

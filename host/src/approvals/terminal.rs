@@ -1,5 +1,9 @@
 //! Asking the person at the terminal (`codemode run --profile` with an interactive stdin): the
 //! question, the choices, and a countdown to the automatic answer (deny).
+#![expect(
+    clippy::print_stderr,
+    reason = "the terminal approver talks to the person at the terminal, on stderr (stdout carries the script's result)"
+)]
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Mutex;

@@ -248,6 +248,10 @@ impl ServerBuilder {
 
     /// The HTTP options of a server at `addr`: the config's `server` section plus the
     /// builder's. Refuses a non-loopback address without auth unless allowed.
+    #[expect(
+        clippy::print_stderr,
+        reason = "the warning before an unauthenticated listener starts must reach the operator whatever the log filter"
+    )]
     fn http_options(&self, addr: SocketAddr) -> Result<HttpOptions, ServeError> {
         let settings = &self.config.server;
         let auth = auth::from_settings(settings.auth.as_ref())

@@ -162,6 +162,10 @@ pub(crate) fn live_limits(state: &Arc<ServerState>) -> crate::approvals::http::L
 /// idle keep-alive connections close, the evals in flight get [`drain::SHUTDOWN_GRACE`] to
 /// finish and answer, those still running are cancelled (they answer with a `cancelled` error
 /// and write their audit records), and only then are MCP sessions and streams closed.
+#[expect(
+    clippy::print_stderr,
+    reason = "the documented `listening on` line, printed whatever the log filter: supervisors and tests wait for it"
+)]
 pub async fn serve_http(
     state: Arc<ServerState>,
     addr: SocketAddr,

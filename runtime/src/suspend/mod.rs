@@ -49,7 +49,6 @@ use memory::MemoryDiff;
 
 /// How an eval that may park ended: finished, or parked for later.
 #[derive(Debug)]
-#[allow(clippy::large_enum_variant, reason = "one per eval, moved once")]
 pub enum EvalStep {
     /// The script finished (or failed): its outcome.
     Finished(EvalOutcome),
