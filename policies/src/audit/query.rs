@@ -261,9 +261,10 @@ pub enum AuditFormat {
     Jsonl,
     /// One JSON array of the records, pretty-printed.
     Json,
-    /// A header row of [`AUDIT_CSV_COLUMNS`], then one row per record (RFC 4180 quoting;
-    /// control characters written as visible `\u001b`-style escapes, so no value can start a
-    /// line of its own or drive a terminal).
+    /// A header row of [`AUDIT_CSV_COLUMNS`], then one row per record (RFC 4180 quoting; every
+    /// cell [`neutralize`](crate::neutralize)d — control and invisible characters written as
+    /// visible `\n`, `\u001b`-style escapes —, so no value can start a line of its own, drive
+    /// a terminal or hide text).
     Csv,
 }
 
@@ -303,14 +304,7 @@ fn csv_cell(v: Option<&Value>) -> String {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
     };
-    let mut clean = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            clean.push_str(&format!("\\u{:04x}", u32::from(c)));
-        } else {
-            clean.push(c);
-        }
-    }
+    let clean = crate::neutralize(&text);
     if clean.contains([',', '"']) {
         format!("\"{}\"", clean.replace('"', "\"\""))
     } else {
@@ -377,7 +371,7 @@ mod tests {
         std::fs::write(
             d.join("2024-04-30.jsonl"),
             concat!(
-                r#"{"ts":"2024-05-01T10:00:01.000Z","event":"tool_call","eval_id":"b-1","caller":"alice","tool":"fs__read","decision":"allowed","reason":"a, \"quoted\"\nline"}"#,
+                r#"{"ts":"2024-05-01T10:00:01.000Z","event":"tool_call","eval_id":"b-1","caller":"alice","tool":"fs__read","decision":"allowed","reason":"a, \"quoted\"\nline\u2066"}"#,
                 "\n"
             ),
         )
@@ -437,7 +431,7 @@ mod tests {
         assert_eq!(rows[0], AUDIT_CSV_COLUMNS.join(","));
         assert_eq!(
             rows[1],
-            "2024-05-01T10:00:01.000Z,tool_call,b-1,,alice,,,fs__read,,,allowed,\"a, \"\"quoted\"\"\\u000aline\",,,,,,,,,,,,,,,,,"
+            "2024-05-01T10:00:01.000Z,tool_call,b-1,,alice,,,fs__read,,,allowed,\"a, \"\"quoted\"\"\\nline\\u2066\",,,,,,,,,,,,,,,,,"
         );
         assert_eq!(
             rows[2],
