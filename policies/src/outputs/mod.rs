@@ -115,6 +115,31 @@ impl OutputPolicy {
     /// returns the concrete paths that were masked or removed, as JSON Pointers, each once, in
     /// document order (array indexes by number). See the module docs for the rules.
     pub fn apply(&self, tool: &str, value: &mut Value) -> Vec<String> {
+        let (masked, redacted) = self.paths(tool, value);
+        if masked.is_empty() && redacted.is_empty() {
+            return Vec::new();
+        }
+        // Deepest and last first: a masked or removed value never hides a later path.
+        for path in masked.iter().rev() {
+            if let Some(v) = get_mut(value, path) {
+                *v = mask_value(v);
+            }
+        }
+        for path in redacted.iter().rev() {
+            remove(value, path);
+        }
+        pointers(masked, redacted)
+    }
+
+    /// The paths [`apply`](OutputPolicy::apply) would mask or remove in `value`, without
+    /// touching it: what a message about the result as returned must not name.
+    pub fn hidden(&self, tool: &str, value: &Value) -> Vec<String> {
+        let (masked, redacted) = self.paths(tool, value);
+        pointers(masked, redacted)
+    }
+
+    /// The concrete paths the rules for `tool` mask and remove in `value`, each sorted and once.
+    fn paths(&self, tool: &str, value: &Value) -> (Vec<Path>, Vec<Path>) {
         let mut masked: Vec<Path> = Vec::new();
         let mut redacted: Vec<Path> = Vec::new();
         for rule in self
@@ -129,27 +154,20 @@ impl OutputPolicy {
                 redacted.extend(p.matches(value));
             }
         }
-        if masked.is_empty() && redacted.is_empty() {
-            return Vec::new();
-        }
         masked.sort();
         masked.dedup();
         redacted.sort();
         redacted.dedup();
-        // Deepest and last first: a masked or removed value never hides a later path.
-        for path in masked.iter().rev() {
-            if let Some(v) = get_mut(value, path) {
-                *v = mask_value(v);
-            }
-        }
-        for path in redacted.iter().rev() {
-            remove(value, path);
-        }
-        let mut all: Vec<Path> = masked.into_iter().chain(redacted).collect();
-        all.sort();
-        all.dedup();
-        all.iter().map(|p| pointer::pointer(p)).collect()
+        (masked, redacted)
     }
+}
+
+/// Both lists of paths as JSON Pointers, in document order, each once.
+fn pointers(masked: Vec<Path>, redacted: Vec<Path>) -> Vec<String> {
+    let mut all: Vec<Path> = masked.into_iter().chain(redacted).collect();
+    all.sort();
+    all.dedup();
+    all.iter().map(|p| pointer::pointer(p)).collect()
 }
 
 /// The masked form of `v`: `"***"`, or `"***"` and the last 4 characters of a string longer
