@@ -10,6 +10,10 @@
 //! - `redact`: the value is removed: an object member loses its key; an array element is
 //!   taken out of the array (the elements after it move up one place). `""` (the whole
 //!   result) becomes `null`.
+//! - `allow`: deny by default. A tool matched by any rule with `allow` keeps only the values
+//!   at those paths (with everything below them, and the objects and arrays that lead to
+//!   them); every other value is removed as by `redact`. Several rules' `allow` lists add up.
+//!   `mask` and `redact` apply within what is allowed.
 //!
 //! Every rule whose globs match the tool applies. All paths are matched against the result as
 //! the tool returned it, so rules do not depend on each other's order; masks go first, then
@@ -41,7 +45,7 @@ pub use pointer::PathPattern;
 use serde_json::Value;
 
 use crate::profile::GlobList;
-use pointer::{Path, Step, get_mut};
+use pointer::{Path, Relation, Step, get_mut};
 
 /// What a masked value becomes (before the kept tail of a long string).
 pub const MASK: &str = "***";
@@ -62,15 +66,27 @@ pub struct OutputRule {
     tools: GlobList,
     mask: Vec<PathPattern>,
     redact: Vec<PathPattern>,
+    allow: Option<Vec<PathPattern>>,
 }
 
 impl OutputRule {
-    pub(crate) fn new(tools: GlobList, mask: Vec<PathPattern>, redact: Vec<PathPattern>) -> Self {
+    pub(crate) fn new(
+        tools: GlobList,
+        mask: Vec<PathPattern>,
+        redact: Vec<PathPattern>,
+        allow: Option<Vec<PathPattern>>,
+    ) -> Self {
         OutputRule {
             tools,
             mask,
             redact,
+            allow,
         }
+    }
+
+    /// The only paths kept (`allow`), when the rule has the list: deny by default.
+    pub fn allow(&self) -> Option<&[PathPattern]> {
+        self.allow.as_deref()
     }
 
     /// The tool-name globs, as written.
@@ -142,6 +158,7 @@ impl OutputPolicy {
     fn paths(&self, tool: &str, value: &Value) -> (Vec<Path>, Vec<Path>) {
         let mut masked: Vec<Path> = Vec::new();
         let mut redacted: Vec<Path> = Vec::new();
+        let mut allowed: Option<Vec<&PathPattern>> = None;
         for rule in self
             .rules
             .iter()
@@ -153,12 +170,58 @@ impl OutputPolicy {
             for p in &rule.redact {
                 redacted.extend(p.matches(value));
             }
+            if let Some(allow) = &rule.allow {
+                allowed.get_or_insert_with(Vec::new).extend(allow);
+            }
+        }
+        if let Some(allowed) = allowed {
+            let mut outside = Vec::new();
+            not_allowed(value, &allowed, &mut Vec::new(), &mut outside);
+            // A path inside one removed anyway is neither masked nor listed again.
+            outside.retain(|o| !redacted.iter().any(|r| o.starts_with(r)));
+            let under = |p: &Path| outside.iter().any(|o| p.starts_with(o));
+            masked.retain(|p| !under(p));
+            redacted.retain(|p| !under(p));
+            redacted.extend(outside);
         }
         masked.sort();
         masked.dedup();
         redacted.sort();
         redacted.dedup();
         (masked, redacted)
+    }
+}
+
+/// The topmost places in `value` (at `at`) that no `allowed` pattern covers or leads to: a
+/// value a pattern covers is kept whole; one a pattern leads below is kept as structure and
+/// its members or elements are looked at in turn (a scalar there is not allowed: what the
+/// pattern names is not in it).
+fn not_allowed(value: &Value, allowed: &[&PathPattern], at: &mut Path, out: &mut Vec<Path>) {
+    let mut leads = false;
+    for p in allowed {
+        match p.relation(at) {
+            Relation::Covers => return,
+            Relation::LeadsBelow => leads = true,
+            Relation::Apart => {}
+        }
+    }
+    match value {
+        _ if !leads => out.push(at.clone()),
+        Value::Object(map) => {
+            for (k, v) in map {
+                at.push(Step::Key(k.clone()));
+                not_allowed(v, allowed, at, out);
+                at.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                at.push(Step::Index(i));
+                not_allowed(v, allowed, at, out);
+                at.pop();
+            }
+        }
+        _ => out.push(at.clone()),
     }
 }
 
