@@ -1,8 +1,8 @@
 //! What a human reads: script-chosen text (tool names, arguments, `hitl_request` questions,
 //! console output) made safe to show, so that it can never hide or fake a line of a prompt.
 //!
-//! [`neutralize`] makes every control character and invisible formatting character visible as an
-//! escape (`\n`, `\u001b`, `\u202e`); [`summarize_args`] shows a call's arguments with every
+//! [`neutralize`] makes every control character and every invisible or format character visible
+//! as an escape (`\n`, `\u001b`, `\u202e`, `\u{e0020}`); [`summarize_args`] shows a call's arguments with every
 //! top-level key in view, each value bounded.
 
 use std::fmt::Write as _;
@@ -10,15 +10,18 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 /// `text` with every character that could move the cursor, start an escape sequence, reorder or
-/// hide text replaced by a visible escape: `\n`, `\r`, `\t`, and `\uXXXX` for the other C0 and C1
-/// control characters, DEL, the bidirectional overrides and isolates, zero-width characters, the
-/// line and paragraph separators and the byte-order mark. Everything else (a backslash too) is
-/// kept as it is.
+/// hide text replaced by a visible escape: `\n`, `\r`, `\t`, and `\uXXXX` (`\u{XXXXX}` past
+/// U+FFFF) for every other character [`is_invisible`] names — the C0 and C1 controls and DEL,
+/// every format character (general category Cf: bidi controls, zero-width characters, the
+/// byte-order mark, tags…) and every default-ignorable code point (variation selectors, Hangul
+/// fillers, the combining grapheme joiner…), and the line and paragraph separators. Everything
+/// else (a backslash too) is kept as it is.
 ///
 /// ```
 /// use codemode_policies::neutralize;
 /// assert_eq!(neutralize("ok\n\u{1b}[2Kapproved"), "ok\\n\\u001b[2Kapproved");
 /// assert_eq!(neutralize("a\u{202e}b"), "a\\u202eb");
+/// assert_eq!(neutralize("Cancel\u{e0020}"), "Cancel\\u{e0020}");
 /// assert_eq!(neutralize("plain – text"), "plain – text");
 /// ```
 pub fn neutralize(text: &str) -> String {
@@ -28,29 +31,84 @@ pub fn neutralize(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if needs_escape(c) => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
+            c if is_invisible(c) => push_escape(&mut out, c),
             c => out.push(c),
         }
     }
     out
 }
 
-/// Whether `c` is invisible or changes how the text around it is shown.
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{00ad}'                  // soft hyphen
-            | '\u{061c}'                // Arabic letter mark
-            | '\u{180e}'                // Mongolian vowel separator
-            | '\u{200b}'..='\u{200f}'   // zero-width characters, LRM, RLM
-            | '\u{2028}'..='\u{202e}'   // line/paragraph separators, bidi embeddings/overrides
-            | '\u{2060}'..='\u{2069}'   // word joiner, invisible operators, bidi isolates
-            | '\u{feff}'                // byte-order mark
-            | '\u{fff9}'..='\u{fffb}' // interlinear annotations
-        )
+/// `\uXXXX` for a character of the Basic Multilingual Plane, `\u{XXXXX}` past it (so that
+/// U+E0020 cannot read as U+E002 followed by `0`).
+fn push_escape(out: &mut String, c: char) {
+    let code = u32::from(c);
+    if code <= 0xffff {
+        let _ = write!(out, "\\u{code:04x}");
+    } else {
+        let _ = write!(out, "\\u{{{code:x}}}");
+    }
+}
+
+/// The code points [`neutralize`] escapes besides the controls (`char::is_control`), as
+/// inclusive ranges in order: the union of Unicode's `Default_Ignorable_Code_Point`
+/// (DerivedCoreProperties.txt, reserved ones included, so that a later Unicode version's
+/// assignments there stay invisible here) and general category `Cf` (format), plus the line and
+/// paragraph separators (U+2028, U+2029). Renderers outside Rust (the approval page's script)
+/// escape exactly this set: see [`invisible_ranges`].
+const INVISIBLE: &[(char, char)] = &[
+    ('\u{00ad}', '\u{00ad}'),   // soft hyphen
+    ('\u{034f}', '\u{034f}'),   // combining grapheme joiner
+    ('\u{0600}', '\u{0605}'),   // Arabic number signs (Cf)
+    ('\u{061c}', '\u{061c}'),   // Arabic letter mark
+    ('\u{06dd}', '\u{06dd}'),   // Arabic end of ayah (Cf)
+    ('\u{070f}', '\u{070f}'),   // Syriac abbreviation mark (Cf)
+    ('\u{0890}', '\u{0891}'),   // Arabic pound/piastre mark above (Cf)
+    ('\u{08e2}', '\u{08e2}'),   // Arabic disputed end of ayah (Cf)
+    ('\u{115f}', '\u{1160}'),   // Hangul choseong/jungseong fillers
+    ('\u{17b4}', '\u{17b5}'),   // Khmer inherent vowels
+    ('\u{180b}', '\u{180f}'),   // Mongolian free variation selectors, vowel separator
+    ('\u{200b}', '\u{200f}'),   // zero-width space, (non-)joiner, LRM, RLM
+    ('\u{2028}', '\u{202e}'),   // line/paragraph separators, bidi embeddings/overrides
+    ('\u{2060}', '\u{206f}'),   // word joiner, invisible operators, bidi isolates, deprecated
+    ('\u{3164}', '\u{3164}'),   // Hangul filler
+    ('\u{fe00}', '\u{fe0f}'),   // variation selectors 1–16
+    ('\u{feff}', '\u{feff}'),   // byte-order mark, zero-width no-break space
+    ('\u{ffa0}', '\u{ffa0}'),   // halfwidth Hangul filler
+    ('\u{fff0}', '\u{fffb}'),   // reserved specials, interlinear annotations
+    ('\u{110bd}', '\u{110bd}'), // Kaithi number sign (Cf)
+    ('\u{110cd}', '\u{110cd}'), // Kaithi number sign above (Cf)
+    ('\u{13430}', '\u{1343f}'), // Egyptian hieroglyph format controls (Cf)
+    ('\u{1bca0}', '\u{1bca3}'), // shorthand format controls
+    ('\u{1d173}', '\u{1d17a}'), // musical symbol beams, ties, slurs, phrases
+    ('\u{e0000}', '\u{e0fff}'), // tags, variation selectors 17–256, reserved
+];
+
+/// Whether [`neutralize`] escapes `c`: a control character, or one that is invisible or
+/// changes how the text around it is shown (see [`invisible_ranges`]).
+pub fn is_invisible(c: char) -> bool {
+    if c < '\u{a0}' {
+        return c.is_control();
+    }
+    INVISIBLE
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// Every character [`neutralize`] escapes, as inclusive ranges in code point order: the C0
+/// controls, DEL and the C1 controls, then the invisible and format characters. For renderers
+/// that cannot call [`neutralize`] (the approval page's script) to build the same set.
+pub fn invisible_ranges() -> impl Iterator<Item = (char, char)> {
+    [('\u{0}', '\u{1f}'), ('\u{7f}', '\u{9f}')]
+        .into_iter()
+        .chain(INVISIBLE.iter().copied())
 }
 
 /// The longest preview of one value (and of one key) in an argument summary, in characters.
@@ -141,6 +199,63 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(neutralize(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn neutralize_escapes_every_default_ignorable_and_format_character() {
+        let cases = [
+            // A whole sentence in tag characters, after a visible word.
+            (
+                "Cancel\u{e0020}\u{e0061}\u{e007f}",
+                "Cancel\\u{e0020}\\u{e0061}\\u{e007f}",
+            ),
+            (
+                "\u{115f}\u{1160}\u{3164}\u{ffa0}",
+                "\\u115f\\u1160\\u3164\\uffa0",
+            ),
+            ("a\u{34f}b", "a\\u034fb"),
+            (
+                "ok\u{fe0f}\u{e0100}\u{e01ef}",
+                "ok\\ufe0f\\u{e0100}\\u{e01ef}",
+            ),
+            ("\u{180b}\u{180f}\u{17b4}", "\\u180b\\u180f\\u17b4"),
+            ("\u{206f}\u{fff0}\u{fff8}", "\\u206f\\ufff0\\ufff8"),
+            (
+                "\u{1bca0}\u{1d173}\u{1d17a}",
+                "\\u{1bca0}\\u{1d173}\\u{1d17a}",
+            ),
+            (
+                "\u{ad}\u{61c}\u{600}\u{13430}",
+                "\\u00ad\\u061c\\u0600\\u{13430}",
+            ),
+            // Neighbours that are visible stay.
+            (
+                "\u{a0}\u{3000}\u{1d172}\u{e1000}",
+                "\u{a0}\u{3000}\u{1d172}\u{e1000}",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(neutralize(input), want, "{input:?}");
+        }
+        let ranges: Vec<(char, char)> = invisible_ranges().collect();
+        assert!(
+            ranges.windows(2).all(|w| w[0].1 < w[1].0),
+            "ranges in order, disjoint"
+        );
+    }
+
+    /// Differential check against the Unicode tables of `unicode-general-category`: every
+    /// format character (Cf) and every control (Cc) is escaped, so a newer Unicode version's
+    /// format characters cannot slip through unnoticed.
+    #[test]
+    fn every_format_and_control_character_is_invisible() {
+        use unicode_general_category::{GeneralCategory, get_general_category};
+        for c in (0..=0x10ffff_u32).filter_map(char::from_u32) {
+            let category = get_general_category(c);
+            if matches!(category, GeneralCategory::Format | GeneralCategory::Control) {
+                assert!(is_invisible(c), "U+{:04X} ({category:?})", u32::from(c));
+            }
         }
     }
 

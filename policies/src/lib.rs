@@ -200,7 +200,10 @@ pub use config::{
     RedisUrl, StoreLocation, default_state_dir,
 };
 pub use decision::ApprovalDecision;
-pub use display::{ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, neutralize, summarize_args};
+pub use display::{
+    ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, invisible_ranges, is_invisible, neutralize,
+    summarize_args,
+};
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
 pub use outputs::{

@@ -131,20 +131,10 @@ fn verify(args: VerifyArgs) -> ExitCode {
     }
 }
 
-/// A file's path for display, with control characters made visible (a file name is chosen by
-/// whoever can write the directory).
+/// A file's path for display, [`neutralize`](codemode_policies::neutralize)d (a file name is
+/// chosen by whoever can write the directory).
 fn display_file(path: &std::path::Path) -> String {
-    path.display()
-        .to_string()
-        .chars()
-        .map(|c| {
-            if c.is_control() {
-                format!("\\u{:04x}", u32::from(c))
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    codemode_policies::neutralize(&path.display().to_string())
 }
 
 fn query(args: QueryArgs) -> ExitCode {

@@ -20,7 +20,7 @@ fn text_clean(p: &Probe<'_>) -> Result<(), String> {
     if let Some(c) = p
         .text
         .chars()
-        .find(|&c| (c.is_control() && c != '\n') || c == '\u{202e}')
+        .find(|&c| c != '\n' && codemode_policies::is_invisible(c))
     {
         return Err(format!("raw {c:?} in the text block: {:?}", p.text));
     }

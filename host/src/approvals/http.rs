@@ -487,7 +487,35 @@ pub fn serve(
 
 #[cfg(test)]
 mod tests {
-    use super::host_name;
+    use super::{PAGE, host_name};
+
+    /// The page's script escapes exactly what `neutralize` escapes: its regex class is the one
+    /// built from `invisible_ranges()`.
+    #[test]
+    fn the_page_neutralizes_the_same_characters_as_the_host() {
+        let escape = |c: char| {
+            let code = u32::from(c);
+            if code <= 0xffff {
+                format!("\\u{code:04x}")
+            } else {
+                format!("\\u{{{code:x}}}")
+            }
+        };
+        let class: String = codemode_policies::invisible_ranges()
+            .map(|(lo, hi)| {
+                if lo == hi {
+                    escape(lo)
+                } else {
+                    format!("{}-{}", escape(lo), escape(hi))
+                }
+            })
+            .collect();
+        let regex = format!("String(text).replace(/[{class}]/gu, (c) => {{");
+        assert!(
+            PAGE.contains(&regex),
+            "the page's neutralize must use {regex}"
+        );
+    }
 
     #[test]
     fn host_names() {

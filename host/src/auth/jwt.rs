@@ -1,5 +1,7 @@
-//! JWT callers (`server.auth.jwt`): signature, algorithm, expiry, issuer and audience checked;
-//! the caller is the `sub` claim, its permissions the `permissionsClaim` claim.
+//! JWT callers (`server.auth.jwt`): signature, algorithm, expiry, not-before, issuer and audience
+//! checked, and a token naming critical header extensions (`crit`, RFC 7515 §4.1.11) refused, as
+//! none is understood; the caller is the `sub` claim, its permissions the `permissionsClaim`
+//! claim.
 
 use std::collections::BTreeMap;
 
@@ -96,6 +98,8 @@ impl JwtAuth {
     fn validation(&self, alg: Algorithm) -> Validation {
         let mut v = Validation::new(alg);
         v.leeway = LEEWAY_SECONDS;
+        // `nbf` when present (optional, like in RFC 7519), with the same leeway as `exp`.
+        v.validate_nbf = true;
         v.set_issuer(&[&self.issuer]);
         v.set_audience(&[&self.audience]);
         v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
@@ -121,6 +125,17 @@ impl Authenticate for JwtAuth {
     fn authenticate(&self, headers: &http::HeaderMap) -> Result<Caller, AuthError> {
         let token = bearer(headers)?;
         let header = jsonwebtoken::decode_header(token).map_err(invalid)?;
+        // Every extension `crit` names must be understood, and this verifier understands none
+        // (an empty list is malformed: RFC 7515 §4.1.11).
+        if let Some(crit) = &header.crit {
+            return Err(AuthError::Invalid(match crit.first() {
+                Some(name) => format!(
+                    "critical header extension `{}` not supported",
+                    codemode_policies::neutralize(name)
+                ),
+                None => "an empty `crit` header".into(),
+            }));
+        }
         let (key, alg) = match &self.keys {
             Keys::Hs256(key) => (key, Algorithm::HS256),
             Keys::Jwks(keys) => {
@@ -276,6 +291,76 @@ uxvejBLl3yh5EKEdx2t9epFdmfH7lkN68D8VIUMbZw00Nz1wSIqKeUP9
         assert!(
             err.starts_with("server.auth.jwt.jwksFile: /nonexistent/jwks.json: "),
             "{err}"
+        );
+    }
+
+    fn hs256() -> (JwtAuth, EncodingKey) {
+        let config = codemode_policies::Config::from_json_str(
+            &json!({"server": {"auth": {"jwt": {"issuer": "iss", "audience": "aud",
+                "hs256SecretEnv": "JWT_SECRET"}}}})
+            .to_string(),
+        )
+        .unwrap();
+        let Some(codemode_policies::AuthSettings::Jwt(jwt)) = config.server.auth else {
+            panic!("jwt settings")
+        };
+        let auth = JwtAuth::new(&jwt, &|_| Some("s3cret".into())).unwrap();
+        (auth, EncodingKey::from_secret(b"s3cret"))
+    }
+
+    #[test]
+    fn not_before_is_checked_with_the_expiry_leeway() {
+        let (auth, key) = hs256();
+        let token = |nbf: Option<u64>| {
+            let mut claims = json!({"sub": "bob", "iss": "iss", "aud": "aud", "exp": now() + 600});
+            if let Some(nbf) = nbf {
+                claims["nbf"] = json!(nbf);
+            }
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).unwrap()
+        };
+        let bob = Ok(Caller::new("bob", Vec::<String>::new()));
+        // Login without `nbf`, with one in the past, and within the leeway keeps working.
+        assert_eq!(auth.authenticate(&bearer_headers(&token(None))), bob);
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token(Some(now() - 60)))),
+            bob
+        );
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token(Some(now() + LEEWAY_SECONDS / 2)))),
+            bob
+        );
+        // A token not valid for another ten minutes is refused.
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token(Some(now() + 600)))),
+            Err(AuthError::Invalid("the token is not valid yet".into()))
+        );
+    }
+
+    #[test]
+    fn critical_header_extensions_are_refused() {
+        let (auth, key) = hs256();
+        let claims = json!({"sub": "bob", "iss": "iss", "aud": "aud", "exp": now() + 600});
+        let mut header = Header::new(Algorithm::HS256);
+        header.crit = Some(vec!["b64".into()]);
+        header.extras.insert("b64", false);
+        let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token)),
+            Err(AuthError::Invalid(
+                "critical header extension `b64` not supported".into()
+            ))
+        );
+        header.crit = Some(vec![]);
+        let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token)),
+            Err(AuthError::Invalid("an empty `crit` header".into()))
+        );
+        // The same token without `crit` logs in.
+        let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).unwrap();
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token)),
+            Ok(Caller::new("bob", Vec::<String>::new()))
         );
     }
 }

@@ -79,6 +79,15 @@ struct Request {
     metadata: Option<Value>,
 }
 
+/// An option as a human tells it from the others: neutralised, runs of white space folded to
+/// one space and trimmed.
+fn reads_as(option: &str) -> String {
+    codemode_policies::neutralize(option)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn parse(args: &Value) -> Result<Request, String> {
     let obj = args.as_object().ok_or("arguments must be an object")?;
     const KEYS: [&str; 7] = [
@@ -124,8 +133,14 @@ fn parse(args: &Value) -> Result<Request, String> {
                                  an option is shown to the human as it is and must read as what it is"
                             ));
                         }
-                        if out.iter().any(|o| o == s) {
-                            return Err(format!("`options` must be unique; `{s}` appears twice"));
+                        // Options that read the same are one option to a human: equal after
+                        // neutralisation once runs of white space (which a button or a list
+                        // does not show apart) are folded.
+                        if out.iter().any(|o| reads_as(o) == reads_as(s)) {
+                            return Err(format!(
+                                "`options` must be unique; `{}` appears twice (options are compared as a human reads them, white space folded)",
+                                reads_as(s)
+                            ));
                         }
                         out.push(s.to_string());
                     }
@@ -410,6 +425,48 @@ mod tests {
             assert_eq!(r["status"], "error", "{args}: {r}");
             assert_eq!(r["ok"], false);
             assert!(r["message"].as_str().is_some_and(|m| !m.is_empty()));
+        }
+    }
+
+    #[tokio::test]
+    async fn options_that_read_the_same_are_refused() {
+        let invisible = |shown: &str| {
+            format!(
+                "option `{shown}` has a control or invisible character (shown escaped): an option is shown to the human as it is and must read as what it is"
+            )
+        };
+        let twice = |shown: &str| {
+            format!(
+                "`options` must be unique; `{shown}` appears twice (options are compared as a human reads them, white space folded)"
+            )
+        };
+        let cases = [
+            // A hidden tag, variation selector, Hangul filler or grapheme joiner.
+            (
+                json!(["Cancel", "Cancel\u{e0020}"]),
+                invisible("Cancel\\u{e0020}"),
+            ),
+            (
+                json!(["Cancel", "Cancel\u{fe0f}"]),
+                invisible("Cancel\\ufe0f"),
+            ),
+            (
+                json!(["Cancel", "Cancel\u{3164}"]),
+                invisible("Cancel\\u3164"),
+            ),
+            (
+                json!(["Cancel", "Can\u{34f}cel"]),
+                invisible("Can\\u034fcel"),
+            ),
+            // White space a button or a list does not show apart.
+            (json!(["Cancel", " Cancel"]), twice("Cancel")),
+            (json!(["Do  it", "Do\u{3000}it"]), twice("Do it")),
+        ];
+        for (options, want) in cases {
+            let args = json!({"question": "q", "options": options});
+            let r = run(&args, &asker(vec![]), "r1", &cx()).await;
+            assert_eq!(r["status"], "error", "{args}: {r}");
+            assert_eq!(r["message"], want.as_str(), "{args}");
         }
     }
 

@@ -261,9 +261,11 @@ pub enum AuditFormat {
     Jsonl,
     /// One JSON array of the records, pretty-printed.
     Json,
-    /// A header row of [`AUDIT_CSV_COLUMNS`], then one row per record (RFC 4180 quoting;
-    /// control characters written as visible `\u001b`-style escapes, so no value can start a
-    /// line of its own or drive a terminal).
+    /// A header row of [`AUDIT_CSV_COLUMNS`], then one row per record (RFC 4180 quoting; every
+    /// cell [`neutralize`](crate::neutralize)d — control and invisible characters written as
+    /// visible `\n`, `\u001b`-style escapes —, so no value can start a line of its own, drive
+    /// a terminal or hide text; a string cell a spreadsheet would run as a formula — starting
+    /// with `=`, `+`, `-`, `@`, a tab or a carriage return — gets a `'` in front).
     Csv,
 }
 
@@ -297,19 +299,21 @@ pub fn format_records(records: &[QueriedRecord], format: AuditFormat) -> String 
     }
 }
 
+/// The first characters that make a spreadsheet read a cell as a formula.
+const CSV_FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
 fn csv_cell(v: Option<&Value>) -> String {
     let text = match v {
         None | Some(Value::Null) => return String::new(),
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
     };
-    let mut clean = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            clean.push_str(&format!("\\u{:04x}", u32::from(c)));
-        } else {
-            clean.push(c);
-        }
+    let mut clean = crate::neutralize(&text);
+    // A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV
+    // injection": `=HYPERLINK(…)`, `@SUM(…)`, `-2+3+cmd|…`): a quote in front makes it text.
+    // Numbers and booleans are written by the audit, never a formula (`-1` stays a number).
+    if matches!(v, Some(Value::String(s)) if s.starts_with(CSV_FORMULA_STARTS)) {
+        clean.insert(0, '\'');
     }
     if clean.contains([',', '"']) {
         format!("\"{}\"", clean.replace('"', "\"\""))
@@ -329,6 +333,30 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn csv_cells_a_spreadsheet_would_run_are_quoted_as_text() {
+        let cases = [
+            (
+                json!("=HYPERLINK(\"http://x\",\"y\")"),
+                "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"",
+            ),
+            (json!("+1+1"), "'+1+1"),
+            (json!("-2+3+cmd|' /C calc'!A0"), "'-2+3+cmd|' /C calc'!A0"),
+            (json!("@SUM(A1:A9)"), "'@SUM(A1:A9)"),
+            (json!("\t=1"), "'\\t=1"),
+            (json!("\r=1"), "'\\r=1"),
+            // Elsewhere in the cell, or not a string: as it is.
+            (json!("a=1"), "a=1"),
+            (json!(-1), "-1"),
+            (json!(1.5), "1.5"),
+            (json!(""), ""),
+        ];
+        for (value, want) in cases {
+            assert_eq!(csv_cell(Some(&value)), want, "{value}");
+        }
+        assert_eq!(csv_cell(None), "");
     }
 
     #[test]
@@ -377,7 +405,7 @@ mod tests {
         std::fs::write(
             d.join("2024-04-30.jsonl"),
             concat!(
-                r#"{"ts":"2024-05-01T10:00:01.000Z","event":"tool_call","eval_id":"b-1","caller":"alice","tool":"fs__read","decision":"allowed","reason":"a, \"quoted\"\nline"}"#,
+                r#"{"ts":"2024-05-01T10:00:01.000Z","event":"tool_call","eval_id":"b-1","caller":"alice","tool":"fs__read","decision":"allowed","reason":"a, \"quoted\"\nline\u2066"}"#,
                 "\n"
             ),
         )
@@ -437,7 +465,7 @@ mod tests {
         assert_eq!(rows[0], AUDIT_CSV_COLUMNS.join(","));
         assert_eq!(
             rows[1],
-            "2024-05-01T10:00:01.000Z,tool_call,b-1,,alice,,,fs__read,,,allowed,\"a, \"\"quoted\"\"\\u000aline\",,,,,,,,,,,,,,,,,"
+            "2024-05-01T10:00:01.000Z,tool_call,b-1,,alice,,,fs__read,,,allowed,\"a, \"\"quoted\"\"\\nline\\u2066\",,,,,,,,,,,,,,,,,"
         );
         assert_eq!(
             rows[2],

@@ -436,7 +436,8 @@ fn compile_schema(
 }
 
 /// A placeholder checked against the schema: declared, required unless optional, of a type
-/// that fits in one argument, with a boolean `x-allowOption`.
+/// that fits in one argument, with a boolean `x-allowOption`; warned about when it may be any
+/// string (no `pattern`, `enum` or `const`).
 fn check_param(
     r: &mut Reader,
     path: &JsonPath,
@@ -476,6 +477,24 @@ fn check_param(
             format!(
                 "`{name}` is used as one argument, so it cannot be of type `{t}`; use a string, \
                  number, integer or boolean"
+            ),
+        );
+    }
+    // A free string as a whole argument is read by the program as it pleases: not only as an
+    // option (`-` is refused at call time) but as an operand it gives meaning to
+    // (`ps -o pid,args {pid}` with `pid: "axe"` lists every process's environment).
+    let string = types.is_empty() || types.contains(&"string");
+    if string
+        && !["pattern", "enum", "const"]
+            .iter()
+            .any(|k| property.get(*k).is_some())
+    {
+        r.warn(
+            &schema_path.key("properties").key(&name),
+            format!(
+                "`{{{name}}}` is a whole argument that may be any string, which the program may \
+                 read as an option or a keyword of its own (`ps -o pid,args {{pid}}` with \
+                 `pid: \"axe\"`); bound it with `\"type\": \"integer\"`, `enum` or `pattern`"
             ),
         );
     }

@@ -299,3 +299,33 @@ fn resolve_command_uses_the_fixed_path_only() {
     );
     assert!(resolve_command("./sh").is_err());
 }
+
+#[test]
+fn free_string_arguments_are_warned_about() {
+    let c = Config::from_json_str(
+        r#"{"commands": {"ps": {"command": "echo",
+            "args": ["-o", "pid,args", "{pid}", "{any?}", "{n?}", "{mode?}", "{rev?}", "{flag?}"],
+            "inputSchema": {"type": "object", "required": ["pid"], "properties": {
+                "pid": {"type": "string"},
+                "any": {},
+                "n": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["a", "b"]},
+                "rev": {"type": "string", "pattern": "^[0-9a-f]{7,40}$"},
+                "flag": {"type": "boolean"}}}}}}"#,
+    )
+    .unwrap();
+    let warning = |name: &str| {
+        (
+            format!("commands.ps.inputSchema.properties.{name}"),
+            format!(
+                "`{{{name}}}` is a whole argument that may be any string, which the program may read as an option or a keyword of its own (`ps -o pid,args {{pid}}` with `pid: \"axe\"`); bound it with `\"type\": \"integer\"`, `enum` or `pattern`"
+            ),
+        )
+    };
+    let got: Vec<(String, String)> = c
+        .warnings
+        .iter()
+        .map(|w| (w.path().to_string(), w.message().to_string()))
+        .collect();
+    assert_eq!(got, [warning("pid"), warning("any")]);
+}

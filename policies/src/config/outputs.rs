@@ -7,10 +7,10 @@ use super::evaluation::read_tools;
 use super::reader::{JsonPath, Reader};
 use crate::outputs::{OutputPolicy, OutputRule, PathPattern};
 
-const OUTPUT_RULE_KEYS: &[&str] = &["tools", "mask", "redact"];
+const OUTPUT_RULE_KEYS: &[&str] = &["tools", "mask", "redact", "allow"];
 
-/// Reads `outputs` at `path`: an array of `{tools, mask?, redact?}`, each rule with at least one
-/// glob and at least one of `mask` and `redact`.
+/// Reads `outputs` at `path`: an array of `{tools, mask?, redact?, allow?}`, each rule with at
+/// least one glob and at least one of `mask`, `redact` and `allow`.
 pub(crate) fn read_outputs(r: &mut Reader, v: &Value, path: &JsonPath) -> OutputPolicy {
     let Value::Array(items) = v else {
         r.expected(
@@ -40,11 +40,14 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<OutputRule> {
     let redact = map
         .get("redact")
         .map(|v| read_paths(r, v, &path.key("redact")));
-    if mask.is_none() && redact.is_none() {
+    let allow = map
+        .get("allow")
+        .map(|v| read_paths(r, v, &path.key("allow")));
+    if mask.is_none() && redact.is_none() && allow.is_none() {
         r.error(
             path,
             ConfigErrorKind::MissingField,
-            "needs `mask` or `redact` (the JSON Pointers to hide)",
+            "needs `mask`, `redact` (the JSON Pointers to hide) or `allow` (the only ones to keep)",
         );
         return None;
     }
@@ -52,6 +55,7 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<OutputRule> {
         tools?,
         mask.unwrap_or_default(),
         redact.unwrap_or_default(),
+        allow,
     ))
 }
 

@@ -34,7 +34,8 @@ impl PolicyToolHost {
     }
 
     /// What the script gets of a result: warned about when it does not match the tool's
-    /// `outputSchema`, then masked by the output policy. The audit gets the hash of the result
+    /// `outputSchema` (naming no value, and no path the output policy masks or removes), then
+    /// masked by the output policy. The audit gets the hash of the result
     /// as returned and the paths masked or removed.
     pub(super) fn finish_result(
         &self,
@@ -46,10 +47,15 @@ impl PolicyToolHost {
         if audit.records() {
             audit.output_sha256 = Some(args_sha256(&value));
         }
-        if let Some(source) = &self.schemas
-            && let Some(warning) = source.schemas().check_output(tool, &value)
-        {
-            cx.warn(warning);
+        if let Some(source) = &self.schemas {
+            // The warning must not name what the output policy is about to hide.
+            let schemas = source.schemas();
+            if schemas.checks_output_of(tool) {
+                let hidden = self.outputs.hidden(tool, &value);
+                if let Some(warning) = schemas.check_output(tool, &value, &hidden) {
+                    cx.warn(warning);
+                }
+            }
         }
         audit.redacted_paths = self.outputs.apply(tool, &mut value);
         value

@@ -10,6 +10,10 @@
 //! - `redact`: the value is removed: an object member loses its key; an array element is
 //!   taken out of the array (the elements after it move up one place). `""` (the whole
 //!   result) becomes `null`.
+//! - `allow`: deny by default. A tool matched by any rule with `allow` keeps only the values
+//!   at those paths (with everything below them, and the objects and arrays that lead to
+//!   them); every other value is removed as by `redact`. Several rules' `allow` lists add up.
+//!   `mask` and `redact` apply within what is allowed.
 //!
 //! Every rule whose globs match the tool applies. All paths are matched against the result as
 //! the tool returned it, so rules do not depend on each other's order; masks go first, then
@@ -41,7 +45,7 @@ pub use pointer::PathPattern;
 use serde_json::Value;
 
 use crate::profile::GlobList;
-use pointer::{Path, Step, get_mut};
+use pointer::{Path, Relation, Step, get_mut};
 
 /// What a masked value becomes (before the kept tail of a long string).
 pub const MASK: &str = "***";
@@ -62,15 +66,27 @@ pub struct OutputRule {
     tools: GlobList,
     mask: Vec<PathPattern>,
     redact: Vec<PathPattern>,
+    allow: Option<Vec<PathPattern>>,
 }
 
 impl OutputRule {
-    pub(crate) fn new(tools: GlobList, mask: Vec<PathPattern>, redact: Vec<PathPattern>) -> Self {
+    pub(crate) fn new(
+        tools: GlobList,
+        mask: Vec<PathPattern>,
+        redact: Vec<PathPattern>,
+        allow: Option<Vec<PathPattern>>,
+    ) -> Self {
         OutputRule {
             tools,
             mask,
             redact,
+            allow,
         }
+    }
+
+    /// The only paths kept (`allow`), when the rule has the list: deny by default.
+    pub fn allow(&self) -> Option<&[PathPattern]> {
+        self.allow.as_deref()
     }
 
     /// The tool-name globs, as written.
@@ -115,8 +131,34 @@ impl OutputPolicy {
     /// returns the concrete paths that were masked or removed, as JSON Pointers, each once, in
     /// document order (array indexes by number). See the module docs for the rules.
     pub fn apply(&self, tool: &str, value: &mut Value) -> Vec<String> {
+        let (masked, redacted) = self.paths(tool, value);
+        if masked.is_empty() && redacted.is_empty() {
+            return Vec::new();
+        }
+        // Deepest and last first: a masked or removed value never hides a later path.
+        for path in masked.iter().rev() {
+            if let Some(v) = get_mut(value, path) {
+                *v = mask_value(v);
+            }
+        }
+        for path in redacted.iter().rev() {
+            remove(value, path);
+        }
+        pointers(masked, redacted)
+    }
+
+    /// The paths [`apply`](OutputPolicy::apply) would mask or remove in `value`, without
+    /// touching it: what a message about the result as returned must not name.
+    pub fn hidden(&self, tool: &str, value: &Value) -> Vec<String> {
+        let (masked, redacted) = self.paths(tool, value);
+        pointers(masked, redacted)
+    }
+
+    /// The concrete paths the rules for `tool` mask and remove in `value`, each sorted and once.
+    fn paths(&self, tool: &str, value: &Value) -> (Vec<Path>, Vec<Path>) {
         let mut masked: Vec<Path> = Vec::new();
         let mut redacted: Vec<Path> = Vec::new();
+        let mut allowed: Option<Vec<&PathPattern>> = None;
         for rule in self
             .rules
             .iter()
@@ -128,28 +170,67 @@ impl OutputPolicy {
             for p in &rule.redact {
                 redacted.extend(p.matches(value));
             }
+            if let Some(allow) = &rule.allow {
+                allowed.get_or_insert_with(Vec::new).extend(allow);
+            }
         }
-        if masked.is_empty() && redacted.is_empty() {
-            return Vec::new();
+        if let Some(allowed) = allowed {
+            let mut outside = Vec::new();
+            not_allowed(value, &allowed, &mut Vec::new(), &mut outside);
+            // A path inside one removed anyway is neither masked nor listed again.
+            outside.retain(|o| !redacted.iter().any(|r| o.starts_with(r)));
+            let under = |p: &Path| outside.iter().any(|o| p.starts_with(o));
+            masked.retain(|p| !under(p));
+            redacted.retain(|p| !under(p));
+            redacted.extend(outside);
         }
         masked.sort();
         masked.dedup();
         redacted.sort();
         redacted.dedup();
-        // Deepest and last first: a masked or removed value never hides a later path.
-        for path in masked.iter().rev() {
-            if let Some(v) = get_mut(value, path) {
-                *v = mask_value(v);
+        (masked, redacted)
+    }
+}
+
+/// The topmost places in `value` (at `at`) that no `allowed` pattern covers or leads to: a
+/// value a pattern covers is kept whole; one a pattern leads below is kept as structure and
+/// its members or elements are looked at in turn (a scalar there is not allowed: what the
+/// pattern names is not in it).
+fn not_allowed(value: &Value, allowed: &[&PathPattern], at: &mut Path, out: &mut Vec<Path>) {
+    let mut leads = false;
+    for p in allowed {
+        match p.relation(at) {
+            Relation::Covers => return,
+            Relation::LeadsBelow => leads = true,
+            Relation::Apart => {}
+        }
+    }
+    match value {
+        _ if !leads => out.push(at.clone()),
+        Value::Object(map) => {
+            for (k, v) in map {
+                at.push(Step::Key(k.clone()));
+                not_allowed(v, allowed, at, out);
+                at.pop();
             }
         }
-        for path in redacted.iter().rev() {
-            remove(value, path);
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                at.push(Step::Index(i));
+                not_allowed(v, allowed, at, out);
+                at.pop();
+            }
         }
-        let mut all: Vec<Path> = masked.into_iter().chain(redacted).collect();
-        all.sort();
-        all.dedup();
-        all.iter().map(|p| pointer::pointer(p)).collect()
+        _ => out.push(at.clone()),
     }
+}
+
+/// Both lists of paths as JSON Pointers, in document order, each once.
+fn pointers(masked: Vec<Path>, redacted: Vec<Path>) -> Vec<String> {
+    let mut all: Vec<Path> = masked.into_iter().chain(redacted).collect();
+    all.sort();
+    all.dedup();
+    all.iter().map(|p| pointer::pointer(p)).collect()
 }
 
 /// The masked form of `v`: `"***"`, or `"***"` and the last 4 characters of a string longer

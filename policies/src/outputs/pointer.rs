@@ -79,6 +79,23 @@ impl PathPattern {
         &self.text
     }
 
+    /// Where `path` stands to the pattern: the pattern covers it (it matches `path` or an
+    /// ancestor of it), or leads below it (it matches deeper places under `path`), or neither.
+    pub(crate) fn relation(&self, path: &[Step]) -> Relation {
+        let prefix = self
+            .segments
+            .iter()
+            .zip(path)
+            .all(|(segment, step)| segment.accepts(step));
+        if !prefix {
+            Relation::Apart
+        } else if self.segments.len() <= path.len() {
+            Relation::Covers
+        } else {
+            Relation::LeadsBelow
+        }
+    }
+
     /// Every place in `value` the pattern matches, in document order.
     pub(crate) fn matches(&self, value: &Value) -> Vec<Path> {
         let mut out = Vec::new();
@@ -90,6 +107,29 @@ impl PathPattern {
 impl fmt::Display for PathPattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
+    }
+}
+
+/// How a [`PathPattern`] relates to one concrete [`Path`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relation {
+    /// The pattern matches the path or one of its ancestors.
+    Covers,
+    /// The pattern matches places below the path.
+    LeadsBelow,
+    /// Neither.
+    Apart,
+}
+
+impl Segment {
+    /// Whether this segment matches `step`: `*` any, a key that key or (a decimal index) that
+    /// array index.
+    fn accepts(&self, step: &Step) -> bool {
+        match (self, step) {
+            (Segment::Any, _) => true,
+            (Segment::Key(k), Step::Key(s)) => k == s,
+            (Segment::Key(k), Step::Index(i)) => array_index(k) == Some(*i),
+        }
     }
 }
 

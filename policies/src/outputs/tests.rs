@@ -121,6 +121,65 @@ fn mask_and_redact_of_overlapping_paths() {
     assert_eq!(v, json!({"b": "***", "e": 3}));
 }
 
+/// `allow` denies by default: only the allowed fields, their subtrees and the structure leading
+/// to them stay; everything else is removed and listed; `mask`/`redact` apply within.
+#[test]
+fn allow_keeps_only_the_allowed_fields() {
+    let p = policy(json!([
+        {"tools": ["shop__*"], "allow": ["/customer/*", "/items/*/id"]},
+        {"tools": ["shop__order"], "mask": ["/customer/card"], "redact": ["/items/1"]},
+        {"tools": ["shop__order"], "allow": ["/total"]}
+    ]));
+    let mut v = json!({
+        "customer": {"name": "Ann", "card": "4111111111111111", "address": {"city": "X"}},
+        "items": [{"id": 1, "cost": 3}, {"id": 2, "cost": 4}, {"note": "n"}, 7],
+        "total": 10,
+        "internal": {"margin": 0.4},
+        "token": "t"
+    });
+    assert_eq!(
+        p.apply("shop__order", &mut v),
+        vec![
+            "/customer/card",
+            "/internal",
+            "/items/0/cost",
+            "/items/1",
+            "/items/2/note",
+            "/items/3",
+            "/token"
+        ]
+    );
+    assert_eq!(
+        v,
+        json!({
+            "customer": {"name": "Ann", "card": "***1111", "address": {"city": "X"}},
+            "items": [{"id": 1}, {}],
+            "total": 10
+        })
+    );
+    // Another tool of the first rule: only its own allow list.
+    let mut v = json!({"customer": {"name": "Bo"}, "total": 3});
+    assert_eq!(p.apply("shop__list", &mut v), vec!["/total"]);
+    assert_eq!(v, json!({"customer": {"name": "Bo"}}));
+    // A tool no `allow` rule names keeps everything.
+    let mut v = json!({"total": 3});
+    assert_eq!(p.apply("other", &mut v), Vec::<String>::new());
+    // A result that is not the allowed shape: a scalar where an object was allowed into.
+    let mut v = json!("text");
+    assert_eq!(p.apply("shop__list", &mut v), vec![""]);
+    assert_eq!(v, Value::Null);
+    // `""` allows everything.
+    let all = policy(json!([{"tools": ["*"], "allow": [""]}]));
+    let mut v = json!({"a": [1, {"b": 2}]});
+    assert_eq!(all.apply("t", &mut v), Vec::<String>::new());
+    assert_eq!(v, json!({"a": [1, {"b": 2}]}));
+    // An empty list allows nothing.
+    let none = policy(json!([{"tools": ["*"], "allow": []}]));
+    let mut v = json!({"a": 1});
+    assert_eq!(none.apply("t", &mut v), vec![""]);
+    assert_eq!(v, Value::Null);
+}
+
 #[test]
 fn the_section_is_checked_with_exact_paths() {
     use crate::ConfigErrorKind as K;
@@ -162,6 +221,10 @@ fn the_section_is_checked_with_exact_paths() {
             json!([{"tools": ["*"], "redact": [3]}]),
             &[("outputs[0].redact[0]", K::WrongType)],
         ),
+        (
+            json!([{"tools": ["*"], "allow": ["/ok", "name"]}]),
+            &[("outputs[0].allow[1]", K::InvalidPointer)],
+        ),
     ];
     for (outputs, want) in cases {
         let errors = Config::from_json_str(&json!({ "outputs": outputs }).to_string())
@@ -182,7 +245,7 @@ fn the_section_is_checked_with_exact_paths() {
         .errors;
     assert_eq!(
         errors[0].to_string(),
-        "outputs[0]: needs `mask` or `redact` (the JSON Pointers to hide)"
+        "outputs[0]: needs `mask`, `redact` (the JSON Pointers to hide) or `allow` (the only ones to keep)"
     );
     // Absent: no rules.
     assert!(Config::from_json_str("{}").unwrap().outputs.is_empty());

@@ -30,6 +30,9 @@ use crate::script::{MAX_NORMALIZE_BYTES, changed, normalize_on_this_thread};
 /// | `const c = codemode`, `f(codemode)`, `{ codemode }` — the object escapes | one dynamic entry there |
 /// | `c.x(…)` where `const c = codemode` | tool `x` as well (besides the dynamic alias entry) |
 /// | `codemode.x` not called directly (`list.map(codemode.x)`, `codemode.x.call(…)`) | tool `x` |
+/// | `globalThis.codemode.x(…)`, `this["codemode"].x(…)` (also `self`, `window`, `global`) | tool `x` |
+/// | `eval(…)`, `Function(…)`, `new Function(…)`, `f.constructor`, `globalThis.eval` — code run from a string | dynamic, where it is named |
+/// | `globalThis[k]`, `globalThis["code" + "mode"]`, a bare `globalThis` (`Reflect.get(globalThis, k)`) | dynamic |
 ///
 /// Calls nested in arguments (`codemode.a(await codemode.b())`) are all found, in source
 /// order.
@@ -37,7 +40,12 @@ use crate::script::{MAX_NORMALIZE_BYTES, changed, normalize_on_this_thread};
 /// # Scoping (best effort)
 ///
 /// A local binding named `codemode` (a parameter, `let`/`const`/`var`, a function or class
-/// name, an import) shadows the global one in its scope: `codemode.x()` there is not reported.
+/// name, an import) shadows the global one in its scope: `codemode.x()` there is not reported;
+/// likewise for `eval`, `Function` and the global object's names. `this` is taken for the
+/// global object everywhere (a script's top level runs without a receiver), so `this[k]` in a
+/// method is a dynamic entry too. A computed key on any other object (`[].map[k]`, which may be
+/// `"constructor"`) is not reported: the preview shows what a script names, it does not bound
+/// what it can reach.
 /// Scopes are tracked syntactically (functions, blocks, loops, `catch`), and a binding counts
 /// from its declaration on: `var` hoisting and uses before a declaration are not modelled, and
 /// neither is `with`. The same holds for destructured and aliased names.

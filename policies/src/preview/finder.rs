@@ -30,6 +30,14 @@ enum Binding {
 
 const GLOBAL: &str = "codemode";
 
+/// Globals that run code from a string: the calls that code makes cannot be seen, so every
+/// use of them is a dynamic entry.
+const EVALUATORS: [&str; 2] = ["eval", "Function"];
+
+/// Names of the global object, through which `codemode` is reachable under a computed name
+/// (`globalThis["code" + "mode"]`).
+const GLOBAL_OBJECTS: [&str; 4] = ["globalThis", "self", "window", "global"];
+
 pub(crate) struct Finder {
     pub(crate) hits: Vec<Hit>,
     /// Innermost last. Names not bound anywhere resolve to the globals (`codemode` → Object).
@@ -68,10 +76,35 @@ impl Finder {
         });
     }
 
-    /// Whether `e` (parentheses aside) is a name for the `codemode` object.
+    /// Whether `e` (parentheses aside) is a name for the `codemode` object: one bound to it,
+    /// or `codemode` read off the global object (`globalThis.codemode`,
+    /// `globalThis["codemode"]`).
     fn is_object(&self, e: &Expression<'_>) -> bool {
-        matches!(e.without_parentheses(), Expression::Identifier(id)
-            if self.resolve(id.name.as_str()) == Some(&Binding::Object))
+        match e.without_parentheses() {
+            Expression::Identifier(id) => self.resolve(id.name.as_str()) == Some(&Binding::Object),
+            Expression::StaticMemberExpression(m) => {
+                m.property.name == GLOBAL && self.is_global_object(&m.object)
+            }
+            Expression::ComputedMemberExpression(m) => {
+                static_key(m).as_deref() == Some(GLOBAL) && self.is_global_object(&m.object)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `e` (parentheses aside) is the global object: `this` (a script's top level is
+    /// a function called without a receiver) or one of [`GLOBAL_OBJECTS`] not shadowed.
+    fn is_global_object(&self, e: &Expression<'_>) -> bool {
+        match e.without_parentheses() {
+            Expression::ThisExpression(_) => true,
+            Expression::Identifier(id) => self.is_unbound_global(id.name.as_str(), &GLOBAL_OBJECTS),
+            _ => false,
+        }
+    }
+
+    /// Whether `name` is one of `globals` and no local binding shadows it.
+    fn is_unbound_global(&self, name: &str, globals: &[&str]) -> bool {
+        globals.contains(&name) && self.resolve(name).is_none()
     }
 }
 
@@ -218,25 +251,64 @@ impl<'a> Visit<'a> for Finder {
     }
 
     fn visit_static_member_expression(&mut self, m: &StaticMemberExpression<'a>) {
-        if !self.member_site(&Callee::Static(m), m.span.start) {
-            walk::walk_static_member_expression(self, m);
+        if self.member_site(&Callee::Static(m), m.span.start) {
+            return;
         }
+        if self.is_global_object(&m.object) {
+            // `globalThis.codemode` not called through: the object escapes; `globalThis.eval`
+            // runs code. Any other property of the global object (`globalThis.JSON`) is no
+            // call site.
+            let name = m.property.name.as_str();
+            if name == GLOBAL || EVALUATORS.contains(&name) {
+                self.push(None, m.span.start);
+            }
+            return;
+        }
+        // `f.constructor` reaches `Function` (or `AsyncFunction`) without naming it.
+        if m.property.name == "constructor" {
+            self.push(None, m.span.start);
+        }
+        walk::walk_static_member_expression(self, m);
     }
 
     fn visit_computed_member_expression(&mut self, m: &ComputedMemberExpression<'a>) {
-        if !self.member_site(&Callee::Computed(m), m.span.start) {
-            walk::walk_computed_member_expression(self, m);
+        if self.member_site(&Callee::Computed(m), m.span.start) {
+            return;
         }
+        if self.is_global_object(&m.object) {
+            match static_key(m).as_deref() {
+                Some(name) if name == GLOBAL || EVALUATORS.contains(&name) => {
+                    self.push(None, m.span.start);
+                }
+                Some(_) => {}
+                // `globalThis["code" + "mode"]`: any global, `codemode` included.
+                None => {
+                    self.push(None, m.span.start);
+                    self.visit_expression(&m.expression);
+                }
+            }
+            return;
+        }
+        if static_key(m).as_deref() == Some("constructor") {
+            self.push(None, m.span.start);
+        }
+        walk::walk_computed_member_expression(self, m);
     }
 
     /// A bare use of the object (it escapes: dynamic) or of a tool function (reported as that
     /// tool). Uses as a callee or member object never get here.
+    /// `eval`, `Function` and the global object's names (not shadowed) are dynamic entries
+    /// too: code run from a string, or `codemode` looked up under a computed name.
     fn visit_identifier_reference(&mut self, id: &IdentifierReference<'a>) {
-        match self.resolve(id.name.as_str()) {
+        let name = id.name.as_str();
+        match self.resolve(name) {
             Some(Binding::Object) => self.push(None, id.span.start),
             Some(Binding::Tool(tool)) => {
                 let tool = tool.clone();
                 self.push(Some(&tool), id.span.start);
+            }
+            None if EVALUATORS.contains(&name) || GLOBAL_OBJECTS.contains(&name) => {
+                self.push(None, id.span.start);
             }
             _ => {}
         }
@@ -248,11 +320,12 @@ impl<'a> Visit<'a> for Finder {
             return;
         };
         // Visit the pattern first (defaults, computed keys, shadowing), then bind on top.
+        if self.is_object(init) {
+            self.visit_binding_pattern(&decl.id);
+            self.bind_destructuring(&decl.id, init.span_start());
+            return;
+        }
         match unwrap_callee(init) {
-            Callee::Ident(id) if self.resolve(id.name.as_str()) == Some(&Binding::Object) => {
-                self.visit_binding_pattern(&decl.id);
-                self.bind_destructuring(&decl.id, init.span_start());
-            }
             Callee::Static(m)
                 if self.is_object(&m.object)
                     && let BindingPattern::BindingIdentifier(id) = &decl.id =>

@@ -329,3 +329,43 @@ fn deep_scripts_up_to_the_retiring_size_parse_on_one_kept_thread() {
     }
     assert_eq!((kept.started(), kept.idle()), (1, 1));
 }
+
+/// Code run from a string (`eval`, `Function`, a function's `constructor`) and `codemode`
+/// reached through the global object under a computed name make dynamic entries; `codemode`
+/// read off the global object by its own name is the object.
+#[test]
+fn code_from_strings_and_the_global_object_are_dynamic() {
+    let cases: &[(&str, &[Site])] = &[
+        ("eval('codemode.x()')", &[(D, 1, 1)]),
+        ("await eval(s)", &[(D, 1, 7)]),
+        ("(0, eval)(s)", &[(D, 1, 5)]),
+        ("new Function(s)()", &[(D, 1, 5)]),
+        ("Function(s)()", &[(D, 1, 1)]),
+        ("globalThis.eval(s)", &[(D, 1, 1)]),
+        ("globalThis['Function'](s)", &[(D, 1, 1)]),
+        ("[].map.constructor(s)()", &[(D, 1, 1)]),
+        ("(async () => {})['constructor'](s)", &[(D, 1, 1)]),
+        ("globalThis[\"code\" + \"mode\"].x()", &[(D, 1, 1)]),
+        ("self[k]()", &[(D, 1, 1)]),
+        ("this[`code${m}`].x()", &[(D, 1, 1)]),
+        ("const g = globalThis; g[k]()", &[(D, 1, 11)]),
+        ("Reflect.get(globalThis, k)", &[(D, 1, 13)]),
+        ("const c = globalThis.codemode", &[(D, 1, 11)]),
+        // `codemode` by its own name on the global object
+        ("globalThis.codemode.x()", &[(Some("x"), 1, 1)]),
+        ("globalThis['codemode']['y']()", &[(Some("y"), 1, 1)]),
+        ("this.codemode.x()", &[(Some("x"), 1, 1)]),
+        (
+            "const { z } = globalThis.codemode; z()",
+            &[(Some("z"), 1, 36)],
+        ),
+        // other globals, and shadowed names, are no call sites
+        ("globalThis.JSON.stringify(1); JSON.parse('1')", &[]),
+        ("const globalThis = {}; globalThis[k]", &[]),
+        ("function f(window) { return window[k] }", &[]),
+        ("const eval2 = (s) => s; eval2('x')", &[]),
+    ];
+    for (code, want) in cases {
+        assert_eq!(sites(code), *want, "{code}");
+    }
+}

@@ -5,7 +5,10 @@
 //! Normalisation is lexical only: it never touches the filesystem, so a symlink (`/tmp/link` →
 //! `/etc`) is not resolved and defeats it. A value that cannot be read as an absolute path (a
 //! relative path without the rule's `base`, a number, a missing argument) fails closed: see
-//! [`PathCondition::matches`].
+//! [`PathCondition::matches`]. So does a value the judged tool may expand before it opens it
+//! (`~/x`, which server-filesystem reads as `$HOME/x`; `$HOME/x`; `file:///etc`; `C:\x`; a
+//! backslash separator; a NUL): no rule can know what such a value names, so none judges it
+//! as a path, with or without `base` (see `expandable`).
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::Value;
@@ -24,7 +27,8 @@ pub struct PathCondition {
 pub enum PathValue {
     /// The value, lexically normalised to an absolute path.
     Absolute(String),
-    /// Missing, not a string, or relative with no base to resolve it against.
+    /// Missing, not a string, relative with no base to resolve it against, or in a form the
+    /// judged tool may expand (`~/x`, `$HOME/x`, `file:///x`, a backslash…).
     Unjudgeable,
 }
 
@@ -88,6 +92,9 @@ pub fn path_value(value: Option<&Value>, base: Option<&str>) -> PathValue {
     let Some(Value::String(s)) = value else {
         return PathValue::Unjudgeable;
     };
+    if expandable(s) {
+        return PathValue::Unjudgeable;
+    }
     if s.starts_with('/') {
         return PathValue::Absolute(normalize(s));
     }
@@ -95,6 +102,20 @@ pub fn path_value(value: Option<&Value>, base: Option<&str>) -> PathValue {
         Some(base) => PathValue::Absolute(normalize(&format!("{base}/{s}"))),
         None => PathValue::Unjudgeable,
     }
+}
+
+/// Whether a tool may read the value as something other than the path it spells: a leading
+/// `~` (home directory: `~`, `~/x`, `~user/x`), a `$` before a name, `{` or `(` anywhere (a
+/// variable or command a shell or tool expands: `$HOME`, `${X}`, `$(id)`), a URI scheme or drive letter before the first
+/// `/` (`file:///etc`, `C:`), a backslash (a separator on Windows, an escape elsewhere), a `%`
+/// (Windows `%VAR%`, or percent-encoding a URL-reading tool decodes: `%2e%2e`) or a NUL (which
+/// ends the path in C). Such a value is [`PathValue::Unjudgeable`] even with a `base`.
+fn expandable(s: &str) -> bool {
+    let head = s.split('/').next().unwrap_or_default();
+    let variable = s.as_bytes().windows(2).any(|w| {
+        w[0] == b'$' && (w[1].is_ascii_alphabetic() || matches!(w[1], b'_' | b'{' | b'('))
+    });
+    s.starts_with('~') || variable || head.contains(':') || s.contains(['\\', '%', '\0'])
 }
 
 /// Lexically normalises an absolute path: repeated `/` and `.` components are dropped, `..`
@@ -169,6 +190,60 @@ mod tests {
             PathValue::Unjudgeable
         );
         assert_eq!(path_value(None, Some("/")), PathValue::Unjudgeable);
+    }
+
+    #[test]
+    fn values_the_tool_may_expand_are_unjudgeable_even_with_a_base() {
+        let expandable = [
+            "~",
+            "~/x",
+            "~/../../etc/passwd",
+            "~root/.ssh/id_rsa",
+            "$HOME/x",
+            "a/${HOME}/x",
+            "a/$(id)/x",
+            "a/$HOME/x",
+            "/srv/${X}",
+            "file:///etc/passwd",
+            "C:/Windows",
+            "c:x",
+            "..\\..\\etc\\passwd",
+            "/srv/a\\..\\..\\etc",
+            "%USERPROFILE%/x",
+            "/srv/%2e%2e/etc",
+            "/etc/passwd\0.txt",
+        ];
+        for s in expandable {
+            assert_eq!(
+                path_value(Some(&json!(s)), Some("/srv/app")),
+                PathValue::Unjudgeable,
+                "{s}"
+            );
+            assert_eq!(
+                path_value(Some(&json!(s)), None),
+                PathValue::Unjudgeable,
+                "{s}"
+            );
+        }
+        // Forms no tool expands stay paths: `~`, `$` and `:` past the first component.
+        let plain = [
+            ("/home/u/~/x", "/home/u/~/x"),
+            ("x~/y", "/srv/app/x~/y"),
+            ("a/b:c", "/srv/app/a/b:c"),
+            ("price$5", "/srv/app/price$5"),
+        ];
+        for (s, want) in plain {
+            assert_eq!(
+                path_value(Some(&json!(s)), Some("/srv/app")),
+                PathValue::Absolute(want.into()),
+                "{s}"
+            );
+        }
+        // A deny rule over the home directory's tree applies; an allow rule for the base does not.
+        let home = PathCondition::new("/path".into(), vec!["/**".into()]).unwrap();
+        assert!(home.matches(&json!({"path": "~/x"}), Some("/srv/app"), true));
+        let tree = PathCondition::new("/path".into(), vec!["/srv/app/**".into()]).unwrap();
+        assert!(!tree.matches(&json!({"path": "~/x"}), Some("/srv/app"), false));
     }
 
     #[test]

@@ -264,20 +264,42 @@ impl ToolSchemas {
         })
     }
 
+    /// Whether `tool` has an `outputSchema` that [`check_output`](Self::check_output) checks.
+    pub fn checks_output_of(&self, tool: &str) -> bool {
+        self.tools.get(tool).is_some_and(|c| c.output.is_some())
+    }
+
     /// Checks a result of `tool` against its `outputSchema`: `None` when it matches (or the
-    /// tool declares none), else a warning naming the tool and each failing path.
-    pub fn check_output(&self, tool: &str, result: &Value) -> Option<String> {
+    /// tool declares none), else a warning naming the tool and each failing path. The result
+    /// is checked as returned, before the output policy masks or removes anything, so the
+    /// warning names no value and no key of the result (masked messages: "expected string,
+    /// got number", "2 unexpected properties"), and no path at or below one of `hidden` (the
+    /// JSON Pointers the policy will mask or remove: [`crate::OutputPolicy::hidden`]) — those
+    /// are only counted.
+    pub fn check_output(&self, tool: &str, result: &Value, hidden: &[String]) -> Option<String> {
         let validator = self.tools.get(tool)?.output.as_ref()?;
-        // Worded without the values: the result is checked before the output policy masks it,
-        // and a warning must not show what a mask hides.
         let (_, errors, more) = violations(validator, result);
         if errors.is_empty() {
             return None;
         }
-        let mut parts: Vec<String> = errors
+        let under_hidden = |path: &str| {
+            hidden.iter().any(|h| {
+                path.strip_prefix(h.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+        };
+        let (concealed, shown): (Vec<&Violation>, Vec<&Violation>) =
+            errors.iter().partition(|v| under_hidden(&v.path));
+        let mut parts: Vec<String> = shown
             .iter()
             .map(|v| format!("{}: {}", display_path(&v.path), v.message))
             .collect();
+        if !concealed.is_empty() {
+            parts.push(format!(
+                "{} at fields the output policy hides",
+                concealed.len()
+            ));
+        }
         if more > 0 {
             parts.push(format!("… and {more} more"));
         }
@@ -311,9 +333,17 @@ fn violations(validator: &Validator, instance: &Value) -> (Vec<Violation>, Vec<V
     (errors, masked, more)
 }
 
-/// [`describe`] without the value: "expected string, got number".
+/// [`describe`] without the value, nor the keys of the instance: "expected string, got
+/// number", "2 unexpected properties".
 fn describe_masked(e: &ValidationError<'_>) -> String {
+    let properties =
+        |n: usize| format!("{n} unexpected propert{}", if n == 1 { "y" } else { "ies" });
     match e.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected }
+        | ValidationErrorKind::UnevaluatedProperties { unexpected } => properties(unexpected.len()),
+        ValidationErrorKind::PropertyNames { .. } => {
+            "a property name does not match `propertyNames`".to_string()
+        }
         ValidationErrorKind::Type { .. } => {
             let full = describe(e);
             match full.rfind(" (") {

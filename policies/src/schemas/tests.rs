@@ -156,7 +156,7 @@ fn schemas_that_do_not_compile_are_reported_and_not_enforced() {
     ));
     assert!(!schemas.checks_arguments_of("fs__write_file"));
     assert_eq!(schemas.check_arguments("fs__write_file", &json!(7)), Ok(()));
-    assert_eq!(schemas.check_output("fs__write_file", &json!(7)), None);
+    assert_eq!(schemas.check_output("fs__write_file", &json!(7), &[]), None);
     // A remote `$ref` is never fetched: the schema does not compile.
     let (_, problems) = one(json!({"$ref": "http://127.0.0.1:9/schema.json"}), None);
     assert_eq!(problems.len(), 1);
@@ -211,12 +211,12 @@ fn output_mismatches_name_the_tool_and_path() {
         ),
     );
     assert_eq!(
-        schemas.check_output("fs__write_file", &json!({"n": 3})),
+        schemas.check_output("fs__write_file", &json!({"n": 3}), &[]),
         None
     );
     assert_eq!(
         schemas
-            .check_output("fs__write_file", &json!({"n": "three"}))
+            .check_output("fs__write_file", &json!({"n": "three"}), &[])
             .as_deref(),
         Some(
             "the result of `fs__write_file` does not match its outputSchema: /n: expected integer, got string"
@@ -224,11 +224,45 @@ fn output_mismatches_name_the_tool_and_path() {
     );
     assert_eq!(
         schemas
-            .check_output("fs__write_file", &json!({}))
+            .check_output("fs__write_file", &json!({}), &[])
             .as_deref(),
         Some(
             "the result of `fs__write_file` does not match its outputSchema: (root): \"n\" is a required property"
         )
     );
-    assert_eq!(schemas.check_output("other", &json!(1)), None);
+    assert_eq!(schemas.check_output("other", &json!(1), &[]), None);
+}
+
+/// A result is checked as returned, before the output policy masks or removes anything: the
+/// warning names no value, no key of the result, and nothing at or below a hidden path.
+#[test]
+fn output_warnings_name_no_value_nor_what_the_output_policy_hides() {
+    let (schemas, _) = one(
+        write_schema(),
+        Some(
+            json!({"type": "object", "additionalProperties": false, "properties": {
+            "n": {"type": "integer"},
+            "card": {"type": "object", "properties": {"number": {"type": "integer"}}}}}),
+        ),
+    );
+    let result = json!({"n": "s3cret", "card": {"number": "4111 1111 1111 1111"},
+        "ssn_078-05-1120": true});
+    let hidden = ["/card/number".to_string(), "/ssn_078-05-1120".to_string()];
+    assert_eq!(
+        schemas
+            .check_output("fs__write_file", &result, &hidden)
+            .as_deref(),
+        Some(
+            "the result of `fs__write_file` does not match its outputSchema: /n: expected integer, got string; (root): 1 unexpected property; 1 at fields the output policy hides"
+        )
+    );
+    // Nothing hidden: the path is shown, never the value nor the unexpected key.
+    assert_eq!(
+        schemas
+            .check_output("fs__write_file", &result, &[])
+            .as_deref(),
+        Some(
+            "the result of `fs__write_file` does not match its outputSchema: /card/number: expected integer, got string; /n: expected integer, got string; (root): 1 unexpected property"
+        )
+    );
 }

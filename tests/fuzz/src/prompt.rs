@@ -48,8 +48,7 @@ pub fn prompt(data: &[u8]) {
 /// Line breaks are the renderer's own; nothing else invisible or cursor-moving survives.
 fn assert_shown_safely(text: &str) {
     for c in text.chars() {
-        let bad = (c.is_control() && c != '\n')
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}');
+        let bad = c != '\n' && codemode_policies::is_invisible(c);
         assert!(!bad, "raw {c:?} in {text:?}");
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! A call is, in order: the arguments checked against the tool's `inputSchema`; the argv built
 //! from the template ([`argv`]: one element per placeholder, no shell, `-` refused unless
-//! allowed); the program run in its own process group with only the configured environment
-//! ([`process`]); ANSI escapes stripped from its output, which becomes the result as the
+//! allowed); the program run below a reaper of its own, which kills every process it started
+//! when it ends, with only the configured environment ([`process`], [`reaper`]); ANSI escapes stripped from its output, which becomes the result as the
 //! tool's `output` says. A non-zero exit is a [`ToolError::Failed`] whose data is
 //! `{"exitCode", "stderr"}`.
 //!
@@ -13,6 +13,7 @@
 
 mod argv;
 mod process;
+mod reaper;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,7 +1,11 @@
-//! Running one command: its own process group, no inherited environment, standard output read
-//! up to a bound, a bounded tail of standard error, and the whole group killed on timeout, on
-//! too much output, when the call is dropped (the eval was cancelled or timed out), and when the
-//! program exits (so nothing it left in the background outlives the call).
+//! Running one command: no inherited environment, standard output read up to a bound, a bounded
+//! tail of standard error, and every process it started killed on timeout, on too much output,
+//! when the call is dropped (the eval was cancelled or timed out), and when the program exits
+//! (so nothing it left in the background outlives the call).
+//!
+//! "Every process" includes those that left its process group or session (`setsid`, a double
+//! fork): the program runs below a reaper of its own (`super::reaper`), their subreaper, which sweeps
+//! them all when the program exits or when it is told to (SIGTERM; also when codemode dies).
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -36,25 +40,33 @@ pub(super) enum RunError {
     Io(std::io::Error),
 }
 
-/// A process group, killed (SIGKILL) at most once: by [`kill`](Group::kill) or on drop.
-struct Group {
-    pgid: libc::pid_t,
-    killed: AtomicBool,
+/// The command's reaper, told at most once to kill everything below it: by
+/// [`kill`](Reaper::kill) or on drop, never once it has been waited for (its pid may then be
+/// another process's).
+struct Reaper {
+    pid: libc::pid_t,
+    done: AtomicBool,
 }
 
-impl Group {
+impl Reaper {
+    /// SIGTERM to the reaper: it kills the command's group and every process left below it,
+    /// then exits.
     fn kill(&self) {
-        if !self.killed.swap(true, Ordering::SeqCst) {
-            // SAFETY: killpg only sends a signal; a group that is already gone gives ESRCH,
-            // which is what we want to happen anyway.
+        if !self.done.swap(true, Ordering::SeqCst) {
+            // SAFETY: kill only sends a signal, to our own child, not yet waited for.
             unsafe {
-                libc::killpg(self.pgid, libc::SIGKILL);
+                libc::kill(self.pid, libc::SIGTERM);
             }
         }
     }
+
+    /// It has exited and been waited for (after sweeping everything below it).
+    fn exited(&self) {
+        self.done.store(true, Ordering::SeqCst);
+    }
 }
 
-impl Drop for Group {
+impl Drop for Reaper {
     fn drop(&mut self) {
         self.kill();
     }
@@ -73,21 +85,27 @@ pub(super) async fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        // Its own group (pgid = its pid), so that the group can be killed with whatever it
-        // spawned.
+        // Out of codemode's process group (a terminal's signals are codemode's to handle).
         .process_group(0)
-        .kill_on_drop(true);
+        // Not SIGKILL on drop: the reaper must live to sweep (see `Reaper`); tokio reaps it.
+        .kill_on_drop(false);
     if let Some(dir) = &command.cwd {
         cmd.current_dir(dir);
+    }
+    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+    // SAFETY: the hook runs between fork and exec, and `become_reaper` makes only
+    // async-signal-safe system calls there (see `super::reaper`).
+    unsafe {
+        cmd.pre_exec(move || super::reaper::become_reaper(parent));
     }
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
     let pid = child
         .id()
         .and_then(|id| libc::pid_t::try_from(id).ok())
         .ok_or_else(|| RunError::Io(std::io::Error::other("the child has no pid")))?;
-    let group = Group {
-        pgid: pid,
-        killed: AtomicBool::new(false),
+    let reaper = Reaper {
+        pid,
+        done: AtomicBool::new(false),
     };
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(RunError::Io(std::io::Error::other(
@@ -100,14 +118,17 @@ pub(super) async fn run(
             let read = read_bounded(stdout, max_output).await;
             if !matches!(read, Ok(Some(_))) {
                 // Too much output (or a broken pipe): stop the program now.
-                group.kill();
+                reaper.kill();
             }
             read
         };
         let wait = async {
+            // The reaper exits once the program has and it has killed whatever the program
+            // left behind (which closes the pipes they held).
             let status = child.wait().await;
-            // Whatever it left behind goes too, and closes the pipes it held.
-            group.kill();
+            if status.is_ok() {
+                reaper.exited();
+            }
             status
         };
         let (out, err, status) = tokio::join!(out, read_tail(stderr, STDERR_TAIL), wait);
@@ -124,9 +145,11 @@ pub(super) async fn run(
     match result {
         Ok(r) => r,
         Err(_) => {
-            group.kill();
-            // Reap the leader (it was just killed, so this is immediate).
-            let _ = child.wait().await;
+            reaper.kill();
+            // Wait for the reaper's sweep (SIGKILLs: immediate).
+            if child.wait().await.is_ok() {
+                reaper.exited();
+            }
             Err(RunError::TimedOut(command.timeout))
         }
     }

@@ -1,6 +1,7 @@
 //! Real programs, real process groups.
 
 use std::path::Path;
+use std::time::Duration;
 
 use codemode_policies::Config;
 use serde_json::{Value, json};
@@ -182,11 +183,7 @@ async fn a_timeout_kills_the_whole_process_group() {
         message,
         "`sleepy` timed out after 2s (timeoutSeconds); it and every process it started were killed"
     );
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = pid_in(&pidfile);
     assert!(gone(pid), "the grandchild sleep {pid} is still running");
 }
 
@@ -209,11 +206,7 @@ async fn dropping_the_call_kills_the_group_and_background_processes_do_not_outli
         }
     }
     drop(call);
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = pid_in(&pidfile);
     assert!(
         gone(pid),
         "the grandchild sleep {pid} outlived the dropped call"
@@ -224,11 +217,7 @@ async fn dropping_the_call_kills_the_group_and_background_processes_do_not_outli
     let t = tools(json!({"bg": {"command": "sh",
         "args": ["-c", format!("sleep 300 & echo $! > {}; echo done", pidfile.display())]}}));
     assert_eq!(t.call("bg", json!({})).await.unwrap(), json!("done\n"));
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = pid_in(&pidfile);
     assert!(gone(pid), "the background sleep {pid} outlived the call");
 }
 
@@ -275,4 +264,72 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     assert!(Path::new(&dir).is_dir());
     dir
+}
+
+/// A descendant that left the program's process group and session (`setsid`) is killed when
+/// the program exits — the call returns at once, not at its timeout — and when the call times
+/// out; a program killed by a signal is still reported as such.
+#[tokio::test]
+async fn a_setsid_descendant_does_not_outlive_the_call() {
+    let t = tools(json!({"escape": {"command": "sh", "timeoutSeconds": 10,
+        "args": ["-c", "setsid sleep 1000 & echo $!"]}}));
+    let out = t.call("escape", json!({})).await.unwrap();
+    let pid: i32 = out.as_str().unwrap().trim().parse().unwrap();
+    assert!(
+        exits_within(pid, Duration::from_secs(5)),
+        "the setsid sleep {pid} outlived the call"
+    );
+
+    let dir = tempdir();
+    let pidfile = dir.join("pid");
+    let t = tools(json!({"stuck": {"command": "sh", "timeoutSeconds": 1,
+        "args": ["-c", format!("setsid sleep 1000 >/dev/null 2>&1 & echo $! > {}; exec sleep 1000", pidfile.display())]}}));
+    let (message, _) = failed(t.call("stuck", json!({})).await.unwrap_err());
+    assert_eq!(
+        message,
+        "`stuck` timed out after 1s (timeoutSeconds); it and every process it started were killed"
+    );
+    let pid = pid_in(&pidfile);
+    assert!(
+        exits_within(pid, Duration::from_secs(5)),
+        "the setsid sleep {pid} outlived the timed-out call"
+    );
+
+    let t = tools(json!({"killed": {"command": "sh", "args": ["-c", "kill -TERM $$"]}}));
+    let (message, data) = failed(t.call("killed", json!({})).await.unwrap_err());
+    assert_eq!(message, "`killed` was killed by signal 15");
+    assert_eq!(
+        data,
+        Some(json!({"exitCode": null, "signal": 15, "stderr": ""}))
+    );
+}
+
+/// The pid a script wrote to `file`.
+fn pid_in(file: &Path) -> i32 {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Whether `pid` ends within `limit`, waiting for the event itself: a pidfd (Linux 5.3) becomes
+/// readable when its process exits; a pid already gone is gone.
+fn exits_within(pid: i32, limit: Duration) -> bool {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    let fd = fd as libc::c_int;
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let millis = libc::c_int::try_from(limit.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one pollfd of this frame; then the descriptor opened above is closed once.
+    let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+    unsafe { libc::close(fd) };
+    ready == 1
 }
