@@ -23,7 +23,7 @@ mod task;
 #[cfg(test)]
 mod tests;
 
-use super::eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX, missing_permissions};
+use super::eval_tools::usable_profile;
 use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::legacy::{LegacyAsker, LegacyEvalToken};
@@ -44,22 +44,6 @@ impl CodemodeServer {
         usize::try_from(self.state.config().limits.max_result_text).unwrap_or(usize::MAX)
     }
 
-    fn profile_for(&self, tool: &str) -> Result<Option<Arc<Profile>>, String> {
-        let config = self.state.config();
-        if tool == EVAL_TOOL {
-            return Ok(match &config.evaluation.default_profile {
-                Some(name) => config.profile(name).cloned(),
-                None => None,
-            });
-        }
-        let name = &tool[PROFILE_TOOL_PREFIX.len()..];
-        config
-            .profile(name)
-            .cloned()
-            .map(Some)
-            .ok_or_else(|| format!("no profile named `{name}` (the config changed?)"))
-    }
-
     pub(super) async fn call_eval(
         &self,
         req: CallToolRequestParams,
@@ -72,7 +56,7 @@ impl CodemodeServer {
         // Who calls, and whether they may use this eval tool: checked before anything else,
         // retries included (a requestState is no credential).
         let caller = crate::auth::caller_of(&ctx.extensions);
-        self.check_permissions(&tool, &caller)?;
+        let profile = usable_profile(&self.state.config(), &tool, &caller)?;
         if let Some(token) = req.request_state.as_deref() {
             return self.retry(token, (&tool, &caller), &req, &ctx).await;
         }
@@ -83,12 +67,6 @@ impl CodemodeServer {
                     "`code` (a string of JavaScript) is required",
                     None,
                 ));
-            }
-        };
-        let profile = match self.profile_for(&tool) {
-            Ok(p) => p,
-            Err(message) => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             }
         };
         let modern = ctx
@@ -131,28 +109,6 @@ impl CodemodeServer {
                     .await
             }
         }
-    }
-
-    /// Refuses a caller that lacks a permission the eval tool `tool` requires.
-    fn check_permissions(&self, tool: &str, caller: &Caller) -> Result<(), McpError> {
-        let missing = missing_permissions(&self.state.config(), tool, caller);
-        if missing.is_empty() {
-            return Ok(());
-        }
-        Err(McpError::invalid_params(
-            format!(
-                "`{tool}` requires the permission{} {} (caller `{}` lacks {})",
-                if missing.len() == 1 { "" } else { "s" },
-                missing
-                    .iter()
-                    .map(|p| format!("`{p}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                caller.name,
-                if missing.len() == 1 { "it" } else { "them" },
-            ),
-            None,
-        ))
     }
 
     /// How a new eval's request waits and who its questions go to, by protocol generation:

@@ -1,7 +1,10 @@
 //! The eval tools: their names (`eval` for the default profile, `codemode_eval_<profile>` for
 //! each profile) and who may call them.
 
+use std::sync::Arc;
+
 use codemode_policies::{Caller, Config, Profile};
+use rmcp::ErrorData as McpError;
 
 /// Name of the eval tool of `evaluation.defaultProfile` (unrestricted without one).
 pub const EVAL_TOOL: &str = "eval";
@@ -38,4 +41,36 @@ fn eval_requires_permissions(config: &Config) -> &[String] {
 /// A profile's `requirePermissions`.
 fn profile_requires_permissions(profile: &Profile) -> &[String] {
     profile.required_permissions()
+}
+
+/// The error of a call to a tool this server does not have — or one the caller may not see.
+pub(super) fn unknown_tool(name: &str) -> McpError {
+    McpError::invalid_params(format!("unknown tool `{name}`"), None)
+}
+
+/// The profile eval tool `tool` stands for, when `caller` may use it (`None`: `eval` without a
+/// default profile, unrestricted).
+///
+/// # Errors
+/// [`unknown_tool`] when the tool does not exist *or* the caller lacks a permission it
+/// requires: the same answer, so that neither a hidden profile nor what it requires can be
+/// learnt by calling it (the tool list leaves such tools out too).
+pub(super) fn usable_profile(
+    config: &Config,
+    tool: &str,
+    caller: &Caller,
+) -> Result<Option<Arc<Profile>>, McpError> {
+    let profile = if tool == EVAL_TOOL {
+        match &config.evaluation.default_profile {
+            Some(name) => Some(config.profile(name).ok_or_else(|| unknown_tool(tool))?),
+            None => None,
+        }
+    } else {
+        let name = tool.strip_prefix(PROFILE_TOOL_PREFIX).unwrap_or_default();
+        Some(config.profile(name).ok_or_else(|| unknown_tool(tool))?)
+    };
+    if !missing_permissions(config, tool, caller).is_empty() {
+        return Err(unknown_tool(tool));
+    }
+    Ok(profile.cloned())
 }

@@ -51,28 +51,26 @@ impl CodemodeServer {
                 config.evaluation.default_profile.clone(),
             ),
             Some(Value::String(name)) => {
-                if config.profile(name).is_none() {
+                // A profile the caller may not use is as unknown as one that does not exist.
+                let tool = format!("{PROFILE_TOOL_PREFIX}{name}");
+                if config.profile(name).is_none()
+                    || !super::eval_tools::missing_permissions(&config, &tool, &caller).is_empty()
+                {
                     return Err(McpError::invalid_params(
                         format!("unknown profile `{name}`"),
                         None,
                     ));
                 }
-                (format!("{PROFILE_TOOL_PREFIX}{name}"), Some(name.clone()))
+                (tool, Some(name.clone()))
             }
             Some(_) => {
                 return Err(McpError::invalid_params("`profile` must be a string", None));
             }
         };
-        let missing = super::eval_tools::missing_permissions(&config, &tool, &caller);
-        if !missing.is_empty() {
-            return Err(McpError::invalid_params(
-                format!(
-                    "`{tool}` requires the permission(s) {} (caller `{}`)",
-                    missing.join(", "),
-                    caller.name
-                ),
-                None,
-            ));
+        // Without `profile`: the base `eval`'s view, refused as `eval` itself is to a caller
+        // who may not use it (without naming what it requires).
+        if !super::eval_tools::missing_permissions(&config, &tool, &caller).is_empty() {
+            return Err(super::eval_tools::unknown_tool(&tool));
         }
         Ok(name.and_then(|n| config.profile(&n).cloned()))
     }
@@ -157,10 +155,7 @@ impl ServerHandler for CodemodeServer {
             }
             EVAL_TOOL => self.call_eval(req, ctx).await,
             _ if name.starts_with(PROFILE_TOOL_PREFIX) => self.call_eval(req, ctx).await,
-            _ => Err(McpError::invalid_params(
-                format!("unknown tool `{name}`"),
-                None,
-            )),
+            _ => Err(super::eval_tools::unknown_tool(name)),
         }
     }
 }

@@ -29,7 +29,7 @@ const CHILDREN_BUF: usize = 4096;
 /// # Safety
 /// Only to be called between `fork` and `exec` (from `pre_exec`).
 pub(super) unsafe fn become_reaper(parent: libc::pid_t) -> io::Result<()> {
-    // SAFETY (whole function): each call is a plain system call on this process's own state,
+    // SAFETY: (the whole block) each call is a plain system call on this process's own state,
     // async-signal-safe, on memory of this stack frame.
     unsafe {
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
@@ -69,7 +69,7 @@ pub(super) unsafe fn become_reaper(parent: libc::pid_t) -> io::Result<()> {
 /// The reaper's life: wait for the command or for SIGTERM, then kill the command's group and
 /// every process left below the reaper, reap them all, and exit as the command did.
 unsafe fn reap(command: libc::pid_t, set: &libc::sigset_t) -> ! {
-    // SAFETY (whole function): system calls on this process's own state and stack memory.
+    // SAFETY: (the whole block) system calls on this process's own state and stack memory.
     unsafe {
         // Hold nothing: the pipes' ends (the command's standard streams, std's exec-error
         // pipe) close when the command and its descendants close them, not when the reaper does.

@@ -328,8 +328,9 @@ fn exits_within(pid: i32, limit: Duration) -> bool {
         revents: 0,
     };
     let millis = libc::c_int::try_from(limit.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: one pollfd of this frame; then the descriptor opened above is closed once.
+    // SAFETY: one pollfd of this frame.
     let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+    // SAFETY: the descriptor opened above, closed once.
     unsafe { libc::close(fd) };
     ready == 1
 }
