@@ -87,7 +87,7 @@ pub use limits::{DEFAULT_RESULT_TEXT, Limits, MIN_RESULT_TEXT};
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
 pub use reader::{JsonPath, Reader, describe};
 pub use schema::keys::policy as policy_keys;
-pub use schema::{SCHEMA_DRAFT, json_schema, json_schema_text};
+pub use schema::{SCHEMA_DRAFT, json_schema, json_schema_text, schema_problems};
 pub use server::{
     AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
     TokenSettings,

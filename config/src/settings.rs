@@ -238,11 +238,7 @@ pub(crate) mod for_tests {
     /// The schema accepts what the reader accepted: checked on every config a test reads
     /// successfully, so that the tests of every section hold the schema to the reader.
     fn assert_schema_accepts(doc: &Document) {
-        let validator = jsonschema::validator_for(&crate::json_schema()).expect("the schema");
-        let problems: Vec<String> = validator
-            .iter_errors(doc.value())
-            .map(|e| format!("{}: {e}", e.instance_path()))
-            .collect();
+        let problems = crate::schema_problems(doc.value());
         assert!(
             problems.is_empty(),
             "the reader accepts {} but the schema does not: {problems:?}",

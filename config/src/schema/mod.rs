@@ -125,6 +125,21 @@ fn tidy(value: &mut Value) {
     }
 }
 
+/// What the schema says of a configuration value: each problem as `instance path: message`
+/// (`/limits: Additional properties are not allowed ('memroy' was unexpected)`), none when it
+/// accepts the value. The reader checks more (names, globs, regexes, units); this is what an
+/// editor naming the schema sees.
+pub fn schema_problems(config: &Value) -> Vec<String> {
+    match jsonschema::validator_for(&json_schema()) {
+        Ok(validator) => validator
+            .iter_errors(config)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect(),
+        // The schema is generated from this crate's types; a test compiles it.
+        Err(e) => vec![format!("the schema does not compile: {e}")],
+    }
+}
+
 /// [`json_schema`] as the text `codemode config schema` prints and `docs/codemode.schema.json`
 /// holds: pretty-printed, with a final newline.
 pub fn json_schema_text() -> String {
