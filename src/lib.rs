@@ -6,9 +6,11 @@
 //!
 //! This crate re-exports the library API of the workspace:
 //! - [`runtime`]: the sandbox ([`Runtime`], [`EvalOptions`], [`ToolHost`], [`EvalOutcome`]);
-//! - [`policies`]: configuration, profiles, dispositions, static preview, audit records;
+//! - [`config`]: the configuration file's settings, its reader and its JSON Schema;
+//! - [`policies`]: the whole configuration, profiles, dispositions, static preview, audit records;
 //! - [`host`]: the MCP server ([`host::server::Server`]), upstream clients, approval channels.
 
+pub use codemode_config as config;
 pub use codemode_host as host;
 pub use codemode_policies as policies;
 pub use codemode_runtime as runtime;
@@ -22,6 +24,8 @@ pub use codemode_runtime::{
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+#[cfg(test)]
+mod schema_tests;
 #[cfg(test)]
 mod tests {
     /// The Rust block of a Markdown `section` (the text under its `## ` heading).
@@ -133,6 +137,7 @@ mod tests {
         let mut unnamed = Vec::new();
         for krate in [
             "runtime/src",
+            "config/src",
             "policies/src",
             "store/src",
             "upstream/src",
@@ -208,7 +213,7 @@ mod tests {
 
     /// The fenced `json` and `jsonc` blocks of a Markdown text: each block's 1-based fence line
     /// and its body.
-    fn json_blocks(markdown: &str) -> Vec<(usize, String)> {
+    pub(crate) fn json_blocks(markdown: &str) -> Vec<(usize, String)> {
         let mut blocks = Vec::new();
         let mut open: Option<(usize, String)> = None;
         for (n, line) in markdown.lines().enumerate() {
@@ -229,7 +234,7 @@ mod tests {
 
     /// The keys of a JSON text's top-level object, read past strings, `//` and `/* */`
     /// comments (as the config reader allows them); `None` when the text is not an object.
-    fn top_level_keys(json: &str) -> Option<Vec<String>> {
+    pub(crate) fn top_level_keys(json: &str) -> Option<Vec<String>> {
         let mut chars = json.chars().peekable();
         let (mut depth, mut keys, mut last_string) = (0usize, Vec::new(), None::<String>);
         let mut seen_object = false;
@@ -299,8 +304,11 @@ mod tests {
     /// `servers` or `evaluation`. A block showing one section (`"durable": {…}`) is not a
     /// whole file and is left out. `${VAR}` references are given a stand-in value: the docs
     /// cannot know the reader's environment.
-    #[test]
-    fn every_complete_config_in_the_docs_parses() {
+    /// The complete configs the documentation shows: each fenced `json` (or `jsonc`) block of
+    /// README.md, SECURITY.md and docs/*.md whose top-level object has `mcpServers`, `servers`
+    /// or `evaluation`, with its file and the line of its fence. A block showing one section
+    /// (`"durable": {…}`) is not a whole file and is left out.
+    pub(crate) fn complete_doc_configs() -> Vec<(String, usize, String)> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut files = vec![root.join("README.md"), root.join("SECURITY.md")];
         let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
@@ -310,27 +318,38 @@ mod tests {
             .collect();
         docs.sort();
         files.extend(docs);
-        let (mut checked, mut failures) = (0, Vec::new());
+        let mut configs = Vec::new();
         for file in &files {
             let text = std::fs::read_to_string(file).expect("read the file");
-            let name = file.strip_prefix(root).unwrap().display();
+            let name = file.strip_prefix(root).unwrap().display().to_string();
             for (line, block) in json_blocks(&text) {
                 let Some(keys) = top_level_keys(&block) else {
                     continue;
                 };
-                if !keys
+                if keys
                     .iter()
                     .any(|k| ["mcpServers", "servers", "evaluation"].contains(&k.as_str()))
                 {
-                    continue;
+                    configs.push((name.clone(), line, block));
                 }
-                checked += 1;
-                let parsed = codemode_policies::Config::from_json_str_with_env(&block, |name| {
-                    Some(format!("stand-in-for-{name}"))
-                });
-                if let Err(errors) = parsed {
-                    failures.push(format!("{name}, the block at line {line}:\n{errors}"));
-                }
+            }
+        }
+        configs
+    }
+
+    /// Every complete config the documentation shows ([`complete_doc_configs`]) parses.
+    /// `${VAR}` references are given a stand-in value: the docs cannot know the reader's
+    /// environment.
+    #[test]
+    fn every_complete_config_in_the_docs_parses() {
+        let (mut checked, mut failures) = (0, Vec::new());
+        for (name, line, block) in complete_doc_configs() {
+            checked += 1;
+            let parsed = codemode_policies::Config::from_json_str_with_env(&block, |name| {
+                Some(format!("stand-in-for-{name}"))
+            });
+            if let Err(errors) = parsed {
+                failures.push(format!("{name}, the block at line {line}:\n{errors}"));
             }
         }
         assert_eq!(

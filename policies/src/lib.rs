@@ -1,5 +1,7 @@
-//! codemode's policies: the configuration file, profiles and per-call dispositions, human
-//! approval, the static call-site preview and the audit log.
+//! codemode's policies: profiles and per-call dispositions, human approval, the static
+//! call-site preview and the audit log — and the whole [`Config`]: the file's settings, read by
+//! `codemode_config` (re-exported here), plus its policy sections (profiles, output rules),
+//! which this crate reads into its decision types.
 //!
 //! A script's `codemode.<tool>(args)` reaches a [`codemode_runtime::ToolHost`]. This crate
 //! provides the [`PolicyToolHost`] that sits in front of the real one and decides each call —
@@ -148,14 +150,12 @@ mod config;
 mod decision;
 mod display;
 mod enforce;
-mod origin;
 mod outputs;
 mod preview;
 mod profile;
 mod risk;
 mod schemas;
 mod script;
-mod units;
 
 pub use approval::{
     ApprovalAnswer, ApprovalRequest, Channel, ParkedAsk, ParkedQuestion, SessionApprovals,
@@ -177,27 +177,20 @@ pub use audit::{
     format_records, genesis, parse_time_bound, query_audit_dir, verify_audit_dir,
 };
 pub use caller::Caller;
-pub use config::ApprovalsConfig;
-pub use config::{
-    AuditConfig, Config, ConfigError, ConfigErrorKind, ConfigErrors, DEFAULT_CONFIG_JSON,
-    DEFAULT_RESULT_TEXT, DEFAULT_SERVER_TIMEOUT, EvaluationConfig, Limits, MIN_RESULT_TEXT,
-    ServerConfig, ServerTransport, UnknownProfile,
-};
-// Server entries as MCP clients write them (issue 16 §7).
-pub use config::{
-    AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
-    TokenSettings,
-};
-pub use config::{
-    BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg, CommandConfig, CommandOutput,
-    DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, resolve_command,
-};
-pub use config::{ConfigWarning, DEFAULT_SERVER_START_TIMEOUT};
-// Durable suspended evals and their store (issue 18 §2).
-pub use config::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
-pub use config::{
-    DEFAULT_REDIS_PORT, DEFAULT_STATE_KEY_ENV, DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig,
-    RedisUrl, StoreLocation, default_state_dir,
+pub use config::{Config, EvaluationConfig, UnknownProfile};
+// The file's settings sections and errors are `codemode_config`'s; re-exported so that one
+// import serves those who read a file and decide with it.
+pub use codemode_config::{
+    ApprovalsConfig, AuditConfig, AuthSettings, BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg,
+    CommandConfig, CommandOutput, ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning,
+    DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONFIG_JSON,
+    DEFAULT_MAX_EVAL_LIFETIME, DEFAULT_REDIS_PORT, DEFAULT_RESULT_TEXT,
+    DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, DEFAULT_STATE_KEY_ENV,
+    DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, HttpSettings, JwtKeySource, JwtSettings, Limits,
+    ListenerLimits, MIN_RESULT_TEXT, ParseUnitError, PerClientLimits, RedisUrl, RetentionLimits,
+    ServerConfig, ServerSettings, ServerTransport, StoreLocation, TokenSecret, TokenSettings,
+    default_state_dir, explicit_default_ports, origin_allowed, parse_duration, parse_size,
+    resolve_command, valid_allowed_origin,
 };
 pub use decision::ApprovalDecision;
 pub use display::{
@@ -205,7 +198,6 @@ pub use display::{
     summarize_args,
 };
 pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
-pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
 pub use outputs::{
     MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule, PathPattern, mask_value,
 };
@@ -223,4 +215,3 @@ pub use schemas::{
     SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas, Violation,
 };
 pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize};
-pub use units::{ParseUnitError, parse_duration, parse_size};

@@ -299,6 +299,9 @@ pub enum ConfigCommand {
     },
     /// Print the embedded default config.
     Default,
+    /// Print the config file's JSON Schema (draft 2020-12), for editors and validators; a
+    /// config may name it with `"$schema"`.
+    Schema,
 }
 
 pub fn config(command: ConfigCommand) -> ExitCode {
@@ -332,6 +335,11 @@ pub fn config(command: ConfigCommand) -> ExitCode {
         ConfigCommand::Default => {
             let stdout = std::io::stdout();
             let _ = write!(stdout.lock(), "{}", super::common::DEFAULT_CONFIG);
+            ExitCode::SUCCESS
+        }
+        ConfigCommand::Schema => {
+            let stdout = std::io::stdout();
+            let _ = write!(stdout.lock(), "{}", codemode_config::json_schema_text());
             ExitCode::SUCCESS
         }
     }

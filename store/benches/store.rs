@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_policies::RedisUrl;
+use codemode_config::RedisUrl;
 use codemode_store::{LocalStore, RedisStore, StateKey, Store};
 use codemode_test_support::services::RedisServer;
 

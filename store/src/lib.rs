@@ -15,7 +15,7 @@
 //! # async fn demo() -> Result<(), codemode_store::StoreError> {
 //! use std::time::Duration;
 //! use codemode_store::Store;
-//! let store = Store::open(&codemode_policies::DurableConfig::default()).await?;
+//! let store = Store::open(&codemode_config::DurableConfig::default()).await?;
 //! store.put("eval:7f3a-1", b"saved state", Duration::from_secs(120)).await?;
 //! // Any node: exactly one taker gets it.
 //! let record = store.take("eval:7f3a-1").await?.expect("still there");
@@ -33,7 +33,7 @@ mod seal;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use codemode_policies::{DurableConfig, StoreLocation};
+use codemode_config::{DurableConfig, StoreLocation};
 
 pub use error::{StoreError, StoreErrorKind};
 pub use key::{KEY_FILE, StateKey, hex};

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use codemode_policies::RedisUrl;
+use codemode_config::RedisUrl;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::error::{StoreError, StoreErrorKind};

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use codemode_policies::DurableConfig;
+use codemode_config::DurableConfig;
 
 use super::*;
 
@@ -428,8 +428,8 @@ async fn open_from_the_config() {
          XDG_STATE_HOME or HOME"
     );
     let mut redis = DurableConfig::default();
-    redis.store = codemode_policies::StoreLocation::Redis(
-        codemode_policies::RedisUrl::parse("redis://127.0.0.1:1/0").unwrap(),
+    redis.store = codemode_config::StoreLocation::Redis(
+        codemode_config::RedisUrl::parse("redis://127.0.0.1:1/0").unwrap(),
     );
     redis.key_env = "CODEMODE_TEST_UNSET_STATE_KEY".to_string();
     let e = Store::open(&redis).await.unwrap_err();

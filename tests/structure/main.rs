@@ -37,6 +37,7 @@ const CRATE_ROOTS: &[&str] = &[
     "src/lib.rs",
     "src/main.rs",
     "runtime/src/lib.rs",
+    "config/src/lib.rs",
     "policies/src/lib.rs",
     "host/src/lib.rs",
     "bench/src/lib.rs",

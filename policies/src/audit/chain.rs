@@ -16,23 +16,7 @@
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-/// The secret of HMAC-SHA-256 chains: the bytes of the environment variable named by
-/// `audit.keyEnv`. Its `Debug` never shows the bytes.
-#[derive(Clone, PartialEq, Eq)]
-pub struct AuditKey(Vec<u8>);
-
-impl AuditKey {
-    /// A key of these bytes.
-    pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
-        AuditKey(bytes.into())
-    }
-}
-
-impl std::fmt::Debug for AuditKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AuditKey(<redacted>)")
-    }
-}
+pub use codemode_config::AuditKey;
 
 /// The prefix hashed before a file's name for its genesis hash.
 const GENESIS_PREFIX: &str = "codemode-audit:";
@@ -43,7 +27,7 @@ pub fn chain_hash(key: Option<&AuditKey>, bytes: &[u8]) -> String {
         None => format!("{:x}", Sha256::digest(bytes)),
         Some(key) => {
             // HMAC takes keys of any length: `new_from_slice` cannot fail for it.
-            let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&key.0)
+            let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes())
                 .unwrap_or_else(|_| unreachable!("HMAC accepts every key length"));
             mac.update(bytes);
             format!("{:x}", mac.finalize().into_bytes())

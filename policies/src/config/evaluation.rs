@@ -7,46 +7,19 @@ use serde_json::Value;
 
 use super::EvaluationConfig;
 use super::gateway_keys::{read_permissions, read_risk, read_risk_map, read_risk_policies};
-use super::reader::{JsonPath, Reader, describe};
-use super::values::{positive, positive_seconds};
 use crate::profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind, Fallback,
     GlobList, PathCondition, Profile, Rule,
 };
 use crate::{ConfigErrorKind, ConfigErrors, Risk};
+use codemode_config::values::{positive, positive_seconds};
+use codemode_config::{JsonPath, Reader, describe};
 
-const EVALUATION_KEYS: &[&str] = &["defaultProfile", "profiles", "evalRequiresPermissions"];
-const PROFILE_KEYS: &[&str] = &[
-    "description",
-    "allowlist",
-    "denylist",
-    "asklist",
-    "rules",
-    "elicitationFallback",
-    "approvalTimeoutSeconds",
-    "maxPendingApprovals",
-    "defaultDisposition",
-    "requirePermissions",
-    "risk",
-    "defaultRisk",
-    "riskPolicies",
-];
 /// The longest profile `description`, in characters.
 const MAX_DESCRIPTION_CHARS: usize = 500;
-const RULE_KEYS: &[&str] = &[
-    "tools",
-    "when",
-    "whenPath",
-    "base",
-    "disposition",
-    "reason",
-    "requirePermissions",
-    "risk",
-];
-
 pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationConfig {
     let mut out = EvaluationConfig::default();
-    let Some(map) = r.object(v, path, EVALUATION_KEYS) else {
+    let Some(map) = r.object(v, path, codemode_config::policy_keys::evaluation()) else {
         return out;
     };
     if let Some(v) = map.get("evalRequiresPermissions") {
@@ -101,11 +74,13 @@ impl Profile {
     ///
     /// Every problem found (see [`crate::Config::from_json_str`]).
     pub fn from_json(name: &str, value: &Value) -> Result<Profile, ConfigErrors> {
-        let mut r = Reader::default();
+        let mut r = Reader::new();
         let profile = read_profile(&mut r, name, value, &JsonPath::root());
         match profile {
-            Some(p) if r.errors.is_empty() => Ok(p),
-            _ => Err(ConfigErrors { errors: r.errors }),
+            Some(p) if r.error_count() == 0 => Ok(p),
+            _ => Err(ConfigErrors {
+                errors: r.into_errors(),
+            }),
         }
     }
 }
@@ -117,7 +92,7 @@ fn valid_profile_name(name: &str) -> bool {
 
 /// One profile; `None` if anything in it is wrong (the errors are in `r`).
 fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Option<Profile> {
-    let before = r.errors.len();
+    let before = r.error_count();
     if !valid_profile_name(name) {
         r.error(
             path,
@@ -125,7 +100,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
             format!("invalid profile name `{name}`: use 1 to 32 ASCII letters, digits or `_`"),
         );
     }
-    let map = r.object(v, path, PROFILE_KEYS)?;
+    let map = r.object(v, path, codemode_config::policy_keys::profile())?;
     let list = |r: &mut Reader, key: &str| {
         map.get(key)
             .map(|v| read_globs(r, v, &path.key(key)).unwrap_or_default())
@@ -172,7 +147,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         Some(v) => read_risk_policies(r, v, &path.key("riskPolicies")),
         None => BTreeMap::new(),
     };
-    if r.errors.len() > before {
+    if r.error_count() > before {
         return None;
     }
     Some(Profile {
@@ -294,8 +269,8 @@ pub(super) fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<G
 }
 
 fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
-    let before = r.errors.len();
-    let map = r.object(v, path, RULE_KEYS)?;
+    let before = r.error_count();
+    let map = r.object(v, path, codemode_config::policy_keys::rule())?;
     let tools = read_tools(
         r,
         map.get("tools"),
@@ -349,7 +324,7 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
     let base = map
         .get("base")
         .and_then(|v| read_base(r, v, &path.key("base"), map.contains_key("whenPath")));
-    if r.errors.len() > before {
+    if r.error_count() > before {
         return None;
     }
     Some(Rule {

@@ -6,17 +6,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::reader::{JsonPath, Reader, describe};
-use super::values::positive_seconds;
 use crate::profile::GlobList;
 use crate::{ConfigErrorKind, Risk, RiskPolicy};
-
-const RISK_POLICY_KEYS: &[&str] = &[
-    "approvalTimeoutSeconds",
-    "allowSessionApproval",
-    "allowEvalApproval",
-    "requireReason",
-];
+use codemode_config::values::positive_seconds;
+use codemode_config::{JsonPath, Reader, describe};
 
 /// An array of permission names: free strings, but not empty ones; duplicates are kept once.
 pub(super) fn read_permissions(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<String> {
@@ -57,7 +50,7 @@ pub(super) fn read_risk_map(
     v: &Value,
     path: &JsonPath,
 ) -> Option<(GlobList, Vec<Risk>)> {
-    let before = r.errors.len();
+    let before = r.error_count();
     let map = r.any_object(v, path)?;
     let mut globs = Vec::new();
     let mut levels = Vec::new();
@@ -79,7 +72,7 @@ pub(super) fn read_risk_map(
             return None;
         }
     };
-    (r.errors.len() == before).then_some((list, levels))
+    (r.error_count() == before).then_some((list, levels))
 }
 
 /// `riskPolicies`: `{"<level>": {approvalTimeoutSeconds, allowSessionApproval,
@@ -105,7 +98,7 @@ pub(super) fn read_risk_policies(
             );
             continue;
         };
-        let Some(fields) = r.object(pv, &ppath, RISK_POLICY_KEYS) else {
+        let Some(fields) = r.object(pv, &ppath, codemode_config::policy_keys::risk_policy()) else {
             continue;
         };
         let mut policy = RiskPolicy::default();

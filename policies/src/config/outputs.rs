@@ -2,12 +2,10 @@
 
 use serde_json::Value;
 
-use super::ConfigErrorKind;
 use super::evaluation::read_tools;
-use super::reader::{JsonPath, Reader};
+use crate::ConfigErrorKind;
 use crate::outputs::{OutputPolicy, OutputRule, PathPattern};
-
-const OUTPUT_RULE_KEYS: &[&str] = &["tools", "mask", "redact", "allow"];
+use codemode_config::{JsonPath, Reader};
 
 /// Reads `outputs` at `path`: an array of `{tools, mask?, redact?, allow?}`, each rule with at
 /// least one glob and at least one of `mask`, `redact` and `allow`.
@@ -29,7 +27,7 @@ pub(crate) fn read_outputs(r: &mut Reader, v: &Value, path: &JsonPath) -> Output
 }
 
 fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<OutputRule> {
-    let map = r.object(v, path, OUTPUT_RULE_KEYS)?;
+    let map = r.object(v, path, codemode_config::policy_keys::output_rule())?;
     let tools = read_tools(
         r,
         map.get("tools"),

@@ -3,7 +3,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::DispositionKind;
+use crate::{
+    ConfigErrorKind, DEFAULT_CONFIG_JSON, DEFAULT_SERVER_TIMEOUT, DispositionKind, ServerTransport,
+};
 
 const EXAMPLE: &str = r#"{
   "mcpServers": {

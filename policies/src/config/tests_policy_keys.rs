@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::{Caller, DispositionKind, Risk, RiskPolicy};
+use crate::{Caller, ConfigErrorKind, DispositionKind, Risk, RiskPolicy};
 
 const GATEWAY: &str = r#"{
   "evaluation": {

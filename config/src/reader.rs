@@ -6,20 +6,21 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::error::{ConfigError, ConfigErrorKind, ConfigWarning};
-use super::substitute::{EnvLookup, SubstituteError, substitute};
+use crate::error::{ConfigError, ConfigErrorKind, ConfigWarning};
+use crate::substitute::{EnvLookup, SubstituteError, substitute};
 
 /// A path into the document: `evaluation.profiles.safe.allowlist[2]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct JsonPath(String);
+pub struct JsonPath(String);
 
 impl JsonPath {
-    pub(crate) fn root() -> Self {
+    /// The document itself, displayed `(root)`.
+    pub fn root() -> Self {
         JsonPath(String::new())
     }
 
     /// The path of member `key`: `.key` for plain words, `["key"]` otherwise.
-    pub(crate) fn key(&self, key: &str) -> Self {
+    pub fn key(&self, key: &str) -> Self {
         let plain = !key.is_empty()
             && key
                 .chars()
@@ -39,7 +40,7 @@ impl JsonPath {
     }
 
     /// The path of element `i`: `[i]`.
-    pub(crate) fn index(&self, i: usize) -> Self {
+    pub fn index(&self, i: usize) -> Self {
         JsonPath(format!("{}[{i}]", self.0))
     }
 }
@@ -54,8 +55,9 @@ impl fmt::Display for JsonPath {
     }
 }
 
-/// Describes a JSON value for "expected X, found Y" messages.
-pub(crate) fn describe(v: &Value) -> String {
+/// Describes a JSON value for "expected X, found Y" messages: its type and, for scalars, a
+/// short form of the value.
+pub fn describe(v: &Value) -> String {
     const MAX: usize = 40;
     match v {
         Value::Null => "null".to_string(),
@@ -77,9 +79,10 @@ pub(crate) fn describe(v: &Value) -> String {
 /// (`JsonPath` text).
 pub(crate) type KeyOrder = HashMap<String, Vec<String>>;
 
-/// Collects problems while the caller walks the document.
+/// Collects problems while the caller walks the document: each check records what is wrong
+/// with its path and returns `None`, so that the walk goes on and one pass reports everything.
 #[derive(Debug, Default)]
-pub(crate) struct Reader {
+pub struct Reader {
     pub(crate) errors: Vec<ConfigError>,
     /// Each object's keys in written order (empty when the document came as a `Value`).
     pub(crate) key_order: KeyOrder,
@@ -90,18 +93,31 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    pub(crate) fn error(
-        &mut self,
-        path: &JsonPath,
-        kind: ConfigErrorKind,
-        message: impl Into<String>,
-    ) {
+    /// A reader with no problems yet, `${VAR}` references read from the process environment
+    /// and no written key order (maps are walked in their own order).
+    pub fn new() -> Self {
+        Reader::default()
+    }
+
+    /// How many errors were recorded so far: a section compares it before and after a part
+    /// to know whether that part was sound.
+    pub fn error_count(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// The errors recorded, in the order found.
+    pub fn into_errors(self) -> Vec<ConfigError> {
+        self.errors
+    }
+
+    /// An error of `kind` at `path`.
+    pub fn error(&mut self, path: &JsonPath, kind: ConfigErrorKind, message: impl Into<String>) {
         self.errors
             .push(ConfigError::new(path.to_string(), kind, message));
     }
 
     /// A warning at `path`.
-    pub(crate) fn warn(&mut self, path: &JsonPath, message: impl Into<String>) {
+    pub fn warn(&mut self, path: &JsonPath, message: impl Into<String>) {
         self.warnings
             .push(ConfigWarning::new(path.to_string(), message));
     }
@@ -109,7 +125,7 @@ impl Reader {
     /// `text` (found at `path`) with its `${VAR}` references replaced (see `substitute`); an
     /// unset variable is a [`ConfigErrorKind::MissingEnv`] error, a malformed reference an
     /// [`ConfigErrorKind::InvalidValue`] one.
-    pub(crate) fn substituted(&mut self, text: &str, path: &JsonPath) -> Option<String> {
+    pub fn substituted(&mut self, text: &str, path: &JsonPath) -> Option<String> {
         match substitute(text, &self.env) {
             Ok(value) => Some(value),
             Err(e) => {
@@ -124,7 +140,7 @@ impl Reader {
     }
 
     /// A [`ConfigErrorKind::WrongType`] error: "expected `what`, found …".
-    pub(crate) fn expected(&mut self, path: &JsonPath, what: &str, v: &Value) {
+    pub fn expected(&mut self, path: &JsonPath, what: &str, v: &Value) {
         self.error(
             path,
             ConfigErrorKind::WrongType,
@@ -134,7 +150,7 @@ impl Reader {
 
     /// An object whose keys are all in `allowed`; each other key is an error (the object is
     /// still returned so that the known keys get checked too).
-    pub(crate) fn object<'v>(
+    pub fn object<'v>(
         &mut self,
         v: &'v Value,
         path: &JsonPath,
@@ -165,7 +181,7 @@ impl Reader {
     }
 
     /// Any object (free-form keys, such as the profile or server names).
-    pub(crate) fn any_object<'v>(
+    pub fn any_object<'v>(
         &mut self,
         v: &'v Value,
         path: &JsonPath,
@@ -181,7 +197,7 @@ impl Reader {
 
     /// The members of `map` (the object at `path`) in written order when the document's text
     /// was read, else in the map's own (sorted) order.
-    pub(crate) fn in_written_order<'v>(
+    pub fn in_written_order<'v>(
         &self,
         map: &'v Map<String, Value>,
         path: &JsonPath,
@@ -195,7 +211,8 @@ impl Reader {
         }
     }
 
-    pub(crate) fn string<'v>(&mut self, v: &'v Value, path: &JsonPath) -> Option<&'v str> {
+    /// A string.
+    pub fn string<'v>(&mut self, v: &'v Value, path: &JsonPath) -> Option<&'v str> {
         match v {
             Value::String(s) => Some(s),
             _ => {
@@ -205,7 +222,8 @@ impl Reader {
         }
     }
 
-    pub(crate) fn bool(&mut self, v: &Value, path: &JsonPath) -> Option<bool> {
+    /// A boolean.
+    pub fn bool(&mut self, v: &Value, path: &JsonPath) -> Option<bool> {
         match v {
             Value::Bool(b) => Some(*b),
             _ => {
@@ -216,7 +234,7 @@ impl Reader {
     }
 
     /// A non-negative whole number.
-    pub(crate) fn u64(&mut self, v: &Value, path: &JsonPath) -> Option<u64> {
+    pub fn u64(&mut self, v: &Value, path: &JsonPath) -> Option<u64> {
         match v.as_u64() {
             Some(n) => Some(n),
             None => {
@@ -228,11 +246,7 @@ impl Reader {
 
     /// An array of strings, each paired with its path. Non-string elements are errors and are
     /// left out.
-    pub(crate) fn strings(
-        &mut self,
-        v: &Value,
-        path: &JsonPath,
-    ) -> Option<Vec<(JsonPath, String)>> {
+    pub fn strings(&mut self, v: &Value, path: &JsonPath) -> Option<Vec<(JsonPath, String)>> {
         let Value::Array(items) = v else {
             self.expected(path, "an array of strings", v);
             return None;
@@ -248,11 +262,7 @@ impl Reader {
     }
 
     /// An object whose values are all strings (`env`, `headers`).
-    pub(crate) fn string_map(
-        &mut self,
-        v: &Value,
-        path: &JsonPath,
-    ) -> Option<BTreeMap<String, String>> {
+    pub fn string_map(&mut self, v: &Value, path: &JsonPath) -> Option<BTreeMap<String, String>> {
         let map = self.any_object(v, path)?;
         let mut out = BTreeMap::new();
         for (k, v) in map {

@@ -11,21 +11,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::ConfigErrorKind;
-use super::reader::{JsonPath, Reader, describe};
-use super::values::{positive_seconds, size};
-
-const COMMAND_KEYS: &[&str] = &[
-    "command",
-    "args",
-    "inputSchema",
-    "description",
-    "cwd",
-    "env",
-    "timeoutSeconds",
-    "maxOutput",
-    "output",
-];
+use crate::error::ConfigErrorKind;
+use crate::reader::{JsonPath, Reader, describe};
+use crate::schema::sections;
+use crate::values::{positive_seconds, size};
 
 /// The names of the built-in script tools, which a command may not take (the host checks that
 /// this list is its own).
@@ -212,7 +201,7 @@ fn check_command_name(name: &str) -> Result<(), String> {
 }
 
 fn read_command(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<CommandConfig> {
-    let map = r.object(v, path, COMMAND_KEYS)?;
+    let map = r.object(v, path, crate::schema::keys::of::<sections::Command>())?;
     let errors_before = r.errors.len();
     let command = match map.get("command") {
         Some(c) => read_program(r, c, &path.key("command")),

@@ -8,16 +8,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::reader::{JsonPath, Reader, describe};
-use crate::ConfigErrorKind;
-
-const DURABLE_KEYS: &[&str] = &[
-    "store",
-    "dir",
-    "keyEnv",
-    "suspendToStoreAfterSeconds",
-    "fsync",
-];
+use crate::error::ConfigErrorKind;
+use crate::reader::{JsonPath, Reader, describe};
+use crate::schema::sections;
 
 /// The default of `durable.keyEnv`: `CODEMODE_STATE_KEY`.
 pub const DEFAULT_STATE_KEY_ENV: &str = "CODEMODE_STATE_KEY";
@@ -94,7 +87,7 @@ impl RedisUrl {
     /// the path, nothing else.
     ///
     /// ```
-    /// use codemode_policies::RedisUrl;
+    /// use codemode_config::RedisUrl;
     /// let url = RedisUrl::parse("redis://app:s3cret@10.0.0.5:6380/2").unwrap();
     /// assert_eq!(url.to_string(), "redis://app:***@10.0.0.5:6380/2");
     /// assert_eq!(url.db(), 2);
@@ -215,7 +208,7 @@ pub fn default_state_dir() -> Option<PathBuf> {
 /// Reads `durable` at `path`.
 pub(crate) fn read_durable(r: &mut Reader, v: &Value, path: &JsonPath) -> DurableConfig {
     let mut out = DurableConfig::default();
-    let Some(map) = r.object(v, path, DURABLE_KEYS) else {
+    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Durable>()) else {
         return out;
     };
     if let Some(v) = map.get("store") {

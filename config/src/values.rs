@@ -1,15 +1,16 @@
-//! Readers of the values several sections share: counts, seconds, sizes and durations.
+//! Readers of the values several sections share: counts, seconds, sizes and durations. Each
+//! records its error in the [`Reader`] and returns `None`, as the reader's own checks do.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::ConfigErrorKind;
-use super::reader::{JsonPath, Reader, describe};
+use crate::error::ConfigErrorKind;
+use crate::reader::{JsonPath, Reader, describe};
 use crate::units::{parse_duration, parse_size};
 
 /// A positive number of seconds (fractions allowed), e.g. `timeoutSeconds`.
-pub(crate) fn positive_seconds(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
+pub fn positive_seconds(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
     let secs = v.as_f64().filter(|s| *s > 0.0);
     match secs.and_then(|s| Duration::try_from_secs_f64(s).ok()) {
         Some(d) => Some(d),
@@ -28,7 +29,7 @@ pub(crate) fn positive_seconds(r: &mut Reader, v: &Value, path: &JsonPath) -> Op
 }
 
 /// A size: a string like `"64MiB"` or a whole number of bytes; must not be zero.
-pub(crate) fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
+pub fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
     let parsed = match v {
         Value::String(s) => {
             parse_size(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
@@ -65,7 +66,7 @@ pub(crate) fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
 }
 
 /// A duration string greater than zero (`"15m"`, `"10s"`).
-pub(crate) fn duration(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
+pub fn duration(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
     let parsed = match v {
         Value::String(s) => {
             parse_duration(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
@@ -93,7 +94,7 @@ pub(crate) fn duration(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Dur
 }
 
 /// A whole number of at least 1.
-pub(crate) fn positive(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<usize> {
+pub fn positive(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<usize> {
     match r.u64(v, path).map(usize::try_from) {
         Some(Ok(0)) => {
             r.error(path, ConfigErrorKind::InvalidValue, "must be at least 1");

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::reader::{JsonPath, Reader};
-use super::values::{duration, positive, size};
+use crate::reader::{JsonPath, Reader};
+use crate::schema::{keys, sections};
+use crate::values::{duration, positive, size};
 
 /// `limits.perClient`: what one client may hold at once. A client is the authenticated caller,
 /// else the legacy MCP session, else the remote address.
@@ -95,11 +96,7 @@ impl Default for ListenerLimits {
 /// Reads `limits.perClient`.
 pub(crate) fn read_per_client(r: &mut Reader, v: &Value, path: &JsonPath) -> PerClientLimits {
     let mut out = PerClientLimits::default();
-    let Some(map) = r.object(
-        v,
-        path,
-        &["maxConcurrentEvals", "maxSuspendedEvals", "maxParkedEvals"],
-    ) else {
+    let Some(map) = r.object(v, path, keys::of::<sections::PerClient>()) else {
         return out;
     };
     if let Some(v) = map.get("maxConcurrentEvals")
@@ -123,7 +120,7 @@ pub(crate) fn read_per_client(r: &mut Reader, v: &Value, path: &JsonPath) -> Per
 /// Reads `limits.unfetchedResults`.
 pub(crate) fn read_retention(r: &mut Reader, v: &Value, path: &JsonPath) -> RetentionLimits {
     let mut out = RetentionLimits::default();
-    let Some(map) = r.object(v, path, &["maxCount", "maxBytes"]) else {
+    let Some(map) = r.object(v, path, keys::of::<sections::UnfetchedResults>()) else {
         return out;
     };
     if let Some(v) = map.get("maxCount")

@@ -63,7 +63,7 @@ pub fn valid_allowed_origin(allowed: &str) -> bool {
 /// Whether an `Origin` header value matches one of `allowed`.
 ///
 /// ```
-/// use codemode_policies::origin_allowed;
+/// use codemode_config::origin_allowed;
 /// let allowed = ["https://app.example".to_string(), "http://localhost:*".to_string()];
 /// assert!(origin_allowed("https://app.example", &allowed));
 /// assert!(origin_allowed("https://app.example:443", &allowed));

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::config::{Config, ConfigErrorKind, ServerTransport};
+use crate::{Config, ConfigErrorKind, ServerTransport};
 
 fn env(name: &str) -> Option<String> {
     match name {

@@ -61,7 +61,7 @@ const DURATION_UNITS: &str = "ms, s, m, h, d";
 /// `MiB`, `GiB`, `TiB` binary (powers of 1024).
 ///
 /// ```
-/// use codemode_policies::parse_size;
+/// use codemode_config::parse_size;
 /// assert_eq!(parse_size("64MiB").unwrap(), 64 * 1024 * 1024);
 /// assert_eq!(parse_size("10MB").unwrap(), 10_000_000);
 /// assert_eq!(parse_size("1000").unwrap(), 1000);
@@ -110,7 +110,7 @@ pub fn parse_size(input: &str) -> Result<u64, ParseUnitError> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use codemode_policies::parse_duration;
+/// use codemode_config::parse_duration;
 /// assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
 /// assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
 /// assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);

@@ -47,12 +47,19 @@ pub enum ConfigErrorKind {
 /// One problem in a configuration file.
 ///
 /// ```
-/// use codemode_policies::{Config, ConfigErrorKind};
-/// let errors = Config::from_json_str(r#"{"limts": {}}"#).unwrap_err();
+/// use codemode_config::{ConfigErrorKind, Document, JsonPath, PolicySections, Reader, Settings};
+/// # struct Unread;
+/// # impl PolicySections for Unread {
+/// #     fn evaluation(&mut self, _: &mut Reader, _: &serde_json::Value, _: &JsonPath) {}
+/// #     fn outputs(&mut self, _: &mut Reader, _: &serde_json::Value, _: &JsonPath) {}
+/// # }
+/// let doc = Document::parse(r#"{"limts": {}}"#)?;
+/// let errors = Settings::read(&doc, &mut Unread).unwrap_err();
 /// let error = &errors.errors[0];
 /// assert_eq!(error.kind(), ConfigErrorKind::UnknownKey);
 /// assert_eq!(error.path(), "limts");
 /// assert!(error.message().starts_with("unknown key `limts` (did you mean `limits`?)"));
+/// # Ok::<(), codemode_config::ConfigErrors>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct ConfigError {

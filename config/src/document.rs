@@ -20,8 +20,8 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::error::{ConfigError, ConfigErrorKind, ConfigErrors};
-use super::reader::{JsonPath, KeyOrder};
+use crate::error::{ConfigError, ConfigErrorKind, ConfigErrors};
+use crate::reader::{JsonPath, KeyOrder};
 
 /// Parses `json`, failing on invalid JSON (with line and column) or on any key that an object
 /// holds more than once (every such key, each with its path).

@@ -2,9 +2,8 @@
 
 use serde_json::Value;
 
-use super::reader::{JsonPath, Reader};
-
-const APPROVALS_KEYS: &[&str] = &["http"];
+use crate::reader::{JsonPath, Reader};
+use crate::schema::sections;
 
 /// The `approvals` section. Default: only the client's own channel (elicitation, terminal).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -19,7 +18,7 @@ pub struct ApprovalsConfig {
 /// Reads `approvals` at `path`.
 pub(crate) fn read_approvals(r: &mut Reader, v: &Value, path: &JsonPath) -> ApprovalsConfig {
     let mut approvals = ApprovalsConfig::default();
-    let Some(map) = r.object(v, path, APPROVALS_KEYS) else {
+    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Approvals>()) else {
         return approvals;
     };
     if let Some(v) = map.get("http")

@@ -15,30 +15,56 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::reader::{JsonPath, Reader};
-use super::values::positive_seconds;
-use super::{
-    ConfigErrorKind, DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, ServerConfig,
-    ServerTransport,
-};
+use crate::error::ConfigErrorKind;
+use crate::reader::{JsonPath, Reader};
+use crate::schema::servers;
+use crate::values::positive_seconds;
 
-const SERVER_KEYS: &[&str] = &[
-    "type",
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "timeoutSeconds",
-    "startTimeoutSeconds",
-    "disabled",
-    "autoApprove",
-    "alwaysAllow",
-];
+/// One upstream MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// How to reach it: `command` (stdio) or `url` (streamable HTTP).
+    pub transport: ServerTransport,
+    /// How long one call to it may take (`timeoutSeconds`). Default: [`DEFAULT_SERVER_TIMEOUT`].
+    pub timeout: Duration,
+    /// How long starting it (spawn or dial, `initialize`, the first `tools/list`) may take
+    /// before the attempt counts as failed (`startTimeoutSeconds`); a call to one of its tools
+    /// made while it is still starting waits that long at most. Default:
+    /// [`DEFAULT_SERVER_START_TIMEOUT`].
+    pub startup_timeout: Duration,
+}
+
+/// The default of a server's `timeoutSeconds`: 60 seconds.
+pub const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default of a server's `startTimeoutSeconds`: 30 seconds.
+pub const DEFAULT_SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerTransport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// The program (`command`, required).
+        command: String,
+        /// Its arguments (`args`). Default: none.
+        args: Vec<String>,
+        /// Extra environment variables (`env`). Default: none.
+        env: BTreeMap<String, String>,
+        /// Its working directory (`cwd`). Default: the current one.
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable-HTTP endpoint.
+    Http {
+        /// The endpoint (`url`, required, `http://` or `https://`).
+        url: String,
+        /// Extra request headers (`headers`), e.g. `Authorization`. Default: none.
+        headers: BTreeMap<String, String>,
+    },
+}
 
 /// Keys of other MCP clients that codemode accepts and ignores, with a warning.
 const CLIENT_ONLY_KEYS: &[&str] = &["autoApprove", "alwaysAllow"];
@@ -68,7 +94,7 @@ fn check_server_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-pub(super) fn read_servers(
+pub(crate) fn read_servers(
     r: &mut Reader,
     v: &Value,
     path: &JsonPath,
@@ -95,7 +121,7 @@ pub(super) fn read_servers(
 }
 
 fn read_server(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<ServerConfig> {
-    let map = r.object(v, path, SERVER_KEYS)?;
+    let map = r.object(v, path, crate::schema::keys::of::<servers::Server>())?;
     for key in CLIENT_ONLY_KEYS {
         if map.contains_key(*key) {
             r.warn(

@@ -8,28 +8,9 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::ConfigErrorKind;
-use super::reader::{JsonPath, Reader};
-
-const SERVER_KEYS: &[&str] = &["http", "auth"];
-const HTTP_KEYS: &[&str] = &[
-    "allowedHosts",
-    "allowedOrigins",
-    "maxSessions",
-    "maxSessionsPerClient",
-    "headerReadTimeout",
-    "bodyReadTimeout",
-    "maxRequestBody",
-];
-const AUTH_KEYS: &[&str] = &["tokens", "jwt"];
-const TOKEN_KEYS: &[&str] = &["name", "sha256", "env", "permissions"];
-const JWT_KEYS: &[&str] = &[
-    "issuer",
-    "audience",
-    "hs256SecretEnv",
-    "jwksFile",
-    "permissionsClaim",
-];
+use crate::error::ConfigErrorKind;
+use crate::reader::{JsonPath, Reader};
+use crate::schema::sections;
 
 /// The `server` section. Default: loopback `Host`s only, no `Origin` check, no auth.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -113,12 +94,12 @@ pub enum JwtKeySource {
 
 pub(super) fn read_server_settings(r: &mut Reader, v: &Value, path: &JsonPath) -> ServerSettings {
     let mut out = ServerSettings::default();
-    let Some(map) = r.object(v, path, SERVER_KEYS) else {
+    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Server>()) else {
         return out;
     };
     if let Some(v) = map.get("http") {
         let p = path.key("http");
-        if let Some(http) = r.object(v, &p, HTTP_KEYS) {
+        if let Some(http) = r.object(v, &p, crate::schema::keys::of::<sections::Http>()) {
             out.http.limits = super::fairness::read_listener(r, http, &p);
             if let Some(v) = http.get("allowedHosts") {
                 out.http.allowed_hosts = non_empty_strings(r, v, &p.key("allowedHosts"));
@@ -159,7 +140,7 @@ fn non_empty_strings(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<String> 
 }
 
 fn read_auth(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<AuthSettings> {
-    let map = r.object(v, path, AUTH_KEYS)?;
+    let map = r.object(v, path, crate::schema::keys::of::<sections::Auth>())?;
     match (map.get("tokens"), map.get("jwt")) {
         (Some(_), Some(_)) => {
             r.error(
@@ -200,7 +181,7 @@ fn read_tokens(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Vec<TokenSe
     let mut names = std::collections::BTreeSet::new();
     for (i, item) in items.iter().enumerate() {
         let p = path.index(i);
-        let Some(map) = r.object(item, &p, TOKEN_KEYS) else {
+        let Some(map) = r.object(item, &p, crate::schema::keys::of::<sections::Token>()) else {
             continue;
         };
         let name = match map.get("name") {
@@ -304,7 +285,7 @@ fn parse_sha256(text: &str) -> Option<[u8; 32]> {
 }
 
 fn read_jwt(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<JwtSettings> {
-    let map = r.object(v, path, JWT_KEYS)?;
+    let map = r.object(v, path, crate::schema::keys::of::<sections::Jwt>())?;
     let required = |r: &mut Reader, key: &str| match map.get(key) {
         Some(v) => {
             let s = r.string(v, &path.key(key))?;
@@ -377,7 +358,7 @@ fn read_jwt(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<JwtSettings> {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{AuthSettings, Config, ConfigErrorKind, JwtKeySource, TokenSecret};
+    use crate::{AuthSettings, Config, ConfigErrorKind, JwtKeySource, TokenSecret};
 
     #[test]
     fn a_full_section_reads() {

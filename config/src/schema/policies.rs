@@ -1,0 +1,133 @@
+//! `evaluation` (profiles and their rules) and `outputs`: the sections `codemode_policies`
+//! reads into its decision types.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::values::{Disposition, Globs, Risk, Seconds};
+
+/// Profiles and which one evals run under.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Evaluation {
+    /// The profile evals run under when none is requested. Default: none (unrestricted).
+    pub(crate) default_profile: Option<String>,
+    /// The profiles, by name (1 to 32 ASCII letters, digits or `_`).
+    pub(crate) profiles: Option<BTreeMap<String, Profile>>,
+    /// The permissions a caller needs to use the base `eval` tool.
+    pub(crate) eval_requires_permissions: Option<Vec<String>>,
+}
+
+/// A profile: what the calls of an eval run under it may do. A call is decided in this order:
+/// `denylist`, the first matching rule, `asklist`, `allowlist`, `defaultDisposition`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Profile {
+    /// What the profile is for, in the operator's words (at most 500 characters), shown in its
+    /// eval tool's description.
+    pub(crate) description: Option<String>,
+    /// With it, a tool matching none of these globs is denied.
+    pub(crate) allowlist: Option<Globs>,
+    /// Tools always denied (no rule overrides it).
+    pub(crate) denylist: Option<Globs>,
+    /// Tools a human must approve.
+    pub(crate) asklist: Option<Globs>,
+    /// Rules on the call's arguments; the first that matches decides.
+    pub(crate) rules: Option<Vec<Rule>>,
+    /// What an ask becomes when no human can be asked: `"deny"` (the default) or `"allow"`.
+    pub(crate) elicitation_fallback: Option<Fallback>,
+    /// How long a human has to answer. Default: 60.
+    pub(crate) approval_timeout_seconds: Option<Seconds>,
+    /// Most approvals waiting at once in one eval. Default: 4.
+    #[schemars(range(min = 1))]
+    pub(crate) max_pending_approvals: Option<u64>,
+    /// What a call no list or rule matched gets. Default: `"allow"`.
+    pub(crate) default_disposition: Option<Disposition>,
+    /// The permissions a caller needs to use this profile.
+    pub(crate) require_permissions: Option<Vec<String>>,
+    /// Tool-name globs → risk level, tried in written order (the first match wins).
+    pub(crate) risk: Option<BTreeMap<String, Risk>>,
+    /// The risk of a call nothing else rates. Default: `"medium"`.
+    pub(crate) default_risk: Option<Risk>,
+    /// What a human may answer to a call of each risk level.
+    pub(crate) risk_policies: Option<RiskPolicies>,
+}
+
+/// `"deny"` or `"allow"`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Fallback {
+    /// The call is denied.
+    Deny,
+    /// The call runs.
+    Allow,
+}
+
+/// A rule: when its `tools` match and every `when`/`whenPath` condition holds, `disposition`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Rule {
+    /// The tools it applies to (at least one glob).
+    pub(crate) tools: Globs,
+    /// JSON Pointer into the arguments → a regex the value there must match.
+    pub(crate) when: Option<BTreeMap<String, String>>,
+    /// JSON Pointer into the arguments → absolute path globs the path there (normalised) must
+    /// match.
+    pub(crate) when_path: Option<BTreeMap<String, Globs>>,
+    /// The absolute directory relative `whenPath` values are resolved against.
+    pub(crate) base: Option<String>,
+    /// What a matching call gets.
+    pub(crate) disposition: Disposition,
+    /// Why, shown to the script and to the human asked.
+    pub(crate) reason: Option<String>,
+    /// Permissions the caller needs; a missing one denies the call.
+    pub(crate) require_permissions: Option<Vec<String>>,
+    /// The risk of a matching call.
+    pub(crate) risk: Option<Risk>,
+}
+
+/// What a human may answer, by risk level.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RiskPolicies {
+    /// For `low` calls.
+    pub(crate) low: Option<RiskPolicy>,
+    /// For `medium` calls.
+    pub(crate) medium: Option<RiskPolicy>,
+    /// For `high` calls.
+    pub(crate) high: Option<RiskPolicy>,
+    /// For `critical` calls.
+    pub(crate) critical: Option<RiskPolicy>,
+}
+
+/// What a human may answer to a call of one risk level.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct RiskPolicy {
+    /// How long a human has to answer such a call.
+    pub(crate) approval_timeout_seconds: Option<Seconds>,
+    /// Whether "approve for the session" is offered.
+    pub(crate) allow_session_approval: Option<bool>,
+    /// Whether "approve for this eval" is offered.
+    pub(crate) allow_eval_approval: Option<bool>,
+    /// Whether the human must give a reason.
+    pub(crate) require_reason: Option<bool>,
+}
+
+/// One `outputs` rule: in the results of the tools it names, keep only allowed fields, mask or
+/// remove values.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OutputRule {
+    /// The tools it applies to (at least one glob).
+    pub(crate) tools: Globs,
+    /// JSON Pointers (`*` for any key or index) whose values are masked.
+    pub(crate) mask: Option<Vec<String>>,
+    /// JSON Pointers (`*` for any key or index) whose values are removed.
+    pub(crate) redact: Option<Vec<String>>,
+    /// JSON Pointers (`*` for any key or index) of the only fields kept (with their subtrees
+    /// and the structure leading to them); every other field is removed. Deny by default.
+    pub(crate) allow: Option<Vec<String>>,
+}

@@ -1,0 +1,93 @@
+//! `mcpServers` (alias `servers`): entries as MCP clients write them.
+
+use std::collections::BTreeMap;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::values::Seconds;
+
+/// One upstream MCP server: `command` (stdio) or `url` (streamable HTTP), not both. An entry
+/// with `"disabled": true` is skipped unread, whatever else it holds.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ServerEntry {
+    /// An entry codemode reads.
+    Enabled(Box<Server>),
+    /// A disabled entry, not read further.
+    Disabled(Value),
+}
+
+impl JsonSchema for ServerEntry {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ServerEntry".into()
+    }
+
+    // The reader skips a disabled entry before it looks at its keys, so the schema must accept
+    // anything beside `"disabled": true`; every other entry is checked key by key (`if`/`else`
+    // rather than `anyOf`, so that a validator names the unknown key, not just the entry).
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let server = generator.subschema_for::<Server>();
+        json_schema!({
+            "description": "One upstream MCP server: `command` (stdio) or `url` (streamable HTTP), not both. An entry with `\"disabled\": true` is skipped unread.",
+            "if": {
+                "type": "object",
+                "required": ["disabled"],
+                "properties": { "disabled": { "const": true } }
+            },
+            "then": true,
+            "else": server
+        })
+    }
+}
+
+/// An enabled MCP server entry.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Server {
+    /// The transport, checked against the keys given: `stdio` (`command`) or `http` /
+    /// `streamable-http` (`url`). `sse`, the old HTTP+SSE transport, is refused.
+    #[serde(rename = "type")]
+    pub(crate) kind: Option<ServerType>,
+    /// The program of a stdio server.
+    pub(crate) command: Option<String>,
+    /// Its arguments; `${VAR}`, `${env:VAR}` and `${VAR:-default}` are replaced.
+    pub(crate) args: Option<Vec<String>>,
+    /// Extra environment variables of the program (`${VAR}` replaced).
+    pub(crate) env: Option<BTreeMap<String, String>>,
+    /// The program's working directory. Default: the current one.
+    pub(crate) cwd: Option<String>,
+    /// The endpoint of an HTTP server, `http://` or `https://` (`${VAR}` replaced).
+    pub(crate) url: Option<String>,
+    /// Extra request headers of an HTTP server, e.g. `Authorization` (`${VAR}` replaced).
+    pub(crate) headers: Option<BTreeMap<String, String>>,
+    /// How long one call may take. Default: 60.
+    pub(crate) timeout_seconds: Option<Seconds>,
+    /// How long starting the server may take. Default: 30.
+    pub(crate) start_timeout_seconds: Option<Seconds>,
+    /// `true` skips the entry.
+    pub(crate) disabled: Option<bool>,
+    /// Another MCP client's setting: accepted and ignored, with a warning (what runs without
+    /// asking is a profile's business).
+    pub(crate) auto_approve: Option<Value>,
+    /// Another MCP client's setting: accepted and ignored, with a warning.
+    pub(crate) always_allow: Option<Value>,
+}
+
+/// A server's `type`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+pub(crate) enum ServerType {
+    /// A child process speaking MCP on stdin/stdout.
+    #[serde(rename = "stdio")]
+    Stdio,
+    /// A streamable-HTTP endpoint.
+    #[serde(rename = "http")]
+    Http,
+    /// A streamable-HTTP endpoint (the name other clients use).
+    #[serde(rename = "streamable-http")]
+    StreamableHttp,
+    /// A streamable-HTTP endpoint (the camel-case spelling).
+    #[serde(rename = "streamableHttp")]
+    StreamableHttpCamel,
+}
