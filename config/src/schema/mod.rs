@@ -7,9 +7,10 @@
 //! level is refused (`additionalProperties: false`), as the reader refuses it. Editors use it
 //! through `"$schema"`; the reader ignores that key.
 
-// The types' fields are never read: the types exist for their shape (the schema, and the key
-// lists `keys` reads from their `Deserialize`), not to hold a file's values.
-#![allow(dead_code)]
+#![expect(
+    dead_code,
+    reason = "the types exist for their shape (the schema, and the key lists `keys` reads from their `Deserialize`), not to hold a file's values: their fields are never read"
+)]
 
 pub(crate) mod keys;
 mod policies;
