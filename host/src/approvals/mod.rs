@@ -18,6 +18,7 @@ pub mod elicitation;
 pub mod form;
 pub mod http;
 pub mod open;
+mod stream;
 pub mod terminal;
 pub mod view;
 pub mod waits;

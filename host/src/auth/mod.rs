@@ -28,6 +28,18 @@ pub enum AuthError {
     Invalid(String),
 }
 
+/// An accepted credential: the caller it speaks for, and until when it is accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Credential {
+    /// Who is calling.
+    pub caller: Caller,
+    /// When the credential stops being accepted (a JWT's `exp` plus [`LEEWAY_SECONDS`]);
+    /// `None`: it does not expire (a static token, no authentication). Whatever a request
+    /// holds open past it (an approval event stream) ends then.
+    pub expires_at: Option<std::time::SystemTime>,
+}
+
 /// Turns a request's headers into the caller it speaks for.
 pub trait Authenticate: Send + Sync {
     /// The caller presenting `headers`.
@@ -35,6 +47,18 @@ pub trait Authenticate: Send + Sync {
     /// # Errors
     /// [`AuthError`] when the request must be refused.
     fn authenticate(&self, headers: &http::HeaderMap) -> Result<Caller, AuthError>;
+
+    /// The caller presenting `headers` with its credential's expiry. By default the credential
+    /// does not expire.
+    ///
+    /// # Errors
+    /// As [`Authenticate::authenticate`].
+    fn credential(&self, headers: &http::HeaderMap) -> Result<Credential, AuthError> {
+        Ok(Credential {
+            caller: self.authenticate(headers)?,
+            expires_at: None,
+        })
+    }
 
     /// Whether this authenticator checks anything (`false`: every request is [`Caller::local`]).
     fn enabled(&self) -> bool;
@@ -111,5 +135,23 @@ pub fn bearer(headers: &http::HeaderMap) -> Result<&str, AuthError> {
         _ => Err(AuthError::Invalid(
             "expected `Authorization: Bearer <token>`".into(),
         )),
+    }
+}
+
+/// `server.auth.jwt` with issuer `iss`, audience `aud` and the other keys of `keys`.
+#[cfg(test)]
+pub(crate) fn jwt_settings(keys: serde_json::Value) -> codemode_policies::JwtSettings {
+    let mut jwt = serde_json::json!({"issuer": "iss", "audience": "aud"});
+    if let (Some(jwt), serde_json::Value::Object(keys)) = (jwt.as_object_mut(), keys) {
+        jwt.extend(keys);
+    }
+    let config = serde_json::json!({"server": {"auth": {"jwt": jwt}}}).to_string();
+    match codemode_policies::Config::from_json_str(&config)
+        .expect("a JWT config")
+        .server
+        .auth
+    {
+        Some(AuthSettings::Jwt(jwt)) => jwt,
+        other => panic!("not a JWT config: {other:?}"),
     }
 }

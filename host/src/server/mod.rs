@@ -13,6 +13,7 @@
 
 pub(crate) mod body;
 mod builder;
+mod descriptors;
 pub mod drain;
 pub mod durable;
 mod elide;
@@ -37,6 +38,7 @@ pub mod suspend;
 pub use builder::{DEFAULT_CONFIG, Reloader, Server, ServerBuilder};
 pub use error::ServeError;
 pub use handler::CodemodeServer;
+pub use listener::raise_descriptor_limit;
 pub use listing::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 pub use serve::{HttpOptions, LOOPBACK_HOSTS, http_router, serve_http, serve_stdio};
 pub(crate) use serve::{live_limits, serve_io};

@@ -20,6 +20,10 @@ const HTTP_KEYS: &[&str] = &[
     "headerReadTimeout",
     "bodyReadTimeout",
     "maxRequestBody",
+    "maxConnections",
+    "maxConnectionsPerIp",
+    "maxStreamLifetime",
+    "maxStreamsPerCaller",
 ];
 const AUTH_KEYS: &[&str] = &["tokens", "jwt"];
 const TOKEN_KEYS: &[&str] = &["name", "sha256", "env", "permissions"];
