@@ -79,6 +79,19 @@ pub struct ListenerLimits {
     pub body_read_timeout: Duration,
     /// `maxRequestBody`: the largest request body accepted (`413` beyond). Default: 4 MiB.
     pub max_request_body: u64,
+    /// `maxConnections`: open connections of one listener in all; a connection beyond it is
+    /// closed as soon as it is accepted, unread. Default (`None`): sized from the process's
+    /// descriptor limit when the listener starts (see `codemode_host`'s listener).
+    pub max_connections: Option<usize>,
+    /// `maxConnectionsPerIp`: open connections of one listener from one IPv4 address or one
+    /// IPv6 /64. Default: 64.
+    pub max_connections_per_ip: usize,
+    /// `maxStreamLifetime`: how long an approval event stream (`GET /approvals/stream`) stays
+    /// open; it also ends when the credential that opened it expires. Default: 1 hour.
+    pub max_stream_lifetime: Duration,
+    /// `maxStreamsPerCaller`: approval event streams one caller holds open at once (`429`
+    /// beyond). Default: 16.
+    pub max_streams_per_caller: usize,
 }
 
 impl Default for ListenerLimits {
@@ -89,6 +102,10 @@ impl Default for ListenerLimits {
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             max_request_body: 4 << 20,
+            max_connections: None,
+            max_connections_per_ip: 64,
+            max_stream_lifetime: Duration::from_secs(60 * 60),
+            max_streams_per_caller: 16,
         }
     }
 }
@@ -168,6 +185,26 @@ pub(crate) fn read_listener(
     {
         out.max_request_body = n;
     }
+    if let Some(v) = map.get("maxConnections")
+        && let Some(n) = positive(r, v, &path.key("maxConnections"))
+    {
+        out.max_connections = Some(n);
+    }
+    if let Some(v) = map.get("maxConnectionsPerIp")
+        && let Some(n) = positive(r, v, &path.key("maxConnectionsPerIp"))
+    {
+        out.max_connections_per_ip = n;
+    }
+    if let Some(v) = map.get("maxStreamLifetime")
+        && let Some(d) = duration(r, v, &path.key("maxStreamLifetime"))
+    {
+        out.max_stream_lifetime = d;
+    }
+    if let Some(v) = map.get("maxStreamsPerCaller")
+        && let Some(n) = positive(r, v, &path.key("maxStreamsPerCaller"))
+    {
+        out.max_streams_per_caller = n;
+    }
     out
 }
 
@@ -203,7 +240,9 @@ mod tests {
             r#"{"limits": {"maxEvalLifetime": "2m", "perClient": {"maxConcurrentEvals": 3, "maxSuspendedEvals": 1, "maxParkedEvals": 7},
                            "unfetchedResults": {"maxCount": 5, "maxBytes": "1MiB"}},
                 "server": {"http": {"maxSessions": 10, "maxSessionsPerClient": 2, "headerReadTimeout": "1s",
-                                    "bodyReadTimeout": "2s", "maxRequestBody": "64KiB"}}}"#,
+                                    "bodyReadTimeout": "2s", "maxRequestBody": "64KiB",
+                                    "maxConnections": 100, "maxConnectionsPerIp": 5,
+                                    "maxStreamLifetime": "10m", "maxStreamsPerCaller": 3}}}"#,
         )
         .expect("config");
         assert_eq!(c.limits.max_eval_lifetime, Duration::from_secs(120));
@@ -230,6 +269,10 @@ mod tests {
                 header_read_timeout: Duration::from_secs(1),
                 body_read_timeout: Duration::from_secs(2),
                 max_request_body: 64 << 10,
+                max_connections: Some(100),
+                max_connections_per_ip: 5,
+                max_stream_lifetime: Duration::from_secs(600),
+                max_streams_per_caller: 3,
             }
         );
     }

@@ -39,6 +39,9 @@ enum Input {
     Event(String, Value),
     /// The stream ended, with why.
     StreamEnded(String),
+    /// The server ended the stream at its lifetime (`server.http.maxStreamLifetime`): open it
+    /// again.
+    Renew,
     /// A line typed at the terminal.
     Line(String),
     /// The terminal closed (Ctrl-D).
@@ -78,33 +81,17 @@ pub async fn approve(args: ApproveArgs) -> ExitCode {
     };
     let base = base_url(&args.url);
     let client = codemode_upstream::crypto::http_client();
-    let mut request = client.get(format!("{base}/approvals/stream"));
-    if let Some(t) = &token {
-        request = request.bearer_auth(t);
-    }
-    let response = match request.send().await {
+    let response = match open_stream(&client, &base, token.as_deref()).await {
         Ok(r) => r,
-        Err(e) => {
-            // `{:#}`: with its causes, which say why (a refused connection, a certificate).
-            eprintln!(
-                "codemode approve: cannot reach {base}: {:#}",
-                anyhow::Error::new(e)
-            );
+        Err(why) => {
+            eprintln!("codemode approve: {why}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    if !response.status().is_success() {
-        let status = response.status();
-        let body = response.text().await.unwrap_or_default();
-        eprintln!(
-            "codemode approve: {base}/approvals/stream answered {status}: {}",
-            neutralize(body.trim())
-        );
-        return ExitCode::from(EXIT_USAGE);
-    }
     eprintln!("connected to {base}; waiting for approval requests (Ctrl-D quits)");
     let (tx, mut rx) = mpsc::unbounded_channel();
     tokio::spawn(read_stream(response, tx.clone()));
+    let renewals = (client.clone(), base.clone(), token.clone(), tx.clone());
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {
             let Ok(line) = line else { break };
@@ -121,6 +108,18 @@ pub async fn approve(args: ApproveArgs) -> ExitCode {
             input = rx.recv() => match input {
                 Some(Input::Event(name, data)) => ui.event(&name, data),
                 Some(Input::Line(line)) => ui.line(line.trim()).await,
+                Some(Input::Renew) => {
+                    let (client, base, token, tx) = &renewals;
+                    match open_stream(client, base, token.as_deref()).await {
+                        Ok(response) => {
+                            tokio::spawn(read_stream(response, tx.clone()));
+                        }
+                        Err(why) => {
+                            eprintln!("\nthe approval stream ended and cannot be reopened: {why}");
+                            return ExitCode::from(1);
+                        }
+                    }
+                }
                 Some(Input::StreamEnded(why)) => {
                     eprintln!("\nthe approval stream ended: {}", neutralize(&why));
                     return ExitCode::from(1);
@@ -132,10 +131,37 @@ pub async fn approve(args: ApproveArgs) -> ExitCode {
     }
 }
 
-/// Reads Server-Sent Events into `tx`.
+/// Opens `GET /approvals/stream`; `Err`: why not, to print.
+async fn open_stream(
+    client: &reqwest::Client,
+    base: &str,
+    token: Option<&str>,
+) -> Result<reqwest::Response, String> {
+    let mut request = client.get(format!("{base}/approvals/stream"));
+    if let Some(t) = token {
+        request = request.bearer_auth(t);
+    }
+    let response = request.send().await.map_err(|e| {
+        // `{:#}`: with its causes, which say why (a refused connection, a certificate).
+        format!("cannot reach {base}: {:#}", anyhow::Error::new(e))
+    })?;
+    if !response.status().is_success() {
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        return Err(format!(
+            "{base}/approvals/stream answered {status}: {}",
+            neutralize(body.trim())
+        ));
+    }
+    Ok(response)
+}
+
+/// Reads Server-Sent Events into `tx`. A stream the server ends at its lifetime is renewed
+/// ([`Input::Renew`]); one ended for another reason ends the approver.
 async fn read_stream(response: reqwest::Response, tx: mpsc::UnboundedSender<Input>) {
     let mut body = response.bytes_stream();
     let mut buffer = String::new();
+    let mut end_reason = None;
     while let Some(chunk) = body.next().await {
         let chunk = match chunk {
             Ok(c) => c,
@@ -156,12 +182,22 @@ async fn read_stream(response: reqwest::Response, tx: mpsc::UnboundedSender<Inpu
                     data.push(d.strip_prefix(' ').unwrap_or(d).to_string());
                 }
             }
-            if let Ok(value) = serde_json::from_str(&data.join("\n")) {
-                let _ = tx.send(Input::Event(name, value));
+            if let Ok(value) = serde_json::from_str::<Value>(&data.join("\n")) {
+                if name == "end" {
+                    end_reason = value["reason"].as_str().map(str::to_string);
+                } else {
+                    let _ = tx.send(Input::Event(name, value));
+                }
             }
         }
     }
-    let _ = tx.send(Input::StreamEnded("the server closed it".into()));
+    let _ = tx.send(match end_reason.as_deref() {
+        Some("max_stream_lifetime") => Input::Renew,
+        Some("credential_expired") => {
+            Input::StreamEnded("the token expired; start again with a new one".into())
+        }
+        _ => Input::StreamEnded("the server closed it".into()),
+    });
 }
 
 /// A shown request: its data, and when it is denied automatically on this machine's clock.

@@ -73,6 +73,11 @@ fn parse_listen_address(text: &str) -> Result<SocketAddr, String> {
 
 /// Runs `codemode serve`: the library's [`Server`] fed from the flags.
 pub async fn serve(args: ServeArgs) -> ExitCode {
+    if args.http.is_some() || args.approvals_http.is_some() {
+        // Listeners size their default connection cap from the open-file limit: take what the
+        // hard limit allows (a service starts with systemd's soft 1,024).
+        codemode_host::server::raise_descriptor_limit();
+    }
     let config_path = super::common::config_path(args.config.as_deref());
     let config = match load_config(config_path.as_deref()) {
         Ok(c) => c,

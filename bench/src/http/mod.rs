@@ -306,12 +306,14 @@ pub fn run_http(options: &HttpOptions, progress: &mut dyn FnMut(&str)) -> Result
 
 /// The config of a server the bench starts without `--config`: the defaults, except that every
 /// generator client may run an eval at once. All clients come from 127.0.0.1, which fair
-/// sharing counts as one client (`limits.perClient`, `server.http.maxSessionsPerClient`).
+/// sharing counts as one client (`limits.perClient`, `server.http.maxSessionsPerClient`), and
+/// the listener as one address (`server.http.maxConnectionsPerIp`: a few connections each).
 pub fn load_config_json(clients: &[usize]) -> serde_json::Value {
     let most = clients.iter().copied().max().unwrap_or(1);
     serde_json::json!({
         "limits": {"perClient": {"maxConcurrentEvals": most.max(32)}},
-        "server": {"http": {"maxSessions": most.max(1000), "maxSessionsPerClient": most.max(64)}}
+        "server": {"http": {"maxSessions": most.max(1000), "maxSessionsPerClient": most.max(64),
+                            "maxConnectionsPerIp": (most * 4).max(64)}}
     })
 }
 

@@ -114,6 +114,18 @@ pub(crate) struct Http {
     pub(crate) body_read_timeout: Option<Duration>,
     /// The largest request body.
     pub(crate) max_request_body: Option<Size>,
+    /// Open connections of one listener in all (default: sized from the descriptor limit).
+    #[schemars(range(min = 1))]
+    pub(crate) max_connections: Option<u64>,
+    /// Open connections of one listener from one IPv4 address or IPv6 /64 (default 64).
+    #[serde(rename = "maxConnectionsPerIp")]
+    #[schemars(range(min = 1))]
+    pub(crate) max_connections_per_ip: Option<u64>,
+    /// How long an approval event stream stays open before the client reconnects (default 1h).
+    pub(crate) max_stream_lifetime: Option<Duration>,
+    /// Approval event streams one caller holds open at once (default 16).
+    #[schemars(range(min = 1))]
+    pub(crate) max_streams_per_caller: Option<u64>,
 }
 
 /// Who may call: `tokens` or `jwt`.

@@ -3,7 +3,10 @@
 //!
 //! - `GET /approvals` — the pending requests; `?state=decided&limit=N` — the last decisions;
 //! - `GET /approvals/stream` — Server-Sent Events `requested`, `decided`, `expired` (the pending
-//!   requests first, as `requested`);
+//!   requests first, as `requested`), and a last `end` when the stream ends: at its credential's
+//!   expiry (`{"reason": "credential_expired"}`) or after `server.http.maxStreamLifetime`
+//!   (`{"reason": "max_stream_lifetime"}`; reconnect). One caller holds at most
+//!   `server.http.maxStreamsPerCaller` streams on a listener (`429` beyond);
 //! - `POST /approvals/{id}` `{"decision", "reason"}` — `200 {"status": "decided"}`, or `401`,
 //!   `403`, `404`, `409`, `422` (see [`DecideError`]); errors are `{"error": "…"}`;
 //! - `GET /approvals/ui` — the web page (embedded, no external assets).
@@ -18,19 +21,18 @@
 //! `POST` without authentication must also be `Content-Type: application/json` with a
 //! same-origin `Origin` — so neither a page elsewhere nor a DNS-rebinding one can approve.
 
-use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use axum::Extension;
 use axum::Router;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use codemode_policies::{Caller, ListenerLimits, neutralize};
-use futures::Stream;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -38,7 +40,8 @@ use super::broker::{
     APPROVE_PERMISSION, APPROVE_SELF_PERMISSION, ApprovalBroker, BrokerEvent, Choice, DecideError,
     parse_decision,
 };
-use crate::auth::{AuthError, Authenticate};
+use super::stream::{Feed, StreamSlot, Streams, events, stream_bound};
+use crate::auth::{AuthError, Authenticate, Credential};
 use crate::server::body::BodyError;
 
 /// The web page (HTML, CSS and script in one file).
@@ -62,7 +65,13 @@ struct Api {
     auth: Arc<dyn Authenticate>,
     origins: Arc<Origins>,
     limits: Limits,
+    /// Open event streams by caller name.
+    streams: Streams,
 }
+
+/// When the credential of the request expires (a request extension, beside its [`Caller`]).
+#[derive(Debug, Clone, Copy)]
+struct Expiry(Option<SystemTime>);
 
 /// The approval API and page with loopback host names only. Marks `broker` as served.
 pub fn router(broker: Arc<ApprovalBroker>, auth: Arc<dyn Authenticate>, limits: Limits) -> Router {
@@ -82,6 +91,7 @@ pub fn router_with(
         auth,
         origins: Arc::new(origins),
         limits,
+        streams: Arc::default(),
     };
     Router::new()
         .route("/approvals", get(list))
@@ -174,8 +184,8 @@ async fn guard(State(api): State<Api>, mut request: Request, next: Next) -> Resp
             format!("origin `{origin}` is not allowed"),
         );
     }
-    let caller = match decider(&api, headers) {
-        Ok(caller) => caller,
+    let credential = match decider(&api, headers) {
+        Ok(credential) => credential,
         Err(ApiError(status, message)) => return refuse(status, message),
     };
     if request.method() == axum::http::Method::POST && !api.auth.enabled() {
@@ -194,20 +204,24 @@ async fn guard(State(api): State<Api>, mut request: Request, next: Next) -> Resp
             );
         }
     }
-    request.extensions_mut().insert(caller);
+    request
+        .extensions_mut()
+        .insert(Expiry(credential.expires_at));
+    request.extensions_mut().insert(credential.caller);
     next.run(request).await
 }
 
-/// The caller deciding; without authentication, `local` with every approval permission.
-fn decider(api: &Api, headers: &HeaderMap) -> Result<Caller, ApiError> {
+/// The caller deciding and its credential's expiry; without authentication, `local` with every
+/// approval permission.
+fn decider(api: &Api, headers: &HeaderMap) -> Result<Credential, ApiError> {
     if !api.auth.enabled() {
-        return Ok(Caller::new(
-            Caller::LOCAL,
-            [APPROVE_PERMISSION, APPROVE_SELF_PERMISSION],
-        ));
+        return Ok(Credential {
+            caller: Caller::new(Caller::LOCAL, [APPROVE_PERMISSION, APPROVE_SELF_PERMISSION]),
+            expires_at: None,
+        });
     }
     api.auth
-        .authenticate(headers)
+        .credential(headers)
         .map_err(|e: AuthError| ApiError(StatusCode::UNAUTHORIZED, e.to_string()))
 }
 
@@ -281,10 +295,34 @@ async fn list(
     }
 }
 
-async fn stream(State(api): State<Api>, Extension(caller): Extension<Caller>) -> Response {
+async fn stream(
+    State(api): State<Api>,
+    Extension(caller): Extension<Caller>,
+    Extension(Expiry(expires_at)): Extension<Expiry>,
+) -> Response {
     if let Err(e) = reader(&caller) {
         return e.into_response();
     }
+    let limits = (api.limits)();
+    let slot = match StreamSlot::take(&api.streams, &caller.name, limits.max_streams_per_caller) {
+        Ok(slot) => slot,
+        Err(open) => {
+            return error(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "too many approval streams: `{}` has {open} open on this listener (server.http.maxStreamsPerCaller = {}); close one or retry later",
+                    neutralize(&caller.name),
+                    limits.max_streams_per_caller
+                ),
+            );
+        }
+    };
+    let (lifetime, end) = stream_bound(limits.max_stream_lifetime, expires_at, SystemTime::now());
+    let now = tokio::time::Instant::now();
+    // A lifetime past what an `Instant` holds is as good as none (136 years).
+    let deadline = now
+        .checked_add(lifetime)
+        .unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)));
     // Subscribe before the snapshot: a request made in between appears twice (same id), never
     // not at all.
     let rx = api.broker.subscribe();
@@ -294,31 +332,16 @@ async fn stream(State(api): State<Api>, Extension(caller): Extension<Caller>) ->
         .into_iter()
         .map(BrokerEvent::Requested)
         .collect();
-    Sse::new(events(first, rx))
+    let feed = Feed {
+        first: first.into_iter(),
+        rx,
+        deadline,
+        end,
+        slot: Some(slot),
+    };
+    Sse::new(events(feed))
         .keep_alive(KeepAlive::default())
         .into_response()
-}
-
-fn events(
-    first: Vec<BrokerEvent>,
-    rx: tokio::sync::broadcast::Receiver<BrokerEvent>,
-) -> impl Stream<Item = Result<Event, Infallible>> {
-    use tokio::sync::broadcast::error::RecvError;
-    let first = futures::stream::iter(first);
-    let rest = futures::stream::unfold(rx, |mut rx| async move {
-        loop {
-            match rx.recv().await {
-                Ok(event) => return Some((event, rx)),
-                // A slow reader missed events: it keeps the newer ones (a page reloads the list).
-                Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => return None,
-            }
-        }
-    });
-    futures::StreamExt::map(futures::StreamExt::chain(first, rest), |event| {
-        let data = serde_json::to_string(event.view()).unwrap_or_default();
-        Ok(Event::default().event(event.name()).data(data))
-    })
 }
 
 #[derive(Deserialize)]
@@ -441,7 +464,8 @@ async fn page() -> Response {
 #[error("{0}")]
 pub struct BindError(String);
 
-/// Binds the approval API's own listener (`serve --approvals-http ADDR`) and prints
+/// Binds the approval API's own listener (`serve --approvals-http ADDR`, with `/mcp`'s listen
+/// backlog) and prints
 /// `approvals at http://ADDR/approvals/ui` on stderr; serve it with [`serve`].
 ///
 /// # Errors
@@ -459,8 +483,7 @@ pub async fn bind(
             "refusing to serve the approval API on {addr} without authentication: use a loopback address such as 127.0.0.1:PORT"
         )));
     }
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
+    let listener = crate::server::listener::bind(addr)
         .map_err(|e| BindError(format!("cannot listen on {addr} for the approval API: {e}")))?;
     let local = listener
         .local_addr()
@@ -470,9 +493,10 @@ pub async fn bind(
 }
 
 /// Serves the approval API and page on `listener` until `shutdown`, with `/mcp`'s connection
-/// handling: a request head must arrive within `headerReadTimeout` (of the limits in force when
-/// this is called), a body within `bodyReadTimeout`. The broker counts as served from this call
-/// on (before the returned future is first polled).
+/// handling: a request head must arrive within `headerReadTimeout` and fit in 64 KiB, a body
+/// within `bodyReadTimeout`, and connections are capped by `maxConnections` and
+/// `maxConnectionsPerIp` (of the limits in force when this is called). The broker counts as
+/// served from this call on (before the returned future is first polled).
 pub fn serve(
     listener: tokio::net::TcpListener,
     broker: Arc<ApprovalBroker>,
@@ -480,9 +504,9 @@ pub fn serve(
     limits: Limits,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> impl std::future::Future<Output = ()> + Send {
-    let header_read_timeout = limits().header_read_timeout;
+    let in_force = limits();
     let app = router(broker, auth, limits);
-    crate::server::listener::serve(listener, app, header_read_timeout, shutdown)
+    crate::server::listener::serve(listener, app, in_force, shutdown)
 }
 
 #[cfg(test)]

@@ -99,7 +99,15 @@ pub(super) async fn start_with(
     broker: Arc<ApprovalBroker>,
     limits: codemode_policies::ListenerLimits,
 ) -> String {
-    let auth: Arc<dyn Authenticate> = Arc::new(Tokens);
+    start_with_auth(broker, Arc::new(Tokens), limits).await
+}
+
+/// The API on its own listener, under `limits`, authenticating with `auth`.
+pub(super) async fn start_with_auth(
+    broker: Arc<ApprovalBroker>,
+    auth: Arc<dyn Authenticate>,
+    limits: codemode_policies::ListenerLimits,
+) -> String {
     let listener = http::bind("127.0.0.1:0".parse().unwrap(), auth.as_ref())
         .await
         .unwrap();

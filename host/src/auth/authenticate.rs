@@ -14,6 +14,19 @@ pub enum AuthError {
     Invalid(String),
 }
 
+/// An accepted credential: the caller it speaks for, and until when it is accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Credential {
+    /// Who is calling.
+    pub caller: Caller,
+    /// When the credential stops being accepted (a JWT's `exp` plus
+    /// [`super::LEEWAY_SECONDS`]); `None`: it does not expire (a static token, no
+    /// authentication). Whatever a request holds open past it (an approval event stream) ends
+    /// then.
+    pub expires_at: Option<std::time::SystemTime>,
+}
+
 /// Turns a request's headers into the caller it speaks for.
 pub trait Authenticate: Send + Sync {
     /// The caller presenting `headers`.
@@ -21,6 +34,18 @@ pub trait Authenticate: Send + Sync {
     /// # Errors
     /// [`AuthError`] when the request must be refused.
     fn authenticate(&self, headers: &http::HeaderMap) -> Result<Caller, AuthError>;
+
+    /// The caller presenting `headers` with its credential's expiry. By default the credential
+    /// does not expire.
+    ///
+    /// # Errors
+    /// As [`Authenticate::authenticate`].
+    fn credential(&self, headers: &http::HeaderMap) -> Result<Credential, AuthError> {
+        Ok(Credential {
+            caller: self.authenticate(headers)?,
+            expires_at: None,
+        })
+    }
 
     /// Whether this authenticator checks anything (`false`: every request is [`Caller::local`]).
     fn enabled(&self) -> bool;

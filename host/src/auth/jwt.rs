@@ -4,13 +4,14 @@
 //! claim.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, UNIX_EPOCH};
 
 use codemode_policies::{Caller, JwtKeySource, JwtSettings};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-use super::authenticate::{AuthError, AuthSetupError, Authenticate, bearer};
+use super::authenticate::{AuthError, AuthSetupError, Authenticate, Credential, bearer};
 
 /// Seconds of clock skew tolerated on `exp` and `nbf`.
 pub const LEEWAY_SECONDS: u64 = 30;
@@ -123,6 +124,10 @@ fn invalid(e: jsonwebtoken::errors::Error) -> AuthError {
 
 impl Authenticate for JwtAuth {
     fn authenticate(&self, headers: &http::HeaderMap) -> Result<Caller, AuthError> {
+        self.credential(headers).map(|c| c.caller)
+    }
+
+    fn credential(&self, headers: &http::HeaderMap) -> Result<Credential, AuthError> {
         let token = bearer(headers)?;
         let header = jsonwebtoken::decode_header(token).map_err(invalid)?;
         // Every extension `crit` names must be understood, and this verifier understands none
@@ -192,7 +197,22 @@ impl Authenticate for JwtAuth {
                 )));
             }
         };
-        Ok(Caller::new(sub, permissions))
+        // `exp` is required and was checked: accepted until `exp` plus the leeway, as
+        // `decode` judges it.
+        let expires_at = claims
+            .get("exp")
+            .and_then(|exp| {
+                exp.as_u64()
+                    .or_else(|| exp.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+            })
+            // Past what `SystemTime` holds (a signed `exp` of 10^19): as good as never.
+            .and_then(|exp| {
+                UNIX_EPOCH.checked_add(Duration::from_secs(exp.saturating_add(LEEWAY_SECONDS)))
+            });
+        Ok(Credential {
+            caller: Caller::new(sub, permissions),
+            expires_at,
+        })
     }
 
     fn enabled(&self) -> bool {
@@ -229,6 +249,27 @@ uxvejBLl3yh5EKEdx2t9epFdmfH7lkN68D8VIUMbZw00Nz1wSIqKeUP9
     }
 
     #[test]
+    fn a_jwt_credential_expires_at_its_exp_plus_the_leeway() {
+        let jwt = super::super::jwt_settings(json!({"hs256SecretEnv": "S"}));
+        let auth = JwtAuth::new(&jwt, &|_| Some("secret".into())).unwrap();
+        let token = |exp: u64| {
+            let claims = json!({"sub": "bob", "iss": "iss", "aud": "aud", "exp": exp});
+            let key = EncodingKey::from_secret(b"secret");
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).unwrap()
+        };
+        let exp = now() + 600;
+        let credential = auth.credential(&bearer_headers(&token(exp))).unwrap();
+        assert_eq!(credential.caller, Caller::new("bob", Vec::<String>::new()));
+        assert_eq!(
+            credential.expires_at,
+            Some(UNIX_EPOCH + Duration::from_secs(exp + LEEWAY_SECONDS))
+        );
+        // An `exp` past what a time can hold is accepted, as never expiring (no overflow).
+        let far = auth.credential(&bearer_headers(&token(u64::MAX))).unwrap();
+        assert_eq!(far.expires_at, None);
+    }
+
+    #[test]
     fn a_jwks_file_verifies_es256_and_refuses_hmac_with_its_key() {
         let key = EncodingKey::from_ec_pem(EC_KEY.as_bytes()).unwrap();
         let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).unwrap();
@@ -237,18 +278,8 @@ uxvejBLl3yh5EKEdx2t9epFdmfH7lkN68D8VIUMbZw00Nz1wSIqKeUP9
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("jwks.json");
         std::fs::write(&file, json!({"keys": [jwk]}).to_string()).unwrap();
-        let settings = codemode_policies::Config::from_json_str(
-            &json!({"server": {"auth": {"jwt": {"issuer": "iss", "audience": "aud",
-                "jwksFile": file, "permissionsClaim": "scope"}}}})
-            .to_string(),
-        )
-        .unwrap()
-        .server
-        .auth
-        .unwrap();
-        let codemode_policies::AuthSettings::Jwt(jwt) = settings else {
-            panic!()
-        };
+        let jwt =
+            super::super::jwt_settings(json!({"jwksFile": file, "permissionsClaim": "scope"}));
         let auth = JwtAuth::new(&jwt, &|_| None).unwrap();
         let claims = json!({"sub": "bob", "iss": "iss", "aud": "aud", "exp": now() + 600,
             "scope": "approve payments"});

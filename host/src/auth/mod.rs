@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use codemode_policies::AuthSettings;
 
-pub use authenticate::{AuthError, AuthSetupError, Authenticate, NoAuth, bearer};
+pub use authenticate::{AuthError, AuthSetupError, Authenticate, Credential, NoAuth, bearer};
 pub use jwt::{JwtAuth, LEEWAY_SECONDS};
 pub use layer::{caller_of, require_auth};
 pub use tokens::StaticTokens;
@@ -30,4 +30,22 @@ pub fn from_settings(auth: Option<&AuthSettings>) -> Result<Arc<dyn Authenticate
         Some(AuthSettings::Tokens(tokens)) => Arc::new(StaticTokens::new(tokens, &getenv)?),
         Some(AuthSettings::Jwt(jwt)) => Arc::new(JwtAuth::new(jwt, &getenv)?),
     })
+}
+
+/// `server.auth.jwt` with issuer `iss`, audience `aud` and the other keys of `keys`.
+#[cfg(test)]
+pub(crate) fn jwt_settings(keys: serde_json::Value) -> codemode_policies::JwtSettings {
+    let mut jwt = serde_json::json!({"issuer": "iss", "audience": "aud"});
+    if let (Some(jwt), serde_json::Value::Object(keys)) = (jwt.as_object_mut(), keys) {
+        jwt.extend(keys);
+    }
+    let config = serde_json::json!({"server": {"auth": {"jwt": jwt}}}).to_string();
+    match codemode_policies::Config::from_json_str(&config)
+        .expect("a JWT config")
+        .server
+        .auth
+    {
+        Some(AuthSettings::Jwt(jwt)) => jwt,
+        other => panic!("not a JWT config: {other:?}"),
+    }
 }

@@ -13,6 +13,7 @@
 
 pub(crate) mod body;
 mod builder;
+mod descriptors;
 pub mod drain;
 pub mod durable;
 mod elide;
@@ -40,6 +41,7 @@ pub use error::ServeError;
 pub use eval::enable_durable;
 pub use eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 pub use handler::CodemodeServer;
+pub use listener::raise_descriptor_limit;
 pub use serve::{HttpOptions, LOOPBACK_HOSTS, http_router, serve_http, serve_stdio};
 pub(crate) use serve::{live_limits, serve_io};
 pub use state::ServerState;

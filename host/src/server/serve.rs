@@ -173,7 +173,7 @@ pub async fn serve_http(
     shutdown: CancellationToken,
     bound: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
 ) -> Result<(), ServeError> {
-    let header_read_timeout = state.config().server.http.limits.header_read_timeout;
+    let limits = state.config().server.http.limits;
     // MCP's sessions and streams end after the evals, not with the signal.
     let sessions = CancellationToken::new();
     let router = http_router(state.clone(), options, &sessions);
@@ -193,7 +193,7 @@ pub async fn serve_http(
             sessions.cancel();
         })
     };
-    listener::serve(listener, router, header_read_timeout, shutdown.clone()).await;
+    listener::serve(listener, router, limits, shutdown.clone()).await;
     if shutdown.is_cancelled() {
         // Every connection has closed, but evals may outlive their requests (a 2026-07-28 eval
         // waiting for input, one being parked to the store): the drain lets them end, save or
