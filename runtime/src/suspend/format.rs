@@ -14,7 +14,7 @@
 //! zero half of a guest value (a 32-bit payload and a tag, zero for an integer), which leaves
 //! zstd little more than half the bytes, few enough for a fast level (measured on the
 //! `suspend` bench's eval: 52 KiB in 26 µs, where version 1 took 200 µs at level 1 for 24 KiB;
-//! docs/PERFORMANCE.md).
+//! docs/PERFORMANCE-JOURNAL.md, "Durable suspension: version 1 → version 2").
 //!
 //! The checksum catches corruption (a torn write, a flipped bit), not forgery: a store that
 //! others can write must authenticate what it holds (the host's stores seal records with an

@@ -6,7 +6,7 @@
 //! zero), then the words that are not zero. A heap page where a few objects changed, or the
 //! zero tag word of every integer value, costs almost nothing (measured on the `suspend`
 //! bench's eval: the 304 KiB of pages a 10,000-element array dirties pack into 101 KiB, which
-//! zstd's fast levels make 52 KiB; docs/PERFORMANCE.md).
+//! zstd's fast levels make 52 KiB; docs/PERFORMANCE-JOURNAL.md).
 //! Which pages to compare comes from the kernel where it can tell ([`super::resident`]): only
 //! pages the sandbox wrote can differ.
 //! A restore is: instantiate, grow to the saved size, XOR the saved words in. Pages are 4 KiB
