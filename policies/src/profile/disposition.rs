@@ -27,20 +27,31 @@ impl Profile {
     /// Pure: the same inputs always give the same answer; the caller's permissions and
     /// approvals already granted are the enforcement layer's business
     /// ([`crate::PolicyToolHost`]).
+    ///
+    /// A tool with two names (the built-in `hitl_request` is also `human_intervention_request`,
+    /// [`TOOL_ALIASES`]) is decided as one tool: a list entry or rule matches a call when it
+    /// matches either name, so a deny, ask or allow written for one covers both.
     pub fn disposition(&self, tool: &str, args: &Value) -> Disposition {
+        let names = names_of(tool);
+        let names = names.as_slice();
         let rule = self
             .rules
             .iter()
             .enumerate()
-            .find(|(_, r)| r.matches(tool, args));
-        let (kind, matched) = if let Some(g) = self.denylist.first_match(tool) {
-            (DispositionKind::Deny, MatchedBy::Denylist(g.to_string()))
+            .find(|(_, r)| names.iter().any(|n| r.matches(n, args)));
+        let first = |globs: &super::globs::GlobList| -> Option<String> {
+            names
+                .iter()
+                .find_map(|n| globs.first_match(n).map(str::to_string))
+        };
+        let (kind, matched) = if let Some(g) = first(&self.denylist) {
+            (DispositionKind::Deny, MatchedBy::Denylist(g))
         } else if let Some((i, rule)) = rule {
             (rule.disposition, MatchedBy::Rule(i))
-        } else if let Some(g) = self.asklist.first_match(tool) {
-            (DispositionKind::Ask, MatchedBy::Asklist(g.to_string()))
+        } else if let Some(g) = first(&self.asklist) {
+            (DispositionKind::Ask, MatchedBy::Asklist(g))
         } else if let Some(allowlist) = &self.allowlist {
-            if allowlist.first_match(tool).is_some() {
+            if first(allowlist).is_some() {
                 (DispositionKind::Allow, MatchedBy::Default)
             } else {
                 (DispositionKind::Deny, MatchedBy::NotInAllowlist)
@@ -54,7 +65,7 @@ impl Profile {
             }
             _ => (None, Vec::new()),
         };
-        let risk = self.risk_of(tool, args, kind, &matched);
+        let risk = self.risk_of(names, args, kind, &matched);
         Disposition {
             kind,
             matched,
@@ -66,7 +77,7 @@ impl Profile {
 
     fn risk_of(
         &self,
-        tool: &str,
+        names: &[&str],
         args: &Value,
         kind: DispositionKind,
         matched: &MatchedBy,
@@ -75,12 +86,12 @@ impl Profile {
             .rules
             .iter()
             .filter(|r| r.risk.is_some())
-            .find(|r| r.matches(tool, args))
+            .find(|r| names.iter().any(|n| r.matches(n, args)))
             .and_then(|r| r.risk)
         {
             return risk;
         }
-        if let Some(i) = self.risk_globs.first_index(tool) {
+        if let Some(i) = names.iter().find_map(|n| self.risk_globs.first_index(n)) {
             return self.risk_levels[i];
         }
         let asked_by_default = kind == DispositionKind::Ask
@@ -97,3 +108,16 @@ impl Profile {
 #[cfg(test)]
 #[path = "disposition_tests.rs"]
 mod tests;
+
+/// Tools with two names, each pair `(alias, name)`: one tool, decided as such.
+pub const TOOL_ALIASES: &[(&str, &str)] = &[("human_intervention_request", "hitl_request")];
+
+/// The names `tool` is decided under: its own, then its other name if it has two.
+fn names_of(tool: &str) -> Vec<&str> {
+    let other = TOOL_ALIASES.iter().find_map(|&(alias, name)| match tool {
+        t if t == alias => Some(name),
+        t if t == name => Some(alias),
+        _ => None,
+    });
+    std::iter::once(tool).chain(other).collect()
+}

@@ -515,3 +515,38 @@ fn display_of_matched() {
         json!("not_in_allowlist")
     );
 }
+
+/// Issue 28 A.8: `human_intervention_request` is `hitl_request` under another name. A deny,
+/// ask, rule or allowlist entry written for either name covers a call by either.
+#[test]
+fn an_alias_is_decided_as_the_tool_it_names() {
+    let deny_hitl = profile(json!({"denylist": ["hitl_request"]}));
+    assert_eq!(
+        deny_hitl
+            .disposition("human_intervention_request", &json!({}))
+            .kind,
+        Deny
+    );
+    let ask_alias = profile(json!({"asklist": ["human_intervention_request"]}));
+    assert_eq!(ask_alias.disposition("hitl_request", &json!({})).kind, Ask);
+    let rule = profile(
+        json!({"rules": [{"tools": ["hitl_request"], "disposition": "deny",
+        "reason": "no questions"}]}),
+    );
+    let d = rule.disposition("human_intervention_request", &json!({}));
+    assert_eq!((d.kind, d.reason.as_deref()), (Deny, Some("no questions")));
+    // An allowlist naming one name lets the other through: the same tool.
+    let allow = profile(json!({"allowlist": ["hitl_request"]}));
+    assert_eq!(
+        allow
+            .disposition("human_intervention_request", &json!({}))
+            .kind,
+        Allow
+    );
+    assert_eq!(allow.disposition("other", &json!({})).kind, Deny);
+    // Other tools are decided under their own name only.
+    assert_eq!(
+        deny_hitl.disposition("search_tools", &json!({})).kind,
+        Allow
+    );
+}
