@@ -363,10 +363,12 @@ impl ApprovalBroker {
     }
 
     /// Closes request `id` with an outcome from another channel (`None`: withdrawn unanswered).
-    fn close(&self, id: &str, outcome: Option<&Outcome>) {
+    /// `false` when the ask was no longer pending (decided through [`decide`](Self::decide)
+    /// first, or closed already).
+    fn close(&self, id: &str, outcome: Option<&Outcome>) -> bool {
         let mut inner = self.lock();
         let Some(pending) = self.take(&mut inner, id) else {
-            return;
+            return false;
         };
         let view = self.record(&mut inner, &pending.view, outcome);
         drop(inner);
@@ -375,6 +377,7 @@ impl ApprovalBroker {
             None => BrokerEvent::Expired(view),
         };
         let _ = self.events.send(event);
+        true
     }
 }
 
@@ -398,8 +401,15 @@ impl PendingAsk {
     }
 
     /// Another channel answered first (`outcome`): the broker's subscribers see who.
-    pub fn answered_elsewhere(self, outcome: &Outcome) {
-        self.broker.close(&self.id, Some(outcome));
+    /// Exactly one answer wins: when the broker had already taken a decision through
+    /// [`ApprovalBroker::decide`] (which answered its caller `200`), that decision is returned
+    /// and must be used instead of the other channel's.
+    pub async fn answered_elsewhere(mut self, outcome: &Outcome) -> Option<Reply> {
+        if self.broker.close(&self.id, Some(outcome)) {
+            return None;
+        }
+        // `decide` took the ask under the lock and sends its reply right after releasing it.
+        (&mut self.rx).await.ok()
     }
 }
 

@@ -131,8 +131,14 @@ impl Asker for Channels {
                     return Reply::new(Answer::Timeout, self.asker.channel());
                 }
             };
-            pending.answered_elsewhere(&outcome(&kind, field.as_deref(), &reply));
-            reply
+            // The broker is the one judge of which answer came first.
+            match pending
+                .answered_elsewhere(&outcome(&kind, field.as_deref(), &reply))
+                .await
+            {
+                Some(broker_won) => broker_won,
+                None => reply,
+            }
         })
     }
 

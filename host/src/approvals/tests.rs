@@ -534,3 +534,50 @@ async fn questions_are_answered_through_the_api_with_one_of_their_options() {
     );
     asking.abort();
 }
+
+/// A client that approves — just after the HTTP API declined the same ask.
+struct LateClient(Arc<ApprovalBroker>);
+
+impl Asker for LateClient {
+    fn supports(&self) -> bool {
+        true
+    }
+    fn channel(&self) -> Channel {
+        Channel::Elicitation
+    }
+    fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
+        Box::pin(async move {
+            self.0
+                .decide(
+                    &ask.id,
+                    &Caller::new("op", ["approve"]),
+                    Choice::Decision(ApprovalDecision::Decline),
+                    Some("api no".into()),
+                )
+                .expect("the API's decision is accepted");
+            Reply::new(
+                Answer::Accept(json!({"decision": "approve_once"})),
+                Channel::Elicitation,
+            )
+        })
+    }
+}
+
+/// Red team of the one-ask change (F1, issue 28 A.3): the client and the API answer at once.
+/// The API was told `decided`, so its decline is what holds — whichever reply the channels
+/// see first (both are ready together here; the loop makes either order happen).
+#[tokio::test]
+async fn when_the_api_decided_first_its_answer_holds_over_the_client_s() {
+    let broker = Arc::new(ApprovalBroker::default());
+    broker.set_served(true);
+    for _ in 0..40 {
+        let approver = approver_over(Arc::new(LateClient(broker.clone())), &broker);
+        let answer = approver.approve(request(RiskPolicy::default())).await;
+        assert_eq!(
+            answer,
+            ApprovalAnswer::new(ApprovalDecision::Decline, Channel::Http)
+                .with_reason(Some("api no".into()))
+                .decided_by("op")
+        );
+    }
+}
