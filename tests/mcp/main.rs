@@ -30,7 +30,6 @@ mod discovery;
 mod fair;
 mod fallback;
 mod hitl_gateway;
-mod in_process;
 mod reload;
 mod results;
 mod schemas;

@@ -7,7 +7,7 @@ pub mod hitl;
 mod in_flight;
 mod schemas;
 
-pub use in_flight::{InFlightCalls, InFlightGuard, in_flight};
+pub use in_flight::in_flight;
 pub use schemas::CatalogSchemas;
 
 use std::sync::Arc;

@@ -7,7 +7,8 @@
 
 use std::sync::LazyLock;
 
-use codemode_host::server::{CodemodeServer, EVAL_TOOL, PROFILE_TOOL_PREFIX, ServerState};
+use super::eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
+use super::{CodemodeServer, ServerState};
 use codemode_policies::Config;
 use codemode_runtime::{Runtime, RuntimeConfig};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode};
@@ -32,7 +33,7 @@ const CONFIG: &str = r#"{
 /// A client connected to a fresh server for `config` over an in-memory pipe.
 async fn connect(config: &str) -> RunningService<RoleClient, ()> {
     let config = Config::from_json_str(config).expect("a valid config");
-    connect_to(ServerState::new(RUNTIME.clone(), config, None).await).await
+    connect_to(ServerState::new(RUNTIME.clone(), config).await).await
 }
 
 /// A client connected to a fresh server on `state`.
@@ -294,7 +295,7 @@ async fn a_syntax_error_has_its_line_and_column() {
 async fn a_reload_past_the_engines_memory_is_refused() {
     let dir = codemode_test_support::scratch_dir("mcp", "reload-memory");
     let path = dir.join("config.json");
-    let state = ServerState::new(RUNTIME.clone(), Config::default(), None).await;
+    let state = ServerState::new(RUNTIME.clone(), Config::default()).await;
     let max = RUNTIME.config().get_max_memory();
 
     std::fs::write(
@@ -302,14 +303,14 @@ async fn a_reload_past_the_engines_memory_is_refused() {
         format!(r#"{{"limits": {{"memory": "{}"}}}}"#, max + 65536),
     )
     .unwrap();
-    assert!(!codemode_host::server::reload::reload(&state, &path).await);
+    assert!(!super::reload::reload(&state, &path).await);
     assert_eq!(
         state.config().limits.memory,
         Config::default().limits.memory
     );
 
     std::fs::write(&path, r#"{"limits": {"memory": "32MiB"}}"#).unwrap();
-    assert!(codemode_host::server::reload::reload(&state, &path).await);
+    assert!(super::reload::reload(&state, &path).await);
     assert_eq!(state.config().limits.memory, 32 << 20);
 }
 
@@ -319,7 +320,7 @@ async fn a_reload_past_the_engines_memory_is_refused() {
 async fn a_reloaded_max_result_text_applies_to_the_next_result() {
     let dir = codemode_test_support::scratch_dir("mcp", "reload-result-text");
     let path = dir.join("config.json");
-    let state = ServerState::new(RUNTIME.clone(), Config::default(), None).await;
+    let state = ServerState::new(RUNTIME.clone(), Config::default()).await;
     let client = connect_to(state.clone()).await;
     let code = "return Array.from({length: 1000}, (_, i) => i);";
     let text = |r: &CallToolResult| {
@@ -333,7 +334,7 @@ async fn a_reloaded_max_result_text_applies_to_the_next_result() {
     assert_eq!(text(&before), format!("Result:\n{}", json!(full)));
 
     std::fs::write(&path, r#"{"limits": {"maxResultText": "256"}}"#).unwrap();
-    assert!(codemode_host::server::reload::reload(&state, &path).await);
+    assert!(super::reload::reload(&state, &path).await);
     let after = call_code(&client, "eval", code).await.expect("eval");
     let head: Vec<String> = (0..48).map(|i| i.to_string()).collect();
     let tail: Vec<String> = (976..1000).map(|i| i.to_string()).collect();
@@ -451,7 +452,7 @@ impl rmcp::ClientHandler for ToolChanges {
 /// given a new config through its reloader, and shut down through its token.
 #[tokio::test]
 async fn the_server_builder_serves_reloads_and_shuts_down() {
-    use codemode_host::server::Server;
+    use super::Server;
     let config = Config::from_json_str(CONFIG).expect("a valid config");
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
     let mut builder = Server::builder(config).runtime(RUNTIME.clone());
