@@ -19,10 +19,10 @@
 //!
 //! ```no_run
 //! # async fn demo(runtime: codemode_runtime::Runtime, upstreams: codemode_upstream::UpstreamPool) {
-//! use codemode_host::session::{Caller, GovernedEval};
+//! use codemode_host::GovernedEval;
 //! let eval = GovernedEval::builder(runtime)
 //!     .tools(upstreams)
-//!     .caller(Caller::local())
+//!     .caller(codemode_policies::Caller::local())
 //!     .build();
 //! let outcome = eval.run("1 + 2", &Default::default()).await;
 //! assert_eq!(outcome.result, serde_json::json!(3));
