@@ -133,7 +133,7 @@ async fn tools_list_names_each_profile_once_without_output_schemas() {
     );
     assert_eq!(
         description("codemode_eval_ro"),
-        "Like `eval`, but under profile `ro`. Allows: everything else. Denies: search_tools."
+        "`eval` under profile `ro`. Allows: everything else. Denies: search_tools."
     );
     client.cancel().await.expect("close the client");
 }
@@ -179,7 +179,7 @@ async fn the_default_profile_is_listed_once_as_eval() {
     assert!(first.starts_with("Run JavaScript in a sandbox"), "{first}");
     assert_eq!(
         tools[1].description.as_deref(),
-        Some("Like `codemode_eval_ro`, but under profile `sup`. Allows: everything.")
+        Some("`codemode_eval_ro` under profile `sup`. Allows: everything.")
     );
     client.cancel().await.expect("close the client");
 }

@@ -84,12 +84,12 @@ fn a_200_call_eval_reads_in_a_few_lines() {
     };
     assert_eq!(
         described("sup"),
-        "Like `eval`, but under profile `sup`. Allows: everything else. Asks a human first: \
+        "`eval` under profile `sup`. Allows: everything else. Asks a human first: \
          everything__echo (denied when nobody can answer). Denies: everything__get-sum."
     );
     assert_eq!(
         described("lenient"),
-        "Like `eval`, but under profile `lenient`. Allows: everything else. Asks a human first: \
+        "`eval` under profile `lenient`. Allows: everything else. Asks a human first: \
          everything__echo (allowed when nobody can answer)."
     );
 }

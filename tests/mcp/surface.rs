@@ -84,10 +84,10 @@ fn the_default_configs_tool_list_is_lean() {
     // The other profile's tool says only what differs.
     assert_eq!(
         tools[1]["description"],
-        "Like `eval`, but under profile `readonly` (reads files and directories, changes \
-         nothing). Allows: filesystem__read_*, filesystem__list_*, filesystem__search_files, \
+        "`eval` under profile `readonly` (reads files and directories, changes \
+         nothing). Allows only: filesystem__read_*, filesystem__list_*, filesystem__search_files, \
          filesystem__get_file_info, filesystem__directory_tree, search_tools, get_tools, \
-         hitl_request. Denies: everything else."
+         hitl_request."
     );
     for tool in &tools[..2] {
         assert_eq!(tool.get("outputSchema"), None, "{tool}");
@@ -150,9 +150,43 @@ fn errors_name_the_fix() {
         println!("{key}: {} bytes of text", text.len());
         assert!(text.len() <= 400, "{key}: {} bytes: {text}", text.len());
     }
-    assert_eq!(text("wrong_key"), "");
-    assert_eq!(text("readonly_write"), "");
-    assert_eq!(text("nobody_to_ask"), "");
-    assert_eq!(errors["get_unknown"], "");
-    assert_eq!(errors["unknown_profile"], "");
+    let has = |key: &str, want: &str| {
+        let text = text(key);
+        assert!(text.contains(want), "{key}: {text}");
+    };
+    has(
+        "wrong_key",
+        "invalid_arguments: `filesystem__read_text_file` was not called: unknown key `filePath`; \
+         expected `path` (optional: `head`, `tail`)",
+    );
+    // Said once: the ledger line points to the error instead of repeating it.
+    has(
+        "wrong_key",
+        "#1 filesystem__read_text_file error — the error above",
+    );
+    has(
+        "readonly_write",
+        "profile `readonly` does not allow `filesystem__write_file`; `eval` can, after approval",
+    );
+    has(
+        "nobody_to_ask",
+        "`filesystem__write_file` needs approval and this client cannot be asked: ask the user to \
+         run it, or use a client with elicitation",
+    );
+    let get = errors["get_unknown"].as_str().unwrap_or_default();
+    assert!(
+        get.contains(
+            "// unknown tool `filesystem__read_txt_file`; did you mean `filesystem__read_text_file`"
+        ),
+        "{get}"
+    );
+    let profile = errors["unknown_profile"].as_str().unwrap_or_default();
+    assert!(
+        profile.contains("unknown profile `nope`; profiles you may use: `supervised`, `readonly`"),
+        "{profile}"
+    );
+    // Codemode's own text keeps no escaped line breaks.
+    for key in ["wrong_key", "readonly_write", "nobody_to_ask"] {
+        assert!(!text(key).contains("\\n"), "{key}: {}", text(key));
+    }
 }

@@ -31,7 +31,7 @@ impl CodemodeServer {
                     .as_deref()
                     .map(profile_scope)
                     .unwrap_or_default();
-                let description = format!("Like `{}`, but under {scope}", first.tool);
+                let description = format!("`{}` under {scope}", first.tool);
                 tools.push(eval_tool(&other.tool, &description));
             }
         }
@@ -147,10 +147,10 @@ mod tests {
         );
         assert_eq!(
             profile_scope(config.profile("readonly").unwrap()),
-            "profile `readonly` (reads files and directories, changes nothing). Allows: \
+            "profile `readonly` (reads files and directories, changes nothing). Allows only: \
              filesystem__read_*, filesystem__list_*, filesystem__search_files, \
              filesystem__get_file_info, filesystem__directory_tree, search_tools, get_tools, \
-             hitl_request. Denies: everything else."
+             hitl_request."
         );
         assert!(
             full_description(None, &[])

@@ -162,7 +162,8 @@ pub fn render(outcome: &EvalOutcome, result_budget: usize) -> String {
             let _ = writeln!(out, "[{}] {}", log.level.as_str(), neutralize(&log.message));
         }
     }
-    ledger(&mut out, &outcome.tool_calls);
+    let error = outcome.error.as_ref().map(|e| e.message.as_str());
+    ledger(&mut out, &outcome.tool_calls, error);
     out.trim_end().to_string()
 }
 
@@ -176,7 +177,7 @@ fn position(line: Option<u32>, column: Option<u32>, lead: &str) -> String {
 }
 
 /// The tool calls: one line each up to [`LEDGER_LISTED`], else counts and the failures.
-fn ledger(out: &mut String, calls: &[ToolCallRecord]) {
+fn ledger(out: &mut String, calls: &[ToolCallRecord], error: Option<&str>) {
     if calls.is_empty() {
         return;
     }
@@ -189,7 +190,7 @@ fn ledger(out: &mut String, calls: &[ToolCallRecord]) {
                 call.id,
                 neutralize(&call.tool),
                 call.status.as_str(),
-                reason(call.reason.as_deref())
+                told_once(call.reason.as_deref(), error)
             );
         }
         return;
@@ -219,7 +220,7 @@ fn ledger(out: &mut String, calls: &[ToolCallRecord]) {
             count(tools.len() - SUMMARY_LINES, "more tool", "more tools")
         );
     }
-    failed(out, calls);
+    failed(out, calls, error);
 }
 
 /// The failed calls, grouped by tool, status and reason, in order of first failure.
@@ -238,7 +239,7 @@ fn failures(calls: &[ToolCallRecord]) -> Vec<(&ToolCallRecord, Vec<u64>)> {
 }
 
 /// The failed calls' lines of the text (see [`failures`]).
-fn failed(out: &mut String, calls: &[ToolCallRecord]) {
+fn failed(out: &mut String, calls: &[ToolCallRecord], error: Option<&str>) {
     let failures = failures(calls);
     if failures.is_empty() {
         return;
@@ -255,7 +256,7 @@ fn failed(out: &mut String, calls: &[ToolCallRecord]) {
             shown.join(", "),
             neutralize(&call.tool),
             call.status.as_str(),
-            reason(call.reason.as_deref())
+            told_once(call.reason.as_deref(), error)
         );
     }
     if failures.len() > SUMMARY_LINES {
@@ -288,6 +289,15 @@ fn tally(statuses: impl Iterator<Item = CallStatus>) -> String {
         .map(|(s, n)| format!("{} {}", group(n), s.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// [`reason`], or ` — the error above` when the eval's error already says it (an uncaught
+/// rejection of that call): the text tells it once.
+fn told_once(reason_text: Option<&str>, error: Option<&str>) -> String {
+    match (reason_text, error) {
+        (Some(r), Some(e)) if !r.is_empty() && e.contains(r) => " — the error above".to_string(),
+        _ => reason(reason_text),
+    }
 }
 
 /// ` — reason`, neutralised and bounded to [`REASON_CHARS`]; empty without one.
