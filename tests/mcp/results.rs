@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::harness::{Mode, Setup, Transport, base_config};
 
+#[expect(clippy::print_stdout, reason = "the test reports what it measured")]
 #[test]
 fn a_200_call_eval_reads_in_a_few_lines() {
     let setup = Setup::new("results_200_calls", Transport::Stdio, |scratch| {

@@ -38,6 +38,7 @@ fn bytes(obs: &Value) -> usize {
     obs["bytes"].as_u64().unwrap() as usize
 }
 
+#[expect(clippy::print_stdout, reason = "the test reports what it measured")]
 #[test]
 fn the_default_configs_tool_list_is_lean() {
     let obs = listing("surface_default", json!({}));
@@ -132,6 +133,7 @@ fn the_default_configs_tool_list_is_lean() {
 
 /// The commonest slips, as a model reads them through a client that cannot elicit (the
 /// default config): each error names the fix, in at most 400 bytes of text.
+#[expect(clippy::print_stdout, reason = "the test reports what it measured")]
 #[test]
 fn errors_name_the_fix() {
     let setup = Setup::new("surface_errors", Transport::Stdio, |scratch| {

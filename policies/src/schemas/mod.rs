@@ -373,7 +373,7 @@ impl ToolSchemas {
     ///
     /// # Errors
     /// [`InvalidArguments`] listing each violation.
-    pub fn check_arguments(&self, tool: &str, args: &Value) -> Result<(), InvalidArguments> {
+    pub fn check_arguments(&self, tool: &str, args: &Value) -> Result<(), Box<InvalidArguments>> {
         let Some(compiled) = self.tools.get(tool) else {
             return Ok(());
         };
@@ -399,7 +399,7 @@ impl ToolSchemas {
                 .collect(),
             _ => Vec::new(),
         };
-        Err(InvalidArguments {
+        Err(Box::new(InvalidArguments {
             tool: tool.to_string(),
             errors,
             more,
@@ -408,7 +408,7 @@ impl ToolSchemas {
             unknown,
             missing,
             keys,
-        })
+        }))
     }
 
     /// Whether `tool` has an `outputSchema` that [`check_output`](Self::check_output) checks.
