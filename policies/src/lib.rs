@@ -197,7 +197,7 @@ pub use display::{
     ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, invisible_ranges, is_invisible, neutralize,
     summarize_args,
 };
-pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
+pub use enforce::{Alternative, PolicyToolHost, PolicyToolHostBuilder};
 pub use outputs::{
     InvalidPathPattern, MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule,
     PathPattern, mask_value,
@@ -212,7 +212,8 @@ pub use profile::{
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
 pub use schemas::{
-    INVALID_ARGUMENTS, InvalidArguments, MAX_VIOLATION_CHARS, MAX_VIOLATIONS, SchemaKind,
-    SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas, Violation,
+    INVALID_ARGUMENTS, InvalidArguments, Keys, MAX_ARGUMENTS_MESSAGE, MAX_VIOLATION_CHARS,
+    MAX_VIOLATIONS, SchemaKind, SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas,
+    Violation,
 };
 pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize};

@@ -35,6 +35,7 @@ mod results;
 mod schemas;
 mod sessions;
 mod startup;
+mod surface;
 mod typescript;
 mod upstream;
 mod upstream_elicitation;
