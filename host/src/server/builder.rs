@@ -121,7 +121,7 @@ impl ServerBuilder {
         self
     }
 
-    /// The token that shuts the server down gracefully when cancelled (see [`super::drain`]).
+    /// The token that shuts the server down gracefully when cancelled (evals in flight get a grace period to finish, then are cancelled).
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shutdown.clone()
     }
@@ -212,7 +212,7 @@ impl ServerBuilder {
             None => None,
         };
         let config = std::mem::take(&mut self.config);
-        let state = ServerState::new(runtime, config, self.config_path.clone()).await;
+        let state = ServerState::new(runtime, config).await;
         if let Some(durable) = durable {
             durable.keep_guest(&state.runtime).await?;
             super::enable_durable(&state, durable);
