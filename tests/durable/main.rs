@@ -31,3 +31,4 @@ mod redteam;
 mod restart;
 mod scopes;
 mod stateless;
+mod streams;

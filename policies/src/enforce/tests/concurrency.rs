@@ -178,9 +178,11 @@ async fn unprofiled_calls_are_allowed_and_audited_with_args_on_request() {
         [
             (CallStatus::Ok, Decision::Allowed),
             (CallStatus::Error, Decision::Allowed),
-            (CallStatus::Error, Decision::Allowed)
+            // No such tool: nothing was allowed to run.
+            (CallStatus::Error, Decision::Denied)
         ]
     );
+    assert_eq!(recs[2].reason.as_deref(), Some("unknown_tool"));
     assert_eq!(recs[0].args, Some(json!({"path": "/x"})));
     assert_eq!(recs[0].args_sha256, args_sha256(&json!({"path": "/x"})));
     assert_eq!(

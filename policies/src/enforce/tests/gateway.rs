@@ -370,6 +370,44 @@ async fn a_decline_carries_its_reason_to_the_script_and_the_audit() {
     }
 }
 
+/// A client that sends a decision the form did not offer (or none) approves nothing, and is not
+/// reported as a human's decline: the script and the audit say what happened.
+#[tokio::test]
+async fn an_answer_the_form_did_not_offer_is_no_human_decline() {
+    let cases = [
+        ("approve_forever", "approve_forever"),
+        ("", ""),
+        ("ok\u{202e}", "ok\\u202e"),
+    ];
+    for (sent, shown) in cases {
+        let (h, calls, audit) = host(
+            gateway(),
+            "gw",
+            Caller::local(),
+            Scripted::new(ApprovalAnswer::not_offered(sent, Channel::Elicitation)),
+            SessionApprovals::new(),
+        );
+        let r = call(&h, "fs__write", 1).await;
+        assert_eq!(reason_of(&r), Some("elicitation_declined"));
+        assert_eq!(
+            message_of(&r),
+            format!(
+                "`fs__write` (asklist glob `fs__*` of profile `gw`) was not approved: the answer \"{shown}\" is not one the form offered, so it counts as a decline"
+            )
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+        let rec = &audit.tool_calls()[0];
+        assert_eq!(
+            (rec.decision, rec.channel, rec.decision_reason.clone()),
+            (
+                Decision::Declined,
+                Some(Channel::Elicitation),
+                Some(format!("answer not offered (\"{shown}\")"))
+            )
+        );
+    }
+}
+
 /// A session approval covers the same caller under the same profile only.
 #[tokio::test]
 async fn session_approvals_cross_neither_profiles_nor_callers() {
