@@ -200,7 +200,9 @@ fn eval_request(addr: &str, code: &str, extra: Value) -> Vec<u8> {
 fn message(body: &str) -> Value {
     let text = body
         .lines()
-        .find_map(|l| l.strip_prefix("data: "))
+        .filter_map(|l| l.strip_prefix("data: "))
+        // An SSE stream may begin with a priming event of empty data.
+        .find(|data| !data.trim().is_empty())
         .unwrap_or(body);
     serde_json::from_str(text).unwrap_or(Value::Null)
 }

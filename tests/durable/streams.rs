@@ -12,6 +12,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::client::{self, block_on, input_keys};
+use crate::flow::GATE;
 use crate::harness::{CODEMODE, Cluster, PATIENCE};
 
 /// Writes `name` in the shared files directory (the asked call); returns what happened.
@@ -83,7 +84,7 @@ fn parked_asks_and_their_decisions_reach_every_nodes_stream() {
         open_stream(&cluster.node(1).base_url()),
     ];
     let args = json!({"code": script(&cluster, "one.txt")});
-    let asked = block_on(client::call_tool(&cluster.front_url(), "eval", &args, None))
+    let asked = block_on(client::call_tool(&cluster.front_url(), GATE, &args, None))
         .unwrap_or_else(|e| panic!("{e}\n{}", cluster.logs()));
     let keys = input_keys(&asked.result);
     let id = keys[0].strip_prefix("codemode-").unwrap().to_string();
@@ -141,7 +142,7 @@ fn codemode_approve_moves_from_one_parked_ask_to_the_next() {
         .iter()
         .map(|name| {
             let args = json!({"code": script(&cluster, name)});
-            let reply = block_on(client::call_tool(&cluster.front_url(), "eval", &args, None))
+            let reply = block_on(client::call_tool(&cluster.front_url(), GATE, &args, None))
                 .unwrap_or_else(|e| panic!("{e}\n{}", cluster.logs()));
             (args, reply)
         })
@@ -175,7 +176,7 @@ fn codemode_approve_moves_from_one_parked_ask_to_the_next() {
             crate::harness::await_some("the eval's result", || {
                 let retry = block_on(client::call_tool(
                     &cluster.front_url(),
-                    "eval",
+                    GATE,
                     args,
                     Some((&state, json!({}))),
                 ))

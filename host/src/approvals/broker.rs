@@ -13,16 +13,18 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use codemode_policies::{
-    ApprovalAnswer, ApprovalDecision, Caller, Channel, DecisionRefused, RiskPolicy, form_answer,
-    is_blank, neutralize, rfc3339_utc,
+    ApprovalAnswer, ApprovalDecision, Caller, Channel, RiskPolicy, form_answer, is_blank,
+    neutralize, rfc3339_utc,
 };
 use tokio::sync::{broadcast, oneshot};
 
+pub use super::parked_feed::ParkedAsks;
 use super::parked_feed::ParkedFeed;
 use super::{Answer, Ask, AskKind, Reply};
 
 pub use super::view::{
-    ApprovalView, BrokerEvent, Choice, Outcome, QuestionSpec, decision_name, parse_decision,
+    ApprovalView, BrokerEvent, Choice, DecideError, Outcome, QuestionSpec, decision_name,
+    parse_decision,
 };
 
 /// How many decisions the broker remembers by default (`GET /approvals?state=decided`).
@@ -32,31 +34,6 @@ pub const DEFAULT_DECISION_HISTORY: usize = 100;
 pub const APPROVE_PERMISSION: &str = "approve";
 /// The permission a decider needs, besides [`APPROVE_PERMISSION`], to decide its own asks.
 pub const APPROVE_SELF_PERMISSION: &str = "approve_self";
-
-/// Why a decision through the broker was refused (the HTTP status in brackets).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecideError {
-    /// No request has this id (`404`).
-    #[error("no approval request `{0}`")]
-    NotFound(String),
-    /// The request was already answered or withdrawn (`409`).
-    #[error("approval request `{0}` was already {1}")]
-    Closed(String, &'static str),
-    /// The decider may not decide this request (`403`).
-    #[error("{0}")]
-    Forbidden(String),
-    /// The request's risk policy refuses the decision (`422`).
-    #[error("{0}")]
-    Refused(#[from] DecisionRefused),
-    /// The choice does not fit the request: an answer for an approval, a decision other than
-    /// `decline` for a question, an answer that is not an option (`422`).
-    #[error("{0}")]
-    Invalid(String),
-    /// Where the request is kept (the durable store) cannot be reached now (`503`).
-    #[error("{0}")]
-    Unavailable(String),
-}
 
 /// What a pending ask accepts.
 enum Accepts {
@@ -125,25 +102,6 @@ pub struct ApprovalBroker {
     history: usize,
     parked: std::sync::OnceLock<Arc<dyn ParkedAsks>>,
     parked_feed: Arc<ParkedFeed>,
-}
-
-/// The asks of evals parked in the durable store (any node's): listed and decided through the
-/// approval API beside this process's own pending requests.
-pub trait ParkedAsks: Send + Sync {
-    /// Their views, as the API shows them; `Err` (in words) when they cannot be read now.
-    fn list(&self) -> codemode_runtime::BoxFuture<'_, Result<Vec<serde_json::Value>, String>>;
-    /// The decisions given to them, as the API shows decisions, newest first; `Err` (in
-    /// words) when they cannot be read now.
-    fn decided(&self) -> codemode_runtime::BoxFuture<'_, Result<Vec<serde_json::Value>, String>>;
-    /// Decides ask `id` — an approval with a decision, a question with one of its options or
-    /// `decline` — (the same checks as [`ApprovalBroker::decide`]) and resumes its eval.
-    fn decide<'a>(
-        &'a self,
-        id: &'a str,
-        decider: &'a Caller,
-        choice: Choice,
-        reason: Option<String>,
-    ) -> codemode_runtime::BoxFuture<'a, Result<(), DecideError>>;
 }
 
 impl Default for ApprovalBroker {

@@ -13,7 +13,28 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::broker::ParkedAsks;
+use codemode_policies::Caller;
+
+use super::view::{Choice, DecideError};
+
+/// The asks of evals parked in the durable store (any node's): listed and decided through the
+/// approval API beside this process's own pending requests.
+pub trait ParkedAsks: Send + Sync {
+    /// Their views, as the API shows them; `Err` (in words) when they cannot be read now.
+    fn list(&self) -> codemode_runtime::BoxFuture<'_, Result<Vec<serde_json::Value>, String>>;
+    /// The decisions given to them, as the API shows decisions, newest first; `Err` (in
+    /// words) when they cannot be read now.
+    fn decided(&self) -> codemode_runtime::BoxFuture<'_, Result<Vec<serde_json::Value>, String>>;
+    /// Decides ask `id` — an approval with a decision, a question with one of its options or
+    /// `decline` — (the same checks as [`ApprovalBroker::decide`]) and resumes its eval.
+    fn decide<'a>(
+        &'a self,
+        id: &'a str,
+        decider: &'a Caller,
+        choice: Choice,
+        reason: Option<String>,
+    ) -> codemode_runtime::BoxFuture<'a, Result<(), DecideError>>;
+}
 
 /// How often the store is read while a stream is open: an ask any node lists reaches every
 /// stream within this (and one read of the store).

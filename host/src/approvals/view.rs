@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use codemode_policies::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Channel, neutralize, rfc3339_utc,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Channel, DecisionRefused, neutralize,
+    rfc3339_utc,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -267,4 +268,29 @@ impl BrokerEvent {
             BrokerEvent::Requested(v) | BrokerEvent::Decided(v) | BrokerEvent::Expired(v) => v,
         }
     }
+}
+
+/// Why a decision through the broker was refused (the HTTP status in brackets).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecideError {
+    /// No request has this id (`404`).
+    #[error("no approval request `{0}`")]
+    NotFound(String),
+    /// The request was already answered or withdrawn (`409`).
+    #[error("approval request `{0}` was already {1}")]
+    Closed(String, &'static str),
+    /// The decider may not decide this request (`403`).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The request's risk policy refuses the decision (`422`).
+    #[error("{0}")]
+    Refused(#[from] DecisionRefused),
+    /// The choice does not fit the request: an answer for an approval, a decision other than
+    /// `decline` for a question, an answer that is not an option (`422`).
+    #[error("{0}")]
+    Invalid(String),
+    /// Where the request is kept (the durable store) cannot be reached now (`503`).
+    #[error("{0}")]
+    Unavailable(String),
 }

@@ -392,7 +392,7 @@ async fn an_answer_the_form_did_not_offer_is_no_human_decline() {
         assert_eq!(
             message_of(&r),
             format!(
-                "`fs__write` (asklist glob `fs__*` of profile `gw`) was not approved: the answer \"{shown}\" is not one the form offered, so it counts as a decline"
+                "`fs__write` was not approved: the answer \"{shown}\" is not one the form offered, so it counts as a decline"
             )
         );
         assert_eq!(calls.load(Ordering::SeqCst), 0);
