@@ -15,19 +15,39 @@
   let lineOffset = 0;
   let lineCount = 1;
 
-  const wellFormed = (s) => (typeof s.toWellFormed === "function" ? s.toWellFormed() : s);
+  // What the outcome is reported with, taken before any user code runs: a script may replace
+  // any global or prototype (`JSON.stringify`, `String.prototype.toWellFormed`, a `toJSON` on
+  // `Object.prototype`, `Number`, `RegExp.prototype.exec` …), and none of that may change the
+  // envelope's shape, its error kind or its warnings (the script's own values and messages are
+  // the script's). The envelope's JSON is written here from primitives: `stringify` of a string,
+  // number or null looks up no `toJSON`.
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const apply = Reflect.apply;
+  const { max, min } = Math;
+  const nativeToWellFormed = String.prototype.toWellFormed;
+  const wellFormed = typeof nativeToWellFormed === "function"
+    ? (s) => (typeof s === "string" ? apply(nativeToWellFormed, s, []) : s)
+    : (s) => s;
+  // JSON text of a string (well-formed), else `null`.
+  const jsonString = (s) => (typeof s === "string" ? stringify(wellFormed(s)) : "null");
+  // A 1-based line or column, else null; whatever `v` is (a forged match, an object).
+  const position = (v) => {
+    const n = +v;
+    return n >= 1 && n < 4294967296 ? n - (n % 1) : null;
+  };
 
   // JSON.stringify escapes lone surrogates (`"\ud800"`), which are not Unicode: the host cannot
   // read them. Only when one is present, stringify again with them replaced (U+FFFD).
   const LONE_SURROGATE = /\\ud[89a-f][0-9a-f]{2}/i;
   function toJson(value) {
-    const json = JSON.stringify(value);
+    const json = stringify(value);
     // Most documents have no escape at all: skip the regular expression for them (JSON.stringify
     // writes `\u` escapes in lower case).
     if (json === undefined || json.indexOf("\\u") === -1) return json;
     if (!LONE_SURROGATE.test(json)) return json;
     // Values and keys alike: the host reads UTF-8, which has no lone surrogates.
-    return JSON.stringify(value, (_key, v) => {
+    return stringify(value, (_key, v) => {
       if (typeof v === "string") return wellFormed(v);
       if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
       const keys = Object.keys(v);
@@ -97,7 +117,7 @@
     let error;
     let value;
     try {
-      value = JSON.parse(json);
+      value = parse(json);
     } catch (e) {
       error = new ToolError(`codemode.${name}: the host sent invalid JSON: ${e.message}`, name);
     }
@@ -172,7 +192,7 @@
       .split("\n")
       .filter((line) => !line.includes("codemode:prelude"))
       .join("\n")
-      .replace(POSITIONS, (_m, l, c) => `${FILE}:${Math.max(1, l - lineOffset)}:${c}`);
+      .replace(POSITIONS, (_m, l, c) => `${FILE}:${max(1, l - lineOffset)}:${c}`);
   }
 
   function format(v) {
@@ -190,7 +210,7 @@
           return stack ? `${head}\n${stack.replace(/\n$/, "")}` : head;
         }
         try {
-          const s = JSON.stringify(v);
+          const s = stringify(v);
           if (s !== undefined) return s;
         } catch (_) { /* circular or BigInt inside: fall back to String() */ }
         try { return String(v); } catch (_) { return "[object]"; }
@@ -220,7 +240,11 @@
       const name = typeof e.name === "string" && e.name ? e.name : "Error";
       message = `${name}: ${e.message}`;
       stack = fixStack(e.stack);
-      if (kind === "exception" && name === "InternalError" && e.message === "out of memory") kind = "memory_limit";
+      // Only a heap that really ran out makes `memory_limit`: a script can throw an object
+      // named like QuickJS's error.
+      if (kind === "exception" && name === "InternalError" && e.message === "out of memory" && heapExhausted()) {
+        kind = "memory_limit";
+      }
     } else if (e === null && kind === "exception" && heapExhausted()) {
       // QuickJS throws null when it cannot even allocate its "out of memory" error.
       message = "InternalError: out of memory";
@@ -228,9 +252,9 @@
     } else {
       message = `Uncaught ${format(e)}`;
     }
-    const m = stack === null ? null : POSITION.exec(stack);
-    let line = m ? Number(m[1]) : null;
-    let column = m ? Number(m[2]) : null;
+    const m = typeof stack === "string" ? POSITION.exec(stack) : null;
+    let line = m ? position(m[1]) : null;
+    let column = m ? position(m[2]) : null;
     if (kind === "exception" && line !== null && e instanceof ReferenceError) {
       const m = /^(\S+) is not defined$/.exec(e.message);
       if (m) message += dashHint(sourceLine(line), m[1]);
@@ -239,18 +263,18 @@
       // QuickJS reports a syntax error's line well but its column poorly (often a statement's
       // or the wrapper's start), and at the end of the code a line past it: keep the line,
       // clamped to the code, and leave the column to a real parser in the host.
-      line = line === null ? null : Math.min(Math.max(line, 1), lineCount);
+      line = line === null ? null : min(max(line, 1), lineCount);
       column = null;
       stack = null;
     }
-    const error = {
-      kind,
-      message: wellFormed(message),
-      line,
-      column,
-      stack: stack === null || stack === "" ? null : wellFormed(stack),
-    };
-    return JSON.stringify({ ok: false, error });
+    return errorJson(kind, `${message}`, line, column, stack === "" ? null : stack);
+  }
+
+  // The failure envelope's JSON text (see `stringify` above for why it is written by hand).
+  function errorJson(kind, message, line, column, stack) {
+    const at = (n) => (n === null ? "null" : `${n}`);
+    return `{"ok":false,"error":{"kind":${jsonString(kind)},"message":${jsonString(message)},` +
+      `"line":${at(line)},"column":${at(column)},"stack":${jsonString(stack)}}}`;
   }
 
   function fail(e, kind) {
@@ -258,7 +282,7 @@
     try {
       envelope = errorEnvelope(e, kind);
     } catch (_) {
-      envelope = JSON.stringify({ ok: false, error: { kind, message: "the script failed with an error that cannot be described", line: null, column: null, stack: null } });
+      envelope = errorJson(kind, "the script failed with an error that cannot be described", null, null, null);
     }
     finish(envelope);
   }
@@ -321,6 +345,6 @@
     callEncoded,
     fail,
     succeed,
-    setSource: (offset, lines) => { lineOffset = offset; lineCount = Math.max(1, lines); },
+    setSource: (offset, lines) => { lineOffset = offset; lineCount = max(1, lines); },
   };
 })

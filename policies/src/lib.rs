@@ -190,8 +190,8 @@ pub use codemode_config::{
     InvalidRedisUrl, JwtKeySource, JwtSettings, Limits, ListenerLimits, MIN_RESULT_TEXT,
     ParseUnitError, PerClientLimits, RedisUrl, RetentionLimits, ServerConfig, ServerSettings,
     ServerTransport, StoreLocation, TokenSecret, TokenSettings, UnresolvedCommand,
-    default_state_dir, explicit_default_ports,
-    origin_allowed, parse_duration, parse_size, resolve_command, valid_allowed_origin,
+    default_state_dir, explicit_default_ports, origin_allowed, parse_duration, parse_size,
+    resolve_command, valid_allowed_origin,
 };
 pub use decision::ApprovalDecision;
 pub use display::{

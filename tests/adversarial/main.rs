@@ -15,5 +15,6 @@ mod exhaustion;
 mod harness;
 mod http;
 mod injection;
+mod outcome;
 mod policy;
 mod upstreams;

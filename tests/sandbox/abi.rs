@@ -9,12 +9,18 @@ use crate::{failed, failed_in, ok, opts, show};
 
 const ENVELOPE: &str = r#"{"ok":true,"result":1}"#;
 const RESUMED: &str = r#"{"ok":true,"result":"resumed"}"#;
+/// A failure of a kind only the host may decide.
+const HOST_KIND: &str = r#"{"ok":false,"error":{"kind":"cancelled","message":"x","line":null,"column":null,"stack":null}}"#;
+/// A failure without its error.
+const NO_ERROR: &str = r#"{"ok":false}"#;
 /// Where the data segments put things.
 const AT_ENVELOPE: u32 = 16;
 const AT_BAD_UTF8: u32 = 64;
 const AT_ECHO: u32 = 80;
 const AT_ARGS: u32 = 96;
 const AT_RESUMED: u32 = 128;
+const AT_HOST_KIND: u32 = 256;
+const AT_NO_ERROR: u32 = 512;
 /// Far outside the single 64 KiB page.
 const OUT: u32 = 0x7fff_0000;
 
@@ -66,6 +72,8 @@ impl Guest {
   (data (i32.const {AT_ECHO}) "echo")
   (data (i32.const {AT_ARGS}) "{{}}")
   (data (i32.const {AT_RESUMED}) "{resumed}")
+  (data (i32.const {AT_HOST_KIND}) "{host_kind}")
+  (data (i32.const {AT_NO_ERROR}) "{no_error}")
   (func (export "cm_abi_version") (result i32) (i32.const {version}))
   (func (export "cm_alloc") (param i32) (result i32) {alloc})
   (func (export "cm_run") (param i32 i32 i32) (result i32) {run})
@@ -73,6 +81,8 @@ impl Guest {
 )"#,
             envelope = esc(ENVELOPE),
             resumed = esc(RESUMED),
+            host_kind = esc(HOST_KIND),
+            no_error = esc(NO_ERROR),
         );
         wat::parse_str(&wat).unwrap_or_else(|e| panic!("bad test module: {e}\n{wat}"))
     }
@@ -262,6 +272,24 @@ async fn malformed_host_calls_are_internal_errors() {
             },
             ErrorKind::Internal,
             "cm_alloc",
+        ),
+        (
+            "finish: a kind only the host decides",
+            Guest::run(format!(
+                "(call $finish (i32.const {AT_HOST_KIND}) (i32.const {})) (i32.const 0)",
+                HOST_KIND.len()
+            )),
+            ErrorKind::Internal,
+            "the guest reported error kind `cancelled`, which only the host decides",
+        ),
+        (
+            "finish: a failure without its error",
+            Guest::run(format!(
+                "(call $finish (i32.const {AT_NO_ERROR}) (i32.const {})) (i32.const 0)",
+                NO_ERROR.len()
+            )),
+            ErrorKind::Internal,
+            "the guest reported a failure without an error",
         ),
         (
             "trap",

@@ -49,6 +49,33 @@ struct Envelope {
     warnings: Vec<Warning>,
 }
 
+/// The error kinds a guest may report; the others (time, fuel, output, cancellation, the
+/// sandbox's own failures) only the host observes.
+const GUEST_KINDS: [ErrorKind; 3] = [
+    ErrorKind::Syntax,
+    ErrorKind::Exception,
+    ErrorKind::MemoryLimit,
+];
+
+/// A failed script's error as its guest reported it, when it is one a guest may report: any
+/// other is a malformed guest (the script cannot choose the kind, see guest/ABI.md).
+fn guest_error(error: Option<EvalError>) -> EvalError {
+    match error {
+        Some(error) if GUEST_KINDS.contains(&error.kind) => error,
+        Some(error) => EvalError::new(
+            ErrorKind::Internal,
+            format!(
+                "the guest reported error kind `{}`, which only the host decides",
+                error.kind
+            ),
+        ),
+        None => EvalError::new(
+            ErrorKind::Internal,
+            "the guest reported a failure without an error",
+        ),
+    }
+}
+
 /// At most this many warnings from the guest are kept (the guest itself sends at most 11).
 const MAX_GUEST_WARNINGS: usize = 32;
 
@@ -372,16 +399,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                 // failure (`r.split is not a function` where `r` is that call's promise).
                 self.guest_warnings = warnings;
                 self.guest_warnings.truncate(MAX_GUEST_WARNINGS);
-                (
-                    false,
-                    Value::Null,
-                    Some(error.unwrap_or_else(|| {
-                        EvalError::new(
-                            ErrorKind::Internal,
-                            "the guest reported a failure without an error",
-                        )
-                    })),
-                )
+                (false, Value::Null, Some(guest_error(error)))
             }
             Err(e) => (false, Value::Null, Some(e)),
         };
