@@ -20,14 +20,18 @@ mod guests;
 mod harness;
 mod node;
 
+mod container;
 mod failures;
+mod health;
 mod kubernetes;
 mod legacy;
 mod limits;
 mod local_dir;
+mod metrics;
 mod outages;
 mod questions;
 mod redteam;
 mod restart;
 mod scopes;
+mod service;
 mod stateless;

@@ -27,6 +27,7 @@ mod handler;
 mod legacy;
 pub(crate) mod listener;
 mod listing;
+pub mod ops;
 pub mod owner;
 mod progress;
 pub mod reload;
