@@ -265,7 +265,10 @@ fn the_kubernetes_example_starts_a_node_that_behaves_as_documented() {
         );
         let (status, text) = get(format!("http://127.0.0.1:{admin_port}/metrics")).await;
         assert_eq!(status, 200, "{text}");
-        assert!(text.contains("\ncodemode_evals_total{profile=\"none\",outcome=\"ok\"} 2\n"), "{text}");
+        assert!(
+            text.contains("\ncodemode_evals_total{profile=\"none\",outcome=\"ok\"} 2\n"),
+            "{text}"
+        );
     });
 
     // The store is the Redis the config names: the node keeps its guest there at start.

@@ -25,14 +25,35 @@ fn json_logs_are_one_object_per_line_with_the_eval_and_caller() {
     );
     let node = Node::start_with_args(
         "json-logs",
-        &["serve", "--http", "127.0.0.1:0", "--log-format", "json", "--config",
-          config.to_str().expect("utf-8")],
-        &[(KEY_ENV, KEY), ("JSON_LOGS_TOKEN", TOKEN), ("RUST_LOG", "info")],
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+            "--config",
+            config.to_str().expect("utf-8"),
+        ],
+        &[
+            (KEY_ENV, KEY),
+            ("JSON_LOGS_TOKEN", TOKEN),
+            ("RUST_LOG", "info"),
+        ],
     );
     let args = json!({"code": "return 6 * 7"});
-    let reply = block_on(call_tool_as(&node.mcp_url(), "eval", &args, None, Some(TOKEN)))
-        .expect("an eval");
-    assert_eq!(reply.result["structuredContent"]["result"], 42, "{}", reply.result);
+    let reply = block_on(call_tool_as(
+        &node.mcp_url(),
+        "eval",
+        &args,
+        None,
+        Some(TOKEN),
+    ))
+    .expect("an eval");
+    assert_eq!(
+        reply.result["structuredContent"]["result"], 42,
+        "{}",
+        reply.result
+    );
 
     let finished = await_some("the eval's log line", || {
         node.log()
@@ -50,11 +71,30 @@ fn json_logs_are_one_object_per_line_with_the_eval_and_caller() {
     keys.sort_unstable();
     assert_eq!(
         keys,
-        ["caller", "eval_id", "level", "message", "outcome", "target", "tool_calls", "ts"]
+        [
+            "caller",
+            "eval_id",
+            "level",
+            "message",
+            "outcome",
+            "target",
+            "tool_calls",
+            "ts"
+        ]
     );
     assert_eq!(
-        (&line["level"], &line["message"], &line["outcome"], &line["tool_calls"]),
-        (&json!("info"), &json!("eval finished"), &json!("ok"), &json!(0))
+        (
+            &line["level"],
+            &line["message"],
+            &line["outcome"],
+            &line["tool_calls"]
+        ),
+        (
+            &json!("info"),
+            &json!("eval finished"),
+            &json!("ok"),
+            &json!(0)
+        )
     );
     assert_eq!(line["caller"], "ops\\u202eteam", "neutralised");
     assert_eq!(line["target"], "codemode_host::server::eval::task");
