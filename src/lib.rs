@@ -8,7 +8,7 @@
 //! - [`runtime`]: the sandbox ([`Runtime`], [`EvalOptions`], [`ToolHost`], [`EvalOutcome`]);
 //! - [`config`]: the configuration file's settings, its reader and its JSON Schema;
 //! - [`policies`]: the whole configuration, profiles, dispositions, static preview, audit records;
-//! - [`host`]: the MCP server ([`host::server::Server`]), upstream clients, approval channels.
+//! - [`host`]: the MCP server ([`host::Server`]), upstream clients, approval channels.
 
 pub use codemode_config as config;
 pub use codemode_host as host;

@@ -61,7 +61,7 @@ pub fn compute(runtime: &Runtime, workload: &Workload, rounds: usize) -> Compute
                     native.push(elapsed);
                 }
             }
-            Err(e) => native_problem = Some(e),
+            Err(e) => native_problem = Some(e.into()),
         }
     }
     Compute {

@@ -48,6 +48,29 @@ mod trivial;
 pub mod workloads;
 
 pub use compute::{Compute, compute};
+
+/// Why a benchmark could not run: what was being set up or measured, and what failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BenchError(String);
+
+impl From<String> for BenchError {
+    fn from(message: String) -> Self {
+        BenchError(message)
+    }
+}
+
+impl From<&str> for BenchError {
+    fn from(message: &str) -> Self {
+        BenchError(message.to_string())
+    }
+}
+
+impl From<BenchError> for String {
+    fn from(error: BenchError) -> Self {
+        error.0
+    }
+}
 pub use options::{BenchOptions, SECTIONS, cpu_bound_config, eval_options, runtime_config};
 pub use report::{Figure, Machine, Report};
 pub use run::run;

@@ -17,7 +17,7 @@ pub const AVAILABLE: bool = cfg!(feature = "native-baseline");
 ///
 /// # Errors
 /// The exception's text, when the script throws; or why the baseline is not available.
-pub fn eval(source: &str) -> Result<(Duration, String), String> {
+pub fn eval(source: &str) -> Result<(Duration, String), crate::BenchError> {
     imp::eval(source)
 }
 
@@ -29,7 +29,7 @@ mod imp {
     const FLAGS: i32 =
         (qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_STRICT | qjs::JS_EVAL_FLAG_ASYNC) as i32;
 
-    pub fn eval(source: &str) -> Result<(Duration, String), String> {
+    pub fn eval(source: &str) -> Result<(Duration, String), crate::BenchError> {
         let started = Instant::now();
         // The guest's configuration (guest/src/engine.rs).
         let mut config = javy::Config::default();
@@ -85,7 +85,7 @@ mod imp {
 mod imp {
     use super::*;
 
-    pub fn eval(_source: &str) -> Result<(Duration, String), String> {
+    pub fn eval(_source: &str) -> Result<(Duration, String), crate::BenchError> {
         let _ = Instant::now();
         Err("not built: rebuild with `--features native-baseline`".into())
     }

@@ -122,7 +122,7 @@ impl BenchOptions {
     ///
     /// # Errors
     /// When the runtime cannot be built.
-    pub fn runtime(&self, mut config: RuntimeConfig) -> Result<Runtime, String> {
+    pub fn runtime(&self, mut config: RuntimeConfig) -> Result<Runtime, crate::BenchError> {
         if let Some(tweak) = self.tweak {
             tweak(&mut config);
         }
@@ -130,7 +130,7 @@ impl BenchOptions {
             Some(wasm) => Runtime::with_guest(&config, wasm),
             None => Runtime::new(&config),
         }
-        .map_err(|e| with_sources(&e))
+        .map_err(|e| with_sources(&e).into())
     }
 }
 

@@ -17,7 +17,10 @@ use crate::{
 ///
 /// # Panics
 /// When a measured eval fails.
-pub fn run(options: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<Report, String> {
+pub fn run(
+    options: &BenchOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Report, crate::BenchError> {
     let mut figures = Vec::new();
     let machine = machine();
 

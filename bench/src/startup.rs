@@ -62,7 +62,7 @@ pub fn process_start(
     exe: &Path,
     runs: usize,
     first_run: bool,
-) -> Result<(Samples, Option<Duration>), String> {
+) -> Result<(Samples, Option<Duration>), crate::BenchError> {
     let scratch = ScratchDir::new("start").map_err(|e| e.to_string())?;
     let script = scratch.0.join("hello.js");
     std::fs::write(&script, workloads::HELLO).map_err(|e| e.to_string())?;

@@ -126,7 +126,11 @@ impl CommandConfig {
 /// # Errors
 /// A message saying what was not found, or why the name is not allowed (a relative path with
 /// `/`).
-pub fn resolve_command(command: &str) -> Result<PathBuf, String> {
+pub fn resolve_command(command: &str) -> Result<PathBuf, UnresolvedCommand> {
+    resolve_command_text(command).map_err(UnresolvedCommand)
+}
+
+fn resolve_command_text(command: &str) -> Result<PathBuf, String> {
     let path = Path::new(command);
     if path.is_absolute() {
         return if is_executable(path) {
@@ -325,7 +329,7 @@ fn read_program(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<String> {
         return None;
     }
     if let Err(msg) = resolve_command(command) {
-        r.error(path, ConfigErrorKind::InvalidValue, msg);
+        r.error(path, ConfigErrorKind::InvalidValue, msg.to_string());
         return None;
     }
     Some(command.to_string())
@@ -569,6 +573,11 @@ fn default_description(command: &str, args: &[CommandArg]) -> String {
     }
     format!("Runs `{line}`.")
 }
+
+/// Why a command tool's program was not found, or why its name is not allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnresolvedCommand(String);
 
 #[cfg(test)]
 #[path = "commands_tests.rs"]

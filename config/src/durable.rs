@@ -92,13 +92,17 @@ impl RedisUrl {
     /// assert_eq!(url.to_string(), "redis://app:***@10.0.0.5:6380/2");
     /// assert_eq!(url.db(), 2);
     /// assert_eq!(url.as_secret_str(), "redis://app:s3cret@10.0.0.5:6380/2");
-    /// assert!(RedisUrl::parse("rediss://host").unwrap_err().contains("TLS"));
+    /// assert!(RedisUrl::parse("rediss://host").unwrap_err().to_string().contains("TLS"));
     /// ```
     ///
     /// # Errors
     ///
     /// What is wrong, never repeating the password.
-    pub fn parse(text: &str) -> Result<RedisUrl, String> {
+    pub fn parse(text: &str) -> Result<RedisUrl, InvalidRedisUrl> {
+        Self::parse_text(text).map_err(InvalidRedisUrl)
+    }
+
+    fn parse_text(text: &str) -> Result<RedisUrl, String> {
         let url = url::Url::parse(text).map_err(|e| format!("not a URL: {e}"))?;
         match url.scheme() {
             "redis" => {}
@@ -297,6 +301,11 @@ pub(crate) fn read_durable(r: &mut Reader, v: &Value, path: &JsonPath) -> Durabl
     }
     out
 }
+
+/// Why a text is not a [`RedisUrl`] (never repeating a password).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidRedisUrl(String);
 
 #[cfg(test)]
 #[path = "durable_tests.rs"]

@@ -76,11 +76,11 @@ pub use approvals::ApprovalsConfig;
 pub use audit::{AuditConfig, AuditKey};
 pub use commands::{
     BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg, CommandConfig, CommandOutput,
-    DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, resolve_command,
+    DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, UnresolvedCommand, resolve_command,
 };
 pub use durable::{
     DEFAULT_REDIS_PORT, DEFAULT_STATE_KEY_ENV, DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig,
-    RedisUrl, StoreLocation, default_state_dir,
+    InvalidRedisUrl, RedisUrl, StoreLocation, default_state_dir,
 };
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning};
 pub use fairness::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};

@@ -330,26 +330,27 @@ fn finish_ok(cx: &Ctx<'_>, json: &str) {
     finish(cx, &format!(r#"{{"ok":true,"result":{json}}}"#));
 }
 
-/// Passes the outcome envelope to the host, with the guest's warnings when the script
-/// succeeded: tool calls nothing awaited, and a `null` result from a last statement that is not
-/// an expression (warnings about promises in the result are added while it is encoded).
+/// Passes the outcome envelope to the host, with the guest's warnings: tool calls nothing
+/// awaited (whether the script succeeded or failed: a forgotten `await` often explains the
+/// failure), and when it succeeded a `null` result from a last statement that is not an
+/// expression (warnings about promises in the result are added while it is encoded).
 fn finish(cx: &Ctx<'_>, envelope: &str) {
     FINISHED.with(|f| f.set(true));
+    for (name, (line, column)) in crate::calls::unawaited(cx) {
+        let shown = if name.len() <= 64 {
+            name
+        } else {
+            format!("{}…", name.chars().take(64).collect::<String>())
+        };
+        crate::warnings::add(
+            format!(
+                "the promise of this call to `{shown}` was never awaited: the script went on without its result or its error (did you forget `await`?)"
+            ),
+            line,
+            column,
+        );
+    }
     if envelope.starts_with(r#"{"ok":true"#) {
-        for (name, (line, column)) in crate::calls::unawaited(cx) {
-            let shown = if name.len() <= 64 {
-                name
-            } else {
-                format!("{}…", name.chars().take(64).collect::<String>())
-            };
-            crate::warnings::add(
-                format!(
-                    "the promise of this call to `{shown}` was never awaited: the script went on without its result or its error (did you forget `await`?)"
-                ),
-                line,
-                column,
-            );
-        }
         if crate::warnings::no_completion() && IS_SCRIPT.get() {
             let at =
                 SOURCE.with(|code| crate::warnings::last_statement_not_expression(&code.borrow()));

@@ -1,14 +1,22 @@
-//! codemode-host: the wiring of codemode — the governed eval ([`session`]) that every entry
-//! point runs, the MCP server ([`server`], started with [`server::Server::builder`]), the
-//! script's tools ([`tools`]: the built-ins, and the upstream ones of [`codemode_upstream`]),
-//! the channels that ask a human ([`approvals`]) and how a waiting eval outlives its process in
-//! the durable records of [`codemode_store`] ([`server::durable`]).
+//! codemode-host: codemode as an MCP server, and the governed eval every entry point runs.
+//!
+//! - [`Server`]: the MCP server as a value — [`Server::builder`] takes a config, then
+//!   [`ServerBuilder::serve_stdio`], [`ServerBuilder::serve_http`] or
+//!   [`ServerBuilder::serve_io`] (any rmcp transport) serve it until shutdown; a
+//!   [`Reloader`] hands it a new config.
+//! - [`GovernedEval`]: one script run under a profile's policies, asked of a human through an
+//!   [`Asker`](codemode_policies::Asker) (for example [`TerminalAsker`]) and audited — what
+//!   `codemode run` does; [`result_text`] renders its outcome as the server's text block.
+//! - [`catalog`]: the tools a script can call on a pool of upstream servers.
+//!
+//! Inside (not public): the eval tools and their listing, parking and resuming evals across
+//! nodes in the durable store, the approval channels and their HTTP API, authentication.
 //!
 //! The server in a process of your own, over stdio, with the embedded default config (what
 //! `codemode serve` does without flags):
 //!
 //! ```no_run
-//! use codemode_host::server::{DEFAULT_CONFIG, Server};
+//! use codemode_host::{DEFAULT_CONFIG, Server};
 //! use codemode_policies::Config;
 //!
 //! #[tokio::main]
@@ -22,8 +30,16 @@
 //! }
 //! ```
 
-pub mod approvals;
-pub mod auth;
-pub mod server;
-pub mod session;
-pub mod tools;
+mod approvals;
+mod auth;
+mod server;
+mod session;
+mod tools;
+
+pub use approvals::TerminalAsker;
+pub use server::result::render as result_text;
+pub use server::{
+    DEFAULT_CONFIG, Reloader, ServeError, Server, ServerBuilder, raise_descriptor_limit,
+};
+pub use session::{AuditTarget, GovernedEval, GovernedEvalBuilder, GovernedStep};
+pub use tools::catalog;

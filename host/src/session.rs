@@ -19,10 +19,10 @@
 //!
 //! ```no_run
 //! # async fn demo(runtime: codemode_runtime::Runtime, upstreams: codemode_upstream::UpstreamPool) {
-//! use codemode_host::session::{Caller, GovernedEval};
+//! use codemode_host::GovernedEval;
 //! let eval = GovernedEval::builder(runtime)
 //!     .tools(upstreams)
-//!     .caller(Caller::local())
+//!     .caller(codemode_policies::Caller::local())
 //!     .build();
 //! let outcome = eval.run("1 + 2", &Default::default()).await;
 //! assert_eq!(outcome.result, serde_json::json!(3));
@@ -35,8 +35,9 @@ use std::time::Duration;
 
 pub use codemode_policies::Caller;
 use codemode_policies::{
-    AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, OutputPolicy, PolicyToolHost,
-    Preview, Profile, SessionApprovals, locate_syntax_error, normalize_with_preview,
+    Alternative, AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, OutputPolicy,
+    PolicyToolHost, Preview, Profile, SessionApprovals, locate_syntax_error,
+    normalize_with_preview,
 };
 use codemode_runtime::{
     CancellationToken, ErrorKind, EvalControl, EvalError, EvalId, EvalOptions, EvalOutcome,
@@ -70,6 +71,7 @@ pub struct GovernedEval {
     caller: Caller,
     session: Option<(String, SessionApprovals)>,
     profile: Option<Arc<Profile>>,
+    alternatives: Vec<Alternative>,
     asker: Arc<dyn Asker>,
     broker: Option<Arc<ApprovalBroker>>,
     audit: Option<AuditTarget>,
@@ -166,6 +168,13 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// The other eval tools the caller may use, named by a denied call's error when one of
+    /// them can make it. Default: none.
+    pub fn alternatives(mut self, alternatives: Vec<Alternative>) -> Self {
+        self.eval.alternatives = alternatives;
+        self
+    }
+
     /// Who is asked about calls the profile asks about, and `hitl_request` questions. Default
     /// [`NoAsker`]: nobody, so the profile's `elicitationFallback` decides.
     pub fn asker(mut self, asker: Arc<dyn Asker>) -> Self {
@@ -242,6 +251,7 @@ impl GovernedEval {
                 caller: Caller::local(),
                 session: None,
                 profile: None,
+                alternatives: Vec::new(),
                 asker: Arc::new(NoAsker),
                 broker: None,
                 audit: None,
@@ -544,7 +554,8 @@ impl GovernedEval {
             .session_id(session_id)
             .caller(self.caller.clone())
             .audit_id(self.audit_id.clone())
-            .outputs(self.outputs.clone());
+            .outputs(self.outputs.clone())
+            .alternatives(self.alternatives.clone());
         if let Some(upstreams) = &self.upstreams {
             builder = builder.schemas(Arc::new(CatalogSchemas::new(upstreams.clone())));
         }

@@ -186,20 +186,22 @@ pub use codemode_config::{
     ConfigWarning, DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONFIG_JSON,
     DEFAULT_MAX_EVAL_LIFETIME, DEFAULT_REDIS_PORT, DEFAULT_RESULT_TEXT,
     DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, DEFAULT_STATE_KEY_ENV,
-    DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, HttpSettings, JwtKeySource, JwtSettings, Limits,
-    ListenerLimits, LogFormat, LoggingConfig, MIN_RESULT_TEXT, ParseUnitError, PerClientLimits,
-    RedisUrl, RetentionLimits, ServerConfig, ServerSettings, ServerTransport, StoreLocation,
-    TokenSecret, TokenSettings, default_state_dir, explicit_default_ports, origin_allowed,
-    parse_duration, parse_size, resolve_command, valid_allowed_origin,
+    DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, HttpSettings, InvalidRedisUrl, JwtKeySource,
+    JwtSettings, Limits, ListenerLimits, LogFormat, LoggingConfig, MIN_RESULT_TEXT, ParseUnitError,
+    PerClientLimits, RedisUrl, RetentionLimits, ServerConfig, ServerSettings, ServerTransport,
+    StoreLocation, TokenSecret, TokenSettings, UnresolvedCommand, default_state_dir,
+    explicit_default_ports, origin_allowed, parse_duration, parse_size, resolve_command,
+    valid_allowed_origin,
 };
 pub use decision::ApprovalDecision;
 pub use display::{
     ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, invisible_ranges, is_invisible, neutralize,
     summarize_args,
 };
-pub use enforce::{PolicyToolHost, PolicyToolHostBuilder};
+pub use enforce::{Alternative, PolicyToolHost, PolicyToolHostBuilder};
 pub use outputs::{
-    MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule, PathPattern, mask_value,
+    InvalidPathPattern, MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule,
+    PathPattern, mask_value,
 };
 pub use preview::{
     MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,
@@ -211,7 +213,8 @@ pub use profile::{
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
 pub use schemas::{
-    INVALID_ARGUMENTS, InvalidArguments, MAX_VIOLATION_CHARS, MAX_VIOLATIONS, SchemaKind,
-    SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas, Violation,
+    INVALID_ARGUMENTS, InvalidArguments, Keys, MAX_ARGUMENTS_MESSAGE, MAX_VIOLATION_CHARS,
+    MAX_VIOLATIONS, SchemaKind, SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas,
+    Violation,
 };
 pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize};

@@ -162,8 +162,7 @@ async fn aliased_and_computed_calls_of_a_denied_tool_are_still_denied() {
         let error = outcome.error.as_ref().expect("error");
         assert_eq!(error.kind, ErrorKind::Exception, "{code}");
         assert_eq!(
-            error.message,
-            "ToolCallDeniedError: `fs__delete` (denylist glob `fs__del*` of profile `p`): denied",
+            error.message, "ToolCallDeniedError: profile `p` does not allow `fs__delete`",
             "{code}"
         );
         assert_eq!(outcome.tool_calls.len(), 1, "{code}");
@@ -263,10 +262,10 @@ async fn permissions_risk_policies_and_decline_reasons_reach_the_script() {
     assert_eq!(
         outcome.result,
         json!({
-            "delete": [denied, "denied", "`fs__delete` (denylist glob `fs__delete` of profile `gateway`): denied"],
-            "write": [denied, "elicitation_declined", "`fs__write` (asklist glob `fs__write` of profile `gateway`) was not approved: the answer \"approve for this session\" was refused (approving for the rest of the session is not allowed at this risk level; risk critical), so it counts as a decline"],
-            "refund": [denied, "permission", "`pay__refund` (rules[2] of profile `gateway`): denied: caller `ci` lacks the permission `payments`"],
-            "web": [denied, "elicitation_declined", "`web__get` (no list or rule matched of profile `gateway`) was declined by `alice`: not on a Friday"],
+            "delete": [denied, "denied", "profile `gateway` does not allow `fs__delete`"],
+            "write": [denied, "elicitation_declined", "`fs__write` was not approved: the answer \"approve for this session\" was refused (approving for the rest of the session is not allowed at this risk level; risk critical), so it counts as a decline"],
+            "refund": [denied, "permission", "`pay__refund` needs the permission `payments` under profile `gateway`, which caller `ci` lacks"],
+            "web": [denied, "elicitation_declined", "`web__get` was declined by `alice`: not on a Friday"],
             "read": "contents"
         })
     );

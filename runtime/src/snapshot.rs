@@ -31,7 +31,7 @@ type Made = ([u8; 32], Arc<[u8]>);
 /// Returns the pre-initialised guest, or `Ok(None)` when `wasm` has no `cm_init` export (it is
 /// then used as it is). Errors say why a guest that asked for initialisation cannot be
 /// snapshotted.
-pub fn wizen(wasm: &[u8], memory_limit: usize) -> Result<Option<Arc<[u8]>>, String> {
+pub(crate) fn wizen(wasm: &[u8], memory_limit: usize) -> Result<Option<Arc<[u8]>>, String> {
     let digest: [u8; 32] = Sha256::digest(wasm).into();
     if let Some((_, made)) = lock_made().iter().find(|(d, _)| *d == digest) {
         return Ok(Some(made.clone()));

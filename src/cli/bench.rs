@@ -250,7 +250,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
 
 /// Prints the report of a measurement thread as a table or JSON.
 fn print_report(
-    joined: std::thread::Result<Result<bench::Report, String>>,
+    joined: std::thread::Result<Result<bench::Report, bench::BenchError>>,
     json: bool,
 ) -> ExitCode {
     let report = match joined {

@@ -249,7 +249,7 @@ async fn tool_names(config: &Config) -> Result<Vec<String>, String> {
     let pool = UpstreamPool::connect(upstream_specs(config))
         .await
         .map_err(|e| e.to_string())?;
-    let names = codemode_host::tools::catalog(&pool)
+    let names = codemode_host::catalog(&pool)
         .into_iter()
         .map(|t| t.name)
         .collect();

@@ -11,7 +11,7 @@ pub const EXIT_SCRIPT_FAILED: u8 = 1;
 /// Exit code of a usage or configuration error.
 pub const EXIT_USAGE: u8 = 2;
 
-pub use codemode_host::server::DEFAULT_CONFIG;
+pub use codemode_host::DEFAULT_CONFIG;
 
 /// Whether stderr may carry colours: a terminal, and `NO_COLOR` unset or empty.
 pub(crate) fn stderr_colour() -> bool {

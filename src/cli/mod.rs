@@ -1,5 +1,5 @@
 //! The `codemode` command line: each command converts its flags to the library's types and
-//! calls it (the server is [`codemode_host::server::Server`]); exit codes and messages live here.
+//! calls it (the server is [`codemode_host::Server`]); exit codes and messages live here.
 #![expect(
     clippy::print_stderr,
     reason = "the command line reports to its user on stderr (stdout carries results and the MCP protocol)"

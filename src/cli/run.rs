@@ -12,8 +12,10 @@ use codemode_policies::{AuditWriter, Config, neutralize};
 use codemode_runtime::{CancellationToken, EvalOptions, EvalOutcome, Runtime, RuntimeConfig};
 
 use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
-use codemode_host::approvals::{Asker, NoAsker, TerminalAsker};
-use codemode_host::session::{AuditTarget, Caller, GovernedEval};
+use codemode_host::TerminalAsker;
+use codemode_host::{AuditTarget, GovernedEval};
+use codemode_policies::Caller;
+use codemode_policies::{Asker, NoAsker};
 use codemode_upstream::{UpstreamPool, upstream_specs};
 
 #[derive(Debug, Args)]

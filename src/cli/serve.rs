@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use codemode_host::server::Server;
+use codemode_host::Server;
 use codemode_policies::LogFormat;
 
 use super::common::{EXIT_USAGE, load_config};
@@ -88,7 +88,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     if args.http.is_some() || args.approvals_http.is_some() {
         // Listeners size their default connection cap from the open-file limit: take what the
         // hard limit allows (a service starts with systemd's soft 1,024).
-        codemode_host::server::raise_descriptor_limit();
+        codemode_host::raise_descriptor_limit();
     }
     let config_path = super::common::config_path(args.config.as_deref());
     let config = match load_config(config_path.as_deref()) {

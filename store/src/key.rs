@@ -63,13 +63,17 @@ impl StateKey {
     /// let hex = StateKey::parse(&"ab".repeat(32)).unwrap();
     /// let b64 = StateKey::parse("q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=").unwrap();
     /// assert_eq!(hex, b64);
-    /// assert!(StateKey::parse("short").unwrap_err().contains("64 hex digits"));
+    /// assert!(StateKey::parse("short").unwrap_err().to_string().contains("64 hex digits"));
     /// ```
     ///
     /// # Errors
     ///
     /// What the text is not (it is never repeated: it may be a key).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, InvalidStateKey> {
+        Self::parse_text(text).map_err(InvalidStateKey)
+    }
+
+    fn parse_text(text: &str) -> Result<Self, String> {
         let text = text.trim();
         if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
             let mut bytes = [0u8; 32];
@@ -198,7 +202,7 @@ fn read_key_file(path: &Path) -> std::io::Result<StateKey> {
             "does not hold a key (expected 64 hex digits)".to_string(),
         ));
     }
-    StateKey::parse(text).map_err(invalid)
+    StateKey::parse(text).map_err(|e| invalid(e.to_string()))
 }
 
 /// Writes a new key to a private temporary file, then links it to `path`: the link fails when
@@ -257,6 +261,11 @@ pub fn hex(bytes: &[u8]) -> String {
         })
 }
 
+/// Why a text is not a [`StateKey`] (never repeating the text: it may be a key).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidStateKey(String);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,11 +290,13 @@ mod tests {
             assert_eq!(StateKey::parse(&text).unwrap(), key, "{text}");
         }
         assert_eq!(
-            StateKey::parse(&STANDARD.encode([1u8; 16])).unwrap_err(),
+            StateKey::parse(&STANDARD.encode([1u8; 16]))
+                .unwrap_err()
+                .to_string(),
             "is base64 of 16 bytes; a key is 32 bytes"
         );
         assert_eq!(
-            StateKey::parse("not a key!").unwrap_err(),
+            StateKey::parse("not a key!").unwrap_err().to_string(),
             "is neither 64 hex digits nor base64 of 32 bytes (10 characters); generate one with \
              `openssl rand -hex 32`"
         );

@@ -36,7 +36,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use codemode_config::{DurableConfig, StoreLocation};
 
 pub use error::{StoreError, StoreErrorKind};
-pub use key::{KEY_FILE, StateKey, hex};
+pub use key::{InvalidStateKey, KEY_FILE, StateKey, hex};
 pub use local::{LocalStore, SWEEP_INTERVAL, Swept};
 pub use records::{MAX_KEY_LEN, RecordStore, check_key, check_prefix, now_ms};
 pub use redis::{REDIS_KEY_PREFIX, RedisStore};

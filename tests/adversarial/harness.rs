@@ -6,11 +6,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use codemode_host::approvals::{Answer, Ask, Asker, Reply};
 use codemode_policies::Channel;
+use codemode_policies::{Answer, Ask, Asker, Reply};
 use codemode_runtime::BoxFuture;
 
-use codemode_host::session::{AuditTarget, Caller, GovernedEval};
+use codemode_host::{AuditTarget, GovernedEval};
+use codemode_policies::Caller;
 use codemode_policies::{AuditWriter, Config, audit_eval_id};
 use codemode_runtime::{
     CallStatus, CancellationToken, ErrorKind, EvalOptions, EvalOutcome, Runtime, RuntimeConfig,
@@ -286,7 +287,7 @@ impl Fixture {
         if let Some(check) = case.check {
             let probe = Probe {
                 outcome,
-                text: codemode_host::server::result::render(
+                text: codemode_host::result_text(
                     outcome,
                     codemode_policies::DEFAULT_RESULT_TEXT as usize,
                 ),

@@ -82,11 +82,10 @@ fn command_tools_through_codemode_run() {
     );
     assert_eq!(
         r["invalid"],
-        json!({"name": "ToolError", "data": {"errors": [{"path": "/a", "message": "expected string, got number (1)"}]},
-            "message": "invalid_arguments: `argv` was not called: its arguments do not match its input schema:\n\
-                        - /a: expected string, got number (1)\nIts signature:\ndeclare const codemode: {\n  \
-                        /** Echo each argument on its own line */\n  argv(args: {\n    a: string;\n    b?: string;\n  \
-                        }): Promise<unknown>;\n};"})
+        json!({"name": "ToolError",
+            "data": {"errors": [{"path": "/a", "message": "expected string, got number (1)"}], "unknown": [], "missing": []},
+            "message": "invalid_arguments: `argv` was not called: /a: expected string, got number (1) \
+                        (its types: get_tools({names: [\"argv\"]}))"})
     );
     assert_eq!(
         r["zeros"]["message"],

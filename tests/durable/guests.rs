@@ -3,12 +3,8 @@
 //! one's) is resumed by the new deploy (the `codemode` binary, with the committed guest), which
 //! takes the old guest from the store and resumes the eval in it.
 
-use std::sync::Arc;
-
-use codemode_host::server::durable::Durable;
-use codemode_host::server::{HttpOptions, ServerState, serve_http};
+use codemode_host::Server;
 use codemode_runtime::{GUEST_WASM, Runtime, RuntimeConfig};
-use codemode_store::Store;
 use codemode_test_support::{CHANGED_NOT_A_FUNCTION, NOT_A_FUNCTION, changed_guest};
 use serde_json::{Value, json};
 
@@ -33,20 +29,11 @@ async fn old_deploy(config: Value, wasm: &[u8], args: &Value, records: &std::pat
     let config = codemode_policies::Config::from_json_str(&config.to_string())
         .unwrap_or_else(|e| panic!("the config: {e:?}"));
     let runtime = Runtime::with_guest(&RuntimeConfig::default(), wasm).expect("the old guest");
-    let store = Store::open(&config.durable).await.expect("the local store");
-    let durable = Arc::new(Durable::new(store, config.durable.suspend_to_store_after));
-    durable.keep_guest(&runtime).await.expect("keep the guest");
-    let state = ServerState::new(runtime, config, None).await;
-    codemode_host::server::enable_durable(&state, durable);
-    let shutdown = tokio_util::sync::CancellationToken::new();
     let (bound, addr) = tokio::sync::oneshot::channel();
-    let server = tokio::spawn(serve_http(
-        state.clone(),
-        "127.0.0.1:0".parse().expect("an address"),
-        HttpOptions::default(),
-        shutdown.clone(),
-        Some(bound),
-    ));
+    // The builder keeps the runtime's guest in the store before it serves.
+    let builder = Server::builder(config).runtime(runtime).on_bound(bound);
+    let shutdown = builder.shutdown_token();
+    let server = tokio::spawn(builder.serve_http("127.0.0.1:0".parse().expect("an address")));
     let url = format!("http://{}/mcp", addr.await.expect("the old deploy listens"));
     let asked = client::call_tool(&url, GATE, args, None)
         .await
@@ -58,7 +45,6 @@ async fn old_deploy(config: Value, wasm: &[u8], args: &Value, records: &std::pat
     waited.await.expect("saved");
     shutdown.cancel();
     server.await.expect("join").expect("the old deploy stops");
-    state.shutdown_upstreams().await;
     asked.result
 }
 

@@ -125,7 +125,9 @@ pub async fn eval(url: &str, protocol: Protocol, code: &str) -> Result<Value, St
         .call_tool_outcome("eval", json!({ "code": code }))
         .await;
     client.close().await;
-    outcome.map(|result| result["structuredContent"].clone())
+    outcome
+        .map(|result| result["structuredContent"].clone())
+        .map_err(String::from)
 }
 
 /// `[tool, status, reason]` of each ledger entry of an outcome.

@@ -102,7 +102,13 @@ fn core(transport: Transport, mode: Mode) {
         "{declarations}"
     );
     assert_eq!(get["structured"]["missing"][0]["name"], "nope__nothing");
-    assert_eq!(get["text"], declarations);
+    // An unknown name is told in the text too (not only in the structured content).
+    assert_eq!(
+        get["text"],
+        format!(
+            "{declarations}\n// unknown tool `nope__nothing`; search_tools({{query}}) finds tools by keywords"
+        )
+    );
 
     // What the human was asked, in order, and by whom.
     let asked = obs["asked"].as_array().expect("asked");

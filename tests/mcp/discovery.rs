@@ -20,7 +20,7 @@ fn discovery_is_filtered_by_profile() {
             "search_sup": [["everything__echo", true]],
             "get_sup": {"declares_sum": false, "declares_echo": true, "missing": ["everything__get-sum"],
                 "needsApproval": ["everything__echo"]},
-            "unknown_profile": [-32602, "unknown profile `nope`"],
+            "unknown_profile": [-32602, "unknown profile `nope`; profiles you may use: `lenient`, `sup`"],
         }),
     );
 }

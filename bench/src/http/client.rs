@@ -35,13 +35,14 @@ impl Protocol {
     ///
     /// # Errors
     /// For any other name.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, crate::BenchError> {
         match text {
             "2026-07-28" | "stateless" => Ok(Protocol::Stateless),
             "2025-11-25" | "legacy" => Ok(Protocol::Legacy),
             other => Err(format!(
                 "unknown protocol `{other}`: expected `stateless` (2026-07-28) or `legacy` (2025-11-25)"
-            )),
+            )
+            .into()),
         }
     }
 }
@@ -66,7 +67,7 @@ impl Client {
     ///
     /// # Errors
     /// When the connection or the session cannot be opened.
-    pub async fn connect(url: &str, protocol: Protocol) -> Result<Self, String> {
+    pub async fn connect(url: &str, protocol: Protocol) -> Result<Self, crate::BenchError> {
         Self::connect_with(url, protocol, json!({})).await
     }
 
@@ -79,7 +80,7 @@ impl Client {
         url: &str,
         protocol: Protocol,
         capabilities: Value,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, crate::BenchError> {
         let rest = url
             .strip_prefix("http://")
             .ok_or_else(|| format!("only http:// URLs are supported, got `{url}`"))?;
@@ -135,15 +136,19 @@ impl Client {
     ///
     /// # Errors
     /// A transport failure, a JSON-RPC error, or a tool result with `isError: true`, in words.
-    pub async fn call_tool(&mut self, tool: &str, arguments: Value) -> Result<Value, String> {
+    pub async fn call_tool(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<Value, crate::BenchError> {
         let result = self.call_tool_outcome(tool, arguments).await?;
         if result.get("isError") == Some(&Value::Bool(true)) {
-            return Err(format!("error result: {}", short(&result)));
+            return Err(format!("error result: {}", short(&result)).into());
         }
         if let Some(kind) = result.get("resultType").and_then(Value::as_str)
             && kind != "complete"
         {
-            return Err(format!("result type `{kind}`: {}", short(&result)));
+            return Err(format!("result type `{kind}`: {}", short(&result)).into());
         }
         Ok(result)
     }
@@ -157,7 +162,7 @@ impl Client {
         &mut self,
         tool: &str,
         arguments: Value,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, crate::BenchError> {
         let mut params = json!({"name": tool, "arguments": arguments});
         if self.protocol == Protocol::Stateless {
             params["_meta"] = json!({
@@ -182,7 +187,7 @@ impl Client {
         tool: &str,
         arguments: Value,
         until: impl Fn(&Value) -> bool,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, crate::BenchError> {
         self.next_id += 1;
         let body = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
                           "params": {"name": tool, "arguments": arguments}});
@@ -199,7 +204,7 @@ impl Client {
             .send_request(request)
             .await
             .map_err(|e| format!("tools/call: {e}"))?;
-        read_until(response.into_body(), until).await
+        Ok(read_until(response.into_body(), until).await?)
     }
 
     /// The legacy session's id.
@@ -218,7 +223,7 @@ impl Client {
         url: &str,
         session: &str,
         until: impl Fn(&Value) -> bool,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, crate::BenchError> {
         let mut client = Client::connect_with(url, Protocol::Stateless, json!({})).await?;
         let request = Request::get(&client.path)
             .header("host", &client.authority)
@@ -233,9 +238,9 @@ impl Client {
             .await
             .map_err(|e| format!("GET: {e}"))?;
         if !response.status().is_success() {
-            return Err(format!("GET: HTTP {}", response.status()));
+            return Err(format!("GET: HTTP {}", response.status()).into());
         }
-        read_until(response.into_body(), until).await
+        Ok(read_until(response.into_body(), until).await?)
     }
 
     /// Ends the legacy session (`DELETE`); nothing for stateless clients.

@@ -71,13 +71,13 @@ impl Shared {
 ///
 /// # Errors
 /// When the generator's runtime cannot be built.
-pub fn run(load: &Load) -> Result<LoadRun, String> {
+pub fn run(load: &Load) -> Result<LoadRun, crate::BenchError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(load.threads.max(1))
         .enable_all()
         .build()
         .map_err(|e| format!("the generator's runtime: {e}"))?;
-    runtime.block_on(drive(load))
+    Ok(runtime.block_on(drive(load))?)
 }
 
 async fn drive(load: &Load) -> Result<LoadRun, String> {
@@ -161,8 +161,9 @@ async fn client_loop(load: &Load, arguments: &serde_json::Value, shared: &Shared
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 async fn bounded<T>(
-    call: impl std::future::Future<Output = Result<T, String>>,
+    call: impl std::future::Future<Output = Result<T, crate::BenchError>>,
 ) -> Result<T, String> {
+    let call = async { call.await.map_err(String::from) };
     tokio::time::timeout(CALL_TIMEOUT, call)
         .await
         .unwrap_or_else(|_| Err(format!("no answer within {} s", CALL_TIMEOUT.as_secs())))

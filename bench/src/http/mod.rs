@@ -125,7 +125,7 @@ impl HttpOptions {
     ///
     /// # Errors
     /// Which option is wrong, and why.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::BenchError> {
         if self.url.is_none() && self.codemode_exe.is_none() {
             return Err("no server: give a URL or the codemode binary to start".into());
         }
@@ -162,7 +162,7 @@ pub fn measure(
     pid: Option<u32>,
     protocol: Protocol,
     progress: &mut dyn FnMut(&str),
-) -> Result<Measured, String> {
+) -> Result<Measured, crate::BenchError> {
     let before = pid.and_then(proc::sample).map(|(_, fds)| fds);
     let mut runs = Vec::new();
     for &clients in &options.clients {
@@ -214,7 +214,10 @@ pub fn measure(
 ///
 /// # Errors
 /// When the options are invalid or a server cannot start.
-pub fn run_http(options: &HttpOptions, progress: &mut dyn FnMut(&str)) -> Result<Report, String> {
+pub fn run_http(
+    options: &HttpOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Report, crate::BenchError> {
     options.validate()?;
     let machine = machine();
     let mut figures = Vec::new();

@@ -32,13 +32,13 @@ impl Server {
     ///
     /// # Errors
     /// When it cannot start or prints no address.
-    pub fn codemode(exe: &Path, config: Option<&Path>) -> Result<Self, String> {
+    pub fn codemode(exe: &Path, config: Option<&Path>) -> Result<Self, crate::BenchError> {
         let mut cmd = Command::new(exe);
         cmd.args(["serve", "--http", "127.0.0.1:0"]);
         if let Some(config) = config {
             cmd.arg("--config").arg(config);
         }
-        Self::start("codemode serve", cmd)
+        Ok(Self::start("codemode serve", cmd)?)
     }
 
     /// Starts the Node `node:vm` peer with `node_modules` (holding `@modelcontextprotocol/sdk`)
@@ -46,14 +46,14 @@ impl Server {
     ///
     /// # Errors
     /// When it cannot start or prints no address.
-    pub fn node_vm(node_modules: &Path) -> Result<Self, String> {
+    pub fn node_vm(node_modules: &Path) -> Result<Self, crate::BenchError> {
         let dir = std::env::temp_dir().join(format!("codemode-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let script = dir.join("node-vm-server.cjs");
         std::fs::write(&script, NODE_VM_PEER).map_err(|e| format!("{}: {e}", script.display()))?;
         let mut cmd = Command::new("node");
         cmd.arg(&script).env("NODE_PATH", node_modules);
-        Self::start("the node:vm peer", cmd)
+        Ok(Self::start("the node:vm peer", cmd)?)
     }
 
     fn start(what: &str, mut cmd: Command) -> Result<Self, String> {
@@ -138,7 +138,10 @@ impl Server {
     /// # Errors
     /// When the signal cannot be sent or the process does not exit within `deadline` (it is
     /// then killed).
-    pub fn terminate(&mut self, deadline: Duration) -> Result<(ExitStatus, Duration), String> {
+    pub fn terminate(
+        &mut self,
+        deadline: Duration,
+    ) -> Result<(ExitStatus, Duration), crate::BenchError> {
         let started = Instant::now();
         self.sigterm()?;
         let status = self.wait(deadline)?;
@@ -149,16 +152,13 @@ impl Server {
     ///
     /// # Errors
     /// When it cannot be sent.
-    pub fn sigterm(&self) -> Result<(), String> {
+    pub fn sigterm(&self) -> Result<(), crate::BenchError> {
         let signal = libc::SIGTERM;
         // SAFETY: kill(2) with the pid of our own child, which has not been reaped yet (it is
         // reaped only by `wait` or `drop`, which take `&mut self`).
         let sent = unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
         if sent != 0 {
-            return Err(format!(
-                "signal {signal}: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(format!("signal {signal}: {}", std::io::Error::last_os_error()).into());
         }
         Ok(())
     }
@@ -167,7 +167,7 @@ impl Server {
     ///
     /// # Errors
     /// When it does not exit within `deadline` (it is then killed).
-    pub fn wait(&mut self, deadline: Duration) -> Result<ExitStatus, String> {
+    pub fn wait(&mut self, deadline: Duration) -> Result<ExitStatus, crate::BenchError> {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().map_err(|e| e.to_string())? {
@@ -176,7 +176,7 @@ impl Server {
             if started.elapsed() > deadline {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                return Err(format!("no exit within {deadline:?}; killed"));
+                return Err(format!("no exit within {deadline:?}; killed").into());
             }
             std::thread::sleep(Duration::from_millis(2));
         }

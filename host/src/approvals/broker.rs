@@ -21,8 +21,7 @@ use tokio::sync::{broadcast, oneshot};
 use super::{Answer, Ask, AskKind, Reply};
 
 pub use super::view::{
-    ApprovalView, BrokerEvent, CallSiteView, Choice, Outcome, QuestionSpec, decision_name,
-    parse_decision,
+    ApprovalView, BrokerEvent, Choice, Outcome, QuestionSpec, decision_name, parse_decision,
 };
 
 /// How many decisions the broker remembers by default (`GET /approvals?state=decided`).

@@ -27,9 +27,7 @@ pub mod waits;
 
 use serde_json::Value;
 
-pub use codemode_policies::{
-    Answer, Ask, AskKind, Asker, NoAsker, Question, Reply, approval_question, decision_from,
-};
+pub use codemode_policies::{Answer, Ask, AskKind, Asker, NoAsker, Question, Reply};
 
 pub use broker::ApprovalBroker;
 pub use channels::Channels;

@@ -377,7 +377,7 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
     req.preview = Arc::new(codemode_policies::extract_tool_calls(
         "await codemode.fs__write({path: '/etc/passwd'});",
     ));
-    let q = super::approval_question(&req);
+    let q = codemode_policies::approval_question(&req);
     assert_eq!(
         q.message,
         "A script wants to call `fs__write` (profile `p`, asklist glob `fs__*`).\n\
@@ -399,7 +399,7 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
     assert_eq!(schema["required"], json!(["decision", "reason"]));
 
     // Without a required reason: one field, every decision.
-    let q = super::approval_question(&request(RiskPolicy::default()));
+    let q = codemode_policies::approval_question(&request(RiskPolicy::default()));
     let schema = Value::Object(q.schema);
     assert_eq!(schema["required"], json!(["decision"]));
     assert_eq!(

@@ -13,8 +13,10 @@ use std::sync::Arc;
 
 use codemode_policies::AuthSettings;
 
-pub use authenticate::{AuthError, AuthSetupError, Authenticate, Credential, NoAuth, bearer};
-pub use jwt::{JwtAuth, LEEWAY_SECONDS};
+pub use authenticate::{AuthError, AuthSetupError, Authenticate, Credential, NoAuth};
+pub use jwt::JwtAuth;
+#[cfg(test)]
+pub(crate) use jwt::LEEWAY_SECONDS;
 pub use layer::{caller_of, require_auth};
 pub use tokens::StaticTokens;
 

@@ -130,7 +130,7 @@ impl ServerBuilder {
         self
     }
 
-    /// The token that shuts the server down gracefully when cancelled (see [`super::drain`]).
+    /// The token that shuts the server down gracefully when cancelled (evals in flight get a grace period to finish, then are cancelled).
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shutdown.clone()
     }
@@ -226,7 +226,7 @@ impl ServerBuilder {
             None => None,
         };
         let config = std::mem::take(&mut self.config);
-        let state = ServerState::new(runtime, config, self.config_path.clone()).await;
+        let state = ServerState::new(runtime, config).await;
         state.health.set_metrics_token(metrics_token);
         if let Some(listener) = admin_listener {
             let router = ops::count_responses(ops::router(state.clone()), state.clone());

@@ -47,7 +47,7 @@ use serde_json::Value;
 
 use crate::approvals::{OpenAsk, Question};
 use crate::server::owner::Owner;
-pub use asks::{AnswerRefused, PreparedAnswer};
+pub use asks::AnswerRefused;
 use counts::ParkedCounts;
 
 use codemode_store::{Store, StoreError};
@@ -223,11 +223,6 @@ impl Durable {
             parked: ParkedCounts::default(),
             renewing: std::sync::Mutex::default(),
         }
-    }
-
-    /// The store.
-    pub fn store(&self) -> &Store {
-        &self.store
     }
 
     /// Keeps this runtime's guest in the store, for the states it saves.

@@ -197,10 +197,16 @@ impl CodemodeServer {
             )),
             _ => None,
         };
+        let alternatives = super::eval_tools::alternatives(
+            &state.config(),
+            profile.as_ref().map(|p| p.name()),
+            &caller,
+        );
         let eval = governed(state, wait.asker.clone(), parking.as_ref())
             .caller(caller)
             .session(self.session_id.clone(), self.approvals.clone())
             .profile(profile)
+            .alternatives(alternatives)
             .waits(Some(slot.clone()))
             .build();
         EvalTask {

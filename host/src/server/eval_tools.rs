@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use codemode_policies::{Caller, Config, Profile};
+use codemode_policies::{Alternative, Caller, Config, Profile};
 use rmcp::ErrorData as McpError;
 
 /// Name of the eval tool of `evaluation.defaultProfile` (unrestricted without one).
@@ -73,4 +73,44 @@ pub(super) fn usable_profile(
         return Err(unknown_tool(tool));
     }
     Ok(profile.cloned())
+}
+
+/// The eval tools `caller` may use, as `tools/list` shows them: `eval`, then one
+/// `codemode_eval_<profile>` per profile (the default profile's only when `eval` is hidden).
+pub(super) fn usable_eval_tools(config: &Config, caller: &Caller) -> Vec<Alternative> {
+    let default = config.evaluation.default_profile.as_deref();
+    let mut tools = Vec::new();
+    let eval_usable = missing_permissions(config, EVAL_TOOL, caller).is_empty();
+    if eval_usable {
+        tools.push(Alternative {
+            tool: EVAL_TOOL.to_string(),
+            profile: default.and_then(|name| config.profile(name)).cloned(),
+        });
+    }
+    for (name, profile) in &config.evaluation.profiles {
+        let tool = format!("{PROFILE_TOOL_PREFIX}{name}");
+        if !missing_permissions(config, &tool, caller).is_empty()
+            || (eval_usable && default == Some(name.as_str()))
+        {
+            continue;
+        }
+        tools.push(Alternative {
+            tool,
+            profile: Some(profile.clone()),
+        });
+    }
+    tools
+}
+
+/// The eval tools `caller` may use that run under another profile than `profile` (`None`:
+/// unrestricted): where a denied call's error points to.
+pub(super) fn alternatives(
+    config: &Config,
+    profile: Option<&str>,
+    caller: &Caller,
+) -> Vec<Alternative> {
+    usable_eval_tools(config, caller)
+        .into_iter()
+        .filter(|alt| alt.profile.as_ref().map(|p| p.name()) != profile)
+        .collect()
 }

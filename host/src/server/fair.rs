@@ -102,6 +102,7 @@ impl ClientLoad {
     }
 
     /// `(running, waiting on a human)` of `client`.
+    #[cfg(test)]
     pub fn counts(&self, client: &str) -> (usize, usize) {
         self.lock()
             .get(client)

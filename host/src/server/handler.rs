@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use codemode_policies::{SessionApprovals, neutralize};
+use codemode_policies::{Caller, Config, SessionApprovals, neutralize};
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -57,7 +57,7 @@ impl CodemodeServer {
                     || !super::eval_tools::missing_permissions(&config, &tool, &caller).is_empty()
                 {
                     return Err(McpError::invalid_params(
-                        format!("unknown profile `{name}`"),
+                        unknown_profile(name, &config, &caller),
                         None,
                     ));
                 }
@@ -138,10 +138,7 @@ impl ServerHandler for CodemodeServer {
                 Ok(match result {
                     Ok(value) => {
                         let text = if name == GET_TOOLS {
-                            value["declarations"]
-                                .as_str()
-                                .unwrap_or_default()
-                                .to_string()
+                            tools::get_tools_text(&value)
                         } else {
                             neutralize(&serde_json::to_string(&value).unwrap_or_default())
                         };
@@ -157,5 +154,23 @@ impl ServerHandler for CodemodeServer {
             _ if name.starts_with(PROFILE_TOOL_PREFIX) => self.call_eval(req, ctx).await,
             _ => Err(super::eval_tools::unknown_tool(name)),
         }
+    }
+}
+
+/// `unknown profile `x`; profiles you may use: `a`, `b``: only the profiles whose eval tools
+/// the caller may use (the others stay hidden, as in `tools/list`).
+fn unknown_profile(name: &str, config: &Config, caller: &Caller) -> String {
+    let usable: Vec<String> = super::eval_tools::usable_eval_tools(config, caller)
+        .iter()
+        .filter_map(|alt| alt.profile.as_ref().map(|p| format!("`{}`", p.name())))
+        .collect();
+    let name = neutralize(name);
+    if usable.is_empty() {
+        format!("unknown profile `{name}`; no profile is available to you")
+    } else {
+        format!(
+            "unknown profile `{name}`; profiles you may use: {}",
+            usable.join(", ")
+        )
     }
 }

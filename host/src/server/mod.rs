@@ -24,12 +24,16 @@ pub mod failover;
 pub mod fair;
 mod guard;
 mod handler;
+#[cfg(test)]
+mod in_process_tests;
 mod legacy;
 pub(crate) mod listener;
 mod listing;
 pub mod ops;
 pub mod owner;
 mod progress;
+#[cfg(test)]
+mod redis_tests;
 pub mod reload;
 pub mod result;
 mod serve;
@@ -40,9 +44,8 @@ pub mod suspend;
 pub use builder::{DEFAULT_CONFIG, Reloader, Server, ServerBuilder};
 pub use error::ServeError;
 pub use eval::enable_durable;
-pub use eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 pub use handler::CodemodeServer;
 pub use listener::raise_descriptor_limit;
-pub use serve::{HttpOptions, LOOPBACK_HOSTS, http_router, serve_http, serve_stdio};
+pub use serve::{HttpOptions, serve_http};
 pub(crate) use serve::{live_limits, serve_io};
 pub use state::ServerState;

@@ -1,5 +1,5 @@
-//! Eval outcomes as MCP tool results: the [`EvalOutcome`] JSON as structured content, plus a
-//! text block a model (or a person) can read, spending few tokens.
+//! Eval outcomes as MCP tool results: a text block a model (or a person) can read, spending
+//! few tokens, and the same facts as compact structured content ([`compact`]).
 //!
 //! The text block: the result as compact JSON (past `limits.maxResultText`, elided in the middle
 //! keeping valid JSON of the same shape, see [`super::elide`]) or the error, then the warnings,
@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use codemode_policies::neutralize;
-use codemode_runtime::{CallStatus, ErrorKind, EvalOutcome, ToolCallRecord};
+use codemode_runtime::{CallStatus, EvalOutcome, ToolCallRecord};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
@@ -24,15 +24,97 @@ const SUMMARY_LINES: usize = 20;
 /// The longest reason (of a failed call) shown in the text, in characters.
 const REASON_CHARS: usize = 300;
 
-/// The `CallToolResult` of an eval: `structuredContent` = the whole outcome, one text block
-/// ([`render`], the result within `text_budget` bytes), and `isError` when the script failed.
+/// The `CallToolResult` of an eval: one text block ([`render`], the result within
+/// `text_budget` bytes), `structuredContent` with the same facts as compact JSON ([`compact`]),
+/// and `isError` when the script failed.
 pub fn eval_result(outcome: &EvalOutcome, text_budget: usize) -> CallToolResult {
-    let structured = serde_json::to_value(outcome)
-        .unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}));
-    let mut result = CallToolResult::structured(structured);
+    let mut result = CallToolResult::structured(compact(outcome, text_budget));
     result.content = vec![ContentBlock::text(render(outcome, text_budget))];
     result.is_error = Some(!outcome.ok);
     result
+}
+
+/// The outcome as the structured content: its keys (`ok`, `result`, `error`, `warnings`,
+/// `logs`, `tool_calls`, `stats`), with what the text block leaves out left out here too —
+/// the result elided to `result_budget` bytes (`result_elided: {kept, total}` says so), times
+/// rounded to whole milliseconds, and past [`LEDGER_LISTED`] calls the ledger summarised as in
+/// the text: `{count, ok, error, denied, by_tool: [{tool, ok, …}], failed: [{ids, tool, status,
+/// reason}]}`.
+pub fn compact(outcome: &EvalOutcome, result_budget: usize) -> Value {
+    let (text, elided) = elide::fit(&outcome.result, result_budget);
+    let result = if elided {
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    } else {
+        outcome.result.clone()
+    };
+    let mut out = json!({
+        "ok": outcome.ok,
+        "result": result,
+        "error": outcome.error,
+        "warnings": outcome.warnings,
+        "logs": outcome.logs,
+        "tool_calls": compact_ledger(&outcome.tool_calls),
+        "stats": {
+            "fuel_used": outcome.stats.fuel_used,
+            "wall_ms": outcome.stats.wall_ms.round(),
+            "memory_peak_bytes": outcome.stats.memory_peak_bytes,
+        },
+    });
+    if elided {
+        let total = serde_json::to_string(&outcome.result).map_or(0, |t| t.len());
+        out["result_elided"] = json!({"kept": text.len(), "total": total});
+    }
+    out
+}
+
+/// The ledger as [`compact`] gives it: each call up to [`LEDGER_LISTED`], else counts.
+fn compact_ledger(calls: &[ToolCallRecord]) -> Value {
+    if calls.len() <= LEDGER_LISTED {
+        return calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "tool": c.tool, "status": c.status.as_str(),
+                       "reason": c.reason, "duration_ms": c.duration_ms.round()})
+            })
+            .collect();
+    }
+    let counts = |statuses: &mut dyn Iterator<Item = CallStatus>| {
+        let mut n = serde_json::Map::new();
+        for s in statuses {
+            let entry = n.entry(s.as_str()).or_insert(json!(0));
+            *entry = json!(entry.as_u64().unwrap_or(0) + 1);
+        }
+        n
+    };
+    let mut tools: Vec<(&str, Vec<CallStatus>)> = Vec::new();
+    for call in calls {
+        match tools.iter_mut().find(|(t, _)| *t == call.tool) {
+            Some((_, statuses)) => statuses.push(call.status),
+            None => tools.push((&call.tool, vec![call.status])),
+        }
+    }
+    let by_tool: Vec<Value> = tools
+        .iter()
+        .take(SUMMARY_LINES)
+        .map(|(tool, statuses)| {
+            let mut entry = counts(&mut statuses.iter().copied());
+            entry.insert("tool".into(), json!(tool));
+            Value::Object(entry)
+        })
+        .collect();
+    let failed: Vec<Value> = failures(calls)
+        .iter()
+        .take(SUMMARY_LINES)
+        .map(|(c, ids)| {
+            json!({"ids": ids.iter().take(3).collect::<Vec<_>>(), "count": ids.len(),
+                   "tool": c.tool, "status": c.status.as_str(), "reason": c.reason})
+        })
+        .collect();
+    let mut out = counts(&mut calls.iter().map(|c| c.status));
+    out.insert("count".into(), json!(calls.len()));
+    out.insert("by_tool".into(), json!(by_tool));
+    out.insert("failed".into(), json!(failed));
+    Value::Object(out)
 }
 
 /// The text block (see the module docs); the result's JSON takes at most `result_budget` bytes.
@@ -44,7 +126,7 @@ pub fn render(outcome: &EvalOutcome, result_budget: usize) -> String {
             let total = serde_json::to_string(&outcome.result).map_or(0, |t| t.len());
             let _ = writeln!(
                 out,
-                "Result (elided to {} of {} bytes; the structured content has all of it):\n{text}",
+                "Result (elided to {} of {} bytes):\n{text}",
                 group(text.len()),
                 group(total)
             );
@@ -80,7 +162,8 @@ pub fn render(outcome: &EvalOutcome, result_budget: usize) -> String {
             let _ = writeln!(out, "[{}] {}", log.level.as_str(), neutralize(&log.message));
         }
     }
-    ledger(&mut out, &outcome.tool_calls);
+    let error = outcome.error.as_ref().map(|e| e.message.as_str());
+    ledger(&mut out, &outcome.tool_calls, error);
     out.trim_end().to_string()
 }
 
@@ -94,7 +177,7 @@ fn position(line: Option<u32>, column: Option<u32>, lead: &str) -> String {
 }
 
 /// The tool calls: one line each up to [`LEDGER_LISTED`], else counts and the failures.
-fn ledger(out: &mut String, calls: &[ToolCallRecord]) {
+fn ledger(out: &mut String, calls: &[ToolCallRecord], error: Option<&str>) {
     if calls.is_empty() {
         return;
     }
@@ -107,7 +190,7 @@ fn ledger(out: &mut String, calls: &[ToolCallRecord]) {
                 call.id,
                 neutralize(&call.tool),
                 call.status.as_str(),
-                reason(call.reason.as_deref())
+                told_once(call.reason.as_deref(), error)
             );
         }
         return;
@@ -137,11 +220,11 @@ fn ledger(out: &mut String, calls: &[ToolCallRecord]) {
             count(tools.len() - SUMMARY_LINES, "more tool", "more tools")
         );
     }
-    failed(out, calls);
+    failed(out, calls, error);
 }
 
 /// The failed calls, grouped by tool, status and reason, in order of first failure.
-fn failed(out: &mut String, calls: &[ToolCallRecord]) {
+fn failures(calls: &[ToolCallRecord]) -> Vec<(&ToolCallRecord, Vec<u64>)> {
     let mut failures: Vec<(&ToolCallRecord, Vec<u64>)> = Vec::new();
     for call in calls.iter().filter(|c| c.status != CallStatus::Ok) {
         let same = |(first, _): &&mut (&ToolCallRecord, Vec<u64>)| {
@@ -152,6 +235,12 @@ fn failed(out: &mut String, calls: &[ToolCallRecord]) {
             None => failures.push((call, vec![call.id])),
         }
     }
+    failures
+}
+
+/// The failed calls' lines of the text (see [`failures`]).
+fn failed(out: &mut String, calls: &[ToolCallRecord], error: Option<&str>) {
+    let failures = failures(calls);
     if failures.is_empty() {
         return;
     }
@@ -167,7 +256,7 @@ fn failed(out: &mut String, calls: &[ToolCallRecord]) {
             shown.join(", "),
             neutralize(&call.tool),
             call.status.as_str(),
-            reason(call.reason.as_deref())
+            told_once(call.reason.as_deref(), error)
         );
     }
     if failures.len() > SUMMARY_LINES {
@@ -177,7 +266,7 @@ fn failed(out: &mut String, calls: &[ToolCallRecord]) {
             .sum();
         let _ = writeln!(
             out,
-            "- … {} (see tool_calls in the structured content)",
+            "- … {}",
             count(rest, "more failed call", "more failed calls")
         );
     }
@@ -202,6 +291,15 @@ fn tally(statuses: impl Iterator<Item = CallStatus>) -> String {
         .join(", ")
 }
 
+/// [`reason`], or ` — the error above` when the eval's error already says it (an uncaught
+/// rejection of that call): the text tells it once.
+fn told_once(reason_text: Option<&str>, error: Option<&str>) -> String {
+    match (reason_text, error) {
+        (Some(r), Some(e)) if !r.is_empty() && e.contains(r) => " — the error above".to_string(),
+        _ => reason(reason_text),
+    }
+}
+
 /// ` — reason`, neutralised and bounded to [`REASON_CHARS`]; empty without one.
 fn reason(reason: Option<&str>) -> String {
     let Some(reason) = reason else {
@@ -220,45 +318,6 @@ fn reason(reason: Option<&str>) -> String {
         " — {start}… {} …{end}",
         count(chars - head - tail, "more character", "more characters")
     )
-}
-
-/// JSON Schema of the structured content of eval tools (the `EvalOutcome` shape).
-pub fn outcome_schema() -> Value {
-    let nullable_int = json!({"type": ["integer", "null"]});
-    json!({
-        "type": "object",
-        "properties": {
-            "ok": {"type": "boolean"},
-            "result": {"description": "the script's result (null when ok is false)"},
-            "error": {
-                "type": ["object", "null"],
-                "properties": {
-                    "kind": {"type": "string", "enum": ErrorKind::ALL.map(ErrorKind::as_str)},
-                    "message": {"type": "string"},
-                    "line": nullable_int,
-                    "column": nullable_int,
-                    "stack": {"type": ["string", "null"]}
-                },
-                "required": ["kind", "message", "line", "column", "stack"]
-            },
-            "warnings": {"type": "array", "items": {"type": "object", "properties": {
-                "message": {"type": "string"}, "line": nullable_int, "column": nullable_int},
-                "required": ["message", "line", "column"]}},
-            "logs": {"type": "array", "items": {"type": "object", "properties": {
-                "level": {"type": "string", "enum": ["log", "info", "warn", "error", "debug"]},
-                "message": {"type": "string"}}, "required": ["level", "message"]}},
-            "tool_calls": {"type": "array", "items": {"type": "object", "properties": {
-                "id": {"type": "integer"}, "tool": {"type": "string"},
-                "status": {"type": "string", "enum": ["ok", "error", "denied"]},
-                "reason": {"type": ["string", "null"]}, "duration_ms": {"type": "number"}},
-                "required": ["id", "tool", "status", "reason", "duration_ms"]}},
-            "stats": {"type": "object", "properties": {
-                "fuel_used": {"type": "integer"}, "wall_ms": {"type": "number"},
-                "memory_peak_bytes": {"type": "integer"}},
-                "required": ["fuel_used", "wall_ms", "memory_peak_bytes"]}
-        },
-        "required": ["ok", "result", "error", "warnings", "logs", "tool_calls", "stats"]
-    })
 }
 
 #[cfg(test)]

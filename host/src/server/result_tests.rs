@@ -66,10 +66,7 @@ fn a_large_result_is_elided_within_the_budget() {
     let o = outcome(json!((0..1000).collect::<Vec<_>>()));
     let text = render(&o, 256);
     let (header, json) = text.split_once('\n').unwrap();
-    assert_eq!(
-        header,
-        "Result (elided to 256 of 3,891 bytes; the structured content has all of it):"
-    );
+    assert_eq!(header, "Result (elided to 256 of 3,891 bytes):");
     assert!(json.len() <= 256);
     let parsed: Value = serde_json::from_str(json).unwrap();
     assert_eq!(parsed[0], 0);
@@ -167,10 +164,7 @@ fn summaries_are_bounded() {
     // Result (2 lines), blank, header, 20 tools, their count, "Failed:", 20 failures, their count.
     assert_eq!(lines.len(), 4 + 21 + 1 + 21, "{text}");
     assert_eq!(lines[24], "- … 40 more tools");
-    assert_eq!(
-        lines[46],
-        "- … 40 more failed calls (see tool_calls in the structured content)"
-    );
+    assert_eq!(lines[46], "- … 40 more failed calls");
     assert_eq!(
         lines[45],
         format!(

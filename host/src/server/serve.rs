@@ -13,17 +13,9 @@ use super::ops::{self, Listener};
 use super::{CodemodeServer, ServeError, ServerState, drain, failover, guard, listener};
 use crate::auth::{Authenticate, NoAuth, require_auth};
 
-/// Serves one client on stdin/stdout until it disconnects or `shutdown` is cancelled; then the
-/// evals in flight get [`drain::SHUTDOWN_GRACE`] to finish (and answer) before they are
-/// cancelled, and the transport closes after the last one ended.
-pub async fn serve_stdio(
-    state: Arc<ServerState>,
-    shutdown: CancellationToken,
-) -> Result<(), ServeError> {
-    serve_io(state, rmcp::transport::stdio(), shutdown).await
-}
-
-/// [`serve_stdio`] on any rmcp transport.
+/// Serves one client on any rmcp transport (stdio, a pipe) until it disconnects or `shutdown`
+/// is cancelled; then the evals in flight get [`drain::SHUTDOWN_GRACE`] to finish (and answer)
+/// before they are cancelled, and the transport closes after the last one ended.
 pub(crate) async fn serve_io<T, E, A>(
     state: Arc<ServerState>,
     transport: T,

@@ -10,8 +10,7 @@
 //!
 //! Records are under `mcp-session:<first 32 hex digits of SHA-256(session id)>`: a session id
 //! is a bearer credential for its session, so a store reader must not learn live ones. Each
-//! record lives [`DEFAULT_SESSION_TTL`] (or what [`SealedSessionStore::with_ttl`] says) from
-//! its last write or restore. Requests in flight are under `mcp-request:<node>:<number>`, for
+//! record lives [`DEFAULT_SESSION_TTL`] from its last write or restore. Requests in flight are under `mcp-request:<node>:<number>`, for
 //! as long, unless their response ends first.
 
 use std::sync::Arc;
@@ -70,6 +69,7 @@ impl SealedSessionStore {
     }
 
     /// Keeps each session's record `ttl` after its last write or restore (at least 1 ms).
+    #[cfg(test)]
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl.max(Duration::from_millis(1));
         self

@@ -1,7 +1,6 @@
 //! What every session and request of one `codemode serve` shares: the runtime, the live config,
 //! the upstream pool, the audit writer, suspended evals, and who to tell when tools change.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -19,8 +18,6 @@ use codemode_upstream::{UpstreamElicitation, UpstreamPool, upstream_specs};
 pub struct ServerState {
     pub(crate) runtime: Runtime,
     config: RwLock<Arc<Config>>,
-    /// The file the config came from (watched for hot reload), if any.
-    pub config_path: Option<PathBuf>,
     pub(crate) upstreams: UpstreamPool,
     audit: RwLock<Option<Arc<dyn AuditSink>>>,
     pub(crate) suspensions: Suspensions,
@@ -52,11 +49,10 @@ impl ServerState {
     /// appear when they come up (clients are sent `notifications/tools/list_changed`); a call
     /// to a tool of a server still starting waits for it; a server that fails to start is
     /// retried in the background and listed as down with its error.
-    pub async fn new(runtime: Runtime, config: Config, config_path: Option<PathBuf>) -> Arc<Self> {
+    pub async fn new(runtime: Runtime, config: Config) -> Arc<Self> {
         let state = Arc::new(ServerState {
             runtime,
             config: RwLock::new(Arc::new(Config::default())),
-            config_path,
             upstreams: UpstreamPool::new(),
             audit: RwLock::new(None),
             suspensions: Suspensions::default(),

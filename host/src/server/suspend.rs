@@ -173,19 +173,10 @@ impl Suspensions {
     }
 
     /// `(results, bytes)` finished and not fetched yet.
+    #[cfg(test)]
     pub fn unfetched(&self) -> (usize, u64) {
         let retained = self.retained();
         (retained.finished.len(), retained.bytes)
-    }
-
-    /// How many evals are registered (finished or not).
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// Whether none is registered.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -284,11 +275,6 @@ impl Suspended {
     /// The eval tool the client called (a retry must name the same one).
     pub fn tool(&self) -> &str {
         &self.owner.tool
-    }
-
-    /// The caller who started the eval.
-    pub fn caller(&self) -> &str {
-        &self.owner.caller
     }
 
     /// Whose the eval is: only they may answer it or fetch its result.

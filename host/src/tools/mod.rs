@@ -7,7 +7,7 @@ pub mod hitl;
 mod in_flight;
 mod schemas;
 
-pub use in_flight::{InFlightCalls, InFlightGuard, in_flight};
+pub use in_flight::in_flight;
 pub use schemas::CatalogSchemas;
 
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 use serde_json::{Value, json};
 
-use codemode_policies::{DispositionKind, MatchedBy, Profile};
+use codemode_policies::{DispositionKind, MatchedBy, Profile, neutralize};
 
 use crate::approvals::Asker;
 use codemode_upstream::UpstreamPool;
@@ -71,7 +71,7 @@ pub fn search_schema() -> Value {
     json!({"type": "object", "properties": {
         "query": {"type": "string", "description": "Keywords, e.g. \"read file\""},
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results (default 10)"},
-        "profile": {"type": "string", "description": "As an MCP tool: list what this profile's eval tool may call (default: the `eval` tool's profile). Ignored in scripts, which see their own profile."}},
+        "profile": {"type": "string", "description": "MCP only: list for this profile (default: `eval`'s); scripts see their own"}},
         "required": ["query"], "additionalProperties": false})
 }
 
@@ -79,7 +79,7 @@ pub fn search_schema() -> Value {
 pub fn get_schema() -> Value {
     json!({"type": "object", "properties": {
         "names": {"type": "array", "items": {"type": "string"}, "description": "Tool names as scripts call them"},
-        "profile": {"type": "string", "description": "As an MCP tool: declare only what this profile's eval tool may call (default: the `eval` tool's profile). Ignored in scripts, which see their own profile."}},
+        "profile": {"type": "string", "description": "MCP only: declare for this profile (default: `eval`'s); scripts see their own"}},
         "required": ["names"], "additionalProperties": false})
 }
 
@@ -232,6 +232,33 @@ pub fn get_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError> {
         }
     }
     Ok(json!({ "declarations": catalog::declarations(&found), "missing": missing }))
+}
+
+/// What a model reads of a `get_tools` result: the declarations, then one comment line per
+/// unknown name with its suggestions (clients often show the text only, not the structured
+/// content). Names are [`neutralize`]d: the caller chose them.
+pub fn get_tools_text(value: &Value) -> String {
+    let mut text = value["declarations"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    for missing in value["missing"].as_array().into_iter().flatten() {
+        let name = neutralize(missing["name"].as_str().unwrap_or_default());
+        let near: Vec<String> = missing["did_you_mean"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|n| format!("`{}`", neutralize(n)))
+            .collect();
+        let hint = if near.is_empty() {
+            "; search_tools({query}) finds tools by keywords".to_string()
+        } else {
+            format!("; did you mean {}?", near.join(", "))
+        };
+        text.push_str(&format!("\n// unknown tool `{name}`{hint}"));
+    }
+    text
 }
 
 /// The tool host of one eval.

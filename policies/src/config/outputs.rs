@@ -66,7 +66,7 @@ fn read_paths(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<PathPattern> {
     for (p, text) in items {
         match PathPattern::parse(&text) {
             Ok(pattern) => out.push(pattern),
-            Err(msg) => r.error(&p, ConfigErrorKind::InvalidPointer, msg),
+            Err(msg) => r.error(&p, ConfigErrorKind::InvalidPointer, msg.to_string()),
         }
     }
     out

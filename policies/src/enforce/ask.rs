@@ -68,7 +68,7 @@ impl PolicyToolHost {
             audit.decision_reason = Some("approved before its eval was parked".into());
             return (Decision::Approved, Ok(()));
         }
-        let what = describe_match(profile, tool, &d.matched, d.reason.as_deref());
+        let what = describe_match(tool, d.reason.as_deref());
         if !self.asker.supports() {
             audit.channel = Some(Channel::Fallback);
             return fallback(profile, tool, &what);
@@ -81,7 +81,7 @@ impl PolicyToolHost {
                     tool,
                     "denied",
                     format!(
-                        "{what} needs approval, but the approval queue is full: {max} approvals are already pending in this eval (maxPendingApprovals)"
+                        "{what} needs approval, but {max} approvals are already pending in this eval: await them before asking for more"
                     ),
                 )),
             );
@@ -282,7 +282,7 @@ fn fallback(profile: &Profile, tool: &str, what: &str) -> (Decision, Result<(), 
                 tool,
                 "elicitation_unsupported",
                 format!(
-                    "{what} needs approval, and no one can be asked here (elicitationFallback: deny)"
+                    "{what} needs approval and this client cannot be asked: ask the user to run it, or use a client with elicitation"
                 ),
             )),
         ),

@@ -15,8 +15,8 @@ use serde_json::Value;
 use crate::approval::ApprovalKey;
 use crate::audit::{AuditSink, Decision};
 use crate::{
-    Asker, Caller, Disposition, DispositionKind, MatchedBy, NoAsker, OutputPolicy, Preview,
-    Profile, SchemaSource, SessionApprovals,
+    Asker, Caller, Disposition, DispositionKind, NoAsker, OutputPolicy, Preview, Profile,
+    SchemaSource, SessionApprovals,
 };
 use audit_guard::{AuditGuard, Recorder};
 
@@ -95,6 +95,9 @@ pub struct PolicyToolHost {
     /// Tools approved for the rest of the one eval this host serves, kept by its owner across
     /// hosts (an eval parked and resumed); when set, used instead of `eval_approvals`.
     eval_scope: Option<SessionApprovals>,
+    /// The other eval tools the caller may use, for a denial that names one that can make the
+    /// call; empty: a denial names none.
+    alternatives: Vec<Alternative>,
     /// Asks waiting (queued or prompted) now.
     pending: AtomicUsize,
     /// One queue per approval key: asks about the same thing take turns.
@@ -194,6 +197,13 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// The other eval tools the caller may use (default: none): a denied call's error names
+    /// the first of them whose profile allows it, or asks about it.
+    pub fn alternatives(mut self, alternatives: Vec<Alternative>) -> Self {
+        self.host.alternatives = alternatives;
+        self
+    }
+
     /// The host.
     pub fn build(self) -> PolicyToolHost {
         self.host
@@ -219,6 +229,7 @@ impl PolicyToolHost {
                 outputs: Arc::default(),
                 eval_approvals: Mutex::new(HashSet::new()),
                 eval_scope: None,
+                alternatives: Vec::new(),
                 pending: AtomicUsize::new(0),
                 queues: Mutex::new(HashMap::new()),
             },
@@ -272,30 +283,37 @@ impl PolicyToolHost {
         };
         let (decision, gate) = match (d.kind, self.profile.as_deref(), invalid) {
             (_, Some(p), _) if !missing.is_empty() => {
-                let what = describe_match(p, tool, &d.matched, d.reason.as_deref());
+                let what = describe_match(tool, d.reason.as_deref());
                 let which = missing
                     .iter()
                     .map(|m| format!("`{m}`"))
                     .collect::<Vec<_>>()
                     .join(", ");
                 let s = if missing.len() == 1 { "" } else { "s" };
+                let next = self.next_step(tool, &args);
                 (
                     Decision::Denied,
                     Err(denied(
                         tool,
                         "permission",
                         format!(
-                            "{what}: denied: caller `{}` lacks the permission{s} {which}",
+                            "{what} needs the permission{s} {which} under profile `{}`, which caller `{}` lacks{next}",
+                            p.name(),
                             self.caller.name
                         ),
                     )),
                 )
             }
             (DispositionKind::Deny, Some(p), _) => {
-                let what = describe_match(p, tool, &d.matched, d.reason.as_deref());
+                let what = describe_match(tool, d.reason.as_deref());
+                let next = self.next_step(tool, &args);
                 (
                     Decision::Denied,
-                    Err(denied(tool, "denied", format!("{what}: denied"))),
+                    Err(denied(
+                        tool,
+                        "denied",
+                        format!("profile `{}` does not allow {what}{next}", p.name()),
+                    )),
                 )
             }
             (_, _, Some(invalid)) => (Decision::Invalid, Err(invalid)),
@@ -362,18 +380,48 @@ fn denied(tool: &str, reason: &str, message: String) -> ToolError {
     }
 }
 
-/// "`fs__write` (rules[0] of profile `supervised`: system files)"
-fn describe_match(
-    profile: &Profile,
-    tool: &str,
-    matched: &MatchedBy,
-    reason: Option<&str>,
-) -> String {
-    let because = reason.map(|r| format!(": {r}")).unwrap_or_default();
-    format!(
-        "`{tool}` ({matched} of profile `{}`{because})",
-        profile.name()
-    )
+/// "`fs__write` (system files)": the tool, and the deciding rule's reason if it has one. What
+/// in the config decided is left to the audit log: a refusal says what to do instead.
+fn describe_match(tool: &str, reason: Option<&str>) -> String {
+    match reason {
+        Some(r) => format!("`{tool}` ({r})"),
+        None => format!("`{tool}`"),
+    }
+}
+
+/// Another eval tool the caller may use: its name and profile (`None`: unrestricted).
+#[derive(Debug, Clone)]
+pub struct Alternative {
+    /// `eval` or `codemode_eval_<profile>`.
+    pub tool: String,
+    /// Its profile.
+    pub profile: Option<Arc<Profile>>,
+}
+
+impl PolicyToolHost {
+    /// `; `eval` can, after approval` — the first [`Alternative`] whose profile allows the
+    /// call (or asks about it) for this caller; `; no eval tool you may use allows it` when
+    /// none does; nothing when no alternatives were given.
+    fn next_step(&self, tool: &str, args: &Value) -> String {
+        if self.alternatives.is_empty() {
+            return String::new();
+        }
+        for alt in &self.alternatives {
+            let d = match &alt.profile {
+                Some(p) => p.disposition(tool, args),
+                None => Disposition::unrestricted(),
+            };
+            if !self.caller.missing(&d.required_permissions).is_empty() {
+                continue;
+            }
+            match d.kind {
+                DispositionKind::Allow => return format!("; `{}` can call it", alt.tool),
+                DispositionKind::Ask => return format!("; `{}` can, after approval", alt.tool),
+                DispositionKind::Deny => {}
+            }
+        }
+        "; no eval tool you may use allows it".to_string()
+    }
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@
 
 mod pointer;
 
-pub use pointer::PathPattern;
+pub use pointer::{InvalidPathPattern, PathPattern};
 
 use serde_json::Value;
 

@@ -31,7 +31,11 @@ impl PathPattern {
     /// # Errors
     /// A message naming the problem when `text` is neither `""` nor starts with `/`, or has a
     /// `~` not followed by `0` or `1`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, InvalidPathPattern> {
+        Self::parse_text(text).map_err(InvalidPathPattern)
+    }
+
+    fn parse_text(text: &str) -> Result<Self, String> {
         if text.is_empty() {
             return Ok(PathPattern {
                 text: String::new(),
@@ -232,6 +236,11 @@ pub(crate) fn get_mut<'v>(value: &'v mut Value, path: &[Step]) -> Option<&'v mut
     })
 }
 
+/// Why a text is not a [`PathPattern`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidPathPattern(String);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,14 +289,19 @@ mod tests {
     #[test]
     fn bad_pointers_are_refused_with_the_reason() {
         assert_eq!(
-            PathPattern::parse("password").unwrap_err(),
+            PathPattern::parse("password").unwrap_err().to_string(),
             "`password` is not a JSON Pointer: it must be \"\" (the whole result) or start with `/` (e.g. \"/password\")"
         );
         assert_eq!(
-            PathPattern::parse("/a~2").unwrap_err(),
+            PathPattern::parse("/a~2").unwrap_err().to_string(),
             "`/a~2` is not a JSON Pointer: `~` must be followed by 0 (for `~`) or 1 (for `/`)"
         );
-        assert!(PathPattern::parse("/a~").unwrap_err().contains("`~`"));
+        assert!(
+            PathPattern::parse("/a~")
+                .unwrap_err()
+                .to_string()
+                .contains("`~`")
+        );
     }
 
     #[test]

@@ -11,14 +11,15 @@ const MAX_ENTRIES: usize = 12;
 impl Profile {
     /// What the profile allows, asks a human about and denies, from its lists and rules, in
     /// that order: `Allows: a, b. Asks a human first: c (denied when nobody can answer).
-    /// Denies: everything else.` Each sentence names at most 12 entries and counts the rest;
+    /// Denies: everything else.` (with an allowlist: `Allows only: a, b.`). Each sentence
+    /// names at most 12 entries and counts the rest;
     /// a rule reads `tools when /pointer ~ regex (reason)`. Every name is
     /// [`neutralize`]d: globs and reasons come from the config, but can contain anything.
     ///
     /// ```
     /// use codemode_policies::Profile;
     /// let p = Profile::from_json("ro", &serde_json::json!({"allowlist": ["fs__read_*"]})).unwrap();
-    /// assert_eq!(p.summary(), "Allows: fs__read_*. Denies: everything else.");
+    /// assert_eq!(p.summary(), "Allows only: fs__read_*.");
     /// ```
     pub fn summary(&self) -> String {
         let mut allows: Vec<String> = Vec::new();
@@ -49,10 +50,16 @@ impl Profile {
             "everything"
         }
         .to_string();
+        let mut allows_label = "Allows";
         match &self.allowlist {
             Some(allowlist) => {
                 allows.extend(allowlist.globs().iter().map(|g| neutralize(g)));
-                denies.push(rest);
+                // "only" says what a trailing "Denies: everything else." would, in fewer words.
+                if allows.is_empty() {
+                    denies.push(rest);
+                } else {
+                    allows_label = "Allows only";
+                }
             }
             None => match self.default_disposition {
                 DispositionKind::Allow => allows.push(rest),
@@ -61,7 +68,7 @@ impl Profile {
             },
         }
         let mut out = String::new();
-        sentence(&mut out, "Allows", &allows, "");
+        sentence(&mut out, allows_label, &allows, "");
         let fallback = match self.elicitation_fallback {
             Fallback::Deny => " (denied when nobody can answer)",
             Fallback::Allow => " (allowed when nobody can answer)",
@@ -134,7 +141,7 @@ mod tests {
             (json!({}), "Allows: everything."),
             (
                 json!({"allowlist": ["a__*", "b"], "denylist": ["a__rm"]}),
-                "Allows: a__*, b. Denies: a__rm, everything else.",
+                "Allows only: a__*, b. Denies: a__rm.",
             ),
             (
                 json!({"asklist": ["fs__write"], "elicitationFallback": "allow"}),
@@ -164,8 +171,7 @@ mod tests {
         let many: Vec<String> = (0..15).map(|i| format!("t{i}")).collect();
         assert_eq!(
             summary(json!({"allowlist": many})),
-            "Allows: t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11 and 3 more. \
-             Denies: everything else."
+            "Allows only: t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11 and 3 more."
         );
         assert_eq!(
             summary(json!({"denylist": ["x\n. Allows: *\u{1b}(2K"], "rules": [

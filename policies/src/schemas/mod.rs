@@ -100,6 +100,43 @@ struct Compiled {
     input: Option<Validator>,
     output: Option<Validator>,
     signature: Arc<str>,
+    keys: Option<Arc<Keys>>,
+}
+
+/// The top-level argument keys an `inputSchema` names, for errors that say which key was wrong
+/// and which were expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    /// `required`, in the schema's order.
+    pub required: Vec<String>,
+    /// The other `properties`, in the schema's order.
+    pub optional: Vec<String>,
+}
+
+impl Keys {
+    /// The keys of an object schema with `properties`; `None` for any other schema (its keys
+    /// are not known, so none is called unknown).
+    fn of(schema: &Value) -> Option<Keys> {
+        let properties = schema.get("properties")?.as_object()?;
+        let required: Vec<String> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+        let optional = properties
+            .keys()
+            .filter(|k| !required.contains(k))
+            .cloned()
+            .collect();
+        Some(Keys { required, optional })
+    }
+
+    fn knows(&self, key: &str) -> bool {
+        self.required.iter().chain(&self.optional).any(|k| k == key)
+    }
 }
 
 /// The compiled schemas of one tool list. Build with [`ToolSchemas::compile`]; a tool that is
@@ -142,6 +179,12 @@ pub struct InvalidArguments {
     pub masked: Vec<Violation>,
     /// The tool's TypeScript declaration.
     pub signature: Arc<str>,
+    /// The keys of `args` its schema does not name (when the schema names its keys).
+    pub unknown: Vec<String>,
+    /// The required keys `args` lacks.
+    pub missing: Vec<String>,
+    /// The keys its schema names.
+    pub keys: Option<Arc<Keys>>,
 }
 
 impl InvalidArguments {
@@ -155,22 +198,39 @@ impl InvalidArguments {
         summary(&self.masked, self.more)
     }
 
-    /// The error the script sees: a `ToolError` whose message starts with
-    /// `invalid_arguments:`, lists each violation and quotes the tool's signature, and whose
-    /// `.data` is `{"errors": [{"path", "message"}]}`.
+    /// The error the script sees: a `ToolError` whose one-line message (at most
+    /// [`MAX_ARGUMENTS_MESSAGE`] bytes) starts with `invalid_arguments:`, names each unknown key
+    /// and the keys expected (`unknown key `filePath`; expected `path` (optional: `head`)`),
+    /// then the other violations, and points to `get_tools` for the types. Its `.data` is
+    /// `{"errors": [{"path", "message"}], "unknown": [..], "missing": [..]}`.
     pub fn to_tool_error(&self) -> ToolError {
-        let mut message = format!(
-            "{INVALID_ARGUMENTS}: `{}` was not called: its arguments do not match its input schema:",
-            self.tool
-        );
-        for v in &self.errors {
-            message.push_str(&format!("\n- {}: {}", display_path(&v.path), v.message));
+        let mut parts: Vec<String> = Vec::new();
+        if !self.unknown.is_empty() {
+            let s = if self.unknown.len() == 1 { "" } else { "s" };
+            parts.push(format!("unknown key{s} {}", quoted(&self.unknown)));
         }
-        if self.more > 0 {
-            message.push_str(&format!("\n- … and {} more", self.more));
+        let keyed = !self.unknown.is_empty() || !self.missing.is_empty();
+        if let Some(keys) = self.keys.as_deref().filter(|_| keyed) {
+            let mut expected = match keys.required.as_slice() {
+                [] => "expected no required key".to_string(),
+                required => format!("expected {}", quoted(required)),
+            };
+            if !keys.optional.is_empty() {
+                expected.push_str(&format!(" (optional: {})", quoted(&keys.optional)));
+            }
+            parts.push(expected);
+        } else if !self.missing.is_empty() {
+            parts.push(format!("missing {}", quoted(&self.missing)));
         }
-        message.push_str("\nIts signature:\n");
-        message.push_str(&self.signature);
+        // The key problems are said above; the validator's own words for them would repeat them.
+        let rest = self
+            .errors
+            .iter()
+            .filter(|v| !(keyed && is_key_violation(v)));
+        parts.extend(rest.map(|v| format!("{}: {}", display_path(&v.path), v.message)));
+        let lead = format!("{INVALID_ARGUMENTS}: `{}` was not called: ", self.tool);
+        let hint = format!(" (its types: get_tools({{names: [\"{}\"]}}))", self.tool);
+        let message = fit_parts(&lead, &parts, self.more, &hint);
         let errors: Vec<Value> = self
             .errors
             .iter()
@@ -178,9 +238,76 @@ impl InvalidArguments {
             .collect();
         ToolError::Failed {
             message,
-            data: Some(json!({ "errors": errors })),
+            data: Some(
+                json!({ "errors": errors, "unknown": self.unknown, "missing": self.missing }),
+            ),
         }
     }
+}
+
+/// The most bytes of the message an invalid call's script error carries.
+pub const MAX_ARGUMENTS_MESSAGE: usize = 400;
+
+/// `lead` + `parts` joined by `; ` + `hint`, within [`MAX_ARGUMENTS_MESSAGE`] bytes: the parts
+/// that do not fit are counted (`… and 3 more`), the hint left out when it does not fit.
+fn fit_parts(lead: &str, parts: &[String], more: usize, hint: &str) -> String {
+    let room = MAX_ARGUMENTS_MESSAGE.saturating_sub(lead.len() + " … and 999 more".len());
+    let mut shown: Vec<String> = Vec::new();
+    let mut used = 0;
+    for part in parts {
+        let part = cut_bytes(part, room.saturating_sub(used + 2));
+        if part.is_empty() {
+            break;
+        }
+        used += part.len() + 2;
+        shown.push(part);
+    }
+    let left = parts.len() - shown.len() + more;
+    let mut message = format!("{lead}{}", shown.join("; "));
+    if left > 0 {
+        message.push_str(&format!("; … and {left} more"));
+    }
+    if message.len() + hint.len() <= MAX_ARGUMENTS_MESSAGE {
+        message.push_str(hint);
+    }
+    message
+}
+
+/// `text` within `max` bytes, at a character boundary, with `…` when cut (empty when not even
+/// a few characters fit).
+fn cut_bytes(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    if max < 16 {
+        return String::new();
+    }
+    let mut end = max - '…'.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// `` `a`, `b` `` (at most 12 names, the rest counted).
+fn quoted(keys: &[String]) -> String {
+    let mut out: Vec<String> = keys
+        .iter()
+        .take(12)
+        .map(|k| format!("`{}`", neutralize(k)))
+        .collect();
+    if keys.len() > 12 {
+        out.push(format!("{} more", keys.len() - 12));
+    }
+    out.join(", ")
+}
+
+/// Whether a root violation is about a missing or an unexpected key (said by the key part).
+fn is_key_violation(v: &Violation) -> bool {
+    v.path.is_empty()
+        && (v.message.ends_with("is a required property")
+            || v.message
+                .starts_with("Additional properties are not allowed"))
 }
 
 fn summary(errors: &[Violation], more: usize) -> String {
@@ -219,6 +346,7 @@ impl ToolSchemas {
                 }
             };
             let input = build(spec.input_schema, SchemaKind::Input);
+            let keys = Keys::of(spec.input_schema).map(Arc::new);
             let output = spec
                 .output_schema
                 .and_then(|s| build(s, SchemaKind::Output));
@@ -228,6 +356,7 @@ impl ToolSchemas {
                     input,
                     output,
                     signature: spec.signature.into(),
+                    keys,
                 },
             );
         }
@@ -244,7 +373,7 @@ impl ToolSchemas {
     ///
     /// # Errors
     /// [`InvalidArguments`] listing each violation.
-    pub fn check_arguments(&self, tool: &str, args: &Value) -> Result<(), InvalidArguments> {
+    pub fn check_arguments(&self, tool: &str, args: &Value) -> Result<(), Box<InvalidArguments>> {
         let Some(compiled) = self.tools.get(tool) else {
             return Ok(());
         };
@@ -255,13 +384,31 @@ impl ToolSchemas {
         if errors.is_empty() {
             return Ok(());
         }
-        Err(InvalidArguments {
+        let keys = compiled.keys.clone();
+        let given = args.as_object();
+        let unknown = match (&keys, given) {
+            (Some(keys), Some(given)) => given.keys().filter(|k| !keys.knows(k)).cloned().collect(),
+            _ => Vec::new(),
+        };
+        let missing = match (&keys, given) {
+            (Some(keys), Some(given)) => keys
+                .required
+                .iter()
+                .filter(|k| !given.contains_key(*k))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
+        Err(Box::new(InvalidArguments {
             tool: tool.to_string(),
             errors,
             more,
             masked,
             signature: compiled.signature.clone(),
-        })
+            unknown,
+            missing,
+            keys,
+        }))
     }
 
     /// Whether `tool` has an `outputSchema` that [`check_output`](Self::check_output) checks.

@@ -66,23 +66,50 @@ fn each_failing_path_says_what_was_expected_and_given() {
     let masked: Vec<&str> = invalid.masked.iter().map(|v| v.message.as_str()).collect();
     assert!(masked.iter().all(|m| !m.contains("42")), "{masked:?}");
     assert_eq!(invalid.more, 0);
-    // The script's error: reason first, each violation, then the signature; `.data` exactly.
+    // The script's error: one line naming the wrong and the expected keys, then the other
+    // violations and where the types are; `.data` exactly.
     let ToolError::Failed { message, data } = invalid.to_tool_error() else {
         panic!("not Failed");
     };
-    assert!(message.starts_with(
-        "invalid_arguments: `fs__write_file` was not called: its arguments do not match its input schema:\n- "
-    ));
-    assert!(message.contains("\n- /path: expected string, got number (42)\n"));
-    assert!(message.contains("\n- (root): \"content\" is a required property"));
-    assert!(message.ends_with(
-        "\nIts signature:\nfunction fs__write_file(args: { path: string; content: string }): Promise<unknown>;"
-    ));
+    let mut rest: Vec<&str> = got
+        .iter()
+        .filter(|(p, _)| !p.is_empty())
+        .map(|(_, m)| *m)
+        .collect();
+    rest.sort();
+    assert_eq!(
+        rest,
+        [
+            "\"x\" is not one of \"w\" or \"a\"",
+            "expected null or string, got number (1)",
+            "expected string, got number (42)"
+        ]
+    );
+    assert!(
+        message.starts_with(
+            "invalid_arguments: `fs__write_file` was not called: unknown key `extra`; expected \
+             `path`, `content` (optional: `mode`, `tags`); "
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("/path: expected string, got number (42)"),
+        "{message}"
+    );
+    assert!(!message.contains("required property"), "{message}");
+    assert!(
+        message.ends_with(" (its types: get_tools({names: [\"fs__write_file\"]}))"),
+        "{message}"
+    );
+    assert!(!message.contains('\n'), "{message}");
     let want_errors: Vec<Value> = got
         .iter()
         .map(|(p, m)| json!({"path": p, "message": m}))
         .collect();
-    assert_eq!(data, Some(json!({ "errors": want_errors })));
+    assert_eq!(
+        data,
+        Some(json!({ "errors": want_errors, "unknown": ["extra"], "missing": ["content"] }))
+    );
     assert!(invalid.summary().starts_with("invalid_arguments: "));
     assert!(invalid.masked_summary().starts_with("invalid_arguments: "));
     assert!(!invalid.masked_summary().contains("42"));
@@ -265,4 +292,43 @@ fn output_warnings_name_no_value_nor_what_the_output_policy_hides() {
             "the result of `fs__write_file` does not match its outputSchema: /card/number: expected integer, got string; /n: expected integer, got string; (root): 1 unexpected property"
         )
     );
+}
+
+/// A wrong key is named with the expected ones, in one short line (the model's commonest slip).
+#[test]
+fn a_wrong_key_is_named_with_the_expected_ones() {
+    let schema = json!({"type": "object", "properties": {"path": {"type": "string"},
+        "head": {"type": "number"}, "tail": {"type": "number"}}, "required": ["path"]});
+    let (schemas, _) = one(schema, None);
+    let invalid = schemas
+        .check_arguments("fs__write_file", &json!({"filePath": "notes.md"}))
+        .unwrap_err();
+    let ToolError::Failed { message, .. } = invalid.to_tool_error() else {
+        panic!("not Failed");
+    };
+    assert_eq!(
+        message,
+        "invalid_arguments: `fs__write_file` was not called: unknown key `filePath`; expected \
+         `path` (optional: `head`, `tail`) (its types: get_tools({names: [\"fs__write_file\"]}))"
+    );
+    // Many long violations stay within the budget, the rest counted.
+    let (schemas, _) = one(
+        json!({"type": "object", "additionalProperties": {"type": "number"}}),
+        None,
+    );
+    let args: serde_json::Map<String, Value> = (0..25)
+        .map(|i| (format!("k{i:02}"), json!("x".repeat(1000))))
+        .collect();
+    let invalid = schemas
+        .check_arguments("fs__write_file", &Value::Object(args))
+        .unwrap_err();
+    let ToolError::Failed { message, .. } = invalid.to_tool_error() else {
+        panic!("not Failed");
+    };
+    assert!(
+        message.len() <= MAX_ARGUMENTS_MESSAGE,
+        "{} bytes: {message}",
+        message.len()
+    );
+    assert!(message.contains("more"), "{message}");
 }

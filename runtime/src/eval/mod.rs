@@ -365,16 +365,24 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
                     Err(e) => (false, Value::Null, Some(e)),
                 }
             }
-            Ok(Envelope { error, .. }) => (
-                false,
-                Value::Null,
-                Some(error.unwrap_or_else(|| {
-                    EvalError::new(
-                        ErrorKind::Internal,
-                        "the guest reported a failure without an error",
-                    )
-                })),
-            ),
+            Ok(Envelope {
+                error, warnings, ..
+            }) => {
+                // A failed script's warnings too: a call nothing awaited often explains the
+                // failure (`r.split is not a function` where `r` is that call's promise).
+                self.guest_warnings = warnings;
+                self.guest_warnings.truncate(MAX_GUEST_WARNINGS);
+                (
+                    false,
+                    Value::Null,
+                    Some(error.unwrap_or_else(|| {
+                        EvalError::new(
+                            ErrorKind::Internal,
+                            "the guest reported a failure without an error",
+                        )
+                    })),
+                )
+            }
             Err(e) => (false, Value::Null, Some(e)),
         };
         if ok {

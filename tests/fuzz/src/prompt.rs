@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_host::approvals::approval_question;
+use codemode_policies::approval_question;
 use codemode_policies::{
     ApprovalRequest, Caller, MatchedBy, Preview, Risk, RiskPolicy, neutralize, summarize_args,
 };

@@ -38,13 +38,23 @@ pub fn js_call_form(tool: &ToolInfo) -> String {
         .as_array()
         .map(|r| r.iter().filter_map(Value::as_str).map(member).collect())
         .unwrap_or_default();
-    let args = if required.is_empty() {
-        "{}".to_string()
-    } else {
-        format!("{{ {} }}", required.join(", "))
+    let optional: Vec<String> = tool.input_schema["properties"]
+        .as_object()
+        .map(|p| p.keys().map(|k| format!("{}?", member(k))).collect())
+        .unwrap_or_default();
+    let args = match (required.is_empty(), optional.len()) {
+        (false, _) => format!("{{ {} }}", required.join(", ")),
+        (true, 0) => "{}".to_string(),
+        // Every argument optional: named in a comment, so that the hint stays valid code and
+        // does not read as "takes nothing".
+        (true, n) if n <= MAX_HINTED => format!("{{ /* {} */ }}", optional.join(", ")),
+        (true, _) => format!("{{ /* {}, … */ }}", optional[..MAX_HINTED].join(", ")),
     };
     format!("await {callee}({args})")
 }
+
+/// The most optional arguments a call hint names.
+const MAX_HINTED: usize = 6;
 
 /// A `declare const codemode: { … }` block declaring each tool as a method. Everything in it
 /// the upstream chose (descriptions, names, property names, enum values) is shown as
@@ -356,6 +366,12 @@ mod tests {
         assert_eq!(
             js_call_form(&tool("a-b", json!({}), None)),
             "await codemode[\"a-b\"]({})"
+        );
+        // Every argument optional: named, not hidden behind `({})`.
+        let optional = json!({"type": "object", "properties": {"timezone": {"type": "string"}}});
+        assert_eq!(
+            js_call_form(&tool("time__now", optional, None)),
+            "await codemode.time__now({ /* timezone? */ })"
         );
     }
 

@@ -172,10 +172,14 @@ pub(super) fn resumed_eval(
     parking: Option<&Parking>,
 ) -> GovernedEvalBuilder {
     let config = state.config();
+    let caller = Caller::new(meta.caller.clone(), meta.permissions.clone());
+    let alternatives =
+        super::super::eval_tools::alternatives(&config, meta.profile.as_deref(), &caller);
     let mut builder = governed(state, asker, parking)
         .id(codemode_runtime::EvalId(meta.eval_id))
         .audit_id(Some(meta.audit_id.clone()))
-        .caller(Caller::new(meta.caller.clone(), meta.permissions.clone()))
+        .caller(caller)
+        .alternatives(alternatives)
         .profile(
             meta.profile
                 .as_deref()

@@ -77,7 +77,7 @@ async fn server(name: &str) -> (Arc<ServerState>, Arc<HeldSaves>, String) {
     });
     let store = Store::new(held.clone(), &StateKey::from_bytes([7; 32]));
     let runtime = codemode_runtime::Runtime::new(&Default::default()).expect("a runtime");
-    let state = ServerState::new(runtime, codemode_policies::Config::default(), None).await;
+    let state = ServerState::new(runtime, codemode_policies::Config::default()).await;
     crate::server::enable_durable(&state, Arc::new(Durable::new(store, Duration::ZERO)));
     let (bound, addr) = tokio::sync::oneshot::channel();
     tokio::spawn(serve_http(

@@ -150,17 +150,11 @@ async fn denials_carry_the_tool_and_a_message() {
         SessionApprovals::new(),
     );
     let cases = [
-        (
-            "fs__delete",
-            "`fs__delete` (denylist glob `fs__delete` of profile `p`): denied",
-        ),
-        (
-            "web__get",
-            "`web__get` (not in the allowlist of profile `p`): denied",
-        ),
+        ("fs__delete", "profile `p` does not allow `fs__delete`"),
+        ("web__get", "profile `p` does not allow `web__get`"),
         (
             "time__now",
-            "`time__now` (rules[0] of profile `p`: clock) needs approval, and no one can be asked here",
+            "`time__now` (clock) needs approval and this client cannot be asked: ask the user to run it, or use a client with elicitation",
         ),
     ];
     for (tool, want) in cases {

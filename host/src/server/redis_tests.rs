@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_host::server::sessions::SealedSessionStore;
+use super::sessions::SealedSessionStore;
 use codemode_policies::{DurableConfig, RedisUrl, StoreLocation};
 use codemode_store::{REDIS_KEY_PREFIX, RecordStore, RedisStore, StateKey, Store, StoreErrorKind};
 use codemode_test_support::scratch_dir;
@@ -346,15 +346,15 @@ async fn serve_routers(
     stores: &[bool],
     shutdown: &tokio_util::sync::CancellationToken,
 ) -> Vec<String> {
-    use codemode_host::server::{HttpOptions, ServerState, http_router};
+    use super::serve::http_router;
+    use super::{HttpOptions, ServerState};
 
     let mut runtime_config = codemode_runtime::RuntimeConfig::default();
     runtime_config.max_concurrent_evals(2);
     let runtime = codemode_runtime::Runtime::new(&runtime_config).unwrap();
     let mut urls = Vec::new();
     for &with_store in stores {
-        let state =
-            ServerState::new(runtime.clone(), codemode_policies::Config::default(), None).await;
+        let state = ServerState::new(runtime.clone(), codemode_policies::Config::default()).await;
         let session_store = match with_store {
             true => Some(SealedSessionStore::new(node(redis, 1).await)),
             false => None,
@@ -508,8 +508,8 @@ fn reconnect(
 /// stream resumes there and carries the answer. A request whose response ended is forgotten.
 #[tokio::test]
 async fn a_call_whose_node_is_gone_ends_with_an_error_where_its_client_reconnects() {
-    use codemode_host::server::failover::{NODE_LOST, node_lost_message};
-    use codemode_host::server::sessions::InFlightRequest;
+    use super::failover::{NODE_LOST, node_lost_message};
+    use super::sessions::InFlightRequest;
 
     let redis = RedisServer::start(&scratch_dir("store-redis", "node-lost"));
     let shutdown = tokio_util::sync::CancellationToken::new();

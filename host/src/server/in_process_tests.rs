@@ -7,7 +7,8 @@
 
 use std::sync::LazyLock;
 
-use codemode_host::server::{CodemodeServer, EVAL_TOOL, PROFILE_TOOL_PREFIX, ServerState};
+use super::eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
+use super::{CodemodeServer, ServerState};
 use codemode_policies::Config;
 use codemode_runtime::{Runtime, RuntimeConfig};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode};
@@ -32,7 +33,7 @@ const CONFIG: &str = r#"{
 /// A client connected to a fresh server for `config` over an in-memory pipe.
 async fn connect(config: &str) -> RunningService<RoleClient, ()> {
     let config = Config::from_json_str(config).expect("a valid config");
-    connect_to(ServerState::new(RUNTIME.clone(), config, None).await).await
+    connect_to(ServerState::new(RUNTIME.clone(), config).await).await
 }
 
 /// A client connected to a fresh server on `state`.
@@ -100,7 +101,7 @@ fn named<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tools_list_names_each_profile_and_the_outcome_schema() {
+async fn tools_list_names_each_profile_once_without_output_schemas() {
     let client = connect(CONFIG).await;
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -117,60 +118,69 @@ async fn tools_list_names_each_profile_and_the_outcome_schema() {
     for name in ["eval", "codemode_eval_a", "codemode_eval_ro"] {
         let tool = named(&tools, name);
         assert_eq!(
-            Value::Object((*tool.input_schema).clone())["required"],
-            json!(["code"]),
+            Value::Object((*tool.input_schema).clone()),
+            json!({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}),
             "{name}"
         );
-        let output = Value::Object(
-            tool.output_schema
-                .as_deref()
-                .cloned()
-                .unwrap_or_else(|| panic!("{name} has no outputSchema")),
-        );
-        assert_eq!(
-            output["properties"]["error"]["properties"]["kind"]["enum"],
-            json!([
-                "syntax",
-                "exception",
-                "out_of_fuel",
-                "memory_limit",
-                "timeout",
-                "cancelled",
-                "output_limit",
-                "stack_overflow",
-                "tool_limit",
-                "invalid_options",
-                "internal"
-            ]),
-            "{name}"
-        );
-        assert_eq!(
-            output["required"],
-            json!([
-                "ok",
-                "result",
-                "error",
-                "warnings",
-                "logs",
-                "tool_calls",
-                "stats"
-            ]),
-            "{name}"
-        );
+        // The text block says it all; an output schema repeated on each eval tool cost ~1.7 KB.
+        assert_eq!(tool.output_schema, None, "{name}");
     }
-    // Only the profile tools say they run under a profile.
+    // The first eval tool teaches; the others say only what differs.
     let description = |name: &str| named(&tools, name).description.clone().unwrap_or_default();
     assert!(
         description("eval").ends_with("Runs unrestricted (no profile)."),
         "{}",
         description("eval")
     );
-    assert!(
-        description("codemode_eval_ro").ends_with(
-            "Runs under the `ro` profile. Allows: everything else. Denies: search_tools."
-        ),
-        "{}",
-        description("codemode_eval_ro")
+    assert_eq!(
+        description("codemode_eval_ro"),
+        "`eval` under profile `ro`. Allows: everything else. Denies: search_tools."
+    );
+    client.cancel().await.expect("close the client");
+}
+
+/// The default profile's tool is `eval`: its `codemode_eval_<profile>` alias is not listed
+/// again, but still runs for clients that call it by that name; a caller who may not use
+/// `eval` sees the alias instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_profile_is_listed_once_as_eval() {
+    let client = connect(
+        r#"{"evaluation": {"defaultProfile": "sup", "profiles": {"sup": {}, "ro": {"denylist": ["x"]}}}}"#,
+    )
+    .await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        ["eval", "codemode_eval_ro", "search_tools", "get_tools"]
+    );
+    let alias = call_code(&client, "codemode_eval_sup", "1 + 1")
+        .await
+        .expect("the alias still runs");
+    assert_eq!(structured(&alias)["result"], 2);
+    client.cancel().await.expect("close the client");
+
+    let client = connect(
+        r#"{"evaluation": {"defaultProfile": "sup", "evalRequiresPermissions": ["ops"],
+             "profiles": {"sup": {}, "ro": {"denylist": ["x"]}}}}"#,
+    )
+    .await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "codemode_eval_ro",
+            "codemode_eval_sup",
+            "search_tools",
+            "get_tools"
+        ]
+    );
+    let first = tools[0].description.clone().unwrap_or_default();
+    assert!(first.starts_with("Run JavaScript in a sandbox"), "{first}");
+    assert_eq!(
+        tools[1].description.as_deref(),
+        Some("`codemode_eval_ro` under profile `sup`. Allows: everything.")
     );
     client.cancel().await.expect("close the client");
 }
@@ -294,7 +304,7 @@ async fn a_syntax_error_has_its_line_and_column() {
 async fn a_reload_past_the_engines_memory_is_refused() {
     let dir = codemode_test_support::scratch_dir("mcp", "reload-memory");
     let path = dir.join("config.json");
-    let state = ServerState::new(RUNTIME.clone(), Config::default(), None).await;
+    let state = ServerState::new(RUNTIME.clone(), Config::default()).await;
     let max = RUNTIME.config().get_max_memory();
 
     std::fs::write(
@@ -302,14 +312,14 @@ async fn a_reload_past_the_engines_memory_is_refused() {
         format!(r#"{{"limits": {{"memory": "{}"}}}}"#, max + 65536),
     )
     .unwrap();
-    assert!(!codemode_host::server::reload::reload(&state, &path).await);
+    assert!(!super::reload::reload(&state, &path).await);
     assert_eq!(
         state.config().limits.memory,
         Config::default().limits.memory
     );
 
     std::fs::write(&path, r#"{"limits": {"memory": "32MiB"}}"#).unwrap();
-    assert!(codemode_host::server::reload::reload(&state, &path).await);
+    assert!(super::reload::reload(&state, &path).await);
     assert_eq!(state.config().limits.memory, 32 << 20);
 }
 
@@ -319,7 +329,7 @@ async fn a_reload_past_the_engines_memory_is_refused() {
 async fn a_reloaded_max_result_text_applies_to_the_next_result() {
     let dir = codemode_test_support::scratch_dir("mcp", "reload-result-text");
     let path = dir.join("config.json");
-    let state = ServerState::new(RUNTIME.clone(), Config::default(), None).await;
+    let state = ServerState::new(RUNTIME.clone(), Config::default()).await;
     let client = connect_to(state.clone()).await;
     let code = "return Array.from({length: 1000}, (_, i) => i);";
     let text = |r: &CallToolResult| {
@@ -333,19 +343,25 @@ async fn a_reloaded_max_result_text_applies_to_the_next_result() {
     assert_eq!(text(&before), format!("Result:\n{}", json!(full)));
 
     std::fs::write(&path, r#"{"limits": {"maxResultText": "256"}}"#).unwrap();
-    assert!(codemode_host::server::reload::reload(&state, &path).await);
+    assert!(super::reload::reload(&state, &path).await);
     let after = call_code(&client, "eval", code).await.expect("eval");
     let head: Vec<String> = (0..48).map(|i| i.to_string()).collect();
     let tail: Vec<String> = (976..1000).map(|i| i.to_string()).collect();
     assert_eq!(
         text(&after),
         format!(
-            "Result (elided to 256 of 3,891 bytes; the structured content has all of it):\n[{},\"… 928 more items …\",{}]",
+            "Result (elided to 256 of 3,891 bytes):\n[{},\"… 928 more items …\",{}]",
             head.join(","),
             tail.join(",")
         )
     );
-    assert_eq!(structured(&after)["result"], json!(full));
+    // The structured content keeps the same budget as the text.
+    let elided: Value = serde_json::from_str(text(&after).lines().nth(1).unwrap()).unwrap();
+    assert_eq!(structured(&after)["result"], elided);
+    assert_eq!(
+        structured(&after)["result_elided"],
+        json!({"kept": 256, "total": 3891})
+    );
     client.cancel().await.expect("close the client");
 }
 
@@ -408,11 +424,12 @@ async fn permissions_hide_eval_tools_and_profiles_filter_discovery() {
         let ServiceError::McpError(error) = refused else {
             panic!("expected a JSON-RPC error, got {refused:?}");
         };
+        // Only the profiles the caller may use are named: `pay` stays hidden.
         assert_eq!(
             (error.code, error.message.as_ref()),
             (
                 ErrorCode::INVALID_PARAMS,
-                format!("unknown profile `{profile}`").as_str()
+                format!("unknown profile `{profile}`; profiles you may use: `nosearch`").as_str()
             )
         );
     }
@@ -451,7 +468,7 @@ impl rmcp::ClientHandler for ToolChanges {
 /// given a new config through its reloader, and shut down through its token.
 #[tokio::test]
 async fn the_server_builder_serves_reloads_and_shuts_down() {
-    use codemode_host::server::Server;
+    use super::Server;
     let config = Config::from_json_str(CONFIG).expect("a valid config");
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
     let mut builder = Server::builder(config).runtime(RUNTIME.clone());
