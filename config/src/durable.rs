@@ -45,7 +45,14 @@ pub struct DurableConfig {
     /// before a power loss or kernel crash may be lost (a crash of codemode alone loses
     /// nothing). Ignored by Redis, whose own persistence settings apply. Default: `true`.
     pub fsync: bool,
+    /// The bytes of the evals this node saved to the store and that are neither resumed nor
+    /// expired, all clients together (`maxParkedBytes`). An eval whose save would pass it is
+    /// not parked: it goes on in memory. Default: [`DEFAULT_MAX_PARKED_BYTES`] (4 GiB).
+    pub max_parked_bytes: u64,
 }
+
+/// The default `durable.maxParkedBytes`: 4 GiB.
+pub const DEFAULT_MAX_PARKED_BYTES: u64 = 4 << 30;
 
 impl Default for DurableConfig {
     fn default() -> Self {
@@ -55,6 +62,7 @@ impl Default for DurableConfig {
             key_env: DEFAULT_STATE_KEY_ENV.to_string(),
             suspend_to_store_after: DEFAULT_SUSPEND_TO_STORE_AFTER,
             fsync: true,
+            max_parked_bytes: DEFAULT_MAX_PARKED_BYTES,
         }
     }
 }
@@ -298,6 +306,11 @@ pub(crate) fn read_durable(r: &mut Reader, v: &Value, path: &JsonPath) -> Durabl
         && let Some(b) = r.bool(v, &path.key("fsync"))
     {
         out.fsync = b;
+    }
+    if let Some(v) = map.get("maxParkedBytes")
+        && let Some(n) = crate::values::size(r, v, &path.key("maxParkedBytes"))
+    {
+        out.max_parked_bytes = n;
     }
     out
 }

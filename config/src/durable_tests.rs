@@ -15,6 +15,7 @@ fn the_default_is_a_local_store_in_the_state_directory() {
     assert_eq!(c.durable.key_env, "CODEMODE_STATE_KEY");
     assert_eq!(c.durable.suspend_to_store_after, Duration::from_secs(5));
     assert!(c.durable.fsync);
+    assert_eq!(c.durable.max_parked_bytes, 4 << 30);
     // The tests run with HOME set, so there is always a default.
     assert!(c.durable.dir.is_some());
 }
@@ -23,7 +24,8 @@ fn the_default_is_a_local_store_in_the_state_directory() {
 fn every_key_is_read() {
     let c = Config::from_json_str(
         r#"{"durable": {"store": "redis://app:pw@127.0.0.1:6390/3", "dir": "/var/lib/codemode",
-            "keyEnv": "MY_KEY", "suspendToStoreAfterSeconds": 0.5, "fsync": false}}"#,
+            "keyEnv": "MY_KEY", "suspendToStoreAfterSeconds": 0.5, "fsync": false,
+            "maxParkedBytes": "64MiB"}}"#,
     )
     .unwrap();
     let StoreLocation::Redis(url) = &c.durable.store else {
@@ -41,6 +43,7 @@ fn every_key_is_read() {
     assert_eq!(c.durable.key_env, "MY_KEY");
     assert_eq!(c.durable.suspend_to_store_after, Duration::from_millis(500));
     assert!(!c.durable.fsync);
+    assert_eq!(c.durable.max_parked_bytes, 64 << 20);
     let local = Config::from_json_str(
         r#"{"durable": {"store": "local", "suspendToStoreAfterSeconds": 0}}"#,
     )
@@ -84,7 +87,7 @@ fn bad_values_name_their_path_and_never_the_password() {
             r#"{"durable": {"stor": "local"}}"#,
             "durable.stor",
             ConfigErrorKind::UnknownKey,
-            "unknown key `stor` (did you mean `store`?); allowed keys: `store`, `dir`, `keyEnv`, `suspendToStoreAfterSeconds`, `fsync`",
+            "unknown key `stor` (did you mean `store`?); allowed keys: `store`, `dir`, `keyEnv`, `suspendToStoreAfterSeconds`, `fsync`, `maxParkedBytes`",
         ),
         (
             r#"{"durable": {"store": 1}}"#,

@@ -28,6 +28,10 @@ pub struct PerClientLimits {
     /// that are neither resumed nor expired, counted per node. An eval over it stays in memory
     /// instead of being parked, where it counts against `maxSuspendedEvals`. Default: 256.
     pub max_parked_evals: usize,
+    /// `maxParkedBytes`: the bytes of the evals of one client that this node saved to the
+    /// durable store (the same evals as `maxParkedEvals`). An eval whose save would pass it is
+    /// not parked: it goes on in memory. Default: 256 MiB.
+    pub max_parked_bytes: u64,
 }
 
 impl Default for PerClientLimits {
@@ -36,9 +40,13 @@ impl Default for PerClientLimits {
             max_concurrent_evals: 32,
             max_suspended_evals: 16,
             max_parked_evals: 256,
+            max_parked_bytes: DEFAULT_MAX_PARKED_BYTES_PER_CLIENT,
         }
     }
 }
+
+/// The default `limits.perClient.maxParkedBytes`: 256 MiB.
+pub const DEFAULT_MAX_PARKED_BYTES_PER_CLIENT: u64 = 256 << 20;
 
 /// The default `limits.maxEvalLifetime`: 15 minutes.
 pub const DEFAULT_MAX_EVAL_LIFETIME: Duration = Duration::from_secs(15 * 60);
@@ -130,6 +138,11 @@ pub(crate) fn read_per_client(r: &mut Reader, v: &Value, path: &JsonPath) -> Per
         && let Some(n) = positive(r, v, &path.key("maxParkedEvals"))
     {
         out.max_parked_evals = n;
+    }
+    if let Some(v) = map.get("maxParkedBytes")
+        && let Some(n) = size(r, v, &path.key("maxParkedBytes"))
+    {
+        out.max_parked_bytes = n;
     }
     out
 }
@@ -237,7 +250,7 @@ mod tests {
     #[test]
     fn every_key_is_read() {
         let c = Config::from_json_str(
-            r#"{"limits": {"maxEvalLifetime": "2m", "perClient": {"maxConcurrentEvals": 3, "maxSuspendedEvals": 1, "maxParkedEvals": 7},
+            r#"{"limits": {"maxEvalLifetime": "2m", "perClient": {"maxConcurrentEvals": 3, "maxSuspendedEvals": 1, "maxParkedEvals": 7, "maxParkedBytes": "1MiB"},
                            "unfetchedResults": {"maxCount": 5, "maxBytes": "1MiB"}},
                 "server": {"http": {"maxSessions": 10, "maxSessionsPerClient": 2, "headerReadTimeout": "1s",
                                     "bodyReadTimeout": "2s", "maxRequestBody": "64KiB",
@@ -251,7 +264,8 @@ mod tests {
             PerClientLimits {
                 max_concurrent_evals: 3,
                 max_suspended_evals: 1,
-                max_parked_evals: 7
+                max_parked_evals: 7,
+                max_parked_bytes: 1 << 20
             }
         );
         assert_eq!(

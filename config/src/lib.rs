@@ -79,11 +79,15 @@ pub use commands::{
     DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, UnresolvedCommand, resolve_command,
 };
 pub use durable::{
-    DEFAULT_REDIS_PORT, DEFAULT_STATE_KEY_ENV, DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig,
-    InvalidRedisUrl, RedisUrl, StoreLocation, default_state_dir,
+    DEFAULT_MAX_PARKED_BYTES, DEFAULT_REDIS_PORT, DEFAULT_STATE_KEY_ENV,
+    DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, InvalidRedisUrl, RedisUrl, StoreLocation,
+    default_state_dir,
 };
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning};
-pub use fairness::{DEFAULT_MAX_EVAL_LIFETIME, ListenerLimits, PerClientLimits, RetentionLimits};
+pub use fairness::{
+    DEFAULT_MAX_EVAL_LIFETIME, DEFAULT_MAX_PARKED_BYTES_PER_CLIENT, ListenerLimits,
+    PerClientLimits, RetentionLimits,
+};
 pub use limits::{DEFAULT_RESULT_TEXT, Limits, MIN_RESULT_TEXT};
 pub use logging::{LogFormat, LoggingConfig};
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
@@ -119,10 +123,12 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
     "maxToolCalls": 1000,
     "maxConcurrentToolCalls": 16,
     "maxEvalLifetime": "15m",
-    "perClient": { "maxConcurrentEvals": 32, "maxSuspendedEvals": 16, "maxParkedEvals": 256 },
+    "perClient": { "maxConcurrentEvals": 32, "maxSuspendedEvals": 16, "maxParkedEvals": 256,
+                   "maxParkedBytes": "256MiB" },
     "unfetchedResults": { "maxCount": 64, "maxBytes": "32MiB" }
   },
   "audit": { "includeArgs": false },
-  "durable": { "store": "local", "keyEnv": "CODEMODE_STATE_KEY", "suspendToStoreAfterSeconds": 5, "fsync": true }
+  "durable": { "store": "local", "keyEnv": "CODEMODE_STATE_KEY", "suspendToStoreAfterSeconds": 5, "fsync": true,
+               "maxParkedBytes": "4GiB" }
 }
 "#;

@@ -45,14 +45,15 @@ use codemode_runtime::{
     ToolHost, spell_duration,
 };
 
-use crate::approvals::{
-    ApprovalBroker, Asker, Channels, HumanWaits, NoAsker, OpenAsks, WaitingAsker,
-};
+use crate::approvals::{ApprovalBroker, Asker, Channels, HumanWaits, OpenAsks, WaitingAsker};
 use crate::tools::{CatalogSchemas, ScriptTools};
 use codemode_upstream::UpstreamPool;
 use startup::StartupGate;
 
+mod builder;
 mod startup;
+
+pub use builder::GovernedEvalBuilder;
 
 /// Where an eval's records go: the sink and whether tool arguments are written out.
 #[derive(Clone)]
@@ -102,173 +103,7 @@ pub enum GovernedStep {
     Parked(Suspended),
 }
 
-/// Builds a [`GovernedEval`]. Every setting has a default that grants nothing.
-pub struct GovernedEvalBuilder {
-    eval: GovernedEval,
-}
-
-impl GovernedEvalBuilder {
-    /// The script's tools: the upstream servers' tools and the built-ins (`search_tools`,
-    /// `get_tools`, `hitl_request`). Default: no tools at all (every call is an unknown tool).
-    pub fn tools(mut self, upstreams: UpstreamPool) -> Self {
-        self.eval.upstreams = Some(upstreams);
-        self
-    }
-
-    /// Who the eval runs for. Default [`Caller::local`].
-    pub fn caller(mut self, caller: Caller) -> Self {
-        self.eval.caller = caller;
-        self
-    }
-
-    /// The session the eval belongs to, and the approvals remembered for it ("approve this tool
-    /// for the session"). Default: none (each eval starts with no remembered approvals).
-    pub fn session(mut self, id: impl Into<String>, approvals: SessionApprovals) -> Self {
-        self.eval.session = Some((id.into(), approvals));
-        self
-    }
-
-    /// The tools approved "for the rest of the script" so far (an eval resumed after a park
-    /// keeps those of its earlier runs, see [`GovernedEval::eval_approvals`]). Default: none.
-    pub fn eval_approvals(mut self, approvals: SessionApprovals) -> Self {
-        self.eval.eval_approvals = approvals;
-        self
-    }
-
-    /// Lets the eval park when `request` is made and every call it has in flight waits for a
-    /// human ([`GovernedEval::run_step`]). Default: never parks.
-    pub fn park(mut self, request: Option<ParkRequest>) -> Self {
-        self.eval.park = request;
-        self
-    }
-
-    /// Where the approval requests open in this eval are kept while they wait (what a parked
-    /// eval waits on). Default: not kept.
-    pub fn open_asks(mut self, asks: Option<Arc<OpenAsks>>) -> Self {
-        self.eval.open_asks = asks;
-        self
-    }
-
-    /// The `eval_id` of its audit records. Default: [`codemode_policies::audit_eval_id`] of
-    /// its id; an eval resumed in another process keeps the one it was first audited under.
-    pub fn audit_id(mut self, id: Option<String>) -> Self {
-        self.eval.audit_id = id;
-        self
-    }
-
-    /// The eval's id. Default: a fresh one from the runtime (a resumed eval keeps its own).
-    pub fn id(mut self, id: EvalId) -> Self {
-        self.eval.id = id;
-        self
-    }
-
-    /// The profile deciding each call. Default `None`: unrestricted.
-    pub fn profile(mut self, profile: Option<Arc<Profile>>) -> Self {
-        self.eval.profile = profile;
-        self
-    }
-
-    /// The other eval tools the caller may use, named by a denied call's error when one of
-    /// them can make it. Default: none.
-    pub fn alternatives(mut self, alternatives: Vec<Alternative>) -> Self {
-        self.eval.alternatives = alternatives;
-        self
-    }
-
-    /// Who is asked about calls the profile asks about, and `hitl_request` questions. Default
-    /// [`NoAsker`]: nobody, so the profile's `elicitationFallback` decides.
-    pub fn asker(mut self, asker: Arc<dyn Asker>) -> Self {
-        self.eval.asker = asker;
-        self
-    }
-
-    /// The server-wide approval broker: when its HTTP API is served, approval requests are also
-    /// offered there, and the first answer (there or through the asker) wins. Default: none.
-    pub fn broker(mut self, broker: Option<Arc<ApprovalBroker>>) -> Self {
-        self.eval.broker = broker;
-        self
-    }
-
-    /// The audit log. Default: none.
-    pub fn audit(mut self, audit: Option<AuditTarget>) -> Self {
-        self.eval.audit = audit;
-        self
-    }
-
-    /// What is masked or removed from tool results before the script sees them (the config's
-    /// `outputs`). Default: nothing.
-    pub fn outputs(mut self, outputs: Arc<OutputPolicy>) -> Self {
-        self.eval.outputs = outputs;
-        self
-    }
-
-    /// The eval's limits. Default [`EvalOptions::default`].
-    pub fn options(mut self, options: EvalOptions) -> Self {
-        self.eval.options = options;
-        self
-    }
-
-    /// The longest the eval may live in memory, time spent waiting for a human included (the
-    /// `timeout` of [`options`](Self::options) does not count that time), summed over its runs
-    /// when it parks and resumes ([`lived`](Self::lived)). Past it the eval is stopped and ends
-    /// with error kind `timeout`, the message naming this lifetime. Default: none.
-    pub fn lifetime(mut self, lifetime: Option<Duration>) -> Self {
-        self.eval.lifetime = lifetime;
-        self
-    }
-
-    /// Time this eval already spent in memory (running, or waiting for a human there) in
-    /// earlier runs, before it was parked: it counts against [`lifetime`](Self::lifetime), so
-    /// that a park and resume does not start the lifetime over. Default: zero (a fresh eval).
-    /// Time spent parked does not count here: the approval's own timeout bounds it.
-    pub fn lived(mut self, lived: Duration) -> Self {
-        self.eval.lived_before = lived;
-        self
-    }
-
-    /// Told when the eval starts and stops waiting on a human (approvals and `hitl_request`),
-    /// and able to refuse a wait (the question is then not asked). Default: none.
-    pub fn waits(mut self, waits: Option<Arc<dyn HumanWaits>>) -> Self {
-        self.eval.waits = waits;
-        self
-    }
-
-    /// The eval, with its id allocated.
-    pub fn build(self) -> GovernedEval {
-        self.eval
-    }
-}
-
 impl GovernedEval {
-    /// An eval on `runtime`, with the defaults of [`GovernedEvalBuilder`].
-    pub fn builder(runtime: Runtime) -> GovernedEvalBuilder {
-        let id = runtime.allocate_eval_id();
-        GovernedEvalBuilder {
-            eval: GovernedEval {
-                runtime,
-                upstreams: None,
-                id,
-                caller: Caller::local(),
-                session: None,
-                profile: None,
-                alternatives: Vec::new(),
-                asker: Arc::new(NoAsker),
-                broker: None,
-                audit: None,
-                outputs: Arc::default(),
-                options: EvalOptions::default(),
-                lifetime: None,
-                waits: None,
-                park: None,
-                open_asks: None,
-                audit_id: None,
-                eval_approvals: SessionApprovals::new(),
-                lived_before: Duration::ZERO,
-                lived: std::sync::Mutex::new(Duration::ZERO),
-            },
-        }
-    }
-
     /// The eval's id (in its ledger, audit records and approval requests).
     pub fn id(&self) -> EvalId {
         self.id

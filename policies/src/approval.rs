@@ -191,6 +191,10 @@ pub struct ApprovalAnswer {
     pub decided_by: Option<String>,
     /// Where the answer came from.
     pub channel: Channel,
+    /// The choice the channel sent when it was none the form offered (as sent; a missing
+    /// choice is empty). Such an answer approves nothing: its `decision` is a decline, and the
+    /// script and the audit are told it was this, not a human's decline.
+    pub not_offered: Option<String>,
 }
 
 impl ApprovalAnswer {
@@ -201,7 +205,15 @@ impl ApprovalAnswer {
             reason: None,
             decided_by: None,
             channel,
+            not_offered: None,
         }
+    }
+
+    /// `choice`, which the form did not offer, sent through `channel`: counted as a decline.
+    pub fn not_offered(choice: impl Into<String>, channel: Channel) -> Self {
+        let mut answer = ApprovalAnswer::new(ApprovalDecision::Decline, channel);
+        answer.not_offered = Some(choice.into());
+        answer
     }
 
     /// With a reason.

@@ -102,6 +102,18 @@ pub fn is_invisible(c: char) -> bool {
         .is_ok()
 }
 
+/// Whether `text` says nothing a human can read: it is empty or made only of whitespace and of
+/// characters [`neutralize`] escapes (a "reason" of zero-width spaces and Hangul fillers is blank).
+///
+/// ```
+/// use codemode_policies::is_blank;
+/// assert!(is_blank(" \u{200b}\u{3164}\u{e0020}\n"));
+/// assert!(!is_blank("\u{200b}ok"));
+/// ```
+pub fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || is_invisible(c))
+}
+
 /// Every character [`neutralize`] escapes, as inclusive ranges in code point order: the C0
 /// controls, DEL and the C1 controls, then the invisible and format characters. For renderers
 /// that cannot call [`neutralize`] (the approval page's script) to build the same set.
@@ -117,11 +129,21 @@ pub const ARGS_VALUE_PREVIEW_CHARS: usize = 200;
 /// The most top-level keys an argument summary lists; the rest are counted.
 pub const ARGS_SUMMARY_MAX_KEYS: usize = 100;
 
+/// The longest path-like value an argument summary shows whole, in characters: Linux's
+/// `PATH_MAX` (a longer path is refused by the system anyway).
+pub const ARGS_PATH_PREVIEW_CHARS: usize = 4096;
+
+/// The most path-like values an argument summary lists from inside one elided value.
+const ARGS_NESTED_PATHS: usize = 20;
+
 /// A call's arguments as a human first sees them: for an object, one line per top-level key
 /// (`"key": value`, in key order), each key and each value as compact JSON bounded to
 /// [`ARGS_VALUE_PREVIEW_CHARS`] characters — a longer one is elided in the middle, with the
 /// number of characters left out — so no key can be pushed out of view by a long sibling; any
-/// other value is one bounded line. Past [`ARGS_SUMMARY_MAX_KEYS`] keys, a last line counts the
+/// other value is one bounded line. A path-like string (a separator, no line break) is never
+/// elided in the middle: it is shown whole up to [`ARGS_PATH_PREVIEW_CHARS`], with its
+/// normalised form when it is absolute and reads otherwise; an elided array or object is
+/// followed by a line for each path-like string inside it. Past [`ARGS_SUMMARY_MAX_KEYS`] keys, a last line counts the
 /// others. The result is [`neutralize`]d (JSON already escapes control characters; this also
 /// catches bidi and zero-width ones). The full arguments are one step away in every prompt.
 ///
@@ -134,15 +156,19 @@ pub const ARGS_SUMMARY_MAX_KEYS: usize = 100;
 /// ```
 pub fn summarize_args(args: &Value) -> String {
     let Value::Object(map) = args else {
-        return bounded(&compact(args));
+        return preview(args);
     };
     if map.is_empty() {
         return "{}".to_string();
     }
     let mut out = String::from("{\n");
-    for (key, value) in map.iter().take(ARGS_SUMMARY_MAX_KEYS) {
-        let key = bounded(&compact(&Value::String(key.clone())));
-        let _ = writeln!(out, "  {key}: {}", bounded(&compact(value)));
+    for (name, value) in map.iter().take(ARGS_SUMMARY_MAX_KEYS) {
+        let key = bounded(
+            &compact(&Value::String(name.clone())),
+            ARGS_VALUE_PREVIEW_CHARS,
+        );
+        let _ = writeln!(out, "  {key}: {}", preview(value));
+        nested_paths(&mut out, key_pointer(name), value);
     }
     if map.len() > ARGS_SUMMARY_MAX_KEYS {
         let _ = writeln!(
@@ -160,15 +186,100 @@ fn compact(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// `text` neutralised and, past [`ARGS_VALUE_PREVIEW_CHARS`] characters, elided in the middle.
-fn bounded(text: &str) -> String {
+/// Whether a string reads as a path (or a URL): it has a separator and no line break. The
+/// middle of such a value is where a traversal (`/data/…/../../etc/passwd`) hides, so it is
+/// never elided there.
+fn is_path_like(s: &str) -> bool {
+    s.contains(['/', '\\']) && !s.contains(['\n', '\r'])
+}
+
+/// One value of a summary: a path-like string whole (up to [`ARGS_PATH_PREVIEW_CHARS`]) with
+/// its normalised form when that differs; anything else as compact JSON, bounded.
+fn preview(value: &Value) -> String {
+    match value {
+        Value::String(s) if is_path_like(s) => path_preview(s),
+        other => bounded(&compact(other), ARGS_VALUE_PREVIEW_CHARS),
+    }
+}
+
+/// A path-like value, whole, and for an absolute path that `.`, `..` or repeated separators
+/// make read otherwise, the path it names (`(normalised: "/etc/passwd")`).
+fn path_preview(s: &str) -> String {
+    let shown = bounded(
+        &compact(&Value::String(s.to_string())),
+        ARGS_PATH_PREVIEW_CHARS,
+    );
+    if !s.starts_with('/') {
+        return shown;
+    }
+    let normal = crate::profile::normalize_path(s);
+    if normal == s {
+        return shown;
+    }
+    let normal = bounded(&compact(&Value::String(normal)), ARGS_PATH_PREVIEW_CHARS);
+    format!("{shown} (normalised: {normal})")
+}
+
+/// The JSON Pointer of a top-level key.
+fn key_pointer(key: &str) -> String {
+    format!("/{}", key.replace('~', "~0").replace('/', "~1"))
+}
+
+/// When `value` (an array or object, at JSON Pointer `at`) is elided in its line, a line for
+/// each path-like string inside it (`    /paths/2: "…"`), so that none hides in the elided part.
+fn nested_paths(out: &mut String, mut at: String, value: &Value) {
+    if !(value.is_array() || value.is_object())
+        || compact(value).chars().count() <= ARGS_VALUE_PREVIEW_CHARS
+    {
+        return;
+    }
+    let mut found = Vec::new();
+    collect_paths(value, &mut at, &mut found);
+    for (pointer, path) in found.iter().take(ARGS_NESTED_PATHS) {
+        let pointer = bounded(pointer, ARGS_VALUE_PREVIEW_CHARS);
+        let _ = writeln!(out, "    {pointer}: {}", path_preview(path));
+    }
+    if found.len() > ARGS_NESTED_PATHS {
+        let _ = writeln!(
+            out,
+            "    … and {} more paths (see the full arguments)",
+            found.len() - ARGS_NESTED_PATHS
+        );
+    }
+}
+
+/// Every path-like string inside `value`, with its JSON Pointer from `at`.
+fn collect_paths<'a>(value: &'a Value, at: &mut String, found: &mut Vec<(String, &'a str)>) {
+    let len = at.len();
+    match value {
+        Value::String(s) if is_path_like(s) => found.push((at.clone(), s.as_str())),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let _ = write!(at, "/{i}");
+                collect_paths(item, at, found);
+                at.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                at.push_str(&key_pointer(key));
+                collect_paths(item, at, found);
+                at.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `text` neutralised and, past `limit` characters, elided in the middle.
+fn bounded(text: &str, limit: usize) -> String {
     let text = neutralize(text);
     let count = text.chars().count();
-    if count <= ARGS_VALUE_PREVIEW_CHARS {
+    if count <= limit {
         return text;
     }
-    let head = ARGS_VALUE_PREVIEW_CHARS * 2 / 3;
-    let tail = ARGS_VALUE_PREVIEW_CHARS - head;
+    let head = limit * 2 / 3;
+    let tail = limit - head;
     let start: String = text.chars().take(head).collect();
     let end: String = text.chars().skip(count - tail).collect();
     format!(
@@ -257,6 +368,51 @@ mod tests {
                 assert!(is_invisible(c), "U+{:04X} ({category:?})", u32::from(c));
             }
         }
+    }
+
+    /// Found by the red team: the elided middle of a long path hid a traversal. A path is
+    /// shown whole, with the path it names; paths inside an elided value get lines of their own.
+    #[test]
+    fn a_path_is_never_elided_in_the_middle() {
+        let hidden = format!("/data/{}/../../../etc/passwd", "a/".repeat(150));
+        let s = summarize_args(&json!({"path": hidden, "content": "x"}));
+        assert_eq!(
+            s,
+            format!(
+                "{{\n  \"content\": \"x\"\n  \"path\": \"{hidden}\" (normalised: \"/data/{}etc/passwd\")\n}}",
+                "a/".repeat(147)
+            )
+        );
+        // Whole up to PATH_MAX; past it, elided like any long value.
+        let long = format!("/{}", "b".repeat(ARGS_PATH_PREVIEW_CHARS + 10));
+        let s = summarize_args(&json!({"path": long}));
+        assert!(s.contains(" … (13 more characters) … "), "{s}");
+        // A relative path or a URL is shown whole; a long text is not a path.
+        let relative = format!("{}../../etc/passwd", "d/".repeat(200));
+        assert_eq!(
+            summarize_args(&json!({"p": relative})),
+            format!("{{\n  \"p\": \"{relative}\"\n}}")
+        );
+        let text = format!("a/b\n{}", "t".repeat(500));
+        assert!(summarize_args(&json!({"t": text})).contains("more characters"));
+        // Paths inside an elided array each get a line, by JSON Pointer.
+        let paths =
+            json!({"paths": ["/ok/1", "x".repeat(300), {"to": "/srv/../root/.ssh/id_ed25519"}]});
+        let s = summarize_args(&paths);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            lines[2..4],
+            [
+                "    /paths/0: \"/ok/1\"",
+                "    /paths/2/to: \"/srv/../root/.ssh/id_ed25519\" (normalised: \"/root/.ssh/id_ed25519\")"
+            ],
+            "{s}"
+        );
+        // A short array is on its line whole: no extra lines.
+        assert_eq!(
+            summarize_args(&json!({"p": ["/a/../b"]})).lines().count(),
+            3
+        );
     }
 
     #[test]

@@ -122,7 +122,7 @@ impl RiskPolicy {
             ApprovalDecision::Cancel => return Ok(()),
             _ => {}
         }
-        if self.require_reason && reason.is_none_or(|r| r.trim().is_empty()) {
+        if self.require_reason && reason.is_none_or(crate::display::is_blank) {
             return Err(DecisionRefused::ReasonRequired);
         }
         Ok(())
@@ -184,6 +184,11 @@ mod tests {
         );
         assert_eq!(
             critical.check(Decline, Some("  ")),
+            Err(DecisionRefused::ReasonRequired)
+        );
+        // Only invisible characters: nothing a human can read, so no reason.
+        assert_eq!(
+            critical.check(ApproveOnce, Some("\u{200b}\u{3164}\u{e0020}\u{2060} ")),
             Err(DecisionRefused::ReasonRequired)
         );
         assert_eq!(

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use codemode_policies::neutralize;
+use codemode_policies::{is_blank, neutralize};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -389,7 +389,7 @@ impl Screen {
             return;
         };
         if let Some(decision) = shown.reason_for {
-            if line.is_empty() {
+            if is_blank(line) {
                 eprintln!("  a reason is required at this risk level");
                 self.prompt();
                 return;

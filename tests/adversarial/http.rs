@@ -812,3 +812,101 @@ fn retry_by_another_caller(name: &str, spill_after: u64) {
         "carol read alice's result: {after}"
     );
 }
+
+/// Found by the red team: another authenticated caller holding a legacy session's id had the
+/// owner's session (and human) serve its calls. A session belongs to the caller that opened it:
+/// anyone else naming it gets exactly what a request naming no session gets (`404` on a request,
+/// `202` on a `DELETE`, which closes nothing), and the owner's session goes on.
+#[test]
+fn a_legacy_session_belongs_to_the_caller_that_opened_it() {
+    use sha2::Digest;
+    let sha = |t: &str| {
+        sha2::Sha256::digest(t.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let server = Server::start_edited("session-owner", |dir, config| {
+        config["server"]["auth"] = json!({"tokens": [
+            {"name": "alice", "sha256": sha("alice-token-0123456789")},
+            {"name": "bob", "sha256": sha("bob-token-0123456789")}
+        ]});
+        config["durable"] = json!({"store": "local", "dir": dir.join("state")});
+    });
+    let alice = "Authorization: Bearer alice-token-0123456789";
+    let bob = "Authorization: Bearer bob-token-0123456789";
+    let legacy = "MCP-Protocol-Version: 2025-11-25";
+    // Alice opens a session.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "owner", "version": "0"}}})
+    .to_string();
+    let head = send_head(
+        &server.addr,
+        &request(&server.addr, &[JSON, ACCEPT, alice], body.as_bytes()),
+    );
+    let session = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session id in {head}"));
+    let in_session = |auth: &str, id: &str, body: Value| {
+        let session = format!("Mcp-Session-Id: {id}");
+        server.send(&request(
+            &server.addr,
+            &[JSON, ACCEPT, auth, legacy, &session],
+            body.to_string().as_bytes(),
+        ))
+    };
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(in_session(alice, &session, initialized).0, 202);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let unknown = in_session(bob, "no-such-session", list.clone());
+    assert_eq!(unknown.0, 404, "{}", unknown.1);
+    // Bob with Alice's session id: as if it did not exist.
+    assert_eq!(in_session(bob, &session, list.clone()), unknown);
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                      "params": {"name": "eval", "arguments": {"code": "return 1"}}});
+    assert_eq!(in_session(bob, &session, call), unknown);
+    // A DELETE by Bob closes nothing, and answers as for a session that does not exist.
+    let delete = |auth: &str, id: &str| {
+        let raw = format!(
+            "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{auth}\r\n{legacy}\r\nMcp-Session-Id: {id}\r\n\r\n",
+            server.addr
+        );
+        server.send(raw.as_bytes())
+    };
+    assert_eq!(delete(bob, &session), delete(bob, "no-such-session"));
+    // Alice's session goes on.
+    let (status, body) = in_session(alice, &session, list);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        message(&body)["result"]["tools"].is_array(),
+        "alice's session: {body}"
+    );
+}
+
+/// Sends `request` and returns the response's status line and headers.
+fn send_head(addr: &str, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream.write_all(request).unwrap();
+    let mut response = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !response.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => response.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&response);
+    text.split("\r\n\r\n")
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}

@@ -368,6 +368,40 @@ fn write_profile_config(dir: &Path) -> PathBuf {
     config
 }
 
+/// The terminal prompt's summary elides a long value; `v` shows the arguments in full.
+#[test]
+fn the_terminal_prompt_offers_the_full_arguments() {
+    let dir = temp_dir("tty-full");
+    let config = write_profile_config(&dir);
+    let script = dir.join("ask.js");
+    std::fs::write(
+        &script,
+        "const r = await codemode.hitl_request({question: 'Pick ' + 'q'.repeat(300) + ' END', options: ['a', 'b']}); return r.selectedOption",
+    )
+    .unwrap();
+    let out = Command::new(python())
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/cli/approve_driver.py"
+        ))
+        .args(["v) view the full arguments", "v"])
+        .args(["Full arguments:", "1"])
+        .args(["2) b", "2"])
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_codemode"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .args(["--profile", "p"])
+        .arg(&script)
+        .output()
+        .expect("python3 runs the pty driver");
+    let screen = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    let full = format!("\"question\": \"Pick {} END\"", "q".repeat(300));
+    assert!(screen.contains(&full), "{screen}");
+    assert!(screen.trim_end().ends_with("\"b\""), "{screen}");
+}
+
 /// `run --profile` puts asked calls to the person at the terminal; the answer decides.
 #[test]
 fn terminal_prompt_approves_declines_and_times_out() {
@@ -407,7 +441,7 @@ fn terminal_prompt_approves_declines_and_times_out() {
             "answer {answer:?}:\n{screen}"
         );
         assert!(
-            screen.contains("A script wants to call `hitl_request`"),
+            screen.contains("A script of caller `local` wants to call `hitl_request`"),
             "{screen}"
         );
         assert!(

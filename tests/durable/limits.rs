@@ -72,6 +72,71 @@ fn evals_over_the_parked_cap_stay_in_memory_and_count_as_suspended() {
     });
 }
 
+/// Found by the red team: one eval parked at 22 MiB, and the count caps let a client park 256 of
+/// them per node. Parked state is capped in bytes, per client (`limits.perClient.maxParkedBytes`)
+/// and per node (`durable.maxParkedBytes`): an eval whose record would pass either is not saved
+/// (the log names the cap and the bytes), goes on in memory, and the client's retry answers it.
+#[test]
+fn evals_over_a_parked_bytes_cap_go_on_in_memory() {
+    let cases = [
+        (
+            "parked_bytes_client",
+            json!({"limits": {"perClient": {"maxParkedBytes": "1KiB"}}}),
+            "parking it would pass limits.perClient.maxParkedBytes (1024 bytes): client `address:127.0.0.1` has 0 bytes parked from this node and this eval is ",
+        ),
+        (
+            "parked_bytes_node",
+            json!({"durable": {"maxParkedBytes": "2KiB"}}),
+            "parking it would pass durable.maxParkedBytes (2048 bytes): this node has 0 bytes parked and this eval is ",
+        ),
+    ];
+    for (name, edit, refusal) in cases {
+        let dir = codemode_test_support::scratch_dir("durable", name);
+        let files = dir.join("files");
+        std::fs::create_dir_all(&files).unwrap();
+        prepare(&files);
+        let state = dir.join("state");
+        let config = dir.join("codemode.json");
+        let mut durable = json!({"store": "local", "dir": state, "suspendToStoreAfterSeconds": 0});
+        if let Some(extra) = edit.get("durable").and_then(|d| d.as_object()) {
+            for (k, v) in extra {
+                durable[k] = v.clone();
+            }
+        }
+        let mut value = node_config(&files, &dir.join("audit"), durable);
+        if let Some(limits) = edit.get("limits") {
+            value["limits"] = limits.clone();
+        }
+        write_json(&config, &value);
+        let node = Node::start(name, &config, &[]);
+        let args = json!({"code": script(&files)});
+        let asked = block_on(client::call_tool(&node.mcp_url(), GATE, &args, None))
+            .unwrap()
+            .result;
+        assert_eq!(input_keys(&asked).len(), 1, "{asked}");
+        await_some("the log names the cap", || {
+            node.log().contains(refusal).then_some(())
+        });
+        let records = state.join("records");
+        let saved = std::fs::read_dir(&records)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .any(|e| e.file_name().to_string_lossy().starts_with("eval:"))
+            })
+            .unwrap_or(false);
+        assert!(!saved, "{name}: the eval was saved");
+        let done = block_on(client::call_tool(
+            &node.mcp_url(),
+            GATE,
+            &args,
+            Some((&request_state(&asked), approve_all(&asked))),
+        ))
+        .unwrap()
+        .result;
+        assert_eq!(done["structuredContent"]["ok"], true, "{name}: {done}");
+    }
+}
+
 /// `limits.maxEvalLifetime` counts an eval's time in memory across parks: an eval with a 4 s
 /// lifetime waits 3 s in memory and parks; the client's retries (without an answer) resume it,
 /// and it ends with kind `timeout` naming the 4 s once its time in memory adds up to it. Were

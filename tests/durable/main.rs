@@ -35,3 +35,4 @@ mod restart;
 mod scopes;
 mod service;
 mod stateless;
+mod streams;

@@ -117,11 +117,30 @@ async fn correct_scripts_get_no_warnings() {
     }
 }
 
-/// A script that fails gets no guest warnings (its tool calls' own warnings stay).
+/// A script that fails is told of the calls nothing awaited (a forgotten `await` often explains
+/// the failure), at their lines; the warnings that only make sense of a result are not given.
 #[tokio::test]
-async fn a_failed_script_gets_no_guest_warnings() {
+async fn a_failed_script_is_told_only_of_unawaited_calls() {
     let outcome = eval_with(
         "const p = codemode.echo({});\nthrow new Error('stop')",
+        &opts(),
+        &basic_tools(),
+    )
+    .await;
+    assert!(!outcome.ok);
+    assert_eq!(
+        outcome.warnings,
+        vec![at(
+            &format!("the promise of this call to `echo` {UNAWAITED}"),
+            1,
+            20
+        )],
+        "{}",
+        show(&outcome)
+    );
+    // A failed script whose last statement is not an expression gets no "result is null".
+    let outcome = eval_with(
+        "let x = 1;\nthrow new Error('stop')",
         &opts(),
         &basic_tools(),
     )

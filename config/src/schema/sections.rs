@@ -49,6 +49,8 @@ pub(crate) struct PerClient {
     /// Evals parked in the durable store. Default: 256.
     #[schemars(range(min = 1))]
     pub(crate) max_parked_evals: Option<u64>,
+    /// Bytes of the evals parked in the durable store. Default: `"256MiB"`.
+    pub(crate) max_parked_bytes: Option<Size>,
 }
 
 /// Finished results nobody fetched yet, kept until these caps.
@@ -267,4 +269,7 @@ pub(crate) struct Durable {
     pub(crate) suspend_to_store_after_seconds: Option<Seconds>,
     /// Whether local writes are flushed to disk. Default: `true`.
     pub(crate) fsync: Option<bool>,
+    /// Bytes of the evals this node keeps parked in the store, all clients together. Default:
+    /// `"4GiB"`.
+    pub(crate) max_parked_bytes: Option<Size>,
 }

@@ -14,10 +14,11 @@ use std::time::SystemTime;
 
 use codemode_policies::{
     ApprovalAnswer, ApprovalDecision, Caller, Channel, DecisionRefused, RiskPolicy, form_answer,
-    neutralize, rfc3339_utc,
+    is_blank, neutralize, rfc3339_utc,
 };
 use tokio::sync::{broadcast, oneshot};
 
+use super::parked_feed::ParkedFeed;
 use super::{Answer, Ask, AskKind, Reply};
 
 pub use super::view::{
@@ -123,6 +124,7 @@ pub struct ApprovalBroker {
     served: AtomicBool,
     history: usize,
     parked: std::sync::OnceLock<Arc<dyn ParkedAsks>>,
+    parked_feed: Arc<ParkedFeed>,
 }
 
 /// The asks of evals parked in the durable store (any node's): listed and decided through the
@@ -160,6 +162,7 @@ impl ApprovalBroker {
             served: AtomicBool::new(false),
             history,
             parked: std::sync::OnceLock::new(),
+            parked_feed: Arc::default(),
         }
     }
 
@@ -177,6 +180,11 @@ impl ApprovalBroker {
     /// The parked evals' asks, when a durable store is used.
     pub fn parked(&self) -> Option<&Arc<dyn ParkedAsks>> {
         self.parked.get()
+    }
+
+    /// The approval stream's events for the parked evals' asks.
+    pub fn parked_feed(&self) -> &Arc<ParkedFeed> {
+        &self.parked_feed
     }
 
     /// Whether the HTTP approval API is served (only then do evals offer requests here).
@@ -275,7 +283,7 @@ impl ApprovalBroker {
         choice: Choice,
         reason: Option<String>,
     ) -> Result<(), DecideError> {
-        let reason = reason.filter(|r| !r.trim().is_empty());
+        let reason = reason.filter(|r| !is_blank(r));
         let choice_answer = match &choice {
             Choice::Answer(a) => Some(a.clone()),
             Choice::Decision(_) => None,

@@ -40,7 +40,8 @@ use super::broker::{
     APPROVE_PERMISSION, APPROVE_SELF_PERMISSION, ApprovalBroker, BrokerEvent, Choice, DecideError,
     parse_decision,
 };
-use super::stream::{Feed, StreamSlot, Streams, events, stream_bound};
+use super::parked_feed::ParkedEvent;
+use super::stream::{Feed, Item, StreamSlot, Streams, events, stream_bound};
 use crate::auth::{AuthError, Authenticate, Credential};
 use crate::server::body::BodyError;
 
@@ -326,15 +327,29 @@ async fn stream(
     // Subscribe before the snapshot: a request made in between appears twice (same id), never
     // not at all.
     let rx = api.broker.subscribe();
-    let first: Vec<BrokerEvent> = api
+    let parked = api
+        .broker
+        .parked()
+        .map(|parked| api.broker.parked_feed().subscribe(parked));
+    let mut first: Vec<Item> = api
         .broker
         .pending()
         .into_iter()
-        .map(BrokerEvent::Requested)
+        .map(|view| Item::Live(BrokerEvent::Requested(view)))
         .collect();
+    if let Some(listed) = api.broker.parked() {
+        // Unreadable now: the feed's next poll sends them.
+        for view in listed.list().await.unwrap_or_default() {
+            first.push(Item::Parked(ParkedEvent {
+                name: "requested",
+                view: Arc::new(view),
+            }));
+        }
+    }
     let feed = Feed {
         first: first.into_iter(),
         rx,
+        parked,
         deadline,
         end,
         slot: Some(slot),
@@ -402,7 +417,14 @@ async fn decide(
     };
     let parked = api.broker.parked().filter(|_| api.broker.is_unknown(&id));
     let decided = match parked {
-        Some(parked) => parked.decide(&id, &caller, choice, body.reason).await,
+        Some(parked) => {
+            let decided = parked.decide(&id, &caller, choice, body.reason).await;
+            if decided.is_ok() {
+                // The streams are told now, not at the next poll.
+                api.broker.parked_feed().poll(parked.as_ref()).await;
+            }
+            decided
+        }
         None => api.broker.decide(&id, &caller, choice, body.reason),
     };
     match decided {

@@ -20,6 +20,7 @@ pub mod channels;
 pub mod elicitation;
 pub mod http;
 pub mod open;
+pub mod parked_feed;
 mod stream;
 pub mod terminal;
 pub mod view;

@@ -13,8 +13,11 @@ use std::time::{Duration, SystemTime};
 use axum::response::sse::Event;
 use futures::Stream;
 use serde_json::json;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
 
 use super::broker::BrokerEvent;
+use super::parked_feed::ParkedEvent;
 
 /// Open event streams by caller name (one map per listener).
 pub(super) type Streams = Arc<Mutex<HashMap<String, usize>>>;
@@ -84,10 +87,37 @@ pub(super) fn stream_bound(
     }
 }
 
-/// What a stream sends: the pending requests, then the broker's events until the deadline.
+/// One event of a stream: the broker's, about this process's asks, or the store's, about
+/// parked evals' asks (any node's).
+pub(super) enum Item {
+    Live(BrokerEvent),
+    Parked(ParkedEvent),
+}
+
+impl Item {
+    fn name(&self) -> &'static str {
+        match self {
+            Item::Live(event) => event.name(),
+            Item::Parked(event) => event.name,
+        }
+    }
+
+    fn data(&self) -> String {
+        let data = match self {
+            Item::Live(event) => serde_json::to_string(event.view()),
+            Item::Parked(event) => serde_json::to_string(event.view.as_ref()),
+        };
+        data.unwrap_or_default()
+    }
+}
+
+/// What a stream sends: the pending requests (this process's and the parked evals'), then the
+/// broker's and the parked asks' events until the deadline.
 pub(super) struct Feed {
-    pub(super) first: std::vec::IntoIter<BrokerEvent>,
-    pub(super) rx: tokio::sync::broadcast::Receiver<BrokerEvent>,
+    pub(super) first: std::vec::IntoIter<Item>,
+    pub(super) rx: broadcast::Receiver<BrokerEvent>,
+    /// The parked asks' events, when a durable store is used.
+    pub(super) parked: Option<broadcast::Receiver<ParkedEvent>>,
     pub(super) deadline: tokio::time::Instant,
     pub(super) end: StreamEnd,
     pub(super) slot: Option<StreamSlot>,
@@ -95,19 +125,35 @@ pub(super) struct Feed {
 
 impl Feed {
     /// The next event; `None` when the broker is gone.
-    async fn next(&mut self) -> Option<BrokerEvent> {
-        use tokio::sync::broadcast::error::RecvError;
+    async fn next(&mut self) -> Option<Item> {
         if let Some(event) = self.first.next() {
             return Some(event);
         }
         loop {
-            match self.rx.recv().await {
-                Ok(event) => return Some(event),
-                // A slow reader missed events: it keeps the newer ones (a page reloads the list).
-                Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => return None,
+            let got = tokio::select! {
+                event = self.rx.recv() => Ok(event),
+                event = recv_parked(&mut self.parked) => Err(event),
+            };
+            match got {
+                Ok(Ok(event)) => return Some(Item::Live(event)),
+                Err(Ok(event)) => return Some(Item::Parked(event)),
+                // A slow reader missed events: it keeps the newer ones (a page reloads the
+                // list).
+                Ok(Err(RecvError::Lagged(_))) | Err(Err(RecvError::Lagged(_))) => {}
+                Ok(Err(RecvError::Closed)) => return None,
+                Err(Err(RecvError::Closed)) => self.parked = None,
             }
         }
+    }
+}
+
+/// The next parked asks' event; never, without a store.
+async fn recv_parked(
+    parked: &mut Option<broadcast::Receiver<ParkedEvent>>,
+) -> Result<ParkedEvent, RecvError> {
+    match parked {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -121,13 +167,10 @@ pub(super) fn events(feed: Feed) -> impl Stream<Item = Result<Event, Infallible>
             event = feed.next() => Some(event),
         };
         match next {
-            Some(Some(event)) => {
-                let data = serde_json::to_string(event.view()).unwrap_or_default();
-                Some((
-                    Ok(Event::default().event(event.name()).data(data)),
-                    Some(feed),
-                ))
-            }
+            Some(Some(event)) => Some((
+                Ok(Event::default().event(event.name()).data(event.data())),
+                Some(feed),
+            )),
             Some(None) => None,
             None => {
                 // The place is free before the client reads that the stream ended.

@@ -13,7 +13,7 @@ use codemode_policies::{Channel, neutralize};
 use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{Answer, Ask, Asker, Question, Reply};
+use super::{Answer, Ask, AskKind, Asker, Question, Reply};
 
 /// Prompts on stderr and reads answers from stdin, one question at a time.
 #[derive(Default)]
@@ -60,6 +60,13 @@ impl TerminalAsker {
             }
         }
     }
+}
+
+/// A call's arguments in full, as pretty JSON, each line neutralised.
+fn full_arguments(args: &Value) -> String {
+    let pretty = serde_json::to_string_pretty(args).unwrap_or_default();
+    let lines: Vec<String> = pretty.split('\n').map(neutralize).collect();
+    format!("Full arguments:\n{}\n", lines.join("\n"))
 }
 
 /// Whether the form requires the field `name`.
@@ -116,15 +123,20 @@ impl Asker for TerminalAsker {
 
     fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(async move {
-            let answer = self.prompt(&ask.question, ask.timeout).await;
+            let full = match &ask.kind {
+                AskKind::Approval(req) => Some(&req.args),
+                _ => None,
+            };
+            let answer = self.prompt(&ask.question, full, ask.timeout).await;
             Reply::new(answer, Channel::Terminal)
         })
     }
 }
 
 impl TerminalAsker {
-    /// Shows `question` and reads the answer, giving up after `timeout`.
-    async fn prompt(&self, question: &Question, timeout: Duration) -> Answer {
+    /// Shows `question` and reads the answer, giving up after `timeout`; `v` shows the call's
+    /// `full` arguments, when there are any (the question's summary may elide long values).
+    async fn prompt(&self, question: &Question, full: Option<&Value>, timeout: Duration) -> Answer {
         let _turn = self.turn.lock().await;
         let Some((field, options)) = choices(question) else {
             return Answer::Failed("the terminal can only answer multiple-choice questions".into());
@@ -136,6 +148,9 @@ impl TerminalAsker {
         let mut text = format!("\n{}\n", message.join("\n"));
         for (i, (_, title)) in options.iter().enumerate() {
             text.push_str(&format!("  {}) {}\n", i + 1, neutralize(title)));
+        }
+        if full.is_some() {
+            text.push_str("  v) view the full arguments\n");
         }
         text.push_str("Type a number (empty = decline): ");
         eprint!("{text}");
@@ -149,6 +164,12 @@ impl TerminalAsker {
             let line = line.trim();
             if line.is_empty() {
                 return Answer::Decline;
+            }
+            if let (Some(args), "v") = (full, line) {
+                eprint!("{}", full_arguments(args));
+                eprint!("Type a number (empty = decline): ");
+                let _ = std::io::stderr().flush();
+                continue;
             }
             match line
                 .parse::<usize>()

@@ -194,6 +194,12 @@ async fn the_api_checks_token_permission_self_approval_risk_and_state() {
             json!({"decision": "decline", "reason": " "}),
             422,
         ),
+        // Invisible characters alone are no reason either.
+        (
+            Some("op"),
+            json!({"decision": "approve_once", "reason": "\u{200b}\u{3164}\u{e0020}\u{2060}"}),
+            422,
+        ),
     ];
     for (token, body, status) in cases {
         assert_eq!(
@@ -380,7 +386,7 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
     let q = codemode_policies::approval_question(&req);
     assert_eq!(
         q.message,
-        "A script wants to call `fs__write` (profile `p`, asklist glob `fs__*`).\n\
+        "A script of caller `agent` wants to call `fs__write` (profile `p`, asklist glob `fs__*`).\n\
          Risk: critical\n\
          Reason: backup\\u001b[2K\\nApproved by admin\\u202e\n\n\
          Arguments:\n{\n  \"path\": \"/etc/passwd\"\n}\n\n\

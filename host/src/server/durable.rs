@@ -208,6 +208,8 @@ pub struct Durable {
     resumer: std::sync::OnceLock<Arc<dyn Fn(String) + Send + Sync>>,
     /// The evals this node parked, per client (`limits.perClient.maxParkedEvals`).
     parked: ParkedCounts,
+    /// The byte caps of parked state, from the config in force.
+    byte_caps: std::sync::Mutex<counts::ByteCaps>,
     /// The leases of the resumed evals this node runs, renewed until they end.
     renewing: std::sync::Mutex<std::collections::HashMap<String, Lease>>,
 }
@@ -221,6 +223,10 @@ impl Durable {
             root: ParkRequest::new(),
             resumer: std::sync::OnceLock::new(),
             parked: ParkedCounts::default(),
+            byte_caps: std::sync::Mutex::new(counts::ByteCaps {
+                per_client: codemode_policies::DEFAULT_MAX_PARKED_BYTES_PER_CLIENT,
+                per_node: codemode_policies::DEFAULT_MAX_PARKED_BYTES,
+            }),
             renewing: std::sync::Mutex::default(),
         }
     }
@@ -237,16 +243,6 @@ impl Durable {
     /// Sets who resumes an eval on this node when an answer for it arrives here.
     pub fn set_resumer(&self, resume: Arc<dyn Fn(String) + Send + Sync>) {
         let _ = self.resumer.set(resume);
-    }
-
-    /// A park request for one eval: made by [`Durable::watch`] or when the server stops.
-    pub fn park_request(&self) -> ParkRequest {
-        self.root.child()
-    }
-
-    /// Parks every eval waiting for a human (the server is stopping).
-    pub fn park_all(&self) {
-        self.root.request();
     }
 
     /// Saves a parked eval and its asks.
@@ -313,6 +309,7 @@ impl Durable {
         record.extend_from_slice(&(meta_json.len() as u32).to_le_bytes());
         record.extend_from_slice(&meta_json);
         record.extend_from_slice(&suspended.save());
+        self.admit_bytes(meta, record.len() as u64)?;
         // The asks first: an eval is never listed nowhere. Then its owner, which tells a retry
         // that the store knows the eval (`knows`, `owner`): the asks it answers are there. The
         // eval last: it is never in the store unowned.

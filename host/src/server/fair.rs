@@ -181,6 +181,7 @@ mod tests {
             max_concurrent_evals: running,
             max_suspended_evals: suspended,
             max_parked_evals: 1,
+            ..PerClientLimits::default()
         }
     }
 

@@ -6,6 +6,12 @@
 //! whose JSON-RPC id is already in flight on the same legacy session gets `409` with an
 //! invalid-request error at once (rmcp would answer only one of the two, and leave the other
 //! open until the session expired).
+//!
+//! A legacy session belongs to the authenticated caller that opened it: another caller's
+//! request naming it goes on as a request naming a session that does not exist, so it gets
+//! rmcp's answer to an unknown session (`404`), and neither reaches the session nor learns that
+//! it exists. The owner is kept in the durable store too, for the node that restores the session
+//! after its own node is gone.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -21,6 +27,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::{Value, json};
 
 use super::ServerState;
+use super::sessions::SealedSessionStore;
 
 /// The header naming a legacy MCP session.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -35,6 +42,8 @@ pub(super) struct Guard {
     sessions: Arc<LocalSessionManager>,
     owners: Arc<Mutex<HashMap<String, String>>>,
     in_flight: Arc<Mutex<HashSet<(String, String)>>>,
+    /// Where sessions (and their owners) are kept for every node, when they are.
+    session_store: Option<SealedSessionStore>,
 }
 
 /// Holds a `(session, id)` pair in flight until the response's body is dropped.
@@ -53,13 +62,82 @@ impl Drop for InFlight {
 }
 
 impl Guard {
-    pub(super) fn new(state: Arc<ServerState>, sessions: Arc<LocalSessionManager>) -> Self {
+    pub(super) fn new(
+        state: Arc<ServerState>,
+        sessions: Arc<LocalSessionManager>,
+        session_store: Option<SealedSessionStore>,
+    ) -> Self {
         Guard {
             state,
             sessions,
             owners: Arc::default(),
             in_flight: Arc::default(),
+            session_store,
         }
+    }
+
+    /// Who opened `session`, when known here or in the store.
+    async fn owner_of(&self, session: &str) -> Option<String> {
+        let known = self
+            .owners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session)
+            .cloned();
+        if known.is_some() {
+            return known;
+        }
+        let store = self.session_store.as_ref()?;
+        match store.owner(session).await {
+            Ok(owner) => owner,
+            Err(e) => {
+                // Unknown here and unreadable there: judged as a session nobody owns, which
+                // rmcp cannot restore either while the store is unreadable.
+                tracing::warn!("reading a legacy session's owner: {e}");
+                None
+            }
+        }
+    }
+
+    /// Binds a request naming a legacy session to the session's owner: a request of anyone
+    /// else has its session header replaced by one naming no session.
+    async fn bind_to_owner(&self, parts: &mut http::request::Parts) {
+        let Some(session) = parts
+            .headers
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+        else {
+            return;
+        };
+        let Some(owner) = self.owner_of(&session).await else {
+            return;
+        };
+        // Sessions opened without authentication are bound to nobody (every caller is `local`).
+        if !owner.starts_with(CALLER_PREFIX) || client_of(parts) == owner {
+            return;
+        }
+        let mut nobody = [0u8; 16];
+        let _ = getrandom::fill(&mut nobody);
+        let nobody = format!("unknown-{}", codemode_store::hex(&nobody));
+        if let Ok(value) = HeaderValue::from_str(&nobody) {
+            parts.headers.insert(SESSION_HEADER, value);
+        }
+    }
+
+    /// Remembers that `client` opened `session`, here and, for an authenticated caller, in the
+    /// store.
+    async fn opened(&self, session: &str, client: String) {
+        if client.starts_with(CALLER_PREFIX)
+            && let Some(store) = &self.session_store
+            && let Err(e) = store.put_owner(session, &client).await
+        {
+            tracing::warn!("recording a legacy session's owner: {e}");
+        }
+        self.owners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session.to_string(), client);
     }
 
     /// `router` with every request through [`check`].
@@ -184,7 +262,7 @@ fn refuse(status: StatusCode, code: i64, message: String, id: Value, close: bool
 
 async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let limits = guard.state.config().server.http.limits;
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let bytes = match super::body::read(&parts.headers, body, &limits).await {
         Ok(bytes) => bytes,
         Err(e @ super::body::BodyError::TooLarge(_)) => {
@@ -219,6 +297,7 @@ async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Resp
         Ok(opens_session) => opens_session,
         Err(refused) => return *refused,
     };
+    guard.bind_to_owner(&mut parts).await;
     let in_flight = match guard.claim_id(&bytes, &parts.headers) {
         Ok(in_flight) => in_flight,
         Err(refused) => return *refused,
@@ -241,11 +320,7 @@ async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Resp
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
     {
-        guard
-            .owners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(session.to_string(), client);
+        guard.opened(session, client).await;
     }
     response
 }
@@ -309,12 +384,15 @@ fn request_in_session(bytes: &[u8], headers: &http::HeaderMap) -> Option<(String
     Some((session.to_string(), id.to_string()))
 }
 
+/// How [`client_of`] names an authenticated caller.
+const CALLER_PREFIX: &str = "caller:";
+
 /// Who opens a session: the authenticated caller, else the peer's address.
 fn client_of(parts: &http::request::Parts) -> String {
     if let Some(caller) = parts.extensions.get::<Caller>()
         && caller.name != Caller::local().name
     {
-        return format!("caller:{}", caller.name);
+        return format!("{CALLER_PREFIX}{}", caller.name);
     }
     match parts.extensions.get::<ConnectInfo<SocketAddr>>() {
         Some(ConnectInfo(addr)) => format!("address:{}", addr.ip()),

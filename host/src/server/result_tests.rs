@@ -71,9 +71,13 @@ fn a_large_result_is_elided_within_the_budget() {
     let parsed: Value = serde_json::from_str(json).unwrap();
     assert_eq!(parsed[0], 0);
     assert_eq!(parsed.as_array().unwrap().last(), Some(&json!(999)));
-    // The structured content keeps all of it.
-    let full = eval_result(&o, 256);
-    assert_eq!(full.structured_content.unwrap()["result"], o.result);
+    // The structured content is elided the same way, and says so.
+    let structured = eval_result(&o, 256).structured_content.unwrap();
+    assert_eq!(structured["result"], parsed);
+    assert_eq!(
+        structured["result_elided"],
+        json!({"kept": json.len(), "total": 3891})
+    );
 }
 
 #[test]

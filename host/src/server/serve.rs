@@ -114,7 +114,7 @@ pub fn http_router(
         sessions.clone(),
         config,
     );
-    let guard = guard::Guard::new(state.clone(), sessions);
+    let guard = guard::Guard::new(state.clone(), sessions, options.session_store.clone());
     let approvals = state.config().approvals.http.then(|| {
         crate::approvals::http::router_with(
             state.approvals.clone(),

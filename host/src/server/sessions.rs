@@ -34,6 +34,9 @@ pub const SESSION_KEY_PREFIX: &str = "mcp-session:";
 /// The key prefix of the records of requests in flight.
 pub const REQUEST_KEY_PREFIX: &str = "mcp-request:";
 
+/// The key prefix of the records naming the authenticated caller that opened each session.
+pub const OWNER_KEY_PREFIX: &str = "mcp-owner:";
+
 /// A request of a legacy session in flight on one node: what another node needs to end it with
 /// an error once that node is gone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,6 +87,39 @@ impl SealedSessionStore {
     pub fn record_key(session_id: &str) -> String {
         let digest = Sha256::digest(session_id.as_bytes());
         format!("{SESSION_KEY_PREFIX}{}", hex(&digest[..16]))
+    }
+
+    /// The record key of the owner of a session id.
+    pub fn owner_key(session_id: &str) -> String {
+        let digest = Sha256::digest(session_id.as_bytes());
+        format!("{OWNER_KEY_PREFIX}{}", hex(&digest[..16]))
+    }
+
+    /// Records that `owner` opened session `session_id`, for as long as a session record
+    /// lives (every node then refuses the session to anyone else).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::put`].
+    pub async fn put_owner(&self, session_id: &str, owner: &str) -> Result<(), StoreError> {
+        self.store
+            .put(&Self::owner_key(session_id), owner.as_bytes(), self.ttl)
+            .await
+    }
+
+    /// Who opened session `session_id`, when it was recorded; read again, the record lives
+    /// another TTL (as the session's own record on restore).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::get`].
+    pub async fn owner(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        let key = Self::owner_key(session_id);
+        let Some(record) = self.store.get(&key).await? else {
+            return Ok(None);
+        };
+        self.store.put(&key, &record.value, self.ttl).await?;
+        Ok(Some(String::from_utf8_lossy(&record.value).into_owned()))
     }
 
     /// The record key of request `number` of the node (process) `node`.
@@ -264,5 +300,24 @@ mod tests {
             .unwrap();
         let e = node_a.load("s2").await.unwrap_err().to_string();
         assert!(e.contains("holds no session state"), "{e}");
+    }
+
+    /// The caller that opened a session is known to every node sharing the store, under a
+    /// hash of the session id.
+    #[tokio::test]
+    async fn a_sessions_owner_is_known_to_every_node() {
+        let dir = codemode_test_support::scratch_dir("store", "session-owners");
+        let node_a = SealedSessionStore::new(local(&dir, 1));
+        let node_b = SealedSessionStore::new(local(&dir, 1));
+        let session = "9b1c-secret-session-id";
+        assert_eq!(node_b.owner(session).await.unwrap(), None);
+        node_a.put_owner(session, "caller:alice").await.unwrap();
+        assert_eq!(
+            node_b.owner(session).await.unwrap().as_deref(),
+            Some("caller:alice")
+        );
+        let names = file_names(&dir);
+        assert_eq!(names, [SealedSessionStore::owner_key(session)]);
+        assert!(names[0].starts_with("mcp-owner:") && !names[0].contains("secret"));
     }
 }

@@ -79,10 +79,12 @@ struct Request {
     metadata: Option<Value>,
 }
 
-/// An option as a human tells it from the others: neutralised, runs of white space folded to
-/// one space and trimmed.
+/// An option as a human tells it from the others: in Unicode's composed form (NFC: "é" as one
+/// code point or as "e" and a combining accent look the same), neutralised, runs of white space
+/// folded to one space and trimmed.
 fn reads_as(option: &str) -> String {
-    codemode_policies::neutralize(option)
+    let composed = icu_normalizer::ComposingNormalizerBorrowed::new_nfc().normalize(option);
+    codemode_policies::neutralize(&composed)
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -108,7 +110,7 @@ fn parse(args: &Value) -> Result<Request, String> {
     let text = |key: &str, required: bool| -> Result<Option<String>, String> {
         match obj.get(key) {
             None | Some(Value::Null) if !required => Ok(None),
-            Some(Value::String(s)) if !s.trim().is_empty() && s.len() <= MAX_TEXT => {
+            Some(Value::String(s)) if !codemode_policies::is_blank(s) && s.len() <= MAX_TEXT => {
                 Ok(Some(s.clone()))
             }
             Some(Value::String(s)) if s.len() > MAX_TEXT => {
@@ -138,7 +140,7 @@ fn parse(args: &Value) -> Result<Request, String> {
                         // does not show apart) are folded.
                         if out.iter().any(|o| reads_as(o) == reads_as(s)) {
                             return Err(format!(
-                                "`options` must be unique; `{}` appears twice (options are compared as a human reads them, white space folded)",
+                                "`options` must be unique; `{}` appears twice (options are compared as a human reads them: Unicode-normalised (NFC), white space folded)",
                                 reads_as(s)
                             ));
                         }
@@ -413,6 +415,7 @@ mod tests {
     async fn validation_errors() {
         let cases = [
             json!({"options": ["a"]}),
+            json!({"question": "\u{200b}\u{3164} ", "options": ["a"]}),
             json!({"question": "q", "options": []}),
             json!({"question": "q", "options": ["a", "a"]}),
             json!({"question": "q", "options": ["a"], "defaultOption": "b"}),
@@ -437,7 +440,7 @@ mod tests {
         };
         let twice = |shown: &str| {
             format!(
-                "`options` must be unique; `{shown}` appears twice (options are compared as a human reads them, white space folded)"
+                "`options` must be unique; `{shown}` appears twice (options are compared as a human reads them: Unicode-normalised (NFC), white space folded)"
             )
         };
         let cases = [
@@ -461,6 +464,16 @@ mod tests {
             // White space a button or a list does not show apart.
             (json!(["Cancel", " Cancel"]), twice("Cancel")),
             (json!(["Do  it", "Do\u{3000}it"]), twice("Do it")),
+            // The same text in two Unicode forms: composed and decomposed.
+            (json!(["caf\u{e9}", "cafe\u{301}"]), twice("caf\u{e9}")),
+            (
+                json!(["\u{d55c}", "\u{1112}\u{1161}\u{11ab}"]),
+                twice("\u{d55c}"),
+            ),
+            (
+                json!(["\u{c5}ngstr\u{f6}m", "\u{212b}ngstr\u{f6}m"]),
+                twice("\u{c5}ngstr\u{f6}m"),
+            ),
         ];
         for (options, want) in cases {
             let args = json!({"question": "q", "options": options});

@@ -31,10 +31,16 @@ const DECISIONS: [(&str, &str, ApprovalDecision); 5] = [
 ];
 
 /// The approval form: one required `decision` field with the choices the request's risk policy
-/// allows (plus dismissing). Every script-chosen text in the message (tool name, rule reason,
-/// arguments, call sites) is neutralised, and the risk is stated.
+/// allows (plus dismissing). The message names the caller the script runs for; every
+/// script-chosen text in it (tool name, rule reason, arguments, call sites) is neutralised, and
+/// the risk is stated.
 pub fn approval_question(req: &ApprovalRequest) -> Question {
-    let mut message = format!("A script wants to call `{}`", neutralize(&req.tool));
+    // Who asks: a human approving for one caller must not be led to approve for another.
+    let mut message = format!(
+        "A script of caller `{}` wants to call `{}`",
+        neutralize(&req.caller.name),
+        neutralize(&req.tool)
+    );
     if let Some(profile) = &req.profile {
         let _ = write!(
             message,
@@ -136,18 +142,37 @@ pub fn decision_from(answer: &Answer) -> ApprovalDecision {
     }
 }
 
-/// A form answer as an approval answer through `channel` (its decision and reason).
+/// A form answer as an approval answer through `channel` (its decision and reason). An
+/// accepted form whose `decision` is none the form offers is [`ApprovalAnswer::not_offered`].
 pub fn approval_answer(answer: &Answer, channel: Channel) -> ApprovalAnswer {
+    if let Some(choice) = unoffered_choice(answer) {
+        return ApprovalAnswer::not_offered(choice, channel).with_reason(reason_from(answer));
+    }
     ApprovalAnswer::new(decision_from(answer), channel).with_reason(reason_from(answer))
 }
 
-/// The `reason` of an accepted approval form, if one was given (not blank).
+/// The `decision` of an accepted form when it names none of the form's decisions: as sent
+/// (JSON text when it is not a string, empty when missing).
+fn unoffered_choice(answer: &Answer) -> Option<String> {
+    let Answer::Accept(content) = answer else {
+        return None;
+    };
+    let choice = match content.get("decision") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    (!DECISIONS.iter().any(|(value, _, _)| *value == choice)).then_some(choice)
+}
+
+/// The `reason` of an accepted approval form, if one was given (not blank: whitespace and
+/// invisible characters alone are no reason).
 pub fn reason_from(answer: &Answer) -> Option<String> {
     match answer {
         Answer::Accept(content) => content
             .get("reason")
             .and_then(Value::as_str)
-            .filter(|r| !r.trim().is_empty())
+            .filter(|r| !crate::display::is_blank(r))
             .map(str::to_string),
         _ => None,
     }
@@ -164,8 +189,7 @@ pub fn approval_of(reply: &Reply) -> Option<ApprovalAnswer> {
             let reason = (reply.channel == Channel::Policy).then(|| why.clone());
             ApprovalAnswer::new(ApprovalDecision::Decline, reply.channel).with_reason(reason)
         }
-        answer => ApprovalAnswer::new(decision_from(answer), reply.channel)
-            .with_reason(reason_from(answer)),
+        answer => approval_answer(answer, reply.channel),
     };
     answer.decided_by.clone_from(&reply.decided_by);
     Some(answer)
@@ -173,10 +197,14 @@ pub fn approval_of(reply: &Reply) -> Option<ApprovalAnswer> {
 
 /// `answer` as the approval form filled in (its decision and reason), through its channel.
 pub fn form_answer(answer: &ApprovalAnswer) -> Reply {
-    let value = DECISIONS
-        .iter()
-        .find(|(_, _, d)| *d == answer.decision)
-        .map_or("decline", |(value, _, _)| *value);
+    let value = match &answer.not_offered {
+        // As it was sent, so that it reads back as not offered.
+        Some(choice) => choice.as_str(),
+        None => DECISIONS
+            .iter()
+            .find(|(_, _, d)| *d == answer.decision)
+            .map_or("decline", |(value, _, _)| *value),
+    };
     let mut content = json!({ "decision": value });
     if let Some(reason) = &answer.reason {
         content["reason"] = json!(reason);
@@ -233,5 +261,36 @@ mod tests {
         for (answer, want) in cases {
             assert_eq!(decision_from(&answer), want, "{answer:?}");
         }
+    }
+
+    #[test]
+    fn a_choice_the_form_did_not_offer_is_told_apart_from_a_decline() {
+        let cases = [
+            (
+                json!({"decision": "approve_forever"}),
+                Some("approve_forever"),
+            ),
+            (json!({"decision": 1}), Some("1")),
+            (json!({}), Some("")),
+            (json!({"decision": "decline"}), None),
+            (json!({"decision": "approve_once"}), None),
+        ];
+        for (content, want) in cases {
+            let answer = approval_answer(&Answer::Accept(content.clone()), Channel::Elicitation);
+            assert_eq!(answer.not_offered.as_deref(), want, "{content}");
+            if want.is_some() {
+                assert_eq!(answer.decision, ApprovalDecision::Decline);
+            }
+            // Through a channel and back, it stays what it was.
+            assert_eq!(
+                approval_of(&form_answer(&answer)),
+                Some(answer),
+                "{content}"
+            );
+        }
+        assert_eq!(
+            approval_answer(&Answer::Decline, Channel::Http).not_offered,
+            None
+        );
     }
 }

@@ -34,7 +34,8 @@ impl AuditRecord {
 pub enum Decision {
     /// Allowed without asking.
     Allowed,
-    /// Denied without asking (a deny list or rule, not in the allowlist, approval queue full).
+    /// Denied without asking (a deny list or rule, not in the allowlist, approval queue full,
+    /// a tool that does not exist).
     Denied,
     /// A human approved it (now, or earlier for the eval or the session).
     Approved,
@@ -92,7 +93,8 @@ pub struct ToolCallAuditRecord {
     /// What became of it.
     pub decision: Decision,
     /// For a call the policy refused, the machine-readable reason (`denied`,
-    /// `elicitation_declined`, `elicitation_timeout`, `elicitation_unsupported`); otherwise
+    /// `elicitation_declined`, `elicitation_timeout`, `elicitation_unsupported`; `unknown_tool`
+    /// for a call to a tool that does not exist, whose `decision` is `denied`); otherwise
     /// the deciding rule's reason, if any; for arguments that fail the tool's `inputSchema`,
     /// `invalid_arguments: ` and each failing path (the given values left out unless
     /// `includeArgs`). Tool error messages are not logged.

@@ -14,7 +14,8 @@ use crate::approval::ApprovalKey;
 use crate::audit::Decision;
 use crate::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, Channel, DecisionRefused, Disposition,
-    Fallback, ParkedAsk, Profile, Risk, RiskPolicy, approval_of, new_request_id, summarize_args,
+    Fallback, ParkedAsk, Profile, Risk, RiskPolicy, approval_of, neutralize, new_request_id,
+    summarize_args,
 };
 
 impl PolicyToolHost {
@@ -128,6 +129,9 @@ impl PolicyToolHost {
         audit.decision_reason.clone_from(&answer.reason);
         // An answer the risk policy forbids never takes effect, whichever channel let it
         // through: it counts as a decline.
+        if let Some(choice) = &answer.not_offered {
+            return not_offered(choice, tool, &what, audit);
+        }
         if let Err(refused) = risk_policy.check(answer.decision, answer.reason.as_deref()) {
             return refused_answer(&answer, &refused, d.risk, tool, &what, audit);
         }
@@ -267,6 +271,31 @@ fn refused_answer(
             format!(
                 "{what} was not approved: the answer \"{}\" was refused ({refused}; risk {risk}), so it counts as a decline",
                 decision_name(answer.decision)
+            ),
+        )),
+    )
+}
+
+/// An answer naming a choice the form did not offer (`choice`): the call is declined, and the
+/// script and the audit say so rather than that a human declined.
+fn not_offered(
+    choice: &str,
+    tool: &str,
+    what: &str,
+    audit: &mut AuditGuard<'_>,
+) -> (Decision, Result<(), ToolError>) {
+    let choice = neutralize(choice);
+    audit.decision_reason = Some(match audit.decision_reason.take() {
+        Some(r) => format!("answer not offered (\"{choice}\"): {r}"),
+        None => format!("answer not offered (\"{choice}\")"),
+    });
+    (
+        Decision::Declined,
+        Err(denied(
+            tool,
+            "elicitation_declined",
+            format!(
+                "{what} was not approved: the answer \"{choice}\" is not one the form offered, so it counts as a decline"
             ),
         )),
     )

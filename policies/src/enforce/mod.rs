@@ -332,6 +332,12 @@ impl PolicyToolHost {
         let result = match gate {
             Ok(()) => match self.inner.call(tool, args, cx).await {
                 Ok(value) => Ok(self.finish_result(tool, value, cx, &mut audit)),
+                // No such tool: nothing was allowed to run.
+                Err(e @ ToolError::NotFound { .. }) => {
+                    audit.decision = Decision::Denied;
+                    audit.reason = Some("unknown_tool".into());
+                    Err(e)
+                }
                 Err(e) => Err(e),
             },
             Err(e) => {

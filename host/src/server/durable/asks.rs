@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use codemode_policies::{ApprovalAnswer, ApprovalDecision, Caller, Channel, neutralize};
+use codemode_policies::{ApprovalAnswer, ApprovalDecision, Caller, Channel, is_blank, neutralize};
 use codemode_runtime::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -64,6 +64,9 @@ struct DecisionRecord {
     /// Whether a resumed eval has taken it: a decision approves one call once.
     #[serde(default)]
     used: bool,
+    /// An approval's choice the form did not offer, as sent (`decision` is then `decline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    not_offered: Option<String>,
 }
 
 impl DecisionRecord {
@@ -104,6 +107,7 @@ impl DecisionRecord {
             decided_at: codemode_policies::rfc3339_utc(std::time::SystemTime::now()),
             used: false,
             answer: None,
+            not_offered: answer.not_offered.clone(),
         }
     }
 
@@ -127,6 +131,7 @@ impl DecisionRecord {
             decided_at: codemode_policies::rfc3339_utc(std::time::SystemTime::now()),
             used: false,
             answer,
+            not_offered: None,
         }
     }
 }
@@ -376,6 +381,7 @@ impl Decisions for Durable {
             let decision = parse_decision(&d.decision).unwrap_or(ApprovalDecision::Decline);
             let mut answer = ApprovalAnswer::new(decision, d.channel).with_reason(d.reason);
             answer.decided_by = d.decided_by;
+            answer.not_offered = d.not_offered;
             Some(Decided::Approval(answer))
         })
     }
@@ -426,7 +432,7 @@ fn decision_record(
     choice: Choice,
     reason: Option<String>,
 ) -> Result<DecisionRecord, DecideError> {
-    let reason = reason.filter(|r| !r.trim().is_empty());
+    let reason = reason.filter(|r| !is_blank(r));
     Ok(match (ask.options(), choice) {
         (None, Choice::Decision(decision)) => {
             let allowed: Vec<&str> = ask
@@ -543,6 +549,43 @@ mod tests {
         assert_eq!(
             confirm.chosen(&options, &Answer::Accept(json!({"confirm": "cancel"}))),
             Ok(Some("cancel".into()))
+        );
+    }
+
+    #[test]
+    fn a_required_reason_of_invisible_characters_is_no_reason() {
+        let strict = ask(
+            json!({"kind": "approval", "allowed_decisions": ["approve_once", "decline"],
+                   "reason_required": true}),
+            None,
+        );
+        let decider = Caller::new("op", ["approve"]);
+        let decide = |reason: &str| {
+            decision_record(
+                &strict,
+                &decider,
+                Choice::Decision(ApprovalDecision::ApproveOnce),
+                Some(reason.into()),
+            )
+            .map(|record| record.decision)
+        };
+        for blank in [
+            "",
+            " \t",
+            "\u{200b}\u{3164}\u{e0020}\u{2060}",
+            "\u{115f}\u{feff}\n",
+        ] {
+            assert_eq!(
+                decide(blank),
+                Err(DecideError::Invalid(
+                    "this ask needs a reason with the decision".into()
+                )),
+                "{blank:?}"
+            );
+        }
+        assert_eq!(
+            decide("checked \u{200b}the diff"),
+            Ok("approve_once".into())
         );
     }
 

@@ -1,5 +1,6 @@
-//! How many evals each client has parked from this node: the counts behind
-//! `limits.perClient.maxParkedEvals` (see [`super::parked`]).
+//! How many evals each client has parked from this node, and their bytes: the counts behind
+//! `limits.perClient.maxParkedEvals`, `limits.perClient.maxParkedBytes` and
+//! `durable.maxParkedBytes` (see [`super::parked`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,6 +11,17 @@ struct Entry {
     /// When its approval time is up (ms since the Unix epoch); `u64::MAX` while it is being
     /// saved.
     until_ms: u64,
+    /// The bytes of its saved record (`0` until they are known).
+    bytes: u64,
+}
+
+/// The byte caps of parked state: per client and for the whole node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteCaps {
+    /// `limits.perClient.maxParkedBytes`.
+    pub per_client: u64,
+    /// `durable.maxParkedBytes`.
+    pub per_node: u64,
 }
 
 /// The evals this node parked, by `requestState` (see the module docs).
@@ -40,20 +52,66 @@ impl ParkedCounts {
             Entry {
                 client: client.to_string(),
                 until_ms: u64::MAX,
+                bytes: 0,
             },
         );
         Ok(())
     }
 
-    /// `token` was saved for `client`; it counts until `until_ms` unless released first.
+    /// Counts `bytes` of parked state for `token` of `client`, unless that would take the
+    /// client or the node past `caps` (those whose time is up as of `now_ms` no longer count):
+    /// then `Err` says which cap, with the bytes already held.
+    pub fn admit_bytes(
+        &self,
+        (client, token): (&str, &str),
+        bytes: u64,
+        caps: ByteCaps,
+        now_ms: u64,
+    ) -> Result<(), String> {
+        let mut entries = self.lock();
+        entries.retain(|_, e| e.until_ms > now_ms);
+        let others = entries.iter().filter(|(t, _)| t.as_str() != token);
+        let (mine, all) = others.fold((0u64, 0u64), |(mine, all), (_, e)| {
+            let held = if e.client == client { e.bytes } else { 0 };
+            (mine.saturating_add(held), all.saturating_add(e.bytes))
+        });
+        if mine.saturating_add(bytes) > caps.per_client {
+            return Err(format!(
+                "parking it would pass limits.perClient.maxParkedBytes ({} bytes): client `{client}` has {mine} bytes parked from this node and this eval is {bytes} bytes",
+                caps.per_client
+            ));
+        }
+        if all.saturating_add(bytes) > caps.per_node {
+            return Err(format!(
+                "parking it would pass durable.maxParkedBytes ({} bytes): this node has {all} bytes parked and this eval is {bytes} bytes",
+                caps.per_node
+            ));
+        }
+        let entry = entries.entry(token.to_string()).or_insert_with(|| Entry {
+            client: client.to_string(),
+            until_ms: u64::MAX,
+            bytes: 0,
+        });
+        entry.bytes = bytes;
+        Ok(())
+    }
+
+    /// `token` was saved for `client`; it counts (with its bytes) until `until_ms` unless
+    /// released first.
     pub fn saved(&self, client: &str, token: &str, until_ms: u64) {
-        self.lock().insert(
-            token.to_string(),
-            Entry {
-                client: client.to_string(),
-                until_ms,
-            },
-        );
+        let mut entries = self.lock();
+        let entry = entries.entry(token.to_string()).or_insert_with(|| Entry {
+            client: client.to_string(),
+            until_ms,
+            bytes: 0,
+        });
+        entry.client = client.to_string();
+        entry.until_ms = until_ms;
+    }
+
+    /// The bytes of parked state counted on this node, all clients together.
+    pub fn bytes(&self) -> u64 {
+        self.lock().values().map(|e| e.bytes).sum()
     }
 
     /// How many evals are counted whose time is not up as of `now_ms`.
@@ -104,5 +162,35 @@ mod tests {
         let mut tokens = counts.saved_tokens_of("a");
         tokens.sort();
         assert_eq!(tokens, ["t3", "t4"]);
+    }
+
+    /// Found by the red team: one eval parked at 22 MiB, and 256 of them per client per node
+    /// fit the count caps. Parked bytes are capped per client and per node.
+    #[test]
+    fn parked_bytes_are_capped_per_client_and_per_node() {
+        let counts = ParkedCounts::default();
+        let caps = ByteCaps {
+            per_client: 100,
+            per_node: 150,
+        };
+        assert_eq!(counts.admit_bytes(("a", "t1"), 60, caps, 0), Ok(()));
+        counts.saved("a", "t1", 1_000);
+        assert_eq!(
+            counts.admit_bytes(("a", "t2"), 41, caps, 0),
+            Err("parking it would pass limits.perClient.maxParkedBytes (100 bytes): client `a` has 60 bytes parked from this node and this eval is 41 bytes".into())
+        );
+        // Saving the same eval again counts its new size, not both.
+        assert_eq!(counts.admit_bytes(("a", "t1"), 100, caps, 0), Ok(()));
+        assert_eq!(counts.admit_bytes(("a", "t1"), 60, caps, 0), Ok(()));
+        assert_eq!(counts.admit_bytes(("b", "u1"), 80, caps, 0), Ok(()));
+        assert_eq!(counts.bytes(), 140);
+        assert_eq!(
+            counts.admit_bytes(("c", "v1"), 11, caps, 0),
+            Err("parking it would pass durable.maxParkedBytes (150 bytes): this node has 140 bytes parked and this eval is 11 bytes".into())
+        );
+        // Released, or past its time, an eval's bytes no longer count.
+        counts.release("u1");
+        assert_eq!(counts.admit_bytes(("c", "v1"), 11, caps, 0), Ok(()));
+        assert_eq!(counts.admit_bytes(("a", "t2"), 100, caps, 1_000), Ok(()));
     }
 }

@@ -5,13 +5,19 @@
 //! counts the evals it parked per client until they are resumed (here, or seen gone from the
 //! store when the count is at the cap: another node resumed them) or their approval time is up.
 //! The count is per node: a client reaching several nodes may park up to the cap on each.
+//!
+//! The bytes of the parked evals are capped too, per client (`limits.perClient.maxParkedBytes`)
+//! and for the node (`durable.maxParkedBytes`): an eval whose record would pass either is not
+//! saved — it goes on in memory, as when the store refuses it, and the log names the cap.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_runtime::ParkRequest;
+use codemode_store::{StoreError, StoreErrorKind};
 
-use super::Durable;
+use super::counts::ByteCaps;
+use super::{Durable, ParkedMeta};
 
 /// How often an eval kept in memory by `maxParkedEvals` tries again to park.
 pub const PARK_RETRY: Duration = Duration::from_secs(2);
@@ -28,6 +34,42 @@ pub struct ParkGate {
 }
 
 impl Durable {
+    /// A park request for one eval: made by [`Durable::watch`] or when the server stops.
+    pub fn park_request(&self) -> ParkRequest {
+        self.root.child()
+    }
+
+    /// Parks every eval waiting for a human (the server is stopping).
+    pub fn park_all(&self) {
+        self.root.request();
+    }
+
+    /// Sets the byte caps of parked state (from the config in force): `per_client`
+    /// (`limits.perClient.maxParkedBytes`) and `per_node` (`durable.maxParkedBytes`).
+    pub fn cap_parked_bytes(&self, per_client: u64, per_node: u64) {
+        *self.byte_caps.lock().unwrap_or_else(|e| e.into_inner()) = ByteCaps {
+            per_client,
+            per_node,
+        };
+    }
+
+    /// Counts the `bytes` of `meta`'s eval's record as parked, unless that passes a byte cap:
+    /// then the error names the cap and the bytes (and the eval is not saved).
+    pub(super) fn admit_bytes(&self, meta: &ParkedMeta, bytes: u64) -> Result<(), StoreError> {
+        let caps = *self.byte_caps.lock().unwrap_or_else(|e| e.into_inner());
+        let now = codemode_store::now_ms();
+        self.parked
+            .admit_bytes((&meta.client, &meta.token), bytes, caps, now)
+            .map_err(|why| StoreError::new(StoreErrorKind::InvalidArgument, why))?;
+        tracing::info!(
+            "eval {} parks {bytes} bytes for client `{}`; this node holds {} bytes parked",
+            meta.eval_id,
+            meta.client,
+            self.parked.bytes()
+        );
+        Ok(())
+    }
+
     /// Requests `park` once `asks` has had an open ask for `suspendToStoreAfterSeconds`, if
     /// `gate`'s client is under its `maxParkedEvals` on this node; else the eval stays in memory
     /// (it says so in the log once) and parking is tried again every [`PARK_RETRY`].

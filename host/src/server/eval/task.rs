@@ -357,6 +357,11 @@ async fn park_or_spill(
     parked: codemode_runtime::Suspended,
     cancel: &CancellationToken,
 ) -> Option<EvalOutcome> {
+    let config = state.config();
+    durable.cap_parked_bytes(
+        config.limits.per_client.max_parked_bytes,
+        config.durable.max_parked_bytes,
+    );
     match durable.save(&meta, &parked).await {
         Ok(()) => {
             waiter.saved(&meta);

@@ -18,9 +18,9 @@ async fn flood_protection_denies_asks_beyond_the_limit() {
     );
     match &results[2] {
         Err(ToolError::Denied { message, .. }) => {
-            assert!(
-                message.contains("approval queue is full: 2 approvals are already pending"),
-                "{message}"
+            assert_eq!(
+                message,
+                "`c` needs approval, but 2 approvals are already pending in this eval: await them before asking for more"
             );
         }
         other => panic!("{other:?}"),
@@ -178,9 +178,11 @@ async fn unprofiled_calls_are_allowed_and_audited_with_args_on_request() {
         [
             (CallStatus::Ok, Decision::Allowed),
             (CallStatus::Error, Decision::Allowed),
-            (CallStatus::Error, Decision::Allowed)
+            // No such tool: nothing was allowed to run.
+            (CallStatus::Error, Decision::Denied)
         ]
     );
+    assert_eq!(recs[2].reason.as_deref(), Some("unknown_tool"));
     assert_eq!(recs[0].args, Some(json!({"path": "/x"})));
     assert_eq!(recs[0].args_sha256, args_sha256(&json!({"path": "/x"})));
     assert_eq!(

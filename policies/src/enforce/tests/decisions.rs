@@ -300,3 +300,29 @@ async fn unknown_tools_are_never_asked_about() {
     call(&s.host, "fs__write", 2).await.unwrap();
     assert_eq!(approver.asked(), 1);
 }
+
+/// A call to a tool that does not exist is audited as denied, with its reason, whatever the
+/// profile says of the name (it was audited as allowed, with no reason).
+#[tokio::test]
+async fn a_call_to_a_tool_that_does_not_exist_is_audited_as_denied() {
+    for p in [None, Some(json!({"asklist": ["*"]})), Some(json!({}))] {
+        let s = setup(
+            p.clone().map(profile),
+            FakeApprover::new(ApprovalDecision::ApproveOnce, FAST),
+            SessionApprovals::new(),
+        );
+        let r = call(&s.host, "no__such", 1).await;
+        assert_eq!(
+            r,
+            Err(ToolError::NotFound {
+                tool: "no__such".into()
+            })
+        );
+        let rec = &s.audit.tool_calls()[0];
+        assert_eq!(
+            (rec.decision, rec.reason.as_deref(), rec.status),
+            (Decision::Denied, Some("unknown_tool"), CallStatus::Error),
+            "{p:?}"
+        );
+    }
+}

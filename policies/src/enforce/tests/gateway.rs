@@ -88,24 +88,30 @@ async fn a_rule_denies_callers_without_its_permissions() {
         )
     };
     let cases: Vec<(Caller, &str, Option<&str>, Option<&str>)> = vec![
-        // (caller, tool, denial reason, message end)
+        // (caller, tool, denial reason, message)
         (
             Caller::local(),
             "fs__delete",
             Some("permission"),
-            Some("caller `local` lacks the permission `destructive`"),
+            Some(
+                "`fs__delete` needs the permission `destructive` under profile `gw`, which caller `local` lacks",
+            ),
         ),
         (
             Caller::new("ci", ["web"]),
             "web__get",
             Some("permission"),
-            Some("caller `ci` lacks the permission `net`"),
+            Some(
+                "`web__get` needs the permission `net` under profile `gw`, which caller `ci` lacks",
+            ),
         ),
         (
             Caller::new("ci", ["x"]),
             "web__get",
             Some("permission"),
-            Some("caller `ci` lacks the permissions `web`, `net`"),
+            Some(
+                "`web__get` needs the permissions `web`, `net` under profile `gw`, which caller `ci` lacks",
+            ),
         ),
         (
             Caller::new("ops", ["destructive"]),
@@ -128,10 +134,8 @@ async fn a_rule_denies_callers_without_its_permissions() {
         );
         let r = call(&h, tool, 1).await;
         assert_eq!(reason_of(&r), reason, "{caller:?} {tool}: {r:?}");
-        if let Some(end) = message {
-            let m = message_of(&r);
-            assert!(m.ends_with(end), "{m}");
-            assert!(m.starts_with(&format!("`{tool}` (rules[")), "{m}");
+        if let Some(expected) = message {
+            assert_eq!(message_of(&r), expected);
             assert_eq!(calls.load(Ordering::SeqCst), 0);
             assert_eq!(
                 approver.asked(),
@@ -361,6 +365,44 @@ async fn a_decline_carries_its_reason_to_the_script_and_the_audit() {
                 answer.decided_by,
                 answer.reason,
                 Risk::High
+            )
+        );
+    }
+}
+
+/// A client that sends a decision the form did not offer (or none) approves nothing, and is not
+/// reported as a human's decline: the script and the audit say what happened.
+#[tokio::test]
+async fn an_answer_the_form_did_not_offer_is_no_human_decline() {
+    let cases = [
+        ("approve_forever", "approve_forever"),
+        ("", ""),
+        ("ok\u{202e}", "ok\\u202e"),
+    ];
+    for (sent, shown) in cases {
+        let (h, calls, audit) = host(
+            gateway(),
+            "gw",
+            Caller::local(),
+            Scripted::new(ApprovalAnswer::not_offered(sent, Channel::Elicitation)),
+            SessionApprovals::new(),
+        );
+        let r = call(&h, "fs__write", 1).await;
+        assert_eq!(reason_of(&r), Some("elicitation_declined"));
+        assert_eq!(
+            message_of(&r),
+            format!(
+                "`fs__write` (asklist glob `fs__*` of profile `gw`) was not approved: the answer \"{shown}\" is not one the form offered, so it counts as a decline"
+            )
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+        let rec = &audit.tool_calls()[0];
+        assert_eq!(
+            (rec.decision, rec.channel, rec.decision_reason.clone()),
+            (
+                Decision::Declined,
+                Some(Channel::Elicitation),
+                Some(format!("answer not offered (\"{shown}\")"))
             )
         );
     }
