@@ -61,6 +61,7 @@ mod durable;
 mod error;
 mod fairness;
 mod limits;
+mod logging;
 mod origin;
 mod reader;
 mod schema;
@@ -88,13 +89,14 @@ pub use fairness::{
     PerClientLimits, RetentionLimits,
 };
 pub use limits::{DEFAULT_RESULT_TEXT, Limits, MIN_RESULT_TEXT};
+pub use logging::{LogFormat, LoggingConfig};
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
 pub use reader::{JsonPath, Reader, describe};
 pub use schema::keys::policy as policy_keys;
 pub use schema::{SCHEMA_DRAFT, json_schema, json_schema_text, schema_problems};
 pub use server::{
-    AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings, TokenSecret,
-    TokenSettings,
+    AdminSettings, AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings,
+    TokenSecret, TokenSettings,
 };
 pub use settings::{Document, PolicySections, Settings};
 pub use units::{ParseUnitError, parse_duration, parse_size};

@@ -21,6 +21,32 @@ pub struct ServerSettings {
     /// `server.auth`. Default: none (every request is the `local` caller; then HTTP may only be
     /// served on a loopback address unless `--allow-unauthenticated`).
     pub auth: Option<AuthSettings>,
+    /// `server.admin`: health and metrics.
+    pub admin: AdminSettings,
+}
+
+/// `server.admin`: health (`/healthz`, `/readyz`) and metrics (`/metrics`), served on the
+/// `serve --http` listener and, with `listen`, on a listener of their own. Default: no listener
+/// of their own, metrics kept and served without a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AdminSettings {
+    /// `listen`: the admin listener's address. Default: none.
+    pub listen: Option<std::net::SocketAddr>,
+    /// `metrics`: whether metrics are kept and `/metrics` served. Default: `true`.
+    pub metrics: bool,
+    /// `metricsAuth`: the bearer token `/metrics` demands. Default: none.
+    pub metrics_auth: Option<TokenSecret>,
+}
+
+impl Default for AdminSettings {
+    fn default() -> Self {
+        AdminSettings {
+            listen: None,
+            metrics: true,
+            metrics_auth: None,
+        }
+    }
 }
 
 /// `server.http`.
@@ -124,6 +150,41 @@ pub(super) fn read_server_settings(r: &mut Reader, v: &Value, path: &JsonPath) -
     if let Some(v) = map.get("auth") {
         out.auth = read_auth(r, v, &path.key("auth"));
     }
+    if let Some(v) = map.get("admin") {
+        out.admin = read_admin(r, v, &path.key("admin"));
+    }
+    out
+}
+
+fn read_admin(r: &mut Reader, v: &Value, path: &JsonPath) -> AdminSettings {
+    let mut out = AdminSettings::default();
+    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Admin>()) else {
+        return out;
+    };
+    if let Some(v) = map.get("listen") {
+        let p = path.key("listen");
+        if let Some(text) = r.string(v, &p) {
+            match text.parse() {
+                Ok(addr) => out.listen = Some(addr),
+                Err(_) => r.error(
+                    &p,
+                    ConfigErrorKind::InvalidValue,
+                    format!(
+                        "expected IP:PORT (e.g. `127.0.0.1:9090` or `[::]:9090`), got `{text}`"
+                    ),
+                ),
+            }
+        }
+    }
+    if let Some(v) = map.get("metrics") {
+        out.metrics = r.bool(v, &path.key("metrics")).unwrap_or(true);
+    }
+    if let Some(v) = map.get("metricsAuth") {
+        let p = path.key("metricsAuth");
+        if let Some(auth) = r.object(v, &p, crate::schema::keys::of::<sections::MetricsAuth>()) {
+            out.metrics_auth = read_secret(r, auth, &p);
+        }
+    }
     out
 }
 
@@ -208,39 +269,7 @@ fn read_tokens(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Vec<TokenSe
                 );
             }
         }
-        let secret = match (map.get("sha256"), map.get("env")) {
-            (Some(_), Some(_)) => {
-                r.error(
-                    &p,
-                    ConfigErrorKind::ConflictingKeys,
-                    "give either `sha256` (the token's hash) or `env` (a variable holding the token), not both",
-                );
-                None
-            }
-            (None, None) => {
-                r.error(
-                    &p,
-                    ConfigErrorKind::MissingField,
-                    "missing `sha256` (the token's SHA-256 in hex) or `env` (a variable holding the token)",
-                );
-                None
-            }
-            (Some(h), None) => {
-                let hp = p.key("sha256");
-                r.string(h, &hp).and_then(|s| match parse_sha256(s) {
-                    Some(bytes) => Some(TokenSecret::Sha256(bytes)),
-                    None => {
-                        r.error(
-                            &hp,
-                            ConfigErrorKind::InvalidValue,
-                            "expected 64 hex digits (e.g. from `printf %s TOKEN | sha256sum`)",
-                        );
-                        None
-                    }
-                })
-            }
-            (None, Some(e)) => env_name(r, e, &p.key("env")).map(TokenSecret::Env),
-        };
+        let secret = read_secret(r, map, &p);
         let permissions = match map.get("permissions") {
             Some(v) => non_empty_strings(r, v, &p.key("permissions")),
             None => Vec::new(),
@@ -254,6 +283,47 @@ fn read_tokens(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Vec<TokenSe
         }
     }
     Some(out)
+}
+
+/// A token given by `sha256` (its hash) or `env` (a variable holding it), exactly one.
+fn read_secret(
+    r: &mut Reader,
+    map: &serde_json::Map<String, Value>,
+    path: &JsonPath,
+) -> Option<TokenSecret> {
+    match (map.get("sha256"), map.get("env")) {
+        (Some(_), Some(_)) => {
+            r.error(
+                path,
+                ConfigErrorKind::ConflictingKeys,
+                "give either `sha256` (the token's hash) or `env` (a variable holding the token), not both",
+            );
+            None
+        }
+        (None, None) => {
+            r.error(
+                path,
+                ConfigErrorKind::MissingField,
+                "missing `sha256` (the token's SHA-256 in hex) or `env` (a variable holding the token)",
+            );
+            None
+        }
+        (Some(h), None) => {
+            let hp = path.key("sha256");
+            r.string(h, &hp).and_then(|s| match parse_sha256(s) {
+                Some(bytes) => Some(TokenSecret::Sha256(bytes)),
+                None => {
+                    r.error(
+                        &hp,
+                        ConfigErrorKind::InvalidValue,
+                        "expected 64 hex digits (e.g. from `printf %s TOKEN | sha256sum`)",
+                    );
+                    None
+                }
+            })
+        }
+        (None, Some(e)) => env_name(r, e, &path.key("env")).map(TokenSecret::Env),
+    }
 }
 
 fn env_name(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<String> {

@@ -14,6 +14,7 @@ use crate::document::parse_ordered;
 use crate::durable::{DurableConfig, read_durable};
 use crate::error::{ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning};
 use crate::limits::{Limits, read_limits};
+use crate::logging::{LoggingConfig, read_logging};
 use crate::reader::{JsonPath, KeyOrder, Reader};
 use crate::server::{ServerSettings, read_server_settings};
 use crate::substitute::EnvLookup;
@@ -90,6 +91,8 @@ pub struct Settings {
     /// Where waiting evals, pending approvals and legacy MCP sessions are kept (`durable`).
     /// Default: [`DurableConfig::default`].
     pub durable: DurableConfig,
+    /// How log lines are written (`logging`). Default: text.
+    pub logging: LoggingConfig,
     /// What the file says that codemode accepts but ignores (a client-only key such as
     /// `autoApprove`, VS Code `inputs`), for the caller to show. Default: none.
     pub warnings: Vec<ConfigWarning>,
@@ -176,6 +179,9 @@ fn read_root(
         }
         if let Some(v) = map.get("durable") {
             out.durable = read_durable(&mut r, v, &root.key("durable"));
+        }
+        if let Some(v) = map.get("logging") {
+            out.logging = read_logging(&mut r, v, &root.key("logging"));
         }
         if let Some(v) = map.get("outputs") {
             policy.outputs(&mut r, v, &root.key("outputs"));

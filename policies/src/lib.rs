@@ -181,15 +181,15 @@ pub use config::{Config, EvaluationConfig, UnknownProfile};
 // The file's settings sections and errors are `codemode_config`'s; re-exported so that one
 // import serves those who read a file and decide with it.
 pub use codemode_config::{
-    ApprovalsConfig, AuditConfig, AuthSettings, BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg,
-    CommandConfig, CommandOutput, ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning,
-    DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONFIG_JSON,
+    AdminSettings, ApprovalsConfig, AuditConfig, AuthSettings, BUILTIN_TOOL_NAMES, COMMAND_PATH,
+    CommandArg, CommandConfig, CommandOutput, ConfigError, ConfigErrorKind, ConfigErrors,
+    ConfigWarning, DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONFIG_JSON,
     DEFAULT_MAX_EVAL_LIFETIME, DEFAULT_MAX_PARKED_BYTES, DEFAULT_MAX_PARKED_BYTES_PER_CLIENT,
     DEFAULT_REDIS_PORT, DEFAULT_RESULT_TEXT, DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT,
     DEFAULT_STATE_KEY_ENV, DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, HttpSettings,
-    InvalidRedisUrl, JwtKeySource, JwtSettings, Limits, ListenerLimits, MIN_RESULT_TEXT,
-    ParseUnitError, PerClientLimits, RedisUrl, RetentionLimits, ServerConfig, ServerSettings,
-    ServerTransport, StoreLocation, TokenSecret, TokenSettings, UnresolvedCommand,
+    InvalidRedisUrl, JwtKeySource, JwtSettings, Limits, ListenerLimits, LogFormat, LoggingConfig,
+    MIN_RESULT_TEXT, ParseUnitError, PerClientLimits, RedisUrl, RetentionLimits, ServerConfig,
+    ServerSettings, ServerTransport, StoreLocation, TokenSecret, TokenSettings, UnresolvedCommand,
     default_state_dir, explicit_default_ports, origin_allowed, parse_duration, parse_size,
     resolve_command, valid_allowed_origin,
 };

@@ -16,8 +16,9 @@ use crate::state::HostState;
 use crate::tool::EvalId;
 use crate::{abi, module_cache, snapshot};
 
-/// The committed guest module (built by guest/build.sh).
-pub const GUEST_WASM: &[u8] = include_bytes!("../../guest/codemode_guest.wasm");
+/// The committed guest module (built by guest/build.sh). Read through `runtime/`'s link to
+/// it, so that the packaged crate (`cargo package`) carries the module as a file of its own.
+pub const GUEST_WASM: &[u8] = include_bytes!("../codemode_guest.wasm");
 
 /// Runs scripts in fresh, isolated sandboxes. Cheap to clone (`Arc` inside), `Send + Sync`:
 /// build one per process and share it.
@@ -256,6 +257,12 @@ impl Runtime {
     /// A fresh eval id, for callers that must know it before the eval starts (audit, approvals).
     pub fn allocate_eval_id(&self) -> EvalId {
         EvalId(self.inner.next_eval_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// How many of the `max_concurrent_evals` instance slots running evals hold now.
+    pub fn slots_in_use(&self) -> usize {
+        (self.inner.config.max_concurrent_evals as usize)
+            .saturating_sub(self.inner.slots.available_permits())
     }
 
     /// The configuration this runtime was built with.

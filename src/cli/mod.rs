@@ -10,6 +10,7 @@ mod audit;
 mod bench;
 mod check;
 mod common;
+mod logs;
 mod run;
 mod serve;
 
@@ -69,7 +70,10 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    init_tracing();
+    // `serve` starts logging once it has read its config (`logging.format`).
+    if !matches!(cli.command, Command::Serve(_)) {
+        logs::init(codemode_policies::LogFormat::Text);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -96,22 +100,6 @@ pub fn main() -> ExitCode {
     // stdin open), which would otherwise hold the exit until the client closes it.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     code
-}
-
-/// Logs go to stderr (stdout carries results, or the MCP protocol); `RUST_LOG` filters them.
-/// They are coloured only when stderr is a terminal and `NO_COLOR` is unset or empty
-/// (no-color.org), so a log file or a client's log pane gets no escape sequences.
-fn init_tracing() {
-    // rustls's certificate verifier logs a refused certificate as an error of its own; the
-    // command's message already names it (`invalid peer certificate: …`), once.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("warn,rustls_platform_verifier=off")
-    });
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(common::stderr_colour())
-        .try_init();
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use codemode_host::Server;
+use codemode_policies::LogFormat;
 
 use super::common::{EXIT_USAGE, load_config};
 
@@ -37,6 +38,17 @@ pub struct ServeArgs {
     /// `server.http.allowedOrigins`; any origin given turns Origin validation on. Repeatable.
     #[arg(long = "allowed-origin", value_name = "O", requires = "http")]
     allowed_origins: Vec<String>,
+
+    /// Serve `/healthz`, `/readyz` and `/metrics` (only those) on a listener of their own, e.g.
+    /// 0.0.0.0:9090, instead of `server.admin.listen`. They are served on the --http listener
+    /// too.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen_address, requires = "http")]
+    admin_http: Option<SocketAddr>,
+
+    /// How log lines are written on stderr: `text` (for people) or `json` (one object per line,
+    /// for a log pipeline). Default: `logging.format` of the config, else text.
+    #[arg(long, value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(["text", "json"]))]
+    log_format: Option<String>,
 
     /// Serve HTTP on a non-loopback address without `server.auth` (anyone who reaches the port
     /// runs scripts with every upstream tool). A warning is printed on every start.
@@ -81,8 +93,16 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     let config_path = super::common::config_path(args.config.as_deref());
     let config = match load_config(config_path.as_deref()) {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(code) => {
+            super::logs::init(LogFormat::Text);
+            return code;
+        }
     };
+    let format = match args.log_format.as_deref() {
+        Some(flag) => flag.parse().unwrap_or_default(),
+        None => config.logging.format,
+    };
+    super::logs::init(format);
     let mut server = Server::builder(config)
         .allow_unauthenticated(args.allow_unauthenticated)
         .shutdown_on_signals();
@@ -97,6 +117,9 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     }
     if let Some(addr) = args.approvals_http {
         server = server.approvals_http(addr);
+    }
+    if let Some(addr) = args.admin_http {
+        server = server.admin_http(addr);
     }
     let served = match args.http {
         Some(addr) => server.serve_http(addr).await,

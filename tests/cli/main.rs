@@ -5,6 +5,7 @@ mod approve;
 mod clients;
 mod codeforms;
 mod commands;
+mod packaging;
 mod schemas;
 
 use std::io::Write;

@@ -242,3 +242,22 @@ pub fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
         .expect("a tokio runtime")
         .block_on(future)
 }
+
+/// `GET url` with the `Host` header `host` and `bearer` when given: `(status, body)`.
+pub async fn get(
+    url: &str,
+    host: Option<&str>,
+    bearer: Option<&str>,
+) -> Result<(u16, String), String> {
+    let mut request = http().get(url);
+    if let Some(host) = host {
+        request = request.header(reqwest::header::HOST, host);
+    }
+    if let Some(bearer) = bearer {
+        request = request.bearer_auth(bearer);
+    }
+    let response = request.send().await.map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let body = response.text().await.map_err(|e| e.to_string())?;
+    Ok((status, body))
+}

@@ -83,6 +83,15 @@ fn secret_env_names(manifests: &str) -> Vec<String> {
         .collect()
 }
 
+/// The Deployment's probe lines and the pod's Prometheus annotations, trimmed.
+fn probe_lines(manifests: &str) -> Vec<&str> {
+    manifests
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("Probe:") || l.starts_with("prometheus.io/"))
+        .collect()
+}
+
 /// A request to the node with `host` as the `Host` header and `token` as the bearer token.
 async fn post_eval(node: &Node, host: &str, token: Option<&str>, code: &str) -> (u16, String) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
@@ -138,6 +147,11 @@ fn the_kubernetes_example_starts_a_node_that_behaves_as_documented() {
     std::fs::create_dir_all(&files).expect("create the files dir");
     let (command, args) = peers::filesystem_server_cmd(&files);
     config["mcpServers"] = json!({"fs": {"command": command, "args": args}});
+    // The admin listener (health and metrics), on a free port instead of 9090.
+    assert_eq!(config["server"]["admin"], json!({"listen": "0.0.0.0:9090"}));
+    let admin_port = codemode_test_support::services::free_port();
+    config["server"]["admin"]["listen"] = json!(format!("0.0.0.0:{admin_port}"));
+    assert_eq!(config["logging"], json!({"format": "json"}));
     let config_path = dir.join("codemode.json");
     write_json(&config_path, &config);
 
@@ -218,6 +232,43 @@ fn the_kubernetes_example_starts_a_node_that_behaves_as_documented() {
         );
         let (status, body) = list(token).await;
         assert_eq!(status, 403, "the agents may not decide: {body}");
+    });
+
+    // The probes and the scrape the Deployment declares, against the node.
+    assert_eq!(
+        probe_lines(&manifests),
+        [
+            "readinessProbe: { httpGet: { path: /readyz, port: 8080 }, periodSeconds: 5 }",
+            "livenessProbe: { httpGet: { path: /healthz, port: 8080 }, periodSeconds: 10, failureThreshold: 3 }",
+            "prometheus.io/scrape: \"true\"",
+            "prometheus.io/port: \"9090\"",
+            "prometheus.io/path: /metrics",
+        ]
+    );
+    block_on(async {
+        let get = |url: String| async move {
+            let response = codemode_upstream::crypto::http_client()
+                .get(url)
+                .header("host", "10.244.1.7:8080")
+                .send()
+                .await
+                .expect("reach the node");
+            let status = response.status().as_u16();
+            (status, response.text().await.expect("a body"))
+        };
+        let (status, body) = get(format!("{}/readyz", node.base_url())).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.starts_with(r#"{"status":"ready","#), "{body}");
+        assert_eq!(
+            get(format!("{}/healthz", node.base_url())).await,
+            (200, r#"{"status":"ok"}"#.to_string())
+        );
+        let (status, text) = get(format!("http://127.0.0.1:{admin_port}/metrics")).await;
+        assert_eq!(status, 200, "{text}");
+        assert!(
+            text.contains("\ncodemode_evals_total{profile=\"none\",outcome=\"ok\"} 2\n"),
+            "{text}"
+        );
     });
 
     // The store is the Redis the config names: the node keeps its guest there at start.

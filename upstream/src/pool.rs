@@ -242,6 +242,18 @@ impl UpstreamPool {
         out
     }
 
+    /// Whether `name` is a tool of the pool now: `<server>__<tool>` of an upstream's list, or
+    /// a command tool.
+    pub fn has_tool(&self, name: &str) -> bool {
+        if let Some((server, tool)) = split_qualified(name)
+            && let Some(up) = self.upstream(server)
+            && up.tools().iter().any(|t| t.name == tool)
+        {
+            return true;
+        }
+        self.commands().contains(name)
+    }
+
     /// A receiver that sees a new value whenever the combined tool list ([`tools`](Self::tools))
     /// or a server's state may have changed: a server connected with new tools, finished its
     /// first connection attempt, sent `tools/list_changed`, was added or removed. The value is a counter; read `tools()` after `changed().await`.

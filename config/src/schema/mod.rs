@@ -55,6 +55,8 @@ pub(crate) struct File {
     pub(crate) outputs: Option<Vec<policies::OutputRule>>,
     /// Where waiting evals, pending approvals and legacy MCP sessions are kept.
     pub(crate) durable: Option<sections::Durable>,
+    /// The log lines on stderr.
+    pub(crate) logging: Option<sections::Logging>,
     /// VS Code's prompted inputs: accepted, with a warning when there are some (codemode
     /// prompts nobody; use `${env:NAME}`).
     pub(crate) inputs: Option<Vec<Value>>,

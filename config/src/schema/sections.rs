@@ -94,6 +94,51 @@ pub(crate) struct Server {
     pub(crate) http: Option<Http>,
     /// Who may call: static tokens or JWTs, one of them. Default: none.
     pub(crate) auth: Option<Auth>,
+    /// Health and metrics: `/healthz`, `/readyz`, `/metrics`.
+    pub(crate) admin: Option<Admin>,
+}
+
+/// Health and metrics, served on the `serve --http` listener and, with `listen`, on a listener
+/// of their own.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Admin {
+    /// The admin listener's `IP:PORT` (health and metrics only). Default: none.
+    pub(crate) listen: Option<String>,
+    /// Whether metrics are kept and `/metrics` served. Default: `true`.
+    pub(crate) metrics: Option<bool>,
+    /// The bearer token `/metrics` demands: `sha256` (its hash) or `env` (a variable holding
+    /// it). Default: none, `/metrics` is open.
+    pub(crate) metrics_auth: Option<MetricsAuth>,
+}
+
+/// The token `/metrics` demands: `sha256` or `env`, one of them.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MetricsAuth {
+    /// The token's SHA-256, 64 hex digits.
+    pub(crate) sha256: Option<String>,
+    /// The environment variable holding the token.
+    pub(crate) env: Option<String>,
+}
+
+/// The log lines on stderr.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Logging {
+    /// `"text"` (for people) or `"json"` (one object per line: `ts`, `level`, `target`,
+    /// `message`, `eval_id` and `caller` where known). Default: `"text"`.
+    pub(crate) format: Option<LogFormat>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogFormat {
+    /// For people.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The HTTP listener's checks and limits.

@@ -12,13 +12,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use codemode_policies::{Config, StoreLocation};
+use codemode_policies::{AdminSettings, Config, StoreLocation, TokenSecret};
 use codemode_runtime::{Runtime, RuntimeConfig};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::sessions::SealedSessionStore;
-use super::{HttpOptions, ServeError, ServerState, drain, durable, reload};
+use super::{HttpOptions, ServeError, ServerState, drain, durable, ops, reload};
 use crate::approvals;
 use crate::auth;
 use codemode_store::Store;
@@ -54,6 +54,7 @@ impl Server {
             allowed_origins: Vec::new(),
             allow_unauthenticated: false,
             approvals_http: None,
+            admin_http: None,
             shutdown: CancellationToken::new(),
             signals: false,
             reloads: None,
@@ -73,6 +74,7 @@ pub struct ServerBuilder {
     allowed_origins: Vec<String>,
     allow_unauthenticated: bool,
     approvals_http: Option<SocketAddr>,
+    admin_http: Option<SocketAddr>,
     shutdown: CancellationToken,
     signals: bool,
     reloads: Option<mpsc::UnboundedReceiver<Config>>,
@@ -118,6 +120,13 @@ impl ServerBuilder {
     /// servers); without authentication only a loopback address is accepted.
     pub fn approvals_http(mut self, addr: SocketAddr) -> Self {
         self.approvals_http = Some(addr);
+        self
+    }
+
+    /// Serves `/healthz`, `/readyz` and `/metrics` (only those) on a listener of their own at
+    /// `addr`, instead of `server.admin.listen`.
+    pub fn admin_http(mut self, addr: SocketAddr) -> Self {
+        self.admin_http = Some(addr);
         self
     }
 
@@ -205,6 +214,11 @@ impl ServerBuilder {
             Some(addr) => Some(approvals::http::bind(addr, approvals_auth.as_ref()).await?),
             None => None,
         };
+        let metrics_token = metrics_token(&self.config.server.admin)?;
+        let admin_listener = match self.admin_http.or(self.config.server.admin.listen) {
+            Some(addr) => Some(bind_admin(addr)?),
+            None => None,
+        };
         // Over HTTP, evals waiting for a human are saved to the durable store: they survive a
         // restart and, with a shared store, resume on any node.
         let durable = match http {
@@ -213,6 +227,17 @@ impl ServerBuilder {
         };
         let config = std::mem::take(&mut self.config);
         let state = ServerState::new(runtime, config).await;
+        state.health.set_metrics_token(metrics_token);
+        if let Some(listener) = admin_listener {
+            let router = ops::count_responses(ops::router(state.clone()), state.clone());
+            let limits = state.config().server.http.limits;
+            tokio::spawn(super::listener::serve(
+                listener,
+                router,
+                limits,
+                CancellationToken::new(),
+            ));
+        }
         if let Some(durable) = durable {
             durable.keep_guest(&state.runtime).await?;
             super::enable_durable(&state, durable);
@@ -306,6 +331,40 @@ impl ServerBuilder {
     }
 }
 
+/// The SHA-256 of the token `/metrics` demands, read from the environment when it is there.
+fn metrics_token(admin: &AdminSettings) -> Result<Option<[u8; 32]>, ServeError> {
+    use sha2::{Digest, Sha256};
+    Ok(match &admin.metrics_auth {
+        None => None,
+        Some(TokenSecret::Sha256(hash)) => Some(*hash),
+        Some(TokenSecret::Env(name)) => match std::env::var(name) {
+            Ok(token) if !token.trim().is_empty() => {
+                Some(Sha256::digest(token.trim().as_bytes()).into())
+            }
+            _ => {
+                return Err(ServeError::Refused(format!(
+                    "server.admin.metricsAuth.env: the environment variable `{name}` is not set or empty"
+                )));
+            }
+        },
+    })
+}
+
+/// The admin listener at `addr`; prints `admin listening on http://ADDR` once bound.
+#[expect(
+    clippy::print_stderr,
+    reason = "the documented `admin listening on` line, printed whatever the log filter, as `listening on` is"
+)]
+fn bind_admin(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
+    let listener =
+        super::listener::bind(addr).map_err(|error| ServeError::Listen { addr, error })?;
+    let local = listener
+        .local_addr()
+        .map_err(|error| ServeError::Listen { addr, error })?;
+    eprintln!("admin listening on http://{local}");
+    Ok(listener)
+}
+
 /// The way out, after the transport closed: the upstreams stop and the audit log is flushed.
 async fn finish(
     state: &Arc<ServerState>,
@@ -342,6 +401,7 @@ impl std::fmt::Debug for ServerBuilder {
             .field("allowed_origins", &self.allowed_origins)
             .field("allow_unauthenticated", &self.allow_unauthenticated)
             .field("approvals_http", &self.approvals_http)
+            .field("admin_http", &self.admin_http)
             .field("signals", &self.signals)
             .finish_non_exhaustive()
     }

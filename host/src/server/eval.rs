@@ -80,7 +80,8 @@ impl CodemodeServer {
             .try_start(client, self.state.config().limits.per_client)
         {
             Ok(slot) => slot,
-            Err(message) => {
+            Err(super::fair::Refusal(cap, message)) => {
+                self.state.metrics.refused(cap);
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             }
         };

@@ -48,6 +48,11 @@ struct Counts {
     suspended: usize,
 }
 
+/// An eval refused by a per-client cap: the cap (its config key in snake case, the metrics'
+/// `cap` label) and the message for the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal(pub &'static str, pub String);
+
 /// Every client's running and waiting evals (shared by the whole server).
 #[derive(Default)]
 pub struct ClientLoad {
@@ -66,19 +71,25 @@ impl ClientLoad {
         self: &Arc<Self>,
         client: String,
         limits: PerClientLimits,
-    ) -> Result<Arc<EvalSlot>, String> {
+    ) -> Result<Arc<EvalSlot>, Refusal> {
         let mut clients = self.lock();
         let counts = clients.entry(client.clone()).or_default();
         if counts.running >= limits.max_concurrent_evals {
-            return Err(format!(
-                "eval refused: client `{client}` already has {} evals running (limits.perClient.maxConcurrentEvals = {}); wait for one to finish",
-                counts.running, limits.max_concurrent_evals
+            return Err(Refusal(
+                "max_concurrent_evals",
+                format!(
+                    "eval refused: client `{client}` already has {} evals running (limits.perClient.maxConcurrentEvals = {}); wait for one to finish",
+                    counts.running, limits.max_concurrent_evals
+                ),
             ));
         }
         if counts.suspended >= limits.max_suspended_evals {
-            return Err(format!(
-                "eval refused: client `{client}` already has {} evals waiting for a human (limits.perClient.maxSuspendedEvals = {}); answer or cancel one first",
-                counts.suspended, limits.max_suspended_evals
+            return Err(Refusal(
+                "max_suspended_evals",
+                format!(
+                    "eval refused: client `{client}` already has {} evals waiting for a human (limits.perClient.maxSuspendedEvals = {}); answer or cancel one first",
+                    counts.suspended, limits.max_suspended_evals
+                ),
             ));
         }
         counts.running += 1;
@@ -182,7 +193,10 @@ mod tests {
         let refused = load.try_start("a".into(), limits(2, 1)).err().unwrap();
         assert_eq!(
             refused,
-            "eval refused: client `a` already has 2 evals running (limits.perClient.maxConcurrentEvals = 2); wait for one to finish"
+            Refusal(
+                "max_concurrent_evals",
+                "eval refused: client `a` already has 2 evals running (limits.perClient.maxConcurrentEvals = 2); wait for one to finish".into()
+            )
         );
         let _b = load.try_start("b".into(), limits(2, 1)).unwrap();
         assert_eq!((load.counts("a"), load.counts("b")), ((2, 0), (1, 0)));
@@ -203,12 +217,9 @@ mod tests {
             a2.begin().unwrap_err(),
             "not asked: client `a` already has 1 evals waiting for a human (limits.perClient.maxSuspendedEvals = 1)"
         );
-        assert!(
-            load.try_start("a".into(), limits(4, 1))
-                .err()
-                .unwrap()
-                .contains("limits.perClient.maxSuspendedEvals = 1")
-        );
+        let refused = load.try_start("a".into(), limits(4, 1)).err().unwrap();
+        assert_eq!(refused.0, "max_suspended_evals");
+        assert!(refused.1.contains("limits.perClient.maxSuspendedEvals = 1"));
         a1.end();
         assert_eq!(load.counts("a"), (2, 1));
         a1.end();

@@ -195,7 +195,8 @@ impl Guard {
         }
         if opens_legacy_session(object, &parts.headers) {
             let client = client_of(parts);
-            if let Err(message) = self.admit(&client, limits).await {
+            if let Err((cap, message)) = self.admit(&client, limits).await {
+                self.state.metrics.refused(cap);
                 return Err(Box::new(refuse(
                     StatusCode::TOO_MANY_REQUESTS,
                     -32000,
@@ -327,22 +328,32 @@ async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Resp
 impl Guard {
     /// Refuses a new session when the server or `client` is at its cap; forgets the owners of
     /// sessions rmcp no longer has (closed or expired).
-    async fn admit(&self, client: &str, limits: &ListenerLimits) -> Result<(), String> {
+    async fn admit(
+        &self,
+        client: &str,
+        limits: &ListenerLimits,
+    ) -> Result<(), (&'static str, String)> {
         let live = self.sessions.sessions.read().await;
         let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
         owners.retain(|session, _| live.keys().any(|id| id.as_ref() == session.as_str()));
         if live.len() >= limits.max_sessions {
-            return Err(format!(
-                "too many sessions: the server has {} open (server.http.maxSessions = {}); close one or retry later",
-                live.len(),
-                limits.max_sessions
+            return Err((
+                "max_sessions",
+                format!(
+                    "too many sessions: the server has {} open (server.http.maxSessions = {}); close one or retry later",
+                    live.len(),
+                    limits.max_sessions
+                ),
             ));
         }
         let mine = owners.values().filter(|c| c.as_str() == client).count();
         if mine >= limits.max_sessions_per_client {
-            return Err(format!(
-                "too many sessions: client `{client}` has {mine} open (server.http.maxSessionsPerClient = {}); close one (HTTP DELETE) or retry later",
-                limits.max_sessions_per_client
+            return Err((
+                "max_sessions_per_client",
+                format!(
+                    "too many sessions: client `{client}` has {mine} open (server.http.maxSessionsPerClient = {}); close one (HTTP DELETE) or retry later",
+                    limits.max_sessions_per_client
+                ),
             ));
         }
         Ok(())

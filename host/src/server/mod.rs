@@ -29,6 +29,7 @@ mod in_process_tests;
 mod legacy;
 pub(crate) mod listener;
 mod listing;
+pub mod ops;
 pub mod owner;
 mod progress;
 #[cfg(test)]

@@ -51,6 +51,13 @@ pub fn watch(state: Arc<ServerState>, path: PathBuf) -> notify::Result<notify::R
 /// is read and parsed on a blocking thread: a slow disk or a large file must not hold up the
 /// async threads serving evals.
 pub async fn reload(state: &ServerState, path: &Path) -> bool {
+    let applied = load_and_apply(state, path).await;
+    // `/readyz` and the metrics report it; it never makes the node unready.
+    state.health.set_reload_failed(!applied);
+    applied
+}
+
+async fn load_and_apply(state: &ServerState, path: &Path) -> bool {
     let file = path.to_path_buf();
     let loaded = match tokio::task::spawn_blocking(move || Config::load(file)).await {
         Ok(loaded) => loaded,

@@ -9,6 +9,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use super::ops::{self, Listener};
 use super::{CodemodeServer, ServeError, ServerState, drain, failover, guard, listener};
 use crate::auth::{Authenticate, NoAuth, require_auth};
 
@@ -134,10 +135,13 @@ pub fn http_router(
     if let Some(approvals) = approvals {
         mcp = mcp.merge(approvals);
     }
-    match options.extra {
+    // Health and metrics: without authentication and outside `/mcp`'s Host and Origin checks.
+    mcp = mcp.merge(ops::router(state.clone()));
+    let router = match options.extra {
         Some(extra) => mcp.merge(extra),
         None => mcp,
-    }
+    };
+    ops::count_responses(router, state)
 }
 
 /// The listener limits of the config in force at each call.
@@ -169,6 +173,7 @@ pub async fn serve_http(
     // MCP's sessions and streams end after the evals, not with the signal.
     let sessions = CancellationToken::new();
     let router = http_router(state.clone(), options, &sessions);
+    state.health.set_listener(Listener::Binding);
     let listener = listener::bind(addr).map_err(|error| ServeError::Listen { addr, error })?;
     let local = listener
         .local_addr()
@@ -177,10 +182,12 @@ pub async fn serve_http(
     if let Some(tx) = bound {
         let _ = tx.send(local);
     }
+    state.health.set_listener(Listener::Accepting);
     let drained = {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             shutdown.cancelled().await;
+            state.health.set_listener(Listener::Draining);
             state.drain.drain(drain::SHUTDOWN_GRACE).await;
             sessions.cancel();
         })

@@ -37,6 +37,10 @@ pub struct ServerState {
     pub(crate) legacy: Arc<super::legacy::LegacyRequests>,
     /// Where evals waiting for a human are saved ([`super::durable`]); set once by `serve`.
     durable: std::sync::OnceLock<Arc<super::durable::Durable>>,
+    /// The Prometheus metrics (`/metrics`).
+    pub metrics: Arc<super::ops::metrics::Metrics>,
+    /// What `/readyz` reads besides the server's parts.
+    pub(crate) health: super::ops::Health,
 }
 
 impl ServerState {
@@ -64,6 +68,8 @@ impl ServerState {
                 .keep_alive(DEFAULT_THREAD_KEEP_ALIVE)
                 .build(),
             durable: std::sync::OnceLock::new(),
+            metrics: Arc::default(),
+            health: super::ops::Health::default(),
         });
         state
             .upstreams
@@ -141,9 +147,32 @@ impl ServerState {
         }
         self.upstreams
             .set_commands(codemode_upstream::CommandTools::from_config(&config));
+        self.metrics.set_enabled(config.server.admin.metrics);
+        let config = Arc::new(config);
+        let audit = super::ops::metrics::MeteredSink::wrap(
+            &self.metrics,
+            config.clone(),
+            self.upstreams.clone(),
+            audit,
+        );
         *self.audit.write().unwrap_or_else(|e| e.into_inner()) = audit;
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = config;
         self.notify_tools_changed().await;
+    }
+
+    /// What the metrics report of the server now (read at each scrape).
+    pub(crate) fn metrics_snapshot(&self) -> super::ops::metrics::Snapshot {
+        super::ops::metrics::Snapshot {
+            approvals_pending: self.approvals.pending().len(),
+            parked_evals: self.durable().map_or(0, |d| d.parked_count()),
+            pool_slots_in_use: self.runtime.slots_in_use(),
+            upstreams: self
+                .upstreams
+                .status()
+                .into_iter()
+                .map(|s| (s.name, s.connected, s.connects))
+                .collect(),
+        }
     }
 
     /// A new session id (`s1`, `s2`, …).

@@ -51,6 +51,21 @@ pub enum Decision {
     Invalid,
 }
 
+impl Decision {
+    /// The decision's name as the audit log writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Denied => "denied",
+            Decision::Approved => "approved",
+            Decision::Declined => "declined",
+            Decision::Timeout => "timeout",
+            Decision::Unsupported => "unsupported",
+            Decision::Invalid => "invalid",
+        }
+    }
+}
+
 /// `event: "tool_call"`: one attempt to call a tool, whatever became of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallAuditRecord {

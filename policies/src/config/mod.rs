@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use codemode_config::{
     ApprovalsConfig, AuditConfig, CommandConfig, ConfigWarning, DurableConfig, Limits,
-    ServerConfig, ServerSettings,
+    LoggingConfig, ServerConfig, ServerSettings,
 };
 
 use crate::profile::Profile;
@@ -48,6 +48,8 @@ pub struct Config {
     /// (`durable`). Default: [`DurableConfig::default`], a local store in the user's state
     /// directory.
     pub durable: DurableConfig,
+    /// How log lines are written (`logging`). Default: text.
+    pub logging: LoggingConfig,
     /// What the file says that codemode accepts but ignores (a client-only key such as
     /// `autoApprove`, VS Code `inputs`), for the caller to show. Default: none.
     pub warnings: Vec<ConfigWarning>,

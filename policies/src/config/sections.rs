@@ -120,6 +120,7 @@ impl Policies {
             server,
             commands,
             durable,
+            logging,
             warnings,
             ..
         } = settings;
@@ -133,6 +134,7 @@ impl Policies {
             commands,
             outputs: self.outputs,
             durable,
+            logging,
             warnings,
         }
     }

@@ -1,6 +1,6 @@
-//! Real Redis and HAProxy processes for tests, each on loopback ports of its own, installed
-//! from Debian (`redis-server`, `haproxy`) by `debian.sh` next to this crate's manifest when
-//! missing, and stopped when dropped. A missing package that cannot be installed is a failure,
+//! Real Redis, HAProxy and Prometheus processes for tests, each on loopback ports of its own,
+//! installed from Debian (`redis-server`, `haproxy`, `prometheus`) by `debian.sh` next to this
+//! crate's manifest when missing, and stopped when dropped. A missing package that cannot be installed is a failure,
 //! never a skip.
 
 use std::io::{Read, Write};
@@ -241,6 +241,105 @@ impl HaProxy {
 }
 
 impl Drop for HaProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A Debian `prometheus` server on 127.0.0.1 with a configuration a test writes, its data in a
+/// directory of its own; killed when dropped.
+#[derive(Debug)]
+pub struct Prometheus {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Prometheus {
+    /// Installs `prometheus` when missing, writes `config` (its YAML) to `dir/prometheus.yml`,
+    /// starts it on a free port and waits until `/-/ready` answers `200`.
+    pub fn start(dir: &Path, config: &str) -> Prometheus {
+        static INSTALLED: OnceLock<()> = OnceLock::new();
+        INSTALLED.get_or_init(|| {
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("debian.sh");
+            let out = Command::new("bash")
+                .arg(&script)
+                .args(["prometheus", "prometheus"])
+                .output()
+                .unwrap_or_else(|e| panic!("could not run {}: {e}", script.display()));
+            assert!(
+                out.status.success(),
+                "{} prometheus failed ({}):\n{}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        });
+        std::fs::create_dir_all(dir)
+            .unwrap_or_else(|e| panic!("could not create {}: {e}", dir.display()));
+        let cfg = dir.join("prometheus.yml");
+        std::fs::write(&cfg, config)
+            .unwrap_or_else(|e| panic!("could not write prometheus.yml: {e}"));
+        let log = std::fs::File::create(dir.join("prometheus.log"))
+            .unwrap_or_else(|e| panic!("could not create prometheus.log: {e}"));
+        let port = free_port();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start prometheus: {e}"));
+        let server = Prometheus {
+            child,
+            port,
+            dir: dir.to_path_buf(),
+        };
+        let deadline = Instant::now() + READY_WITHIN;
+        while !server.ready() {
+            assert!(
+                Instant::now() < deadline,
+                "prometheus on port {port} was not ready within {READY_WITHIN:?}; its log:\n{}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    /// `http://127.0.0.1:PORT`, its web and API root.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// What it printed so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("prometheus.log")).unwrap_or_default()
+    }
+
+    /// Whether `GET /-/ready` answers `200`.
+    fn ready(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect((Ipv4Addr::LOCALHOST, self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let request = "GET /-/ready HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+        if s.write_all(request.as_bytes()).is_err() {
+            return false;
+        }
+        let mut reply = Vec::new();
+        let _ = s.read_to_end(&mut reply);
+        reply.starts_with(b"HTTP/1.0 200") || reply.starts_with(b"HTTP/1.1 200")
+    }
+}
+
+impl Drop for Prometheus {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

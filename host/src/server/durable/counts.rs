@@ -114,6 +114,11 @@ impl ParkedCounts {
         self.lock().values().map(|e| e.bytes).sum()
     }
 
+    /// How many evals are counted whose time is not up as of `now_ms`.
+    pub fn waiting(&self, now_ms: u64) -> usize {
+        self.lock().values().filter(|e| e.until_ms > now_ms).count()
+    }
+
     /// `token` no longer counts: resumed, finished before it parked, or its save failed.
     pub fn release(&self, token: &str) {
         self.lock().remove(token);

@@ -143,6 +143,12 @@ impl Durable {
             .reserve(&gate.client, &gate.token, gate.cap, now)
     }
 
+    /// How many evals this node parked that still wait (those whose approval time is up no
+    /// longer count).
+    pub fn parked_count(&self) -> usize {
+        self.parked.waiting(codemode_store::now_ms())
+    }
+
     /// `token`'s eval does not (or no longer) count as parked from this node: it finished, was
     /// resumed, or could not be saved.
     pub fn not_parked(&self, token: &str) {

@@ -205,12 +205,27 @@ impl EvalTask {
     pub(super) fn spawn(self, running: impl Send + 'static) -> std::io::Result<()> {
         let handle = tokio::runtime::Handle::current();
         let threads = self.state.eval_threads.clone();
+        let span = self.span();
         threads.spawn(move || {
             handle.block_on(async move {
-                self.run().await;
+                tracing::Instrument::instrument(self.run(), span).await;
                 drop(running);
             })
         })
+    }
+
+    /// The span every log line of the eval is in: its audit id and caller (the JSON log lines'
+    /// `eval_id` and `caller`). At the error level so that it is there under any filter that
+    /// lets a line through.
+    fn span(&self) -> tracing::Span {
+        match &self.start {
+            Start::Fresh(eval) | Start::Resumed(eval, _) => tracing::error_span!(
+                "eval",
+                eval_id = %eval.audit_id(),
+                caller = %codemode_policies::neutralize(&eval.caller().name)
+            ),
+            Start::Refused(_) => tracing::Span::none(),
+        }
     }
 
     async fn run(self) {
@@ -289,6 +304,18 @@ async fn deliver(
     outcome: Option<EvalOutcome>,
 ) {
     let limits = state.config().limits.unfetched_results;
+    if let Some(outcome) = &outcome {
+        let result = match (&outcome.error, outcome.ok) {
+            (_, true) => "ok",
+            (Some(error), false) => error.kind.as_str(),
+            (None, false) => "error",
+        };
+        tracing::info!(
+            outcome = result,
+            tool_calls = outcome.tool_calls.len(),
+            "eval finished"
+        );
+    }
     match (delivery, outcome) {
         (Delivery::Request(done), Some(outcome)) => match waiter {
             Waiter::Modern(entry) => state.suspensions.complete(&entry, outcome, limits),

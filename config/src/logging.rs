@@ -1,0 +1,101 @@
+//! The `logging` section: how log lines are written on stderr.
+
+use serde_json::Value;
+
+use crate::error::ConfigErrorKind;
+use crate::reader::{JsonPath, Reader};
+use crate::schema::sections;
+
+/// The `logging` section. Default: text lines for people.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoggingConfig {
+    /// `format`. Default: [`LogFormat::Text`].
+    pub format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// `"text"`: one line for people per event.
+    #[default]
+    Text,
+    /// `"json"`: one JSON object per line (`ts`, `level`, `target`, `message`, and `eval_id` /
+    /// `caller` where known), for a log pipeline.
+    Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!(
+                "expected `text` or `json`, got {}",
+                crate::describe(&Value::String(other.to_string()))
+            )),
+        }
+    }
+}
+
+/// Reads `logging` at `path`.
+pub(crate) fn read_logging(r: &mut Reader, v: &Value, path: &JsonPath) -> LoggingConfig {
+    let mut out = LoggingConfig::default();
+    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Logging>()) else {
+        return out;
+    };
+    if let Some(v) = map.get("format") {
+        let p = path.key("format");
+        if let Some(text) = r.string(v, &p) {
+            match text.parse() {
+                Ok(format) => out.format = format,
+                Err(message) => r.error(&p, ConfigErrorKind::InvalidValue, message),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LogFormat;
+    use crate::{Config, ConfigErrorKind};
+
+    #[test]
+    fn logging_section() {
+        let text = Config::from_json_str("{}").unwrap();
+        assert_eq!(text.logging.format, LogFormat::Text);
+        let json = Config::from_json_str(r#"{"logging": {"format": "json"}}"#).unwrap();
+        assert_eq!(json.logging.format, LogFormat::Json);
+        let cases = [
+            (
+                r#"{"logging": {"format": "xml"}}"#,
+                "logging.format",
+                ConfigErrorKind::InvalidValue,
+                "expected `text` or `json`, got a string (\"xml\")",
+            ),
+            (
+                r#"{"logging": {"format": 1}}"#,
+                "logging.format",
+                ConfigErrorKind::WrongType,
+                "",
+            ),
+            (
+                r#"{"logging": {"level": "info"}}"#,
+                "logging.level",
+                ConfigErrorKind::UnknownKey,
+                "",
+            ),
+        ];
+        for (json, path, kind, message) in cases {
+            let errors = Config::from_json_str(json).unwrap_err().errors;
+            assert_eq!(errors.len(), 1, "{json}: {errors:?}");
+            assert_eq!((errors[0].path(), errors[0].kind()), (path, kind), "{json}");
+            if !message.is_empty() {
+                assert_eq!(errors[0].message(), message, "{json}");
+            }
+        }
+    }
+}
