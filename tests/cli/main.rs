@@ -5,6 +5,7 @@ mod approve;
 mod clients;
 mod codeforms;
 mod commands;
+mod examples;
 mod packaging;
 mod schemas;
 

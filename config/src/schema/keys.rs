@@ -81,7 +81,10 @@ mod tests {
             of::<super::super::File>()[..3],
             ["$schema", "mcpServers", "servers"]
         );
-        assert_eq!(policy::output_rule(), ["tools", "mask", "redact", "allow"]);
+        assert_eq!(
+            policy::output_rule(),
+            ["tools", "mask", "redact", "allow", "strictSchema"]
+        );
         assert_eq!(of::<String>(), Vec::<&str>::new());
     }
 }

@@ -130,4 +130,8 @@ pub(crate) struct OutputRule {
     /// JSON Pointers (`*` for any key or index) of the only fields kept (with their subtrees
     /// and the structure leading to them); every other field is removed. Deny by default.
     pub(crate) allow: Option<Vec<String>>,
+    /// A result that breaks the tool's `outputSchema` fails the call (error `invalid_output`,
+    /// the value not returned) instead of reaching the script with a warning. Default false.
+    #[serde(rename = "strictSchema")]
+    pub(crate) strict_schema: Option<bool>,
 }

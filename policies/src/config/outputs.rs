@@ -7,8 +7,8 @@ use crate::ConfigErrorKind;
 use crate::outputs::{OutputPolicy, OutputRule, PathPattern};
 use codemode_config::{JsonPath, Reader};
 
-/// Reads `outputs` at `path`: an array of `{tools, mask?, redact?, allow?}`, each rule with at
-/// least one glob and at least one of `mask`, `redact` and `allow`.
+/// Reads `outputs` at `path`: an array of `{tools, mask?, redact?, allow?, strictSchema?}`, each
+/// rule with at least one glob and at least one of `mask`, `redact`, `allow` and `strictSchema`.
 pub(crate) fn read_outputs(r: &mut Reader, v: &Value, path: &JsonPath) -> OutputPolicy {
     let Value::Array(items) = v else {
         r.expected(
@@ -41,20 +41,26 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<OutputRule> {
     let allow = map
         .get("allow")
         .map(|v| read_paths(r, v, &path.key("allow")));
-    if mask.is_none() && redact.is_none() && allow.is_none() {
+    let strict = map
+        .get("strictSchema")
+        .and_then(|v| r.bool(v, &path.key("strictSchema")));
+    if mask.is_none() && redact.is_none() && allow.is_none() && strict.is_none() {
         r.error(
             path,
             ConfigErrorKind::MissingField,
-            "needs `mask`, `redact` (the JSON Pointers to hide) or `allow` (the only ones to keep)",
+            "needs `mask`, `redact` (the JSON Pointers to hide), `allow` (the only ones to keep) or `strictSchema`",
         );
         return None;
     }
-    Some(OutputRule::new(
-        tools?,
-        mask.unwrap_or_default(),
-        redact.unwrap_or_default(),
-        allow,
-    ))
+    Some(
+        OutputRule::new(
+            tools?,
+            mask.unwrap_or_default(),
+            redact.unwrap_or_default(),
+            allow,
+        )
+        .strict_schema(strict.unwrap_or(false)),
+    )
 }
 
 /// An array of JSON Pointers with `*` segments; each bad one is an error at its index.

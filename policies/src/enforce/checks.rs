@@ -8,6 +8,10 @@ use super::PolicyToolHost;
 use super::audit_guard::AuditGuard;
 use crate::audit::args_sha256;
 
+/// The error of a result that breaks its tool's `outputSchema` under `strictSchema`: its
+/// message's prefix and its data's `kind`.
+const INVALID_OUTPUT: &str = "invalid_output";
+
 impl PolicyToolHost {
     /// Checks `args` against `tool`'s `inputSchema`; on failure the audit reason is set
     /// (`invalid_arguments: …`, the given values left out unless arguments are audited).
@@ -34,16 +38,17 @@ impl PolicyToolHost {
     }
 
     /// What the script gets of a result: warned about when it does not match the tool's
-    /// `outputSchema` (naming no value, and no path the output policy masks or removes), then
-    /// masked by the output policy. The audit gets the hash of the result
-    /// as returned and the paths masked or removed.
+    /// `outputSchema` (naming no value, and no path the output policy masks or removes) — or,
+    /// under an `outputs` rule with `strictSchema`, nothing: the call fails with
+    /// `invalid_output` and the same words — then masked by the output policy. The audit gets
+    /// the hash of the result as returned and the paths masked or removed.
     pub(super) fn finish_result(
         &self,
         tool: &str,
         mut value: Value,
         cx: &CallContext,
         audit: &mut AuditGuard<'_>,
-    ) -> Value {
+    ) -> Result<Value, ToolError> {
         if audit.records() {
             audit.output_sha256 = Some(args_sha256(&value));
         }
@@ -53,11 +58,19 @@ impl PolicyToolHost {
             if schemas.checks_output_of(tool) {
                 let hidden = self.outputs.hidden(tool, &value);
                 if let Some(warning) = schemas.check_output(tool, &value, &hidden) {
+                    if self.outputs.strict_schema(tool) {
+                        let message = format!("{INVALID_OUTPUT}: {warning}");
+                        audit.reason = Some(message.clone());
+                        return Err(ToolError::Failed {
+                            message,
+                            data: Some(serde_json::json!({"kind": INVALID_OUTPUT})),
+                        });
+                    }
                     cx.warn(warning);
                 }
             }
         }
         audit.redacted_paths = self.outputs.apply(tool, &mut value);
-        value
+        Ok(value)
     }
 }

@@ -331,7 +331,7 @@ impl PolicyToolHost {
         audit.decision = decision;
         let result = match gate {
             Ok(()) => match self.inner.call(tool, args, cx).await {
-                Ok(value) => Ok(self.finish_result(tool, value, cx, &mut audit)),
+                Ok(value) => self.finish_result(tool, value, cx, &mut audit),
                 // No such tool: nothing was allowed to run.
                 Err(e @ ToolError::NotFound { .. }) => {
                     audit.decision = Decision::Denied;

@@ -67,6 +67,7 @@ pub struct OutputRule {
     mask: Vec<PathPattern>,
     redact: Vec<PathPattern>,
     allow: Option<Vec<PathPattern>>,
+    strict_schema: bool,
 }
 
 impl OutputRule {
@@ -81,7 +82,20 @@ impl OutputRule {
             mask,
             redact,
             allow,
+            strict_schema: false,
         }
+    }
+
+    /// With `strictSchema`: a result of its tools that breaks the tool's `outputSchema` fails
+    /// the call.
+    pub(crate) fn strict_schema(mut self, strict: bool) -> Self {
+        self.strict_schema = strict;
+        self
+    }
+
+    /// Whether a result of its tools that breaks the `outputSchema` fails the call.
+    pub fn is_strict_schema(&self) -> bool {
+        self.strict_schema
     }
 
     /// The only paths kept (`allow`), when the rule has the list: deny by default.
@@ -145,6 +159,14 @@ impl OutputPolicy {
             remove(value, path);
         }
         pointers(masked, redacted)
+    }
+
+    /// Whether a rule with `strictSchema` names `tool`: its results that break its
+    /// `outputSchema` fail the call.
+    pub fn strict_schema(&self, tool: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.strict_schema && r.tools.first_index(tool).is_some())
     }
 
     /// The paths [`apply`](OutputPolicy::apply) would mask or remove in `value`, without

@@ -245,8 +245,22 @@ fn the_section_is_checked_with_exact_paths() {
         .errors;
     assert_eq!(
         errors[0].to_string(),
-        "outputs[0]: needs `mask`, `redact` (the JSON Pointers to hide) or `allow` (the only ones to keep)"
+        "outputs[0]: needs `mask`, `redact` (the JSON Pointers to hide), `allow` (the only ones to keep) or `strictSchema`"
     );
+    let errors = Config::from_json_str(r#"{"outputs": [{"tools": ["*"], "strictSchema": "yes"}]}"#)
+        .unwrap_err()
+        .errors;
+    let got: Vec<(&str, K)> = errors.iter().map(|e| (e.path(), e.kind())).collect();
+    assert_eq!(
+        got,
+        [
+            ("outputs[0].strictSchema", K::WrongType),
+            ("outputs[0]", K::MissingField)
+        ]
+    );
+    let p = policy(json!([{"tools": ["billing__*"], "strictSchema": true}]));
+    assert!(p.rules()[0].is_strict_schema());
+    assert!(p.strict_schema("billing__charge") && !p.strict_schema("crm__get"));
     // Absent: no rules.
     assert!(Config::from_json_str("{}").unwrap().outputs.is_empty());
     let p = policy(json!([{"tools": ["a", "b"], "mask": ["/x"], "redact": ["", "/*/y"]}]));

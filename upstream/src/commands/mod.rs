@@ -121,9 +121,18 @@ impl CommandTools {
 }
 
 /// Output as text: ANSI escape sequences removed (a well-kept parser, `strip-ansi-escapes`,
-/// rather than a regex that misses some), invalid UTF-8 replaced.
+/// rather than a regex that misses some), invalid UTF-8 replaced. The parser drops every control
+/// character but `\n`: tabs are kept by cleaning what lies between them (`git diff
+/// --name-status`, a tab-indented file).
 fn clean(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(&strip_ansi_escapes::strip(bytes)).into_owned()
+    let mut out = Vec::with_capacity(bytes.len());
+    for (i, part) in bytes.split(|&b| b == b'\t').enumerate() {
+        if i > 0 {
+            out.push(b'\t');
+        }
+        out.extend_from_slice(&strip_ansi_escapes::strip(part));
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn decode(name: &str, mode: CommandOutput, text: &str) -> Result<Value, ToolError> {

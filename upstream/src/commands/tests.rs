@@ -128,6 +128,7 @@ async fn a_non_zero_exit_rejects_with_the_exit_code_and_the_stderr_tail() {
 async fn output_modes_and_ansi_stripping() {
     let t = tools(json!({
         "text": {"command": "printf", "args": ["\u{1b}[1;32mgreen\u{1b}[0m\n\u{1b}]0;title\u{7}x"]},
+        "tabs": {"command": "printf", "args": ["A\tnotes.txt\n\tindented\u{1b}[2K\tend"]},
         "lines": {"command": "printf", "args": ["a\r\nb\n\nc\n"], "output": "lines"},
         "none": {"command": "true", "output": "lines"},
         "json": {"command": "printf", "args": ["{\"a\": [1, 2]}\n"], "output": "json"},
@@ -135,6 +136,11 @@ async fn output_modes_and_ansi_stripping() {
         "badjson": {"command": "printf", "args": ["nope"], "output": "json"},
         "badjsonl": {"command": "printf", "args": ["1\n{\n"], "output": "jsonl"}}));
     assert_eq!(t.call("text", json!({})).await.unwrap(), json!("green\nx"));
+    // Tabs are text, not terminal control: kept.
+    assert_eq!(
+        t.call("tabs", json!({})).await.unwrap(),
+        json!("A\tnotes.txt\n\tindented\tend")
+    );
     assert_eq!(
         t.call("lines", json!({})).await.unwrap(),
         json!(["a", "b", "", "c"])

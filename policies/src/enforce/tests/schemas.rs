@@ -137,3 +137,80 @@ async fn results_are_masked_and_the_audit_names_the_paths_and_the_original_hash(
     );
     assert_eq!(recs[1].redacted_paths, Vec::<String>::new());
 }
+
+/// `strictSchema` (B.7): under an `outputs` rule with it, a result that breaks the tool's
+/// `outputSchema` fails the call with `invalid_output` (the value not returned, nothing in the
+/// message the output policy hides), audited as an error with that reason; without it, the
+/// result reaches the script (with a warning). A result that matches passes either way.
+#[tokio::test]
+async fn a_strict_schema_fails_the_call_whose_result_breaks_the_output_schema() {
+    let path = json!({"type": "object"});
+    let output = json!({"type": "object", "properties": {"echo": {"type": "object",
+        "properties": {"path": {"type": "string"}}, "additionalProperties": false}}});
+    let specs = ["fs__read", "fs__write"].map(|name| ToolSchemaSpec {
+        name,
+        input_schema: &path,
+        output_schema: Some(&output),
+        signature: format!("{name}(args: {{ path?: string }}): Promise<unknown>;"),
+    });
+    let (calls, inner) = inner();
+    let audit = Arc::new(MemoryAuditSink::new());
+    let outputs = Config::from_json_str(
+        r#"{"outputs": [{"tools": ["fs__read"], "strictSchema": true, "mask": ["/echo/secret"]}]}"#,
+    )
+    .unwrap()
+    .outputs;
+    let host = PolicyToolHost::builder(inner)
+        .audit(audit.clone(), false)
+        .schemas(Arc::new(Arc::new(ToolSchemas::compile(specs).0)))
+        .outputs(outputs)
+        .build();
+    let bad = json!({"path": "/a", "secret": "hunter2"});
+    let r = call_with(&host, "fs__read", bad.clone(), 1).await;
+    // The unexpected key is one the output policy masks: it is not named.
+    let message = "invalid_output: the result of `fs__read` does not match its outputSchema: \
+                   /echo: 1 unexpected property";
+    assert_eq!(
+        r,
+        Err(ToolError::Failed {
+            message: message.into(),
+            data: Some(json!({"kind": "invalid_output"})),
+        })
+    );
+    let r = call_with(&host, "fs__read", json!({"path": 7}), 2).await;
+    assert_eq!(
+        r,
+        Err(ToolError::Failed {
+            message: "invalid_output: the result of `fs__read` does not match its outputSchema: \
+                      /echo/path: expected string, got number"
+                .into(),
+            data: Some(json!({"kind": "invalid_output"})),
+        })
+    );
+    // Not strict: the same result reaches the script.
+    let r = call_with(&host, "fs__write", bad.clone(), 3).await;
+    assert_eq!(r, Ok(json!({"echo": bad})));
+    let r = call_with(&host, "fs__read", json!({"path": "/a"}), 4).await;
+    assert_eq!(r, Ok(json!({"echo": {"path": "/a"}})));
+    assert_eq!(calls.load(Ordering::SeqCst), 4, "each tool ran");
+    let recs = audit.tool_calls();
+    let seen: Vec<(CallStatus, Option<&str>)> = recs
+        .iter()
+        .map(|r| (r.status, r.reason.as_deref()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (CallStatus::Error, Some(message)),
+            (
+                CallStatus::Error,
+                Some(
+                    "invalid_output: the result of `fs__read` does not match its outputSchema: \
+                     /echo/path: expected string, got number"
+                )
+            ),
+            (CallStatus::Ok, None),
+            (CallStatus::Ok, None),
+        ]
+    );
+}
