@@ -231,6 +231,11 @@ impl Durable {
         }
     }
 
+    /// The store evals are parked in (`/readyz` probes it).
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Keeps this runtime's guest in the store, for the states it saves.
     pub async fn keep_guest(&self, runtime: &Runtime) -> Result<(), StoreError> {
         let key = format!("guest:{}", runtime.guest_hash());

@@ -40,7 +40,7 @@ pub struct ServerState {
     /// The Prometheus metrics (`/metrics`).
     pub metrics: Arc<super::ops::metrics::Metrics>,
     /// What `/readyz` reads besides the server's parts.
-    pub(crate) health: super::ops::Health,
+    pub(crate) health: super::ops::health::Health,
 }
 
 impl ServerState {
@@ -69,7 +69,7 @@ impl ServerState {
                 .build(),
             durable: std::sync::OnceLock::new(),
             metrics: Arc::default(),
-            health: super::ops::Health::default(),
+            health: super::ops::health::Health::default(),
         });
         state
             .upstreams
