@@ -111,6 +111,10 @@ pub fn init() {
                 more.set("hostWarn", host_warn)?;
                 more.set("noCompletion", no_completion)?;
                 more.set("sourceLine", source_line)?;
+                more.set(
+                    "isPromise",
+                    Function::new(cx.clone(), |value: Value<'_>| value.is_promise())?,
+                )?;
                 let heap_exhausted = Function::new(cx.clone(), crate::heap::exhausted)?;
                 // SAFETY: the context is alive for `cx`'s lifetime; the object is owned.
                 let codemode = unsafe {
@@ -350,17 +354,15 @@ fn finish(cx: &Ctx<'_>, envelope: &str) {
             column,
         );
     }
-    if envelope.starts_with(r#"{"ok":true"#) {
-        if crate::warnings::no_completion() && IS_SCRIPT.get() {
-            let at =
-                SOURCE.with(|code| crate::warnings::last_statement_not_expression(&code.borrow()));
-            if let Some((line, column)) = at {
-                crate::warnings::add(
-                    "the result is null: the script's last statement is not an expression and it has no `return` (end it with the value to return, or `return` it)".into(),
-                    line,
-                    column,
-                );
-            }
+    if envelope.starts_with(r#"{"ok":true"#) && crate::warnings::no_completion() && IS_SCRIPT.get()
+    {
+        let at = SOURCE.with(|code| crate::warnings::last_statement_not_expression(&code.borrow()));
+        if let Some((line, column)) = at {
+            crate::warnings::add(
+                "the result is null: the script's last statement is not an expression and it has no `return` (end it with the value to return, or `return` it)".into(),
+                line,
+                column,
+            );
         }
     }
     match crate::warnings::append_to(envelope) {
@@ -499,12 +501,22 @@ fn drive<'js>(cx: &Ctx<'js>, prelude: &Prelude) -> u32 {
         .unwrap_or_else(|_| Value::new_undefined(cx.clone()));
         call_internal(cx, &prelude.fail, (error, "exception"));
         if !is_finished() {
-            // Not even the failure could be reported (the heap is exhausted): say so from Rust.
-            abi::finish(concat!(
-                r#"{"ok":false,"error":{"kind":"memory_limit","message":"#,
-                r#""the script ran out of memory before it could finish","#,
-                r#""line":null,"column":null,"stack":null}}"#
-            ));
+            // Not even the failure could be reported: the heap is exhausted (the prelude's
+            // reporting looks up nothing a script can replace), or, should that ever be wrong,
+            // the script's doing; never a kind the script did not cause.
+            abi::finish(if crate::heap::exhausted() {
+                concat!(
+                    r#"{"ok":false,"error":{"kind":"memory_limit","message":"#,
+                    r#""the script ran out of memory before it could finish","#,
+                    r#""line":null,"column":null,"stack":null}}"#
+                )
+            } else {
+                concat!(
+                    r#"{"ok":false,"error":{"kind":"exception","message":"#,
+                    r#""the script ended in a way that could not be reported","#,
+                    r#""line":null,"column":null,"stack":null}}"#
+                )
+            });
             return abi::STATUS_DONE;
         }
     }

@@ -20,11 +20,30 @@
   // `Object.prototype`, `Number`, `RegExp.prototype.exec` …), and none of that may change the
   // envelope's shape, its error kind or its warnings (the script's own values and messages are
   // the script's). The envelope's JSON is written here from primitives: `stringify` of a string,
-  // number or null looks up no `toJSON`.
+  // number or null looks up no `toJSON`. No template literal with a substitution is used: QuickJS
+  // compiles one into a call of `String.prototype.concat`, looked up when it runs; `+` of
+  // primitives looks nothing up.
   const stringify = JSON.stringify;
   const parse = JSON.parse;
   const apply = Reflect.apply;
   const { max, min } = Math;
+  const { isArray } = Array;
+  const keysOf = Object.keys;
+  const create = Object.create;
+  const NativeTypeError = TypeError;
+  // `instanceof` looks up the constructor's `Symbol.hasInstance`, which a script can define on
+  // `Error` itself; `Function.prototype`'s is fixed (not writable, not configurable): the
+  // prototype chain compared with the built-in's `prototype`, also fixed.
+  const ordinaryHasInstance = Function.prototype[Symbol.hasInstance];
+  const isA = (C, v) => apply(ordinaryHasInstance, C, [v]);
+  const NativeError = Error;
+  const NativeReferenceError = ReferenceError;
+  const NativeSyntaxError = SyntaxError;
+  const indexOf = String.prototype.indexOf;
+  // The built-in `exec` runs the expression itself; `test`, `match` and the like look `exec` up.
+  const regexpExec = RegExp.prototype.exec;
+  const matches = (re, s) => apply(regexpExec, re, [s]) !== null;
+  const { isPromise } = more;
   const nativeToWellFormed = String.prototype.toWellFormed;
   const wellFormed = typeof nativeToWellFormed === "function"
     ? (s) => (typeof s === "string" ? apply(nativeToWellFormed, s, []) : s)
@@ -36,6 +55,14 @@
     const n = +v;
     return n >= 1 && n < 4294967296 ? n - (n % 1) : null;
   };
+  // An error's message as text, whatever the error is (its `message` may be a getter that throws).
+  function messageOf(e) {
+    try {
+      return "" + e.message;
+    } catch (_) {
+      return "(its message cannot be read)";
+    }
+  }
 
   // JSON.stringify escapes lone surrogates (`"\ud800"`), which are not Unicode: the host cannot
   // read them. Only when one is present, stringify again with them replaced (U+FFFD).
@@ -44,16 +71,19 @@
     const json = stringify(value);
     // Most documents have no escape at all: skip the regular expression for them (JSON.stringify
     // writes `\u` escapes in lower case).
-    if (json === undefined || json.indexOf("\\u") === -1) return json;
-    if (!LONE_SURROGATE.test(json)) return json;
+    if (json === undefined || apply(indexOf, json, ["\\u"]) === -1) return json;
+    if (!matches(LONE_SURROGATE, json)) return json;
     // Values and keys alike: the host reads UTF-8, which has no lone surrogates.
     return stringify(value, (_key, v) => {
       if (typeof v === "string") return wellFormed(v);
-      if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
-      const keys = Object.keys(v);
-      if (keys.every((k) => wellFormed(k) === k)) return v;
-      const out = {};
-      for (const k of keys) out[wellFormed(k)] = v[k];
+      if (v === null || typeof v !== "object" || isArray(v)) return v;
+      const keys = keysOf(v);
+      let same = true;
+      for (let i = 0; i < keys.length && same; i++) same = wellFormed(keys[i]) === keys[i];
+      if (same) return v;
+      // No prototype: no setter a script put on `Object.prototype` runs here.
+      const out = create(null);
+      for (let i = 0; i < keys.length; i++) out[wellFormed(keys[i])] = v[keys[i]];
       return out;
     });
   }
@@ -90,10 +120,10 @@
     try {
       json = toJsonNoting(args, name);
     } catch (e) {
-      return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable: ${e.message}`));
+      return Promise.reject(new NativeTypeError("codemode." + name + ": arguments are not JSON-serialisable: " + messageOf(e)));
     }
     if (json === undefined) {
-      return Promise.reject(new TypeError(`codemode.${name}: arguments are not JSON-serialisable (got a ${typeof args})`));
+      return Promise.reject(new NativeTypeError("codemode." + name + ": arguments are not JSON-serialisable (got a " + typeof args + ")"));
     }
     return hostCall(hostName, json, name);
   }
@@ -119,12 +149,12 @@
     try {
       value = parse(json);
     } catch (e) {
-      error = new ToolError(`codemode.${name}: the host sent invalid JSON: ${e.message}`, name);
+      error = new ToolError("codemode." + name + ": the host sent invalid JSON: " + messageOf(e), name);
     }
     if (error !== undefined) {
       // set below
     } else if (value === null || typeof value !== "object") {
-      error = new ToolError(`codemode.${name}: the host sent an invalid error description`, name);
+      error = new ToolError("codemode." + name + ": the host sent an invalid error description", name);
     } else if (value.type === "denied") {
       error = new ToolCallDeniedError(value.message, name, value.reason);
     } else if (value.type === "not_found") {
@@ -135,8 +165,8 @@
     if (line > 0) {
       // The frame names the tool when its name is a plain identifier-like one (anything else
       // could hold text that reads like a position). `stack` is the error's own data property.
-      const tool = PLAIN_NAME.test(name) ? `codemode.${name}` : "codemode[…]";
-      error.stack = `    at ${tool} (${FILE}:${line}:${column})\n`;
+      const tool = matches(PLAIN_NAME, name) ? "codemode." + name : "codemode[…]";
+      error.stack = "    at " + tool + " (" + FILE + ":" + line + ":" + column + ")\n";
     }
     return error;
   }
@@ -149,7 +179,8 @@
   let firstPromiseKey = "";
   Object.defineProperty(Promise.prototype, "toJSON", {
     value: function toJSON(key) {
-      if (promises++ === 0) firstPromiseKey = key;
+      // Only a real promise counts: a script can call this function on anything.
+      if (isPromise(this) && promises++ === 0) firstPromiseKey = "" + key;
       return this;
     },
     writable: true,
@@ -161,10 +192,10 @@
     promises = 0;
     const json = toJson(value);
     if (promises > 0) {
-      const where = firstPromiseKey === "" ? "" : ` (at key \`${firstPromiseKey}\`)`;
-      const count = promises === 1 ? "a Promise" : `${promises} Promises, the first`;
-      const subject = what === null ? "the result contains" : `the arguments of codemode.${what} contain`;
-      hostWarn(wellFormed(`${subject} ${count}${where}, which is sent as {}: did you forget \`await\`?`));
+      const where = firstPromiseKey === "" ? "" : " (at key `" + firstPromiseKey + "`)";
+      const count = promises === 1 ? "a Promise" : promises + " Promises, the first";
+      const subject = what === null ? "the result contains" : "the arguments of codemode." + what + " contain";
+      hostWarn(wellFormed(subject + " " + count + where + ", which is sent as {}: did you forget `await`?"));
     }
     return json;
   }
@@ -178,7 +209,7 @@
       const parts = m[2].split("-").map((p) => p.trim()).slice(1);
       if (parts.includes(missing)) {
         const tool = [m[1], ...parts].join("-");
-        return ` (\`codemode.${tool}\` subtracts: to call the tool "${tool}", write codemode["${tool}"](...))`;
+        return " (`codemode." + tool + "` subtracts: to call the tool \"" + tool + "\", write codemode[\"" + tool + "\"](...))";
       }
     }
     return "";
@@ -192,22 +223,22 @@
       .split("\n")
       .filter((line) => !line.includes("codemode:prelude"))
       .join("\n")
-      .replace(POSITIONS, (_m, l, c) => `${FILE}:${max(1, l - lineOffset)}:${c}`);
+      .replace(POSITIONS, (_m, l, c) => FILE + ":" + max(1, l - lineOffset) + ":" + c);
   }
 
   function format(v) {
     switch (typeof v) {
       case "string": return v;
       case "undefined": return "undefined";
-      case "function": return `[Function ${v.name || "anonymous"}]`;
-      case "bigint": return `${v}n`;
+      case "function": return "[Function " + (v.name || "anonymous") + "]";
+      case "bigint": return v + "n";
       case "symbol": return v.toString();
       case "object":
         if (v === null) return "null";
         if (v instanceof Error) {
-          const head = `${v.name}: ${v.message}`;
+          const head = v.name + ": " + v.message;
           const stack = fixStack(v.stack);
-          return stack ? `${head}\n${stack.replace(/\n$/, "")}` : head;
+          return stack ? head + "\n" + stack.replace(/\n$/, "") : head;
         }
         try {
           const s = stringify(v);
@@ -236,26 +267,29 @@
   function errorEnvelope(e, kind) {
     let message;
     let stack = null;
-    if (e instanceof Error || (e !== null && typeof e === "object" && typeof e.message === "string")) {
+    if (isA(NativeError, e) || (e !== null && typeof e === "object" && typeof e.message === "string")) {
       const name = typeof e.name === "string" && e.name ? e.name : "Error";
-      message = `${name}: ${e.message}`;
+      message = name + ": " + e.message;
       stack = fixStack(e.stack);
       // Only a heap that really ran out makes `memory_limit`: a script can throw an object
-      // named like QuickJS's error.
-      if (kind === "exception" && name === "InternalError" && e.message === "out of memory" && heapExhausted()) {
+      // named like QuickJS's error. Near the limit QuickJS may not even have room for the
+      // error's message (`""`).
+      const oom = e.message === "out of memory" || e.message === "";
+      if (kind === "exception" && name === "InternalError" && oom && heapExhausted()) {
         kind = "memory_limit";
+        message = "InternalError: out of memory";
       }
     } else if (e === null && kind === "exception" && heapExhausted()) {
       // QuickJS throws null when it cannot even allocate its "out of memory" error.
       message = "InternalError: out of memory";
       kind = "memory_limit";
     } else {
-      message = `Uncaught ${format(e)}`;
+      message = "Uncaught " + format(e);
     }
-    const m = typeof stack === "string" ? POSITION.exec(stack) : null;
+    const m = typeof stack === "string" ? apply(regexpExec, POSITION, [stack]) : null;
     let line = m ? position(m[1]) : null;
     let column = m ? position(m[2]) : null;
-    if (kind === "exception" && line !== null && e instanceof ReferenceError) {
+    if (kind === "exception" && line !== null && isA(NativeReferenceError, e)) {
       const m = /^(\S+) is not defined$/.exec(e.message);
       if (m) message += dashHint(sourceLine(line), m[1]);
     }
@@ -267,22 +301,31 @@
       column = null;
       stack = null;
     }
-    return errorJson(kind, `${message}`, line, column, stack === "" ? null : stack);
+    return errorJson(kind, "" + message, line, column, stack === "" ? null : stack);
   }
 
   // The failure envelope's JSON text (see `stringify` above for why it is written by hand).
   function errorJson(kind, message, line, column, stack) {
-    const at = (n) => (n === null ? "null" : `${n}`);
-    return `{"ok":false,"error":{"kind":${jsonString(kind)},"message":${jsonString(message)},` +
-      `"line":${at(line)},"column":${at(column)},"stack":${jsonString(stack)}}}`;
+    const at = (n) => (n === null ? "null" : "" + n);
+    return '{"ok":false,"error":{"kind":' + jsonString(kind) + ',"message":' + jsonString(message) +
+      ',"line":' + at(line) + ',"column":' + at(column) + ',"stack":' + jsonString(stack) + "}}";
   }
 
   function fail(e, kind) {
+    // The code did not compile for want of memory, or for a limit of QuickJS's that is not a
+    // syntax error (no user code has run yet: `e` is QuickJS's own, its name and message too).
+    if (kind === "syntax" && !isA(NativeSyntaxError, e)) {
+      const oom = heapExhausted() || (e !== null && e.name === "InternalError" && e.message === "out of memory");
+      kind = oom ? "memory_limit" : "exception";
+    }
     let envelope;
     try {
       envelope = errorEnvelope(e, kind);
     } catch (_) {
-      envelope = errorJson(kind, "the script failed with an error that cannot be described", null, null, null);
+      const oom = kind === "memory_limit" || (kind === "exception" && heapExhausted());
+      envelope = oom
+        ? errorJson("memory_limit", "the script ran out of memory before its error could be described", null, null, null)
+        : errorJson(kind, "the script failed with an error that cannot be described", null, null, null);
     }
     finish(envelope);
   }
@@ -293,14 +336,14 @@
     try {
       json = toJsonNoting(value, null);
     } catch (e) {
-      fail(new TypeError(`the result is not JSON-serialisable: ${e.message}`), "exception");
+      fail(new NativeTypeError("the result is not JSON-serialisable: " + messageOf(e)), "exception");
       return;
     }
     if (json === undefined) {
-      fail(new TypeError(`the result is not JSON-serialisable (got a ${typeof value})`), "exception");
+      fail(new NativeTypeError("the result is not JSON-serialisable (got a " + typeof value + ")"), "exception");
       return;
     }
-    finish(`{"ok":true,"result":${json}}`);
+    finish('{"ok":true,"result":' + json + "}");
   }
 
   // How the code's completion becomes the result; a function completion value (the
@@ -314,7 +357,15 @@
   // `then` as it was before user code ran (which could replace `Promise.prototype.then`).
   const then = Function.prototype.call.bind(Promise.prototype.then);
   const NativePromise = Promise;
-  const READY = Promise.resolve();
+  // `then` makes its promise with the species of the promise's `constructor` (a script can
+  // replace `Promise.prototype.constructor` or `Promise[Symbol.species]`): each promise the
+  // chain below starts from gets an own `constructor` of `undefined`, for which `then` uses the
+  // built-in Promise. The descriptor has no prototype: nothing a script adds to
+  // `Object.prototype` (a `get`, say) is read into it.
+  const NO_CONSTRUCTOR = create(null, { value: { value: undefined, enumerable: true } });
+  const defineProperty = Object.defineProperty;
+  const plain = (promise) => defineProperty(promise, "constructor", NO_CONSTRUCTOR);
+  const READY = plain(Promise.resolve());
   const ObjectPrototype = Object.prototype;
   const failException = (e) => fail(e, "exception");
   function start(mode, value) {
@@ -325,17 +376,17 @@
     };
     let result;
     if (mode === 1) {
-      result = then(value, (c) => call(c.value));
+      result = then(plain(value), (c) => call(c.value));
     } else if (mode === 3) {
       result = then(READY, () => { throw value; });
     } else if ("then" in ObjectPrototype) {
       // The script gave every object a `then`: an async script's `{ value }` is then a thenable
       // too, adopted before the reaction runs. Do exactly that.
-      result = then(new NativePromise((resolve) => resolve({ value })), (c) => call(c.value));
+      result = then(plain(new NativePromise((resolve) => resolve({ value }))), (c) => call(c.value));
     } else {
       result = then(READY, () => call(value));
     }
-    then(result, succeed, failException);
+    then(plain(result), succeed, failException);
   }
 
   return {

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wasmtime::{Store, UpdateDeadline};
@@ -27,54 +26,17 @@ use crate::suspend::{Answer, EvalStep, Suspended};
 use crate::tool::{EvalId, ToolError, ToolHost};
 
 mod calls;
+mod envelope;
 mod errors;
 mod park;
 mod running;
 
+use envelope::{Envelope, guest_error, read_envelope};
 use errors::{cancelled_error, internal, timeout_error};
 use running::{Eval, Restored};
 
 /// Fuel given to the guest's own initialisation (not counted in `fuel_used`).
 const INIT_FUEL: u64 = 2_000_000_000;
-
-/// The outcome envelope the guest passes to `finish`.
-#[derive(Deserialize)]
-struct Envelope {
-    ok: bool,
-    #[serde(default)]
-    result: Value,
-    error: Option<EvalError>,
-    /// What the guest noticed about a script that finished (guest/ABI.md).
-    #[serde(default)]
-    warnings: Vec<Warning>,
-}
-
-/// The error kinds a guest may report; the others (time, fuel, output, cancellation, the
-/// sandbox's own failures) only the host observes.
-const GUEST_KINDS: [ErrorKind; 3] = [
-    ErrorKind::Syntax,
-    ErrorKind::Exception,
-    ErrorKind::MemoryLimit,
-];
-
-/// A failed script's error as its guest reported it, when it is one a guest may report: any
-/// other is a malformed guest (the script cannot choose the kind, see guest/ABI.md).
-fn guest_error(error: Option<EvalError>) -> EvalError {
-    match error {
-        Some(error) if GUEST_KINDS.contains(&error.kind) => error,
-        Some(error) => EvalError::new(
-            ErrorKind::Internal,
-            format!(
-                "the guest reported error kind `{}`, which only the host decides",
-                error.kind
-            ),
-        ),
-        None => EvalError::new(
-            ErrorKind::Internal,
-            "the guest reported a failure without an error",
-        ),
-    }
-}
 
 /// At most this many warnings from the guest are kept (the guest itself sends at most 11).
 const MAX_GUEST_WARNINGS: usize = 32;
@@ -369,14 +331,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
         store: &mut Store<HostState>,
         started: Instant,
     ) -> EvalOutcome {
-        let envelope = result.and_then(|bytes| {
-            serde_json::from_slice::<Envelope>(&bytes).map_err(|e| {
-                EvalError::new(
-                    ErrorKind::Exception,
-                    format!("the result could not be read: {e}"),
-                )
-            })
-        });
+        let envelope = result.and_then(|bytes| read_envelope(&bytes));
         let (ok, value, error) = match envelope {
             Ok(Envelope {
                 ok: true,
