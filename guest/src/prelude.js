@@ -23,6 +23,16 @@
   // number or null looks up no `toJSON`. No template literal with a substitution is used: QuickJS
   // compiles one into a call of `String.prototype.concat`, looked up when it runs; `+` of
   // primitives looks nothing up.
+  // QuickJS-ng's V8-style `Error.prepareStackTrace` would run a script's function whenever an
+  // error is made — inside the prelude's own code too — and hand it call sites whose
+  // `getFunction()` returns the prelude's functions (`fail`, `succeed`…). codemode does not
+  // offer it: the property is a fixed `undefined`, so QuickJS never has a hook to call.
+  Object.defineProperty(Error, "prepareStackTrace", {
+    value: undefined,
+    writable: false,
+    enumerable: false,
+    configurable: false,
+  });
   const stringify = JSON.stringify;
   const parse = JSON.parse;
   const apply = Reflect.apply;

@@ -41,6 +41,11 @@ fn unreadable_message(p: &Probe<'_>) -> Result<(), String> {
     )
 }
 
+/// Assigning `Error.prepareStackTrace` is refused: codemode does not offer the hook.
+fn read_only_hook(p: &Probe<'_>) -> Result<(), String> {
+    own_error(p, "TypeError: 'prepareStackTrace' is read-only")
+}
+
 /// A result nested deeper than the host reads is refused, saying so.
 fn too_deep(p: &Probe<'_>) -> Result<(), String> {
     own_error(
@@ -197,6 +202,25 @@ fn cases() -> Vec<Case> {
             "a Promise species that throws, in an async script",
             "Object.defineProperty(Promise, Symbol.species, { get() { throw new Error('species') } });\nawait 0;\n({ a: 1 })",
             Returns(json!({"a": 1})),
+        )
+        .checked(no_warnings),
+        // Found by the third round: QuickJS-ng's V8-style `Error.prepareStackTrace` ran the
+        // script's hook inside the prelude and handed it call sites whose `getFunction()`
+        // returned `fail`, `succeed` and the like, to be called with any kind.
+        case(
+            "Error.prepareStackTrace assigned",
+            "Error.prepareStackTrace = (e, cs) => cs",
+            Kind(ErrorKind::Exception),
+        )
+        .checked(read_only_hook),
+        case(
+            "Error.prepareStackTrace assigned or redefined, errors caught",
+            "let refused = 0;\n\
+             try { Error.prepareStackTrace = (e, cs) => cs } catch (e) { refused++ }\n\
+             try { Object.defineProperty(Error, 'prepareStackTrace', { value: (e, cs) => cs }) } catch (e) { refused++ }\n\
+             const h = {};\nError.captureStackTrace(h);\n\
+             [refused, typeof h.stack, Error.prepareStackTrace === undefined]",
+            Returns(json!([2, "string", true])),
         )
         .checked(no_warnings),
         case(
