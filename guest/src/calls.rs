@@ -437,6 +437,13 @@ pub fn unawaited(cx: &Ctx<'_>) -> Vec<(String, (u32, u32))> {
             if codemode_promise_is_handled(ctx, call.promise) != 0 {
                 return;
             }
+            // Only a string is read: converting anything else could run a script's `toString`
+            // while the calls are borrowed here. The name is always the script's property
+            // name, a string; the check keeps it so.
+            if !qjs::JS_IsString(call.name) {
+                found.push((call.id, String::new(), call.site.in_user_code()));
+                return;
+            }
             let mut len: qjs::size_t = 0;
             let ptr = qjs::JS_ToCStringLen2(ctx, &mut len, call.name, false);
             let name = if ptr.is_null() {

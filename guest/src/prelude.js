@@ -25,14 +25,13 @@
   // primitives looks nothing up.
   // QuickJS-ng's V8-style `Error.prepareStackTrace` would run a script's function whenever an
   // error is made — inside the prelude's own code too — and hand it call sites whose
-  // `getFunction()` returns the prelude's functions (`fail`, `succeed`…). codemode does not
-  // offer it: the property is a fixed `undefined`, so QuickJS never has a hook to call.
-  Object.defineProperty(Error, "prepareStackTrace", {
-    value: undefined,
-    writable: false,
-    enumerable: false,
-    configurable: false,
-  });
+  // `getFunction()` returns the prelude's functions (`fail`, `succeed`…); an object as
+  // `Error.stackTraceLimit` would have its `valueOf` run at the same moments. codemode offers
+  // neither hook: both are fixed (`undefined`, and QuickJS's default of 10 frames), so making an
+  // error never runs script code.
+  for (const [name, value] of [["prepareStackTrace", undefined], ["stackTraceLimit", 10]]) {
+    Object.defineProperty(Error, name, { value, writable: false, enumerable: false, configurable: false });
+  }
   const stringify = JSON.stringify;
   const parse = JSON.parse;
   const apply = Reflect.apply;
