@@ -47,7 +47,7 @@ use codemode_runtime::{
 
 use crate::approvals::{ApprovalBroker, Asker, Channels, HumanWaits, OpenAsks, WaitingAsker};
 use crate::tools::{CatalogSchemas, ScriptTools};
-use codemode_upstream::UpstreamPool;
+use codemode_upstream::{CallRelay, UpstreamPool};
 use startup::StartupGate;
 
 mod builder;
@@ -74,6 +74,7 @@ pub struct GovernedEval {
     profile: Option<Arc<Profile>>,
     alternatives: Vec<Alternative>,
     asker: Arc<dyn Asker>,
+    relay: Option<Arc<dyn CallRelay>>,
     broker: Option<Arc<ApprovalBroker>>,
     audit: Option<AuditTarget>,
     outputs: Arc<OutputPolicy>,
@@ -372,7 +373,8 @@ impl GovernedEval {
         let inner: Arc<dyn ToolHost> = match &self.upstreams {
             Some(upstreams) => Arc::new(
                 ScriptTools::new(upstreams.clone(), asker.clone())
-                    .with_profile(self.profile.clone()),
+                    .with_profile(self.profile.clone())
+                    .with_relay(self.relay.clone()),
             ),
             None => Arc::new(NoTools),
         };

@@ -1,18 +1,22 @@
 //! Our side of one upstream connection: the rmcp [`ClientHandler`] that declares the
-//! elicitation capability, forwards `elicitation/create` to an [`UpstreamElicitation`], and
+//! elicitation capability, forwards `elicitation/create` to an [`UpstreamElicitation`], relays
+//! progress and log messages to the eval of the call they are about ([`crate::relay`]), and
 //! reports `notifications/tools/list_changed`.
 
 use std::sync::{Arc, RwLock};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, FormElicitationCapability, Implementation, ProtocolVersion,
+    ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
+    ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData as McpError};
 use tokio::sync::{Notify, watch};
 
 use codemode_runtime::BoxFuture;
+
+use crate::relay::{CallRelays, LogMessage};
 
 /// Answers the `elicitation/create` requests upstream servers send while one of their tools
 /// runs (form mode: "please confirm", "which account?").
@@ -56,6 +60,8 @@ pub(crate) struct UpstreamClient {
     pub(crate) tools_changed: Arc<Notify>,
     /// Number of elicitations of this server being answered now.
     pub(crate) eliciting: Arc<watch::Sender<usize>>,
+    /// The calls in flight on this server, and where their notifications go.
+    pub(crate) relays: Arc<CallRelays>,
 }
 
 /// Counts one elicitation in progress while alive.
@@ -112,5 +118,33 @@ impl ClientHandler for UpstreamClient {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        match self.relays.by_token(&params.progress_token) {
+            Some(relay) => relay.progress(&self.server, params).await,
+            None => tracing::debug!(
+                "dropped progress from upstream `{}`: no call of an eval has its token",
+                self.server
+            ),
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LogMessage,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        match self.relays.sole() {
+            Some(relay) => relay.log(&self.server, params).await,
+            None => tracing::debug!(
+                "dropped a log message from upstream `{}`: not exactly one eval has calls in flight on it",
+                self.server
+            ),
+        }
     }
 }

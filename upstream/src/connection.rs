@@ -7,7 +7,11 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::Peer;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
+    ClientRequest, RequestId, ServerResult, Tool,
+};
+use rmcp::service::PeerRequestOptions;
 use rmcp::service::{QuitReason, RoleClient, ServiceError};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
@@ -17,6 +21,7 @@ use codemode_runtime::{CallContext, ToolError};
 
 use super::client::{SharedElicitation, UpstreamClient};
 use super::convert;
+use super::relay::{CallRelay, CallRelays, InFlight};
 use super::spec::UpstreamSpec;
 use super::transport::{self, Session};
 
@@ -34,6 +39,8 @@ pub(crate) struct Upstream {
     state: RwLock<State>,
     /// Elicitations of this server being answered now (calls pause their timeouts meanwhile).
     eliciting: Arc<watch::Sender<usize>>,
+    /// The calls in flight, and where the server's notifications about them go.
+    relays: Arc<CallRelays>,
     /// The pool's "combined tool list changed" counter.
     pool_changed: Arc<watch::Sender<u64>>,
     shutdown: CancellationToken,
@@ -127,6 +134,7 @@ impl Upstream {
             spec,
             state: RwLock::default(),
             eliciting: Arc::new(watch::Sender::new(0)),
+            relays: Arc::default(),
             pool_changed,
             shutdown,
             attempted: watch::Sender::new(false),
@@ -211,6 +219,7 @@ impl Upstream {
                 elicitation: elicitation.clone(),
                 tools_changed: tools_changed.clone(),
                 eliciting: self.eliciting.clone(),
+                relays: self.relays.clone(),
             };
             let started = tokio::select! {
                 r = tokio::time::timeout(self.spec.startup_timeout, self.open(client)) => r,
@@ -353,14 +362,16 @@ impl Upstream {
         qualified: &str,
         tool: &str,
         args: Value,
-        cx: &CallContext,
+        (cx, relay): (&CallContext, Option<Arc<dyn CallRelay>>),
     ) -> Result<Value, ToolError> {
         let server = &*self.name;
         let (peer, session) = self.connected_peer(qualified, tool)?;
         let arguments = convert::arguments(qualified, args)?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let in_flight = self.relays.enter(relay);
         let timeout = self.spec.call_timeout;
-        let answer = deadline(peer.call_tool_once(params), timeout, &self.eliciting, cx).await;
+        let call = call_tool(&peer, params, &in_flight);
+        let answer = deadline(call, timeout, &self.eliciting, cx).await;
         match answer {
             None => Err(ToolError::failed(format!(
                 "upstream server `{server}` did not answer `{tool}` within {timeout:?}"
@@ -384,6 +395,48 @@ impl Upstream {
             Some(Err(e)) => Err(ToolError::failed(format!(
                 "upstream server `{server}` failed `{tool}`: {e}"
             ))),
+        }
+    }
+}
+
+/// `tools/call` as rmcp's `call_tool_once` makes it, telling `in_flight` the progress token rmcp
+/// gave the request (so the server's progress on it reaches the call's eval).
+async fn call_tool(
+    peer: &Peer<RoleClient>,
+    params: CallToolRequestParams,
+    in_flight: &InFlight,
+) -> Result<CallToolResponse, ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await?;
+    in_flight.set_token(handle.progress_token.clone());
+    let mut abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
+    let result = handle.await_response().await;
+    abandoned.0 = None;
+    match result? {
+        ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+        ServerResult::InputRequiredResult(result) => Ok(CallToolResponse::InputRequired(result)),
+        ServerResult::CreateTaskResult(result) => Ok(CallToolResponse::Task(result)),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// A request whose answer nobody waits for any more (its call timed out, or its eval ended):
+/// the server is told with `notifications/cancelled`, so it stops working on it.
+struct Abandoned(Option<(Peer<RoleClient>, RequestId)>);
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some((peer, id)) = self.0.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let param = CancelledNotificationParam::new(
+                Some(id),
+                Some("request abandoned by the caller".into()),
+            );
+            drop(runtime.spawn(async move { peer.notify_cancelled(param).await }));
         }
     }
 }

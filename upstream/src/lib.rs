@@ -7,6 +7,8 @@
 //!   declared), the live tool list (following `notifications/tools/list_changed`), restarts
 //!   dead servers, and is the [`ToolHost`](codemode_runtime::ToolHost) scripts call.
 //! * [`UpstreamElicitation`] answers the servers' own `elicitation/create` requests.
+//! * [`CallRelay`] receives a server's progress and log messages about the calls of one eval
+//!   ([`UpstreamPool::call_relayed`]).
 //!
 //! Tool results become JS values: `structuredContent` when present; else one content block's
 //! value, or an array of them for several (a text block is its text parsed as JSON when it is
@@ -34,6 +36,7 @@ mod connection;
 mod convert;
 pub mod crypto;
 mod pool;
+mod relay;
 mod schemas;
 mod spec;
 mod transport;
@@ -44,6 +47,7 @@ pub use schemas::SchemaCache;
 pub use client::{DeclineElicitation, UpstreamElicitation};
 pub use connection::UpstreamStatus;
 pub use pool::UpstreamPool;
+pub use relay::{CallRelay, LogMessage};
 pub use spec::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, UpstreamError, UpstreamSpec, UpstreamTransport,
     upstream_specs, validate_server_name,

@@ -13,6 +13,7 @@ use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 
 use super::client::{DeclineElicitation, SharedElicitation, UpstreamElicitation};
 use super::connection::{Upstream, UpstreamStatus};
+use super::relay::CallRelay;
 use crate::CommandTools;
 
 use super::spec::{UpstreamError, UpstreamSpec, split_qualified, validate_server_name};
@@ -278,6 +279,30 @@ impl UpstreamPool {
         servers.values().map(|up| up.status()).collect()
     }
 
+    /// [`call`](ToolHost::call), with the server's progress and log messages about the call
+    /// going to `relay` (see [`CallRelay`]); `None` drops them.
+    ///
+    /// # Errors
+    /// As [`call`](ToolHost::call).
+    pub fn call_relayed<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        cx: &'a CallContext,
+        relay: Option<Arc<dyn CallRelay>>,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let not_found = || ToolError::NotFound {
+                tool: name.to_string(),
+            };
+            let (server, tool) = split_qualified(name).ok_or_else(not_found)?;
+            let up = self.upstream(server).ok_or_else(not_found)?;
+            // A server still starting is waited for (at most its startup timeout).
+            up.first_attempt().await;
+            up.call(name, tool, args, (cx, relay)).await
+        })
+    }
+
     fn upstream(&self, server: &str) -> Option<Arc<Upstream>> {
         self.inner
             .servers
@@ -304,16 +329,7 @@ impl ToolHost for UpstreamPool {
         args: Value,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(async move {
-            let not_found = || ToolError::NotFound {
-                tool: name.to_string(),
-            };
-            let (server, tool) = split_qualified(name).ok_or_else(not_found)?;
-            let up = self.upstream(server).ok_or_else(not_found)?;
-            // A server still starting is waited for (at most its startup timeout).
-            up.first_attempt().await;
-            up.call(name, tool, args, cx).await
-        })
+        self.call_relayed(name, args, cx, None)
     }
 
     fn tool_names(&self) -> Vec<String> {

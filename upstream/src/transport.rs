@@ -231,6 +231,7 @@ mod tls_tests {
             elicitation: Arc::new(RwLock::new(decline)),
             tools_changed: Default::default(),
             eliciting: Arc::new(tokio::sync::watch::channel(0).0),
+            relays: Default::default(),
         };
         let transport = UpstreamTransport::Http {
             url: url.clone(),

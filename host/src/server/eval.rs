@@ -28,6 +28,7 @@ use super::fair::{EvalSlot, client_key};
 use super::handler::CodemodeServer;
 use super::legacy::{LegacyAsker, LegacyEvalToken};
 use super::progress::Progress;
+use super::relay::{EvalRelay, RelayOpen};
 use super::result::eval_result;
 use super::suspend::{Event, Suspended};
 use crate::approvals::{Asker, NoAsker, PeerAsker};
@@ -47,7 +48,7 @@ impl CodemodeServer {
     pub(super) async fn call_eval(
         &self,
         req: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
+        mut ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let tool = req.name.to_string();
         // A shutdown waits for this request to answer (the eval's task counts apart: a
@@ -86,11 +87,26 @@ impl CodemodeServer {
             }
         };
         let wait = self.wait_for(&ctx, (&tool, &caller.name), modern);
+        // One progress for the request: the eval's running time and its upstream calls' own
+        // progress share its increasing values.
+        let progress = Arc::new(Progress::new(&ctx));
+        ctx.extensions.insert(progress.clone());
+        let relay = RelayOpen(EvalRelay::new(
+            &ctx,
+            progress,
+            (self.log_level.clone(), modern),
+        ));
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
         // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`), on
         // MCP cancellation or when a shutdown gives up waiting.
         let cancel = self.state.drain.eval_token();
-        let task = self.fresh_task(code, (caller, profile, slot), &wait, &cancel, done_tx);
+        let task = self.fresh_task(
+            code,
+            (caller, profile, slot),
+            &wait,
+            (&cancel, &relay),
+            done_tx,
+        );
         if let Err(e) = task.spawn(self.state.drain.enter()) {
             if let Some(s) = &wait.suspended {
                 self.state.suspensions.remove(s.token());
@@ -182,7 +198,7 @@ impl CodemodeServer {
         code: String,
         (caller, profile, slot): (Caller, Option<Arc<Profile>>, Arc<EvalSlot>),
         wait: &EvalWait,
-        cancel: &CancellationToken,
+        (cancel, relay): (&CancellationToken, &RelayOpen),
         done: tokio::sync::oneshot::Sender<LegacyEnd>,
     ) -> EvalTask {
         let state = &self.state;
@@ -206,6 +222,7 @@ impl CodemodeServer {
             .caller(caller)
             .session(self.session_id.clone(), self.approvals.clone())
             .profile(profile)
+            .relay(Some(relay.0.clone()))
             .alternatives(alternatives)
             .waits(Some(slot.clone()))
             .build();
@@ -237,7 +254,7 @@ impl CodemodeServer {
             ));
         };
         let token = legacy.token();
-        let progress = Progress::new(ctx);
+        let progress = Progress::of(ctx);
         let caller = crate::auth::caller_of(&ctx.extensions);
         let stored = wait_for_stored(&durable, token, (tool, &caller.name), None);
         tokio::pin!(stored);
@@ -274,7 +291,7 @@ impl CodemodeServer {
                 _ = cancel.cancelled() => {
                     break "this codemode node is stopping: the eval waits for a human in the durable store, where the approval API of any node (`GET /approvals`) can still decide it, and it then completes on that node; its result does not come back to this request, so check what it did before running the script again";
                 }
-                _ = progress.tick() => progress.send(ctx).await,
+                _ = progress.tick() => progress.send().await,
             }
         };
         Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into())
@@ -287,7 +304,7 @@ impl CodemodeServer {
         done: tokio::sync::oneshot::Receiver<LegacyEnd>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let progress = Progress::new(ctx);
+        let progress = Progress::of(ctx);
         tokio::pin!(done);
         loop {
             tokio::select! {
@@ -303,7 +320,7 @@ impl CodemodeServer {
                     cancel.cancel();
                     return Err(McpError::internal_error("cancelled", None));
                 }
-                _ = progress.tick() => progress.send(ctx).await,
+                _ = progress.tick() => progress.send().await,
             }
         }
     }
@@ -316,7 +333,7 @@ impl CodemodeServer {
         ctx: &RequestContext<RoleServer>,
         answered: &[String],
     ) -> Waited {
-        let progress = Progress::new(ctx);
+        let progress = Progress::of(ctx);
         let next = suspended.next_event();
         tokio::pin!(next);
         let input = |requests| {
@@ -345,7 +362,7 @@ impl CodemodeServer {
                     self.state.suspensions.remove(suspended.token());
                     return Waited::Response(Err(McpError::internal_error("cancelled", None)));
                 }
-                _ = progress.tick() => progress.send(ctx).await,
+                _ = progress.tick() => progress.send().await,
             }
         }
     }

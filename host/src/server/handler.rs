@@ -11,6 +11,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use super::eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
+use super::relay::SessionLogLevel;
 use super::state::ServerState;
 use crate::tools::{self, GET_TOOLS, SEARCH_TOOLS};
 
@@ -21,6 +22,8 @@ pub struct CodemodeServer {
     pub(super) state: Arc<ServerState>,
     pub(super) session_id: String,
     pub(super) approvals: SessionApprovals,
+    /// The level of upstream log messages the session's client wants (`logging/setLevel`).
+    pub(super) log_level: SessionLogLevel,
 }
 
 impl CodemodeServer {
@@ -31,6 +34,7 @@ impl CodemodeServer {
             state,
             session_id,
             approvals: SessionApprovals::new(),
+            log_level: SessionLogLevel::default(),
         }
     }
 }
@@ -78,12 +82,25 @@ impl CodemodeServer {
 
 impl ServerHandler for CodemodeServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        ServerConfig::new(capabilities())
             .with_server_info(Implementation::new("codemode", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "codemode runs JavaScript that calls tools. Use `eval` (or codemode_eval_<profile>) with code that \
                  calls `codemode.<server>__<tool>(args)`; discover tools with search_tools and get_tools.",
             )
+    }
+
+    #[expect(
+        deprecated,
+        reason = "MCP logging, deprecated from 2026-07-28 on, is what clients of 2025-11-25 and older set levels with"
+    )]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log_level.set(&request.level);
+        Ok(())
     }
 
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
@@ -155,6 +172,20 @@ impl ServerHandler for CodemodeServer {
             _ => Err(super::eval_tools::unknown_tool(name)),
         }
     }
+}
+
+/// Tools (whose list changes), and `logging`: upstream servers' log messages about an eval's
+/// calls reach its client.
+#[expect(
+    deprecated,
+    reason = "MCP logging, deprecated from 2026-07-28 on, is what clients of 2025-11-25 and older use"
+)]
+fn capabilities() -> ServerCapabilities {
+    ServerCapabilities::builder()
+        .enable_tools()
+        .enable_tool_list_changed()
+        .enable_logging()
+        .build()
 }
 
 /// `unknown profile `x`; profiles you may use: `a`, `b``: only the profiles whose eval tools

@@ -34,6 +34,7 @@ pub mod owner;
 mod progress;
 #[cfg(test)]
 mod redis_tests;
+mod relay;
 pub mod reload;
 pub mod result;
 mod serve;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use codemode_policies::{Alternative, Caller, OutputPolicy, Profile, SessionApprovals};
 use codemode_runtime::{EvalId, EvalOptions, ParkRequest, Runtime};
-use codemode_upstream::UpstreamPool;
+use codemode_upstream::{CallRelay, UpstreamPool};
 
 use super::{AuditTarget, GovernedEval};
 use crate::approvals::{ApprovalBroker, Asker, HumanWaits, NoAsker, OpenAsks};
@@ -91,6 +91,13 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// Where the upstream servers' progress and log messages about the eval's calls go (its
+    /// client, see [`CallRelay`]). Default: none (they are dropped).
+    pub fn relay(mut self, relay: Option<Arc<dyn CallRelay>>) -> Self {
+        self.eval.relay = relay;
+        self
+    }
+
     /// The server-wide approval broker: when its HTTP API is served, approval requests are also
     /// offered there, and the first answer (there or through the asker) wins. Default: none.
     pub fn broker(mut self, broker: Option<Arc<ApprovalBroker>>) -> Self {
@@ -162,6 +169,7 @@ impl GovernedEval {
                 profile: None,
                 alternatives: Vec::new(),
                 asker: Arc::new(NoAsker),
+                relay: None,
                 broker: None,
                 audit: None,
                 outputs: Arc::default(),

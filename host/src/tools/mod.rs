@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use codemode_policies::{DispositionKind, MatchedBy, Profile, neutralize};
 
 use crate::approvals::Asker;
-use codemode_upstream::UpstreamPool;
 use codemode_upstream::catalog::{self, ToolInfo};
+use codemode_upstream::{CallRelay, UpstreamPool};
 
 /// `search_tools`'s name.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -266,6 +266,7 @@ pub struct ScriptTools {
     upstreams: UpstreamPool,
     asker: Arc<dyn Asker>,
     profile: Option<Arc<Profile>>,
+    relay: Option<Arc<dyn CallRelay>>,
 }
 
 impl ScriptTools {
@@ -275,7 +276,15 @@ impl ScriptTools {
             upstreams,
             asker,
             profile: None,
+            relay: None,
         }
+    }
+
+    /// Where the upstreams' progress and log messages about this eval's calls go. Default:
+    /// none (dropped).
+    pub fn with_relay(mut self, relay: Option<Arc<dyn CallRelay>>) -> Self {
+        self.relay = relay;
+        self
     }
 
     /// The eval's profile: `search_tools` and `get_tools` show only what it lets the script
@@ -333,7 +342,8 @@ impl ToolHost for ScriptTools {
                 // (see `in_flight`).
                 Some((server, _)) => Box::pin(async move {
                     let _in_flight = in_flight().enter(server, &self.asker);
-                    self.upstreams.call(name, args, cx).await
+                    let relay = self.relay.clone();
+                    self.upstreams.call_relayed(name, args, cx, relay).await
                 }),
                 None => self.upstreams.call(name, args, cx),
             },

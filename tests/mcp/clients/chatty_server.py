@@ -1,0 +1,51 @@
+"""An upstream MCP server (the Python SDK, stdio) that talks while its tools run, for
+tests/mcp/notifications.rs:
+- `say(levels)` sends one log message per level (logger `chat`, data `<level> message`);
+- `count(steps)` reports progress 1..steps of `steps` (message `step <i>`);
+- `hold(tag)` writes `$CHATTY_DIR/held-<tag>`, then answers `tag` once the test creates
+  `$CHATTY_DIR/release-<tag>` (so a test knows by a file, not a clock, that the call is in
+  flight, and ends it when it wants).
+"""
+
+import asyncio
+import os
+import warnings
+
+from mcp.server.mcpserver import Context, MCPServer
+
+# MCP logging is deprecated from protocol 2026-07-28 on; this server speaks 2025-11-25 to codemode.
+warnings.simplefilter("ignore")
+
+DIR = os.environ["CHATTY_DIR"]
+server = MCPServer("chatty")
+
+
+@server.tool()
+async def say(levels: list[str], ctx: Context) -> str:
+    """Sends a log message at each of `levels`."""
+    for level in levels:
+        await ctx.log(level, f"{level} message", logger_name="chat")
+    return f"said {len(levels)}"
+
+
+@server.tool()
+async def count(steps: int, ctx: Context) -> str:
+    """Reports progress 1..steps."""
+    for i in range(1, steps + 1):
+        await ctx.report_progress(i, steps, f"step {i}")
+    return f"counted {steps}"
+
+
+@server.tool()
+async def hold(tag: str) -> str:
+    """Answers once the test releases it."""
+    with open(os.path.join(DIR, "held-" + tag), "w"):
+        pass
+    release = os.path.join(DIR, "release-" + tag)
+    while not os.path.exists(release):
+        await asyncio.sleep(0.02)
+    return tag
+
+
+if __name__ == "__main__":
+    server.run()

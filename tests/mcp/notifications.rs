@@ -1,0 +1,85 @@
+//! What upstream servers say about an eval's calls — progress and log messages — reaches the
+//! client of that eval, filtered by its level, and nobody else (clients/notifications.py, with
+//! the upstream clients/chatty_server.py and server-everything).
+
+use serde_json::{Value, json};
+
+use crate::harness::{Mode, Setup, Transport, assert_json, base_config, stdio_server};
+use crate::peers;
+
+fn config(scratch: &crate::harness::Scratch) -> Value {
+    let mut config = base_config(scratch);
+    let chatty =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/clients/chatty_server.py");
+    let mut server = stdio_server((peers::python(), vec![chatty.display().to_string()]));
+    server["env"] = json!({ "CHATTY_DIR": scratch.path("chatty") });
+    config["mcpServers"]["chatty"] = server;
+    config
+}
+
+/// server-everything's simulated log message at `level`.
+fn everything_says(level: &str) -> String {
+    match level {
+        "alert" => "Alert level-message".to_string(),
+        _ => {
+            let mut name = level.to_string();
+            name[..1].make_ascii_uppercase();
+            format!("{name}-level message")
+        }
+    }
+}
+
+fn notifications(name: &str, transport: Transport, mode: Mode) {
+    let setup = Setup::new(name, transport, config);
+    let dir = setup.scratch.path("chatty");
+    std::fs::create_dir_all(&dir).expect("create the chatty dir");
+    let obs = setup.python("notifications.py", mode, &[("CHATTY_DIR", &dir)]);
+    assert_eq!(obs["protocol"], mode.protocol(), "{obs}");
+    let everything = obs["heard_b_everything"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(everything.len(), 1, "{obs}");
+    let level = everything[0][0].as_str().unwrap_or_default();
+    assert_eq!(
+        everything[0],
+        json!([level, "everything", everything_says(level)]),
+        "{obs}"
+    );
+    assert_json(
+        "upstream notifications",
+        &json!({
+            "results": obs["results"],
+            "count_progress": obs["count_progress"],
+            "count_increasing": obs["count_increasing"],
+            "heard_a_alone": obs["heard_a_alone"],
+            "heard_a_after": obs["heard_a_after"],
+            "heard_b_crowded": obs["heard_b_crowded"],
+            "long_progress": obs["long_progress"],
+            "long_increasing": obs["long_increasing"],
+        }),
+        &json!({
+            "results": [{"result": "counted 3"}, {"result": "said 4"}, {"result": "a"}, {"result": "said 4"}, "toggled", "done"],
+            "count_progress": ["[chatty] 1/3 step 1", "[chatty] 2/3 step 2", "[chatty] 3/3 step 3"],
+            "count_increasing": true,
+            "heard_a_alone": [
+                ["warning", "chatty/chat", "warning message"],
+                ["error", "chatty/chat", "error message"],
+            ],
+            "heard_a_after": [],
+            "heard_b_crowded": [],
+            "long_progress": ["[everything] 1/2", "[everything] 2/2"],
+            "long_increasing": true,
+        }),
+    );
+}
+
+#[test]
+fn upstream_notifications_reach_their_eval_over_http() {
+    notifications("notifications_http", Transport::Http, Mode::Legacy);
+}
+
+#[test]
+fn upstream_notifications_reach_their_eval_on_2026_07_28() {
+    notifications("notifications_modern", Transport::Http, Mode::Auto);
+}
