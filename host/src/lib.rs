@@ -42,4 +42,4 @@ pub use server::{
     DEFAULT_CONFIG, Reloader, ServeError, Server, ServerBuilder, raise_descriptor_limit,
 };
 pub use session::{AuditTarget, GovernedEval, GovernedEvalBuilder, GovernedStep};
-pub use tools::catalog;
+pub use tools::{ForwardElicitation, catalog};

@@ -169,6 +169,9 @@ pub async fn run(args: RunArgs) -> ExitCode {
             }
         };
         pool.set_commands(codemode_upstream::CommandTools::from_config(config));
+        // An upstream's own form goes to the terminal when there is one, else it is declined
+        // with a log line.
+        pool.set_elicitation(Arc::new(codemode_host::ForwardElicitation));
         eval = eval
             .tools(pool.clone())
             .profile(profile)

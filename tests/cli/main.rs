@@ -8,6 +8,7 @@ mod commands;
 mod examples;
 mod packaging;
 mod schemas;
+mod upstream_forms;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -39,3 +39,34 @@ fn upstream_elicitation_goes_to_the_triggering_session_only() {
         "{asked}"
     );
 }
+
+/// An `accept` that leaves fields out is completed from the form's defaults before it goes
+/// upstream (SEP-1034): the human gives only the required `name`.
+#[test]
+fn an_accepted_upstream_form_is_completed_from_its_defaults() {
+    let setup = Setup::new(
+        "upstream_elicitation_defaults",
+        Transport::Stdio,
+        base_config,
+    );
+    let obs = setup.python("upstream_defaults.py", Mode::Legacy, &[]);
+    assert_json(
+        "an upstream form accepted with fields left out",
+        &obs,
+        &json!({
+            "protocol": Mode::Legacy.protocol(),
+            "asked": 1,
+            "result": {"action": "accept", "content": {
+                "name": "Ada",
+                "firstLine": "It was a dark and stormy night.",
+                "integer": 42,
+                "number": 314.0 / 100.0, // the form's default, 3.14
+                "untitledSingleSelectEnum": "Monica",
+                "untitledMultipleSelectEnum": ["Guitar"],
+                "titledSingleSelectEnum": "hero-1",
+                "titledMultipleSelectEnum": ["fish-1"],
+                "legacyTitledEnum": "pet-1",
+            }},
+        }),
+    );
+}

@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 
 use super::{Answer, Ask, AskKind, Asker, Question, Reply};
 
+mod form;
+
 /// Prompts on stderr and reads answers from stdin, one question at a time.
 #[derive(Default)]
 pub struct TerminalAsker {
@@ -30,7 +32,9 @@ impl TerminalAsker {
         std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
     }
 
-    fn next_line(&self, deadline: Instant) -> Option<String> {
+    /// The next line typed before `deadline`; meanwhile a countdown says what then happens
+    /// (`denied`, `declined`).
+    fn next_line(&self, deadline: Instant, then: &str) -> Option<String> {
         let mut guard = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         let rx = guard.get_or_insert_with(|| {
             let (tx, rx) = std::sync::mpsc::channel();
@@ -53,7 +57,7 @@ impl TerminalAsker {
                 Ok(line) => return Some(line),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                     let secs = deadline.saturating_duration_since(Instant::now()).as_secs();
-                    eprint!("\r  (denied automatically in {secs:>3} s) > ");
+                    eprint!("\r  ({then} automatically in {secs:>3} s) > ");
                     let _ = std::io::stderr().flush();
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
@@ -81,35 +85,9 @@ fn requires(question: &Question, name: &str) -> bool {
 /// The first property of the form that has a fixed set of choices: `(name, [(value, title)])`.
 pub fn choices(question: &Question) -> Option<(String, Vec<(Value, String)>)> {
     let props = question.schema.get("properties")?.as_object()?;
-    for (name, prop) in props {
-        if let Some(items) = prop.get("oneOf").and_then(Value::as_array) {
-            let list = items
-                .iter()
-                .filter_map(|i| {
-                    let v = i.get("const")?.clone();
-                    let title = i
-                        .get("title")
-                        .and_then(Value::as_str)
-                        .map_or_else(|| v.to_string(), str::to_string);
-                    Some((v, title))
-                })
-                .collect();
-            return Some((name.clone(), list));
-        }
-        if let Some(items) = prop.get("enum").and_then(Value::as_array) {
-            let list = items
-                .iter()
-                .map(|v| {
-                    (
-                        v.clone(),
-                        v.as_str().map_or_else(|| v.to_string(), str::to_string),
-                    )
-                })
-                .collect();
-            return Some((name.clone(), list));
-        }
-    }
-    None
+    props
+        .iter()
+        .find_map(|(name, prop)| Some((name.clone(), form::field_choices(prop)?)))
 }
 
 impl Asker for TerminalAsker {
@@ -123,11 +101,14 @@ impl Asker for TerminalAsker {
 
     fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(async move {
-            let full = match &ask.kind {
-                AskKind::Approval(req) => Some(&req.args),
-                _ => None,
+            let answer = match &ask.kind {
+                AskKind::Form => self.prompt_form(&ask.question, ask.timeout).await,
+                AskKind::Approval(req) => {
+                    self.prompt(&ask.question, Some(&req.args), ask.timeout)
+                        .await
+                }
+                AskKind::Choice => self.prompt(&ask.question, None, ask.timeout).await,
             };
-            let answer = self.prompt(&ask.question, full, ask.timeout).await;
             Reply::new(answer, Channel::Terminal)
         })
     }
@@ -156,7 +137,7 @@ impl TerminalAsker {
         eprint!("{text}");
         let _ = std::io::stderr().flush();
         loop {
-            let line = tokio::task::block_in_place(|| self.next_line(deadline));
+            let line = tokio::task::block_in_place(|| self.next_line(deadline, "denied"));
             let Some(line) = line else {
                 eprintln!("\n  no answer: denied");
                 return Answer::Timeout;
@@ -181,7 +162,8 @@ impl TerminalAsker {
                     if requires(question, "reason") {
                         eprint!("  reason (required) > ");
                         let _ = std::io::stderr().flush();
-                        let reason = tokio::task::block_in_place(|| self.next_line(deadline));
+                        let reason =
+                            tokio::task::block_in_place(|| self.next_line(deadline, "denied"));
                         let Some(reason) = reason else {
                             eprintln!("\n  no answer: denied");
                             return Answer::Timeout;

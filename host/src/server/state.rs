@@ -5,14 +5,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use codemode_policies::{AuditSink, AuditWriter, Config};
-use codemode_runtime::{BoxFuture, DEFAULT_THREAD_KEEP_ALIVE, Runtime, ThreadPool};
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use codemode_runtime::{DEFAULT_THREAD_KEEP_ALIVE, Runtime, ThreadPool};
 use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 
 use super::suspend::Suspensions;
-use crate::approvals::{Answer, Ask, Question};
-use codemode_upstream::{UpstreamElicitation, UpstreamPool, upstream_specs};
+use codemode_upstream::{UpstreamPool, upstream_specs};
 
 /// Shared server state. See the module docs.
 pub struct ServerState {
@@ -73,7 +71,7 @@ impl ServerState {
         });
         state
             .upstreams
-            .set_elicitation(Arc::new(ForwardElicitation));
+            .set_elicitation(Arc::new(crate::tools::ForwardElicitation));
         state.apply(config, false).await;
         let watcher = state.clone();
         let mut changes = state.upstreams.subscribe();
@@ -225,61 +223,5 @@ impl ServerState {
             }
         }
         *self.subscribers.lock().unwrap_or_else(|e| e.into_inner()) = alive;
-    }
-}
-
-/// An upstream server's own `elicitation/create` goes to the human of the eval whose call
-/// triggered it: MCP gives no way to tie the request to a call, so it is routed only when exactly
-/// one eval has a call in flight on that server ([`crate::tools::in_flight`]), and declined
-/// otherwise — and declined too when that eval's client cannot be asked. Never to another
-/// session's human.
-struct ForwardElicitation;
-
-impl UpstreamElicitation for ForwardElicitation {
-    fn elicit<'a>(
-        &'a self,
-        server: &'a str,
-        params: ElicitRequestParams,
-    ) -> BoxFuture<'a, Result<ElicitResult, String>> {
-        Box::pin(async move {
-            let Some(asker) = crate::tools::in_flight()
-                .sole_asker(server)
-                .filter(|a| a.supports())
-            else {
-                tracing::info!(
-                    "declined an elicitation from upstream `{server}`: not exactly one eval with a call in flight on it that can ask its human"
-                );
-                return Ok(ElicitResult::new(ElicitationAction::Decline));
-            };
-            let (message, schema) = match params {
-                ElicitRequestParams::FormElicitationParams {
-                    message,
-                    requested_schema,
-                    ..
-                } => {
-                    let schema =
-                        serde_json::to_value(&requested_schema).map_err(|e| e.to_string())?;
-                    (message, schema.as_object().cloned().unwrap_or_default())
-                }
-                _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
-            };
-            let question = Question {
-                message: format!("[upstream server `{server}` asks]\n{message}"),
-                schema,
-            };
-            Ok(
-                match asker
-                    .ask(Ask::form(question, std::time::Duration::from_secs(120)))
-                    .await
-                    .answer
-                {
-                    Answer::Accept(content) => {
-                        ElicitResult::new(ElicitationAction::Accept).with_content(content)
-                    }
-                    Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
-                    _ => ElicitResult::new(ElicitationAction::Cancel),
-                },
-            )
-        })
     }
 }

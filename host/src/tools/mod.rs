@@ -6,9 +6,11 @@
 pub mod hitl;
 mod in_flight;
 mod schemas;
+mod upstream_elicitation;
 
 pub use in_flight::in_flight;
 pub use schemas::CatalogSchemas;
+pub use upstream_elicitation::ForwardElicitation;
 
 use std::sync::Arc;
 

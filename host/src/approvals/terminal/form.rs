@@ -1,0 +1,276 @@
+//! An upstream server's own form on the terminal (`codemode run`): one prompt per field, in
+//! the order of their names (rmcp keeps a form's fields sorted), its default in brackets (Enter
+//! keeps it), choices numbered, `-` declines the whole form.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use codemode_policies::neutralize;
+use serde_json::{Map, Number, Value};
+
+use super::{Answer, Question, TerminalAsker, requires};
+
+/// What one field's line of input gave.
+enum Field {
+    Value(Value),
+    /// Empty input on a field with no default: left out.
+    Omitted,
+    Decline,
+    /// Not a value of the field: the reason, and the field is asked again.
+    Invalid(String),
+}
+
+/// The field's choices, `(value, title)`: `enum` (with `enumNames`), `oneOf`/`anyOf` of
+/// `const`s, for a single value or for an array's items.
+pub(super) fn field_choices(property: &Value) -> Option<Vec<(Value, String)>> {
+    let source = match property.get("type").and_then(Value::as_str) {
+        Some("array") => property.get("items")?,
+        _ => property,
+    };
+    if let Some(values) = source.get("enum").and_then(Value::as_array) {
+        let names = source.get("enumNames").and_then(Value::as_array);
+        return Some(
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let title = names
+                        .and_then(|n| n.get(i))
+                        .and_then(Value::as_str)
+                        .map_or_else(|| plain(v), str::to_string);
+                    (v.clone(), title)
+                })
+                .collect(),
+        );
+    }
+    let items = source
+        .get("oneOf")
+        .or_else(|| source.get("anyOf"))
+        .and_then(Value::as_array)?;
+    Some(
+        items
+            .iter()
+            .filter_map(|item| {
+                let v = item.get("const")?.clone();
+                let title = item
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| plain(&v), str::to_string);
+                Some((v, title))
+            })
+            .collect(),
+    )
+}
+
+/// A value as a person reads it: strings without quotes.
+fn plain(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+/// The prompt line of one field (and its numbered choices).
+fn prompt_text(name: &str, property: &Value, required: bool) -> String {
+    let title = property
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or(name);
+    let mut text = format!("  {}", neutralize(title));
+    if let Some(description) = property.get("description").and_then(Value::as_str) {
+        text.push_str(&format!(" — {}", neutralize(description)));
+    }
+    let kind = property.get("type").and_then(Value::as_str).unwrap_or("");
+    if let Some(choices) = field_choices(property) {
+        text.push('\n');
+        for (i, (_, title)) in choices.iter().enumerate() {
+            text.push_str(&format!("      {}) {}\n", i + 1, neutralize(title)));
+        }
+        text.push_str(if kind == "array" {
+            "    numbers separated by commas"
+        } else {
+            "    a number"
+        });
+    } else if kind == "boolean" {
+        text.push_str(" (y/n)");
+    }
+    match property.get("default") {
+        Some(default) => {
+            let shown = match default {
+                Value::Array(items) => items.iter().map(plain).collect::<Vec<_>>().join(", "),
+                other => plain(other),
+            };
+            text.push_str(&format!(" [{}]", neutralize(&shown)));
+        }
+        None if required => text.push_str(" (required)"),
+        None => {}
+    }
+    text.push_str(": ");
+    text
+}
+
+/// Reads `line` as a value of the field.
+fn parse(property: &Value, line: &str, required: bool) -> Field {
+    let line = line.trim();
+    if line == "-" {
+        return Field::Decline;
+    }
+    if line.is_empty() {
+        return match property.get("default") {
+            Some(default) => Field::Value(default.clone()),
+            None if required => Field::Invalid("this field is required".into()),
+            None => Field::Omitted,
+        };
+    }
+    if let Some(choices) = field_choices(property) {
+        let pick = |word: &str| -> Option<Value> {
+            let word = word.trim();
+            match word.parse::<usize>() {
+                Ok(n) => choices.get(n.wrapping_sub(1)).map(|(v, _)| v.clone()),
+                Err(_) => choices
+                    .iter()
+                    .find(|(v, _)| plain(v) == word)
+                    .map(|(v, _)| v.clone()),
+            }
+        };
+        let range = format!("type a number from 1 to {}", choices.len());
+        if property.get("type").and_then(Value::as_str) == Some("array") {
+            let picked: Option<Vec<Value>> = line.split(',').map(pick).collect();
+            return picked.map_or(Field::Invalid(range), |v| Field::Value(Value::Array(v)));
+        }
+        return pick(line).map_or(Field::Invalid(range), Field::Value);
+    }
+    match property.get("type").and_then(Value::as_str) {
+        Some("boolean") => match line.to_ascii_lowercase().as_str() {
+            "y" | "yes" | "true" => Field::Value(Value::Bool(true)),
+            "n" | "no" | "false" => Field::Value(Value::Bool(false)),
+            _ => Field::Invalid("type y or n".into()),
+        },
+        Some("integer") => line.parse::<i64>().map_or_else(
+            |_| Field::Invalid("type a whole number".into()),
+            |n| in_range(property, n as f64, Value::from(n)),
+        ),
+        Some("number") => match line.parse::<f64>().ok().and_then(Number::from_f64) {
+            Some(n) => in_range(property, n.as_f64().unwrap_or(0.0), Value::Number(n)),
+            None => Field::Invalid("type a number".into()),
+        },
+        _ => Field::Value(Value::String(line.to_string())),
+    }
+}
+
+fn in_range(property: &Value, n: f64, value: Value) -> Field {
+    let min = property.get("minimum").and_then(Value::as_f64);
+    let max = property.get("maximum").and_then(Value::as_f64);
+    if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+        let show = |b: Option<f64>| b.map_or_else(|| "…".to_string(), |b| b.to_string());
+        return Field::Invalid(format!("from {} to {}", show(min), show(max)));
+    }
+    Field::Value(value)
+}
+
+impl TerminalAsker {
+    /// Puts an upstream's form to the person at the terminal, field by field, giving up after
+    /// `timeout`.
+    pub(super) async fn prompt_form(&self, question: &Question, timeout: Duration) -> Answer {
+        let _turn = self.turn.lock().await;
+        let deadline = Instant::now() + timeout;
+        let message: Vec<String> = question.message.split('\n').map(neutralize).collect();
+        eprint!(
+            "\n{}\n(Enter keeps the value in brackets; - declines the form)\n",
+            message.join("\n")
+        );
+        let empty = Map::new();
+        let properties = question
+            .schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let mut content = Map::new();
+        for (name, property) in properties {
+            let required = requires(question, name);
+            eprint!("{}", prompt_text(name, property, required));
+            loop {
+                let _ = std::io::stderr().flush();
+                let line = tokio::task::block_in_place(|| self.next_line(deadline, "declined"));
+                let Some(line) = line else {
+                    eprintln!("\n  no answer: declined");
+                    return Answer::Timeout;
+                };
+                match parse(property, &line, required) {
+                    Field::Value(value) => {
+                        content.insert(name.clone(), value);
+                        break;
+                    }
+                    Field::Omitted => break,
+                    Field::Decline => return Answer::Decline,
+                    Field::Invalid(why) => eprint!("    {why} > "),
+                }
+            }
+        }
+        Answer::Accept(Value::Object(content))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn value(property: Value, line: &str, required: bool) -> Option<Value> {
+        match parse(&property, line, required) {
+            Field::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn each_kind_of_field_reads_its_values() {
+        let pets = json!({"type": "string", "enum": ["pet-1", "pet-2"], "enumNames": ["Cats", "Dogs"], "default": "pet-1"});
+        let fish = json!({"type": "array", "items": {"anyOf": [{"const": "f1", "title": "Tuna"}, {"const": "f2", "title": "Trout"}]}, "default": ["f1"]});
+        let int = json!({"type": "integer", "minimum": 1, "maximum": 100, "default": 42});
+        let cases = [
+            (pets.clone(), "", Some(json!("pet-1"))),
+            (pets.clone(), "2", Some(json!("pet-2"))),
+            (pets.clone(), "pet-2", Some(json!("pet-2"))),
+            (pets.clone(), "3", None),
+            (fish.clone(), "", Some(json!(["f1"]))),
+            (fish.clone(), "2, 1", Some(json!(["f2", "f1"]))),
+            (fish, "2,9", None),
+            (int.clone(), "", Some(json!(42))),
+            (int.clone(), "7", Some(json!(7))),
+            (int.clone(), "101", None),
+            (int, "7.5", None),
+            (
+                json!({"type": "number", "default": 2.75}),
+                "2.5",
+                Some(json!(2.5)),
+            ),
+            (json!({"type": "boolean"}), "Y", Some(json!(true))),
+            (json!({"type": "boolean"}), "no", Some(json!(false))),
+            (json!({"type": "boolean"}), "maybe", None),
+            (json!({"type": "string"}), "  Ada  ", Some(json!("Ada"))),
+        ];
+        for (property, line, want) in cases {
+            assert_eq!(
+                value(property.clone(), line, false),
+                want,
+                "{property} {line:?}"
+            );
+        }
+        let name = json!({"type": "string"});
+        assert!(matches!(parse(&name, "", true), Field::Invalid(_)));
+        assert!(matches!(parse(&name, "", false), Field::Omitted));
+        assert!(matches!(parse(&name, " - ", false), Field::Decline));
+    }
+
+    #[test]
+    fn a_prompt_shows_title_description_choices_and_default_neutralised() {
+        let property = json!({"title": "Pet\u{1b}[2J", "description": "Choose", "type": "string",
+            "enum": ["pet-1", "pet-2"], "enumNames": ["Cats", "Dogs\u{202e}"], "default": "pet-1"});
+        assert_eq!(
+            prompt_text("petType", &property, false),
+            "  Pet\\u001b[2J — Choose\n      1) Cats\n      2) Dogs\\u202e\n    a number [pet-1]: "
+        );
+        assert_eq!(
+            prompt_text("name", &json!({"type": "string"}), true),
+            "  name (required): "
+        );
+    }
+}
