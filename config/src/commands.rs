@@ -23,6 +23,7 @@ pub const BUILTIN_TOOL_NAMES: &[&str] = &[
     "get_tools",
     "hitl_request",
     "human_intervention_request",
+    "read_resource",
 ];
 
 /// Where a relative `command` is looked up: this fixed list, never the caller's `PATH`.

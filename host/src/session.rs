@@ -730,7 +730,7 @@ mod tests {
             .into_iter()
             .filter_map(|r| match r {
                 AuditRecord::Eval(e) => Some(e),
-                AuditRecord::ToolCall(_) => None,
+                AuditRecord::ToolCall(_) | AuditRecord::Access(_) => None,
             })
             .collect();
         assert_eq!(evals.len(), 1);

@@ -166,9 +166,9 @@ pub use ask::{
     approval_question, call_sites, call_sites_of, decision_from, form_answer, reason_from,
 };
 pub use audit::{
-    AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision, EvalAuditRecord,
-    MemoryAuditSink, ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc,
-    sha256_hex,
+    AccessAuditRecord, AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision,
+    EvalAuditRecord, MemoryAuditSink, ToolCallAuditRecord, args_sha256, canonical_json,
+    now_rfc3339, rfc3339_utc, sha256_hex,
 };
 // The audit chain, its verification and queries (issue 15 §7).
 pub use audit::{

@@ -70,6 +70,7 @@ enum EventArg {
     #[value(name = "tool_call")]
     ToolCall,
     Eval,
+    Access,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -166,6 +167,7 @@ fn query(args: QueryArgs) -> ExitCode {
     query.event = args.event.map(|e| match e {
         EventArg::ToolCall => AuditEvent::ToolCall,
         EventArg::Eval => AuditEvent::Eval,
+        EventArg::Access => AuditEvent::Access,
     });
     query.decision = args.decision;
     query.caller = args.caller;

@@ -32,6 +32,7 @@ mod fallback;
 mod hitl_gateway;
 mod notifications;
 mod reload;
+mod resources;
 mod results;
 mod schemas;
 mod sessions;

@@ -178,8 +178,8 @@ fn errors_name_the_fix() {
     let get = errors["get_unknown"].as_str().unwrap_or_default();
     assert!(
         get.ends_with(
-            "// unknown tool `filesystem__read_txt_file`; did you mean `filesystem__read_file`, \
-             `filesystem__read_text_file`, `filesystem__read_media_file`?"
+            "// unknown tool `filesystem__read_txt_file`; did you mean `filesystem__read_text_file`, \
+             `filesystem__read_file`, `filesystem__edit_file`?"
         ),
         "{get}"
     );

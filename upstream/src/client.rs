@@ -62,6 +62,8 @@ pub(crate) struct UpstreamClient {
     pub(crate) eliciting: Arc<watch::Sender<usize>>,
     /// The calls in flight on this server, and where their notifications go.
     pub(crate) relays: Arc<CallRelays>,
+    /// The pool's counter bumped when a server's resources or prompts change.
+    pub(crate) listings_changed: Arc<watch::Sender<u64>>,
 }
 
 /// Counts one elicitation in progress while alive.
@@ -118,6 +120,14 @@ impl ClientHandler for UpstreamClient {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.listings_changed.send_modify(|g| *g += 1);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.listings_changed.send_modify(|g| *g += 1);
     }
 
     async fn on_progress(

@@ -43,6 +43,8 @@ pub(crate) struct Upstream {
     relays: Arc<CallRelays>,
     /// The pool's "combined tool list changed" counter.
     pool_changed: Arc<watch::Sender<u64>>,
+    /// The pool's "some server's resources or prompts changed" counter.
+    listings_changed: Arc<watch::Sender<u64>>,
     shutdown: CancellationToken,
     /// Becomes true when the first connection attempt has finished, either way.
     attempted: watch::Sender<bool>,
@@ -126,7 +128,7 @@ impl Upstream {
         name: &str,
         spec: UpstreamSpec,
         elicitation: SharedElicitation,
-        pool_changed: Arc<watch::Sender<u64>>,
+        (pool_changed, listings_changed): (Arc<watch::Sender<u64>>, Arc<watch::Sender<u64>>),
         shutdown: CancellationToken,
     ) -> Arc<Self> {
         let up = Arc::new(Upstream {
@@ -136,6 +138,7 @@ impl Upstream {
             eliciting: Arc::new(watch::Sender::new(0)),
             relays: Arc::default(),
             pool_changed,
+            listings_changed,
             shutdown,
             attempted: watch::Sender::new(false),
         });
@@ -176,6 +179,14 @@ impl Upstream {
 
     fn update<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         f(&mut self.state.write().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The current session's peer, while connected.
+    pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.state()
+            .peer
+            .clone()
+            .filter(|p| !p.is_transport_closed())
     }
 
     /// The last known tools.
@@ -220,6 +231,7 @@ impl Upstream {
                 tools_changed: tools_changed.clone(),
                 eliciting: self.eliciting.clone(),
                 relays: self.relays.clone(),
+                listings_changed: self.listings_changed.clone(),
             };
             let started = tokio::select! {
                 r = tokio::time::timeout(self.spec.startup_timeout, self.open(client)) => r,

@@ -37,6 +37,7 @@ mod convert;
 pub mod crypto;
 mod pool;
 mod relay;
+pub mod resources;
 mod schemas;
 mod spec;
 mod transport;

@@ -40,6 +40,8 @@ struct Inner {
     commands: RwLock<CommandTools>,
     elicitation: SharedElicitation,
     changed: Arc<watch::Sender<u64>>,
+    /// Bumped when an upstream says its resources or prompts changed.
+    listings: Arc<watch::Sender<u64>>,
     /// Parent of every upstream's shutdown token.
     shutdown: CancellationToken,
     /// Serialises [`UpstreamPool::set_upstreams`].
@@ -79,6 +81,7 @@ impl UpstreamPool {
                 commands: RwLock::default(),
                 elicitation: Arc::new(RwLock::new(handler)),
                 changed: Arc::new(watch::Sender::new(0)),
+                listings: Arc::new(watch::Sender::new(0)),
                 shutdown: CancellationToken::new(),
                 reconfigure: tokio::sync::Mutex::new(()),
                 schemas: Default::default(),
@@ -187,7 +190,7 @@ impl UpstreamPool {
                     &name,
                     spec,
                     self.inner.elicitation.clone(),
-                    self.inner.changed.clone(),
+                    (self.inner.changed.clone(), self.inner.listings.clone()),
                     self.inner.shutdown.child_token(),
                 );
                 started.push(up.clone());
@@ -198,6 +201,7 @@ impl UpstreamPool {
         // The set of servers (and so their states in listings) changed.
         if changed {
             self.inner.changed.send_modify(|g| *g += 1);
+            self.inner.listings.send_modify(|g| *g += 1);
         }
         Ok(started)
     }
@@ -262,6 +266,13 @@ impl UpstreamPool {
         self.inner.changed.subscribe()
     }
 
+    /// A receiver that sees a new value whenever an upstream said its resources or prompts
+    /// changed (`notifications/resources/list_changed`, `notifications/prompts/list_changed`),
+    /// or the set of servers changed.
+    pub fn subscribe_listings(&self) -> watch::Receiver<u64> {
+        self.inner.listings.subscribe()
+    }
+
     /// The version of the combined tool list: the counter [`subscribe`](Self::subscribe)
     /// watches, bumped whenever the list may have changed.
     pub fn version(&self) -> u64 {
@@ -303,7 +314,13 @@ impl UpstreamPool {
         })
     }
 
-    fn upstream(&self, server: &str) -> Option<Arc<Upstream>> {
+    /// Every upstream, by name.
+    pub(crate) fn upstreams(&self) -> Vec<Arc<Upstream>> {
+        let servers = self.inner.servers.read().unwrap_or_else(|e| e.into_inner());
+        servers.values().cloned().collect()
+    }
+
+    pub(crate) fn upstream(&self, server: &str) -> Option<Arc<Upstream>> {
         self.inner
             .servers
             .read()

@@ -232,6 +232,7 @@ mod tls_tests {
             tools_changed: Default::default(),
             eliciting: Arc::new(tokio::sync::watch::channel(0).0),
             relays: Default::default(),
+            listings_changed: Arc::new(tokio::sync::watch::channel(0).0),
         };
         let transport = UpstreamTransport::Http {
             url: url.clone(),

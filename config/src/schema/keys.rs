@@ -69,6 +69,11 @@ pub mod policy {
     pub fn output_rule() -> &'static [&'static str] {
         super::of::<policies::OutputRule>()
     }
+
+    /// A profile's `resources` or `prompts`.
+    pub fn access() -> &'static [&'static str] {
+        super::of::<policies::Access>()
+    }
 }
 
 #[cfg(test)]

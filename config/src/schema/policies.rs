@@ -53,6 +53,23 @@ pub(crate) struct Profile {
     pub(crate) default_risk: Option<Risk>,
     /// What a human may answer to a call of each risk level.
     pub(crate) risk_policies: Option<RiskPolicies>,
+    /// Which upstream resources the session lists and reads, and scripts read, as globs over
+    /// `<server>__<original URI>`. Default: all.
+    pub(crate) resources: Option<Access>,
+    /// Which upstream prompts the session lists and gets, as globs over `<server>__<prompt
+    /// name>`. Default: all.
+    pub(crate) prompts: Option<Access>,
+}
+
+/// Which names of a kind a profile lets through: those matching `allow` (every one when it is
+/// absent) and no `deny` glob.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Access {
+    /// With it, a name matching none of these globs is hidden and refused.
+    pub(crate) allow: Option<Globs>,
+    /// Names always hidden and refused.
+    pub(crate) deny: Option<Globs>,
 }
 
 /// `"deny"` or `"allow"`.

@@ -180,3 +180,46 @@ impl TerminalAsker {
         }
     }
 }
+
+impl TerminalAsker {
+    /// Puts an upstream's form to the person at the terminal, field by field, giving up after
+    /// `timeout`.
+    async fn prompt_form(&self, question: &Question, timeout: Duration) -> Answer {
+        let _turn = self.turn.lock().await;
+        let deadline = Instant::now() + timeout;
+        let message: Vec<String> = question.message.split('\n').map(neutralize).collect();
+        eprint!(
+            "\n{}\n(Enter keeps the value in brackets; - declines the form)\n",
+            message.join("\n")
+        );
+        let empty = serde_json::Map::new();
+        let properties = question
+            .schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let mut content = serde_json::Map::new();
+        for (name, property) in properties {
+            let required = requires(question, name);
+            eprint!("{}", form::prompt_text(name, property, required));
+            loop {
+                let _ = std::io::stderr().flush();
+                let line = tokio::task::block_in_place(|| self.next_line(deadline, "declined"));
+                let Some(line) = line else {
+                    eprintln!("\n  no answer: declined");
+                    return Answer::Timeout;
+                };
+                match form::parse(property, &line, required) {
+                    form::Field::Value(value) => {
+                        content.insert(name.clone(), value);
+                        break;
+                    }
+                    form::Field::Omitted => break,
+                    form::Field::Decline => return Answer::Decline,
+                    form::Field::Invalid(why) => eprint!("    {why} > "),
+                }
+            }
+        }
+        Answer::Accept(Value::Object(content))
+    }
+}

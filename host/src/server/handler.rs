@@ -120,6 +120,54 @@ impl ServerHandler for CodemodeServer {
         Ok(())
     }
 
+    async fn list_resources(
+        &self,
+        _req: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(self.resources_list(&ctx).await)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _req: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(self.resource_templates_list(&ctx).await)
+    }
+
+    async fn read_resource(
+        &self,
+        req: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.resource_read(&req.uri, &ctx).await.map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _req: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(self.prompts_list(&ctx).await)
+    }
+
+    async fn get_prompt(
+        &self,
+        req: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.prompt_get(req, &ctx).await.map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        req: CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        Ok(self.completion(req, &ctx).await)
+    }
+
     async fn list_tools(
         &self,
         _req: Option<PaginatedRequestParams>,
@@ -174,17 +222,22 @@ impl ServerHandler for CodemodeServer {
     }
 }
 
-/// Tools (whose list changes), and `logging`: upstream servers' log messages about an eval's
-/// calls reach its client.
+/// Tools, and the upstreams' resources, prompts and completions (their lists change), and
+/// `logging`: upstream servers' log messages about an eval's calls reach its client.
 #[expect(
     deprecated,
     reason = "MCP logging, deprecated from 2026-07-28 on, is what clients of 2025-11-25 and older use"
 )]
 fn capabilities() -> ServerCapabilities {
     ServerCapabilities::builder()
-        .enable_tools()
-        .enable_tool_list_changed()
+        .enable_completions()
         .enable_logging()
+        .enable_prompts()
+        .enable_resources()
+        .enable_tools()
+        .enable_prompts_list_changed()
+        .enable_resources_list_changed()
+        .enable_tool_list_changed()
         .build()
 }
 

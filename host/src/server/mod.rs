@@ -36,6 +36,7 @@ mod progress;
 mod redis_tests;
 mod relay;
 pub mod reload;
+mod resources;
 pub mod result;
 mod serve;
 pub mod sessions;

@@ -80,6 +80,13 @@ impl ServerState {
                 watcher.notify_tools_changed().await;
             }
         });
+        let watcher = state.clone();
+        let mut listings = state.upstreams.subscribe_listings();
+        tokio::spawn(async move {
+            while listings.changed().await.is_ok() {
+                watcher.notify_listings_changed().await;
+            }
+        });
         state
     }
 
@@ -192,6 +199,31 @@ impl ServerState {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(sink);
+    }
+
+    /// Tells every client that the upstreams' resources and prompts may have changed (a
+    /// subscriber hears only what it opted in to).
+    async fn notify_listings_changed(&self) {
+        let peers: Vec<Peer<RoleServer>> = self
+            .legacy_peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for peer in peers.iter().filter(|p| !p.is_transport_closed()) {
+            let _ = peer.notify_resource_list_changed().await;
+            let _ = peer.notify_prompt_list_changed().await;
+        }
+        let sinks: Vec<SubscriptionSink> = self
+            .subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for sink in sinks {
+            // Not accepted (the subscriber did not opt in) or gone: the tool notifier forgets
+            // the gone ones.
+            let _ = sink.notify_resource_list_changed().await;
+            let _ = sink.notify_prompt_list_changed().await;
+        }
     }
 
     /// Tells every client that the tool list changed; forgets the ones that are gone.

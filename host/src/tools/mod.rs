@@ -5,6 +5,7 @@
 
 pub mod hitl;
 mod in_flight;
+mod read_resource;
 mod schemas;
 mod upstream_elicitation;
 
@@ -63,6 +64,12 @@ pub fn builtin_infos() -> Vec<ToolInfo> {
             name: hitl::ALIAS.into(),
             description: format!("The same as `{}`. {}", hitl::TOOL_NAME, hitl::DESCRIPTION),
             input_schema: hitl::input_schema(),
+            output_schema: None,
+        },
+        ToolInfo {
+            name: read_resource::TOOL_NAME.into(),
+            description: read_resource::DESCRIPTION.into(),
+            input_schema: read_resource::input_schema(),
             output_schema: None,
         },
     ]
@@ -225,10 +232,15 @@ pub fn get_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError> {
         match tools.iter().find(|t| t.name == name) {
             Some(t) => found.push(t.clone()),
             None => {
-                let near = catalog::search(tools, name, 3)
-                    .into_iter()
-                    .map(|h| h.name)
-                    .collect::<Vec<_>>();
+                // A typo's nearest names first (edit distance), then what a keyword search
+                // ranks (a name the script half remembers).
+                let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+                let mut near = codemode_runtime::closest(name, &names, 3);
+                for hit in catalog::search(tools, name, 3) {
+                    if near.len() < 3 && !near.contains(&hit.name) {
+                        near.push(hit.name);
+                    }
+                }
                 missing.push(json!({"name": name, "did_you_mean": near}));
             }
         }
@@ -335,6 +347,9 @@ impl ToolHost for ScriptTools {
             hitl::TOOL_NAME | hitl::ALIAS => Box::pin(async move {
                 let request_id = format!("hitl-{}-{}", cx.eval_id, cx.call_id);
                 Ok(hitl::run(&args, self.asker.as_ref(), &request_id, cx).await)
+            }),
+            read_resource::TOOL_NAME => Box::pin(async move {
+                read_resource::run(&self.upstreams, self.profile.as_deref(), args).await
             }),
             _ if !name.contains("__") && self.upstreams.commands().contains(name) => {
                 Box::pin(async move { self.upstreams.commands().call(name, args).await })

@@ -23,8 +23,8 @@ pub use query::{
     QueryResult, format_records, parse_time_bound, query_audit_dir,
 };
 pub use record::{
-    AuditRecord, Decision, EvalAuditContext, EvalAuditRecord, ToolCallAuditRecord, args_sha256,
-    canonical_json, sha256_hex,
+    AccessAuditRecord, AuditRecord, Decision, EvalAuditContext, EvalAuditRecord,
+    ToolCallAuditRecord, args_sha256, canonical_json, sha256_hex,
 };
 pub use time::{now_rfc3339, rfc3339_utc};
 pub use verify::{ChainBreak, ChainHead, Verified, verify_audit_dir};
@@ -72,7 +72,7 @@ impl MemoryAuditSink {
             .into_iter()
             .filter_map(|r| match r {
                 AuditRecord::ToolCall(r) => Some(r),
-                AuditRecord::Eval(_) => None,
+                AuditRecord::Eval(_) | AuditRecord::Access(_) => None,
             })
             .collect()
     }

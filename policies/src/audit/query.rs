@@ -53,6 +53,8 @@ pub enum AuditEvent {
     ToolCall,
     /// `eval` records.
     Eval,
+    /// `access` records (a client's resource reads and prompt gets).
+    Access,
 }
 
 impl AuditEvent {
@@ -61,6 +63,7 @@ impl AuditEvent {
         match self {
             AuditEvent::ToolCall => "tool_call",
             AuditEvent::Eval => "eval",
+            AuditEvent::Access => "access",
         }
     }
 }

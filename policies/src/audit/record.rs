@@ -8,7 +8,8 @@ use sha2::{Digest, Sha256};
 use super::time::now_rfc3339;
 use crate::{Channel, DispositionKind, Risk};
 
-/// One line of the audit log. Serialised with an `event` field: `"tool_call"` or `"eval"`.
+/// One line of the audit log. Serialised with an `event` field: `"tool_call"`, `"eval"` or
+/// `"access"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum AuditRecord {
@@ -16,6 +17,8 @@ pub enum AuditRecord {
     ToolCall(ToolCallAuditRecord),
     /// A finished eval.
     Eval(EvalAuditRecord),
+    /// A client's read of an upstream resource, or get of an upstream prompt, through codemode.
+    Access(AccessAuditRecord),
 }
 
 impl AuditRecord {
@@ -24,6 +27,7 @@ impl AuditRecord {
         match self {
             AuditRecord::ToolCall(r) => &r.ts,
             AuditRecord::Eval(r) => &r.ts,
+            AuditRecord::Access(r) => &r.ts,
         }
     }
 }
@@ -159,6 +163,54 @@ pub struct EvalAuditRecord {
     /// How many tool calls the script attempted (0 for an eval abandoned midway; its
     /// `tool_call` records still count them).
     pub tool_calls: u64,
+}
+
+/// `event: "access"`: a client's `resources/read` or `prompts/get` of an upstream's resource or
+/// prompt through codemode (a script's read is a `tool_call` of `read_resource`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccessAuditRecord {
+    /// When the request ended, RFC 3339 UTC.
+    pub ts: String,
+    /// Who asked ([`crate::Caller::name`]).
+    pub caller: String,
+    /// The client session; `null` when the transport has none.
+    pub session_id: Option<String>,
+    /// The profile that decided it (the base `eval` tool's); `null` when unprofiled.
+    pub profile: Option<String>,
+    /// `resources/read` or `prompts/get`.
+    pub method: String,
+    /// What was asked for: `<server>__<original URI>` or `<server>__<prompt name>`.
+    pub name: String,
+    /// `allowed`, or `denied` (the profile hides it, or the caller may not use `eval`).
+    pub decision: Decision,
+    /// How it ended: `ok`, `error` (the upstream failed it), `denied`.
+    pub status: CallStatus,
+    /// Why it was denied or failed, in words.
+    pub reason: Option<String>,
+    /// Hex SHA-256 of what the upstream returned (canonical JSON), before any masking.
+    pub output_sha256: Option<String>,
+    /// The paths of the result that the `outputs` policy masked or removed.
+    #[serde(default)]
+    pub redacted_paths: Vec<String>,
+}
+
+impl AccessAuditRecord {
+    /// A record stamped now.
+    pub fn now(caller: &str, method: &str, name: &str) -> Self {
+        AccessAuditRecord {
+            ts: now_rfc3339(),
+            caller: caller.to_string(),
+            session_id: None,
+            profile: None,
+            method: method.to_string(),
+            name: name.to_string(),
+            decision: Decision::Allowed,
+            status: CallStatus::Ok,
+            reason: None,
+            output_sha256: None,
+            redacted_paths: Vec::new(),
+        }
+    }
 }
 
 /// Who ran an eval, where: what every `eval` record of it shares.

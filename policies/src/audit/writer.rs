@@ -634,7 +634,7 @@ mod tests {
             .lines()
             .map(|l| match serde_json::from_str(l).unwrap() {
                 AuditRecord::ToolCall(r) => r.call_id,
-                AuditRecord::Eval(_) => panic!("an eval record"),
+                AuditRecord::Eval(_) | AuditRecord::Access(_) => panic!("not a tool call"),
             })
             .collect();
         assert_eq!(ids, [1, 2, 3, 5]);

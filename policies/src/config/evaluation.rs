@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::EvaluationConfig;
 use super::gateway_keys::{read_permissions, read_risk, read_risk_map, read_risk_policies};
 use crate::profile::{
-    Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind, Fallback,
-    GlobList, PathCondition, Profile, Rule,
+    Access, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind,
+    Fallback, GlobList, PathCondition, Profile, Rule,
 };
 use crate::{ConfigErrorKind, ConfigErrors, Risk};
 use codemode_config::values::{positive, positive_seconds};
@@ -147,6 +147,14 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         Some(v) => read_risk_policies(r, v, &path.key("riskPolicies")),
         None => BTreeMap::new(),
     };
+    let resources = map
+        .get("resources")
+        .and_then(|v| read_access(r, v, &path.key("resources")))
+        .unwrap_or_default();
+    let prompts = map
+        .get("prompts")
+        .and_then(|v| read_access(r, v, &path.key("prompts")))
+        .unwrap_or_default();
     if r.error_count() > before {
         return None;
     }
@@ -166,7 +174,22 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         risk_levels,
         default_risk: default_risk?,
         risk_policies,
+        resources,
+        prompts,
     })
+}
+
+/// A profile's `resources` or `prompts`: `{"allow"?: [globs], "deny"?: [globs]}`.
+fn read_access(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Access> {
+    let map = r.object(v, path, codemode_config::policy_keys::access())?;
+    let allow = map
+        .get("allow")
+        .and_then(|v| read_globs(r, v, &path.key("allow")));
+    let deny = map
+        .get("deny")
+        .and_then(|v| read_globs(r, v, &path.key("deny")))
+        .unwrap_or_default();
+    Some(Access { allow, deny })
 }
 
 /// An array of globs, compiled; each bad glob is an error at its index.

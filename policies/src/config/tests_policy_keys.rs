@@ -270,3 +270,47 @@ fn the_readme_example_parses() {
     );
     assert!(!p.risk_policy(Risk::Critical).allow_session_approval);
 }
+
+#[test]
+fn a_profile_lets_through_the_resources_and_prompts_it_allows_and_does_not_deny() {
+    let c = Config::from_json_str(
+        r#"{"evaluation": {"profiles": {
+            "docs": {"resources": {"allow": ["everything__demo://resource/static/*"],
+                                   "deny": ["*secret*"]},
+                     "prompts": {"deny": ["everything__args-*"]}},
+            "open": {}
+        }}}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let docs = c.profile("docs").expect("docs");
+    let open = c.profile("open").expect("open");
+    for (name, lets_docs) in [
+        (
+            "everything__demo://resource/static/document/architecture.md",
+            true,
+        ),
+        ("everything__demo://resource/static/secret.md", false),
+        ("everything__demo://resource/dynamic/text/1", false),
+        ("fs__file:///etc/passwd", false),
+    ] {
+        assert_eq!(docs.lets_resource(name), lets_docs, "{name}");
+        assert!(open.lets_resource(name), "{name}");
+    }
+    assert!(docs.lets_prompt("everything__simple-prompt"));
+    assert!(!docs.lets_prompt("everything__args-prompt"));
+    assert!(open.lets_prompt("everything__args-prompt"));
+
+    let err = Config::from_json_str(
+        r#"{"evaluation": {"profiles": {"p": {"resources": {"allow": ["["], "read": []}, "prompts": []}}}}"#,
+    )
+    .expect_err("bad access keys");
+    let lines: Vec<String> = err.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "evaluation.profiles.p.resources.read: unknown key `read`; allowed keys: `allow`, `deny`",
+            "evaluation.profiles.p.resources.allow[0]: invalid glob `[`: unclosed character class; missing ']'",
+            "evaluation.profiles.p.prompts: expected an object, found an array",
+        ]
+    );
+}

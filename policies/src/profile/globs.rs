@@ -65,6 +65,25 @@ impl GlobList {
     }
 }
 
+/// Which names of a kind a profile lets through (its `resources` and `prompts`): those
+/// matching `allow` (every one when absent) and no `deny` glob.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Access {
+    pub(crate) allow: Option<GlobList>,
+    pub(crate) deny: GlobList,
+}
+
+impl Access {
+    /// Whether `name` gets through.
+    pub(crate) fn lets(&self, name: &str) -> bool {
+        self.deny.first_index(name).is_none()
+            && self
+                .allow
+                .as_ref()
+                .is_none_or(|allow| allow.first_index(name).is_some())
+    }
+}
+
 /// Compiles one glob with explicit options, so that matching is the same on every platform.
 pub(crate) fn compile(glob: &str) -> Result<globset::Glob, String> {
     if glob.is_empty() {

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::{Caller, Risk, RiskPolicy};
 
-pub(crate) use globs::GlobList;
+pub(crate) use globs::{Access, GlobList};
 pub use paths::{PathCondition, PathValue, normalize as normalize_path};
 pub use verdict::{Disposition, DispositionKind, MatchedBy};
 
@@ -59,6 +59,8 @@ pub struct Profile {
     pub(crate) risk_levels: Vec<Risk>,
     pub(crate) default_risk: Risk,
     pub(crate) risk_policies: BTreeMap<Risk, RiskPolicy>,
+    pub(crate) resources: Access,
+    pub(crate) prompts: Access,
 }
 
 impl Profile {
@@ -77,6 +79,18 @@ impl Profile {
     /// or asked is allowed).
     pub fn allowlist(&self) -> Option<&[String]> {
         self.allowlist.as_ref().map(GlobList::globs)
+    }
+
+    /// Whether the profile lets the session list and read, and scripts read, the upstream
+    /// resource `<server>__<original URI>` (its `resources`; default: every one).
+    pub fn lets_resource(&self, qualified: &str) -> bool {
+        self.resources.lets(qualified)
+    }
+
+    /// Whether the profile lets the session list and get the upstream prompt
+    /// `<server>__<prompt name>` (its `prompts`; default: every one).
+    pub fn lets_prompt(&self, qualified: &str) -> bool {
+        self.prompts.lets(qualified)
     }
 
     /// The `denylist` globs (default: none).

@@ -2,16 +2,11 @@
 //! the order of their names (rmcp keeps a form's fields sorted), its default in brackets (Enter
 //! keeps it), choices numbered, `-` declines the whole form.
 
-use std::io::Write;
-use std::time::{Duration, Instant};
-
 use codemode_policies::neutralize;
-use serde_json::{Map, Number, Value};
-
-use super::{Answer, Question, TerminalAsker, requires};
+use serde_json::{Number, Value};
 
 /// What one field's line of input gave.
-enum Field {
+pub(super) enum Field {
     Value(Value),
     /// Empty input on a field with no default: left out.
     Omitted,
@@ -68,7 +63,7 @@ fn plain(v: &Value) -> String {
 }
 
 /// The prompt line of one field (and its numbered choices).
-fn prompt_text(name: &str, property: &Value, required: bool) -> String {
+pub(super) fn prompt_text(name: &str, property: &Value, required: bool) -> String {
     let title = property
         .get("title")
         .and_then(Value::as_str)
@@ -107,7 +102,7 @@ fn prompt_text(name: &str, property: &Value, required: bool) -> String {
 }
 
 /// Reads `line` as a value of the field.
-fn parse(property: &Value, line: &str, required: bool) -> Field {
+pub(super) fn parse(property: &Value, line: &str, required: bool) -> Field {
     let line = line.trim();
     if line == "-" {
         return Field::Decline;
@@ -163,49 +158,6 @@ fn in_range(property: &Value, n: f64, value: Value) -> Field {
         return Field::Invalid(format!("from {} to {}", show(min), show(max)));
     }
     Field::Value(value)
-}
-
-impl TerminalAsker {
-    /// Puts an upstream's form to the person at the terminal, field by field, giving up after
-    /// `timeout`.
-    pub(super) async fn prompt_form(&self, question: &Question, timeout: Duration) -> Answer {
-        let _turn = self.turn.lock().await;
-        let deadline = Instant::now() + timeout;
-        let message: Vec<String> = question.message.split('\n').map(neutralize).collect();
-        eprint!(
-            "\n{}\n(Enter keeps the value in brackets; - declines the form)\n",
-            message.join("\n")
-        );
-        let empty = Map::new();
-        let properties = question
-            .schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        let mut content = Map::new();
-        for (name, property) in properties {
-            let required = requires(question, name);
-            eprint!("{}", prompt_text(name, property, required));
-            loop {
-                let _ = std::io::stderr().flush();
-                let line = tokio::task::block_in_place(|| self.next_line(deadline, "declined"));
-                let Some(line) = line else {
-                    eprintln!("\n  no answer: declined");
-                    return Answer::Timeout;
-                };
-                match parse(property, &line, required) {
-                    Field::Value(value) => {
-                        content.insert(name.clone(), value);
-                        break;
-                    }
-                    Field::Omitted => break,
-                    Field::Decline => return Answer::Decline,
-                    Field::Invalid(why) => eprint!("    {why} > "),
-                }
-            }
-        }
-        Answer::Accept(Value::Object(content))
-    }
 }
 
 #[cfg(test)]

@@ -282,6 +282,8 @@ impl Metrics {
                     .inc();
                 self.eval_duration.observe(eval.wall_ms / 1000.0);
             }
+            // A client's resource reads and prompt gets are in the audit log, not counted.
+            AuditRecord::Access(_) => {}
         }
     }
 }

@@ -1,0 +1,343 @@
+//! The upstreams' resources, resource templates and prompts, seen through codemode.
+//!
+//! Each is named `<server>__<its name>` (as tools are), and each resource's URI is mapped to
+//! `codemode://<server>/<its original URI>` — a template's too, so that a client expanding the
+//! mapped template gets the mapped URI of the resource it means. The mapping is plain text:
+//! stable, reversible ([`unmap_uri`]), and the original stays visible in `_meta`
+//! (`codemode/server`, `codemode/uri`).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, MetaObject,
+    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents,
+    ResourceTemplate, ResultType,
+};
+use rmcp::service::ServiceError;
+use rmcp::{Peer, RoleClient};
+use serde_json::{Value, json};
+
+use super::connection::Upstream;
+use super::pool::UpstreamPool;
+
+/// The scheme and authority prefix of a mapped URI.
+pub const URI_PREFIX: &str = "codemode://";
+
+/// `codemode://<server>/<uri>`.
+pub fn map_uri(server: &str, uri: &str) -> String {
+    format!("{URI_PREFIX}{server}/{uri}")
+}
+
+/// `(server, original URI)` of a mapped URI; `None` when `uri` is not one.
+pub fn unmap_uri(uri: &str) -> Option<(&str, &str)> {
+    let rest = uri.strip_prefix(URI_PREFIX)?;
+    let (server, original) = rest.split_once('/')?;
+    (!server.is_empty() && !original.is_empty()).then_some((server, original))
+}
+
+/// `_meta` naming the upstream and the original URI (or name, for a prompt).
+fn origin(meta: Option<MetaObject>, server: &str, key: &str, original: &str) -> Option<MetaObject> {
+    let mut meta = meta.unwrap_or_default();
+    meta.0.insert("codemode/server".into(), json!(server));
+    meta.0.insert(key.into(), json!(original));
+    Some(meta)
+}
+
+fn map_resource(server: &str, mut r: Resource) -> Resource {
+    r.meta = origin(r.meta.take(), server, "codemode/uri", &r.uri);
+    r.uri = map_uri(server, &r.uri);
+    r.name = format!("{server}__{}", r.name);
+    r
+}
+
+fn map_template(server: &str, mut t: ResourceTemplate) -> ResourceTemplate {
+    t.meta = origin(
+        t.meta.take(),
+        server,
+        "codemode/uriTemplate",
+        &t.uri_template,
+    );
+    t.uri_template = map_uri(server, &t.uri_template);
+    t.name = format!("{server}__{}", t.name);
+    t
+}
+
+fn map_prompt(server: &str, mut p: Prompt) -> Prompt {
+    p.meta = origin(p.meta.take(), server, "codemode/name", &p.name);
+    p.name = format!("{server}__{}", p.name);
+    p
+}
+
+/// The contents of a read, their URIs mapped (text and blobs unchanged).
+fn map_contents(server: &str, mut result: ReadResourceResult) -> ReadResourceResult {
+    for contents in &mut result.contents {
+        match contents {
+            ResourceContents::TextResourceContents { uri, .. }
+            | ResourceContents::BlobResourceContents { uri, .. } => *uri = map_uri(server, uri),
+            // A kind of contents newer than this codemode: passed on as the server sent it.
+            _ => {}
+        }
+    }
+    result
+}
+
+/// Why an upstream request about resources or prompts failed, in words naming the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamRequestError {
+    /// No such server, or it offers no such thing (a client's mistake).
+    NotFound(String),
+    /// The server is down, timed out or answered with an error.
+    Failed(String),
+}
+
+impl std::fmt::Display for UpstreamRequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UpstreamRequestError::NotFound(m) | UpstreamRequestError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for UpstreamRequestError {}
+
+/// What an upstream offers besides tools, from its `initialize` answer.
+#[derive(Clone, Copy)]
+enum Offer {
+    Resources,
+    Prompts,
+    Completions,
+}
+
+fn offers(peer: &Peer<RoleClient>, offer: Offer) -> bool {
+    let Some(info) = peer.peer_info() else {
+        return false;
+    };
+    let caps = &info.capabilities;
+    match offer {
+        Offer::Resources => caps.resources.is_some(),
+        Offer::Prompts => caps.prompts.is_some(),
+        Offer::Completions => caps.completions.is_some(),
+    }
+}
+
+/// Runs `request` on `up`'s current session within its call timeout.
+async fn ask<T, F>(
+    up: &Upstream,
+    what: &str,
+    request: impl FnOnce(Peer<RoleClient>) -> F,
+) -> Result<T, UpstreamRequestError>
+where
+    F: Future<Output = Result<T, ServiceError>>,
+{
+    let server = &*up.name;
+    let Some(peer) = up.peer() else {
+        return Err(UpstreamRequestError::Failed(format!(
+            "upstream server `{server}` is not connected ({})",
+            up.status().down_reason()
+        )));
+    };
+    let timeout: Duration = up.spec.call_timeout;
+    match tokio::time::timeout(timeout, request(peer)).await {
+        Err(_) => Err(UpstreamRequestError::Failed(format!(
+            "upstream server `{server}` did not answer {what} within {timeout:?}"
+        ))),
+        Ok(Err(ServiceError::McpError(e))) if e.code.0 == -32002 || e.code.0 == -32602 => {
+            Err(UpstreamRequestError::NotFound(format!(
+                "upstream server `{server}` refused {what}: {}",
+                e.message
+            )))
+        }
+        Ok(Err(e)) => Err(UpstreamRequestError::Failed(format!(
+            "upstream server `{server}` failed {what}: {e}"
+        ))),
+        Ok(Ok(value)) => Ok(value),
+    }
+}
+
+impl UpstreamPool {
+    /// Every connected upstream that offers `offer`, by name.
+    fn offering(&self, offer: Offer) -> Vec<Arc<Upstream>> {
+        self.upstreams()
+            .into_iter()
+            .filter(|up| up.peer().is_some_and(|p| offers(&p, offer)))
+            .collect()
+    }
+
+    /// Lists from every upstream offering `offer`, mapped; a server that fails is left out
+    /// (with a warning in codemode's log).
+    async fn gather<T, F>(
+        &self,
+        offer: Offer,
+        what: &str,
+        list: impl Fn(Peer<RoleClient>) -> F,
+        map: impl Fn(&str, T) -> T,
+    ) -> Vec<T>
+    where
+        F: Future<Output = Result<Vec<T>, ServiceError>>,
+    {
+        let ups = self.offering(offer);
+        let lists = futures::future::join_all(ups.iter().map(|up| ask(up, what, &list))).await;
+        let mut out = Vec::new();
+        for (up, listed) in ups.iter().zip(lists) {
+            match listed {
+                Ok(items) => out.extend(items.into_iter().map(|item| map(&up.name, item))),
+                Err(e) => tracing::warn!("{e}"),
+            }
+        }
+        out
+    }
+
+    /// Every upstream's resources, named `<server>__<name>`, their URIs mapped (see the
+    /// module docs).
+    pub async fn list_resources(&self) -> Vec<Resource> {
+        self.gather(
+            Offer::Resources,
+            "resources/list",
+            |p| async move { p.list_all_resources().await },
+            map_resource,
+        )
+        .await
+    }
+
+    /// Every upstream's resource templates, named and mapped like resources.
+    pub async fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
+        self.gather(
+            Offer::Resources,
+            "resources/templates/list",
+            |p| async move { p.list_all_resource_templates().await },
+            map_template,
+        )
+        .await
+    }
+
+    /// Every upstream's prompts, named `<server>__<name>`.
+    pub async fn list_prompts(&self) -> Vec<Prompt> {
+        self.gather(
+            Offer::Prompts,
+            "prompts/list",
+            |p| async move { p.list_all_prompts().await },
+            map_prompt,
+        )
+        .await
+    }
+
+    fn server_for(&self, server: &str, what: &str) -> Result<Arc<Upstream>, UpstreamRequestError> {
+        self.upstream(server).ok_or_else(|| {
+            UpstreamRequestError::NotFound(format!(
+                "{what}: there is no upstream server `{}`",
+                codemode_policies::neutralize(server)
+            ))
+        })
+    }
+
+    /// Reads `uri` (the upstream's own URI) from `server`; the contents' URIs come back
+    /// mapped.
+    ///
+    /// # Errors
+    /// [`UpstreamRequestError`] naming the server.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<ReadResourceResult, UpstreamRequestError> {
+        let up = self.server_for(server, "resources/read")?;
+        let params = ReadResourceRequestParams::new(uri.to_string());
+        let result = ask(&up, "resources/read", |p| async move {
+            p.read_resource(params).await
+        })
+        .await?;
+        let mut result = map_contents(server, result);
+        // Forwarded as complete results: an older upstream's answer has no `resultType`, which
+        // 2026-07-28 clients require (rmcp clears it again for older ones).
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result)
+    }
+
+    /// Gets prompt `name` (the upstream's own name) of `server` with `arguments`.
+    ///
+    /// # Errors
+    /// [`UpstreamRequestError`] naming the server.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+    ) -> Result<GetPromptResult, UpstreamRequestError> {
+        let up = self.server_for(server, "prompts/get")?;
+        let mut params = GetPromptRequestParams::new(name.to_string());
+        params.arguments = arguments;
+        let mut result = ask(
+            &up,
+            "prompts/get",
+            |p| async move { p.get_prompt(params).await },
+        )
+        .await?;
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result)
+    }
+
+    /// `completion/complete` at `server`, whose reference (already unmapped) is in `params`;
+    /// empty values when the server offers no completions.
+    ///
+    /// # Errors
+    /// [`UpstreamRequestError`] naming the server.
+    pub async fn complete(
+        &self,
+        server: &str,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, UpstreamRequestError> {
+        let up = self.server_for(server, "completion/complete")?;
+        if !up.peer().is_some_and(|p| offers(&p, Offer::Completions)) {
+            return Ok(CompleteResult::default());
+        }
+        let mut result = ask(&up, "completion/complete", |p| async move {
+            p.complete(params).await
+        })
+        .await?;
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_map_and_unmap_exactly() {
+        for (server, uri) in [
+            (
+                "everything",
+                "demo://resource/static/document/architecture.md",
+            ),
+            ("fs", "file:///tmp/a b?x=1#frag"),
+            ("a-b_c", "demo://resource/dynamic/text/{resourceId}"),
+        ] {
+            let mapped = map_uri(server, uri);
+            assert_eq!(mapped, format!("codemode://{server}/{uri}"));
+            assert_eq!(unmap_uri(&mapped), Some((server, uri)));
+        }
+        for not_mapped in [
+            "demo://x",
+            "codemode://",
+            "codemode://everything",
+            "codemode:///x",
+            "codemode://s/",
+        ] {
+            assert_eq!(unmap_uri(not_mapped), None, "{not_mapped}");
+        }
+    }
+
+    #[test]
+    fn a_resource_is_named_and_mapped_keeping_its_origin() {
+        let r = Resource::new("demo://r/1", "doc");
+        let mapped = serde_json::to_value(map_resource("everything", r)).unwrap_or_default();
+        assert_eq!(
+            mapped,
+            json!({"uri": "codemode://everything/demo://r/1", "name": "everything__doc",
+                   "_meta": {"codemode/server": "everything", "codemode/uri": "demo://r/1"}})
+        );
+    }
+}
