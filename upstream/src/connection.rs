@@ -15,8 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 use codemode_runtime::{CallContext, ToolError};
 
+use super::bounded;
 use super::client::{SharedElicitation, UpstreamClient};
 use super::convert;
+use super::media::Media;
 use super::spec::UpstreamSpec;
 use super::transport::{self, Session};
 
@@ -347,13 +349,13 @@ impl Upstream {
     }
 
     /// Calls `tool` with `args` (checked to be an object); `qualified` is the script's name
-    /// for it, used in messages.
+    /// for it, used in messages. The result's media go to `media`.
     pub(crate) async fn call(
         &self,
-        qualified: &str,
-        tool: &str,
+        (qualified, tool): (&str, &str),
         args: Value,
         cx: &CallContext,
+        media: &Media,
     ) -> Result<Value, ToolError> {
         let server = &*self.name;
         let (peer, session) = self.connected_peer(qualified, tool)?;
@@ -365,7 +367,9 @@ impl Upstream {
             None => Err(ToolError::failed(format!(
                 "upstream server `{server}` did not answer `{tool}` within {timeout:?}"
             ))),
-            Some(Ok(CallToolResponse::Complete(result))) => convert::tool_result(result),
+            Some(Ok(CallToolResponse::Complete(result))) => {
+                convert::tool_result(result, server, media)
+            }
             Some(Ok(_)) => Err(ToolError::failed(format!(
                 "upstream server `{server}` answered `{tool}` with a result kind codemode does \
                  not support (input_required or task)"
@@ -375,6 +379,15 @@ impl Upstream {
                 self.mark_closed(session);
                 Err(ToolError::failed(format!(
                     "upstream server `{server}` closed the connection during `{tool}`"
+                )))
+            }
+            Some(Err(ServiceError::McpError(e)))
+                if e.data.as_ref().and_then(|d| d.get("codemode"))
+                    == Some(&json!(bounded::TOO_LARGE)) =>
+            {
+                Err(ToolError::failed(format!(
+                    "upstream server `{server}` answered `{tool}`, but {}",
+                    e.message
                 )))
             }
             Some(Err(ServiceError::McpError(e))) => Err(ToolError::Failed {

@@ -14,6 +14,7 @@ use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 use super::client::{DeclineElicitation, SharedElicitation, UpstreamElicitation};
 use super::connection::{Upstream, UpstreamStatus};
 use crate::CommandTools;
+use crate::media::Media;
 
 use super::spec::{UpstreamError, UpstreamSpec, split_qualified, validate_server_name};
 
@@ -288,8 +289,9 @@ impl UpstreamPool {
     }
 }
 
-impl ToolHost for UpstreamPool {
-    /// Calls `<server>__<tool>`.
+impl UpstreamPool {
+    /// Calls `<server>__<tool>`, keeping the media blocks of its result in `media` (the
+    /// eval's store: see [`Media`]).
     ///
     /// A call to a server still in its first connection attempt waits for that attempt.
     ///
@@ -298,22 +300,35 @@ impl ToolHost for UpstreamPool {
     /// is not an object, the server is down, the call times out, the connection closes during
     /// the call, or the tool reports an error (`isError`; its text is the message and its
     /// `structuredContent` the data).
+    pub async fn call_keeping(
+        &self,
+        name: &str,
+        args: Value,
+        cx: &CallContext,
+        media: &Media,
+    ) -> Result<Value, ToolError> {
+        let not_found = || ToolError::NotFound {
+            tool: name.to_string(),
+        };
+        let (server, tool) = split_qualified(name).ok_or_else(not_found)?;
+        let up = self.upstream(server).ok_or_else(not_found)?;
+        // A server still starting is waited for (at most its startup timeout).
+        up.first_attempt().await;
+        up.call((name, tool), args, cx, media).await
+    }
+}
+
+impl ToolHost for UpstreamPool {
+    /// [`call_keeping`](Self::call_keeping) with a store of its own for this call (of
+    /// [`DEFAULT_MAX_MEDIA_BYTES`](crate::DEFAULT_MAX_MEDIA_BYTES)), dropped with the call:
+    /// media values name nothing anyone can attach. A governed eval passes its own store.
     fn call<'a>(
         &'a self,
         name: &'a str,
         args: Value,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(async move {
-            let not_found = || ToolError::NotFound {
-                tool: name.to_string(),
-            };
-            let (server, tool) = split_qualified(name).ok_or_else(not_found)?;
-            let up = self.upstream(server).ok_or_else(not_found)?;
-            // A server still starting is waited for (at most its startup timeout).
-            up.first_attempt().await;
-            up.call(name, tool, args, cx).await
-        })
+        Box::pin(async move { self.call_keeping(name, args, cx, &Media::default()).await })
     }
 
     fn tool_names(&self) -> Vec<String> {

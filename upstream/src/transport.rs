@@ -8,10 +8,11 @@ use codemode_policies::neutralize;
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use super::child::ChildTransport;
 use super::client::UpstreamClient;
 use super::spec::{INHERITED_ENV, UpstreamTransport, http_headers};
 
@@ -53,11 +54,10 @@ pub(crate) async fn connect(
             // Its own process group, so that killing it also kills what it spawned (`npx`,
             // shell wrappers); and killed when the transport is dropped.
             wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-            let (child, stderr) = TokioChildProcess::builder(wrapped)
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| format!("could not start `{command}`: {e}"))?;
-            let pid = child.id();
+            // Its stdout read within a bound per message, a larger answer failing its call.
+            let (child, pid, stderr) =
+                ChildTransport::spawn(wrapped, &client.server, Stdio::piped())
+                    .map_err(|e| format!("could not start `{command}`: {e}"))?;
             let copier = stderr
                 .map(|stderr| tokio::spawn(copy_stderr(format!("[{}] ", client.server), stderr)));
             match client.serve(child).await {

@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use codemode_policies::{DispositionKind, MatchedBy, Profile, neutralize};
 
 use crate::approvals::Asker;
-use codemode_upstream::UpstreamPool;
 use codemode_upstream::catalog::{self, ToolInfo};
+use codemode_upstream::{Media, UpstreamPool};
 
 /// `search_tools`'s name.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -266,6 +266,7 @@ pub struct ScriptTools {
     upstreams: UpstreamPool,
     asker: Arc<dyn Asker>,
     profile: Option<Arc<Profile>>,
+    media: Media,
 }
 
 impl ScriptTools {
@@ -275,7 +276,15 @@ impl ScriptTools {
             upstreams,
             asker,
             profile: None,
+            media: Media::default(),
         }
+    }
+
+    /// Where the media of upstream results go (the eval's store). Default: a store of this
+    /// host's own, of [`codemode_upstream::DEFAULT_MAX_MEDIA_BYTES`].
+    pub fn with_media(mut self, media: Media) -> Self {
+        self.media = media;
+        self
     }
 
     /// The eval's profile: `search_tools` and `get_tools` show only what it lets the script
@@ -333,9 +342,11 @@ impl ToolHost for ScriptTools {
                 // (see `in_flight`).
                 Some((server, _)) => Box::pin(async move {
                     let _in_flight = in_flight().enter(server, &self.asker);
-                    self.upstreams.call(name, args, cx).await
+                    self.upstreams
+                        .call_keeping(name, args, cx, &self.media)
+                        .await
                 }),
-                None => self.upstreams.call(name, args, cx),
+                None => Box::pin(self.upstreams.call_keeping(name, args, cx, &self.media)),
             },
         }
     }
