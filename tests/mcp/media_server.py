@@ -1,7 +1,9 @@
-"""An MCP server (the Python SDK's MCPServer, stdio) serving media of any size: the upstream
-`media` of tests/mcp/media.rs."""
+"""An MCP server (the Python SDK's MCPServer) serving media of any size: the upstream `media`
+of tests/mcp/media.rs over stdio, and with `--http PORT` over streamable HTTP on 127.0.0.1
+(upstream/tests/upstream/calls.rs)."""
 
 import base64
+import sys
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import BlobResourceContents, EmbeddedResource, ImageContent, TextContent
@@ -34,4 +36,7 @@ def blob() -> EmbeddedResource:
     )
 
 
-server.run()
+if sys.argv[1:2] == ["--http"]:
+    server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+else:
+    server.run()

@@ -36,6 +36,7 @@
 //! ```
 
 mod bounded;
+mod bounded_http;
 pub mod catalog;
 mod child;
 mod client;

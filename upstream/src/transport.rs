@@ -12,6 +12,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use super::bounded_http::BoundedHttp;
 use super::child::ChildTransport;
 use super::client::UpstreamClient;
 use super::spec::{INHERITED_ENV, UpstreamTransport, http_headers};
@@ -85,9 +86,10 @@ pub(crate) async fn connect(
         UpstreamTransport::Http { url, headers } => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(http_headers(headers)?);
-            // rmcp builds its reqwest client here: it needs rustls's provider.
+            // The reqwest client is built here: it needs rustls's provider.
             crate::crypto::install();
-            let transport = StreamableHttpClientTransport::from_config(config);
+            // rmcp's client, an answer too large to read failing its call, not the session.
+            let transport = StreamableHttpClientTransport::with_client(BoundedHttp::new()?, config);
             let session = client.serve(transport).await.map_err(|e| {
                 without_url_secrets(&format!("the MCP handshake with {url} failed: {e}"), url)
             })?;
@@ -245,7 +247,7 @@ mod tls_tests {
             format!(
                 "the MCP handshake with {url} failed: Send message error Transport \
                  [rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::\
-                 StreamableHttpClientWorker<reqwest::async_impl::client::Client>>] error: Client \
+                 StreamableHttpClientWorker<codemode_upstream::bounded_http::BoundedHttp>>] error: Client \
                  error: error sending request for url ({url}), when send initialize request"
             )
         );
