@@ -59,3 +59,7 @@ impl Deref for Finished {
         &self.outcome
     }
 }
+
+#[cfg(test)]
+#[path = "finished_tests.rs"]
+mod tests;
