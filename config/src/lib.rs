@@ -88,7 +88,7 @@ pub use fairness::{
     DEFAULT_MAX_EVAL_LIFETIME, DEFAULT_MAX_PARKED_BYTES_PER_CLIENT, ListenerLimits,
     PerClientLimits, RetentionLimits,
 };
-pub use limits::{DEFAULT_RESULT_TEXT, Limits, MIN_RESULT_TEXT};
+pub use limits::{DEFAULT_MAX_MEDIA_BYTES, DEFAULT_RESULT_TEXT, Limits, MIN_RESULT_TEXT};
 pub use logging::{LogFormat, LoggingConfig};
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
 pub use reader::{JsonPath, Reader, describe};
@@ -120,6 +120,7 @@ pub const DEFAULT_CONFIG_JSON: &str = r#"{
     "timeout": "30s",
     "maxOutput": "1MiB",
     "maxResultText": "24KiB",
+    "maxMediaBytes": "4MiB",
     "maxToolCalls": 1000,
     "maxConcurrentToolCalls": 16,
     "maxEvalLifetime": "15m",

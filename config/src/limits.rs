@@ -16,6 +16,8 @@ use crate::values::{duration, size};
 pub const DEFAULT_RESULT_TEXT: u64 = 24 * 1024;
 /// The smallest `limits.maxResultText`: room for any value elided to its markers.
 pub const MIN_RESULT_TEXT: u64 = 256;
+/// The default of `limits.maxMediaBytes`: 4 MiB of media per eval.
+pub const DEFAULT_MAX_MEDIA_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Resource limits of each eval (`limits`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +37,12 @@ pub struct Limits {
     /// structured content keeps all of it. At least [`MIN_RESULT_TEXT`]. Default:
     /// [`DEFAULT_RESULT_TEXT`] (24 KiB).
     pub max_result_text: u64,
+    /// Most bytes of media (images, audio, embedded blobs of upstream tool results) one eval
+    /// keeps for its MCP result (`maxMediaBytes`, a size), apart from
+    /// `maxOutput`: a script holds small values naming them, and the blocks its result names go
+    /// beside the text block. A block past the budget is dropped with a note in its value.
+    /// Default: [`DEFAULT_MAX_MEDIA_BYTES`] (4 MiB).
+    pub max_media_bytes: u64,
     /// Maximum tool calls per eval (`maxToolCalls`; `0` in the file means unlimited). Default:
     /// the runtime's [`codemode_runtime::DEFAULT_MAX_TOOL_CALLS`] (1000).
     pub max_tool_calls: Option<u64>,
@@ -62,6 +70,7 @@ impl Default for Limits {
             timeout: d.timeout.unwrap_or_default(),
             max_output: d.max_output,
             max_result_text: DEFAULT_RESULT_TEXT,
+            max_media_bytes: DEFAULT_MAX_MEDIA_BYTES,
             max_tool_calls: d.max_tool_calls,
             max_concurrent_tool_calls: d.max_concurrent_tool_calls,
             max_eval_lifetime: DEFAULT_MAX_EVAL_LIFETIME,
@@ -139,6 +148,11 @@ pub(crate) fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits 
             Some(n) => limits.max_result_text = n,
             None => {}
         }
+    }
+    if let Some(v) = map.get("maxMediaBytes")
+        && let Some(n) = size(r, v, &path.key("maxMediaBytes"))
+    {
+        limits.max_media_bytes = n;
     }
     if let Some(v) = map.get("maxToolCalls")
         && let Some(n) = r.u64(v, &path.key("maxToolCalls"))

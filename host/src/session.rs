@@ -47,7 +47,7 @@ use codemode_runtime::{
 
 use crate::approvals::{ApprovalBroker, Asker, Channels, HumanWaits, OpenAsks, WaitingAsker};
 use crate::tools::{CatalogSchemas, ScriptTools};
-use codemode_upstream::{CallRelay, UpstreamPool};
+use codemode_upstream::{CallRelay, Media, UpstreamPool};
 use startup::StartupGate;
 
 mod builder;
@@ -91,6 +91,9 @@ pub struct GovernedEval {
     /// [`lived_before`](Self::lived_before) plus the time of the last run or resume, once it
     /// ended.
     lived: std::sync::Mutex<Duration>,
+    /// The media its tool results carried, for its result to refer to: in memory only, so a
+    /// parked eval resumes without the media received before it was parked.
+    media: Media,
 }
 
 /// How a governed eval stopped: finished, or parked while every call it had in flight waited
@@ -141,6 +144,12 @@ impl GovernedEval {
     /// its resume.
     pub fn eval_approvals(&self) -> &SessionApprovals {
         &self.eval_approvals
+    }
+
+    /// The media its calls received so far (see [`codemode_upstream::media`]): what its
+    /// result's media references are resolved against.
+    pub fn media(&self) -> &Media {
+        &self.media
     }
 
     /// Time the eval has spent in memory, earlier runs included ([`GovernedEvalBuilder::lived`]),
@@ -374,7 +383,8 @@ impl GovernedEval {
             Some(upstreams) => Arc::new(
                 ScriptTools::new(upstreams.clone(), asker.clone())
                     .with_profile(self.profile.clone())
-                    .with_relay(self.relay.clone()),
+                    .with_relay(self.relay.clone())
+                    .with_media(self.media.clone()),
             ),
             None => Arc::new(NoTools),
         };

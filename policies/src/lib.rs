@@ -184,14 +184,15 @@ pub use codemode_config::{
     AdminSettings, ApprovalsConfig, AuditConfig, AuthSettings, BUILTIN_TOOL_NAMES, COMMAND_PATH,
     CommandArg, CommandConfig, CommandOutput, ConfigError, ConfigErrorKind, ConfigErrors,
     ConfigWarning, DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONFIG_JSON,
-    DEFAULT_MAX_EVAL_LIFETIME, DEFAULT_MAX_PARKED_BYTES, DEFAULT_MAX_PARKED_BYTES_PER_CLIENT,
-    DEFAULT_REDIS_PORT, DEFAULT_RESULT_TEXT, DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT,
-    DEFAULT_STATE_KEY_ENV, DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, HttpSettings,
-    InvalidRedisUrl, JwtKeySource, JwtSettings, Limits, ListenerLimits, LogFormat, LoggingConfig,
-    MIN_RESULT_TEXT, ParseUnitError, PerClientLimits, RedisUrl, RetentionLimits, ServerConfig,
-    ServerSettings, ServerTransport, StoreLocation, TokenSecret, TokenSettings, UnresolvedCommand,
-    default_state_dir, explicit_default_ports, origin_allowed, parse_duration, parse_size,
-    resolve_command, valid_allowed_origin,
+    DEFAULT_MAX_EVAL_LIFETIME, DEFAULT_MAX_MEDIA_BYTES, DEFAULT_MAX_PARKED_BYTES,
+    DEFAULT_MAX_PARKED_BYTES_PER_CLIENT, DEFAULT_REDIS_PORT, DEFAULT_RESULT_TEXT,
+    DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, DEFAULT_STATE_KEY_ENV,
+    DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, HttpSettings, InvalidRedisUrl, JwtKeySource,
+    JwtSettings, Limits, ListenerLimits, LogFormat, LoggingConfig, MIN_RESULT_TEXT, ParseUnitError,
+    PerClientLimits, RedisUrl, RetentionLimits, ServerConfig, ServerSettings, ServerTransport,
+    StoreLocation, TokenSecret, TokenSettings, UnresolvedCommand, default_state_dir,
+    explicit_default_ports, origin_allowed, parse_duration, parse_size, resolve_command,
+    valid_allowed_origin,
 };
 pub use decision::ApprovalDecision;
 pub use display::{
@@ -214,7 +215,7 @@ pub use profile::{
 pub use risk::{DecisionRefused, Risk, RiskPolicy};
 pub use schemas::{
     INVALID_ARGUMENTS, InvalidArguments, Keys, MAX_ARGUMENTS_MESSAGE, MAX_VIOLATION_CHARS,
-    MAX_VIOLATIONS, SchemaKind, SchemaProblem, SchemaSource, ToolSchemaSpec, ToolSchemas,
-    Violation,
+    MAX_VIOLATIONS, MEDIA_KEY, SchemaKind, SchemaProblem, SchemaSource, ToolSchemaSpec,
+    ToolSchemas, Violation,
 };
 pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize};

@@ -177,7 +177,10 @@ pub async fn run(args: RunArgs) -> ExitCode {
             .profile(profile)
             .asker(asker)
             .audit(audit)
-            .outputs(config.outputs.clone());
+            .outputs(config.outputs.clone())
+            // Media values and budget notes as `codemode serve` gives them; the result's JSON
+            // printed here shows media as their references, never their bytes.
+            .max_media_bytes(config.limits.max_media_bytes);
         upstreams = Some(pool);
     }
     let outcome = eval.build().run(&code, &CancellationToken::new()).await;

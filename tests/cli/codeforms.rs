@@ -1,6 +1,6 @@
 //! Code as models write it, through the binary: fenced and TypeScript scripts with errors at
 //! known places (`run --json`), and `check --config --profile` against a real upstream
-//! (server-everything).
+//! (server-everything), and media as `run` prints them.
 
 use std::path::Path;
 
@@ -226,4 +226,45 @@ fn check_with_a_config_reports_unknown_denied_and_asked_calls() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `codemode run` prints a script's media as their references — type, MIME type, size and id —
+/// never their bytes (server-everything's tiny image, 4,033 bytes).
+#[test]
+fn run_prints_media_as_references_without_their_bytes() {
+    let dir = scratch_dir("cli", "run-media");
+    let config = everything_config(&dir);
+    let mut cmd = codemode();
+    cmd.args(["run", "--config"]).arg(&config).arg("-");
+    let out = {
+        use std::io::Write;
+        let mut child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let script = "const r = await codemode['everything__get-tiny-image']({}); r[1]";
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut printed: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    let id = printed["id"].take();
+    let id = id.as_str().unwrap_or_default();
+    assert!(
+        id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{id}"
+    );
+    assert_eq!(
+        printed,
+        json!({"type": "image", "mimeType": "image/png", "size": 4033, "id": null})
+    );
+    assert!(!text(&out.stdout).contains("iVBORw0KGgo"));
 }

@@ -30,6 +30,7 @@ mod discovery;
 mod fair;
 mod fallback;
 mod hitl_gateway;
+mod media;
 mod notifications;
 mod reload;
 mod resources;

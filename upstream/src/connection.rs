@@ -19,9 +19,11 @@ use tokio_util::sync::CancellationToken;
 
 use codemode_runtime::{CallContext, ToolError};
 
+use super::bounded;
 use super::client::{SharedElicitation, UpstreamClient};
 use super::convert;
-use super::relay::{CallRelay, CallRelays, InFlight};
+use super::relay::{CallRelays, InFlight};
+use super::scope::CallScope;
 use super::spec::UpstreamSpec;
 use super::transport::{self, Session};
 
@@ -368,19 +370,19 @@ impl Upstream {
     }
 
     /// Calls `tool` with `args` (checked to be an object); `qualified` is the script's name
-    /// for it, used in messages.
+    /// for it, used in messages. The result's media go to `media`.
     pub(crate) async fn call(
         &self,
-        qualified: &str,
-        tool: &str,
+        (qualified, tool): (&str, &str),
         args: Value,
-        (cx, relay): (&CallContext, Option<Arc<dyn CallRelay>>),
+        cx: &CallContext,
+        scope: &CallScope,
     ) -> Result<Value, ToolError> {
         let server = &*self.name;
         let (peer, session) = self.connected_peer(qualified, tool)?;
         let arguments = convert::arguments(qualified, args)?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let in_flight = self.relays.enter(relay);
+        let in_flight = self.relays.enter(scope.relay.clone());
         let timeout = self.spec.call_timeout;
         let call = call_tool(&peer, params, &in_flight);
         let answer = deadline(call, timeout, &self.eliciting, cx).await;
@@ -388,7 +390,9 @@ impl Upstream {
             None => Err(ToolError::failed(format!(
                 "upstream server `{server}` did not answer `{tool}` within {timeout:?}"
             ))),
-            Some(Ok(CallToolResponse::Complete(result))) => convert::tool_result(result),
+            Some(Ok(CallToolResponse::Complete(result))) => {
+                convert::tool_result(result, server, &scope.media)
+            }
             Some(Ok(_)) => Err(ToolError::failed(format!(
                 "upstream server `{server}` answered `{tool}` with a result kind codemode does \
                  not support (input_required or task)"
@@ -398,6 +402,15 @@ impl Upstream {
                 self.mark_closed(session);
                 Err(ToolError::failed(format!(
                     "upstream server `{server}` closed the connection during `{tool}`"
+                )))
+            }
+            Some(Err(ServiceError::McpError(e)))
+                if e.data.as_ref().and_then(|d| d.get("codemode"))
+                    == Some(&json!(bounded::TOO_LARGE)) =>
+            {
+                Err(ToolError::failed(format!(
+                    "upstream server `{server}` answered `{tool}`, but {}",
+                    e.message
                 )))
             }
             Some(Err(ServiceError::McpError(e))) => Err(ToolError::Failed {

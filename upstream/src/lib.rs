@@ -8,12 +8,20 @@
 //!   dead servers, and is the [`ToolHost`](codemode_runtime::ToolHost) scripts call.
 //! * [`UpstreamElicitation`] answers the servers' own `elicitation/create` requests.
 //! * [`CallRelay`] receives a server's progress and log messages about the calls of one eval
-//!   ([`UpstreamPool::call_relayed`]).
+//!   ([`UpstreamPool::call_in`]).
 //!
 //! Tool results become JS values: `structuredContent` when present; else one content block's
 //! value, or an array of them for several (a text block is its text parsed as JSON when it is
-//! JSON, else the text; other blocks are their JSON). `isError` results reject with the
-//! upstream's text as the message.
+//! JSON, else the text). `isError` results reject with the upstream's text as the message.
+//!
+//! Non-text blocks (image, audio, embedded resource, resource link) are *media*: the script
+//! gets a small value with the block's type, metadata, size and an unguessable `id`
+//! (`{type: "image", mimeType, size, id}`), never the bytes, which stay host-side in the
+//! eval's [`Media`] store within its budget (`limits.maxMediaBytes`); a block past it is
+//! dropped and its value says so (`omitted`). Beside `structuredContent` (an object), their
+//! values are added under its `_media` member ([`codemode_policies::MEDIA_KEY`]). A governed
+//! eval calls [`UpstreamPool::call_in`] with its store (in a [`CallScope`]) and attaches the blocks its result
+//! refers to ([`Media::referenced`]) to its MCP result; see [`media`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,16 +37,21 @@
 //! # let _ = listing; Ok(()) }
 //! ```
 
+mod bounded;
+mod bounded_http;
 pub mod catalog;
+mod child;
 mod client;
 mod commands;
 mod connection;
 mod convert;
 pub mod crypto;
+pub mod media;
 mod pool;
 mod relay;
 pub mod resources;
 mod schemas;
+mod scope;
 mod spec;
 mod transport;
 
@@ -47,8 +60,10 @@ pub use schemas::SchemaCache;
 
 pub use client::{DeclineElicitation, UpstreamElicitation};
 pub use connection::UpstreamStatus;
+pub use media::{Attachment, DEFAULT_MAX_MEDIA_BYTES, Media};
 pub use pool::UpstreamPool;
 pub use relay::{CallRelay, LogMessage};
+pub use scope::CallScope;
 pub use spec::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, UpstreamError, UpstreamSpec, UpstreamTransport,
     upstream_specs, validate_server_name,

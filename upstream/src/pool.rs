@@ -13,7 +13,7 @@ use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 
 use super::client::{DeclineElicitation, SharedElicitation, UpstreamElicitation};
 use super::connection::{Upstream, UpstreamStatus};
-use super::relay::CallRelay;
+use super::scope::CallScope;
 use crate::CommandTools;
 
 use super::spec::{UpstreamError, UpstreamSpec, split_qualified, validate_server_name};
@@ -290,30 +290,6 @@ impl UpstreamPool {
         servers.values().map(|up| up.status()).collect()
     }
 
-    /// [`call`](ToolHost::call), with the server's progress and log messages about the call
-    /// going to `relay` (see [`CallRelay`]); `None` drops them.
-    ///
-    /// # Errors
-    /// As [`call`](ToolHost::call).
-    pub fn call_relayed<'a>(
-        &'a self,
-        name: &'a str,
-        args: Value,
-        cx: &'a CallContext,
-        relay: Option<Arc<dyn CallRelay>>,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(async move {
-            let not_found = || ToolError::NotFound {
-                tool: name.to_string(),
-            };
-            let (server, tool) = split_qualified(name).ok_or_else(not_found)?;
-            let up = self.upstream(server).ok_or_else(not_found)?;
-            // A server still starting is waited for (at most its startup timeout).
-            up.first_attempt().await;
-            up.call(name, tool, args, (cx, relay)).await
-        })
-    }
-
     /// Every upstream, by name.
     pub(crate) fn upstreams(&self) -> Vec<Arc<Upstream>> {
         let servers = self.inner.servers.read().unwrap_or_else(|e| e.into_inner());
@@ -330,8 +306,10 @@ impl UpstreamPool {
     }
 }
 
-impl ToolHost for UpstreamPool {
-    /// Calls `<server>__<tool>`.
+impl UpstreamPool {
+    /// Calls `<server>__<tool>` for an eval: the server's progress and log messages about the
+    /// call go to the scope's relay, the media blocks of its result to its store (see
+    /// [`CallScope`]).
     ///
     /// A call to a server still in its first connection attempt waits for that attempt.
     ///
@@ -340,13 +318,34 @@ impl ToolHost for UpstreamPool {
     /// is not an object, the server is down, the call times out, the connection closes during
     /// the call, or the tool reports an error (`isError`; its text is the message and its
     /// `structuredContent` the data).
+    pub async fn call_in(
+        &self,
+        name: &str,
+        args: Value,
+        cx: &CallContext,
+        scope: &CallScope,
+    ) -> Result<Value, ToolError> {
+        let not_found = || ToolError::NotFound {
+            tool: name.to_string(),
+        };
+        let (server, tool) = split_qualified(name).ok_or_else(not_found)?;
+        let up = self.upstream(server).ok_or_else(not_found)?;
+        // A server still starting is waited for (at most its startup timeout).
+        up.first_attempt().await;
+        up.call((name, tool), args, cx, scope).await
+    }
+}
+
+impl ToolHost for UpstreamPool {
+    /// [`call_in`](Self::call_in) a scope of its own: no relay, and a media store dropped with
+    /// the call (media values name nothing anyone can attach). A governed eval passes its own.
     fn call<'a>(
         &'a self,
         name: &'a str,
         args: Value,
         cx: &'a CallContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        self.call_relayed(name, args, cx, None)
+        Box::pin(async move { self.call_in(name, args, cx, &CallScope::default()).await })
     }
 
     fn tool_names(&self) -> Vec<String> {

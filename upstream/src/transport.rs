@@ -8,10 +8,12 @@ use codemode_policies::neutralize;
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use super::bounded_http::BoundedHttp;
+use super::child::ChildTransport;
 use super::client::UpstreamClient;
 use super::spec::{INHERITED_ENV, UpstreamTransport, http_headers};
 
@@ -53,11 +55,10 @@ pub(crate) async fn connect(
             // Its own process group, so that killing it also kills what it spawned (`npx`,
             // shell wrappers); and killed when the transport is dropped.
             wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-            let (child, stderr) = TokioChildProcess::builder(wrapped)
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| format!("could not start `{command}`: {e}"))?;
-            let pid = child.id();
+            // Its stdout read within a bound per message, a larger answer failing its call.
+            let (child, pid, stderr) =
+                ChildTransport::spawn(wrapped, &client.server, Stdio::piped())
+                    .map_err(|e| format!("could not start `{command}`: {e}"))?;
             let copier = stderr
                 .map(|stderr| tokio::spawn(copy_stderr(format!("[{}] ", client.server), stderr)));
             match client.serve(child).await {
@@ -85,9 +86,10 @@ pub(crate) async fn connect(
         UpstreamTransport::Http { url, headers } => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(http_headers(headers)?);
-            // rmcp builds its reqwest client here: it needs rustls's provider.
+            // The reqwest client is built here: it needs rustls's provider.
             crate::crypto::install();
-            let transport = StreamableHttpClientTransport::from_config(config);
+            // rmcp's client, an answer too large to read failing its call, not the session.
+            let transport = StreamableHttpClientTransport::with_client(BoundedHttp::new()?, config);
             let session = client.serve(transport).await.map_err(|e| {
                 without_url_secrets(&format!("the MCP handshake with {url} failed: {e}"), url)
             })?;
@@ -247,7 +249,7 @@ mod tls_tests {
             format!(
                 "the MCP handshake with {url} failed: Send message error Transport \
                  [rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::\
-                 StreamableHttpClientWorker<reqwest::async_impl::client::Client>>] error: Client \
+                 StreamableHttpClientWorker<codemode_upstream::bounded_http::BoundedHttp>>] error: Client \
                  error: error sending request for url ({url}), when send initialize request"
             )
         );

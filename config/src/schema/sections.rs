@@ -23,6 +23,10 @@ pub(crate) struct Limits {
     /// Most bytes the result takes in the text block of an MCP result (at least 256); the
     /// structured content keeps all of it. Default: `"24KiB"`.
     pub(crate) max_result_text: Option<Size>,
+    /// Most bytes of media (images, audio, blobs of upstream tool results) one eval keeps for
+    /// its MCP result, apart from `maxOutput`; past it a block is dropped with a note. Default:
+    /// `"4MiB"`.
+    pub(crate) max_media_bytes: Option<Size>,
     /// Most tool calls per eval; `0` means unlimited. Default: 1000.
     pub(crate) max_tool_calls: Option<u64>,
     /// Most tool calls in flight at once. Default: 16.

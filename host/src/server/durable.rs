@@ -41,11 +41,12 @@ use std::time::Duration;
 use codemode_policies::{ParkedAsk, SessionApprovals};
 
 use crate::session::GovernedEval;
-use codemode_runtime::{EvalOutcome, GuestHash, ParkRequest, Runtime, Suspended};
+use codemode_runtime::{GuestHash, ParkRequest, Runtime, Suspended};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approvals::{OpenAsk, Question};
+use crate::server::finished::Finished;
 use crate::server::owner::Owner;
 pub use asks::AnswerRefused;
 use counts::ParkedCounts;
@@ -67,7 +68,7 @@ const GUEST_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ResultRecord {
     owner: Owner,
-    outcome: EvalOutcome,
+    outcome: Finished,
 }
 
 /// What is saved with a parked eval besides its sandbox.
@@ -500,7 +501,7 @@ impl Durable {
 
     /// Keeps the outcome of a resumed eval for its client's next retry, on any node; only its
     /// `owner` gets it. Its `owner:` record lives as long.
-    pub async fn put_result(&self, token: &str, owner: &Owner, outcome: &EvalOutcome) {
+    pub async fn put_result(&self, token: &str, owner: &Owner, outcome: &Finished) {
         let record = ResultRecord {
             owner: owner.clone(),
             outcome: outcome.clone(),
@@ -525,7 +526,7 @@ impl Durable {
         &self,
         token: &str,
         (tool, caller): (&str, &str),
-    ) -> Result<Option<EvalOutcome>, String> {
+    ) -> Result<Option<Finished>, String> {
         let record = self
             .store
             .get(&format!("result:{token}"))

@@ -22,6 +22,7 @@ mod eval;
 mod eval_tools;
 pub mod failover;
 pub mod fair;
+pub mod finished;
 mod guard;
 mod handler;
 #[cfg(test)]

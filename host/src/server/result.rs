@@ -7,15 +7,26 @@
 //! per tool and status with the failures and their reasons. Every script- or tool-chosen text
 //! is [`neutralize`]d and each entry is one line with a prefix of its section, so nothing a
 //! script prints can start a line that looks like one of the section headers.
+//!
+//! Media: when the result refers to media its calls received (values such as `{type: "image",
+//! mimeType, size, id}`, see [`codemode_upstream::media`]), each block it names goes after the
+//! text block, once, as the upstream sent it; the text ends with a `Media:` section (one line
+//! per block: its type, MIME type, size and the content index it is at) and `structuredContent`
+//! gets `media: [{id, type, content}]`, `content` being that index. A reference to an id the
+//! eval does not hold (received before the eval was saved to the durable store, where media do
+//! not go; or made up) is listed with a note instead, and no block.
 
 use std::fmt::Write as _;
 
 use codemode_policies::neutralize;
 use codemode_runtime::{CallStatus, EvalOutcome, ToolCallRecord};
-use rmcp::model::{CallToolResult, ContentBlock};
+use codemode_upstream::Attachment;
+use codemode_upstream::media::decoded_len;
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
 use super::elide::{self, count, group};
+use super::finished::Finished;
 
 /// The most tool calls the text block lists one per line; past it, they are summarised.
 pub const LEDGER_LISTED: usize = 10;
@@ -24,14 +35,70 @@ const SUMMARY_LINES: usize = 20;
 /// The longest reason (of a failed call) shown in the text, in characters.
 const REASON_CHARS: usize = 300;
 
+/// What an unknown media reference is told (see the module docs).
+pub const UNKNOWN_MEDIA: &str = "not attached: this eval holds no media of this id (media received before an eval is saved to the durable store do not survive it)";
+
 /// The `CallToolResult` of an eval: one text block ([`render`], the result within
-/// `text_budget` bytes), `structuredContent` with the same facts as compact JSON ([`compact`]),
-/// and `isError` when the script failed.
-pub fn eval_result(outcome: &EvalOutcome, text_budget: usize) -> CallToolResult {
-    let mut result = CallToolResult::structured(compact(outcome, text_budget));
-    result.content = vec![ContentBlock::text(render(outcome, text_budget))];
+/// `text_budget` bytes), then the media blocks its result refers to, `structuredContent` with
+/// the same facts as compact JSON ([`compact`]), and `isError` when the script failed.
+pub fn eval_result(finished: &Finished, text_budget: usize) -> CallToolResult {
+    let outcome = &finished.outcome;
+    let mut structured = compact(outcome, text_budget);
+    let mut text = render(outcome, text_budget);
+    let listed = media_entries(finished);
+    if !listed.is_empty() {
+        let _ = write!(text, "\n\nMedia:");
+        for (line, _) in &listed {
+            let _ = write!(text, "\n- {line}");
+        }
+        structured["media"] = Value::Array(listed.into_iter().map(|(_, v)| v).collect());
+    }
+    let mut result = CallToolResult::structured(structured);
+    result.content = vec![ContentBlock::text(text)];
+    result
+        .content
+        .extend(finished.media.iter().map(|a| a.block.clone()));
     result.is_error = Some(!outcome.ok);
     result
+}
+
+/// One line of the `Media:` section and one `media` entry per attached block (the first at
+/// content index 1) and per unknown reference.
+fn media_entries(finished: &Finished) -> Vec<(String, Value)> {
+    let attached = finished.media.iter().enumerate().map(|(i, a)| {
+        let (kind, about) = about(a);
+        let line = format!("{kind}{about} (id {}): content block {}", a.id, i + 1);
+        (line, json!({"id": a.id, "type": kind, "content": i + 1}))
+    });
+    let unknown = finished.unknown_media.iter().map(|id| {
+        let line = format!("id {id}: {UNKNOWN_MEDIA}");
+        (line, json!({"id": id, "note": UNKNOWN_MEDIA}))
+    });
+    attached.chain(unknown).collect()
+}
+
+/// A block's type and `, image/png, 1,234 bytes` (or its URI), upstream text neutralised.
+fn about(a: &Attachment) -> (&'static str, String) {
+    let size = |b64: &str| group(usize::try_from(decoded_len(b64)).unwrap_or(usize::MAX));
+    match &a.block {
+        ContentBlock::Image(i) => (
+            "image",
+            format!(", {}, {} bytes", neutralize(&i.mime_type), size(&i.data)),
+        ),
+        ContentBlock::Audio(i) => (
+            "audio",
+            format!(", {}, {} bytes", neutralize(&i.mime_type), size(&i.data)),
+        ),
+        ContentBlock::Resource(r) => match &r.resource {
+            ResourceContents::BlobResourceContents { uri, blob, .. } => (
+                "resource",
+                format!(" {}, {} bytes", neutralize(uri), size(blob)),
+            ),
+            _ => ("resource", String::new()),
+        },
+        ContentBlock::ResourceLink(l) => ("resource_link", format!(" {}", neutralize(&l.uri))),
+        _ => ("media", String::new()),
+    }
 }
 
 /// The outcome as the structured content: its keys (`ok`, `result`, `error`, `warnings`,

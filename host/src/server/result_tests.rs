@@ -72,7 +72,9 @@ fn a_large_result_is_elided_within_the_budget() {
     assert_eq!(parsed[0], 0);
     assert_eq!(parsed.as_array().unwrap().last(), Some(&json!(999)));
     // The structured content is elided the same way, and says so.
-    let structured = eval_result(&o, 256).structured_content.unwrap();
+    let structured = eval_result(&o.clone().into(), 256)
+        .structured_content
+        .unwrap();
     assert_eq!(structured["result"], parsed);
     assert_eq!(
         structured["result_elided"],
@@ -177,4 +179,49 @@ fn summaries_are_bounded() {
             "e".repeat(100)
         )
     );
+}
+
+/// The media a result refers to go after the text block, once each, as the upstream sent
+/// them; the text lists them and `structuredContent.media` gives each one's content index; an
+/// unknown reference gets a note and no block; the text carries no base64.
+#[test]
+fn media_the_result_refers_to_are_blocks_beside_the_text() {
+    let media = codemode_upstream::Media::new(1024);
+    let png: rmcp::model::ContentBlock = serde_json::from_value(
+        json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png\u{1b}"}),
+    )
+    .unwrap();
+    let value = media.keep("cam", png.clone());
+    let id = value["id"].as_str().unwrap().to_string();
+    let stranger = "0123456789abcdef0123456789abcdef";
+    let o =
+        outcome(json!({"shot": value, "again": [value], "old": {"type": "image", "id": stranger}}));
+    let result = eval_result(&Finished::new(o, &media), 1024);
+    assert_eq!(result.content.len(), 2);
+    assert_eq!(result.content[1], png);
+    let text = &result.content[0].as_text().unwrap().text;
+    assert!(!text.contains("iVBORw0KGgo"), "{text}");
+    let media_section = text.split_once("\n\nMedia:\n").unwrap().1;
+    assert_eq!(
+        media_section,
+        format!(
+            "- image, image/png\\u001b, 8 bytes (id {id}): content block 1\n\
+             - id {stranger}: {UNKNOWN_MEDIA}"
+        )
+    );
+    let structured = result.structured_content.unwrap();
+    assert_eq!(
+        structured["media"],
+        json!([{"id": id, "type": "image", "content": 1},
+               {"id": stranger, "note": UNKNOWN_MEDIA}])
+    );
+    assert_eq!(structured["result"]["shot"]["id"], json!(id));
+    assert_eq!(structured["result"]["shot"]["size"], json!(8));
+    // A failed eval attaches nothing; a result without references has no `media` key.
+    let mut failed = outcome(json!({"shot": value}));
+    failed.ok = false;
+    let result = eval_result(&Finished::new(failed, &media), 1024);
+    assert_eq!(result.content.len(), 1);
+    let plain = eval_result(&Finished::new(outcome(json!(1)), &media), 1024);
+    assert_eq!(plain.structured_content.unwrap().get("media"), None);
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codemode_policies::{Channel, RetentionLimits};
-use codemode_runtime::{BoxFuture, EvalOutcome};
+use codemode_runtime::BoxFuture;
 use rmcp::model::{ElicitRequest, InputRequest, InputRequests, InputResponses};
 use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
@@ -20,6 +20,7 @@ use tokio::sync::{Notify, oneshot};
 use crate::approvals::elicitation::from_elicit_result;
 use crate::approvals::terminal::choices;
 use crate::approvals::{Answer, Ask, AskKind, Asker, Question, Reply, chosen_option};
+use crate::server::finished::Finished;
 use crate::server::owner::Owner;
 
 /// A finished eval whose outcome nobody fetched is forgotten after this long.
@@ -127,7 +128,13 @@ impl Suspensions {
     /// Called by an eval's task when it ends: keeps its outcome for the client's next retry,
     /// within `limits`: past either bound the oldest unfetched results are dropped (a later
     /// fetch of one is told so, see [`Suspensions::was_dropped`]).
-    pub fn complete(&self, entry: &Suspended, outcome: EvalOutcome, limits: RetentionLimits) {
+    pub fn complete(
+        &self,
+        entry: &Suspended,
+        outcome: impl Into<Finished>,
+        limits: RetentionLimits,
+    ) {
+        let outcome: Finished = outcome.into();
         let size = serde_json::to_vec(&outcome).map_or(0, |v| v.len() as u64);
         let mut evicted = Vec::new();
         {
@@ -202,7 +209,7 @@ pub(super) fn random_token() -> String {
 #[derive(Default)]
 struct State {
     pending: BTreeMap<String, Pending>,
-    outcome: Option<EvalOutcome>,
+    outcome: Option<Finished>,
     finished_at: Option<Instant>,
     /// Requests waiting for this eval now: the request that registered it counts from the
     /// start (its eval may finish before it first waits), retries while in
@@ -248,7 +255,7 @@ impl Drop for CreatorClaim {
 /// What a waiting request handler should return.
 pub enum Event {
     /// The eval finished.
-    Complete(EvalOutcome),
+    Complete(Box<Finished>),
     /// The eval waits on these questions: return them as an input-required result.
     Input(InputRequests),
     /// The eval was saved to the durable store, waiting on these questions: a retry answering
@@ -300,7 +307,7 @@ impl Suspended {
     }
 
     /// Records the eval's outcome and wakes a waiting request.
-    fn complete(&self, outcome: EvalOutcome) {
+    fn complete(&self, outcome: Finished) {
         {
             let mut state = self.lock();
             state.outcome = Some(outcome);
@@ -355,7 +362,7 @@ impl Suspended {
             {
                 let mut state = self.lock();
                 if let Some(outcome) = state.outcome.take() {
-                    return Event::Complete(outcome);
+                    return Event::Complete(Box::new(outcome));
                 }
                 if let Some(parked) = &state.parked {
                     return Event::Parked(input_requests(parked.iter().map(|(k, q)| (k, q))));
@@ -569,8 +576,8 @@ mod tests {
             .is_some_and(|hex| hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()))
     }
 
-    fn outcome(result: Value) -> EvalOutcome {
-        EvalOutcome {
+    fn outcome(result: Value) -> codemode_runtime::EvalOutcome {
+        codemode_runtime::EvalOutcome {
             ok: true,
             result,
             error: None,

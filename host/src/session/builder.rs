@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use codemode_policies::{Alternative, Caller, OutputPolicy, Profile, SessionApprovals};
 use codemode_runtime::{EvalId, EvalOptions, ParkRequest, Runtime};
-use codemode_upstream::{CallRelay, UpstreamPool};
+use codemode_upstream::{CallRelay, Media, UpstreamPool};
 
 use super::{AuditTarget, GovernedEval};
 use crate::approvals::{ApprovalBroker, Asker, HumanWaits, NoAsker, OpenAsks};
@@ -142,6 +142,14 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// The most bytes of media (images, audio, blobs of upstream results) the eval keeps for its
+    /// result (`limits.maxMediaBytes`): see [`codemode_upstream::media`]. Default:
+    /// [`DEFAULT_MAX_MEDIA_BYTES`](codemode_upstream::DEFAULT_MAX_MEDIA_BYTES) (4 MiB).
+    pub fn max_media_bytes(mut self, bytes: u64) -> Self {
+        self.eval.media = Media::new(bytes);
+        self
+    }
+
     /// Told when the eval starts and stops waiting on a human (approvals and `hitl_request`),
     /// and able to refuse a wait (the question is then not asked). Default: none.
     pub fn waits(mut self, waits: Option<Arc<dyn HumanWaits>>) -> Self {
@@ -182,6 +190,7 @@ impl GovernedEval {
                 eval_approvals: SessionApprovals::new(),
                 lived_before: Duration::ZERO,
                 lived: std::sync::Mutex::new(Duration::ZERO),
+                media: Media::default(),
             },
         }
     }

@@ -22,7 +22,7 @@ use codemode_policies::{DispositionKind, MatchedBy, Profile, neutralize};
 
 use crate::approvals::Asker;
 use codemode_upstream::catalog::{self, ToolInfo};
-use codemode_upstream::{CallRelay, UpstreamPool};
+use codemode_upstream::{CallRelay, CallScope, Media, UpstreamPool};
 
 /// `search_tools`'s name.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -280,7 +280,7 @@ pub struct ScriptTools {
     upstreams: UpstreamPool,
     asker: Arc<dyn Asker>,
     profile: Option<Arc<Profile>>,
-    relay: Option<Arc<dyn CallRelay>>,
+    scope: CallScope,
 }
 
 impl ScriptTools {
@@ -290,14 +290,21 @@ impl ScriptTools {
             upstreams,
             asker,
             profile: None,
-            relay: None,
+            scope: CallScope::default(),
         }
     }
 
     /// Where the upstreams' progress and log messages about this eval's calls go. Default:
     /// none (dropped).
     pub fn with_relay(mut self, relay: Option<Arc<dyn CallRelay>>) -> Self {
-        self.relay = relay;
+        self.scope.relay = relay;
+        self
+    }
+
+    /// Where the media of upstream results go (the eval's store). Default: a store of this
+    /// host's own, of [`codemode_upstream::DEFAULT_MAX_MEDIA_BYTES`].
+    pub fn with_media(mut self, media: Media) -> Self {
+        self.scope.media = media;
         self
     }
 
@@ -359,10 +366,9 @@ impl ToolHost for ScriptTools {
                 // (see `in_flight`).
                 Some((server, _)) => Box::pin(async move {
                     let _in_flight = in_flight().enter(server, &self.asker);
-                    let relay = self.relay.clone();
-                    self.upstreams.call_relayed(name, args, cx, relay).await
+                    self.upstreams.call_in(name, args, cx, &self.scope).await
                 }),
-                None => self.upstreams.call(name, args, cx),
+                None => Box::pin(self.upstreams.call_in(name, args, cx, &self.scope)),
             },
         }
     }

@@ -112,6 +112,7 @@ fn defaults() {
     assert_eq!(l.timeout, Duration::from_secs(30));
     assert_eq!(l.max_output, 1024 * 1024);
     assert_eq!(l.max_result_text, 24 * 1024);
+    assert_eq!(l.max_media_bytes, 4 * 1024 * 1024);
     assert_eq!(
         l.max_tool_calls,
         Some(codemode_runtime::DEFAULT_MAX_TOOL_CALLS)
@@ -156,6 +157,9 @@ fn valid_variants() {
                 assert_eq!(c.profile("p").unwrap().description(), Some("reads only"));
             },
         ),
+        (r#"{"limits": {"maxMediaBytes": "512KiB"}}"#, |c| {
+            assert_eq!(c.limits.max_media_bytes, 512 * 1024)
+        }),
         (
             r#"{"limits": {"fuel": 5, "maxToolCalls": 3, "timeout": "1m30s"}}"#,
             |c| {
@@ -306,7 +310,8 @@ fn invalid_configs_report_every_error_with_its_path() {
         ),
         (
             r#"{"limits": {"memory": "64 parsecs", "timeout": 30, "maxOutput": 0, "fuel": -1,
-                           "maxToolCalls": "3", "maxConcurrentToolCalls": 0}}"#,
+                           "maxToolCalls": "3", "maxConcurrentToolCalls": 0,
+                           "maxMediaBytes": "4 parsecs"}}"#,
             &[
                 ("limits.memory: unknown unit `parsecs`", InvalidValue),
                 (
@@ -326,6 +331,7 @@ fn invalid_configs_report_every_error_with_its_path() {
                     "limits.maxConcurrentToolCalls: must be at least 1",
                     InvalidValue,
                 ),
+                ("limits.maxMediaBytes: unknown unit `parsecs`", InvalidValue),
             ],
         ),
         (

@@ -36,6 +36,11 @@ use serde_json::{Value, json};
 
 use crate::display::neutralize;
 
+/// The member of a tool result's structured content (an object) that holds the values of the
+/// media blocks the upstream sent beside it: added by codemode, not part of the tool's
+/// `outputSchema` (see [`ToolSchemas::check_output`]).
+pub const MEDIA_KEY: &str = "_media";
+
 /// The `reason` of a call refused for its arguments: the ledger's reason and the audit
 /// record's start with `invalid_arguments:`.
 pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
@@ -423,8 +428,22 @@ impl ToolSchemas {
     /// got number", "2 unexpected properties"), and no path at or below one of `hidden` (the
     /// JSON Pointers the policy will mask or remove: [`crate::OutputPolicy::hidden`]) — those
     /// are only counted.
+    ///
+    /// A [`MEDIA_KEY`] member of an object result is left out: codemode adds it (the media
+    /// blocks an upstream sent beside its structured content), the tool's schema does not
+    /// describe it.
     pub fn check_output(&self, tool: &str, result: &Value, hidden: &[String]) -> Option<String> {
         let validator = self.tools.get(tool)?.output.as_ref()?;
+        let without_media;
+        let result = match result {
+            Value::Object(fields) if fields.contains_key(MEDIA_KEY) => {
+                let mut fields = fields.clone();
+                fields.remove(MEDIA_KEY);
+                without_media = Value::Object(fields);
+                &without_media
+            }
+            _ => result,
+        };
         let (_, errors, more) = violations(validator, result);
         if errors.is_empty() {
             return None;

@@ -294,6 +294,27 @@ fn output_warnings_name_no_value_nor_what_the_output_policy_hides() {
     );
 }
 
+/// The media values codemode adds beside an upstream's structured content (`_media`) are not
+/// the tool's: a closed schema still matches; everything else is checked as before.
+#[test]
+fn the_media_member_is_left_out_of_the_output_check() {
+    let (schemas, _) = one(
+        write_schema(),
+        Some(json!({"type": "object", "additionalProperties": false,
+                    "properties": {"n": {"type": "integer"}}})),
+    );
+    let media = json!([{"type": "image", "mimeType": "image/png", "size": 3,
+                        "id": "0123456789abcdef0123456789abcdef"}]);
+    let check = |v: Value| schemas.check_output("fs__write_file", &v, &[]);
+    assert_eq!(check(json!({"n": 1, MEDIA_KEY: media})), None);
+    assert_eq!(
+        check(json!({"n": "x", MEDIA_KEY: media})).as_deref(),
+        Some(
+            "the result of `fs__write_file` does not match its outputSchema: /n: expected integer, got string"
+        )
+    );
+}
+
 /// A wrong key is named with the expected ones, in one short line (the model's commonest slip).
 #[test]
 fn a_wrong_key_is_named_with_the_expected_ones() {

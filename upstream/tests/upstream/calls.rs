@@ -212,3 +212,81 @@ async fn streamable_http_upstream() {
         .to_string();
     assert!(text.to_lowercase().contains("decline"), "{text}");
 }
+
+/// An answer too large to read (a 50 MB image: 67 MB of base64, over rmcp's 16 MiB bound on
+/// one message) fails its call at once, saying so and naming the upstream — over streamable
+/// HTTP as over stdio — and the connection goes on: the next call to the same upstream works.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_too_large_to_read_fails_its_call_not_the_connection() {
+    peers::ensure_installed();
+    let server = peers::repo_root().join("tests/mcp/media_server.py");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _http = tokio::process::Command::new(peers::python())
+        .arg(&server)
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "the HTTP server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pool = pool(vec![
+        (
+            "http",
+            UpstreamSpec::http(format!("http://127.0.0.1:{port}/mcp")),
+        ),
+        (
+            "stdio",
+            UpstreamSpec::stdio(
+                peers::python().display().to_string(),
+                [server.display().to_string()],
+            ),
+        ),
+    ])
+    .await;
+    for s in pool.status() {
+        assert!(s.connected, "{s:?}");
+    }
+    let big = json!({"size": 50 * 1024 * 1024});
+    let over = "bytes codemode reads in one message";
+    let message = failed_message(pool.call("http__image", big.clone(), &cx()).await);
+    assert_eq!(
+        message,
+        format!(
+            "upstream server `http` answered `image`, but its answer was over the 16777216 {over} (a large image or file?); it was dropped"
+        )
+    );
+    let message = failed_message(pool.call("stdio__image", big, &cx()).await);
+    let bytes = message
+        .strip_prefix("upstream server `stdio` answered `image`, but its answer was ")
+        .and_then(|rest| {
+            rest.strip_suffix(&format!(
+                " bytes, over the 16777216 {over} from a stdio server (a large image or file?); it was dropped"
+            ))
+        })
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{message}"));
+    assert!((69_905_068..69_905_468).contains(&bytes), "{bytes}");
+    for name in ["http__image", "stdio__image"] {
+        let small = pool.call(name, json!({"size": 3}), &cx()).await.unwrap();
+        assert_eq!(small[0], json!("3 bytes"), "{name}");
+        assert_eq!(small[1]["size"], json!(3), "{name}");
+    }
+    for s in pool.status() {
+        assert!(s.connected, "{s:?}");
+    }
+}

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use codemode_runtime::{
-    BoxFuture, CallContext, EvalControl, EvalStep, RuntimeConfig, ToolError, ToolHost,
+    BoxFuture, CallContext, EvalControl, EvalOutcome, EvalStep, RuntimeConfig, ToolError, ToolHost,
 };
 use serde_json::json;
 
@@ -151,7 +151,18 @@ async fn the_owner_record_stands_for_the_eval_from_park_to_result() {
         tool_calls: Vec::new(),
         stats: Default::default(),
     };
-    durable.put_result("t1", &alice, &outcome).await;
+    // With a media block its result refers to: the block is in the record too.
+    let finished = Finished {
+        outcome,
+        media: vec![codemode_upstream::Attachment {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            block: rmcp::model::ContentBlock::image("AAAA", "image/png"),
+        }],
+        unknown_media: vec!["fedcba9876543210fedcba9876543210".into()],
+    };
+    durable.put_result("t1", &alice, &finished).await;
+    let read = durable.result("t1", ("eval", "alice")).await.unwrap();
+    assert_eq!(read.as_ref(), Some(&finished));
     durable.unmark_running("t1").await;
     assert_eq!(durable.running("t1").await, Running::No);
     assert!(durable.knows("t1").await.unwrap());
@@ -162,7 +173,7 @@ async fn the_owner_record_stands_for_the_eval_from_park_to_result() {
                 .result("t1", asking)
                 .await
                 .unwrap()
-                .map(|o| o.result)
+                .map(|o| o.outcome.result)
         }
     };
     assert_eq!(got(("eval", "alice")).await, Some(json!(10_001)));

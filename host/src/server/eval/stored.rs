@@ -1,13 +1,13 @@
 //! Waiting for the result of an eval in the durable store, resumed on some node.
 
-use codemode_runtime::EvalOutcome;
+use crate::server::finished::Finished;
 
 use crate::server::durable::Durable;
 use crate::server::durable::lease::Running;
 
 /// How a wait for the result of an eval in the store ended.
 pub(super) enum Stored {
-    Result(Box<EvalOutcome>),
+    Result(Box<Finished>),
     /// Still running on some node when the patience ran out.
     Running,
     /// The node that resumed it stopped renewing its lease before it finished: it died, or

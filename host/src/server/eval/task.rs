@@ -19,6 +19,7 @@ use crate::approvals::{Asker, NoAsker, OpenAsks};
 use crate::server::durable::parked::ParkGate;
 use crate::server::durable::{Durable, ParkedMeta};
 use crate::server::fair::EvalSlot;
+use crate::server::finished::Finished;
 use crate::server::legacy::LegacyAsker;
 use crate::server::state::ServerState;
 use crate::server::suspend::Suspended;
@@ -85,7 +86,7 @@ impl Waiter {
 
 /// How a legacy eval's task ended.
 pub(super) enum LegacyEnd {
-    Finished(Box<EvalOutcome>),
+    Finished(Box<Finished>),
     /// Saved to the store: the request waits for its result there.
     Parked,
 }
@@ -158,6 +159,7 @@ pub(super) fn governed(
         .audit(audit)
         .outputs(config.outputs.clone())
         .options(config.limits.eval_options())
+        .max_media_bytes(config.limits.max_media_bytes)
         .lifetime(Some(config.limits.max_eval_lifetime))
         .park(parking.map(|p| p.park.clone()))
         .open_asks(parking.map(|p| p.open_asks.clone()))
@@ -271,8 +273,13 @@ impl EvalTask {
             p.durable.not_parked(&p.token);
         }
         let outcome = match step {
-            Ok(GovernedStep::Finished(outcome)) => Some(outcome),
-            Err(why) => Some(resume_failed(&why)),
+            // Its media resolved now, while its store is here: the result may wait for its
+            // client after the eval is gone.
+            Ok(GovernedStep::Finished(outcome)) => Some(match &eval {
+                Some(eval) => Finished::new(outcome, eval.media()),
+                None => outcome.into(),
+            }),
+            Err(why) => Some(resume_failed(&why).into()),
             Ok(GovernedStep::Parked(parked)) => match (&parking, &eval) {
                 (Some(p), Some(eval)) => {
                     let meta = Durable::meta(
@@ -301,7 +308,7 @@ async fn deliver(
     parking: Option<&Parking>,
     waiter: Waiter,
     delivery: Delivery,
-    outcome: Option<EvalOutcome>,
+    outcome: Option<Finished>,
 ) {
     let limits = state.config().limits.unfetched_results;
     if let Some(outcome) = &outcome {
@@ -356,7 +363,7 @@ async fn park_or_spill(
     meta: ParkedMeta,
     parked: codemode_runtime::Suspended,
     cancel: &CancellationToken,
-) -> Option<EvalOutcome> {
+) -> Option<Finished> {
     let config = state.config();
     durable.cap_parked_bytes(
         config.limits.per_client.max_parked_bytes,
@@ -374,9 +381,9 @@ async fn park_or_spill(
             );
             let eval = resumed_eval(state, &meta, waiter.asker(), None).build();
             match eval.resume(&meta.code, &parked, cancel).await {
-                Ok(GovernedStep::Finished(outcome)) => Some(outcome),
+                Ok(GovernedStep::Finished(outcome)) => Some(Finished::new(outcome, eval.media())),
                 Ok(GovernedStep::Parked(_)) => None,
-                Err(e) => Some(resume_failed(&e.to_string())),
+                Err(e) => Some(resume_failed(&e.to_string()).into()),
             }
         }
     }
