@@ -51,14 +51,14 @@ fn an_upstream_form_is_asked_on_the_terminal_and_completed_from_its_defaults() {
         .args(["[It was a dark and stormy night.]: ", ""])
         .args(["String with uri format", ""])
         .args(["[42]: ", "7"])
-        .args(["[pet-1]: ", ""])
+        .args(["[1) Cats]: ", ""])
         .args(["String — Your full, legal name (required): ", ""])
         .args(["this field is required > ", "Ada"])
         .args(["[3.14]: ", ""])
-        .args(["[fish-1]: ", ""])
-        .args(["[hero-1]: ", "3"])
-        .args(["[Guitar]: ", ""])
-        .args(["[Monica]: ", ""])
+        .args(["[1) Tuna]: ", ""])
+        .args(["[1) Superman]: ", "3"])
+        .args(["[1) Guitar]: ", ""])
+        .args(["[1) Monica]: ", ""])
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_codemode"))
         .args(["run", "--config"])
@@ -70,12 +70,12 @@ fn an_upstream_form_is_asked_on_the_terminal_and_completed_from_its_defaults() {
     assert_eq!(out.status.code(), Some(0), "{screen}");
     assert!(
         screen.contains(
-            "[upstream server `everything` asks]\r\nPlease provide inputs for the following fields:"
+            "[upstream server `everything` asks]\r\n    Please provide inputs for the following fields:"
         ),
         "{screen}"
     );
     assert!(
-        screen.contains("      1) Superman\r\n      2) Green Lantern\r\n      3) Wonder Woman\r\n    a number [hero-1]: "),
+        screen.contains("      1) Superman\r\n      2) Green Lantern\r\n      3) Wonder Woman\r\n    a number [1) Superman]: "),
         "{screen}"
     );
     assert_eq!(

@@ -46,7 +46,7 @@ fn upstream_media_reach_the_client_as_content_blocks() {
         let mut config = base_config(scratch);
         let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/media_server.py");
         config["mcpServers"]["media"] = json!({"command": peers::python(), "args": [server]});
-        config["limits"] = json!({"maxMediaBytes": "4KiB"});
+        config["limits"] = json!({"maxMediaBytes": "6KiB"});
         config["outputs"] = json!([{"tools": ["media__secret_image"], "mask": ["/1"]}]);
         config
     });
@@ -89,7 +89,7 @@ fn upstream_media_reach_the_client_as_content_blocks() {
         "{text}"
     );
 
-    // Two over the 4 KiB budget: the second is dropped at once, with a note, and no block.
+    // Two over the 6 KiB budget (a block costs its JSON as received: 5,429 bytes): the second is dropped at once, with a note, and no block.
     let r = &obs["budget"];
     let content = r["content"].as_array().unwrap();
     assert_eq!(content.len(), 2, "{content:?}");
@@ -99,7 +99,7 @@ fn upstream_media_reach_the_client_as_content_blocks() {
     assert_eq!(
         result[1],
         json!({"type": "image", "mimeType": "image/png", "size": size,
-               "omitted": "image of 4033 bytes from `everything` is over limits.maxMediaBytes (4 KiB) of this eval, 4033 of which are used: it was dropped"})
+               "omitted": "image of 5429 bytes from `everything` is over limits.maxMediaBytes (6 KiB) of this eval, 5429 of which are used: it was dropped"})
     );
     assert_eq!(
         r["structured"]["media"],

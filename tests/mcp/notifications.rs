@@ -29,11 +29,37 @@ fn everything_says(level: &str) -> String {
     }
 }
 
+/// The config with two callers, `a` and `b`, whose bearer tokens are `a-token` and `b-token`.
+fn config_with_callers(scratch: &crate::harness::Scratch) -> Value {
+    let mut config = config(scratch);
+    let sha256 = |text: &str| codemode_policies::sha256_hex(text.as_bytes());
+    config["server"] = json!({"auth": {"tokens": [
+        {"name": "a", "sha256": sha256("a-token")},
+        {"name": "b", "sha256": sha256("b-token")},
+    ]}});
+    config
+}
+
 fn notifications(name: &str, transport: Transport, mode: Mode) {
-    let setup = Setup::new(name, transport, config);
+    // 2025-11-25 clients are told apart by their sessions; 2026-07-28 ones, which have none, by
+    // their callers.
+    let callers = mode == Mode::Auto;
+    let setup = Setup::new(
+        name,
+        transport,
+        if callers { config_with_callers } else { config },
+    );
     let dir = setup.scratch.path("chatty");
     std::fs::create_dir_all(&dir).expect("create the chatty dir");
-    let obs = setup.python("notifications.py", mode, &[("CHATTY_DIR", &dir)]);
+    let (a, b) = (
+        std::path::PathBuf::from("a-token"),
+        std::path::PathBuf::from("b-token"),
+    );
+    let mut env = vec![("CHATTY_DIR", dir.as_path())];
+    if callers {
+        env.extend([("TOKEN_A", a.as_path()), ("TOKEN_B", b.as_path())]);
+    }
+    let obs = setup.python("notifications.py", mode, &env);
     assert_eq!(obs["protocol"], mode.protocol(), "{obs}");
     let everything = obs["heard_b_everything"]
         .as_array()
@@ -55,6 +81,8 @@ fn notifications(name: &str, transport: Transport, mode: Mode) {
             "heard_a_alone": obs["heard_a_alone"],
             "heard_a_after": obs["heard_a_after"],
             "heard_b_crowded": obs["heard_b_crowded"],
+            "heard_a_prompt": obs["heard_a_prompt"],
+            "prompt": obs["prompt"],
             "long_progress": obs["long_progress"],
             "long_increasing": obs["long_increasing"],
         }),
@@ -68,6 +96,8 @@ fn notifications(name: &str, transport: Transport, mode: Mode) {
             ],
             "heard_a_after": [],
             "heard_b_crowded": [],
+            "heard_a_prompt": [],
+            "prompt": ["hello"],
             "long_progress": ["[everything] 1/2", "[everything] 2/2"],
             "long_increasing": true,
         }),

@@ -94,6 +94,13 @@ fn resources(name: &str, mode: Mode) {
             ]),
             json!([
                 "resources/read",
+                "demo://resource/static/document/architecture.md",
+                "denied",
+                "denied",
+                "docs"
+            ]),
+            json!([
+                "resources/read",
                 "nosuch__demo://resource/static/document/architecture.md",
                 "allowed",
                 "error",

@@ -135,12 +135,9 @@ impl ClientHandler for UpstreamClient {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        match self.relays.by_token(&params.progress_token) {
-            Some(relay) => relay.progress(&self.server, params).await,
-            None => tracing::debug!(
-                "dropped progress from upstream `{}`: no call of an eval has its token",
-                self.server
-            ),
+        // A report naming no call yet is kept a while for the call about to claim it.
+        if let Some((relay, update)) = self.relays.route_progress(params) {
+            relay.progress(&self.server, update).await;
         }
     }
 

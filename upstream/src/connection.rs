@@ -183,6 +183,11 @@ impl Upstream {
         f(&mut self.state.write().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// The calls in flight here, and where the server's notifications about them go.
+    pub(crate) fn relays(&self) -> &Arc<CallRelays> {
+        &self.relays
+    }
+
     /// The current session's peer, while connected.
     pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
         self.state()
@@ -384,7 +389,7 @@ impl Upstream {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let in_flight = self.relays.enter(scope.relay.clone());
         let timeout = self.spec.call_timeout;
-        let call = call_tool(&peer, params, &in_flight);
+        let call = call_tool((&peer, server), params, &in_flight);
         let answer = deadline(call, timeout, &self.eliciting, cx).await;
         match answer {
             None => Err(ToolError::failed(format!(
@@ -427,7 +432,7 @@ impl Upstream {
 /// `tools/call` as rmcp's `call_tool_once` makes it, telling `in_flight` the progress token rmcp
 /// gave the request (so the server's progress on it reaches the call's eval).
 async fn call_tool(
-    peer: &Peer<RoleClient>,
+    (peer, server): (&Peer<RoleClient>, &str),
     params: CallToolRequestParams,
     in_flight: &InFlight,
 ) -> Result<CallToolResponse, ServiceError> {
@@ -435,7 +440,11 @@ async fn call_tool(
     let handle = peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await?;
-    in_flight.set_token(handle.progress_token.clone());
+    if let Some((relay, early)) = in_flight.set_token(handle.progress_token.clone()) {
+        for update in early {
+            relay.progress(server, update).await;
+        }
+    }
     let mut abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
     let result = handle.await_response().await;
     abandoned.0 = None;

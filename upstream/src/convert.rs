@@ -200,7 +200,9 @@ mod tests {
         }
         let media = Media::default();
         let got = tool_result(result(json!({"content": [image]})), "s", &media).unwrap();
-        assert_eq!(media.used(), 8);
+        // The block as received (its JSON), not only its 3 decoded bytes.
+        let cost = serde_json::to_vec(&image).map_or(0, |v| v.len() as u64);
+        assert_eq!(media.used(), cost);
         let (attached, unknown) = media.referenced(&json!({"shot": got}));
         assert_eq!(attached.len(), 1);
         assert_eq!(serde_json::to_value(&attached[0].block).unwrap(), image);

@@ -42,7 +42,8 @@ pub struct Media(Arc<Mutex<Shelf>>);
 struct Shelf {
     max_bytes: u64,
     used: u64,
-    kept: HashMap<String, ContentBlock>,
+    /// Each kept block, with the value the script was given for it.
+    kept: HashMap<String, (ContentBlock, Value)>,
 }
 
 /// One block of media a result refers to, to go beside the eval result's text block.
@@ -98,18 +99,21 @@ impl Media {
         let Value::Object(fields) = &mut value else {
             return value;
         };
-        let Some(size) = size else {
+        if size.is_none() {
             // An embedded text resource: its value is its text, nothing to keep.
             return value;
-        };
+        }
+        // What holding it costs: the block as received (its metadata counts, not only the
+        // decoded bytes), so that nothing an upstream sends escapes the budget.
+        let cost = serde_json::to_vec(&block).map_or(u64::MAX, |b| b.len() as u64);
         let mut shelf = self.shelf();
-        if shelf.used.saturating_add(size) > shelf.max_bytes {
+        if shelf.used.saturating_add(cost) > shelf.max_bytes {
             let kind = fields
                 .get("type")
                 .and_then(Value::as_str)
                 .unwrap_or("media");
             let note = format!(
-                "{kind} of {size} bytes from `{}` is over limits.maxMediaBytes ({}) of this eval, {} of which are used: it was dropped",
+                "{kind} of {cost} bytes from `{}` is over limits.maxMediaBytes ({}) of this eval, {} of which are used: it was dropped",
                 neutralize(server),
                 spell_size(shelf.max_bytes),
                 shelf.used
@@ -118,9 +122,9 @@ impl Media {
             return value;
         }
         let id = new_id();
-        shelf.used += size;
-        shelf.kept.insert(id.clone(), block);
-        fields.insert("id".into(), Value::String(id));
+        shelf.used += cost;
+        fields.insert("id".into(), Value::String(id.clone()));
+        shelf.kept.insert(id, (block, value.clone()));
         value
     }
 
@@ -130,12 +134,14 @@ impl Media {
         let shelf = self.shelf();
         let mut attached: Vec<Attachment> = Vec::new();
         let mut unknown: Vec<String> = Vec::new();
-        for (kind, id) in references(result) {
+        for (reference, id) in references_in(result) {
             if attached.iter().any(|a| a.id == id) || unknown.contains(&id) {
                 continue;
             }
+            // Only the value exactly as the script was given it: one an `outputs` rule masked
+            // in part, or the script changed, would attach more than it shows.
             match shelf.kept.get(&id) {
-                Some(block) if kind_of(block) == kind => attached.push(Attachment {
+                Some((block, value)) if value == reference => attached.push(Attachment {
                     id,
                     block: block.clone(),
                 }),
@@ -151,26 +157,36 @@ impl Media {
 /// id (32 lowercase hex digits). Other objects with a `type` and an `id` are the script's own
 /// data, not references.
 pub fn references(value: &Value) -> Vec<(String, String)> {
-    let mut found = Vec::new();
-    collect(value, &mut found);
-    found
+    references_in(value)
+        .into_iter()
+        .map(|(reference, id)| {
+            let kind = reference.get("type").and_then(Value::as_str);
+            (kind.unwrap_or_default().to_string(), id)
+        })
+        .collect()
 }
 
-fn collect(value: &Value, found: &mut Vec<(String, String)>) {
-    match value {
-        Value::Array(items) => items.iter().for_each(|v| collect(v, found)),
-        Value::Object(map) => {
-            if let (Some(Value::String(kind)), Some(Value::String(id))) =
-                (map.get("type"), map.get("id"))
-                && MEDIA_TYPES.contains(&kind.as_str())
-                && is_media_id(id)
-            {
-                found.push((kind.clone(), id.clone()));
+/// Each media reference in `value` with its object, as [`references`] finds them.
+fn references_in(value: &Value) -> Vec<(&Value, String)> {
+    fn walk<'v>(value: &'v Value, found: &mut Vec<(&'v Value, String)>) {
+        match value {
+            Value::Array(items) => items.iter().for_each(|v| walk(v, found)),
+            Value::Object(map) => {
+                if let (Some(Value::String(kind)), Some(Value::String(id))) =
+                    (map.get("type"), map.get("id"))
+                    && MEDIA_TYPES.contains(&kind.as_str())
+                    && is_media_id(id)
+                {
+                    found.push((value, id.clone()));
+                }
+                map.values().for_each(|v| walk(v, found));
             }
-            map.values().for_each(|v| collect(v, found));
+            _ => {}
         }
-        _ => {}
     }
+    let mut found = Vec::new();
+    walk(value, &mut found);
+    found
 }
 
 /// The block types that are media.
@@ -179,17 +195,6 @@ const MEDIA_TYPES: [&str; 4] = ["image", "audio", "resource", "resource_link"];
 /// Whether `text` has the form of an id [`Media::keep`] gives.
 pub fn is_media_id(text: &str) -> bool {
     text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-fn kind_of(block: &ContentBlock) -> &'static str {
-    match block {
-        ContentBlock::Text(_) => "text",
-        ContentBlock::Image(_) => "image",
-        ContentBlock::Audio(_) => "audio",
-        ContentBlock::Resource(_) => "resource",
-        ContentBlock::ResourceLink(_) => "resource_link",
-        _ => "unknown",
-    }
 }
 
 /// The script's value of `block` without its bytes, and the bytes it would keep (`None`: it

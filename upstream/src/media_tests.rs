@@ -44,7 +44,9 @@ fn each_kind_of_block_has_its_value() {
                    "mimeType": "text/plain", "size": 9000}),
         ),
     ];
+    let mut cost = 0;
     for (input, want) in cases {
+        cost += serde_json::to_vec(&block(input.clone())).map_or(0, |v| v.len() as u64);
         let (value, id) = without_id(media.keep("s", block(input.clone())));
         assert_eq!(value, want, "{input}");
         // The script's value names the block as the upstream sent it.
@@ -58,8 +60,8 @@ fn each_kind_of_block_has_its_value() {
         );
         assert!(unknown.is_empty());
     }
-    // A resource link's bytes are not here: it costs nothing.
-    assert_eq!(media.used(), 3 + 2 + 4);
+    // Each block costs its JSON as received, a resource link's too.
+    assert_eq!(media.used(), cost);
 }
 
 fn media_ref(value: &Value, id: &str) -> Value {
@@ -89,24 +91,33 @@ fn an_embedded_text_resource_is_its_text() {
 /// fits still fits.
 #[test]
 fn a_block_past_the_budget_is_dropped_with_a_note() {
-    let media = Media::new(4);
     let image = || block(json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}));
+    // A block costs what it takes as received (its JSON), not only its decoded bytes.
+    let cost = serde_json::to_vec(&image())
+        .map(|v| v.len())
+        .unwrap_or_default();
+    let media = Media::new(cost as u64 + 10);
     let (_, first) = without_id(media.keep("cam", image()));
     let second = media.keep("cam\u{1b}[2J", image());
     assert_eq!(
         second,
         json!({"type": "image", "mimeType": "image/png", "size": 3,
-               "omitted": "image of 3 bytes from `cam\\u001b[2J` is over limits.maxMediaBytes (4 bytes) of this eval, 3 of which are used: it was dropped"})
+               "omitted": format!("image of {cost} bytes from `cam\\u001b[2J` is over limits.maxMediaBytes ({} bytes) of this eval, {cost} of which are used: it was dropped", cost + 10)})
     );
-    assert_eq!(media.used(), 3);
-    let (attached, _) = media.referenced(&json!([{"type": "image", "id": first}, second]));
+    assert_eq!(media.used(), cost as u64);
+    let (attached, _) = media.referenced(
+        &json!([{"type": "image", "id": first, "mimeType": "image/png", "size": 3}, second]),
+    );
     assert_eq!(attached.len(), 1);
-    // A resource link has no bytes: it fits an exhausted budget.
+    // A resource link costs its JSON too: past the budget it is dropped like the rest.
     let link = media.keep(
         "cam",
         block(json!({"type": "resource_link", "uri": "x:y", "name": "y"})),
     );
-    without_id(link);
+    assert!(
+        link.get("omitted").is_some() && link.get("id").is_none(),
+        "{link}"
+    );
 }
 
 /// References are found at any depth, once each, in order of first appearance; an id of the
@@ -153,4 +164,21 @@ fn sizes_are_decoded_sizes_and_spelled() {
     ] {
         assert_eq!(spell_size(bytes), text);
     }
+}
+
+/// A value the script changed, or an `outputs` rule masked in part, attaches nothing: its block
+/// would show what the value no longer does.
+#[test]
+fn a_changed_value_attaches_nothing() {
+    let media = Media::default();
+    let link = json!({"type": "resource_link", "uri": "https://x/obj?sig=SECRET", "name": "obj"});
+    let value = media.keep("s", block(link));
+    let id = value["id"].as_str().unwrap_or_default().to_string();
+    let mut masked = value.clone();
+    masked["uri"] = json!("***CRET");
+    let (attached, unknown) = media.referenced(&json!([masked]));
+    assert!(attached.is_empty());
+    assert_eq!(unknown, [id]);
+    let (attached, _) = media.referenced(&json!([value]));
+    assert_eq!(attached.len(), 1);
 }

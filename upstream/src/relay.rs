@@ -7,13 +7,15 @@
 //! eval; otherwise (no call, or calls of several evals) it is dropped with a debug line in
 //! codemode's own log, never shown to someone else.
 //!
-//! rmcp handles each notification on a task of its own, so one sent just before a call's result
-//! may be handled after the result arrived: a call stays counted as in flight for
-//! [`LATE_NOTIFICATIONS`] after it ends, long enough for those tasks to run.
+//! rmcp handles each notification on a task of its own, so one sent just before (or just
+//! after) a call's result may be handled after the result arrived: a call stays counted as in
+//! flight for [`LATE_NOTIFICATIONS`] after it ends. Calls of one audience (one client: see
+//! [`CallRelay::audience`]) do not make each other ambiguous; a log message then goes to the
+//! audience's most recent eval whose request is still open.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 
@@ -42,10 +44,12 @@ pub trait CallRelay: Send + Sync {
     /// Upstream `server` sent a log message while only this eval had calls in flight on it.
     fn log<'a>(&'a self, server: &'a str, message: LogMessage) -> BoxFuture<'a, ()>;
 
-    /// Whether anything sent here can still reach someone. An ended call of a closed relay no
-    /// longer counts as in flight (its late notifications would be dropped anyway), so it does
-    /// not make the next eval's log messages ambiguous.
+    /// Whether anything sent here can still reach someone.
     fn is_open(&self) -> bool;
+
+    /// Who hears this relay: calls of relays with one audience may share a log message (they
+    /// are one client's), calls of different audiences make it ambiguous.
+    fn audience(&self) -> &str;
 }
 
 /// How long a call stays counted as in flight after its result arrived (see the module docs).
@@ -57,39 +61,42 @@ struct Call {
     /// The progress token rmcp gave the request (set once it is sent).
     token: Option<ProgressToken>,
     relay: Option<Arc<dyn CallRelay>>,
-    /// Its result arrived (it stays for [`LATE_NOTIFICATIONS`]).
-    ended: bool,
-}
-
-impl Call {
-    /// Whether a log message arriving now may be about this call.
-    fn counts(&self) -> bool {
-        !self.ended || self.relay.as_ref().is_some_and(|r| r.is_open())
-    }
 }
 
 /// The calls in flight on one upstream, each with the relay of its eval (`None`: a call nobody
 /// listens to, which still makes a log message's eval ambiguous).
 #[derive(Default)]
 pub(crate) struct CallRelays {
-    calls: Mutex<Vec<Call>>,
+    calls: Mutex<Calls>,
 }
+
+#[derive(Default)]
+struct Calls {
+    list: Vec<Call>,
+    /// Progress that named no call's token yet: rmcp tells a call its token only once the
+    /// request is sent, and a fast server's first report can be handled before that.
+    unclaimed: Vec<(Instant, ProgressNotificationParam)>,
+}
+
+/// How long progress naming no call's token is kept for the call that will claim it.
+const UNCLAIMED_FOR: Duration = Duration::from_secs(2);
+/// The most such reports kept (per upstream).
+const UNCLAIMED_MAX: usize = 64;
 
 static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 
 impl CallRelays {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Call>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Calls> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Records a call until the guard drops (and [`LATE_NOTIFICATIONS`] after).
     pub(crate) fn enter(self: &Arc<Self>, relay: Option<Arc<dyn CallRelay>>) -> InFlight {
         let number = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
-        self.lock().push(Call {
+        self.lock().list.push(Call {
             number,
             token: None,
             relay,
-            ended: false,
         });
         InFlight {
             relays: self.clone(),
@@ -97,23 +104,59 @@ impl CallRelays {
         }
     }
 
+    /// The relay `update` goes to: the one of the call given its token; when no call has it
+    /// (yet), `update` is kept a while for the call about to claim it.
+    pub(crate) fn route_progress(
+        &self,
+        update: ProgressNotificationParam,
+    ) -> Option<(Arc<dyn CallRelay>, ProgressNotificationParam)> {
+        let mut calls = self.lock();
+        let owner = calls
+            .list
+            .iter()
+            .find(|c| c.token.as_ref() == Some(&update.progress_token));
+        if let Some(call) = owner {
+            return call.relay.clone().map(|relay| (relay, update));
+        }
+        calls
+            .unclaimed
+            .retain(|(at, _)| at.elapsed() < UNCLAIMED_FOR);
+        if calls.unclaimed.len() >= UNCLAIMED_MAX {
+            calls.unclaimed.remove(0);
+        }
+        calls.unclaimed.push((Instant::now(), update));
+        None
+    }
+
     /// The relay of the call given `token`, while that call runs.
+    #[cfg(test)]
     pub(crate) fn by_token(&self, token: &ProgressToken) -> Option<Arc<dyn CallRelay>> {
         self.lock()
+            .list
             .iter()
             .find(|c| c.token.as_ref() == Some(token))
             .and_then(|c| c.relay.clone())
     }
 
-    /// The relay of the one eval every call in flight belongs to; `None` when there is no call,
-    /// or calls of several evals (or one nobody listens to).
+    /// The relay a log message goes to: when every call in flight (or ended within
+    /// [`LATE_NOTIFICATIONS`]) has a relay of one audience, the latest of them whose request is
+    /// still open; `None` when there is no call, calls of several audiences, or a call nobody
+    /// listens to.
     pub(crate) fn sole(&self) -> Option<Arc<dyn CallRelay>> {
         let calls = self.lock();
-        let mut counted = calls.iter().filter(|c| c.counts());
-        let first = counted.next()?.relay.clone()?;
-        counted
-            .all(|c| c.relay.as_ref().is_some_and(|r| Arc::ptr_eq(r, &first)))
-            .then_some(first)
+        let calls = &calls.list;
+        let audience = calls.first()?.relay.as_ref()?.audience().to_string();
+        let one_audience = calls
+            .iter()
+            .all(|c| c.relay.as_ref().is_some_and(|r| r.audience() == audience));
+        if !one_audience {
+            return None;
+        }
+        calls
+            .iter()
+            .rev()
+            .filter_map(|c| c.relay.clone())
+            .find(|r| r.is_open())
     }
 }
 
@@ -124,29 +167,31 @@ pub(crate) struct InFlight {
 }
 
 impl InFlight {
-    /// The progress token rmcp gave the call's request, which the server's progress names.
-    pub(crate) fn set_token(&self, token: ProgressToken) {
-        if let Some(call) = self
-            .relays
-            .lock()
-            .iter_mut()
-            .find(|c| c.number == self.number)
-        {
-            call.token = Some(token);
-        }
+    /// The progress token rmcp gave the call's request, which the server's progress names;
+    /// returns the call's relay with the reports that named it before it was known, in order.
+    pub(crate) fn set_token(
+        &self,
+        token: ProgressToken,
+    ) -> Option<(Arc<dyn CallRelay>, Vec<ProgressNotificationParam>)> {
+        let mut calls = self.relays.lock();
+        let call = calls.list.iter_mut().find(|c| c.number == self.number)?;
+        call.token = Some(token.clone());
+        let relay = call.relay.clone()?;
+        let (early, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut calls.unclaimed)
+            .into_iter()
+            .partition(|(_, u)| u.progress_token == token);
+        calls.unclaimed = rest;
+        Some((relay, early.into_iter().map(|(_, u)| u).collect()))
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
         let (relays, number) = (self.relays.clone(), self.number);
-        let forget = move || relays.lock().retain(|c| c.number != number);
+        let forget = move || relays.lock().list.retain(|c| c.number != number);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return forget();
         };
-        if let Some(call) = self.relays.lock().iter_mut().find(|c| c.number == number) {
-            call.ended = true;
-        }
         drop(runtime.spawn(async move {
             tokio::time::sleep(LATE_NOTIFICATIONS).await;
             forget();
@@ -161,7 +206,7 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     #[derive(Default)]
-    struct Silent(AtomicBool);
+    struct Silent(AtomicBool, &'static str);
     impl CallRelay for Silent {
         fn progress<'a>(&'a self, _: &'a str, _: ProgressNotificationParam) -> BoxFuture<'a, ()> {
             Box::pin(async {})
@@ -172,6 +217,13 @@ mod tests {
         fn is_open(&self) -> bool {
             !self.0.load(Ordering::Relaxed)
         }
+        fn audience(&self) -> &str {
+            self.1
+        }
+    }
+
+    fn relay(audience: &'static str) -> Arc<Silent> {
+        Arc::new(Silent(AtomicBool::new(false), audience))
     }
 
     fn token(n: i64) -> ProgressToken {
@@ -181,8 +233,8 @@ mod tests {
     #[test]
     fn a_log_message_has_an_eval_only_while_one_eval_has_calls() {
         let relays = Arc::new(CallRelays::default());
-        let a: Arc<dyn CallRelay> = Arc::new(Silent::default());
-        let b: Arc<dyn CallRelay> = Arc::new(Silent::default());
+        let a: Arc<dyn CallRelay> = relay("session A");
+        let b: Arc<dyn CallRelay> = relay("session B");
         assert!(relays.sole().is_none(), "no call in flight");
         let a1 = relays.enter(Some(a.clone()));
         a1.set_token(token(1));
@@ -211,23 +263,58 @@ mod tests {
         assert!(relays.by_token(&token(1)).is_none());
     }
 
-    #[tokio::test]
-    async fn an_ended_call_counts_a_while_unless_its_relay_is_closed() {
+    #[test]
+    fn progress_before_the_token_is_known_waits_for_its_call() {
         let relays = Arc::new(CallRelays::default());
-        let a = Arc::new(Silent::default());
-        let a_dyn: Arc<dyn CallRelay> = a.clone();
-        let b: Arc<dyn CallRelay> = Arc::new(Silent::default());
-        let a1 = relays.enter(Some(a_dyn.clone()));
-        a1.set_token(token(1));
-        drop(a1);
+        let a: Arc<dyn CallRelay> = relay("session A");
+        let call = relays.enter(Some(a.clone()));
+        let early = |n: f64| ProgressNotificationParam::new(token(7), n);
+        assert!(
+            relays.route_progress(early(1.0)).is_none(),
+            "kept for its call"
+        );
+        assert!(relays.route_progress(early(2.0)).is_none());
+        let other = ProgressNotificationParam::new(token(8), 1.0);
+        assert!(relays.route_progress(other).is_none());
+        let (to, claimed) = call.set_token(token(7)).expect("a relayed call");
+        assert!(Arc::ptr_eq(&to, &a));
+        let values: Vec<f64> = claimed.iter().map(|u| u.progress).collect();
+        assert_eq!(values, [1.0, 2.0]);
+        let (to, later) = relays.route_progress(early(3.0)).expect("its call now");
+        assert!(Arc::ptr_eq(&to, &a));
+        assert_eq!(later.progress, 3.0);
+    }
+
+    #[tokio::test]
+    async fn an_ended_call_counts_a_while_and_one_audience_shares() {
+        let relays = Arc::new(CallRelays::default());
+        let a1 = relay("session A");
+        let a1_dyn: Arc<dyn CallRelay> = a1.clone();
+        let b: Arc<dyn CallRelay> = relay("session B");
+        let call = relays.enter(Some(a1_dyn.clone()));
+        call.set_token(token(1));
+        drop(call);
         // Late progress and log messages of a's call still find it.
         assert!(relays.by_token(&token(1)).is_some());
-        assert!(relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a_dyn)));
+        assert!(relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a1_dyn)));
+        // Another client's call while a's may still be talking: ambiguous, even once a's
+        // request has its answer.
         let b1 = relays.enter(Some(b.clone()));
-        assert!(relays.sole().is_none(), "a's call may still be talking");
-        // a's request has its answer: nothing of it can be delivered, so b is alone.
-        a.0.store(true, Ordering::Relaxed);
-        assert!(relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &b)));
+        a1.0.store(true, Ordering::Relaxed);
+        assert!(relays.sole().is_none(), "another audience");
+        drop(b1);
+        // The same client's next eval: its log messages are its own at once.
+        let a2: Arc<dyn CallRelay> = relay("session A");
+        let a2_call = relays.enter(Some(a2.clone()));
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            // b's ended call counts until it is forgotten.
+            while !relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a2)) {
+                tokio::time::sleep(LATE_NOTIFICATIONS / 5).await;
+            }
+        });
+        assert!(waited.await.is_ok());
+        assert!(relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a2)));
+        drop(a2_call);
         // Forgotten after a while (waited for as an event, with a deadline for a run that
         // never forgets).
         let waited = tokio::time::timeout(std::time::Duration::from_secs(30), async {
@@ -236,6 +323,5 @@ mod tests {
             }
         });
         assert!(waited.await.is_ok(), "an ended call is forgotten");
-        drop(b1);
     }
 }

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use super::connection::Upstream;
 use super::pool::UpstreamPool;
+use super::relay::CallRelay;
 
 /// The scheme and authority prefix of a mapped URI.
 pub const URI_PREFIX: &str = "codemode://";
@@ -35,6 +36,34 @@ pub fn unmap_uri(uri: &str) -> Option<(&str, &str)> {
     let rest = uri.strip_prefix(URI_PREFIX)?;
     let (server, original) = rest.split_once('/')?;
     (!server.is_empty() && !original.is_empty()).then_some((server, original))
+}
+
+/// The name a profile's `resources` globs are matched against: `<server>__<uri>`, the URI's
+/// percent-escapes decoded (once, as a server decodes them), so that `secre%74` cannot slip past
+/// a glob written for `secret`.
+pub fn policy_name(server: &str, uri: &str) -> String {
+    let bytes = uri.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied(),
+            bytes.get(i + 2).copied(),
+        ) {
+            (b'%', Some(h), Some(l)) if hex(h).is_some() && hex(l).is_some() => {
+                let value = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
+                decoded.push(u8::try_from(value).unwrap_or(b'?'));
+                i += 3;
+            }
+            (b, _, _) => {
+                decoded.push(b);
+                i += 1;
+            }
+        }
+    }
+    format!("{server}__{}", String::from_utf8_lossy(&decoded))
 }
 
 /// `_meta` naming the upstream and the original URI (or name, for a prompt).
@@ -122,15 +151,18 @@ fn offers(peer: &Peer<RoleClient>, offer: Offer) -> bool {
     }
 }
 
-/// Runs `request` on `up`'s current session within its call timeout.
+/// Runs `request` on `up`'s current session within its call timeout, counted as a call in
+/// flight there whose notifications go to `relay` (none: dropped, and another eval's call on
+/// that server no longer looks alone, so nothing said about this request reaches it).
 async fn ask<T, F>(
     up: &Upstream,
-    what: &str,
+    (what, relay): (&str, Option<Arc<dyn CallRelay>>),
     request: impl FnOnce(Peer<RoleClient>) -> F,
 ) -> Result<T, UpstreamRequestError>
 where
     F: Future<Output = Result<T, ServiceError>>,
 {
+    let _in_flight = up.relays().enter(relay);
     let server = &*up.name;
     let Some(peer) = up.peer() else {
         return Err(UpstreamRequestError::Failed(format!(
@@ -178,7 +210,8 @@ impl UpstreamPool {
         F: Future<Output = Result<Vec<T>, ServiceError>>,
     {
         let ups = self.offering(offer);
-        let lists = futures::future::join_all(ups.iter().map(|up| ask(up, what, &list))).await;
+        let lists =
+            futures::future::join_all(ups.iter().map(|up| ask(up, (what, None), &list))).await;
         let mut out = Vec::new();
         for (up, listed) in ups.iter().zip(lists) {
             match listed {
@@ -232,8 +265,8 @@ impl UpstreamPool {
         })
     }
 
-    /// Reads `uri` (the upstream's own URI) from `server`; the contents' URIs come back
-    /// mapped.
+    /// Reads `uri` (the upstream's own URI) from `server`, what the server says meanwhile
+    /// going to `relay`; the contents' URIs come back mapped.
     ///
     /// # Errors
     /// [`UpstreamRequestError`] naming the server.
@@ -241,10 +274,11 @@ impl UpstreamPool {
         &self,
         server: &str,
         uri: &str,
+        relay: Option<Arc<dyn CallRelay>>,
     ) -> Result<ReadResourceResult, UpstreamRequestError> {
         let up = self.server_for(server, "resources/read")?;
         let params = ReadResourceRequestParams::new(uri.to_string());
-        let result = ask(&up, "resources/read", |p| async move {
+        let result = ask(&up, ("resources/read", relay), |p| async move {
             p.read_resource(params).await
         })
         .await?;
@@ -268,11 +302,9 @@ impl UpstreamPool {
         let up = self.server_for(server, "prompts/get")?;
         let mut params = GetPromptRequestParams::new(name.to_string());
         params.arguments = arguments;
-        let mut result = ask(
-            &up,
-            "prompts/get",
-            |p| async move { p.get_prompt(params).await },
-        )
+        let mut result = ask(&up, ("prompts/get", None), |p| async move {
+            p.get_prompt(params).await
+        })
         .await?;
         result.result_type = Some(ResultType::COMPLETE);
         Ok(result)
@@ -292,7 +324,7 @@ impl UpstreamPool {
         if !up.peer().is_some_and(|p| offers(&p, Offer::Completions)) {
             return Ok(CompleteResult::default());
         }
-        let mut result = ask(&up, "completion/complete", |p| async move {
+        let mut result = ask(&up, ("completion/complete", None), |p| async move {
             p.complete(params).await
         })
         .await?;
@@ -327,6 +359,20 @@ mod tests {
             "codemode://s/",
         ] {
             assert_eq!(unmap_uri(not_mapped), None, "{not_mapped}");
+        }
+    }
+
+    #[test]
+    fn policy_names_decode_percent_escapes_once() {
+        for (uri, want) in [
+            ("notes://secret", "s__notes://secret"),
+            ("notes://secre%74", "s__notes://secret"),
+            ("notes://%73ecret", "s__notes://secret"),
+            ("notes://%2573ecret", "s__notes://%73ecret"),
+            ("a%2Fb%zz%4", "s__a/b%zz%4"),
+            ("caf%C3%A9 %FF", "s__café \u{fffd}"),
+        ] {
+            assert_eq!(policy_name("s", uri), want, "{uri}");
         }
     }
 

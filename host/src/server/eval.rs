@@ -91,10 +91,17 @@ impl CodemodeServer {
         // progress share its increasing values.
         let progress = Arc::new(Progress::new(&ctx));
         ctx.extensions.insert(progress.clone());
+        // Who may share this eval's upstream log messages (see `CallRelay::audience`): one
+        // caller, or one session; an anonymous 2026-07-28 request, which has no session, is alone.
+        let audience = if modern && caller.name == crate::session::Caller::local().name {
+            format!("request:{}", super::suspend::random_token())
+        } else {
+            client_key(&ctx, &caller, modern, &self.session_id)
+        };
         let relay = RelayOpen(EvalRelay::new(
             &ctx,
             progress,
-            (self.log_level.clone(), modern),
+            (self.log_level.clone(), modern, audience),
         ));
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
         // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`), on

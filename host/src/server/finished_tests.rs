@@ -89,7 +89,8 @@ async fn media_received_before_a_park_come_back_as_a_note() {
     let GovernedStep::Parked(parked) = first.run_step(code, &CancellationToken::new()).await else {
         panic!("the eval should park at its approval");
     };
-    assert_eq!(first.media().used(), 4033);
+    // The tiny image's block as server-everything sends it (its JSON: base64 and fields).
+    assert_eq!(first.media().used(), 5429);
     let loaded = codemode_runtime::Suspended::load(&parked.save()).unwrap();
     let approval = asks.snapshot()[0].id.clone();
     decisions.0.lock().unwrap().push((

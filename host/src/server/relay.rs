@@ -79,13 +79,16 @@ pub(super) struct EvalRelay {
     request_level: Option<Option<u8>>,
     /// Cleared when the request has its answer: what comes after has nobody to go to.
     open: AtomicBool,
+    /// The client (see [`CallRelay::audience`]): its caller when authenticated, else its
+    /// session on 2025-11-25 and older; an anonymous 2026-07-28 request is an audience alone.
+    audience: String,
 }
 
 impl EvalRelay {
     pub(super) fn new(
         ctx: &RequestContext<RoleServer>,
         progress: Arc<Progress>,
-        (session_level, modern): (SessionLogLevel, bool),
+        (session_level, modern, audience): (SessionLogLevel, bool, String),
     ) -> Arc<Self> {
         let request_level = ctx.meta.log_level().map(|l| severity(&l));
         Arc::new(EvalRelay {
@@ -94,6 +97,7 @@ impl EvalRelay {
             session_level,
             request_level: modern.then_some(request_level),
             open: AtomicBool::new(true),
+            audience,
         })
     }
 
@@ -132,6 +136,10 @@ impl CallRelay for EvalRelay {
     fn is_open(&self) -> bool {
         self.open.load(Ordering::Relaxed)
     }
+
+    fn audience(&self) -> &str {
+        &self.audience
+    }
 }
 
 impl EvalRelay {
@@ -147,14 +155,25 @@ impl EvalRelay {
             Some(logger) => format!("{server}/{}", neutralize(logger)),
             None => server.to_string(),
         };
-        let data = match message.data {
-            Value::String(text) => Value::String(neutralize(&text)),
-            other => other,
-        };
+        let data = neutralized(message.data);
         let mut forwarded = LogMessage::new(message.level, data);
         forwarded.logger = Some(logger);
         // A client that left hears nothing more; its eval ends by its own cancellation.
         let _ = self.peer.notify_logging_message(forwarded).await;
+    }
+}
+
+/// `value` with every string in it (keys too) neutralised: a client may show any of them.
+fn neutralized(value: Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(neutralize(&text)),
+        Value::Array(items) => Value::Array(items.into_iter().map(neutralized).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (neutralize(&k), neutralized(v)))
+                .collect(),
+        ),
+        other => other,
     }
 }
 
@@ -170,6 +189,15 @@ impl Drop for RelayOpen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_data_is_neutralised_at_every_depth() {
+        let data = serde_json::json!({"a\u{1b}": ["x\u{202e}", {"b": "\n"}], "n": 1});
+        assert_eq!(
+            neutralized(data),
+            serde_json::json!({"a\\u001b": ["x\\u202e", {"b": "\\n"}], "n": 1})
+        );
+    }
 
     #[test]
     fn levels_are_ordered_by_severity() {

@@ -11,7 +11,7 @@ use codemode_policies::{
     AccessAuditRecord, Caller, Decision, Profile, canonical_json, neutralize, sha256_hex,
 };
 use codemode_runtime::CallStatus;
-use codemode_upstream::resources::{UpstreamRequestError, unmap_uri};
+use codemode_upstream::resources::{UpstreamRequestError, policy_name, unmap_uri};
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult,
@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use super::eval_tools::{EVAL_TOOL, missing_permissions};
 use super::handler::CodemodeServer;
+use crate::approvals::{Asker, NoAsker};
 
 /// What governs one request: the caller, and the profile when the caller may use `eval`.
 struct Governed {
@@ -55,9 +56,9 @@ impl Governed {
     }
 }
 
-/// `<server>__<original URI>` of a mapped URI.
+/// The policy name of a mapped URI (see [`policy_name`]).
 fn resource_name(mapped: &str) -> Option<String> {
-    unmap_uri(mapped).map(|(server, uri)| format!("{server}__{uri}"))
+    unmap_uri(mapped).map(|(server, uri)| policy_name(server, uri))
 }
 
 fn not_found(what: &str) -> McpError {
@@ -126,13 +127,18 @@ impl CodemodeServer {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<ReadResourceResult, McpError> {
         let governed = self.governed(ctx);
-        let shown = neutralize(uri);
+        let shown = shown_uri(uri);
         let Some((server, original)) = unmap_uri(uri) else {
+            let mut record = AccessAuditRecord::now("", "resources/read", &shown);
+            record.decision = Decision::Denied;
+            record.status = CallStatus::Denied;
+            record.reason = Some("not a resource of codemode".into());
+            self.audit_access(&governed, record);
             return Err(not_found(&format!(
                 "`{shown}` is not a resource of codemode: its resources are `codemode://<server>/<the upstream's URI>` (see resources/list)"
             )));
         };
-        let name = format!("{server}__{original}");
+        let name = policy_name(server, original);
         let mut record = AccessAuditRecord::now("", "resources/read", &name);
         if !governed.lets_resource(&name) {
             record.decision = Decision::Denied;
@@ -142,7 +148,12 @@ impl CodemodeServer {
             // As unknown as a resource that does not exist.
             return Err(not_found(&format!("no resource `{shown}`")));
         }
-        let read = self.state.upstreams.read_resource(server, original).await;
+        let _asking = nobody_asks(server);
+        let read = self
+            .state
+            .upstreams
+            .read_resource(server, original, None)
+            .await;
         let result = match read {
             Ok(result) => result,
             Err(e) => {
@@ -161,10 +172,26 @@ impl CodemodeServer {
         } else {
             serde_json::from_value::<ReadResourceResult>(value)
         };
-        self.audit_access(&governed, record);
-        masked.map_err(|e| {
-            McpError::internal_error(format!("the masked contents are not contents: {e}"), None)
-        })
+        match masked {
+            Ok(result) => {
+                self.audit_access(&governed, record);
+                Ok(result)
+            }
+            Err(_) => {
+                // The rule removed or masked what a read must carry (a URI, the contents): the
+                // read cannot be answered in part, so it is refused.
+                let why = format!(
+                    "the `outputs` rules for `{}` remove what a resource read must carry ({})",
+                    neutralize(&name),
+                    record.redacted_paths.join(", ")
+                );
+                record.decision = Decision::Denied;
+                record.status = CallStatus::Denied;
+                record.reason = Some(why.clone());
+                self.audit_access(&governed, record);
+                Err(McpError::invalid_request(why, None))
+            }
+        }
     }
 
     /// `prompts/get` of `<server>__<name>`.
@@ -177,8 +204,12 @@ impl CodemodeServer {
         let name = params.name.clone();
         let mut record = AccessAuditRecord::now("", "prompts/get", &name);
         let unknown =
-            || McpError::invalid_params(format!("no prompt `{}`", neutralize(&name)), None);
+            || McpError::invalid_params(format!("no prompt `{}`", shown_uri(&name)), None);
         let Some((server, prompt)) = name.split_once("__") else {
+            record.decision = Decision::Denied;
+            record.status = CallStatus::Denied;
+            record.reason = Some("not a prompt of codemode".into());
+            self.audit_access(&governed, record);
             return Err(unknown());
         };
         if !governed.lets_prompt(&name) {
@@ -188,6 +219,7 @@ impl CodemodeServer {
             self.audit_access(&governed, record);
             return Err(unknown());
         }
+        let _asking = nobody_asks(server);
         let got = self
             .state
             .upstreams
@@ -232,7 +264,7 @@ impl CodemodeServer {
                 let mapped = resource.uri.clone();
                 match unmap_uri(&mapped) {
                     Some((server, original))
-                        if governed.lets_resource(&format!("{server}__{original}")) =>
+                        if governed.lets_resource(&policy_name(server, original)) =>
                     {
                         resource.uri = original.to_string();
                         Some(server.to_string())
@@ -246,6 +278,7 @@ impl CodemodeServer {
         let Some(server) = server else {
             return CompleteResult::default();
         };
+        let _asking = nobody_asks(&server);
         match self.state.upstreams.complete(&server, params).await {
             Ok(result) => result,
             Err(e) => {
@@ -254,6 +287,25 @@ impl CodemodeServer {
             }
         }
     }
+}
+
+/// A client-chosen URI or name for messages and the audit log: neutralised, and cut at 300
+/// characters.
+fn shown_uri(text: &str) -> String {
+    let cut: String = text.chars().take(300).collect();
+    let mut shown = neutralize(&cut);
+    if text.chars().count() > 300 {
+        shown.push('…');
+    }
+    shown
+}
+
+/// While a client's own request is at `server`, that server's elicitations cannot be told
+/// from ones about an eval's call there: registering a request nobody can be asked for makes
+/// them ambiguous, so they are declined rather than put to the eval's human.
+fn nobody_asks(server: &str) -> (crate::tools::InFlightGuard, Arc<dyn Asker>) {
+    let asker: Arc<dyn Asker> = Arc::new(NoAsker);
+    (crate::tools::in_flight().enter(server, &asker), asker)
 }
 
 /// An upstream's failure as the client's error: not found stays not found; a failure is an

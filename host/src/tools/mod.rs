@@ -9,7 +9,7 @@ mod read_resource;
 mod schemas;
 mod upstream_elicitation;
 
-pub use in_flight::in_flight;
+pub use in_flight::{InFlightGuard, in_flight};
 pub use schemas::CatalogSchemas;
 pub use upstream_elicitation::ForwardElicitation;
 
@@ -356,7 +356,11 @@ impl ToolHost for ScriptTools {
                 Ok(hitl::run(&args, self.asker.as_ref(), &request_id, cx).await)
             }),
             read_resource::TOOL_NAME => Box::pin(async move {
-                read_resource::run(&self.upstreams, self.profile.as_deref(), args).await
+                // Like a call: an upstream's elicitation meanwhile may reach this eval's human.
+                let server = args.get("server").and_then(Value::as_str).unwrap_or("");
+                let _in_flight = in_flight().enter(server, &self.asker);
+                let scope = (self.profile.as_deref(), self.scope.relay.clone());
+                read_resource::run(&self.upstreams, scope, args.clone()).await
             }),
             _ if !name.contains("__") && self.upstreams.commands().contains(name) => {
                 Box::pin(async move { self.upstreams.commands().call(name, args).await })

@@ -8,8 +8,10 @@
 
 use codemode_policies::Profile;
 use codemode_runtime::ToolError;
-use codemode_upstream::UpstreamPool;
-use codemode_upstream::resources::{URI_PREFIX, UpstreamRequestError, unmap_uri};
+use std::sync::Arc;
+
+use codemode_upstream::resources::{URI_PREFIX, UpstreamRequestError, policy_name, unmap_uri};
+use codemode_upstream::{CallRelay, UpstreamPool};
 use serde_json::{Value, json};
 
 /// The built-in's name.
@@ -38,7 +40,7 @@ fn text_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
 /// Reads the resource for a script.
 pub(super) async fn run(
     upstreams: &UpstreamPool,
-    profile: Option<&Profile>,
+    (profile, relay): (Option<&Profile>, Option<Arc<dyn CallRelay>>),
     args: Value,
 ) -> Result<Value, ToolError> {
     let server = text_arg(&args, "server")?;
@@ -56,7 +58,7 @@ pub(super) async fn run(
             }
         }
     }
-    let name = format!("{server}__{uri}");
+    let name = policy_name(server, uri);
     if profile.is_some_and(|p| !p.lets_resource(&name)) {
         return Err(ToolError::Denied {
             tool: TOOL_NAME.into(),
@@ -68,7 +70,7 @@ pub(super) async fn run(
         });
     }
     let result = upstreams
-        .read_resource(server, uri)
+        .read_resource(server, uri, relay)
         .await
         .map_err(|e| match e {
             UpstreamRequestError::NotFound(m) | UpstreamRequestError::Failed(m) => {

@@ -55,8 +55,11 @@ impl UpstreamElicitation for ForwardElicitation {
                     return Ok(ElicitResult::new(ElicitationAction::Decline));
                 }
             };
+            // The server's own lines are indented under codemode's header, so that none of them
+            // can pass for a header of another server's question.
+            let indented: Vec<String> = message.split('\n').map(|l| format!("    {l}")).collect();
             let question = Question {
-                message: format!("[upstream server `{server}` asks]\n{message}"),
+                message: format!("[upstream server `{server}` asks]\n{}", indented.join("\n")),
                 schema,
             };
             let answer = asker

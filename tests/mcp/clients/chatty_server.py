@@ -2,6 +2,7 @@
 tests/mcp/notifications.rs:
 - `say(levels)` sends one log message per level (logger `chat`, data `<level> message`);
 - `count(steps)` reports progress 1..steps of `steps` (message `step <i>`);
+- the prompt `noisy` logs a warning `prompt message` when it is got;
 - `hold(tag)` writes `$CHATTY_DIR/held-<tag>`, then answers `tag` once the test creates
   `$CHATTY_DIR/release-<tag>` (so a test knows by a file, not a clock, that the call is in
   flight, and ends it when it wants).
@@ -45,6 +46,13 @@ async def hold(tag: str) -> str:
     while not os.path.exists(release):
         await asyncio.sleep(0.02)
     return tag
+
+
+@server.prompt()
+async def noisy(ctx: Context) -> str:
+    """A prompt whose getting logs a warning (logger `chat`, data `prompt message`)."""
+    await ctx.log("warning", "prompt message", logger_name="chat")
+    return "hello"
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ SCRIPTS = {
 const r = await codemode["everything__get-tiny-image"]({});
 return { caption: r[0], shot: r[1], again: [r[1]] };
 """,
-    # Two of them over a 4 KiB budget: the second is dropped with a note.
+    # Two of them over a 6 KiB budget: the second is dropped with a note.
     "budget": """
 const a = await codemode["everything__get-tiny-image"]({});
 const b = await codemode["everything__get-tiny-image"]({});

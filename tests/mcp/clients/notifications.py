@@ -4,15 +4,21 @@ and nobody else (tests/mcp/notifications.rs). Two clients, A and B, of one codem
 2. A's eval calls chatty's `say` at four levels: A (level `warning`) hears two, B nothing;
 3. while A's eval holds a call on chatty, B's eval makes chatty talk: two evals have calls
    there, so nobody hears it;
-4. B (level `debug`) toggles server-everything's simulated logging on and off in one eval: B
+4. while A's eval holds a call on chatty, B gets chatty's prompt `noisy`, which logs: the
+   message is about B's own request, so A does not hear it;
+5. B (level `debug`) toggles server-everything's simulated logging on and off in one eval: B
    hears its one message;
-5. A's eval runs everything's long-running operation: A gets its progress."""
+6. A's eval runs everything's long-running operation: A gets its progress."""
 
 import asyncio
 import os
 import warnings
 
-from harness import MODE, connect, evaluate, run, wait_until
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from harness import MODE, Ready, connect, evaluate, run, wait_until
 
 warnings.simplefilter("ignore")
 
@@ -57,13 +63,25 @@ class Progress:
         return all(a < b for a, b in zip(values, values[1:]))
 
 
+def client(token_var: str, **kwargs):
+    """A client presenting the bearer token in `token_var` when the test gives one (on
+    2026-07-28, which has no sessions, a client is known by its caller)."""
+    token = os.environ.get(token_var)
+    if not token:
+        return connect(**kwargs)
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return Ready(Client(streamable_http_client(os.environ["CODEMODE_URL"], http_client=http), mode=MODE, **kwargs))
+
+
 async def main() -> dict:
     logs_a, logs_b = Logs(), Logs()
     # 2026-07-28: each request opts in with its level; older: the session sets it.
     modern = MODE == "auto"
     kwargs_a = {"log_level": "warning"} if modern else {}
     kwargs_b = {"log_level": "debug"} if modern else {}
-    async with connect(logging_callback=logs_a, **kwargs_a) as a, connect(logging_callback=logs_b, **kwargs_b) as b:
+    async with client("TOKEN_A", logging_callback=logs_a, **kwargs_a) as a, client(
+        "TOKEN_B", logging_callback=logs_b, **kwargs_b
+    ) as b:
         if not modern:
             await a.set_logging_level("warning")
             await b.set_logging_level("debug")
@@ -78,6 +96,16 @@ async def main() -> dict:
         open(os.path.join(DIR, "release-a"), "w").close()
         held = await held
         heard_b_crowded = list(logs_b.heard)
+
+        # A client's own prompts/get at chatty while A's eval holds a call there: what chatty
+        # logs meanwhile is about B's request, so A must not hear it (nor B: no eval asked).
+        heard_a_before = len(logs_a.heard)
+        held_b = asyncio.create_task(evaluate(a, HOLD.replace('"a"', '"b"')))
+        await wait_until(lambda: os.path.exists(os.path.join(DIR, "held-b")), "A's second call on chatty")
+        prompt = await b.get_prompt("chatty__noisy")
+        open(os.path.join(DIR, "release-b"), "w").close()
+        await held_b
+        heard_a_prompt = logs_a.heard[heard_a_before:]
 
         toggled = await evaluate(b, TOGGLE)
         heard_b_everything = logs_b.heard[len(heard_b_crowded):]
@@ -94,6 +122,8 @@ async def main() -> dict:
         "heard_a_after": logs_a.heard[len(heard_a_alone):],
         "heard_b_crowded": heard_b_crowded,
         "heard_b_everything": heard_b_everything,
+        "heard_a_prompt": heard_a_prompt,
+        "prompt": [m.content.text for m in prompt.messages],
         "long_progress": long.upstream(),
         "long_increasing": long.increasing(),
     }

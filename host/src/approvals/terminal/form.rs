@@ -88,10 +88,7 @@ pub(super) fn prompt_text(name: &str, property: &Value, required: bool) -> Strin
     }
     match property.get("default") {
         Some(default) => {
-            let shown = match default {
-                Value::Array(items) => items.iter().map(plain).collect::<Vec<_>>().join(", "),
-                other => plain(other),
-            };
+            let shown = shown_default(default, field_choices(property).as_deref());
             text.push_str(&format!(" [{}]", neutralize(&shown)));
         }
         None if required => text.push_str(" (required)"),
@@ -99,6 +96,19 @@ pub(super) fn prompt_text(name: &str, property: &Value, required: bool) -> Strin
     }
     text.push_str(": ");
     text
+}
+
+/// A default as the person picks it: a choice as its number and title (`2) Rachel`, never
+/// its bare value, which a title could contradict), several as `1) Guitar; 3) Violin`.
+fn shown_default(default: &Value, choices: Option<&[(Value, String)]>) -> String {
+    let one = |v: &Value| match choices.and_then(|c| c.iter().position(|(value, _)| value == v)) {
+        Some(i) => format!("{}) {}", i + 1, choices.map_or("", |c| c[i].1.as_str())),
+        None => plain(v),
+    };
+    match default {
+        Value::Array(items) => items.iter().map(one).collect::<Vec<_>>().join("; "),
+        other => one(other),
+    }
 }
 
 /// Reads `line` as a value of the field.
@@ -115,15 +125,10 @@ pub(super) fn parse(property: &Value, line: &str, required: bool) -> Field {
         };
     }
     if let Some(choices) = field_choices(property) {
+        // Only numbers: a value typed as a word could be one whose title says otherwise.
         let pick = |word: &str| -> Option<Value> {
-            let word = word.trim();
-            match word.parse::<usize>() {
-                Ok(n) => choices.get(n.wrapping_sub(1)).map(|(v, _)| v.clone()),
-                Err(_) => choices
-                    .iter()
-                    .find(|(v, _)| plain(v) == word)
-                    .map(|(v, _)| v.clone()),
-            }
+            let n = word.trim().parse::<usize>().ok()?;
+            choices.get(n.wrapping_sub(1)).map(|(v, _)| v.clone())
         };
         let range = format!("type a number from 1 to {}", choices.len());
         if property.get("type").and_then(Value::as_str) == Some("array") {
@@ -180,7 +185,7 @@ mod tests {
         let cases = [
             (pets.clone(), "", Some(json!("pet-1"))),
             (pets.clone(), "2", Some(json!("pet-2"))),
-            (pets.clone(), "pet-2", Some(json!("pet-2"))),
+            (pets.clone(), "pet-2", None),
             (pets.clone(), "3", None),
             (fish.clone(), "", Some(json!(["f1"]))),
             (fish.clone(), "2, 1", Some(json!(["f2", "f1"]))),
@@ -206,6 +211,13 @@ mod tests {
                 "{property} {line:?}"
             );
         }
+        // A multi-select default shows its numbered titles, so that `a, b` cannot read as two.
+        let tags =
+            json!({"type": "array", "items": {"enum": ["a, b", "a", "b"]}, "default": ["a, b"]});
+        assert_eq!(
+            prompt_text("tags", &tags, false),
+            "  tags\n      1) a, b\n      2) a\n      3) b\n    numbers separated by commas [1) a, b]: "
+        );
         let name = json!({"type": "string"});
         assert!(matches!(parse(&name, "", true), Field::Invalid(_)));
         assert!(matches!(parse(&name, "", false), Field::Omitted));
@@ -218,7 +230,7 @@ mod tests {
             "enum": ["pet-1", "pet-2"], "enumNames": ["Cats", "Dogs\u{202e}"], "default": "pet-1"});
         assert_eq!(
             prompt_text("petType", &property, false),
-            "  Pet\\u001b[2J — Choose\n      1) Cats\n      2) Dogs\\u202e\n    a number [pet-1]: "
+            "  Pet\\u001b[2J — Choose\n      1) Cats\n      2) Dogs\\u202e\n    a number [1) Cats]: "
         );
         assert_eq!(
             prompt_text("name", &json!({"type": "string"}), true),
