@@ -17,6 +17,7 @@ use tokio::sync::{Notify, watch};
 use codemode_runtime::BoxFuture;
 
 use crate::relay::{CallRelays, LogMessage};
+use crate::sequence::{Sequence, Stamp};
 
 /// Answers the `elicitation/create` requests upstream servers send while one of their tools
 /// runs (form mode: "please confirm", "which account?").
@@ -64,6 +65,13 @@ pub(crate) struct UpstreamClient {
     pub(crate) relays: Arc<CallRelays>,
     /// The pool's counter bumped when a server's resources or prompts change.
     pub(crate) listings_changed: Arc<watch::Sender<u64>>,
+    /// The order the server sent its progress and log messages in.
+    pub(crate) sequence: Arc<Sequence>,
+}
+
+/// A notification's number in its server's order, as the transport stamped it.
+fn stamp_of(context: &NotificationContext<RoleClient>) -> Option<Stamp> {
+    context.extensions.get::<Stamp>().copied()
 }
 
 /// Counts one elicitation in progress while alive.
@@ -133,8 +141,9 @@ impl ClientHandler for UpstreamClient {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
+        let _turn = self.sequence.turn(stamp_of(&context)).await;
         // A report naming no call yet is kept a while for the call about to claim it.
         if let Some((relay, update)) = self.relays.route_progress(params) {
             relay.progress(&self.server, update).await;
@@ -144,8 +153,9 @@ impl ClientHandler for UpstreamClient {
     async fn on_logging_message(
         &self,
         params: LogMessage,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
+        let _turn = self.sequence.turn(stamp_of(&context)).await;
         match self.relays.sole() {
             Some(relay) => relay.log(&self.server, params).await,
             None => tracing::debug!(

@@ -24,6 +24,7 @@ use super::client::{SharedElicitation, UpstreamClient};
 use super::convert;
 use super::relay::{CallRelays, InFlight};
 use super::scope::CallScope;
+use super::sequence::Sequence;
 use super::spec::UpstreamSpec;
 use super::transport::{self, Session};
 
@@ -43,6 +44,8 @@ pub(crate) struct Upstream {
     eliciting: Arc<watch::Sender<usize>>,
     /// The calls in flight, and where the server's notifications about them go.
     relays: Arc<CallRelays>,
+    /// The order the server sent its progress and log messages in.
+    sequence: Arc<Sequence>,
     /// The pool's "combined tool list changed" counter.
     pool_changed: Arc<watch::Sender<u64>>,
     /// The pool's "some server's resources or prompts changed" counter.
@@ -139,6 +142,7 @@ impl Upstream {
             state: RwLock::default(),
             eliciting: Arc::new(watch::Sender::new(0)),
             relays: Arc::default(),
+            sequence: Arc::default(),
             pool_changed,
             listings_changed,
             shutdown,
@@ -239,6 +243,7 @@ impl Upstream {
                 eliciting: self.eliciting.clone(),
                 relays: self.relays.clone(),
                 listings_changed: self.listings_changed.clone(),
+                sequence: self.sequence.clone(),
             };
             let started = tokio::select! {
                 r = tokio::time::timeout(self.spec.startup_timeout, self.open(client)) => r,
@@ -389,7 +394,7 @@ impl Upstream {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let in_flight = self.relays.enter(scope.relay.clone());
         let timeout = self.spec.call_timeout;
-        let call = call_tool((&peer, server), params, &in_flight);
+        let call = call_tool((&peer, server, &self.sequence), params, &in_flight);
         let answer = deadline(call, timeout, &self.eliciting, cx).await;
         match answer {
             None => Err(ToolError::failed(format!(
@@ -432,7 +437,7 @@ impl Upstream {
 /// `tools/call` as rmcp's `call_tool_once` makes it, telling `in_flight` the progress token rmcp
 /// gave the request (so the server's progress on it reaches the call's eval).
 async fn call_tool(
-    (peer, server): (&Peer<RoleClient>, &str),
+    (peer, server, sequence): (&Peer<RoleClient>, &str, &Sequence),
     params: CallToolRequestParams,
     in_flight: &InFlight,
 ) -> Result<CallToolResponse, ServiceError> {
@@ -446,8 +451,11 @@ async fn call_tool(
         }
     }
     let mut abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
+    let id = handle.id.clone();
     let result = handle.await_response().await;
     abandoned.0 = None;
+    // What the server said before its result reaches the eval before the result does.
+    sequence.settle(&id).await;
     match result? {
         ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
         ServerResult::InputRequiredResult(result) => Ok(CallToolResponse::InputRequired(result)),

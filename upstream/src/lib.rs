@@ -52,6 +52,7 @@ mod relay;
 pub mod resources;
 mod schemas;
 mod scope;
+mod sequence;
 mod spec;
 mod transport;
 

@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use super::bounded_http::BoundedHttp;
 use super::child::ChildTransport;
 use super::client::UpstreamClient;
+use super::sequence::Sequenced;
 use super::spec::{INHERITED_ENV, UpstreamTransport, http_headers};
 
 /// A live session with one upstream.
@@ -61,6 +62,7 @@ pub(crate) async fn connect(
                     .map_err(|e| format!("could not start `{command}`: {e}"))?;
             let copier = stderr
                 .map(|stderr| tokio::spawn(copy_stderr(format!("[{}] ", client.server), stderr)));
+            let child = Sequenced::new(child, client.sequence.clone());
             match client.serve(child).await {
                 Ok(session) => Ok((session, pid)),
                 Err(e) => {
@@ -90,6 +92,7 @@ pub(crate) async fn connect(
             crate::crypto::install();
             // rmcp's client, an answer too large to read failing its call, not the session.
             let transport = StreamableHttpClientTransport::with_client(BoundedHttp::new()?, config);
+            let transport = Sequenced::new(transport, client.sequence.clone());
             let session = client.serve(transport).await.map_err(|e| {
                 without_url_secrets(&format!("the MCP handshake with {url} failed: {e}"), url)
             })?;
@@ -235,6 +238,7 @@ mod tls_tests {
             eliciting: Arc::new(tokio::sync::watch::channel(0).0),
             relays: Default::default(),
             listings_changed: Arc::new(tokio::sync::watch::channel(0).0),
+            sequence: Default::default(),
         };
         let transport = UpstreamTransport::Http {
             url: url.clone(),
