@@ -9,6 +9,7 @@
 //! call waits for the ones before its result ([`Sequence::settle`]) — each wait bounded, so a
 //! notification rmcp never hands over delays the next by at most [`WAIT_AT_MOST`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Mutex;
@@ -135,6 +136,11 @@ impl<T> Sequenced<T> {
 
 impl<T: Transport<RoleClient>> Transport<RoleClient> for Sequenced<T> {
     type Error = T::Error;
+
+    /// The wrapped transport's: rmcp puts it in its error messages.
+    fn name() -> Cow<'static, str> {
+        T::name()
+    }
 
     fn send(
         &mut self,
