@@ -15,6 +15,12 @@ fn config(scratch: &crate::harness::Scratch) -> Value {
         "resources": {"deny": ["everything__demo://resource/static/document/extension.md"]},
         "prompts": {"deny": ["everything__simple-*"]},
     });
+    // Red-team finding: masking what a read must carry was codemode's own internal error,
+    // audited as ok.
+    config["outputs"] = json!([{
+        "tools": ["everything__demo://resource/static/document/startup.md"],
+        "mask": ["/contents"],
+    }]);
     config
 }
 
@@ -39,6 +45,7 @@ fn resources(name: &str, mode: Mode) {
                 "hidden_prompt": "no prompt `everything__simple-prompt`",
                 "unmapped": "`demo://resource/static/document/architecture.md` is not a resource of codemode: its resources are `codemode://<server>/<the upstream's URI>` (see resources/list)",
                 "other_server": "resources/read: there is no upstream server `nosuch`",
+                "masked_away": "the `outputs` rules for `everything__demo://resource/static/document/startup.md` remove what a resource read must carry (/contents)",
                 "unknown_complete": {"completion": {"values": []}},
             },
             "script_hidden": ["ToolCallDeniedError",
@@ -104,6 +111,13 @@ fn resources(name: &str, mode: Mode) {
                 "nosuch__demo://resource/static/document/architecture.md",
                 "allowed",
                 "error",
+                "docs"
+            ]),
+            json!([
+                "resources/read",
+                "everything__demo://resource/static/document/startup.md",
+                "denied",
+                "denied",
                 "docs"
             ]),
         ],

@@ -21,6 +21,8 @@ warnings.simplefilter("ignore")
 
 DOC = "demo://resource/static/document/architecture.md"
 HIDDEN = "demo://resource/static/document/extension.md"
+# An `outputs` rule masks its whole `/contents`: the read cannot be answered in part.
+MASKED = "demo://resource/static/document/startup.md"
 TEXT = "demo://resource/dynamic/text/1"
 ARGS = {"city": "Paris", "state": "IDF"}
 
@@ -99,6 +101,7 @@ async def main() -> dict:
             "hidden_prompt": await error_of(c.get_prompt("everything__simple-prompt")),
             "unmapped": await error_of(c.read_resource(DOC)),
             "other_server": await error_of(c.read_resource(f"codemode://nosuch/{DOC}")),
+            "masked_away": await error_of(c.read_resource(f"codemode://everything/{MASKED}")),
             "unknown_complete": dump(
                 await c.complete(ResourceTemplateReference(uri="demo://x/{y}"), {"name": "y", "value": ""})
             ),
