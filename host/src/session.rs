@@ -493,23 +493,7 @@ mod tests {
         }
     }
 
-    /// Decisions given while the eval was parked, by approval id.
-    #[derive(Default)]
-    struct Given(std::sync::Mutex<Vec<(String, crate::approvals::Decided)>>);
-
-    impl crate::approvals::Decisions for Given {
-        fn take(
-            &self,
-            id: &str,
-        ) -> codemode_runtime::BoxFuture<'_, Option<crate::approvals::Decided>> {
-            let mut given = self.0.lock().unwrap();
-            let found = given
-                .iter()
-                .position(|(i, _)| i == id)
-                .map(|i| given.remove(i).1);
-            Box::pin(async move { found })
-        }
-    }
+    use crate::approvals::given::Given;
 
     /// Issue 18: an eval waiting for an approval parks (its slot freed, no audit record yet),
     /// goes to bytes and back, and resumes — in a governed eval built afresh, as on another

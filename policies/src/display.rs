@@ -272,7 +272,7 @@ fn collect_paths<'a>(value: &'a Value, at: &mut String, found: &mut Vec<(String,
 }
 
 /// `text` neutralised and, past `limit` characters, elided in the middle.
-fn bounded(text: &str, limit: usize) -> String {
+pub fn bounded(text: &str, limit: usize) -> String {
     let text = neutralize(text);
     let count = text.chars().count();
     if count <= limit {

@@ -196,8 +196,8 @@ pub use codemode_config::{
 };
 pub use decision::ApprovalDecision;
 pub use display::{
-    ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, invisible_ranges, is_blank, is_invisible,
-    neutralize, summarize_args,
+    ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, bounded, invisible_ranges, is_blank,
+    is_invisible, neutralize, summarize_args,
 };
 pub use enforce::{Alternative, PolicyToolHost, PolicyToolHostBuilder};
 pub use outputs::{

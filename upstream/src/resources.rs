@@ -99,8 +99,9 @@ fn map_prompt(server: &str, mut p: Prompt) -> Prompt {
     p
 }
 
-/// The contents of a read, their URIs mapped (text and blobs unchanged).
-fn map_contents(server: &str, mut result: ReadResourceResult) -> ReadResourceResult {
+/// The contents of a read, their URIs mapped (text and blobs unchanged), for codemode's own
+/// clients.
+pub fn map_contents(server: &str, mut result: ReadResourceResult) -> ReadResourceResult {
     for contents in &mut result.contents {
         match contents {
             ResourceContents::TextResourceContents { uri, .. }
@@ -266,7 +267,8 @@ impl UpstreamPool {
     }
 
     /// Reads `uri` (the upstream's own URI) from `server`, what the server says meanwhile
-    /// going to `relay`; the contents' URIs come back mapped.
+    /// going to `relay`; the contents come back as the server sent them ([`map_contents`]
+    /// maps their URIs for codemode's own clients).
     ///
     /// # Errors
     /// [`UpstreamRequestError`] naming the server.
@@ -282,7 +284,7 @@ impl UpstreamPool {
             p.read_resource(params).await
         })
         .await?;
-        let mut result = map_contents(server, result);
+        let mut result = result;
         // Forwarded as complete results: an older upstream's answer has no `resultType`, which
         // 2026-07-28 clients require (rmcp clears it again for older ones).
         result.result_type = Some(ResultType::COMPLETE);

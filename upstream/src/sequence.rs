@@ -92,21 +92,28 @@ impl Sequence {
                 numbers.received += 1;
                 extensions.insert(Stamp(numbers.received));
             }
-            JsonRpcMessage::Response(r) => {
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {
+                // Only a response that notifications still being handed on came before needs
+                // waiting for; most find none, and leave no record.
                 let received = numbers.received;
-                numbers.before.insert(r.id.clone(), received);
-            }
-            JsonRpcMessage::Error(e) => {
-                if let Some(id) = e.id.clone() {
-                    let received = numbers.received;
+                if received <= *self.delivered.borrow() {
+                    return;
+                }
+                let id = match message {
+                    JsonRpcMessage::Response(r) => Some(r.id.clone()),
+                    JsonRpcMessage::Error(e) => e.id.clone(),
+                    _ => None,
+                };
+                if let Some(id) = id {
+                    // Records of responses nobody claims (other requests than tool calls)
+                    // must not pile up.
+                    if numbers.before.len() >= 4096 {
+                        numbers.before.clear();
+                    }
                     numbers.before.insert(id, received);
                 }
             }
             JsonRpcMessage::Request(_) => {}
-        }
-        // Responses nobody claims (requests other than tool calls) must not pile up.
-        if numbers.before.len() > 4096 {
-            numbers.before.clear();
         }
     }
 }

@@ -18,6 +18,8 @@
 pub mod broker;
 pub mod channels;
 pub mod elicitation;
+#[cfg(test)]
+pub(crate) mod given;
 pub mod http;
 pub mod open;
 pub mod parked_feed;

@@ -2,6 +2,7 @@
 //! resumed in a new governed eval (as on another node) no longer holds that image; its result
 //! naming it gets the note, while an image received after the resume is attached.
 
+use crate::approvals::given::Given;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use codemode_upstream::{UpstreamPool, UpstreamSpec};
 use serde_json::json;
 
 use super::*;
-use crate::approvals::{Ask, Asker, Decided, Decisions, OpenAsks, Reply};
+use crate::approvals::{Ask, Asker, Decided, OpenAsks, Reply};
 use crate::server::result::{UNKNOWN_MEDIA, eval_result};
 use crate::session::{GovernedEval, GovernedStep};
 
@@ -28,21 +29,6 @@ impl Asker for Undecided {
     }
     fn ask(&self, _ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(std::future::pending())
-    }
-}
-
-/// The approval given while the eval was parked.
-#[derive(Default)]
-struct Given(std::sync::Mutex<Vec<(String, Decided)>>);
-
-impl Decisions for Given {
-    fn take(&self, id: &str) -> BoxFuture<'_, Option<Decided>> {
-        let mut given = self.0.lock().unwrap();
-        let found = given
-            .iter()
-            .position(|(i, _)| i == id)
-            .map(|i| given.remove(i).1);
-        Box::pin(async move { found })
     }
 }
 

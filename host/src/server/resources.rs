@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use codemode_policies::{
-    AccessAuditRecord, Caller, Decision, Profile, canonical_json, neutralize, sha256_hex,
+    AccessAuditRecord, Caller, Decision, Profile, bounded, canonical_json, neutralize, sha256_hex,
 };
 use codemode_runtime::CallStatus;
-use codemode_upstream::resources::{UpstreamRequestError, policy_name, unmap_uri};
+use codemode_upstream::resources::{UpstreamRequestError, map_contents, policy_name, unmap_uri};
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult,
@@ -24,6 +24,9 @@ use serde_json::Value;
 use super::eval_tools::{EVAL_TOOL, missing_permissions};
 use super::handler::CodemodeServer;
 use crate::approvals::{Asker, NoAsker};
+
+/// The longest a client-chosen URI or name is shown in a message or the audit log.
+const SHOWN_CHARS: usize = 300;
 
 /// What governs one request: the caller, and the profile when the caller may use `eval`.
 struct Governed {
@@ -127,7 +130,7 @@ impl CodemodeServer {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<ReadResourceResult, McpError> {
         let governed = self.governed(ctx);
-        let shown = shown_uri(uri);
+        let shown = bounded(uri, SHOWN_CHARS);
         let Some((server, original)) = unmap_uri(uri) else {
             let mut record = AccessAuditRecord::now("", "resources/read", &shown);
             record.decision = Decision::Denied;
@@ -155,7 +158,7 @@ impl CodemodeServer {
             .read_resource(server, original, None)
             .await;
         let result = match read {
-            Ok(result) => result,
+            Ok(result) => map_contents(server, result),
             Err(e) => {
                 record.status = CallStatus::Error;
                 record.reason = Some(e.to_string());
@@ -203,8 +206,9 @@ impl CodemodeServer {
         let governed = self.governed(ctx);
         let name = params.name.clone();
         let mut record = AccessAuditRecord::now("", "prompts/get", &name);
-        let unknown =
-            || McpError::invalid_params(format!("no prompt `{}`", shown_uri(&name)), None);
+        let unknown = || {
+            McpError::invalid_params(format!("no prompt `{}`", bounded(&name, SHOWN_CHARS)), None)
+        };
         let Some((server, prompt)) = name.split_once("__") else {
             record.decision = Decision::Denied;
             record.status = CallStatus::Denied;
@@ -287,17 +291,6 @@ impl CodemodeServer {
             }
         }
     }
-}
-
-/// A client-chosen URI or name for messages and the audit log: neutralised, and cut at 300
-/// characters.
-fn shown_uri(text: &str) -> String {
-    let cut: String = text.chars().take(300).collect();
-    let mut shown = neutralize(&cut);
-    if text.chars().count() > 300 {
-        shown.push('…');
-    }
-    shown
 }
 
 /// While a client's own request is at `server`, that server's elicitations cannot be told

@@ -1,7 +1,8 @@
 //! A `hitl_request` question parks like an approval: saved with its eval, resumed under the
 //! same id with what is left of its time, the answer given meanwhile taken, audited once.
 
-use std::sync::{Arc, Mutex};
+use crate::approvals::given::Given;
+use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_policies::{AuditRecord, MemoryAuditSink, ParkedAsk};
@@ -27,10 +28,6 @@ impl Asker for Undecided {
     }
 }
 
-/// Answers given while the eval was parked, by ask id.
-#[derive(Default)]
-struct Given(Mutex<Vec<(String, Decided)>>);
-
 impl Given {
     fn answer(&self, id: &str, option: Option<&str>) {
         self.0.lock().unwrap().push((
@@ -41,17 +38,6 @@ impl Given {
                 decided_by: Some("alice".into()),
             },
         ));
-    }
-}
-
-impl Decisions for Given {
-    fn take(&self, id: &str) -> codemode_runtime::BoxFuture<'_, Option<Decided>> {
-        let mut given = self.0.lock().unwrap();
-        let found = given
-            .iter()
-            .position(|(i, _)| i == id)
-            .map(|i| given.remove(i).1);
-        Box::pin(async move { found })
     }
 }
 

@@ -77,18 +77,8 @@ pub(super) async fn run(
                 ToolError::failed(m)
             }
         })?;
-    // Only the contents (not the protocol's result type or cache hints), with the upstream's
-    // own URIs (the ones the script asked with).
-    let mut contents = serde_json::to_value(result.contents).unwrap_or(Value::Null);
-    if let Some(entries) = contents.as_array_mut() {
-        for entry in entries {
-            if let Some(Value::String(mapped)) = entry.get("uri")
-                && let Some((_, original)) = unmap_uri(mapped)
-            {
-                let original = original.to_string();
-                entry["uri"] = Value::String(original);
-            }
-        }
-    }
+    // Only the contents, with the server's own URIs (not the protocol's result type or cache
+    // hints).
+    let contents = serde_json::to_value(result.contents).unwrap_or(Value::Null);
     Ok(json!({ "contents": contents }))
 }

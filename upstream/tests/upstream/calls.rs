@@ -159,31 +159,11 @@ async fn calls_time_out() {
 #[tokio::test(flavor = "multi_thread")]
 async fn streamable_http_upstream() {
     peers::ensure_installed();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let (program, _) = peers::everything_server_cmd();
-    let _server = tokio::process::Command::new(program)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(15),
-            "the HTTP server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut command = tokio::process::Command::new(program);
+    command.arg("streamableHttp").env("PORT", port.to_string());
+    let _server = serving(command, port).await;
     let spec = UpstreamSpec::with_transport(codemode_upstream::UpstreamTransport::Http {
         url: format!("http://127.0.0.1:{port}/mcp"),
         headers: [("X-Codemode-Test".to_string(), "1".to_string())].into(),
@@ -220,30 +200,10 @@ async fn streamable_http_upstream() {
 async fn an_answer_too_large_to_read_fails_its_call_not_the_connection() {
     peers::ensure_installed();
     let server = peers::repo_root().join("tests/mcp/media_server.py");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let _http = tokio::process::Command::new(peers::python())
-        .arg(&server)
-        .args(["--http", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(15),
-            "the HTTP server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let port = free_port();
+    let mut command = tokio::process::Command::new(peers::python());
+    command.arg(&server).args(["--http", &port.to_string()]);
+    let _http = serving(command, port).await;
     let pool = pool(vec![
         (
             "http",
@@ -289,4 +249,36 @@ async fn an_answer_too_large_to_read_fails_its_call_not_the_connection() {
     for s in pool.status() {
         assert!(s.connected, "{s:?}");
     }
+}
+
+/// A loopback port nobody listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `command`, an MCP server over HTTP on `port` (killed when the child is dropped), and
+/// waits until it accepts connections.
+async fn serving(mut command: tokio::process::Command, port: u16) -> tokio::process::Child {
+    let child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "the HTTP server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    child
 }
