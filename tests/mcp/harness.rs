@@ -38,7 +38,8 @@ pub enum Mode {
 }
 
 impl Mode {
-    fn as_str(self) -> &'static str {
+    /// The mode's name, as the Python clients read it from `CODEMODE_MODE`.
+    pub fn as_str(self) -> &'static str {
         match self {
             Mode::Auto => "auto",
             Mode::Legacy => "legacy",
@@ -61,7 +62,8 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    fn new(name: &str) -> Self {
+    /// A fresh scratch directory for the test `name`.
+    pub fn new(name: &str) -> Self {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join("mcp")
             .join(name);
@@ -261,7 +263,7 @@ fn clients_dir() -> PathBuf {
 }
 
 /// Runs `cmd` with piped output; kills it after `deadline`. `None` status = killed.
-fn run_with_deadline(
+pub fn run_with_deadline(
     cmd: &mut Command,
     deadline: Duration,
 ) -> (Option<ExitStatus>, String, String) {

