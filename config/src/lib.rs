@@ -101,7 +101,8 @@ pub use server::{
 pub use settings::{Document, PolicySections, Settings};
 pub use units::{ParseUnitError, parse_duration, parse_size};
 pub use upstream::{
-    DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, ServerConfig, ServerTransport,
+    DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, OAuthGrant, ServerConfig,
+    ServerTransport, SigningAlgorithm, UpstreamOAuth, loopback_port,
 };
 
 /// The tests' name for the settings (`Config` in `codemode_policies`), so that the section

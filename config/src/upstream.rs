@@ -2,7 +2,8 @@
 //! that an entry copied from Claude Desktop, Claude Code's `.mcp.json`, VS Code's `mcp.json` or
 //! Cursor's `mcp.json` works as it is:
 //!
-//! * `command`/`args`/`env`/`cwd` (stdio) or `url`/`headers` (streamable HTTP);
+//! * `command`/`args`/`env`/`cwd` (stdio) or `url`/`headers` (streamable HTTP), with codemode's
+//!   own `oauth` for servers that use the MCP authorization spec ([`UpstreamOAuth`]);
 //! * `type`: `stdio`, `http` or `streamable-http` (checked against the keys given); `sse`, the
 //!   old HTTP+SSE transport, is an error: codemode's MCP client (rmcp) has none for it;
 //! * `disabled: true`: the entry is skipped without being checked further;
@@ -23,6 +24,11 @@ use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader};
 use crate::schema::servers;
 use crate::values::positive_seconds;
+
+mod oauth;
+
+use oauth::read_oauth;
+pub use oauth::{OAuthGrant, SigningAlgorithm, UpstreamOAuth, loopback_port};
 
 /// One upstream MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +69,9 @@ pub enum ServerTransport {
         url: String,
         /// Extra request headers (`headers`), e.g. `Authorization`. Default: none.
         headers: BTreeMap<String, String>,
+        /// How to log in to it with OAuth (`oauth`). Default: none given, yet a `401` with a
+        /// `resource_metadata` challenge still turns discovery and registration on.
+        oauth: Option<UpstreamOAuth>,
     },
 }
 
@@ -269,7 +278,7 @@ fn read_stdio(
     reject_keys(
         r,
         map,
-        &["headers"],
+        &["headers", "oauth"],
         path,
         "applies to HTTP servers (with `url`) only",
     );
@@ -340,9 +349,25 @@ fn read_http(
         Some(v) => substituted_map(r, v, &path.key("headers")),
         None => Some(BTreeMap::new()),
     };
+    let oauth = match map.get("oauth") {
+        Some(v) => read_oauth(r, v, &path.key("oauth")).map(Some),
+        None => Some(None),
+    };
+    if let (Some(headers), Some(Some(_))) = (&headers, &oauth)
+        && headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"))
+    {
+        r.error(
+            &path.key("oauth"),
+            ConfigErrorKind::ConflictingKeys,
+            "`oauth` gets the access token itself: remove the `Authorization` header",
+        );
+    }
     Some(ServerTransport::Http {
         url: url?,
         headers: headers?,
+        oauth: oauth?,
     })
 }
 

@@ -246,7 +246,9 @@ pub async fn check(args: CheckArgs) -> ExitCode {
 /// The names a script can call under `config`: the built-ins and every upstream tool. The
 /// upstreams are started to list their tools, then stopped.
 async fn tool_names(config: &Config) -> Result<Vec<String>, String> {
-    let pool = UpstreamPool::connect(upstream_specs(config))
+    let pool = UpstreamPool::new();
+    pool.set_logins(super::common::saved_logins(config).await);
+    pool.set_upstreams(upstream_specs(config))
         .await
         .map_err(|e| e.to_string())?;
     let names = codemode_host::catalog(&pool)

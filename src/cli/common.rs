@@ -65,6 +65,32 @@ pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, ExitCode> {
     })
 }
 
+/// The upstreams' OAuth logins `codemode auth login` saved in the durable store, or this
+/// process's memory (with a warning) when the store does not open.
+pub(crate) async fn saved_logins(config: &Config) -> codemode_upstream::oauth::Logins {
+    use codemode_upstream::oauth::Logins;
+    match codemode_store::Store::open(&config.durable).await {
+        Ok(store) => Logins::sealed(store),
+        Err(e) => {
+            tracing::warn!(error = %e, "the durable store did not open; OAuth logins to upstreams last for this process only");
+            Logins::memory()
+        }
+    }
+}
+
+/// Prints the authorization URL of a login for the person at the terminal to open.
+pub(crate) fn print_login_url() -> codemode_upstream::oauth::Browser {
+    use codemode_upstream::oauth::{Browser, LOGIN_WAIT};
+    Browser::Show(std::sync::Arc::new(|server: &str, url: &str| {
+        eprintln!(
+            "codemode: to log in to `{}`, open this URL in a browser (waiting up to {} minutes):\n  {}",
+            codemode_policies::neutralize(server),
+            LOGIN_WAIT.as_secs() / 60,
+            codemode_policies::neutralize(url)
+        );
+    }))
+}
+
 /// Reads a script from a file or, for `-`, standard input: `(display name, code)`.
 pub(crate) fn read_script(file: &PathBuf) -> Result<(String, String), String> {
     if file.as_os_str() == "-" {

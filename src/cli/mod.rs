@@ -7,6 +7,7 @@
 
 mod approve;
 mod audit;
+mod auth;
 mod bench;
 mod check;
 mod common;
@@ -55,6 +56,9 @@ enum Command {
     /// The audit log: verify its hash chains, query its records.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// OAuth logins to the config's HTTP upstreams: `login <server>`, `status`, `logout <server>`.
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
 }
 
 /// Parses the process arguments and runs the command.
@@ -93,6 +97,7 @@ pub fn main() -> ExitCode {
             Command::Bench(args) => bench::bench(args),
             Command::Approve(args) => approve::approve(args).await,
             Command::Audit(command) => audit::audit(command),
+            Command::Auth(command) => auth::auth(command).await,
         }
     });
     // Every command has finished its work (serve flushed its audit). What may remain is a

@@ -1,7 +1,7 @@
 //! `codemode run`.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,11 +11,12 @@ use clap::Args;
 use codemode_policies::{AuditWriter, Config, neutralize};
 use codemode_runtime::{CancellationToken, EvalOptions, EvalOutcome, Runtime, RuntimeConfig};
 
-use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
+use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script, saved_logins};
 use codemode_host::TerminalAsker;
 use codemode_host::{AuditTarget, GovernedEval};
 use codemode_policies::Caller;
 use codemode_policies::{Asker, NoAsker};
+use codemode_upstream::oauth::{Browser, Logins};
 use codemode_upstream::{UpstreamPool, upstream_specs};
 
 #[derive(Debug, Args)]
@@ -61,6 +62,14 @@ pub struct RunArgs {
     /// the profile's `elicitationFallback` decides.
     #[arg(long, value_name = "NAME")]
     profile: Option<String>,
+
+    /// When an HTTP upstream asks for an OAuth login (or for more scopes), log in at once by
+    /// opening the authorization URL with this command (split into words as a shell would, no
+    /// shell run; the URL appended as its last argument). Without it the URL is printed when
+    /// stderr is a terminal; otherwise calls to that upstream fail with the
+    /// `codemode auth login` hint.
+    #[arg(long, value_name = "CMD")]
+    browser: Option<String>,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -161,13 +170,15 @@ pub async fn run(args: RunArgs) -> ExitCode {
         } else {
             Arc::new(NoAsker)
         };
-        let pool = match UpstreamPool::connect(upstream_specs(config)).await {
-            Ok(pool) => pool,
-            Err(e) => {
-                eprintln!("codemode: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        };
+        let pool = UpstreamPool::new();
+        match logins(config, args.browser.as_deref()).await {
+            Ok(logins) => pool.set_logins(logins),
+            Err(code) => return code,
+        }
+        if let Err(e) = pool.set_upstreams(upstream_specs(config)).await {
+            eprintln!("codemode: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
         pool.set_commands(codemode_upstream::CommandTools::from_config(config));
         // An upstream's own form goes to the terminal when there is one, else it is declined
         // with a log line.
@@ -188,6 +199,27 @@ pub async fn run(args: RunArgs) -> ExitCode {
         pool.shutdown().await;
     }
     report(&display_name, &outcome, args.json)
+}
+
+/// The upstreams' OAuth logins: those `codemode auth login` saved in the durable store (this
+/// process's memory when the store does not open), made here when an upstream asks for one and
+/// someone can answer: through `--browser`, or the URL printed on a terminal.
+async fn logins(config: &Config, browser: Option<&str>) -> Result<Logins, ExitCode> {
+    let logins = saved_logins(config).await;
+    let browser = match browser.map(Browser::command) {
+        Some(Ok(browser)) => Some(browser),
+        Some(Err(e)) => {
+            eprintln!("codemode: {e}");
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+        None => std::io::stderr()
+            .is_terminal()
+            .then_some(super::common::print_login_url()),
+    };
+    Ok(match browser {
+        Some(browser) => logins.interactive(browser),
+        None => logins,
+    })
 }
 
 /// The audit log `config` names, opened for appending (`None`: no audit log).

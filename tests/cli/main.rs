@@ -6,6 +6,7 @@ mod clients;
 mod codeforms;
 mod commands;
 mod examples;
+mod oauth;
 mod packaging;
 mod schemas;
 mod upstream_forms;

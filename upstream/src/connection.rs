@@ -22,18 +22,24 @@ use codemode_runtime::{CallContext, ToolError};
 use super::bounded;
 use super::client::{SharedElicitation, UpstreamClient};
 use super::convert;
+use super::oauth::{Logins, login_hint};
 use super::relay::{CallRelays, InFlight};
 use super::scope::CallScope;
 use super::sequence::Sequence;
 use super::spec::UpstreamSpec;
-use super::transport::{self, Session};
+use super::transport::{self, Refused, Session};
 
 /// First wait before a restart; doubles per failure up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 /// Longest wait between restarts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long stopping waits for an HTTP session to close (its `DELETE`).
+const HTTP_CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// A connection that lived this long resets the backoff.
 const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+/// How often an upstream that needs a login looks for one made elsewhere (another process, or
+/// another node of the cluster).
+const LOGIN_POLL: Duration = Duration::from_secs(2);
 
 /// One named upstream: its spec, its live state, and the token that stops its supervisor.
 pub(crate) struct Upstream {
@@ -53,6 +59,10 @@ pub(crate) struct Upstream {
     shutdown: CancellationToken,
     /// Becomes true when the first connection attempt has finished, either way.
     attempted: watch::Sender<bool>,
+    /// Where its OAuth login is kept.
+    logins: Logins,
+    /// Becomes true when the supervisor has finished (the session closed, or given up on).
+    finished: watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -65,6 +75,8 @@ struct State {
     pid: Option<u32>,
     /// Sessions established so far; also identifies the current one.
     connects: u64,
+    /// Whether it refused us for want of a login, which nobody has made yet.
+    needs_login: bool,
 }
 
 /// A snapshot of one upstream, from [`UpstreamPool::status`](super::UpstreamPool::status).
@@ -86,6 +98,9 @@ pub struct UpstreamStatus {
     pub starting: bool,
     /// How many sessions have been established so far (2 after one restart).
     pub connects: u64,
+    /// Whether it waits for someone to log in (`codemode auth login <name>`): it answered
+    /// `401` and there is no login to send.
+    pub needs_login: bool,
 }
 
 /// Longest error shown in [`UpstreamStatus::summary`].
@@ -103,6 +118,8 @@ impl UpstreamStatus {
         );
         let state = if self.connected {
             tools
+        } else if self.needs_login {
+            login_hint(&self.name)
         } else if self.starting {
             "starting".to_string()
         } else {
@@ -132,7 +149,7 @@ impl Upstream {
     pub(crate) fn start(
         name: &str,
         spec: UpstreamSpec,
-        elicitation: SharedElicitation,
+        (elicitation, logins): (SharedElicitation, Logins),
         (pool_changed, listings_changed): (Arc<watch::Sender<u64>>, Arc<watch::Sender<u64>>),
         shutdown: CancellationToken,
     ) -> Arc<Self> {
@@ -147,6 +164,8 @@ impl Upstream {
             listings_changed,
             shutdown,
             attempted: watch::Sender::new(false),
+            logins,
+            finished: watch::Sender::new(false),
         });
         tokio::spawn(up.clone().supervise(elicitation));
         up
@@ -215,6 +234,7 @@ impl Upstream {
             pid: s.pid,
             connects: s.connects,
             starting: self.is_starting(),
+            needs_login: s.needs_login,
         }
     }
 
@@ -256,6 +276,7 @@ impl Upstream {
                         s.peer = Some(session.peer().clone());
                         s.pid = pid;
                         s.last_error = None;
+                        s.needs_login = false;
                         s.connects += 1;
                     });
                     self.set_tools(tools);
@@ -270,7 +291,21 @@ impl Upstream {
                     }
                     ended
                 }
-                Ok(Err(e)) => e,
+                Ok(Err(Refused::NeedsLogin)) => {
+                    tracing::warn!(server = %self.name, "upstream MCP server {}", login_hint(&self.name));
+                    self.update(|s| {
+                        s.needs_login = true;
+                        s.last_error = Some(login_hint(&self.name));
+                    });
+                    self.attempt_done();
+                    self.pool_changed.send_modify(|g| *g += 1);
+                    if !self.wait_for_login().await {
+                        break;
+                    }
+                    backoff = MIN_BACKOFF;
+                    continue;
+                }
+                Ok(Err(Refused::Failed(e))) => e,
                 Err(_) => format!("it did not start within {:?}", self.spec.startup_timeout),
             };
             if self.shutdown.is_cancelled() {
@@ -291,32 +326,71 @@ impl Upstream {
             s.pid = None;
         });
         self.attempted.send_replace(true);
+        self.finished.send_replace(true);
+    }
+
+    /// Waits until the supervisor has finished, after [`stop`](Self::stop).
+    pub(crate) async fn finished(&self) {
+        let _ = self.finished.subscribe().wait_for(|done| *done).await;
     }
 
     /// Connects and lists the tools.
     async fn open(
         &self,
         client: UpstreamClient,
-    ) -> Result<(Session, Vec<Tool>, Option<u32>), String> {
-        let (session, pid) = transport::connect(&self.spec.transport, client).await?;
+    ) -> Result<(Session, Vec<Tool>, Option<u32>), Refused> {
+        let (session, pid) = transport::connect(&self.spec.transport, client, &self.logins).await?;
         let tools = session
             .peer()
             .list_all_tools()
             .await
-            .map_err(|e| format!("listing its tools failed: {e}"))?;
+            .map_err(|e| Refused::Failed(format!("listing its tools failed: {e}")))?;
         Ok((session, tools, pid))
+    }
+
+    /// Waits until a login for this upstream exists (made here, or found in the store: another
+    /// process or node made it); false when the upstream was stopped first.
+    async fn wait_for_login(&self) -> bool {
+        let codemode_policies::ServerTransport::Http { url, .. } = &self.spec.transport else {
+            return true;
+        };
+        let mut changes = self.logins.changes();
+        loop {
+            tokio::select! {
+                _ = self.shutdown.cancelled() => return false,
+                _ = changes.changed() => {}
+                _ = tokio::time::sleep(LOGIN_POLL) => {}
+            }
+            if self.logins.has_tokens(&self.name, url).await {
+                return true;
+            }
+        }
     }
 
     /// Serves one session until it ends (returns why) or the upstream is stopped. Dropping
     /// the session on stop closes it in the background (stdin closed, then the child killed).
     async fn run(&self, session: Session, tools_changed: &Notify) -> String {
         let peer = session.peer().clone();
+        let closer = session.cancellation_token();
         let ended = session.waiting();
         tokio::pin!(ended);
+        // An HTTP session is closed before the upstream counts as stopped: its `DELETE` needs
+        // the login, which a process on its way out can no longer read.
+        let http = matches!(
+            self.spec.transport,
+            codemode_policies::ServerTransport::Http { .. }
+        );
+        let stopped = async move |ended| {
+            if http {
+                closer.cancel();
+                let _ = tokio::time::timeout(HTTP_CLOSE_GRACE, ended).await;
+            }
+            "stopped".to_string()
+        };
         loop {
             tokio::select! {
                 quit = &mut ended => return ended_because(quit),
-                _ = self.shutdown.cancelled() => return "stopped".into(),
+                _ = self.shutdown.cancelled() => return stopped(ended).await,
                 _ = tools_changed.notified() => {
                     let listed = tokio::select! {
                         r = tokio::time::timeout(self.spec.call_timeout, peer.list_all_tools()) => r,
@@ -356,6 +430,13 @@ impl Upstream {
         };
         self.mark_closed(session);
         let s = self.state();
+        if s.needs_login {
+            return Err(ToolError::failed(format!(
+                "upstream server `{}` {}",
+                self.name,
+                login_hint(&self.name)
+            )));
+        }
         let why = s.last_error.as_deref().unwrap_or("still starting");
         let what = if self.shutdown.is_cancelled() {
             "stopped"
@@ -537,6 +618,7 @@ mod tests {
             pid: None,
             connects: 0,
             starting,
+            needs_login: false,
         }
     }
 

@@ -47,6 +47,7 @@ mod connection;
 mod convert;
 pub mod crypto;
 pub mod media;
+pub mod oauth;
 mod pool;
 mod relay;
 pub mod resources;

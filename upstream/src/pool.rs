@@ -13,10 +13,14 @@ use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 
 use super::client::{DeclineElicitation, SharedElicitation, UpstreamElicitation};
 use super::connection::{Upstream, UpstreamStatus};
+use super::oauth::Logins;
 use super::scope::CallScope;
 use crate::CommandTools;
 
 use super::spec::{UpstreamError, UpstreamSpec, split_qualified, validate_server_name};
+
+/// How long [`UpstreamPool::shutdown`] waits for the upstreams' sessions to close.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Connections to a set of named upstream MCP servers, seen by scripts as one [`ToolHost`]
 /// whose tools are named `<server>__<tool>`.
@@ -39,6 +43,8 @@ struct Inner {
     /// of "what scripts can call" that every entry point already holds.
     commands: RwLock<CommandTools>,
     elicitation: SharedElicitation,
+    /// Where the upstreams' OAuth logins are kept.
+    logins: RwLock<Logins>,
     changed: Arc<watch::Sender<u64>>,
     /// Bumped when an upstream says its resources or prompts changed.
     listings: Arc<watch::Sender<u64>>,
@@ -80,6 +86,7 @@ impl UpstreamPool {
                 servers: RwLock::default(),
                 commands: RwLock::default(),
                 elicitation: Arc::new(RwLock::new(handler)),
+                logins: RwLock::new(Logins::memory()),
                 changed: Arc::new(watch::Sender::new(0)),
                 listings: Arc::new(watch::Sender::new(0)),
                 shutdown: CancellationToken::new(),
@@ -98,6 +105,21 @@ impl UpstreamPool {
         let pool = Self::new();
         pool.set_upstreams(upstreams).await?;
         Ok(pool)
+    }
+
+    /// Keeps the upstreams' OAuth logins in `logins` (default: this process's memory). Applies
+    /// to upstreams started from now on: call it before [`set_upstreams`](Self::set_upstreams).
+    pub fn set_logins(&self, logins: Logins) {
+        *self.inner.logins.write().unwrap_or_else(|e| e.into_inner()) = logins;
+    }
+
+    /// Where the upstreams' OAuth logins are kept.
+    pub fn logins(&self) -> Logins {
+        self.inner
+            .logins
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Routes the `elicitation/create` requests of every upstream (current and future) to
@@ -189,7 +211,7 @@ impl UpstreamPool {
                 let up = Upstream::start(
                     &name,
                     spec,
-                    self.inner.elicitation.clone(),
+                    (self.inner.elicitation.clone(), self.logins()),
                     (self.inner.changed.clone(), self.inner.listings.clone()),
                     self.inner.shutdown.child_token(),
                 );
@@ -228,10 +250,22 @@ impl UpstreamPool {
             .clone()
     }
 
-    /// Disconnects every upstream (same as `set_upstreams` with an empty map).
+    /// Disconnects every upstream (`set_upstreams` with an empty map), and waits (up to 3 s)
+    /// for their sessions to close.
     pub async fn shutdown(&self) {
+        let running: Vec<Arc<Upstream>> = self
+            .inner
+            .servers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
         // An empty map is always valid.
         let _ = self.set_upstreams(HashMap::new()).await;
+        // HTTP sessions close within their grace; a stdio child is killed in the background.
+        let finished = futures::future::join_all(running.iter().map(|up| up.finished()));
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, finished).await;
     }
 
     /// Every tool of every upstream as `(qualified name, tool)`, ordered by server name then

@@ -68,6 +68,7 @@ impl UpstreamSpec {
         Self::with_transport(UpstreamTransport::Http {
             url: url.into(),
             headers: BTreeMap::new(),
+            oauth: None,
         })
     }
 
@@ -113,7 +114,7 @@ impl UpstreamSpec {
                     return Err(bad(format!("invalid environment variable name {k:?}")));
                 }
             }
-            UpstreamTransport::Http { url, headers } => {
+            UpstreamTransport::Http { url, headers, .. } => {
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(bad(format!(
                         "the url {url:?} must start with http:// or https://"
@@ -266,12 +267,14 @@ mod tests {
         let ok = UpstreamSpec::with_transport(UpstreamTransport::Http {
             url: "https://x/mcp".into(),
             headers: headers.clone(),
+            oauth: None,
         });
         assert!(ok.validate("s").is_ok());
         headers.insert("Mcp-Session-Id".to_string(), "1".to_string());
         let reserved = UpstreamSpec::with_transport(UpstreamTransport::Http {
             url: "https://x".into(),
             headers,
+            oauth: None,
         });
         let err = reserved.validate("s").unwrap_err().to_string();
         assert!(err.contains("mcp-session-id"), "{err}");

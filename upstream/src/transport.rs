@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use super::bounded_http::BoundedHttp;
 use super::child::ChildTransport;
 use super::client::UpstreamClient;
+use super::oauth::{Authorizing, Challenges, Logins};
 use super::sequence::Sequenced;
 use super::spec::{INHERITED_ENV, UpstreamTransport, http_headers};
 
@@ -28,12 +29,23 @@ const MAX_REPORTED_LINE: usize = 300;
 /// How long a failed start waits for the child's stderr to end (a grandchild may hold it).
 const STDERR_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Starts the server (or dials it) and runs the `initialize` handshake. Returns the session
-/// and, for a child process, its pid.
+/// Why a connection was not made.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The server wants a login (it answered `401`, and nobody could log in now).
+    NeedsLogin,
+    /// Anything else, said for people.
+    Failed(String),
+}
+
+/// Starts the server (or dials it) and runs the `initialize` handshake, with the login in
+/// `logins` for an HTTP server that uses OAuth. Returns the session and, for a child process,
+/// its pid.
 pub(crate) async fn connect(
     transport: &UpstreamTransport,
     client: UpstreamClient,
-) -> Result<(Session, Option<u32>), String> {
+    logins: &Logins,
+) -> Result<(Session, Option<u32>), Refused> {
     match transport {
         UpstreamTransport::Stdio {
             command,
@@ -59,7 +71,7 @@ pub(crate) async fn connect(
             // Its stdout read within a bound per message, a larger answer failing its call.
             let (child, pid, stderr) =
                 ChildTransport::spawn(wrapped, &client.server, Stdio::piped())
-                    .map_err(|e| format!("could not start `{command}`: {e}"))?;
+                    .map_err(|e| Refused::Failed(format!("could not start `{command}`: {e}")))?;
             let copier = stderr
                 .map(|stderr| tokio::spawn(copy_stderr(format!("[{}] ", client.server), stderr)));
             let child = Sequenced::new(child, client.sequence.clone());
@@ -79,24 +91,57 @@ pub(crate) async fn connect(
                     let said = last
                         .map(|line| format!("; its last stderr line: {line}"))
                         .unwrap_or_default();
-                    Err(format!(
+                    Err(Refused::Failed(format!(
                         "`{command}` started but the MCP handshake failed: {e}{said}"
-                    ))
+                    )))
                 }
             }
         }
-        UpstreamTransport::Http { url, headers } => {
+        UpstreamTransport::Http {
+            url,
+            headers,
+            oauth,
+        } => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                .custom_headers(http_headers(headers)?);
+                .custom_headers(http_headers(headers).map_err(Refused::Failed)?);
             // The reqwest client is built here: it needs rustls's provider.
             crate::crypto::install();
             // rmcp's client, an answer too large to read failing its call, not the session.
-            let transport = StreamableHttpClientTransport::with_client(BoundedHttp::new()?, config);
-            let transport = Sequenced::new(transport, client.sequence.clone());
-            let session = client.serve(transport).await.map_err(|e| {
+            let http = BoundedHttp::new().map_err(Refused::Failed)?;
+            let handshake_failed = |e: &dyn std::fmt::Display| {
                 without_url_secrets(&format!("the MCP handshake with {url} failed: {e}"), url)
-            })?;
-            Ok((session, None))
+            };
+            // A token of the operator's own is sent as it is; else OAuth, if the server asks.
+            if headers
+                .keys()
+                .any(|k| k.eq_ignore_ascii_case("authorization"))
+            {
+                let transport = StreamableHttpClientTransport::with_client(http, config);
+                let transport = Sequenced::new(transport, client.sequence.clone());
+                let session = client
+                    .serve(transport)
+                    .await
+                    .map_err(|e| Refused::Failed(handshake_failed(&e)))?;
+                return Ok((session, None));
+            }
+            let server = client.server.clone();
+            let challenges = Challenges::default();
+            let http = Authorizing::new(
+                logins,
+                (&server, url),
+                oauth.as_ref(),
+                http,
+                challenges.clone(),
+            )
+            .await
+            .map_err(|e| Refused::Failed(e.message))?;
+            let transport = StreamableHttpClientTransport::with_client(http, config);
+            let transport = Sequenced::new(transport, client.sequence.clone());
+            match client.serve(transport).await {
+                Ok(session) => Ok((session, None)),
+                Err(_) if challenges.pending() => Err(Refused::NeedsLogin),
+                Err(e) => Err(Refused::Failed(handshake_failed(&e))),
+            }
         }
     }
 }
@@ -150,7 +195,7 @@ async fn emit(out: &mut tokio::io::Stderr, prefix: &str, line: &[u8]) {
 /// `message` with the secret-bearing parts of `url` — user info, query and fragment, where
 /// `${VAR}` substitutions usually put tokens — replaced by `…`: the message reaches logs, the
 /// eval tools' descriptions and `search_tools` answers.
-fn without_url_secrets(message: &str, url: &str) -> String {
+pub(crate) fn without_url_secrets(message: &str, url: &str) -> String {
     let mut out = message.to_string();
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
@@ -221,7 +266,7 @@ mod stderr_tests {
 mod tls_tests {
     use std::sync::{Arc, RwLock};
 
-    use super::{UpstreamClient, UpstreamTransport, connect};
+    use super::{Logins, Refused, UpstreamClient, UpstreamTransport, connect};
     use crate::client::{DeclineElicitation, UpstreamElicitation};
 
     /// An https:// upstream whose certificate no trusted root signed: the handshake is refused
@@ -243,8 +288,9 @@ mod tls_tests {
         let transport = UpstreamTransport::Http {
             url: url.clone(),
             headers: Default::default(),
+            oauth: None,
         };
-        let Err(e) = connect(&transport, client).await else {
+        let Err(Refused::Failed(e)) = connect(&transport, client, &Logins::memory()).await else {
             panic!("connected to an untrusted server")
         };
         // rmcp keeps the error's text only, not its causes: the certificate is not named.
@@ -253,7 +299,7 @@ mod tls_tests {
             format!(
                 "the MCP handshake with {url} failed: Send message error Transport \
                  [rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::\
-                 StreamableHttpClientWorker<codemode_upstream::bounded_http::BoundedHttp>>] error: Client \
+                 StreamableHttpClientWorker<codemode_upstream::oauth::authorizing::Authorizing>>] error: Client \
                  error: error sending request for url ({url}), when send initialize request"
             )
         );

@@ -62,6 +62,9 @@ pub(crate) struct Server {
     pub(crate) url: Option<String>,
     /// Extra request headers of an HTTP server, e.g. `Authorization` (`${VAR}` replaced).
     pub(crate) headers: Option<BTreeMap<String, String>>,
+    /// How codemode logs in to an HTTP server that uses OAuth (the MCP authorization spec).
+    /// `{}` turns discovery and registration on with every default.
+    pub(crate) oauth: Option<OAuth>,
     /// How long one call may take. Default: 60.
     pub(crate) timeout_seconds: Option<Seconds>,
     /// How long starting the server may take. Default: 30.
@@ -90,4 +93,60 @@ pub(crate) enum ServerType {
     /// A streamable-HTTP endpoint (the camel-case spelling).
     #[serde(rename = "streamableHttp")]
     StreamableHttpCamel,
+}
+
+/// `oauth` of an HTTP server: every string accepts `${env:VAR}`; the secrets never appear in
+/// messages, logs or the audit.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct OAuth {
+    /// A client registered beforehand. Default: a client ID metadata document
+    /// (`clientMetadataUrl`) where supported, else dynamic registration.
+    pub(crate) client_id: Option<String>,
+    /// That client's secret (needs `clientId`).
+    pub(crate) client_secret: Option<String>,
+    /// A PEM private key for `private_key_jwt` (the client-credentials grant only).
+    pub(crate) private_key: Option<String>,
+    /// The private key's algorithm. Default: ES256 for an EC key, RS256 for an RSA key.
+    pub(crate) signing_algorithm: Option<SigningAlgorithm>,
+    /// `authorization_code` (default: a person logs in with `codemode auth login`) or
+    /// `client_credentials` (headless, with `clientSecret` or `privateKey`).
+    pub(crate) grant_type: Option<GrantType>,
+    /// Scopes to ask for. Default: the server's challenge, else its `scopes_supported`.
+    pub(crate) scopes: Option<Vec<String>>,
+    /// HTTPS URL of this client's metadata document, used as its client ID where supported.
+    pub(crate) client_metadata_url: Option<String>,
+    /// A loopback `http://127.0.0.1:<port>/<path>` codemode listens on during a login.
+    /// Default: `http://127.0.0.1:<a free port>/callback`.
+    pub(crate) redirect_uri: Option<String>,
+}
+
+/// An OAuth grant.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum GrantType {
+    /// A person logs in once; refresh tokens keep it alive.
+    AuthorizationCode,
+    /// codemode gets tokens itself with the client's own credentials.
+    ClientCredentials,
+}
+
+/// A JOSE signature algorithm.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+pub(crate) enum SigningAlgorithm {
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    #[serde(rename = "RS256")]
+    Rs256,
+    /// RSASSA-PKCS1-v1_5 with SHA-384.
+    #[serde(rename = "RS384")]
+    Rs384,
+    /// RSASSA-PKCS1-v1_5 with SHA-512.
+    #[serde(rename = "RS512")]
+    Rs512,
+    /// ECDSA P-256 with SHA-256.
+    #[serde(rename = "ES256")]
+    Es256,
+    /// ECDSA P-384 with SHA-384.
+    #[serde(rename = "ES384")]
+    Es384,
 }

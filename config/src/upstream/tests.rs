@@ -76,7 +76,7 @@ fn claude_code_mcp_json_reads_with_defaults_in_references() {
         }}"#,
     );
     match &c.servers["api"].transport {
-        ServerTransport::Http { url, headers } => {
+        ServerTransport::Http { url, headers, .. } => {
             assert_eq!(url, "https://api.example.com/mcp");
             assert_eq!(headers["Authorization"], "Bearer ghp_s3cret");
         }
@@ -253,4 +253,70 @@ fn start_timeout_is_read_and_defaults_to_30_seconds() {
             "expected a positive number of seconds, found a number (0)".to_string()
         )]
     );
+}
+
+#[test]
+fn oauth_is_read_with_its_variables_and_its_secrets_redacted() {
+    let c = load(
+        r#"{"mcpServers": {"gh": {"url": "https://api.example.com/mcp", "oauth": {
+            "clientId": "codemode", "clientSecret": "${GITHUB_TOKEN}",
+            "scopes": ["repo", "read:org"], "redirectUri": "http://127.0.0.1:8765/callback"}},
+          "auto": {"url": "https://b.example/mcp", "oauth": {}}}}"#,
+    );
+    let ServerTransport::Http {
+        oauth: Some(oauth), ..
+    } = &c.servers["gh"].transport
+    else {
+        panic!("{:?}", c.servers["gh"])
+    };
+    assert_eq!(oauth.client_id.as_deref(), Some("codemode"));
+    assert_eq!(oauth.client_secret.as_deref(), Some("ghp_s3cret"));
+    assert_eq!(oauth.scopes, ["repo", "read:org"]);
+    assert_eq!(oauth.grant, crate::OAuthGrant::AuthorizationCode);
+    assert_eq!(oauth.redirect_uri.as_deref(), Some("http://127.0.0.1:8765/callback"));
+    let shown = format!("{oauth:?}");
+    assert!(!shown.contains("ghp_s3cret") && shown.contains("<redacted>"), "{shown}");
+    assert!(matches!(&c.servers["auto"].transport,
+        ServerTransport::Http { oauth: Some(o), .. } if *o == crate::UpstreamOAuth::default()));
+}
+
+#[test]
+fn oauth_mistakes_are_named_where_they_are_without_the_secrets() {
+    let got = errors(
+        r#"{"mcpServers": {
+          "a": {"url": "https://a/mcp", "oauth": {"clientSecret": "${GITHUB_TOKEN}"}},
+          "b": {"url": "https://b/mcp", "oauth": {"grantType": "client_credentials", "clientId": "c"}},
+          "c": {"url": "https://c/mcp", "oauth": {"privateKey": "pem", "clientId": "c"}},
+          "d": {"url": "https://d/mcp", "oauth": {"redirectUri": "https://example.com/cb", "grantType": "password"}},
+          "e": {"command": "x", "oauth": {}},
+          "f": {"url": "https://f/mcp", "headers": {"Authorization": "Bearer t"}, "oauth": {}},
+          "g": {"url": "https://g/mcp", "oauth": {"signingAlgorithm": "HS256", "clientMetadataUrl": "http://x/y"}}
+        }}"#,
+    );
+    let found: Vec<(String, ConfigErrorKind)> = got.iter().map(|(p, k, _)| (p.clone(), *k)).collect();
+    assert_eq!(
+        found,
+        [
+            ("mcpServers.a.oauth.clientSecret".to_string(), ConfigErrorKind::ConflictingKeys),
+            ("mcpServers.b.oauth.grantType".to_string(), ConfigErrorKind::ConflictingKeys),
+            ("mcpServers.c.oauth.privateKey".to_string(), ConfigErrorKind::ConflictingKeys),
+            ("mcpServers.d.oauth.grantType".to_string(), ConfigErrorKind::InvalidValue),
+            ("mcpServers.d.oauth.redirectUri".to_string(), ConfigErrorKind::InvalidValue),
+            ("mcpServers.e.oauth".to_string(), ConfigErrorKind::ConflictingKeys),
+            ("mcpServers.f.oauth".to_string(), ConfigErrorKind::ConflictingKeys),
+            ("mcpServers.g.oauth.signingAlgorithm".to_string(), ConfigErrorKind::InvalidValue),
+            ("mcpServers.g.oauth.clientMetadataUrl".to_string(), ConfigErrorKind::InvalidValue),
+        ]
+    );
+    assert_eq!(
+        got[1].2,
+        "the client-credentials grant needs exactly one of `clientSecret` and `privateKey`"
+    );
+    assert_eq!(
+        got[3].2,
+        "unknown grant `password`; allowed: `authorization_code`, `client_credentials`"
+    );
+    for (_, _, message) in &got {
+        assert!(!message.contains("ghp_s3cret") && !message.contains("pem"), "{message}");
+    }
 }

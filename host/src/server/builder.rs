@@ -22,6 +22,7 @@ use super::{HttpOptions, ServeError, ServerState, drain, durable, ops, reload};
 use crate::approvals;
 use crate::auth;
 use codemode_store::Store;
+use codemode_upstream::oauth::Logins;
 
 /// The embedded default config: what `codemode serve` and `codemode run` use without a config
 /// file (`codemode config default` prints it).
@@ -225,8 +226,20 @@ impl ServerBuilder {
             Some(options) => Some(self.open_durable(options).await?),
             None => None,
         };
+        // The upstreams' OAuth logins: in the durable store (where `codemode auth login` saves
+        // them), shared by a cluster's nodes; over stdio, in the local one.
+        let logins = match &durable {
+            Some(durable) => Logins::sealed(durable.store().clone()),
+            None => match Store::open(&self.config.durable).await {
+                Ok(store) => Logins::sealed(store),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the durable store did not open; OAuth logins to upstreams last for this process only");
+                    Logins::memory()
+                }
+            },
+        };
         let config = std::mem::take(&mut self.config);
-        let state = ServerState::new(runtime, config).await;
+        let state = ServerState::with_logins(runtime, config, logins).await;
         state.health.set_metrics_token(metrics_token);
         if let Some(listener) = admin_listener {
             let router = ops::count_responses(ops::router(state.clone()), state.clone());

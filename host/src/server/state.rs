@@ -10,6 +10,7 @@ use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 
 use super::suspend::Suspensions;
+use codemode_upstream::oauth::Logins;
 use codemode_upstream::{UpstreamPool, upstream_specs};
 
 /// Shared server state. See the module docs.
@@ -47,7 +48,13 @@ impl ServerState {
     /// appear when they come up (clients are sent `notifications/tools/list_changed`); a call
     /// to a tool of a server still starting waits for it; a server that fails to start is
     /// retried in the background and listed as down with its error.
+    #[cfg(test)]
     pub async fn new(runtime: Runtime, config: Config) -> Arc<Self> {
+        Self::with_logins(runtime, config, Logins::memory()).await
+    }
+
+    /// [`new`](Self::new), the upstreams' OAuth logins kept in `logins`.
+    pub async fn with_logins(runtime: Runtime, config: Config, logins: Logins) -> Arc<Self> {
         let state = Arc::new(ServerState {
             runtime,
             config: RwLock::new(Arc::new(Config::default())),
@@ -72,6 +79,7 @@ impl ServerState {
         state
             .upstreams
             .set_elicitation(Arc::new(crate::tools::ForwardElicitation));
+        state.upstreams.set_logins(logins);
         state.apply(config, false).await;
         let watcher = state.clone();
         let mut changes = state.upstreams.subscribe();

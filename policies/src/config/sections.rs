@@ -50,7 +50,7 @@ impl Config {
     ///     (name == "API_TOKEN").then(|| "t0ken".to_string())
     /// })
     /// .unwrap();
-    /// let ServerTransport::Http { url, headers } = &config.servers["api"].transport else { panic!() };
+    /// let ServerTransport::Http { url, headers, .. } = &config.servers["api"].transport else { panic!() };
     /// assert_eq!(url, "http://localhost:3000/mcp");
     /// assert_eq!(headers["Authorization"], "Bearer t0ken");
     ///

@@ -51,6 +51,7 @@ fn the_documented_example_parses() {
             transport: ServerTransport::Http {
                 url: "http://127.0.0.1:1/mcp".into(),
                 headers: [("Authorization".to_string(), "Bearer x".to_string())].into(),
+                oauth: None,
             },
             timeout: Duration::from_secs(5),
             startup_timeout: crate::DEFAULT_SERVER_START_TIMEOUT,

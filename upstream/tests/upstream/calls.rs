@@ -167,6 +167,7 @@ async fn streamable_http_upstream() {
     let spec = UpstreamSpec::with_transport(codemode_upstream::UpstreamTransport::Http {
         url: format!("http://127.0.0.1:{port}/mcp"),
         headers: [("X-Codemode-Test".to_string(), "1".to_string())].into(),
+        oauth: None,
     });
     let pool = pool(vec![("remote", spec)]).await;
     let status = pool.status().remove(0);

@@ -1,0 +1,150 @@
+"""An upstream MCP server that is its own OAuth 2.1 authorization server (the Python SDK's:
+metadata, dynamic registration, PKCE, resource indicators, refresh), over streamable HTTP on
+127.0.0.1, for tests/cli/oauth.rs.
+
+    python oauth_server.py PORT EVENTS
+
+- `/authorize` approves at once (no person to ask), redirecting with a code, as the
+  conformance suite's authorization server does: a "browser" that follows redirects
+  (`curl -sSL`) completes a login.
+- Access tokens live `ACCESS_TTL` seconds (env, default 3600); refresh tokens rotate (each is
+  good once). Every token issued, refreshed or refused is appended to EVENTS as a line
+  (`issued <client>`, `refreshed <client>`, `refused <token kind>`), so a test can wait for
+  and assert them.
+- The tool `whoami` answers `hello <client id>`; it needs the scope `tools`.
+"""
+
+import os
+import secrets
+import sys
+import time
+import warnings
+
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    RefreshToken,
+    construct_redirect_uri,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+warnings.simplefilter("ignore")
+
+PORT = int(sys.argv[1])
+EVENTS = sys.argv[2]
+BASE = f"http://127.0.0.1:{PORT}"
+ACCESS_TTL = int(os.environ.get("ACCESS_TTL", "3600"))
+
+
+def event(line: str) -> None:
+    with open(EVENTS, "a") as f:
+        f.write(line + "\n")
+
+
+class Provider:
+    def __init__(self) -> None:
+        self.clients: dict[str, OAuthClientInformationFull] = {}
+        self.codes: dict[str, AuthorizationCode] = {}
+        self.refresh: dict[str, RefreshToken] = {}
+        self.access: dict[str, AccessToken] = {}
+
+    async def get_client(self, client_id: str):
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client, params: AuthorizationParams) -> str:
+        code = secrets.token_urlsafe(16)
+        self.codes[code] = AuthorizationCode(
+            code=code,
+            scopes=params.scopes or ["tools"],
+            expires_at=time.time() + 300,
+            client_id=client.client_id,
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+        )
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+
+    async def load_authorization_code(self, client, authorization_code: str):
+        return self.codes.get(authorization_code)
+
+    def tokens(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+        access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        self.access[access] = AccessToken(
+            token=access,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=int(time.time()) + ACCESS_TTL,
+            resource=resource,
+        )
+        self.refresh[refresh] = RefreshToken(
+            token=refresh, client_id=client_id, scopes=scopes, resource=resource
+        )
+        return OAuthToken(
+            access_token=access,
+            token_type="Bearer",
+            expires_in=ACCESS_TTL,
+            refresh_token=refresh,
+            scope=" ".join(scopes),
+        )
+
+    async def exchange_authorization_code(self, client, authorization_code: AuthorizationCode):
+        del self.codes[authorization_code.code]
+        event(f"issued {client.client_id}")
+        return self.tokens(client.client_id, authorization_code.scopes, authorization_code.resource)
+
+    async def load_refresh_token(self, client, refresh_token: str):
+        token = self.refresh.get(refresh_token)
+        if token is None:
+            event("refused refresh")
+        return token
+
+    async def exchange_refresh_token(self, client, refresh_token: RefreshToken, scopes: list[str]):
+        del self.refresh[refresh_token.token]
+        event(f"refreshed {client.client_id}")
+        return self.tokens(client.client_id, scopes or refresh_token.scopes, refresh_token.resource)
+
+    async def load_access_token(self, token: str):
+        found = self.access.get(token)
+        if found is None or (found.expires_at or 0) < time.time():
+            event("refused access")
+            return None
+        return found
+
+    async def revoke_token(self, token) -> None:
+        self.access.pop(token.token, None)
+        self.refresh.pop(token.token, None)
+
+
+server = MCPServer(
+    "guarded",
+    auth_server_provider=Provider(),
+    auth=AuthSettings(
+        issuer_url=BASE,
+        resource_server_url=f"{BASE}/mcp",
+        client_registration_options=ClientRegistrationOptions(
+            enabled=True, valid_scopes=["tools"], default_scopes=["tools"]
+        ),
+        required_scopes=["tools"],
+        validate_token_resource=True,
+    ),
+)
+
+
+@server.tool()
+async def whoami(ctx: Context) -> str:
+    """Says which client called."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    token = get_access_token()
+    return f"hello {token.client_id if token else 'nobody'}"
+
+
+if __name__ == "__main__":
+    server.run("streamable-http", host="127.0.0.1", port=PORT)

@@ -1,0 +1,208 @@
+//! The person's side of an authorization-code login: the authorization URL handed to a browser
+//! (a command, or printed), and the loopback listener the authorization server sends the
+//! browser back to.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::OAuthError;
+
+/// How long a login waits for the browser to come back.
+pub const LOGIN_WAIT: Duration = Duration::from_secs(5 * 60);
+/// The longest request head read from the browser.
+const MAX_HEAD: usize = 16 * 1024;
+/// How long one browser connection may take to send its request.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Shows a person the authorization URL of a login to an upstream: `(server, url)`.
+pub type ShowUrl = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+/// How the authorization URL reaches a person.
+#[derive(Clone)]
+pub enum Browser {
+    /// Shown by the embedder (`codemode` prints it on stderr); the person opens it.
+    Show(ShowUrl),
+    /// Run as this program and arguments with the URL appended as the last argument (no shell).
+    Command(Vec<String>),
+}
+
+impl std::fmt::Debug for Browser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Browser::Show(_) => f.write_str("Show"),
+            Browser::Command(words) => f.debug_tuple("Command").field(words).finish(),
+        }
+    }
+}
+
+impl Browser {
+    /// `--browser CMD`: `CMD` split into words as a shell would (quotes, backslashes), no shell
+    /// run.
+    ///
+    /// # Errors
+    /// When `CMD` is empty or its quotes do not close.
+    pub fn command(line: &str) -> Result<Browser, String> {
+        match shlex::split(line) {
+            Some(words) if !words.is_empty() => Ok(Browser::Command(words)),
+            Some(_) => Err("--browser: the command is empty".into()),
+            None => Err(format!(
+                "--browser: `{line}` has a quote that does not close"
+            )),
+        }
+    }
+
+    /// Shows `url` to the person (runs the command in the background, or prints it).
+    pub(crate) fn open(&self, server: &str, url: &str) -> Result<(), OAuthError> {
+        match self {
+            Browser::Show(show) => {
+                show(server, url);
+                Ok(())
+            }
+            Browser::Command(words) => {
+                let mut command = tokio::process::Command::new(&words[0]);
+                command
+                    .args(&words[1..])
+                    .arg(url)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .kill_on_drop(false);
+                let mut child = command.spawn().map_err(|e| {
+                    OAuthError::new(
+                        server,
+                        format!("could not run the browser `{}`: {e}", words[0]),
+                    )
+                })?;
+                // Reaped in the background; the login waits for the redirect, not for it.
+                tokio::spawn(async move { child.wait().await });
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The loopback listener of one login.
+pub(crate) struct Redirect {
+    listener: TcpListener,
+    /// The redirect URI registered and sent (`http://127.0.0.1:<port>/callback` by default).
+    pub(crate) uri: String,
+    path: String,
+}
+
+impl Redirect {
+    /// Listens where `configured` says, or on a free port of 127.0.0.1.
+    pub(crate) async fn listen(server: &str, configured: Option<&str>) -> Result<Self, OAuthError> {
+        let fail = |e: std::io::Error, at: &str| {
+            OAuthError::new(
+                server,
+                format!("cannot listen for the login's redirect on {at}: {e}"),
+            )
+        };
+        let (bind, path, fixed) = match configured {
+            Some(uri) => {
+                let url = url::Url::parse(uri)
+                    .map_err(|e| OAuthError::new(server, format!("redirectUri: {e}")))?;
+                let host = url
+                    .host_str()
+                    .unwrap_or("127.0.0.1")
+                    .trim_matches(['[', ']']);
+                let host = if host == "localhost" {
+                    "127.0.0.1"
+                } else {
+                    host
+                };
+                let port = url.port().unwrap_or(80);
+                (
+                    format!("{host}:{port}"),
+                    url.path().to_string(),
+                    Some(uri.to_string()),
+                )
+            }
+            None => ("127.0.0.1:0".to_string(), "/callback".to_string(), None),
+        };
+        let listener = TcpListener::bind(&bind).await.map_err(|e| fail(e, &bind))?;
+        let port = listener.local_addr().map_err(|e| fail(e, &bind))?.port();
+        let uri = fixed.unwrap_or_else(|| format!("http://127.0.0.1:{port}{path}"));
+        Ok(Redirect {
+            listener,
+            uri,
+            path,
+        })
+    }
+
+    /// Waits for the browser to arrive at the redirect path (other paths get a 404) and answers
+    /// it; returns the full redirect URL it was sent to, query included.
+    pub(crate) async fn wait(self, server: &str) -> Result<String, OAuthError> {
+        let waited = tokio::time::timeout(LOGIN_WAIT, async {
+            loop {
+                let Ok((stream, _)) = self.listener.accept().await else {
+                    continue;
+                };
+                if let Some(target) = self.answer(stream).await {
+                    return target;
+                }
+            }
+        })
+        .await;
+        let target = waited.map_err(|_| {
+            OAuthError::new(
+                server,
+                format!(
+                    "nobody completed the login within {} minutes",
+                    LOGIN_WAIT.as_secs() / 60
+                ),
+            )
+        })?;
+        let base = self.uri.split(['?', '#']).next().unwrap_or(&self.uri);
+        let query = target.split_once('?').map_or("", |(_, q)| q);
+        Ok(format!("{base}?{query}"))
+    }
+
+    /// Reads one request; `Some(target)` when it was for the redirect path.
+    async fn answer(&self, mut stream: TcpStream) -> Option<String> {
+        let head = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream))
+            .await
+            .ok()
+            .flatten()?;
+        let target = head
+            .lines()
+            .next()
+            .and_then(|line| line.strip_prefix("GET "))
+            .and_then(|rest| rest.split(' ').next())
+            .map(str::to_string);
+        let ours = target
+            .as_deref()
+            .is_some_and(|t| t.split('?').next() == Some(self.path.as_str()));
+        let (status, body) = if ours {
+            (
+                "200 OK",
+                "codemode: the login is complete; you can close this page.\n",
+            )
+        } else {
+            ("404 Not Found", "not found\n")
+        };
+        let response = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        // The browser may be gone already; the login does not depend on its page.
+        let _ = stream.write_all(response.as_bytes()).await;
+        let _ = stream.shutdown().await;
+        if ours { target } else { None }
+    }
+}
+
+/// The request head (up to the blank line), at most [`MAX_HEAD`] bytes.
+async fn read_head(stream: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut chunk = [0u8; 2048];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 || head.len() + n > MAX_HEAD {
+            return None;
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8(head).ok()
+}
