@@ -167,8 +167,8 @@ pub use ask::{
 };
 pub use audit::{
     AccessAuditRecord, AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision,
-    EvalAuditRecord, MemoryAuditSink, ToolCallAuditRecord, args_sha256, canonical_json,
-    now_rfc3339, rfc3339_utc, sha256_hex,
+    EvalAuditRecord, MemoryAuditSink, SamplingAuditRecord, ToolCallAuditRecord, args_sha256,
+    canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
 };
 // The audit chain, its verification and queries (issue 15 §7).
 pub use audit::{

@@ -7,6 +7,7 @@ mod codeforms;
 mod commands;
 mod examples;
 mod packaging;
+mod sampling;
 mod schemas;
 mod upstream_forms;
 

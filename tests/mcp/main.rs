@@ -35,6 +35,7 @@ mod notifications;
 mod reload;
 mod resources;
 mod results;
+mod sampling;
 mod schemas;
 mod sessions;
 mod startup;

@@ -5,11 +5,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use super::sampling::SamplingAuditRecord;
 use super::time::now_rfc3339;
 use crate::{Channel, DispositionKind, Risk};
 
-/// One line of the audit log. Serialised with an `event` field: `"tool_call"`, `"eval"` or
-/// `"access"`.
+/// One line of the audit log. Serialised with an `event` field: `"tool_call"`, `"eval"`,
+/// `"access"` or `"sampling"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum AuditRecord {
@@ -19,6 +20,8 @@ pub enum AuditRecord {
     Eval(EvalAuditRecord),
     /// A client's read of an upstream resource, or get of an upstream prompt, through codemode.
     Access(AccessAuditRecord),
+    /// An upstream's request to sample the client's model during a script's call.
+    Sampling(SamplingAuditRecord),
 }
 
 impl AuditRecord {
@@ -28,6 +31,7 @@ impl AuditRecord {
             AuditRecord::ToolCall(r) => &r.ts,
             AuditRecord::Eval(r) => &r.ts,
             AuditRecord::Access(r) => &r.ts,
+            AuditRecord::Sampling(r) => &r.ts,
         }
     }
 }
