@@ -427,6 +427,7 @@ impl GovernedEval {
             eval: self.audit_id(),
             caller: self.caller.name.clone(),
             session: self.session.as_ref().map(|(id, _)| id.clone()),
+            waiting: Default::default(),
         })
     }
 }

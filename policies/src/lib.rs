@@ -199,7 +199,7 @@ pub use display::{
     ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, bounded, invisible_ranges, is_blank,
     is_invisible, neutralize, summarize_args,
 };
-pub use enforce::{Alternative, PolicyToolHost, PolicyToolHostBuilder};
+pub use enforce::{Alternative, PendingSlot, PolicyToolHost, PolicyToolHostBuilder};
 pub use outputs::{
     InvalidPathPattern, MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule,
     PathPattern, mask_value,

@@ -211,3 +211,60 @@ fn assert_audit(records: &[Value]) {
         "{hashes:?}"
     );
 }
+
+/// With the HTTP approval API served, a client with a model but no elicitation is asked there:
+/// approved once (its model answers), then declined (it is not asked).
+#[test]
+fn a_sampling_request_is_decided_on_the_http_approval_api() {
+    let setup = Setup::new("sampling_http", Transport::Http, |scratch| {
+        let mut config = config(scratch);
+        config["approvals"] = json!({"http": true});
+        config
+    });
+    let obs = setup.python("sampling_http.py", Mode::Legacy, &[]);
+    let question = json!({
+        "kind": "question",
+        "caller": "local",
+        "options": ["approve", "decline"],
+        "args": {"options": ["approve", "decline"], "question": everything_prompt()},
+        "posted": 200,
+    });
+    assert_json(
+        "sampling decided on the approval API",
+        &json!({
+            "approved_question": obs["approved_question"],
+            "approved": eval_summary(&obs["approved"]),
+            "declined_question": obs["declined_question"],
+            "declined": eval_summary(&obs["declined"]),
+            "model": obs["model"],
+        }),
+        &json!({
+            "approved_question": question,
+            "approved": answered("model-a", "a heard Resource trigger-sampling-request context: hi"),
+            "declined_question": question,
+            "declined": refused("it was declined by `local`"),
+            "model": 1,
+        }),
+    );
+    let rows: Vec<Value> = setup
+        .audit()
+        .iter()
+        .filter(|r| r["event"] == "sampling")
+        .map(|r| {
+            json!([
+                r["decision"],
+                r["channel"],
+                r["decided_by"],
+                r["status"],
+                r["model"]
+            ])
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            json!(["approved", "http", "local", "ok", "model-a"]),
+            json!(["declined", "http", "local", "denied", null]),
+        ]
+    );
+}

@@ -10,11 +10,13 @@
 )]
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use codemode_policies::{
-    Answer, Ask, AuditRecord, AuditSink, Channel, DEFAULT_APPROVAL_TIMEOUT, Decision,
-    DispositionKind, Fallback, Profile, SamplingAuditRecord, args_sha256, now_rfc3339,
+    Answer, Ask, AuditRecord, AuditSink, Channel, DEFAULT_APPROVAL_TIMEOUT,
+    DEFAULT_MAX_PENDING_APPROVALS, Decision, DispositionKind, Fallback, PendingSlot, Profile,
+    SamplingAuditRecord, args_sha256, now_rfc3339,
 };
 use codemode_runtime::{BoxFuture, CallStatus};
 use codemode_upstream::CallSampler;
@@ -79,6 +81,9 @@ pub struct SamplingGate {
     pub(crate) eval: String,
     pub(crate) caller: String,
     pub(crate) session: Option<String>,
+    /// How many of its requests wait for a human now (capped like its approvals: an upstream
+    /// cannot flood the human with questions).
+    pub(crate) waiting: AtomicUsize,
 }
 
 /// A request refused before it reached the client: the upstream's error, and why in words.
@@ -165,6 +170,15 @@ impl SamplingGate {
                 )),
             };
         }
+        let max = profile.map_or(
+            DEFAULT_MAX_PENDING_APPROVALS,
+            Profile::max_pending_approvals,
+        );
+        let Some(_slot) = PendingSlot::take(&self.waiting, max) else {
+            return Err(format!(
+                "{max} sampling requests of this script already wait for a human (maxPendingApprovals)"
+            ));
+        };
         let timeout = profile.map_or(DEFAULT_APPROVAL_TIMEOUT, Profile::approval_timeout);
         let asking = Asking {
             server,

@@ -22,8 +22,6 @@ from mcp import Client
 
 from harness import Human, Ready, approve, connect, decline, evaluate, run, target, wait_until
 
-DIR = os.environ["CHATTY_DIR"]
-
 EVERYTHING = """
 const r = await codemode["everything__trigger-sampling-request"]({ prompt: "hi", maxTokens: 5 });
 return JSON.parse(r.slice(r.indexOf("{")));
@@ -52,6 +50,7 @@ class Model:
 
 
 async def main() -> dict:
+    chatty = os.environ["CHATTY_DIR"]
     model_a, model_b = Model("a"), Model("b")
     human_a = Human(approve("approve"), decline(), name="A")
     human_b = Human(approve("approve"), name="B")
@@ -72,9 +71,9 @@ async def main() -> dict:
         asked_a = len(model_a.asked)
 
         held = asyncio.create_task(evaluate(a, HOLD, tool="codemode_eval_open"))
-        await wait_until(lambda: os.path.exists(os.path.join(DIR, "held-a")), "A's call on chatty")
+        await wait_until(lambda: os.path.exists(os.path.join(chatty, "held-a")), "A's call on chatty")
         crowded = await evaluate(b, SAMPLE, tool="codemode_eval_open")
-        open(os.path.join(DIR, "release-a"), "w").close()
+        open(os.path.join(chatty, "release-a"), "w").close()
         held = await held
         alone = await evaluate(b, SAMPLE, tool="codemode_eval_guarded")
         protocol = a.protocol_version
@@ -103,4 +102,5 @@ async def main() -> dict:
     }
 
 
-run(main)
+if __name__ == "__main__":
+    run(main)
