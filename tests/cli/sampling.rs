@@ -49,7 +49,7 @@ fn codemode_run_neither_declares_nor_forwards_sampling() {
         outcome["result"],
         json!({
             "declared": {"result": false},
-            "sampled": "upstream server `chatty` refused `sample`: codemode refused this sampling request: this script has no client whose model could answer (a `codemode run` script has none)",
+            "sampled": "upstream server `chatty` refused `sample`: codemode refused this sampling request: this script has no client whose model could answer (one of `codemode run`, or resumed from the durable store, has none)",
         }),
         "{stdout}"
     );

@@ -46,16 +46,18 @@ fn everything_prompt() -> String {
         .to_string()
 }
 
-#[test]
-fn sampling_reaches_the_eval_client_as_its_profile_says() {
-    let setup = Setup::new("sampling", Transport::Http, config);
+/// Runs client `script` against a `codemode serve --http` with chatty, on 2025-11-25.
+fn with_chatty(name: &str, script: &str) -> (Setup, Value) {
+    let setup = Setup::new(name, Transport::Http, config);
     let dir = setup.scratch.path("chatty");
     std::fs::create_dir_all(&dir).expect("create the chatty dir");
-    let obs = setup.python(
-        "sampling.py",
-        Mode::Legacy,
-        &[("CHATTY_DIR", dir.as_path())],
-    );
+    let obs = setup.python(script, Mode::Legacy, &[("CHATTY_DIR", dir.as_path())]);
+    (setup, obs)
+}
+
+#[test]
+fn sampling_reaches_the_eval_client_as_its_profile_says() {
+    let (setup, obs) = with_chatty("sampling", "sampling.py");
     assert_eq!(obs["protocol"], Mode::Legacy.protocol(), "{obs}");
     let evals: serde_json::Map<String, Value> = obs["evals"]
         .as_object()
@@ -266,5 +268,33 @@ fn a_sampling_request_is_decided_on_the_http_approval_api() {
             json!(["approved", "http", "local", "ok", "model-a"]),
             json!(["declined", "http", "local", "denied", null]),
         ]
+    );
+}
+
+/// A request whose script stopped waiting (its eval cancelled while the human is asked) is
+/// withdrawn: audited as not answered in time, and the model is never asked.
+#[test]
+fn a_sampling_request_is_withdrawn_when_its_script_stops_waiting() {
+    let (_setup, obs) = with_chatty("sampling_withdrawn", "sampling_withdrawn.py");
+    assert_json(
+        "a withdrawn sampling request",
+        &json!({
+            "finished_anyway": obs["finished_anyway"],
+            "withdrawn": obs["withdrawn"],
+            "model": obs["model"],
+            "record": obs["record"],
+            "next": eval_summary(&obs["next"]),
+        }),
+        &json!({
+            // The client cancelled the eval; its human's question was withdrawn at once (not
+            // at the approval timeout), although chatty kept its request open.
+            "finished_anyway": null,
+            "withdrawn": true,
+            "model": 0,
+            "record": {"server": "chatty", "profile": "guarded", "decision": "timeout",
+                "channel": null, "status": "denied", "model": null,
+                "reason": "withdrawn before it was answered: the upstream cancelled it, or the script's call ended"},
+            "next": {"is_error": false, "ok": true, "calls": [], "result": 3},
+        }),
     );
 }

@@ -147,11 +147,17 @@ impl ClientHandler for UpstreamClient {
             return Err(crate::sampling::unattributed(&self.server));
         };
         let _counted = Eliciting::start(&self.eliciting);
+        // Nobody is left asking about a request whose script stopped waiting (its call timed
+        // out, its eval was cancelled): the human's question is withdrawn with the future.
         tokio::select! {
             answer = sampler.create_message(&self.server, params) => answer,
             _ = context.ct.cancelled() => {
                 Err(McpError::invalid_request("the sampling request was cancelled", None))
             }
+            () = self.relays.until_done(&sampler) => Err(McpError::invalid_request(
+                "codemode withdrew this sampling request: the script's call it came during ended before it was answered",
+                None,
+            )),
         }
     }
 

@@ -79,6 +79,8 @@ struct Call {
 #[derive(Default)]
 pub(crate) struct CallRelays {
     calls: Mutex<Calls>,
+    /// Bumped whenever a call ends (see [`CallRelays::until_done`]).
+    ends: tokio::sync::watch::Sender<u64>,
 }
 
 #[derive(Default)]
@@ -190,6 +192,22 @@ impl CallRelays {
             .all(|c| c.sampler.as_ref().is_some_and(|s| Arc::ptr_eq(s, &first)))
             .then_some(first)
     }
+
+    /// Returns once no call of `sampler`'s eval runs here any more: a request of the server
+    /// still unanswered then has no script waiting on it.
+    pub(crate) async fn until_done(&self, sampler: &Arc<dyn CallSampler>) {
+        let mut ends = self.ends.subscribe();
+        loop {
+            let runs =
+                self.lock().list.iter().any(|c| {
+                    !c.ended && c.sampler.as_ref().is_some_and(|s| Arc::ptr_eq(s, sampler))
+                });
+            // The sender lives as long as `self`: `changed` fails only if it is gone.
+            if !runs || ends.changed().await.is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// A call in flight (see [`CallRelays::enter`]).
@@ -228,6 +246,7 @@ impl Drop for InFlight {
         {
             call.ended = true;
         }
+        self.relays.ends.send_modify(|n| *n += 1);
         let (relays, number) = (self.relays.clone(), self.number);
         let forget = move || relays.lock().list.retain(|c| c.number != number);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -335,8 +354,16 @@ mod tests {
         assert!(relays.sole_sampler().is_none(), "a call without a sampler");
         drop((read, a1));
         assert!(relays.sole_sampler().is_some_and(|s| Arc::ptr_eq(&s, &a)));
+        let done = relays.until_done(&a);
+        tokio::pin!(done);
+        assert!(
+            futures::poll!(done.as_mut()).is_pending(),
+            "a's call still runs"
+        );
         drop(a2);
         assert!(relays.sole_sampler().is_none(), "every call ended");
+        done.await;
+        relays.until_done(&b).await;
     }
 
     #[test]

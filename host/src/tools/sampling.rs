@@ -40,7 +40,7 @@ pub enum SamplingRoute {
 impl Default for SamplingRoute {
     fn default() -> Self {
         SamplingRoute::Refused(
-            "this script has no client whose model could answer (a `codemode run` script has none)"
+            "this script has no client whose model could answer (one of `codemode run`, or resumed from the durable store, has none)"
                 .into(),
         )
     }
@@ -102,26 +102,58 @@ impl CallSampler for SamplingGate {
     ) -> BoxFuture<'a, Result<CreateMessageResult, McpError>> {
         Box::pin(async move {
             let json = serde_json::to_value(&params).unwrap_or(Value::Null);
-            let mut record = SamplingAuditRecord::now(&self.eval, &self.caller, server);
-            record.session_id.clone_from(&self.session);
-            record.profile = self.profile.as_ref().map(|p| p.name().to_string());
+            let mut audit = Audited::new(self, server);
+            let record = &mut audit.record;
             record.messages = params.messages.len();
             record.max_tokens = params.max_tokens;
             record.request_sha256 = args_sha256(&json);
-            let answer = match self.decide(server, &json, &mut record).await {
-                Ok(peer) => forward(peer, params, &mut record).await,
+            match self.decide(server, &json, record).await {
+                Ok(peer) => {
+                    // From here on it reached the client (withdrawn midway: an error).
+                    record.status = CallStatus::Error;
+                    forward(peer, params, record).await
+                }
                 Err(why) => {
                     tracing::warn!("refused a sampling request from upstream `{server}`: {why}");
                     record.reason = Some(why.clone());
                     Err(refused(&why))
                 }
-            };
-            if let Some(sink) = &self.audit {
-                record.ts = now_rfc3339();
-                sink.record(AuditRecord::Sampling(record));
             }
-            answer
         })
+    }
+}
+
+/// A request's record, written when the request ends — also when its future is dropped midway
+/// (the upstream withdrew it, or the script's call ended): then it says so.
+struct Audited {
+    sink: Option<Arc<dyn AuditSink>>,
+    record: SamplingAuditRecord,
+}
+
+impl Audited {
+    fn new(gate: &SamplingGate, server: &str) -> Self {
+        let mut record = SamplingAuditRecord::now(&gate.eval, &gate.caller, server);
+        record.session_id.clone_from(&gate.session);
+        record.profile = gate.profile.as_ref().map(|p| p.name().to_string());
+        // Replaced by how it ended, unless it never does.
+        record.reason = Some(
+            "withdrawn before it was answered: the upstream cancelled it, or the script's call ended"
+                .into(),
+        );
+        Audited {
+            sink: gate.audit.clone(),
+            record,
+        }
+    }
+}
+
+impl Drop for Audited {
+    fn drop(&mut self) {
+        if let Some(sink) = &self.sink {
+            let mut record = self.record.clone();
+            record.ts = now_rfc3339();
+            sink.record(AuditRecord::Sampling(record));
+        }
     }
 }
 
@@ -187,6 +219,8 @@ impl SamplingGate {
             timeout,
         };
         let ask = Ask::form(sampling_question(&asking, params), timeout);
+        // From here on it waits for a human: withdrawn meanwhile, it was not answered in time.
+        record.decision = Decision::Timeout;
         let Ok(reply) = tokio::time::timeout(timeout, self.asker.ask(ask)).await else {
             return timed_out(record, timeout);
         };
@@ -233,6 +267,7 @@ async fn forward(
     match peer.create_message(params).await {
         Ok(result) => {
             record.status = CallStatus::Ok;
+            record.reason = None;
             record.model = Some(result.model.clone());
             Ok(result)
         }

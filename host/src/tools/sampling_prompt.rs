@@ -49,6 +49,14 @@ pub(crate) fn sampling_question(asking: &Asking<'_>, params: &Value) -> Question
     if let Some(preferences) = params.get("modelPreferences").map(model_preferences) {
         let _ = write!(message, "\nModel preferences: {preferences}");
     }
+    if let Some(tools) = params.get("tools") {
+        let _ = write!(
+            message,
+            "
+Tools the model may call: {}",
+            names_of(tools)
+        );
+    }
     message.push_str(&messages(params));
     let _ = write!(
         message,
@@ -100,13 +108,8 @@ fn rounded(value: f64) -> String {
 /// `modelPreferences`: its hints and its priorities.
 fn model_preferences(preferences: &Value) -> String {
     let mut parts = Vec::new();
-    if let Some(hints) = preferences.get("hints").and_then(Value::as_array) {
-        let names: Vec<Value> = hints
-            .iter()
-            .filter_map(|h| h.get("name"))
-            .cloned()
-            .collect();
-        parts.push(format!("hints {}", quoted_list(&names)));
+    if let Some(hints) = preferences.get("hints") {
+        parts.push(format!("hints {}", names_of(hints)));
     }
     for (key, name) in [
         ("costPriority", "cost"),
@@ -122,6 +125,18 @@ fn model_preferences(preferences: &Value) -> String {
     } else {
         parts.join(", ")
     }
+}
+
+/// The `name`s of an array of objects (model hints, tools), as [`quoted_list`] shows them.
+fn names_of(list: &Value) -> String {
+    let names: Vec<Value> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item.get("name"))
+        .cloned()
+        .collect();
+    quoted_list(&names)
 }
 
 /// Strings in backquotes, neutralised, comma-separated.
@@ -234,6 +249,7 @@ mod tests {
             "maxTokens": 100,
             "temperature": 0.699999988079071,
             "stopSequences": ["\n\n"],
+            "tools": [{"name": "get_weather", "inputSchema": {"type": "object"}}, {"name": "x\u{202e}"}],
         });
         let question = sampling_question(&asking(), &params);
         assert_eq!(
@@ -243,7 +259,8 @@ mod tests {
              `everything` asks the client's model to write a message.\n\n\
              System prompt:\n    Be brief.\\u001b[2J\n\n\
              Max tokens: 100; temperature 0.7; stop sequences `\\n\\n`\n\
-             Model preferences: hints `claude`, cost priority 0.3\n\n\
+             Model preferences: hints `claude`, cost priority 0.3\n\
+             Tools the model may call: `get_weather`, `x\\u202e`\n\n\
              Messages (2):\n\
              1. user, text:\n    line one\n    line\\u202e two\n\
              2. user, image (image/png, 8 bytes)\n\

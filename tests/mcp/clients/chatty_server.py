@@ -3,9 +3,10 @@ tests/mcp/notifications.rs and tests/mcp/sampling.rs:
 - `say(levels)` sends one log message per level (logger `chat`, data `<level> message`);
 - `count(steps)` reports progress 1..steps of `steps` (message `step <i>`);
 - the prompt `noisy` logs a warning `prompt message` when it is got;
-- `sample(text)` asks its client's model (`sampling/createMessage`) with a text message, an
-  image, a system prompt, model preferences and limits, and answers `<model>: <its text>`; a
-  refusal becomes its error (it asks without looking at the client's capabilities);
+- `sample(text, stubborn)` asks its client's model (`sampling/createMessage`) with a text
+  message, an image, a system prompt, model preferences and limits, and answers `<model>: <its
+  text>`; a refusal becomes its error (it asks without looking at the client's capabilities).
+  With `stubborn` it does not withdraw its request when its own call is cancelled;
 - `declared()` answers whether its client declared the `sampling` capability;
 - `hold(tag)` writes `$CHATTY_DIR/held-<tag>`, then answers `tag` once the test creates
   `$CHATTY_DIR/release-<tag>` (so a test knows by a file, not a clock, that the call is in
@@ -16,6 +17,7 @@ import asyncio
 import os
 import warnings
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ImageContent, ModelHint, ModelPreferences, SamplingMessage, TextContent
 
@@ -48,9 +50,15 @@ PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR4nGNgYAAAAAMAASs
 
 
 @server.tool()
-async def sample(text: str, ctx: Context) -> str:
+async def sample(text: str, ctx: Context, stubborn: bool = False) -> str:
     """Asks the client's model to answer `text`."""
-    result = await ctx.session.create_message(
+    with anyio.CancelScope(shield=stubborn):
+        result = await ask_model(text, ctx)
+    return f"{result.model}: {result.content.text}"
+
+
+async def ask_model(text: str, ctx: Context):
+    return await ctx.session.create_message(
         [
             SamplingMessage(role="user", content=TextContent(type="text", text=text)),
             SamplingMessage(role="user", content=ImageContent(type="image", data=PIXEL, mime_type="image/png")),
@@ -60,7 +68,6 @@ async def sample(text: str, ctx: Context) -> str:
         temperature=0.25,
         model_preferences=ModelPreferences(hints=[ModelHint(name="claude")], speed_priority=0.75),
     )
-    return f"{result.model}: {result.content.text}"
 
 
 @server.tool()
