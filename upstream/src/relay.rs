@@ -67,7 +67,8 @@ struct Call {
     /// The progress token rmcp gave the request (set once it is sent).
     token: Option<ProgressToken>,
     relay: Option<Arc<dyn CallRelay>>,
-    /// Who answers the server's sampling requests during the call (its eval's sampler).
+    /// Who answers the server's sampling requests during the call (its eval's sampler), until
+    /// the call ends.
     sampler: Option<Arc<dyn CallSampler>>,
     /// Whether its result arrived: a server's request (unlike a notification) is sent before
     /// the result it waits on, so an ended call is no longer one a request can be about.
@@ -245,6 +246,9 @@ impl Drop for InFlight {
             .find(|c| c.number == self.number)
         {
             call.ended = true;
+            // Not kept for the late notifications: the sampler holds its eval's resources (its
+            // channels, its slot among the client's evals), which must go with the eval.
+            call.sampler = None;
         }
         self.relays.ends.send_modify(|n| *n += 1);
         let (relays, number) = (self.relays.clone(), self.number);
@@ -350,6 +354,8 @@ mod tests {
         // An ended call no longer counts, although its late notifications still find it.
         drop(b1);
         assert!(relays.sole_sampler().is_some_and(|s| Arc::ptr_eq(&s, &a)));
+        // Nor does it hold its eval's sampler (and what that holds) for the late notifications.
+        assert_eq!(Arc::strong_count(&b), 1);
         let read = relays.enter(None, None);
         assert!(relays.sole_sampler().is_none(), "a call without a sampler");
         drop((read, a1));

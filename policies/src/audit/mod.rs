@@ -7,6 +7,7 @@
 //! ([`verify_audit_dir`] checks them) and can be searched ([`query_audit_dir`]).
 
 mod chain;
+mod decision;
 mod eval_id;
 mod query;
 mod record;

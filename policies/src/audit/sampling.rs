@@ -10,7 +10,7 @@
 use codemode_runtime::CallStatus;
 use serde::{Deserialize, Serialize};
 
-use super::record::Decision;
+use super::decision::Decision;
 use super::time::now_rfc3339;
 use crate::Channel;
 
