@@ -46,7 +46,7 @@ use codemode_runtime::{
 };
 
 use crate::approvals::{ApprovalBroker, Asker, Channels, HumanWaits, OpenAsks, WaitingAsker};
-use crate::tools::{CatalogSchemas, ScriptTools};
+use crate::tools::{CatalogSchemas, SamplingGate, SamplingRoute, ScriptTools};
 use codemode_upstream::{CallRelay, Media, UpstreamPool};
 use startup::StartupGate;
 
@@ -75,6 +75,7 @@ pub struct GovernedEval {
     alternatives: Vec<Alternative>,
     asker: Arc<dyn Asker>,
     relay: Option<Arc<dyn CallRelay>>,
+    sampling: SamplingRoute,
     broker: Option<Arc<ApprovalBroker>>,
     audit: Option<AuditTarget>,
     outputs: Arc<OutputPolicy>,
@@ -384,6 +385,7 @@ impl GovernedEval {
                 ScriptTools::new(upstreams.clone(), asker.clone())
                     .with_profile(self.profile.clone())
                     .with_relay(self.relay.clone())
+                    .with_sampler(Some(self.sampler(asker.clone())))
                     .with_media(self.media.clone()),
             ),
             None => Arc::new(NoTools),
@@ -410,6 +412,23 @@ impl GovernedEval {
             builder = builder.audit(audit.sink.clone(), audit.include_args);
         }
         builder.build()
+    }
+}
+
+impl GovernedEval {
+    /// The eval's answer to the upstreams' sampling requests: its profile, asking through
+    /// `asker` (the channels its approvals use), audited under its id.
+    fn sampler(&self, asker: Arc<dyn Asker>) -> Arc<SamplingGate> {
+        Arc::new(SamplingGate {
+            route: self.sampling.clone(),
+            asker,
+            profile: self.profile.clone(),
+            audit: self.audit.as_ref().map(|a| a.sink.clone()),
+            eval: self.audit_id(),
+            caller: self.caller.name.clone(),
+            session: self.session.as_ref().map(|(id, _)| id.clone()),
+            waiting: Default::default(),
+        })
     }
 }
 
@@ -724,7 +743,9 @@ mod tests {
             .into_iter()
             .filter_map(|r| match r {
                 AuditRecord::Eval(e) => Some(e),
-                AuditRecord::ToolCall(_) | AuditRecord::Access(_) => None,
+                AuditRecord::ToolCall(_) | AuditRecord::Access(_) | AuditRecord::Sampling(_) => {
+                    None
+                }
             })
             .collect();
         assert_eq!(evals.len(), 1);

@@ -167,8 +167,8 @@ pub use ask::{
 };
 pub use audit::{
     AccessAuditRecord, AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision,
-    EvalAuditRecord, MemoryAuditSink, ToolCallAuditRecord, args_sha256, canonical_json,
-    now_rfc3339, rfc3339_utc, sha256_hex,
+    EvalAuditRecord, MemoryAuditSink, SamplingAuditRecord, ToolCallAuditRecord, args_sha256,
+    canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
 };
 // The audit chain, its verification and queries (issue 15 §7).
 pub use audit::{
@@ -199,7 +199,7 @@ pub use display::{
     ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, bounded, invisible_ranges, is_blank,
     is_invisible, neutralize, summarize_args,
 };
-pub use enforce::{Alternative, PolicyToolHost, PolicyToolHostBuilder};
+pub use enforce::{Alternative, PendingSlot, PolicyToolHost, PolicyToolHostBuilder};
 pub use outputs::{
     InvalidPathPattern, MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule,
     PathPattern, mask_value,

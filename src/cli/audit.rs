@@ -71,6 +71,7 @@ enum EventArg {
     ToolCall,
     Eval,
     Access,
+    Sampling,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -168,6 +169,7 @@ fn query(args: QueryArgs) -> ExitCode {
         EventArg::ToolCall => AuditEvent::ToolCall,
         EventArg::Eval => AuditEvent::Eval,
         EventArg::Access => AuditEvent::Access,
+        EventArg::Sampling => AuditEvent::Sampling,
     });
     query.decision = args.decision;
     query.caller = args.caller;

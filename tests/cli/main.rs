@@ -8,6 +8,7 @@ mod commands;
 mod examples;
 mod oauth;
 mod packaging;
+mod sampling;
 mod schemas;
 mod upstream_forms;
 

@@ -36,6 +36,7 @@ mod notifications;
 mod reload;
 mod resources;
 mod results;
+mod sampling;
 mod schemas;
 mod sessions;
 mod startup;

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 use crate::harness::{Mode, Setup, Transport, assert_json, base_config, stdio_server};
 use crate::peers;
 
-fn config(scratch: &crate::harness::Scratch) -> Value {
+/// The base config with the upstream clients/chatty_server.py as `chatty` (its files in
+/// `<scratch>/chatty`).
+pub(crate) fn config(scratch: &crate::harness::Scratch) -> Value {
     let mut config = base_config(scratch);
     let chatty =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/clients/chatty_server.py");

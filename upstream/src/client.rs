@@ -1,14 +1,16 @@
 //! Our side of one upstream connection: the rmcp [`ClientHandler`] that declares the
-//! elicitation capability, forwards `elicitation/create` to an [`UpstreamElicitation`], relays
-//! progress and log messages to the eval of the call they are about ([`crate::relay`]), and
-//! reports `notifications/tools/list_changed`.
+//! elicitation capability (and sampling, when the pool can route it), forwards
+//! `elicitation/create` to an [`UpstreamElicitation`] and `sampling/createMessage` to the eval of
+//! the call it came during ([`crate::sampling`]), relays progress and log messages to the eval
+//! of the call they are about ([`crate::relay`]), and reports `notifications/tools/list_changed`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
-    ProtocolVersion,
+    ProtocolVersion, SamplingCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData as McpError};
@@ -59,8 +61,11 @@ pub(crate) struct UpstreamClient {
     pub(crate) elicitation: SharedElicitation,
     /// Signalled on `notifications/tools/list_changed`.
     pub(crate) tools_changed: Arc<Notify>,
-    /// Number of elicitations of this server being answered now.
+    /// Number of this server's requests to a human or the client's model (elicitations,
+    /// sampling) being answered now: time the call's timeout does not count.
     pub(crate) eliciting: Arc<watch::Sender<usize>>,
+    /// Whether the `sampling` capability is declared (see [`crate::UpstreamPool::declare_sampling`]).
+    pub(crate) declares_sampling: Arc<AtomicBool>,
     /// The calls in flight on this server, and where their notifications go.
     pub(crate) relays: Arc<CallRelays>,
     /// The pool's counter bumped when a server's resources or prompts change.
@@ -95,6 +100,9 @@ impl ClientHandler for UpstreamClient {
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation =
             Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        if self.declares_sampling.load(Ordering::Relaxed) {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
         let mut info = Implementation::new("codemode", env!("CARGO_PKG_VERSION"));
         info.title = Some("codemode (MCP proxy)".into());
         // The `initialize` lifecycle: ask for its newest version, which every upstream in
@@ -123,6 +131,33 @@ impl ClientHandler for UpstreamClient {
             _ = context.ct.cancelled() => {
                 Err(McpError::internal_error("the elicitation request was cancelled", None))
             }
+        }
+    }
+
+    #[expect(
+        deprecated,
+        reason = "SEP-2577 deprecates sampling from protocol 2026-07-28 on, but servers of 2025-11-25 and older ask for it"
+    )]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, McpError> {
+        let Some(sampler) = self.relays.sole_sampler() else {
+            return Err(crate::sampling::unattributed(&self.server));
+        };
+        let _counted = Eliciting::start(&self.eliciting);
+        // Nobody is left asking about a request whose script stopped waiting (its call timed
+        // out, its eval was cancelled): the human's question is withdrawn with the future.
+        tokio::select! {
+            answer = sampler.create_message(&self.server, params) => answer,
+            _ = context.ct.cancelled() => {
+                Err(McpError::invalid_request("the sampling request was cancelled", None))
+            }
+            () = self.relays.until_done(&sampler) => Err(McpError::invalid_request(
+                "codemode withdrew this sampling request: the script's call it came during ended before it was answered",
+                None,
+            )),
         }
     }
 

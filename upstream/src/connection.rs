@@ -3,6 +3,7 @@
 //! the connection dies. Calls go through [`Upstream::call`].
 
 use std::future::Future;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -149,7 +150,7 @@ impl Upstream {
     pub(crate) fn start(
         name: &str,
         spec: UpstreamSpec,
-        (elicitation, logins): (SharedElicitation, Logins),
+        (elicitation, declares_sampling, logins): (SharedElicitation, Arc<AtomicBool>, Logins),
         (pool_changed, listings_changed): (Arc<watch::Sender<u64>>, Arc<watch::Sender<u64>>),
         shutdown: CancellationToken,
     ) -> Arc<Self> {
@@ -167,7 +168,7 @@ impl Upstream {
             logins,
             finished: watch::Sender::new(false),
         });
-        tokio::spawn(up.clone().supervise(elicitation));
+        tokio::spawn(up.clone().supervise(elicitation, declares_sampling));
         up
     }
 
@@ -252,7 +253,11 @@ impl Upstream {
         }
     }
 
-    async fn supervise(self: Arc<Self>, elicitation: SharedElicitation) {
+    async fn supervise(
+        self: Arc<Self>,
+        elicitation: SharedElicitation,
+        declares_sampling: Arc<AtomicBool>,
+    ) {
         let mut backoff = MIN_BACKOFF;
         while !self.shutdown.is_cancelled() {
             let tools_changed = Arc::new(Notify::new());
@@ -261,6 +266,7 @@ impl Upstream {
                 elicitation: elicitation.clone(),
                 tools_changed: tools_changed.clone(),
                 eliciting: self.eliciting.clone(),
+                declares_sampling: declares_sampling.clone(),
                 relays: self.relays.clone(),
                 listings_changed: self.listings_changed.clone(),
                 sequence: self.sequence.clone(),
@@ -473,7 +479,9 @@ impl Upstream {
         let (peer, session) = self.connected_peer(qualified, tool)?;
         let arguments = convert::arguments(qualified, args)?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let in_flight = self.relays.enter(scope.relay.clone());
+        let in_flight = self
+            .relays
+            .enter(scope.relay.clone(), scope.sampler.clone());
         let timeout = self.spec.call_timeout;
         let call = call_tool((&peer, server, &self.sequence), params, &in_flight);
         let answer = deadline(call, timeout, &self.eliciting, cx).await;

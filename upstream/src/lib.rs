@@ -8,7 +8,8 @@
 //!   dead servers, and is the [`ToolHost`](codemode_runtime::ToolHost) scripts call.
 //! * [`UpstreamElicitation`] answers the servers' own `elicitation/create` requests.
 //! * [`CallRelay`] receives a server's progress and log messages about the calls of one eval
-//!   ([`UpstreamPool::call_in`]).
+//!   ([`UpstreamPool::call_in`]); [`CallSampler`] answers its `sampling/createMessage` requests
+//!   during them (declared only by a pool told it can route them).
 //!
 //! Tool results become JS values: `structuredContent` when present; else one content block's
 //! value, or an array of them for several (a text block is its text parsed as JSON when it is
@@ -51,6 +52,7 @@ pub mod oauth;
 mod pool;
 mod relay;
 pub mod resources;
+mod sampling;
 mod schemas;
 mod scope;
 mod sequence;
@@ -65,6 +67,7 @@ pub use connection::UpstreamStatus;
 pub use media::{Attachment, DEFAULT_MAX_MEDIA_BYTES, Media};
 pub use pool::UpstreamPool;
 pub use relay::{CallRelay, LogMessage};
+pub use sampling::CallSampler;
 pub use scope::CallScope;
 pub use spec::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, UpstreamError, UpstreamSpec, UpstreamTransport,

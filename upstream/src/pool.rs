@@ -2,6 +2,7 @@
 //! [`ToolHost`] that routes `server__tool` calls.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use rmcp::model::Tool;
@@ -45,6 +46,8 @@ struct Inner {
     elicitation: SharedElicitation,
     /// Where the upstreams' OAuth logins are kept.
     logins: RwLock<Logins>,
+    /// Whether connections declare `sampling` ([`UpstreamPool::declare_sampling`]).
+    declares_sampling: Arc<AtomicBool>,
     changed: Arc<watch::Sender<u64>>,
     /// Bumped when an upstream says its resources or prompts changed.
     listings: Arc<watch::Sender<u64>>,
@@ -87,6 +90,7 @@ impl UpstreamPool {
                 commands: RwLock::default(),
                 elicitation: Arc::new(RwLock::new(handler)),
                 logins: RwLock::new(Logins::memory()),
+                declares_sampling: Arc::default(),
                 changed: Arc::new(watch::Sender::new(0)),
                 listings: Arc::new(watch::Sender::new(0)),
                 shutdown: CancellationToken::new(),
@@ -130,6 +134,17 @@ impl UpstreamPool {
             .elicitation
             .write()
             .unwrap_or_else(|e| e.into_inner()) = handler;
+    }
+
+    /// Whether to declare the `sampling` capability to upstream servers: do so only when their
+    /// requests can reach a model — when the evals calling through this pool pass a
+    /// [`CallSampler`](crate::CallSampler) in their [`CallScope`] — since a server that sees it
+    /// may offer tools that need it. Default: not declared. Applies to connections made from
+    /// now on: call it before adding upstreams.
+    pub fn declare_sampling(&self, declare: bool) {
+        self.inner
+            .declares_sampling
+            .store(declare, Ordering::Relaxed);
     }
 
     /// Makes the pool's upstreams exactly `upstreams`: connects the new ones, disconnects the
@@ -211,7 +226,11 @@ impl UpstreamPool {
                 let up = Upstream::start(
                     &name,
                     spec,
-                    (self.inner.elicitation.clone(), self.logins()),
+                    (
+                        self.inner.elicitation.clone(),
+                        self.inner.declares_sampling.clone(),
+                        self.logins(),
+                    ),
                     (self.inner.changed.clone(), self.inner.listings.clone()),
                     self.inner.shutdown.child_token(),
                 );

@@ -12,6 +12,10 @@
 //! flight for [`LATE_NOTIFICATIONS`] after it ends. Calls of one audience (one client: see
 //! [`CallRelay::audience`]) do not make each other ambiguous; a log message then goes to the
 //! audience's most recent eval whose request is still open.
+//!
+//! A server's own request (`sampling/createMessage`) is sent before the result of the call it
+//! is about, so only calls still running count for it, and they must all be one eval's
+//! ([`CallRelays::sole_sampler`]; see [`crate::sampling`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,6 +24,8 @@ use std::time::{Duration, Instant};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 
 use codemode_runtime::BoxFuture;
+
+use crate::sampling::CallSampler;
 
 /// The parameters of MCP's `notifications/message`.
 #[expect(
@@ -61,6 +67,12 @@ struct Call {
     /// The progress token rmcp gave the request (set once it is sent).
     token: Option<ProgressToken>,
     relay: Option<Arc<dyn CallRelay>>,
+    /// Who answers the server's sampling requests during the call (its eval's sampler), until
+    /// the call ends.
+    sampler: Option<Arc<dyn CallSampler>>,
+    /// Whether its result arrived: a server's request (unlike a notification) is sent before
+    /// the result it waits on, so an ended call is no longer one a request can be about.
+    ended: bool,
 }
 
 /// The calls in flight on one upstream, each with the relay of its eval (`None`: a call nobody
@@ -68,6 +80,8 @@ struct Call {
 #[derive(Default)]
 pub(crate) struct CallRelays {
     calls: Mutex<Calls>,
+    /// Bumped whenever a call ends (see [`CallRelays::until_done`]).
+    ends: tokio::sync::watch::Sender<u64>,
 }
 
 #[derive(Default)]
@@ -91,12 +105,18 @@ impl CallRelays {
     }
 
     /// Records a call until the guard drops (and [`LATE_NOTIFICATIONS`] after).
-    pub(crate) fn enter(self: &Arc<Self>, relay: Option<Arc<dyn CallRelay>>) -> InFlight {
+    pub(crate) fn enter(
+        self: &Arc<Self>,
+        relay: Option<Arc<dyn CallRelay>>,
+        sampler: Option<Arc<dyn CallSampler>>,
+    ) -> InFlight {
         let number = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
         self.lock().list.push(Call {
             number,
             token: None,
             relay,
+            sampler,
+            ended: false,
         });
         InFlight {
             relays: self.clone(),
@@ -160,6 +180,37 @@ impl CallRelays {
     }
 }
 
+impl CallRelays {
+    /// The sampler a server's request goes to: that of the one eval every call still running
+    /// here belongs to (its sampler is the eval's identity); `None` when no call runs, or calls
+    /// of several evals, or a call without a sampler (a client's own resource read, a call of
+    /// `codemode run`).
+    pub(crate) fn sole_sampler(&self) -> Option<Arc<dyn CallSampler>> {
+        let calls = self.lock();
+        let mut running = calls.list.iter().filter(|c| !c.ended);
+        let first = running.next()?.sampler.clone()?;
+        running
+            .all(|c| c.sampler.as_ref().is_some_and(|s| Arc::ptr_eq(s, &first)))
+            .then_some(first)
+    }
+
+    /// Returns once no call of `sampler`'s eval runs here any more: a request of the server
+    /// still unanswered then has no script waiting on it.
+    pub(crate) async fn until_done(&self, sampler: &Arc<dyn CallSampler>) {
+        let mut ends = self.ends.subscribe();
+        loop {
+            let runs =
+                self.lock().list.iter().any(|c| {
+                    !c.ended && c.sampler.as_ref().is_some_and(|s| Arc::ptr_eq(s, sampler))
+                });
+            // The sender lives as long as `self`: `changed` fails only if it is gone.
+            if !runs || ends.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
 /// A call in flight (see [`CallRelays::enter`]).
 pub(crate) struct InFlight {
     relays: Arc<CallRelays>,
@@ -187,6 +238,19 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        if let Some(call) = self
+            .relays
+            .lock()
+            .list
+            .iter_mut()
+            .find(|c| c.number == self.number)
+        {
+            call.ended = true;
+            // Not kept for the late notifications: the sampler holds its eval's resources (its
+            // channels, its slot among the client's evals), which must go with the eval.
+            call.sampler = None;
+        }
+        self.relays.ends.send_modify(|n| *n += 1);
         let (relays, number) = (self.relays.clone(), self.number);
         let forget = move || relays.lock().list.retain(|c| c.number != number);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -236,11 +300,11 @@ mod tests {
         let a: Arc<dyn CallRelay> = relay("session A");
         let b: Arc<dyn CallRelay> = relay("session B");
         assert!(relays.sole().is_none(), "no call in flight");
-        let a1 = relays.enter(Some(a.clone()));
+        let a1 = relays.enter(Some(a.clone()), None);
         a1.set_token(token(1));
-        let a2 = relays.enter(Some(a.clone()));
+        let a2 = relays.enter(Some(a.clone()), None);
         assert!(relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a)));
-        let b1 = relays.enter(Some(b.clone()));
+        let b1 = relays.enter(Some(b.clone()), None);
         b1.set_token(token(2));
         assert!(relays.sole().is_none(), "two evals");
         assert!(
@@ -256,18 +320,63 @@ mod tests {
         assert!(relays.by_token(&token(3)).is_none());
         drop(b1);
         assert!(relays.by_token(&token(2)).is_none(), "its call ended");
-        let unrelayed = relays.enter(None);
+        let unrelayed = relays.enter(None, None);
         assert!(relays.sole().is_none(), "a call nobody listens to");
         drop((unrelayed, a1, a2));
         assert!(relays.sole().is_none());
         assert!(relays.by_token(&token(1)).is_none());
     }
 
+    /// A sampler whose identity is all that matters.
+    struct Sampler;
+    #[expect(deprecated, reason = "sampling's types are deprecated by SEP-2577")]
+    impl CallSampler for Sampler {
+        fn create_message<'a>(
+            &'a self,
+            _: &'a str,
+            _: rmcp::model::CreateMessageRequestParams,
+        ) -> BoxFuture<'a, Result<rmcp::model::CreateMessageResult, rmcp::ErrorData>> {
+            Box::pin(async { Err(rmcp::ErrorData::invalid_request("unused", None)) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_goes_to_the_sampler_of_the_one_eval_with_calls_running() {
+        let relays = Arc::new(CallRelays::default());
+        let (a, b): (Arc<dyn CallSampler>, Arc<dyn CallSampler>) =
+            (Arc::new(Sampler), Arc::new(Sampler));
+        assert!(relays.sole_sampler().is_none(), "no call");
+        let a1 = relays.enter(None, Some(a.clone()));
+        let a2 = relays.enter(None, Some(a.clone()));
+        assert!(relays.sole_sampler().is_some_and(|s| Arc::ptr_eq(&s, &a)));
+        let b1 = relays.enter(None, Some(b.clone()));
+        assert!(relays.sole_sampler().is_none(), "two evals");
+        // An ended call no longer counts, although its late notifications still find it.
+        drop(b1);
+        assert!(relays.sole_sampler().is_some_and(|s| Arc::ptr_eq(&s, &a)));
+        // Nor does it hold its eval's sampler (and what that holds) for the late notifications.
+        assert_eq!(Arc::strong_count(&b), 1);
+        let read = relays.enter(None, None);
+        assert!(relays.sole_sampler().is_none(), "a call without a sampler");
+        drop((read, a1));
+        assert!(relays.sole_sampler().is_some_and(|s| Arc::ptr_eq(&s, &a)));
+        let done = relays.until_done(&a);
+        tokio::pin!(done);
+        assert!(
+            futures::poll!(done.as_mut()).is_pending(),
+            "a's call still runs"
+        );
+        drop(a2);
+        assert!(relays.sole_sampler().is_none(), "every call ended");
+        done.await;
+        relays.until_done(&b).await;
+    }
+
     #[test]
     fn progress_before_the_token_is_known_waits_for_its_call() {
         let relays = Arc::new(CallRelays::default());
         let a: Arc<dyn CallRelay> = relay("session A");
-        let call = relays.enter(Some(a.clone()));
+        let call = relays.enter(Some(a.clone()), None);
         let early = |n: f64| ProgressNotificationParam::new(token(7), n);
         assert!(
             relays.route_progress(early(1.0)).is_none(),
@@ -291,7 +400,7 @@ mod tests {
         let a1 = relay("session A");
         let a1_dyn: Arc<dyn CallRelay> = a1.clone();
         let b: Arc<dyn CallRelay> = relay("session B");
-        let call = relays.enter(Some(a1_dyn.clone()));
+        let call = relays.enter(Some(a1_dyn.clone()), None);
         call.set_token(token(1));
         drop(call);
         // Late progress and log messages of a's call still find it.
@@ -299,13 +408,13 @@ mod tests {
         assert!(relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a1_dyn)));
         // Another client's call while a's may still be talking: ambiguous, even once a's
         // request has its answer.
-        let b1 = relays.enter(Some(b.clone()));
+        let b1 = relays.enter(Some(b.clone()), None);
         a1.0.store(true, Ordering::Relaxed);
         assert!(relays.sole().is_none(), "another audience");
         drop(b1);
         // The same client's next eval: its log messages are its own at once.
         let a2: Arc<dyn CallRelay> = relay("session A");
-        let a2_call = relays.enter(Some(a2.clone()));
+        let a2_call = relays.enter(Some(a2.clone()), None);
         let waited = tokio::time::timeout(std::time::Duration::from_secs(30), async {
             // b's ended call counts until it is forgotten.
             while !relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a2)) {

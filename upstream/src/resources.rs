@@ -163,7 +163,7 @@ async fn ask<T, F>(
 where
     F: Future<Output = Result<T, ServiceError>>,
 {
-    let _in_flight = up.relays().enter(relay);
+    let _in_flight = up.relays().enter(relay, None);
     let server = &*up.name;
     let Some(peer) = up.peer() else {
         return Err(UpstreamRequestError::Failed(format!(

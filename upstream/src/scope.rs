@@ -4,9 +4,10 @@ use std::sync::Arc;
 
 use super::media::Media;
 use super::relay::CallRelay;
+use super::sampling::CallSampler;
 
-/// Where the upstream servers' progress and log messages about an eval's calls go, and where
-/// the media of their results are kept. Cheap to clone.
+/// Where the upstream servers' progress and log messages about an eval's calls go, who answers
+/// their sampling requests, and where the media of their results are kept. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct CallScope {
     /// The eval's relay. Default: none (the notifications are dropped).
@@ -14,4 +15,7 @@ pub struct CallScope {
     /// The eval's media store. Default: a store of its own, of
     /// [`DEFAULT_MAX_MEDIA_BYTES`](crate::DEFAULT_MAX_MEDIA_BYTES), that nobody attaches from.
     pub media: Media,
+    /// Who answers the upstream servers' sampling requests during the eval's calls. Default:
+    /// none (they are refused).
+    pub sampler: Option<Arc<dyn CallSampler>>,
 }

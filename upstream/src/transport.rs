@@ -281,6 +281,7 @@ mod tls_tests {
             elicitation: Arc::new(RwLock::new(decline)),
             tools_changed: Default::default(),
             eliciting: Arc::new(tokio::sync::watch::channel(0).0),
+            declares_sampling: Default::default(),
             relays: Default::default(),
             listings_changed: Arc::new(tokio::sync::watch::channel(0).0),
             sequence: Default::default(),

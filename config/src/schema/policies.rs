@@ -59,6 +59,9 @@ pub(crate) struct Profile {
     /// Which upstream prompts the session lists and gets, as globs over `<server>__<prompt
     /// name>`. Default: all.
     pub(crate) prompts: Option<Access>,
+    /// What an upstream server's request to sample the client's model (during a script's call)
+    /// gets: `"allow"`, `"ask"` (a human approves each one) or `"deny"`. Default: `"ask"`.
+    pub(crate) sampling: Option<Disposition>,
 }
 
 /// Which names of a kind a profile lets through: those matching `allow` (every one when it is

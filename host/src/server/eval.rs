@@ -33,6 +33,7 @@ use super::result::eval_result;
 use super::suspend::{Event, Suspended};
 use crate::approvals::{Asker, NoAsker, PeerAsker};
 use crate::session::Caller;
+use crate::tools::SamplingRoute;
 pub use resume::enable_durable;
 pub(super) use resume::resume_from_store;
 use stored::{ABANDONED, Stored, UNREACHABLE, wait_for_stored};
@@ -111,7 +112,7 @@ impl CodemodeServer {
             code,
             (caller, profile, slot),
             &wait,
-            (&cancel, &relay),
+            (&cancel, &relay, SamplingRoute::of_request(&ctx)),
             done_tx,
         );
         if let Err(e) = task.spawn(self.state.drain.enter()) {
@@ -205,7 +206,7 @@ impl CodemodeServer {
         code: String,
         (caller, profile, slot): (Caller, Option<Arc<Profile>>, Arc<EvalSlot>),
         wait: &EvalWait,
-        (cancel, relay): (&CancellationToken, &RelayOpen),
+        (cancel, relay, sampling): (&CancellationToken, &RelayOpen, SamplingRoute),
         done: tokio::sync::oneshot::Sender<LegacyEnd>,
     ) -> EvalTask {
         let state = &self.state;
@@ -230,6 +231,7 @@ impl CodemodeServer {
             .session(self.session_id.clone(), self.approvals.clone())
             .profile(profile)
             .relay(Some(relay.0.clone()))
+            .sampling(sampling)
             .alternatives(alternatives)
             .waits(Some(slot.clone()))
             .build();

@@ -80,6 +80,8 @@ impl ServerState {
             .upstreams
             .set_elicitation(Arc::new(crate::tools::ForwardElicitation));
         state.upstreams.set_logins(logins);
+        // An eval's client may have a model: upstreams may ask for it (each eval's gate decides).
+        state.upstreams.declare_sampling(true);
         state.apply(config, false).await;
         let watcher = state.clone();
         let mut changes = state.upstreams.subscribe();

@@ -10,6 +10,7 @@ use codemode_upstream::{CallRelay, Media, UpstreamPool};
 
 use super::{AuditTarget, GovernedEval};
 use crate::approvals::{ApprovalBroker, Asker, HumanWaits, NoAsker, OpenAsks};
+use crate::tools::SamplingRoute;
 
 /// Builds a [`GovernedEval`]. Every setting has a default that grants nothing.
 pub struct GovernedEvalBuilder {
@@ -98,6 +99,14 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// Where the upstream servers' sampling requests during the eval's calls go once its
+    /// profile (and maybe a human) allowed them. Default: refused (no client, as in `codemode
+    /// run`).
+    pub fn sampling(mut self, route: SamplingRoute) -> Self {
+        self.eval.sampling = route;
+        self
+    }
+
     /// The server-wide approval broker: when its HTTP API is served, approval requests are also
     /// offered there, and the first answer (there or through the asker) wins. Default: none.
     pub fn broker(mut self, broker: Option<Arc<ApprovalBroker>>) -> Self {
@@ -178,6 +187,7 @@ impl GovernedEval {
                 alternatives: Vec::new(),
                 asker: Arc::new(NoAsker),
                 relay: None,
+                sampling: SamplingRoute::default(),
                 broker: None,
                 audit: None,
                 outputs: Arc::default(),

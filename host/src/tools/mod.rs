@@ -6,10 +6,13 @@
 pub mod hitl;
 mod in_flight;
 mod read_resource;
+mod sampling;
+mod sampling_prompt;
 mod schemas;
 mod upstream_elicitation;
 
 pub use in_flight::{InFlightGuard, in_flight};
+pub use sampling::{SamplingGate, SamplingRoute};
 pub use schemas::CatalogSchemas;
 pub use upstream_elicitation::ForwardElicitation;
 
@@ -22,7 +25,7 @@ use codemode_policies::{DispositionKind, MatchedBy, Profile, neutralize};
 
 use crate::approvals::Asker;
 use codemode_upstream::catalog::{self, ToolInfo};
-use codemode_upstream::{CallRelay, CallScope, Media, UpstreamPool};
+use codemode_upstream::{CallRelay, CallSampler, CallScope, Media, UpstreamPool};
 
 /// `search_tools`'s name.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -305,6 +308,13 @@ impl ScriptTools {
     /// host's own, of [`codemode_upstream::DEFAULT_MAX_MEDIA_BYTES`].
     pub fn with_media(mut self, media: Media) -> Self {
         self.scope.media = media;
+        self
+    }
+
+    /// Who answers the upstreams' sampling requests during this eval's calls. Default: none
+    /// (refused).
+    pub fn with_sampler(mut self, sampler: Option<Arc<dyn CallSampler>>) -> Self {
+        self.scope.sampler = sampler;
         self
     }
 

@@ -59,7 +59,8 @@ pub enum AskKind {
     Approval(Box<ApprovalRequest>),
     /// One step of a `hitl_request` question (the choice, or its confirmation).
     Choice,
-    /// An upstream server's own form, forwarded to the eval's human (never kept across a park).
+    /// An upstream server's own request put to the eval's human — its form, or whether its
+    /// sampling request may reach the client's model (never kept across a park).
     Form,
 }
 
@@ -82,7 +83,8 @@ impl Ask {
         }
     }
 
-    /// An upstream server's form `question`, under a fresh id.
+    /// An upstream server's form `question` (or the question about its sampling request), under
+    /// a fresh id.
     pub fn form(question: Question, timeout: Duration) -> Self {
         Ask {
             id: new_request_id(),

@@ -7,9 +7,11 @@
 //! ([`verify_audit_dir`] checks them) and can be searched ([`query_audit_dir`]).
 
 mod chain;
+mod decision;
 mod eval_id;
 mod query;
 mod record;
+mod sampling;
 mod time;
 mod verify;
 mod writer;
@@ -24,7 +26,7 @@ pub use query::{
 };
 pub use record::{
     AccessAuditRecord, AuditRecord, Decision, EvalAuditContext, EvalAuditRecord,
-    ToolCallAuditRecord, args_sha256, canonical_json, sha256_hex,
+    SamplingAuditRecord, ToolCallAuditRecord, args_sha256, canonical_json, sha256_hex,
 };
 pub use time::{now_rfc3339, rfc3339_utc};
 pub use verify::{ChainBreak, ChainHead, Verified, verify_audit_dir};
@@ -72,7 +74,7 @@ impl MemoryAuditSink {
             .into_iter()
             .filter_map(|r| match r {
                 AuditRecord::ToolCall(r) => Some(r),
-                AuditRecord::Eval(_) | AuditRecord::Access(_) => None,
+                AuditRecord::Eval(_) | AuditRecord::Access(_) | AuditRecord::Sampling(_) => None,
             })
             .collect()
     }

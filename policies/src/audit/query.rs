@@ -55,6 +55,8 @@ pub enum AuditEvent {
     Eval,
     /// `access` records (a client's resource reads and prompt gets).
     Access,
+    /// `sampling` records (an upstream's requests to sample the client's model).
+    Sampling,
 }
 
 impl AuditEvent {
@@ -64,6 +66,7 @@ impl AuditEvent {
             AuditEvent::ToolCall => "tool_call",
             AuditEvent::Eval => "eval",
             AuditEvent::Access => "access",
+            AuditEvent::Sampling => "sampling",
         }
     }
 }

@@ -5,11 +5,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use super::decision::Decision;
+pub use super::sampling::SamplingAuditRecord;
 use super::time::now_rfc3339;
 use crate::{Channel, DispositionKind, Risk};
 
-/// One line of the audit log. Serialised with an `event` field: `"tool_call"`, `"eval"` or
-/// `"access"`.
+/// One line of the audit log. Serialised with an `event` field: `"tool_call"`, `"eval"`,
+/// `"access"` or `"sampling"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum AuditRecord {
@@ -19,6 +21,8 @@ pub enum AuditRecord {
     Eval(EvalAuditRecord),
     /// A client's read of an upstream resource, or get of an upstream prompt, through codemode.
     Access(AccessAuditRecord),
+    /// An upstream's request to sample the client's model during a script's call.
+    Sampling(SamplingAuditRecord),
 }
 
 impl AuditRecord {
@@ -28,44 +32,7 @@ impl AuditRecord {
             AuditRecord::ToolCall(r) => &r.ts,
             AuditRecord::Eval(r) => &r.ts,
             AuditRecord::Access(r) => &r.ts,
-        }
-    }
-}
-
-/// How the policy layer treated a call: the `decision` field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// Allowed without asking.
-    Allowed,
-    /// Denied without asking (a deny list or rule, not in the allowlist, approval queue full,
-    /// a tool that does not exist).
-    Denied,
-    /// A human approved it (now, or earlier for the eval or the session).
-    Approved,
-    /// A human declined or dismissed the prompt.
-    Declined,
-    /// Nobody answered in time: denied.
-    Timeout,
-    /// Nobody could be asked; the profile's `elicitationFallback` decided (the `status` says
-    /// which way).
-    Unsupported,
-    /// The arguments do not match the tool's `inputSchema`: refused before anyone was asked
-    /// and before the tool was reached (`reason` starts with `invalid_arguments:`).
-    Invalid,
-}
-
-impl Decision {
-    /// The decision's name as the audit log writes it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Allowed => "allowed",
-            Decision::Denied => "denied",
-            Decision::Approved => "approved",
-            Decision::Declined => "declined",
-            Decision::Timeout => "timeout",
-            Decision::Unsupported => "unsupported",
-            Decision::Invalid => "invalid",
+            AuditRecord::Sampling(r) => &r.ts,
         }
     }
 }

@@ -634,7 +634,9 @@ mod tests {
             .lines()
             .map(|l| match serde_json::from_str(l).unwrap() {
                 AuditRecord::ToolCall(r) => r.call_id,
-                AuditRecord::Eval(_) | AuditRecord::Access(_) => panic!("not a tool call"),
+                AuditRecord::Eval(_) | AuditRecord::Access(_) | AuditRecord::Sampling(_) => {
+                    panic!("not a tool call")
+                }
             })
             .collect();
         assert_eq!(ids, [1, 2, 3, 5]);

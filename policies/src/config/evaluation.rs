@@ -155,6 +155,10 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         .get("prompts")
         .and_then(|v| read_access(r, v, &path.key("prompts")))
         .unwrap_or_default();
+    let sampling = match map.get("sampling") {
+        Some(v) => read_disposition(r, v, &path.key("sampling")),
+        None => Some(DispositionKind::Ask),
+    };
     if r.error_count() > before {
         return None;
     }
@@ -176,6 +180,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         risk_policies,
         resources,
         prompts,
+        sampling: sampling?,
     })
 }
 

@@ -314,3 +314,29 @@ fn a_profile_lets_through_the_resources_and_prompts_it_allows_and_does_not_deny(
         ]
     );
 }
+
+#[test]
+fn a_profile_says_what_an_upstream_sampling_request_gets() {
+    let c = Config::from_json_str(
+        r#"{"evaluation": {"profiles": {
+            "open": {"sampling": "allow"}, "closed": {"sampling": "deny"},
+            "asking": {"sampling": "ask"}, "plain": {}
+        }}}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let sampling = |name: &str| c.profile(name).map(|p| p.sampling());
+    assert_eq!(sampling("open"), Some(DispositionKind::Allow));
+    assert_eq!(sampling("closed"), Some(DispositionKind::Deny));
+    assert_eq!(sampling("asking"), Some(DispositionKind::Ask));
+    assert_eq!(sampling("plain"), Some(DispositionKind::Ask), "the default");
+
+    let err = Config::from_json_str(r#"{"evaluation": {"profiles": {"p": {"sampling": true}}}}"#)
+        .expect_err("a bad sampling value");
+    let lines: Vec<String> = err.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "evaluation.profiles.p.sampling: expected \"allow\", \"deny\" or \"ask\", found a boolean (true)"
+        ]
+    );
+}

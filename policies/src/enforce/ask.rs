@@ -35,16 +35,6 @@ impl PolicyToolHost {
         lock(&self.queues).entry(key.clone()).or_default().clone()
     }
 
-    /// Takes one of `max` pending-approval slots, if one is free.
-    fn take_slot(&self, max: usize) -> Option<PendingSlot<'_>> {
-        self.pending
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| PendingSlot(&self.pending))
-    }
-
     /// Decides an `ask`: whether the call may go ahead, and how that was decided (the
     /// channel, decider and reason of the answer go into `audit`).
     pub(super) async fn ask(
@@ -75,7 +65,7 @@ impl PolicyToolHost {
             return fallback(profile, tool, &what);
         }
         let max = profile.max_pending_approvals();
-        let Some(_slot) = self.take_slot(max) else {
+        let Some(_slot) = PendingSlot::take(&self.pending, max) else {
             return (
                 Decision::Denied,
                 Err(denied(
@@ -329,11 +319,42 @@ fn decision_name(decision: ApprovalDecision) -> &'static str {
     }
 }
 
-/// One pending-approval slot; freed on drop.
-struct PendingSlot<'a>(&'a AtomicUsize);
+/// One of at most `max` questions of an eval waiting for a human at once
+/// (`maxPendingApprovals`); freed on drop.
+pub struct PendingSlot<'a>(&'a AtomicUsize);
+
+impl<'a> PendingSlot<'a> {
+    /// A slot of `count`, when fewer than `max` are taken.
+    pub fn take(count: &'a AtomicUsize, max: usize) -> Option<Self> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| PendingSlot(count))
+    }
+}
 
 impl Drop for PendingSlot<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use super::*;
+
+    #[test]
+    fn at_most_max_slots_are_taken_and_a_freed_one_is_taken_again() {
+        let count = AtomicUsize::new(0);
+        let first = PendingSlot::take(&count, 2);
+        let second = PendingSlot::take(&count, 2);
+        assert!(first.is_some() && second.is_some());
+        assert!(PendingSlot::take(&count, 2).is_none(), "none is left");
+        drop(first);
+        assert!(PendingSlot::take(&count, 2).is_some(), "a freed slot");
+        drop(second);
+        assert_eq!(count.load(Ordering::Acquire), 0);
     }
 }

@@ -5,6 +5,8 @@ mod ask;
 mod audit_guard;
 mod checks;
 
+pub use ask::PendingSlot;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};

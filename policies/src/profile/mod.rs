@@ -61,6 +61,7 @@ pub struct Profile {
     pub(crate) risk_policies: BTreeMap<Risk, RiskPolicy>,
     pub(crate) resources: Access,
     pub(crate) prompts: Access,
+    pub(crate) sampling: DispositionKind,
 }
 
 impl Profile {
@@ -91,6 +92,13 @@ impl Profile {
     /// `<server>__<prompt name>` (its `prompts`; default: every one).
     pub fn lets_prompt(&self, qualified: &str) -> bool {
         self.prompts.lets(qualified)
+    }
+
+    /// What an upstream's `sampling/createMessage` during a script's call gets (`sampling`;
+    /// default [`DispositionKind::Ask`]: a human approves each request, or the profile's
+    /// [`elicitation_fallback`](Self::elicitation_fallback) decides when nobody can be asked).
+    pub fn sampling(&self) -> DispositionKind {
+        self.sampling
     }
 
     /// The `denylist` globs (default: none).

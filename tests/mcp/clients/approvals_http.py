@@ -109,4 +109,5 @@ async def main() -> dict:
     return obs
 
 
-run(main)
+if __name__ == "__main__":
+    run(main)

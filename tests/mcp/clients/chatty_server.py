@@ -1,8 +1,13 @@
 """An upstream MCP server (the Python SDK, stdio) that talks while its tools run, for
-tests/mcp/notifications.rs:
+tests/mcp/notifications.rs and tests/mcp/sampling.rs:
 - `say(levels)` sends one log message per level (logger `chat`, data `<level> message`);
 - `count(steps)` reports progress 1..steps of `steps` (message `step <i>`);
 - the prompt `noisy` logs a warning `prompt message` when it is got;
+- `sample(text, stubborn)` asks its client's model (`sampling/createMessage`) with a text
+  message, an image, a system prompt, model preferences and limits, and answers `<model>: <its
+  text>`; a refusal becomes its error (it asks without looking at the client's capabilities).
+  With `stubborn` it does not withdraw its request when its own call is cancelled;
+- `declared()` answers whether its client declared the `sampling` capability;
 - `hold(tag)` writes `$CHATTY_DIR/held-<tag>`, then answers `tag` once the test creates
   `$CHATTY_DIR/release-<tag>` (so a test knows by a file, not a clock, that the call is in
   flight, and ends it when it wants).
@@ -12,9 +17,12 @@ import asyncio
 import os
 import warnings
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ImageContent, ModelHint, ModelPreferences, SamplingMessage, TextContent
 
-# MCP logging is deprecated from protocol 2026-07-28 on; this server speaks 2025-11-25 to codemode.
+# MCP logging and sampling are deprecated from protocol 2026-07-28 on; this server speaks
+# 2025-11-25 to codemode.
 warnings.simplefilter("ignore")
 
 DIR = os.environ["CHATTY_DIR"]
@@ -35,6 +43,38 @@ async def count(steps: int, ctx: Context) -> str:
     for i in range(1, steps + 1):
         await ctx.report_progress(i, steps, f"step {i}")
     return f"counted {steps}"
+
+
+# A 1x1 PNG, 68 bytes.
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR4nGNgYAAAAAMAASsJTYQAAAAASUVORK5CYII="
+
+
+@server.tool()
+async def sample(text: str, ctx: Context, stubborn: bool = False) -> str:
+    """Asks the client's model to answer `text`."""
+    with anyio.CancelScope(shield=stubborn):
+        result = await ask_model(text, ctx)
+    return f"{result.model}: {result.content.text}"
+
+
+async def ask_model(text: str, ctx: Context):
+    return await ctx.session.create_message(
+        [
+            SamplingMessage(role="user", content=TextContent(type="text", text=text)),
+            SamplingMessage(role="user", content=ImageContent(type="image", data=PIXEL, mime_type="image/png")),
+        ],
+        max_tokens=32,
+        system_prompt="Answer in one word.",
+        temperature=0.25,
+        model_preferences=ModelPreferences(hints=[ModelHint(name="claude")], speed_priority=0.75),
+    )
+
+
+@server.tool()
+async def declared(ctx: Context) -> bool:
+    """Whether the client declared `sampling`."""
+    capabilities = ctx.client_capabilities
+    return capabilities is not None and capabilities.sampling is not None
 
 
 @server.tool()

@@ -284,6 +284,8 @@ impl Metrics {
             }
             // A client's resource reads and prompt gets are in the audit log, not counted.
             AuditRecord::Access(_) => {}
+            // An upstream's sampling requests are in the audit log, not counted.
+            AuditRecord::Sampling(_) => {}
         }
     }
 }
