@@ -4,83 +4,17 @@
 //! with the `codemode auth login` hint, and a login the server no longer knows (its client
 //! registration gone).
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-use codemode_test_support::services::free_port;
-use codemode_test_support::{peers, scratch_dir};
+use codemode_test_support::scratch_dir;
+use codemode_test_support::services::OAuthUpstream;
 use serde_json::json;
 
 use super::{codemode, text};
 
 /// Follows the authorization server's redirect back to codemode's loopback listener.
 const BROWSER: &str = "curl -sSL -o /dev/null";
-
-/// The upstream of oauth_server.py; killed when dropped.
-struct Guarded {
-    child: Child,
-    port: u16,
-    events: PathBuf,
-}
-
-impl Guarded {
-    /// Starts it on a free port, access tokens living `access_ttl` seconds, and waits until it
-    /// accepts connections.
-    fn start(dir: &Path, access_ttl: u32) -> Guarded {
-        peers::ensure_installed();
-        let port = free_port();
-        let events = dir.join("events.txt");
-        let child = Command::new(peers::python())
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/cli/oauth_server.py"
-            ))
-            .arg(port.to_string())
-            .arg(&events)
-            .env("ACCESS_TTL", access_ttl.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start oauth_server.py");
-        let mut server = Guarded {
-            child,
-            port,
-            events,
-        };
-        server.wait_listening();
-        server
-    }
-
-    fn wait_listening(&mut self) {
-        for _ in 0..600 {
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("oauth_server.py exited: {status}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        panic!("oauth_server.py did not listen on {}", self.port);
-    }
-
-    /// Its events so far, one per line.
-    fn events(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.events)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-}
-
-impl Drop for Guarded {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A config fronting the upstream as `guarded` (with `"oauth": {}`), its state directory of
 /// its own, and a script calling its tool.
@@ -123,7 +57,7 @@ fn status(config: &str) -> String {
 }
 
 /// The client the server registered for the one login so far.
-fn client_of(server: &Guarded) -> String {
+fn client_of(server: &OAuthUpstream) -> String {
     let issued: Vec<String> = server
         .events()
         .iter()
@@ -137,8 +71,8 @@ fn client_of(server: &Guarded) -> String {
 fn a_login_is_saved_used_refreshed_and_forgotten() {
     let dir = scratch_dir("cli", "oauth-login");
     // Tokens that always look about to expire: every run refreshes first.
-    let server = Guarded::start(&dir, 5);
-    let (config, script) = setup(&dir, server.port);
+    let server = OAuthUpstream::start(&dir.join("events.txt"), 5);
+    let (config, script) = setup(&dir, server.port());
     let (config, script) = (config.to_str().unwrap(), script.to_str().unwrap());
 
     assert_eq!(status(config), "guarded  needs login  -  no scopes");
@@ -196,9 +130,9 @@ fn a_login_is_saved_used_refreshed_and_forgotten() {
 #[test]
 fn a_refresh_token_the_server_forgot_asks_for_a_new_login() {
     let dir = scratch_dir("cli", "oauth-forgotten");
-    let (config, script) = {
-        let server = Guarded::start(&dir, 5);
-        let (config, script) = setup(&dir, server.port);
+    let (config, script, port) = {
+        let server = OAuthUpstream::start(&dir.join("events.txt"), 5);
+        let (config, script) = setup(&dir, server.port());
         let out = codemode_in(&[
             "auth",
             "login",
@@ -209,35 +143,10 @@ fn a_refresh_token_the_server_forgot_asks_for_a_new_login() {
             BROWSER,
         ]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        (config, script)
+        (config, script, server.port())
     };
-    // The same address, a server that knows none of the tokens it gave before.
-    let port =
-        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&config).unwrap())
-            .unwrap()["mcpServers"]["guarded"]["url"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("http://127.0.0.1:")
-            .trim_end_matches("/mcp")
-            .parse::<u16>()
-            .unwrap();
-    let mut server = Guarded {
-        child: Command::new(peers::python())
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/cli/oauth_server.py"
-            ))
-            .arg(port.to_string())
-            .arg(dir.join("events-2.txt"))
-            .env("ACCESS_TTL", "5")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("restart oauth_server.py"),
-        port,
-        events: dir.join("events-2.txt"),
-    };
-    server.wait_listening();
+    // The same address, a server that knows none of the clients and tokens it gave before.
+    let server = OAuthUpstream::start_on(port, &dir.join("events-2.txt"), 5);
     let (config, script) = (config.to_str().unwrap(), script.to_str().unwrap());
     let out = codemode_in(&["run", "--config", config, script]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
@@ -251,5 +160,50 @@ fn a_refresh_token_the_server_forgot_asks_for_a_new_login() {
     assert!(!stderr.contains("internal"), "{stderr}");
     assert_eq!(server.events(), Vec::<String>::new());
     // The login the server refused is gone.
+    assert_eq!(status(config), "guarded  needs login  -  no scopes");
+}
+
+/// A "browser" that goes back to codemode with another `state` than the login sent.
+const FORGE_STATE: &str = r#"
+import sys, urllib.error, urllib.parse, urllib.request
+class Stop(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+try:
+    urllib.request.build_opener(Stop).open(sys.argv[-1])
+    sys.exit("no redirect")
+except urllib.error.HTTPError as e:
+    back = urllib.parse.urlsplit(e.headers["Location"])
+query = dict(urllib.parse.parse_qsl(back.query))
+query["state"] = "forged"
+urllib.request.urlopen(back._replace(query=urllib.parse.urlencode(query)).geturl()).read()
+"#;
+
+#[test]
+fn a_redirect_with_another_state_saves_nothing() {
+    let dir = scratch_dir("cli", "oauth-state");
+    let server = OAuthUpstream::start(&dir.join("events.txt"), 3600);
+    let (config, _) = setup(&dir, server.port());
+    let forge = dir.join("forge.py");
+    std::fs::write(&forge, FORGE_STATE).expect("write the browser");
+    let browser = format!("python3 {}", forge.display());
+    let config = config.to_str().unwrap();
+    let out = codemode_in(&[
+        "auth",
+        "login",
+        "guarded",
+        "--config",
+        config,
+        "--browser",
+        &browser,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert_eq!(
+        text(&out.stderr),
+        "codemode: upstream server `guarded`: the browser came back with a `state` this login \
+         did not send (a forged or stale redirect); nothing was saved: log in again\n"
+    );
+    // The code was never exchanged.
+    assert_eq!(server.events(), Vec::<String>::new());
     assert_eq!(status(config), "guarded  needs login  -  no scopes");
 }

@@ -33,6 +33,7 @@ mod fallback;
 mod hitl_gateway;
 mod media;
 mod notifications;
+mod oauth;
 mod reload;
 mod resources;
 mod results;

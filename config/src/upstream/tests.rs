@@ -273,9 +273,15 @@ fn oauth_is_read_with_its_variables_and_its_secrets_redacted() {
     assert_eq!(oauth.client_secret.as_deref(), Some("ghp_s3cret"));
     assert_eq!(oauth.scopes, ["repo", "read:org"]);
     assert_eq!(oauth.grant, crate::OAuthGrant::AuthorizationCode);
-    assert_eq!(oauth.redirect_uri.as_deref(), Some("http://127.0.0.1:8765/callback"));
+    assert_eq!(
+        oauth.redirect_uri.as_deref(),
+        Some("http://127.0.0.1:8765/callback")
+    );
     let shown = format!("{oauth:?}");
-    assert!(!shown.contains("ghp_s3cret") && shown.contains("<redacted>"), "{shown}");
+    assert!(
+        !shown.contains("ghp_s3cret") && shown.contains("<redacted>"),
+        "{shown}"
+    );
     assert!(matches!(&c.servers["auto"].transport,
         ServerTransport::Http { oauth: Some(o), .. } if *o == crate::UpstreamOAuth::default()));
 }
@@ -293,19 +299,47 @@ fn oauth_mistakes_are_named_where_they_are_without_the_secrets() {
           "g": {"url": "https://g/mcp", "oauth": {"signingAlgorithm": "HS256", "clientMetadataUrl": "http://x/y"}}
         }}"#,
     );
-    let found: Vec<(String, ConfigErrorKind)> = got.iter().map(|(p, k, _)| (p.clone(), *k)).collect();
+    let found: Vec<(String, ConfigErrorKind)> =
+        got.iter().map(|(p, k, _)| (p.clone(), *k)).collect();
     assert_eq!(
         found,
         [
-            ("mcpServers.a.oauth.clientSecret".to_string(), ConfigErrorKind::ConflictingKeys),
-            ("mcpServers.b.oauth.grantType".to_string(), ConfigErrorKind::ConflictingKeys),
-            ("mcpServers.c.oauth.privateKey".to_string(), ConfigErrorKind::ConflictingKeys),
-            ("mcpServers.d.oauth.grantType".to_string(), ConfigErrorKind::InvalidValue),
-            ("mcpServers.d.oauth.redirectUri".to_string(), ConfigErrorKind::InvalidValue),
-            ("mcpServers.e.oauth".to_string(), ConfigErrorKind::ConflictingKeys),
-            ("mcpServers.f.oauth".to_string(), ConfigErrorKind::ConflictingKeys),
-            ("mcpServers.g.oauth.signingAlgorithm".to_string(), ConfigErrorKind::InvalidValue),
-            ("mcpServers.g.oauth.clientMetadataUrl".to_string(), ConfigErrorKind::InvalidValue),
+            (
+                "mcpServers.a.oauth.clientSecret".to_string(),
+                ConfigErrorKind::ConflictingKeys
+            ),
+            (
+                "mcpServers.b.oauth.grantType".to_string(),
+                ConfigErrorKind::ConflictingKeys
+            ),
+            (
+                "mcpServers.c.oauth.privateKey".to_string(),
+                ConfigErrorKind::ConflictingKeys
+            ),
+            (
+                "mcpServers.d.oauth.grantType".to_string(),
+                ConfigErrorKind::InvalidValue
+            ),
+            (
+                "mcpServers.d.oauth.redirectUri".to_string(),
+                ConfigErrorKind::InvalidValue
+            ),
+            (
+                "mcpServers.e.oauth".to_string(),
+                ConfigErrorKind::ConflictingKeys
+            ),
+            (
+                "mcpServers.f.oauth".to_string(),
+                ConfigErrorKind::ConflictingKeys
+            ),
+            (
+                "mcpServers.g.oauth.signingAlgorithm".to_string(),
+                ConfigErrorKind::InvalidValue
+            ),
+            (
+                "mcpServers.g.oauth.clientMetadataUrl".to_string(),
+                ConfigErrorKind::InvalidValue
+            ),
         ]
     );
     assert_eq!(
@@ -317,6 +351,9 @@ fn oauth_mistakes_are_named_where_they_are_without_the_secrets() {
         "unknown grant `password`; allowed: `authorization_code`, `client_credentials`"
     );
     for (_, _, message) in &got {
-        assert!(!message.contains("ghp_s3cret") && !message.contains("pem"), "{message}");
+        assert!(
+            !message.contains("ghp_s3cret") && !message.contains("pem"),
+            "{message}"
+        );
     }
 }

@@ -162,7 +162,8 @@ pub fn mark_asked(mut result: Value, asked: &[String]) -> Value {
 }
 
 /// Adds `unavailable: [{server, state, error?}]` to a [`search_tools`] result when some
-/// upstream server is not up (`state`: `starting`, or `down` with the neutralised `error`), so
+/// upstream server is not up (`state`: `starting`, or `down` or `needs login` with the
+/// neutralised `error`), so
 /// that a search finding nothing of a server says why. Other results are returned as they are.
 pub fn mark_unavailable(mut result: Value, upstreams: &UpstreamPool) -> Value {
     if result.get("results").is_none() {
@@ -175,6 +176,8 @@ pub fn mark_unavailable(mut result: Value, upstreams: &UpstreamPool) -> Value {
         .map(|s| {
             if s.starting {
                 json!({"server": s.name, "state": "starting"})
+            } else if s.needs_login {
+                json!({"server": s.name, "state": "needs login", "error": s.down_reason()})
             } else {
                 json!({"server": s.name, "state": "down", "error": s.down_reason()})
             }

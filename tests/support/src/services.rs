@@ -1,4 +1,4 @@
-//! Real Redis, HAProxy and Prometheus processes for tests, each on loopback ports of its own,
+//! Real Redis, HAProxy and Prometheus processes for tests, and an OAuth-guarded MCP upstream, each on loopback ports of its own,
 //! installed from Debian (`redis-server`, `haproxy`, `prometheus`) by `debian.sh` next to this
 //! crate's manifest when missing, and stopped when dropped. A missing package that cannot be installed is a failure,
 //! never a skip.
@@ -384,5 +384,80 @@ mod tests {
         let mut buf = [0u8; 7];
         s.read_exact(&mut buf).unwrap();
         assert_eq!(&buf, b"+PONG\r\n");
+    }
+}
+
+/// An upstream MCP server that is its own OAuth 2.1 authorization server (`oauth_server.py`
+/// next to this crate's manifest: the Python SDK's), over streamable HTTP on a loopback port;
+/// killed when dropped.
+#[derive(Debug)]
+pub struct OAuthUpstream {
+    child: Child,
+    port: u16,
+    events: PathBuf,
+}
+
+impl OAuthUpstream {
+    /// Starts one on a free port, its access tokens living `access_ttl` seconds, its events
+    /// appended to `events`; returns once it accepts connections.
+    pub fn start(events: &Path, access_ttl: u32) -> OAuthUpstream {
+        Self::start_on(free_port(), events, access_ttl)
+    }
+
+    /// [`start`](Self::start) on `port` (a restart at the same address).
+    pub fn start_on(port: u16, events: &Path, access_ttl: u32) -> OAuthUpstream {
+        crate::peers::ensure_installed();
+        let child = Command::new(crate::peers::python())
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("oauth_server.py"))
+            .arg(port.to_string())
+            .arg(events)
+            .env("ACCESS_TTL", access_ttl.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start oauth_server.py: {e}"));
+        let mut server = OAuthUpstream {
+            child,
+            port,
+            events: events.to_path_buf(),
+        };
+        let started = Instant::now();
+        while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("oauth_server.py exited: {status}");
+            }
+            assert!(
+                started.elapsed() < READY_WITHIN,
+                "oauth_server.py did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its MCP endpoint.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// Its events so far (`issued <client>`, `refreshed <client>`, `refused <kind>`).
+    pub fn events(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.events)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for OAuthUpstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -249,3 +249,73 @@ fn without_query(e: &reqwest::Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use codemode_config::{OAuthGrant, UpstreamOAuth};
+    use rmcp::transport::auth::AuthorizationMetadata;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::client_credentials;
+
+    /// A token endpoint on loopback answering every request with `status` and `body`.
+    async fn token_endpoint(status: &'static str, body: Vec<u8>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut head = [0u8; 4096];
+                let _ = stream.read(&mut head).await;
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+                let _ = stream.write_all(&body).await;
+            }
+        });
+        format!("http://127.0.0.1:{port}/token")
+    }
+
+    async fn grant(status: &'static str, body: Vec<u8>) -> String {
+        let mut metadata = AuthorizationMetadata::default();
+        metadata.token_endpoint = token_endpoint(status, body).await;
+        let oauth = UpstreamOAuth {
+            client_id: Some("me".into()),
+            client_secret: Some("s3cret-value".into()),
+            grant: OAuthGrant::ClientCredentials,
+            ..UpstreamOAuth::default()
+        };
+        let error = client_credentials("api", "http://127.0.0.1:1/mcp", &oauth, &metadata)
+            .await
+            .expect_err("a bad token endpoint");
+        let text = error.to_string();
+        assert!(!text.contains("s3cret-value"), "{text}");
+        text
+    }
+
+    #[tokio::test]
+    async fn a_bad_token_endpoint_is_a_clear_error_naming_the_upstream() {
+        assert_eq!(
+            grant("200 OK", b"<html>oops</html>".to_vec()).await,
+            "upstream server `api`: the token endpoint answered 200 OK with 17 bytes that are not JSON"
+        );
+        assert_eq!(
+            grant("200 OK", br#"{"token_type": "Bearer"}"#.to_vec()).await,
+            "upstream server `api`: the token endpoint answered 200 OK with JSON without an `access_token`"
+        );
+        // The server's own words are shown, control characters and all made visible.
+        assert_eq!(
+            grant(
+                "401 Unauthorized",
+                br#"{"error": "invalid_client", "error_description": "bad\n\u001b[2Kcodemode: ok"}"#.to_vec()
+            )
+            .await,
+            "upstream server `api`: the token endpoint answered 401 Unauthorized with the error `invalid_client`: bad\\n\\u001b[2Kcodemode: ok"
+        );
+        assert_eq!(
+            grant("200 OK", vec![b' '; 1 << 20]).await,
+            "upstream server `api`: the token endpoint's answer could not be read: it is over 65536 bytes"
+        );
+    }
+}

@@ -340,6 +340,7 @@ impl Logins {
             .map_err(|(_, e)| fail(e))?;
         browser.open(server, session.get_authorization_url())?;
         let back = redirect.wait(server).await?;
+        check_state(server, session.get_authorization_url(), &back)?;
         session.handle_callback_url(&back).await.map_err(|e| {
             OAuthError::new(
                 server,
@@ -429,6 +430,38 @@ impl Logins {
         }
         Ok(manager)
     }
+}
+
+/// Refuses a redirect whose `state` is not the one this login sent (a forged or stale one), and
+/// one that says the login was refused.
+fn check_state(server: &str, sent: &str, back: &str) -> Result<(), OAuthError> {
+    let param = |url: &str, name: &str| {
+        url::Url::parse(url).ok().and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        })
+    };
+    if let Some(error) = param(back, "error") {
+        let said = param(back, "error_description")
+            .map(|d| format!(": {}", codemode_policies::neutralize(&d)))
+            .unwrap_or_default();
+        return Err(OAuthError::new(
+            server,
+            format!(
+                "the authorization server refused the login (`{}`{said})",
+                codemode_policies::neutralize(&error)
+            ),
+        ));
+    }
+    if param(back, "state").is_none() || param(back, "state") != param(sent, "state") {
+        return Err(OAuthError::new(
+            server,
+            "the browser came back with a `state` this login did not send (a forged or stale \
+             redirect); nothing was saved: log in again",
+        ));
+    }
+    Ok(())
 }
 
 /// Gives the manager the client's secret and redirect URI again (rmcp keeps only its ID).

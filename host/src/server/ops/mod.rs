@@ -117,10 +117,11 @@ async fn readiness(state: &Arc<ServerState>) -> (bool, Map<String, Value>) {
         .status()
         .into_iter()
         .map(|s| {
-            let word = match (s.connected, s.starting) {
-                (true, _) => "up",
-                (false, true) => "starting",
-                (false, false) => "down",
+            let word = match (s.connected, s.starting, s.needs_login) {
+                (true, _, _) => "up",
+                (false, true, _) => "starting",
+                (false, false, true) => "needs login",
+                (false, false, false) => "down",
             };
             (s.name, Value::from(word))
         })
