@@ -2,30 +2,23 @@
 //! `notifications/tools/list_changed`, and restarts the server with exponential backoff when
 //! the connection dies. Calls go through [`Upstream::call`].
 
-use std::future::Future;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::Peer;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
-    ClientRequest, RequestId, ServerResult, Tool,
-};
-use rmcp::service::PeerRequestOptions;
-use rmcp::service::{QuitReason, RoleClient, ServiceError};
-use serde_json::{Value, json};
+use rmcp::model::Tool;
+use rmcp::service::{QuitReason, RoleClient};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use codemode_runtime::{CallContext, ToolError};
+use codemode_runtime::ToolError;
 
-use super::bounded;
+mod call;
+
 use super::client::{SharedElicitation, UpstreamClient};
-use super::convert;
 use super::oauth::{Logins, login_hint};
-use super::relay::{CallRelays, InFlight};
-use super::scope::CallScope;
+use super::relay::CallRelays;
 use super::sequence::Sequence;
 use super::spec::UpstreamSpec;
 use super::transport::{self, Refused, Session};
@@ -465,111 +458,6 @@ impl Upstream {
             }
         });
     }
-
-    /// Calls `tool` with `args` (checked to be an object); `qualified` is the script's name
-    /// for it, used in messages. The result's media go to `media`.
-    pub(crate) async fn call(
-        &self,
-        (qualified, tool): (&str, &str),
-        args: Value,
-        cx: &CallContext,
-        scope: &CallScope,
-    ) -> Result<Value, ToolError> {
-        let server = &*self.name;
-        let (peer, session) = self.connected_peer(qualified, tool)?;
-        let arguments = convert::arguments(qualified, args)?;
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let in_flight = self
-            .relays
-            .enter(scope.relay.clone(), scope.sampler.clone());
-        let timeout = self.spec.call_timeout;
-        let call = call_tool((&peer, server, &self.sequence), params, &in_flight);
-        let answer = deadline(call, timeout, &self.eliciting, cx).await;
-        match answer {
-            None => Err(ToolError::failed(format!(
-                "upstream server `{server}` did not answer `{tool}` within {timeout:?}"
-            ))),
-            Some(Ok(CallToolResponse::Complete(result))) => {
-                convert::tool_result(result, server, &scope.media)
-            }
-            Some(Ok(_)) => Err(ToolError::failed(format!(
-                "upstream server `{server}` answered `{tool}` with a result kind codemode does \
-                 not support (input_required or task)"
-            ))),
-            Some(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
-                // Calls made from now on fail fast, even before the supervisor notices.
-                self.mark_closed(session);
-                Err(ToolError::failed(format!(
-                    "upstream server `{server}` closed the connection during `{tool}`"
-                )))
-            }
-            Some(Err(ServiceError::McpError(e)))
-                if e.data.as_ref().and_then(|d| d.get("codemode"))
-                    == Some(&json!(bounded::TOO_LARGE)) =>
-            {
-                Err(ToolError::failed(format!(
-                    "upstream server `{server}` answered `{tool}`, but {}",
-                    e.message
-                )))
-            }
-            Some(Err(ServiceError::McpError(e))) => Err(ToolError::Failed {
-                message: format!("upstream server `{server}` refused `{tool}`: {}", e.message),
-                data: Some(json!({ "code": e.code.0, "data": e.data })),
-            }),
-            Some(Err(e)) => Err(ToolError::failed(format!(
-                "upstream server `{server}` failed `{tool}`: {e}"
-            ))),
-        }
-    }
-}
-
-/// `tools/call` as rmcp's `call_tool_once` makes it, telling `in_flight` the progress token rmcp
-/// gave the request (so the server's progress on it reaches the call's eval).
-async fn call_tool(
-    (peer, server, sequence): (&Peer<RoleClient>, &str, &Sequence),
-    params: CallToolRequestParams,
-    in_flight: &InFlight,
-) -> Result<CallToolResponse, ServiceError> {
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let handle = peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await?;
-    if let Some((relay, early)) = in_flight.set_token(handle.progress_token.clone()) {
-        for update in early {
-            relay.progress(server, update).await;
-        }
-    }
-    let mut abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
-    let id = handle.id.clone();
-    let result = handle.await_response().await;
-    abandoned.0 = None;
-    // What the server said before its result reaches the eval before the result does.
-    sequence.settle(&id).await;
-    match result? {
-        ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
-        ServerResult::InputRequiredResult(result) => Ok(CallToolResponse::InputRequired(result)),
-        ServerResult::CreateTaskResult(result) => Ok(CallToolResponse::Task(result)),
-        _ => Err(ServiceError::UnexpectedResponse),
-    }
-}
-
-/// A request whose answer nobody waits for any more (its call timed out, or its eval ended):
-/// the server is told with `notifications/cancelled`, so it stops working on it.
-struct Abandoned(Option<(Peer<RoleClient>, RequestId)>);
-
-impl Drop for Abandoned {
-    fn drop(&mut self) {
-        let Some((peer, id)) = self.0.take() else {
-            return;
-        };
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let param = CancelledNotificationParam::new(
-                Some(id),
-                Some("request abandoned by the caller".into()),
-            );
-            drop(runtime.spawn(async move { peer.notify_cancelled(param).await }));
-        }
-    }
 }
 
 /// Why a session ended, for [`UpstreamStatus::last_error`] and error messages.
@@ -578,33 +466,6 @@ fn ended_because(quit: Result<QuitReason, tokio::task::JoinError>) -> String {
         Ok(QuitReason::Closed) => "the server closed the connection".into(),
         Ok(QuitReason::JoinError(e)) | Err(e) => format!("the session task failed: {e}"),
         Ok(other) => format!("the session ended ({other:?})"),
-    }
-}
-
-/// Runs `fut` for at most `timeout`, not counting time while `eliciting` is non-zero (the
-/// server waits on a human then); the eval's own timeout is paused for that time too.
-/// `None` when the time ran out (`fut` is dropped, which cancels the request upstream).
-async fn deadline<F: Future>(
-    fut: F,
-    timeout: Duration,
-    eliciting: &watch::Sender<usize>,
-    cx: &CallContext,
-) -> Option<F::Output> {
-    tokio::pin!(fut);
-    let mut rx = eliciting.subscribe();
-    let mut left = timeout;
-    loop {
-        let since = Instant::now();
-        tokio::select! {
-            out = &mut fut => return Some(out),
-            _ = tokio::time::sleep(left) => return None,
-            _ = rx.wait_for(|n| *n > 0) => left = left.saturating_sub(since.elapsed()),
-        }
-        let _paused = cx.pause_timeout();
-        tokio::select! {
-            out = &mut fut => return Some(out),
-            _ = rx.wait_for(|n| *n == 0) => {}
-        }
     }
 }
 

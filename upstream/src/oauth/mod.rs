@@ -11,24 +11,29 @@
 //! fail at once with that text until someone logs in, which the upstream notices without a
 //! restart. Tokens never reach scripts, messages, logs or the audit.
 
+mod authorize;
 mod authorizing;
 mod browser;
+mod discovery;
 mod grant;
 mod record;
+mod status;
 
 use std::sync::Arc;
 
 use codemode_config::{OAuthGrant, UpstreamOAuth};
 use codemode_store::Store;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
-    AuthorizationSession, CredentialStore, OAuthClientConfig,
+    AuthError, AuthorizationManager, AuthorizationMetadata, CredentialStore, OAuthClientConfig,
 };
 use tokio::sync::watch;
 
 pub(crate) use authorizing::{Authorizing, Challenges};
-pub use browser::{Browser, LOGIN_WAIT};
-use record::{Backend, LoginRecord, Registered, SavedLogin, now_secs};
+pub use browser::{Browser, LOGIN_WAIT, ShowUrl};
+use discovery::discover;
+use record::{Backend, LoginRecord, SavedLogin, now_secs};
+use status::status_of;
+pub use status::{LoginState, LoginStatus};
 
 /// What went wrong logging in to an upstream; the message names the upstream and never holds a
 /// secret.
@@ -62,60 +67,6 @@ fn describe(e: &AuthError) -> String {
 /// The hint every "needs login" message carries.
 pub fn login_hint(server: &str) -> String {
     format!("needs login: codemode auth login {server}")
-}
-
-/// Where one login stands, for `codemode auth status`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LoginStatus {
-    /// The upstream.
-    pub server: String,
-    /// Its state.
-    pub state: LoginState,
-    /// When the access token expires (seconds since the epoch), if it said.
-    pub expires_at: Option<u64>,
-    /// The scopes granted.
-    pub scopes: Vec<String>,
-}
-
-/// The state of one login.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoginState {
-    /// Tokens are there (an expired access token with a refresh token counts: it is renewed on
-    /// the next call).
-    LoggedIn,
-    /// No tokens.
-    NeedsLogin,
-    /// The access token expired and there is no refresh token.
-    Expired,
-}
-
-impl LoginStatus {
-    /// `name  logged in  expires 2026-11-28T10:00:00.000Z  scopes a b`, one line (fields
-    /// apart by two spaces).
-    pub fn line(&self) -> String {
-        let state = match self.state {
-            LoginState::LoggedIn => "logged in",
-            LoginState::NeedsLogin => "needs login",
-            LoginState::Expired => "expired",
-        };
-        let expiry = match self.expires_at {
-            Some(at) => format!("expires {}", rfc3339(at)),
-            None if self.state == LoginState::NeedsLogin => "-".into(),
-            None => "no expiry given".into(),
-        };
-        let scopes = if self.scopes.is_empty() {
-            "no scopes".to_string()
-        } else {
-            format!("scopes {}", self.scopes.join(" "))
-        };
-        codemode_policies::neutralize(&format!("{}  {state}  {expiry}  {scopes}", self.server))
-    }
-}
-
-fn rfc3339(secs: u64) -> String {
-    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
-    codemode_policies::rfc3339_utc(at)
 }
 
 /// The logins of a pool's upstreams (see the module docs). Cheap to clone.
@@ -286,76 +237,6 @@ impl Logins {
             .map_err(|e| OAuthError::auth(server, &e))
     }
 
-    /// The authorization-code flow with PKCE and a loopback redirect.
-    async fn authorize(
-        &self,
-        server: &str,
-        (url, oauth): (&str, &UpstreamOAuth),
-        (mut manager, metadata): (AuthorizationManager, AuthorizationMetadata),
-        browser: &Browser,
-    ) -> Result<(), OAuthError> {
-        let fail = |e: AuthError| OAuthError::auth(server, &e);
-        let redirect = browser::Redirect::listen(server, oauth.redirect_uri.as_deref()).await?;
-        let mut request = AuthorizationRequest::new(redirect.uri.clone())
-            .with_client_name("codemode")
-            .with_scopes(oauth.scopes.clone());
-        let cimd = metadata
-            .additional_fields
-            .get("client_id_metadata_document_supported")
-            .and_then(serde_json::Value::as_bool)
-            == Some(true);
-        let mut registered = None;
-        if let Some(id) = &oauth.client_id {
-            request = request.with_preregistered_client(id);
-            if let Some(secret) = &oauth.client_secret {
-                request = request.with_client_secret(secret);
-            }
-        } else if let Some(document) = oauth.client_metadata_url.as_deref().filter(|_| cimd) {
-            request = request.with_client_metadata_url(document);
-        } else {
-            // Registered here rather than by rmcp, which would keep only the client ID: a
-            // confidential client needs its secret again to refresh.
-            let scopes: Vec<&str> = oauth.scopes.iter().map(String::as_str).collect();
-            let client = manager
-                .register_client("codemode", &redirect.uri, &scopes)
-                .await
-                .map_err(|e| {
-                    OAuthError::new(
-                        server,
-                        format!("client registration failed: {}", describe(&e)),
-                    )
-                })?;
-            request = request.with_preregistered_client(&client.client_id);
-            if let Some(secret) = &client.client_secret {
-                request = request.with_client_secret(secret);
-            }
-            registered = Some(Registered {
-                client_id: client.client_id,
-                client_secret: client.client_secret,
-                redirect_uri: redirect.uri.clone(),
-            });
-        }
-        let session = AuthorizationSession::new(manager, request)
-            .await
-            .map_err(|(_, e)| fail(e))?;
-        browser.open(server, session.get_authorization_url())?;
-        let back = redirect.wait(server).await?;
-        check_state(server, session.get_authorization_url(), &back)?;
-        session.handle_callback_url(&back).await.map_err(|e| {
-            OAuthError::new(
-                server,
-                format!("the login did not complete: {}", describe(&e)),
-            )
-        })?;
-        if let Some(registered) = registered {
-            let record = self.record(server, url);
-            let mut saved = record.read_or_new().await.map_err(fail)?;
-            saved.registered = Some(registered);
-            record.write(&saved).await.map_err(fail)?;
-        }
-        Ok(())
-    }
-
     /// Removes the login of `server`; whether there was one.
     ///
     /// # Errors
@@ -432,38 +313,6 @@ impl Logins {
     }
 }
 
-/// Refuses a redirect whose `state` is not the one this login sent (a forged or stale one), and
-/// one that says the login was refused.
-fn check_state(server: &str, sent: &str, back: &str) -> Result<(), OAuthError> {
-    let param = |url: &str, name: &str| {
-        url::Url::parse(url).ok().and_then(|u| {
-            u.query_pairs()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.into_owned())
-        })
-    };
-    if let Some(error) = param(back, "error") {
-        let said = param(back, "error_description")
-            .map(|d| format!(": {}", codemode_policies::neutralize(&d)))
-            .unwrap_or_default();
-        return Err(OAuthError::new(
-            server,
-            format!(
-                "the authorization server refused the login (`{}`{said})",
-                codemode_policies::neutralize(&error)
-            ),
-        ));
-    }
-    if param(back, "state").is_none() || param(back, "state") != param(sent, "state") {
-        return Err(OAuthError::new(
-            server,
-            "the browser came back with a `state` this login did not send (a forged or stale \
-             redirect); nothing was saved: log in again",
-        ));
-    }
-    Ok(())
-}
-
 /// Gives the manager the client's secret and redirect URI again (rmcp keeps only its ID).
 fn configure_saved_client(
     manager: &mut AuthorizationManager,
@@ -490,100 +339,4 @@ fn configure_saved_client(
     }
     config.scopes = creds.granted_scopes.clone();
     manager.configure_client(config)
-}
-
-/// Discovers the authorization server of `url` (from `challenge` when there is one) and gives
-/// its metadata to `manager`.
-///
-/// A server of MCP's 2025-03-26 revision has no protected-resource metadata and is its own
-/// authorization server, whose metadata sits at its origin's root and may name an issuer with a
-/// path (`https://host/oauth`) that RFC 8414's check refuses; that one mismatch, within the
-/// server's own origin, is accepted, with a warning.
-async fn discover(
-    server: &str,
-    url: &str,
-    manager: &mut AuthorizationManager,
-    challenge: Option<&str>,
-) -> Result<AuthorizationMetadata, OAuthError> {
-    let failed =
-        |e: &AuthError| OAuthError::new(server, format!("OAuth discovery failed: {}", describe(e)));
-    let metadata = match manager.resolve_metadata_from_challenge(challenge).await {
-        Ok(resolution) => resolution.metadata,
-        Err(e) => {
-            let AuthError::AuthorizationServerMismatch {
-                expected_issuer,
-                received_issuer,
-            } = &e
-            else {
-                return Err(failed(&e));
-            };
-            let origin = origin_of(url);
-            if origin.is_none()
-                || origin_of(expected_issuer) != origin
-                || origin_of(received_issuer) != origin
-            {
-                return Err(failed(&e));
-            }
-            let metadata = root_metadata(server, url)
-                .await?
-                .ok_or_else(|| failed(&e))?;
-            tracing::warn!(server, issuer = %received_issuer,
-                "the authorization server's metadata names an issuer with a path (MCP 2025-03-26 style); accepted within the server's own origin");
-            metadata
-        }
-    };
-    manager.set_metadata(metadata.clone());
-    Ok(metadata)
-}
-
-/// `scheme://host:port` of `url`.
-fn origin_of(url: &str) -> Option<String> {
-    url::Url::parse(url)
-        .ok()
-        .map(|u| u.origin().ascii_serialization())
-}
-
-/// The authorization-server metadata at the root of `url`'s origin, if it is there.
-async fn root_metadata(
-    server: &str,
-    url: &str,
-) -> Result<Option<AuthorizationMetadata>, OAuthError> {
-    let Some(origin) = origin_of(url) else {
-        return Ok(None);
-    };
-    let response = crate::crypto::http_client()
-        .get(format!("{origin}/.well-known/oauth-authorization-server"))
-        .send()
-        .await
-        .map_err(|e| OAuthError::new(server, format!("OAuth discovery failed: {e}")))?;
-    if !response.status().is_success() {
-        return Ok(None);
-    }
-    let body = response.bytes().await.unwrap_or_default();
-    Ok(serde_json::from_slice(&body).ok())
-}
-
-fn status_of(server: &str, saved: Option<&SavedLogin>) -> LoginStatus {
-    let scopes = saved
-        .and_then(|s| s.credentials.as_ref())
-        .map(|c| c.granted_scopes.clone())
-        .unwrap_or_default();
-    let expires_at = saved.and_then(SavedLogin::expires_at);
-    let state = match saved {
-        Some(s) if s.has_tokens() => {
-            let expired = expires_at.is_some_and(|at| at <= now_secs());
-            if expired && !s.has_refresh_token() {
-                LoginState::Expired
-            } else {
-                LoginState::LoggedIn
-            }
-        }
-        _ => LoginState::NeedsLogin,
-    };
-    LoginStatus {
-        server: server.to_string(),
-        state,
-        expires_at,
-        scopes,
-    }
 }

@@ -1,0 +1,82 @@
+//! Where a login stands, for `codemode auth status`.
+
+use super::record::{SavedLogin, now_secs};
+
+/// Where one login stands, for `codemode auth status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoginStatus {
+    /// The upstream.
+    pub server: String,
+    /// Its state.
+    pub state: LoginState,
+    /// When the access token expires (seconds since the epoch), if it said.
+    pub expires_at: Option<u64>,
+    /// The scopes granted.
+    pub scopes: Vec<String>,
+}
+
+/// The state of one login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginState {
+    /// Tokens are there (an expired access token with a refresh token counts: it is renewed on
+    /// the next call).
+    LoggedIn,
+    /// No tokens.
+    NeedsLogin,
+    /// The access token expired and there is no refresh token.
+    Expired,
+}
+
+impl LoginStatus {
+    /// `name  logged in  expires 2026-11-28T10:00:00.000Z  scopes a b`, one line (fields
+    /// apart by two spaces).
+    pub fn line(&self) -> String {
+        let state = match self.state {
+            LoginState::LoggedIn => "logged in",
+            LoginState::NeedsLogin => "needs login",
+            LoginState::Expired => "expired",
+        };
+        let expiry = match self.expires_at {
+            Some(at) => format!("expires {}", rfc3339(at)),
+            None if self.state == LoginState::NeedsLogin => "-".into(),
+            None => "no expiry given".into(),
+        };
+        let scopes = if self.scopes.is_empty() {
+            "no scopes".to_string()
+        } else {
+            format!("scopes {}", self.scopes.join(" "))
+        };
+        codemode_policies::neutralize(&format!("{}  {state}  {expiry}  {scopes}", self.server))
+    }
+}
+
+fn rfc3339(secs: u64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    codemode_policies::rfc3339_utc(at)
+}
+
+pub(crate) fn status_of(server: &str, saved: Option<&SavedLogin>) -> LoginStatus {
+    let scopes = saved
+        .and_then(|s| s.credentials.as_ref())
+        .map(|c| c.granted_scopes.clone())
+        .unwrap_or_default();
+    let expires_at = saved.and_then(SavedLogin::expires_at);
+    let state = match saved {
+        Some(s) if s.has_tokens() => {
+            let expired = expires_at.is_some_and(|at| at <= now_secs());
+            if expired && !s.has_refresh_token() {
+                LoginState::Expired
+            } else {
+                LoginState::LoggedIn
+            }
+        }
+        _ => LoginState::NeedsLogin,
+    };
+    LoginStatus {
+        server: server.to_string(),
+        state,
+        expires_at,
+        scopes,
+    }
+}
