@@ -291,6 +291,10 @@ impl Upstream {
                     ended
                 }
                 Ok(Err(Refused::NeedsLogin)) => {
+                    // The login the server refused (none, or one it no longer takes): only
+                    // another one is worth a new connection, else a server refusing every
+                    // token would be dialled (and a rotating refresh token spent) forever.
+                    let refused = self.refused_login().await;
                     tracing::warn!(server = %self.name, "upstream MCP server {}", login_hint(&self.name));
                     self.update(|s| {
                         s.needs_login = true;
@@ -298,7 +302,7 @@ impl Upstream {
                     });
                     self.attempt_done();
                     self.pool_changed.send_modify(|g| *g += 1);
-                    if !self.wait_for_login().await {
+                    if !self.wait_for_login(refused).await {
                         break;
                     }
                     backoff = MIN_BACKOFF;
@@ -347,9 +351,19 @@ impl Upstream {
         Ok((session, tools, pid))
     }
 
-    /// Waits until a login for this upstream exists (made here, or found in the store: another
-    /// process or node made it); false when the upstream was stopped first.
-    async fn wait_for_login(&self) -> bool {
+    /// The login this upstream has now (see [`Logins::login_stamp`]).
+    async fn refused_login(&self) -> Option<String> {
+        match &self.spec.transport {
+            codemode_policies::ServerTransport::Http { url, .. } => {
+                self.logins.login_stamp(&self.name, url).await
+            }
+            codemode_policies::ServerTransport::Stdio { .. } => None,
+        }
+    }
+
+    /// Waits until this upstream has a login other than `refused` (made here, or found in the
+    /// store: another process or node made it); false when the upstream was stopped first.
+    async fn wait_for_login(&self, refused: Option<String>) -> bool {
         let codemode_policies::ServerTransport::Http { url, .. } = &self.spec.transport else {
             return true;
         };
@@ -360,7 +374,8 @@ impl Upstream {
                 _ = changes.changed() => {}
                 _ = tokio::time::sleep(LOGIN_POLL) => {}
             }
-            if self.logins.has_tokens(&self.name, url).await {
+            let now = self.logins.login_stamp(&self.name, url).await;
+            if now.is_some() && now != refused {
                 return true;
             }
         }

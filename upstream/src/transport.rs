@@ -126,6 +126,9 @@ pub(crate) async fn connect(
             }
             let server = client.server.clone();
             let challenges = Challenges::default();
+            let headless = oauth
+                .as_ref()
+                .is_some_and(|o| o.grant == codemode_config::OAuthGrant::ClientCredentials);
             let http = Authorizing::new(
                 logins,
                 (&server, url),
@@ -139,6 +142,14 @@ pub(crate) async fn connect(
             let transport = Sequenced::new(transport, client.sequence.clone());
             match client.serve(transport).await {
                 Ok(session) => Ok((session, None)),
+                // Nobody logs in for the client-credentials grant: its refused token is an
+                // error like any other, retried with backoff.
+                Err(_) if challenges.pending() && headless => {
+                    Err(Refused::Failed(without_url_secrets(
+                        &format!("{url} refused the token of the client-credentials grant"),
+                        url,
+                    )))
+                }
                 Err(_) if challenges.pending() => Err(Refused::NeedsLogin),
                 Err(e) => Err(Refused::Failed(handshake_failed(&e))),
             }

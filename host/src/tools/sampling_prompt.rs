@@ -58,6 +58,13 @@ Tools the model may call: {}",
         );
     }
     message.push_str(&messages(params));
+    if let Some(metadata) = params.get("metadata").filter(|m| !m.is_null()) {
+        let _ = write!(
+            message,
+            "\n\nMetadata (sent to the model's client too):\n{}",
+            capped_json(metadata)
+        );
+    }
     let _ = write!(
         message,
         "\n\nNo answer within {} s refuses the request.",
@@ -166,6 +173,21 @@ fn messages(params: &Value) -> String {
         for block in blocks {
             let _ = write!(out, "\n{}. {role}, {}", i + 1, content(block));
         }
+        // Whatever else the message carries reaches the model's client as well.
+        if let Some(extra) = message.as_object().map(|m| {
+            m.iter()
+                .filter(|(k, _)| *k != "role" && *k != "content")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<serde_json::Map<_, _>>()
+        }) && !extra.is_empty()
+        {
+            let _ = write!(
+                out,
+                "\n{}. {role}, also:\n{}",
+                i + 1,
+                capped_json(&Value::Object(extra))
+            );
+        }
     }
     if list.len() > MAX_MESSAGES {
         let _ = write!(out, "\n… and {} more messages", list.len() - MAX_MESSAGES);
@@ -173,8 +195,9 @@ fn messages(params: &Value) -> String {
     out
 }
 
-/// One content block: a text shown (within [`MAX_TEXT_CHARS`]), anything else by its type,
-/// MIME type and size.
+/// One content block: a text shown (within [`MAX_TEXT_CHARS`]); an image or audio by its MIME
+/// type and size; anything else (a tool use, a tool result, a resource) as its JSON, within
+/// the same bound, so that nothing the model reads is hidden from the person deciding.
 fn content(block: &Value) -> String {
     let kind = block.get("type").and_then(Value::as_str).unwrap_or("?");
     match kind {
@@ -203,8 +226,20 @@ fn content(block: &Value) -> String {
                 base64_decoded_len(data)
             )
         }
-        other => format!("{} block", neutralize(other)),
+        other => format!("{} block:\n{}", neutralize(other), capped_json(block)),
     }
+}
+
+/// `value` as JSON, indented, neutralised, within [`MAX_TEXT_CHARS`].
+fn capped_json(value: &Value) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    let shown: String = text.chars().take(MAX_TEXT_CHARS).collect();
+    let more = text.chars().count().saturating_sub(MAX_TEXT_CHARS);
+    let mut out = indented(&shown);
+    if more > 0 {
+        let _ = write!(out, "\n    … ({more} more characters)");
+    }
+    out
 }
 
 /// How many bytes base64 `data` stands for (without decoding it).
@@ -286,6 +321,35 @@ mod tests {
         assert!(message.contains("Messages (23):"), "{message}");
         assert!(message.contains("\n… and 3 more messages"), "{message}");
         assert!(!message.contains(&"x".repeat(MAX_TEXT_CHARS + 1)));
+    }
+
+    /// Red-team finding: a tool result's text and the request's metadata reached the model but
+    /// the prompt said only `tool_result block`.
+    #[test]
+    fn every_block_and_field_the_model_gets_is_shown() {
+        let params = json!({
+            "messages": [
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "1", "name": "read", "input": {"path": "x"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "toolUseId": "1",
+                    "content": [{"type": "text", "text": "HIDDEN\u{2028}INJECTION"}]}],
+                 "_meta": {"k": "v"}},
+            ],
+            "metadata": {"note": "also\u{1b}[2J"},
+            "maxTokens": 5,
+        });
+        let message = sampling_question(&asking(), &params).message;
+        assert!(message.contains("1. assistant, tool_use block:\n    {\n      \"id\": \"1\",\n      \"input\": {\n        \"path\": \"x\"\n      },\n      \"name\": \"read\","), "{message}");
+        assert!(
+            message.contains("\"text\": \"HIDDEN\\u2028INJECTION\""),
+            "{message}"
+        );
+        assert!(
+            message.contains(
+                "2. user, also:\n    {\n      \"_meta\": {\n        \"k\": \"v\"\n      }\n    }"
+            ),
+            "{message}"
+        );
+        assert!(message.contains("Metadata (sent to the model's client too):\n    {\n      \"note\": \"also\\u001b[2J\"\n    }"), "{message}");
     }
 
     #[test]

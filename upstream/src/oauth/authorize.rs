@@ -9,7 +9,7 @@ use rmcp::transport::auth::{
 
 use super::browser::{self, Browser};
 use super::record::Registered;
-use super::{Logins, OAuthError, describe};
+use super::{Logins, OAuthError, bounded, describe};
 
 impl Logins {
     /// The authorization-code flow with PKCE and a loopback redirect.
@@ -22,20 +22,29 @@ impl Logins {
     ) -> Result<(), OAuthError> {
         let fail = |e: AuthError| OAuthError::auth(server, &e);
         let redirect = browser::Redirect::listen(server, oauth.redirect_uri.as_deref()).await?;
-        let (request, registered) =
-            identify(server, oauth, (&mut manager, &metadata), &redirect.uri).await?;
-        let session = AuthorizationSession::new(manager, request)
-            .await
-            .map_err(|(_, e)| fail(e))?;
-        browser.open(server, session.get_authorization_url())?;
-        let back = redirect.wait(server).await?;
-        check_state(server, session.get_authorization_url(), &back)?;
-        session.handle_callback_url(&back).await.map_err(|e| {
-            OAuthError::new(
-                server,
-                format!("the login did not complete: {}", describe(&e)),
-            )
-        })?;
+        let identified = identify(server, oauth, (&mut manager, &metadata), &redirect.uri);
+        let (request, registered) = bounded(server, "client registration", identified).await?;
+        let prepared = async {
+            AuthorizationSession::new(manager, request)
+                .await
+                .map_err(|(_, e)| fail(e))
+        };
+        let session = bounded(server, "preparing the login", prepared).await?;
+        let sent = session.get_authorization_url();
+        check_url(server, sent)?;
+        browser.open(server, sent)?;
+        let back = redirect
+            .wait(server, &query_param(sent, "state").unwrap_or_default())
+            .await?;
+        let exchanged = async {
+            session.handle_callback_url(&back).await.map_err(|e| {
+                OAuthError::new(
+                    server,
+                    format!("the login did not complete: {}", describe(&e)),
+                )
+            })
+        };
+        bounded(server, "the code exchange", exchanged).await?;
         if let Some(registered) = registered {
             let record = self.record(server, url);
             let mut saved = record.read_or_new().await.map_err(fail)?;
@@ -100,34 +109,67 @@ async fn identify(
     Ok((request, Some(registered)))
 }
 
-/// Refuses a redirect whose `state` is not the one this login sent (a forged or stale one), and
-/// one that says the login was refused.
-fn check_state(server: &str, sent: &str, back: &str) -> Result<(), OAuthError> {
-    let param = |url: &str, name: &str| {
-        url::Url::parse(url).ok().and_then(|u| {
-            u.query_pairs()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.into_owned())
-        })
-    };
-    if let Some(error) = param(back, "error") {
-        let said = param(back, "error_description")
-            .map(|d| format!(": {}", codemode_policies::neutralize(&d)))
-            .unwrap_or_default();
-        return Err(OAuthError::new(
-            server,
-            format!(
-                "the authorization server refused the login (`{}`{said})",
-                codemode_policies::neutralize(&error)
-            ),
-        ));
+/// A query parameter of `url`.
+pub(super) fn query_param(url: &str, name: &str) -> Option<String> {
+    url::Url::parse(url).ok().and_then(|u| {
+        u.query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    })
+}
+
+/// Refuses an authorization URL a browser should not be sent to: only `https://`, or
+/// `http://` to this machine, is opened (the authorization server chooses the URL, and a
+/// `file:` or an application's own scheme would start something else on this machine).
+fn check_url(server: &str, url: &str) -> Result<(), OAuthError> {
+    let parsed = url::Url::parse(url).ok();
+    let fine = parsed.as_ref().is_some_and(|u| match u.scheme() {
+        "https" => true,
+        "http" => matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")),
+        _ => false,
+    });
+    if fine {
+        return Ok(());
     }
-    if param(back, "state").is_none() || param(back, "state") != param(sent, "state") {
-        return Err(OAuthError::new(
-            server,
-            "the browser came back with a `state` this login did not send (a forged or stale \
-             redirect); nothing was saved: log in again",
-        ));
+    let scheme = parsed.map_or_else(|| "unparsable".to_string(), |u| u.scheme().to_string());
+    Err(OAuthError::new(
+        server,
+        format!(
+            "its authorization server gave an authorization URL with the scheme `{}`; codemode \
+             opens only https:// URLs (or http:// to this machine)",
+            codemode_policies::neutralize(&scheme)
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_url;
+
+    #[test]
+    fn only_https_or_this_machine_is_opened() {
+        for fine in [
+            "https://as.example/authorize?x=1",
+            "http://127.0.0.1:9/authorize",
+            "http://localhost:9/authorize",
+        ] {
+            assert_eq!(check_url("s", fine), Ok(()), "{fine}");
+        }
+        for (bad, scheme) in [
+            ("file:///etc/passwd?response_type=code", "file"),
+            ("javascript:alert(1)//?x", "javascript"),
+            ("vscode://evil/cmd?x", "vscode"),
+            ("http://as.example/authorize", "http"),
+        ] {
+            assert_eq!(
+                check_url("s", bad).unwrap_err().to_string(),
+                format!(
+                    "upstream server `s`: its authorization server gave an authorization URL with \
+                     the scheme `{scheme}`; codemode opens only https:// URLs (or http:// to this \
+                     machine)"
+                ),
+                "{bad}"
+            );
+        }
     }
-    Ok(())
 }

@@ -168,11 +168,11 @@ impl Authorizing {
                     }
                     return result;
                 }
-                Err(_) => return result,
+                Err(_) => return scrubbed(result),
             };
             self.challenges.set(Some(challenge.clone()));
             if (!step_up && unauthorized_once) || !self.relogin(&challenge).await {
-                return result;
+                return scrubbed(result);
             }
             unauthorized_once |= !step_up;
             logged_in = true;
@@ -280,6 +280,20 @@ impl StreamableHttpClient for Authorizing {
     }
 }
 
+/// `result` with an OAuth error said in codemode's words ([`describe`](super::describe)): rmcp's
+/// own text carries what the authorization server said, which could echo a secret, and this
+/// error becomes the upstream's "last error", shown to scripts and in tool descriptions.
+fn scrubbed<T>(
+    result: Result<T, StreamableHttpError<reqwest::Error>>,
+) -> Result<T, StreamableHttpError<reqwest::Error>> {
+    result.map_err(|e| match e {
+        StreamableHttpError::Auth(e) => {
+            StreamableHttpError::Auth(AuthError::OAuthError(super::describe(&e)))
+        }
+        other => other,
+    })
+}
+
 /// Whether a failed refresh was the authorization server refusing the client itself (it forgot
 /// the registration, or the client may not refresh): a definitive answer, like `invalid_grant`,
 /// which rmcp reports apart only for the latter.
@@ -292,7 +306,7 @@ fn client_refused(why: &str) -> bool {
 /// The server's challenge to a request without a token (`None` when it took the request):
 /// how `codemode auth login` learns where to log in.
 pub(crate) async fn probe(server: &str, url: &str) -> Result<Option<String>, OAuthError> {
-    let http = crate::crypto::http_client();
+    let http = super::oauth_http(server)?;
     let initialize = serde_json::json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},

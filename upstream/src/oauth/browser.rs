@@ -131,20 +131,51 @@ impl Redirect {
         })
     }
 
-    /// Waits for the browser to arrive at the redirect path (other paths get a 404) and answers
-    /// it; returns the full redirect URL it was sent to, query included.
-    pub(crate) async fn wait(self, server: &str) -> Result<String, OAuthError> {
+    /// Waits for the browser to come back to the redirect path with `state` (the one the
+    /// login sent) and answers it; returns the full redirect URL, query included. Other
+    /// requests (other paths, another `state`: a forged or stale redirect) are answered and
+    /// ignored, each connection read on its own (a slow one holds up nothing); a redirect with
+    /// this `state` and an `error` ends the login with it.
+    pub(crate) async fn wait(self, server: &str, state: &str) -> Result<String, OAuthError> {
+        let (heads, mut arrived) = tokio::sync::mpsc::channel::<(TcpStream, Option<String>)>(16);
+        let listener = self.listener;
+        let reader = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let heads = heads.clone();
+                tokio::spawn(async move {
+                    let head = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream))
+                        .await
+                        .ok()
+                        .flatten();
+                    let _ = heads
+                        .send((stream, head.and_then(|h| get_target(&h))))
+                        .await;
+                });
+            }
+        });
         let waited = tokio::time::timeout(LOGIN_WAIT, async {
-            loop {
-                let Ok((stream, _)) = self.listener.accept().await else {
-                    continue;
-                };
-                if let Some(target) = self.answer(stream).await {
-                    return target;
+            while let Some((stream, target)) = arrived.recv().await {
+                let verdict = target.as_deref().map(|t| judge(t, &self.path, state));
+                match verdict {
+                    Some(Verdict::Back) => {
+                        reply(stream, "200 OK", "codemode: the login is complete; you can close this page.").await;
+                        return Ok(target.unwrap_or_default());
+                    }
+                    Some(Verdict::Refused(why)) => {
+                        reply(stream, "200 OK", "codemode: the login was refused; see the terminal.").await;
+                        return Err(OAuthError::new(server, why));
+                    }
+                    Some(Verdict::OtherState) => {
+                        tracing::warn!(server, "a request came to the login's redirect with another `state` (forged or stale); ignored");
+                        reply(stream, "400 Bad Request", "codemode: this is not the redirect of the login in progress.").await;
+                    }
+                    None | Some(Verdict::Elsewhere) => reply(stream, "404 Not Found", "not found").await,
                 }
             }
+            Err(OAuthError::new(server, "the login's redirect listener stopped"))
         })
         .await;
+        reader.abort();
         let target = waited.map_err(|_| {
             OAuthError::new(
                 server,
@@ -153,44 +184,67 @@ impl Redirect {
                     LOGIN_WAIT.as_secs() / 60
                 ),
             )
-        })?;
+        })??;
         let base = self.uri.split(['?', '#']).next().unwrap_or(&self.uri);
         let query = target.split_once('?').map_or("", |(_, q)| q);
         Ok(format!("{base}?{query}"))
     }
+}
 
-    /// Reads one request; `Some(target)` when it was for the redirect path.
-    async fn answer(&self, mut stream: TcpStream) -> Option<String> {
-        let head = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream))
-            .await
-            .ok()
-            .flatten()?;
-        let target = head
-            .lines()
-            .next()
-            .and_then(|line| line.strip_prefix("GET "))
-            .and_then(|rest| rest.split(' ').next())
-            .map(str::to_string);
-        let ours = target
-            .as_deref()
-            .is_some_and(|t| t.split('?').next() == Some(self.path.as_str()));
-        let (status, body) = if ours {
-            (
-                "200 OK",
-                "codemode: the login is complete; you can close this page.\n",
-            )
-        } else {
-            ("404 Not Found", "not found\n")
-        };
-        let response = format!(
-            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        // The browser may be gone already; the login does not depend on its page.
-        let _ = stream.write_all(response.as_bytes()).await;
-        let _ = stream.shutdown().await;
-        if ours { target } else { None }
+/// What a request to the listener is.
+enum Verdict {
+    /// The browser, back with this login's `state` and a code.
+    Back,
+    /// Back with this login's `state` and an `error`: why, in words.
+    Refused(String),
+    /// The redirect path with another (or no) `state`.
+    OtherState,
+    /// Another path.
+    Elsewhere,
+}
+
+fn judge(target: &str, path: &str, state: &str) -> Verdict {
+    let (at, query) = target.split_once('?').unwrap_or((target, ""));
+    if at != path {
+        return Verdict::Elsewhere;
     }
+    let param = |name: &str| {
+        url::form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    if state.is_empty() || param("state").as_deref() != Some(state) {
+        return Verdict::OtherState;
+    }
+    match param("error") {
+        Some(error) => {
+            let code = super::safe_code(&error);
+            Verdict::Refused(format!(
+                "the authorization server refused the login (`{code}`)"
+            ))
+        }
+        None => Verdict::Back,
+    }
+}
+
+/// The target of a `GET` request head.
+fn get_target(head: &str) -> Option<String> {
+    head.lines()
+        .next()
+        .and_then(|line| line.strip_prefix("GET "))
+        .and_then(|rest| rest.split(' ').next())
+        .map(str::to_string)
+}
+
+/// Answers with a small text page and closes (the browser may be gone already: the login does
+/// not depend on its page).
+async fn reply(mut stream: TcpStream, status: &str, body: &str) {
+    let response = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}\n",
+        body.len() + 1
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
 }
 
 /// The request head (up to the blank line), at most [`MAX_HEAD`] bytes.
@@ -205,4 +259,32 @@ async fn read_head(stream: &mut TcpStream) -> Option<String> {
         head.extend_from_slice(&chunk[..n]);
     }
     String::from_utf8(head).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Verdict, judge};
+
+    #[test]
+    fn only_this_logins_state_ends_the_wait() {
+        let verdict = |target: &str| match judge(target, "/callback", "s1") {
+            Verdict::Back => "back".to_string(),
+            Verdict::Refused(why) => why,
+            Verdict::OtherState => "other state".to_string(),
+            Verdict::Elsewhere => "elsewhere".to_string(),
+        };
+        assert_eq!(verdict("/callback?code=c&state=s1"), "back");
+        assert_eq!(verdict("/callback?code=c&state=forged"), "other state");
+        assert_eq!(verdict("/callback?code=c"), "other state");
+        assert_eq!(verdict("/favicon.ico"), "elsewhere");
+        assert_eq!(
+            verdict("/callback?error=access_denied&state=s1"),
+            "the authorization server refused the login (`access_denied`)"
+        );
+        // The server's words are not repeated, only a plain code.
+        assert_eq!(
+            verdict("/callback?error=x%0Ay%20secret&state=s1"),
+            "the authorization server refused the login (`unknown`)"
+        );
+    }
 }

@@ -64,7 +64,7 @@ async fn root_metadata(
     let Some(origin) = origin_of(url) else {
         return Ok(None);
     };
-    let response = crate::crypto::http_client()
+    let response = super::oauth_http(server)?
         .get(format!("{origin}/.well-known/oauth-authorization-server"))
         .send()
         .await
@@ -72,6 +72,28 @@ async fn root_metadata(
     if !response.status().is_success() {
         return Ok(None);
     }
-    let body = response.bytes().await.unwrap_or_default();
+    let body = super::read_bounded(response).await.map_err(|why| {
+        OAuthError::new(
+            server,
+            format!("OAuth discovery failed: the metadata: {why}"),
+        )
+    })?;
     Ok(serde_json::from_slice(&body).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Red-team finding (high): the metadata read here had no bound; a server answering without
+    /// end took gigabytes.
+    #[tokio::test]
+    async fn root_metadata_is_read_within_a_bound() {
+        let base = super::super::answering("200 OK", vec![b' '; 1 << 20]).await;
+        let error = super::root_metadata("api", &format!("{base}/mcp"))
+            .await
+            .expect_err("too large");
+        assert_eq!(
+            error.to_string(),
+            "upstream server `api`: OAuth discovery failed: the metadata: it is over 65536 bytes"
+        );
+    }
 }

@@ -14,8 +14,6 @@ use super::record::now_secs;
 
 /// How long a client assertion is valid.
 const ASSERTION_LIFETIME: u64 = 300;
-/// The largest token response read.
-const MAX_TOKEN_RESPONSE: usize = 64 * 1024;
 
 /// How the client proves who it is at the token endpoint.
 enum ClientAuth<'a> {
@@ -69,11 +67,7 @@ pub(crate) async fn client_credentials(
     if !scopes.is_empty() {
         form.push(("scope", scopes.join(" ")));
     }
-    crate::crypto::install();
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| fail(format!("cannot build an HTTP client: {e}")))?;
+    let http = super::oauth_http(server)?;
     let mut request = http.post(&metadata.token_endpoint);
     match &auth {
         ClientAuth::Basic(secret) => {
@@ -110,7 +104,7 @@ pub(crate) async fn client_credentials(
             ))
         })?;
     let status = response.status();
-    let bytes = read_bounded(response).await.map_err(|e| {
+    let bytes = super::read_bounded(response).await.map_err(|e| {
         fail(format!(
             "the token endpoint's answer could not be read: {e}"
         ))
@@ -136,37 +130,19 @@ pub(crate) async fn client_credentials(
     .with_issuer(metadata.issuer.clone()))
 }
 
-/// The token response's JSON, or why it is not one (an OAuth error's code and description,
-/// neutralised; never the body of something else, which might echo a secret).
+/// The token response's JSON, or why it is not one: an OAuth error by its code only (its
+/// description, or any other body, is the server's to choose and could echo the secret sent).
 fn token_response(bytes: &[u8]) -> Result<Value, String> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|_| format!("{} bytes that are not JSON", bytes.len()))?;
     if let Some(code) = value.get("error").and_then(Value::as_str) {
-        let said = value
-            .get("error_description")
-            .and_then(Value::as_str)
-            .map(|d| format!(": {}", codemode_policies::neutralize(d)))
-            .unwrap_or_default();
-        return Err(format!(
-            "the error `{}`{said}",
-            codemode_policies::neutralize(code)
-        ));
+        let code = super::safe_code(code);
+        return Err(format!("the OAuth error `{code}`"));
     }
     if value.get("access_token").and_then(Value::as_str).is_none() {
         return Err("JSON without an `access_token`".into());
     }
     Ok(value)
-}
-
-async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
-        if out.len() + chunk.len() > MAX_TOKEN_RESPONSE {
-            return Err(format!("it is over {MAX_TOKEN_RESPONSE} bytes"));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
 }
 
 fn supports(metadata: &AuthorizationMetadata, method: &str) -> bool {
@@ -254,32 +230,12 @@ fn without_query(e: &reqwest::Error) -> String {
 mod tests {
     use codemode_config::{OAuthGrant, UpstreamOAuth};
     use rmcp::transport::auth::AuthorizationMetadata;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::client_credentials;
 
-    /// A token endpoint on loopback answering every request with `status` and `body`.
-    async fn token_endpoint(status: &'static str, body: Vec<u8>) -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let mut head = [0u8; 4096];
-                let _ = stream.read(&mut head).await;
-                let reply = format!(
-                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = stream.write_all(reply.as_bytes()).await;
-                let _ = stream.write_all(&body).await;
-            }
-        });
-        format!("http://127.0.0.1:{port}/token")
-    }
-
     async fn grant(status: &'static str, body: Vec<u8>) -> String {
         let mut metadata = AuthorizationMetadata::default();
-        metadata.token_endpoint = token_endpoint(status, body).await;
+        metadata.token_endpoint = format!("{}/token", super::super::answering(status, body).await);
         let oauth = UpstreamOAuth {
             client_id: Some("me".into()),
             client_secret: Some("s3cret-value".into()),
@@ -304,14 +260,16 @@ mod tests {
             grant("200 OK", br#"{"token_type": "Bearer"}"#.to_vec()).await,
             "upstream server `api`: the token endpoint answered 200 OK with JSON without an `access_token`"
         );
-        // The server's own words are shown, control characters and all made visible.
+        // Only the error's code: its description is the server's to choose (it could echo the
+        // secret).
         assert_eq!(
             grant(
                 "401 Unauthorized",
-                br#"{"error": "invalid_client", "error_description": "bad\n\u001b[2Kcodemode: ok"}"#.to_vec()
+                br#"{"error": "invalid_client", "error_description": "you sent s3cret-value"}"#
+                    .to_vec()
             )
             .await,
-            "upstream server `api`: the token endpoint answered 401 Unauthorized with the error `invalid_client`: bad\\n\\u001b[2Kcodemode: ok"
+            "upstream server `api`: the token endpoint answered 401 Unauthorized with the OAuth error `invalid_client`"
         );
         assert_eq!(
             grant("200 OK", vec![b' '; 1 << 20]).await,

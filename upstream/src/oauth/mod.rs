@@ -60,8 +60,100 @@ impl OAuthError {
 }
 
 /// rmcp's error, said for people (its texts already leave secrets out).
-fn describe(e: &AuthError) -> String {
-    codemode_policies::neutralize(&e.to_string())
+///
+/// Errors that carry what the authorization server said (its `error_description`, a body) are
+/// said in codemode's words with the server's OAuth error code only: a hostile server could
+/// echo a secret sent to it (a client secret, a refresh token, a PKCE verifier) into its words,
+/// and these messages reach scripts, tool descriptions and logs.
+pub(crate) fn describe(e: &AuthError) -> String {
+    let code = error_code(&e.to_string())
+        .map(|c| format!(" (`{c}`)"))
+        .unwrap_or_default();
+    let what = match e {
+        AuthError::TokenExchangeFailed(_) => "the token endpoint refused the authorization code",
+        AuthError::TokenRefreshFailed(_) => "refreshing the access token failed",
+        AuthError::TokenRefreshRejected(_) => "the authorization server refused the refresh token",
+        AuthError::RegistrationFailed(_) => "the authorization server refused the registration",
+        AuthError::AuthorizationFailed(_) => "the authorization failed",
+        AuthError::ClientCredentialsError(_) => "the client-credentials grant failed",
+        AuthError::OAuthError(_) | AuthError::InternalError(_) | AuthError::InvalidScope(_) => {
+            "the OAuth exchange failed"
+        }
+        AuthError::MetadataError(_) => "the authorization server's metadata is not usable",
+        AuthError::InvalidTokenType(_) => "the token endpoint gave a token of another type",
+        AuthError::CredentialStoreError(message) => {
+            return format!(
+                "the login store failed: {}",
+                codemode_policies::neutralize(message)
+            );
+        }
+        other => return codemode_policies::neutralize(&other.to_string()),
+    };
+    format!("{what}{code}")
+}
+
+/// The OAuth error code in a text such as `Server returned error response: invalid_client: …`
+/// (only the code: lower-case letters and `_`).
+pub(crate) fn error_code(text: &str) -> Option<&str> {
+    let rest = &text[text.find("error response: ")? + "error response: ".len()..];
+    let code = rest
+        .split(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+        .next()?;
+    (!code.is_empty()).then_some(code)
+}
+
+/// An OAuth error code as a server sent it, if it is one (lower-case letters and `_`), else
+/// `unknown`: nothing else of the server's words is repeated.
+pub(crate) fn safe_code(code: &str) -> &str {
+    let plain = !code.is_empty() && code.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+    if plain { code } else { "unknown" }
+}
+
+/// How long one OAuth HTTP request (discovery, the challenge probe, a token request) may take.
+pub(crate) const OAUTH_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long one step of a login driven by rmcp (discovery, registration, the code exchange)
+/// may take: rmcp's own HTTP client has no time limit.
+pub(crate) const OAUTH_STEP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// The largest answer read from an authorization server.
+pub(crate) const MAX_OAUTH_RESPONSE: usize = 64 * 1024;
+
+/// The HTTP client of codemode's own OAuth requests: no redirects, [`OAUTH_REQUEST_TIMEOUT`].
+pub(crate) fn oauth_http(server: &str) -> Result<reqwest::Client, OAuthError> {
+    crate::crypto::install();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(OAUTH_REQUEST_TIMEOUT)
+        .timeout(OAUTH_REQUEST_TIMEOUT)
+        .build()
+        .map_err(|e| OAuthError::new(server, format!("cannot build an HTTP client: {e}")))
+}
+
+/// A response's body, at most [`MAX_OAUTH_RESPONSE`] bytes.
+pub(crate) async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if out.len() + chunk.len() > MAX_OAUTH_RESPONSE {
+            return Err(format!("it is over {MAX_OAUTH_RESPONSE} bytes"));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// `step`, failing with a message naming `what` after [`OAUTH_STEP_TIMEOUT`].
+pub(crate) async fn bounded<T>(
+    server: &str,
+    what: &str,
+    step: impl std::future::Future<Output = Result<T, OAuthError>>,
+) -> Result<T, OAuthError> {
+    tokio::time::timeout(OAUTH_STEP_TIMEOUT, step)
+        .await
+        .unwrap_or_else(|_| {
+            Err(OAuthError::new(
+                server,
+                format!("{what} took over {} s", OAUTH_STEP_TIMEOUT.as_secs()),
+            ))
+        })
 }
 
 /// The hint every "needs login" message carries.
@@ -165,9 +257,15 @@ impl Logins {
         self.inner.changed.subscribe()
     }
 
-    /// Whether the upstream at `url` has tokens now.
-    pub(crate) async fn has_tokens(&self, server: &str, url: &str) -> bool {
-        matches!(self.record(server, url).read().await, Ok(Some(saved)) if saved.has_tokens())
+    /// Which login the upstream at `url` has now: a digest of its access token, `None` without
+    /// one (or when the store cannot be read). Two different values are two different logins.
+    pub(crate) async fn login_stamp(&self, server: &str, url: &str) -> Option<String> {
+        use oauth2::TokenResponse as _;
+        use sha2::Digest as _;
+        let saved = self.record(server, url).read().await.ok()??;
+        let token = saved.credentials?.token_response?;
+        let digest = sha2::Sha256::digest(token.access_token().secret().as_bytes());
+        Some(codemode_store::hex(&digest))
     }
 
     /// Logs in to `server` at `url`: the authorization-code flow through `browser`, or the
@@ -192,11 +290,12 @@ impl Logins {
             Some(c) => Some(c.to_string()),
             None => authorizing::probe(server, url).await?,
         };
-        let (manager, metadata) = self.manager(server, url, challenge.as_deref()).await?;
+        let discovered = self.manager(server, url, challenge.as_deref());
+        let (manager, metadata) = bounded(server, "OAuth discovery", discovered).await?;
         match oauth.grant {
             OAuthGrant::ClientCredentials => {
-                self.client_credentials(server, url, oauth, &metadata)
-                    .await?
+                let granted = self.client_credentials(server, url, oauth, &metadata);
+                bounded(server, "the token request", granted).await?
             }
             OAuthGrant::AuthorizationCode => {
                 self.authorize(server, (url, oauth), (manager, metadata), browser)
@@ -339,4 +438,59 @@ fn configure_saved_client(
     }
     config.scopes = creds.granted_scopes.clone();
     manager.configure_client(config)
+}
+
+/// An HTTP server on loopback answering every request with `status` and `body`; its base URL.
+#[cfg(test)]
+pub(crate) async fn answering(status: &'static str, body: Vec<u8>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head).await;
+            let reply = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(reply.as_bytes()).await;
+            let _ = stream.write_all(&body).await;
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::transport::auth::AuthError;
+
+    use super::describe;
+
+    /// Red-team finding: what the authorization server said (which may echo a secret sent to
+    /// it) reached scripts and tool descriptions through rmcp's error texts.
+    #[test]
+    fn the_servers_words_are_not_repeated_only_its_error_code() {
+        let echoed = "Server returned error response: invalid_grant: refresh_token=REFRESH-1&client_secret=S";
+        for (error, said) in [
+            (
+                AuthError::TokenRefreshFailed(echoed.into()),
+                "refreshing the access token failed (`invalid_grant`)",
+            ),
+            (
+                AuthError::TokenExchangeFailed(echoed.into()),
+                "the token endpoint refused the authorization code (`invalid_grant`)",
+            ),
+            (
+                AuthError::RegistrationFailed("Dynamic registration failed: body S".into()),
+                "the authorization server refused the registration",
+            ),
+            (
+                AuthError::InternalError("Authorization state not found".into()),
+                "the OAuth exchange failed",
+            ),
+        ] {
+            assert_eq!(describe(&error), said);
+        }
+    }
 }

@@ -48,7 +48,12 @@ impl SavedLogin {
     pub(crate) fn expires_at(&self) -> Option<u64> {
         let creds = self.credentials.as_ref()?;
         let token = creds.token_response.as_ref()?;
-        Some(creds.token_received_at? + token.expires_in()?.as_secs())
+        // A server may say any lifetime: one past the end of time is as good as none.
+        Some(
+            creds
+                .token_received_at?
+                .saturating_add(token.expires_in()?.as_secs()),
+        )
     }
 
     pub(crate) fn has_refresh_token(&self) -> bool {
@@ -70,7 +75,7 @@ impl SavedLogin {
             return WITH_REFRESH;
         }
         match self.expires_at() {
-            Some(at) => Duration::from_secs(at.saturating_sub(now_secs()).max(1)),
+            Some(at) => Duration::from_secs(at.saturating_sub(now_secs()).max(1)).min(WITH_REFRESH),
             None => UNDATED,
         }
     }

@@ -52,6 +52,11 @@ impl LoginStatus {
 }
 
 fn rfc3339(secs: u64) -> String {
+    // The calendar's end (9999-12-31T23:59:59Z): a server may say any lifetime.
+    const LAST: u64 = 253_402_300_799;
+    if secs > LAST {
+        return "after the year 9999".into();
+    }
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
     codemode_policies::rfc3339_utc(at)
 }
@@ -78,5 +83,18 @@ pub(crate) fn status_of(server: &str, saved: Option<&SavedLogin>) -> LoginStatus
         state,
         expires_at,
         scopes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    /// Red-team finding: a token "expiring" at u64::MAX seconds panicked `auth status`.
+    #[test]
+    fn any_expiry_a_server_says_is_shown() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(253_402_300_799), "9999-12-31T23:59:59.000Z");
+        assert_eq!(rfc3339(u64::MAX), "after the year 9999");
     }
 }
