@@ -40,6 +40,19 @@ fn codemode_in(args: &[&str]) -> Output {
         .expect("run codemode")
 }
 
+/// `codemode auth login guarded --config CONFIG --browser BROWSER`.
+fn login(config: &str, browser: &str) -> Output {
+    codemode_in(&[
+        "auth",
+        "login",
+        "guarded",
+        "--config",
+        config,
+        "--browser",
+        browser,
+    ])
+}
+
 /// `codemode auth status` with the expiry left out (it moves with the clock).
 fn status(config: &str) -> String {
     let out = codemode_in(&["auth", "status", "--config", config]);
@@ -87,15 +100,7 @@ fn a_login_is_saved_used_refreshed_and_forgotten() {
         text(&out.stderr)
     );
 
-    let out = codemode_in(&[
-        "auth",
-        "login",
-        "guarded",
-        "--config",
-        config,
-        "--browser",
-        BROWSER,
-    ]);
+    let out = login(config, BROWSER);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let client = client_of(&server);
     assert_eq!(status(config), "guarded  logged in  scopes tools");
@@ -133,15 +138,7 @@ fn a_refresh_token_the_server_forgot_asks_for_a_new_login() {
     let (config, script, port) = {
         let server = OAuthUpstream::start(&dir.join("events.txt"), 5);
         let (config, script) = setup(&dir, server.port());
-        let out = codemode_in(&[
-            "auth",
-            "login",
-            "guarded",
-            "--config",
-            config.to_str().unwrap(),
-            "--browser",
-            BROWSER,
-        ]);
+        let out = login(config.to_str().unwrap(), BROWSER);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         (config, script, server.port())
     };
@@ -197,15 +194,7 @@ fn a_redirect_with_another_state_is_turned_away_and_the_login_goes_on() {
     let statuses = dir.join("statuses.txt");
     let browser = format!("python3 {} {}", forge.display(), statuses.display());
     let config = config.to_str().unwrap();
-    let out = codemode_in(&[
-        "auth",
-        "login",
-        "guarded",
-        "--config",
-        config,
-        "--browser",
-        &browser,
-    ]);
+    let out = login(config, &browser);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // The forged redirect got a 400 and changed nothing; the real one completed the login.
     assert_eq!(std::fs::read_to_string(&statuses).unwrap(), "400 200");

@@ -98,9 +98,10 @@ pub(crate) async fn client_credentials(
         .send()
         .await
         .map_err(|e| {
-            fail(format!(
-                "the token endpoint could not be reached: {}",
-                without_query(&e)
+            let message = format!("the token endpoint could not be reached: {e}");
+            fail(crate::transport::without_url_secrets(
+                &message,
+                &metadata.token_endpoint,
             ))
         })?;
     let status = response.status();
@@ -213,17 +214,6 @@ fn signing_key(
 /// client ID and secret in a Basic header).
 fn form_encode(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
-}
-
-/// A reqwest error's text without the URL's query (none is sent here, but be sure).
-fn without_query(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    if let Some(url) = e.url()
-        && let Some(query) = url.query()
-    {
-        text = text.replace(query, "…");
-    }
-    text
 }
 
 #[cfg(test)]
