@@ -36,8 +36,8 @@ use std::time::Duration;
 pub use codemode_policies::Caller;
 use codemode_policies::{
     Alternative, AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, OutputPolicy,
-    PolicyToolHost, Preview, Profile, SessionApprovals, locate_syntax_error,
-    normalize_with_preview,
+    PolicyToolHost, Preview, Profile, SessionApprovals, locate_syntax_error, neutralize,
+    normalize_with_preview, result_use,
 };
 use codemode_runtime::{
     CancellationToken, ErrorKind, EvalControl, EvalError, EvalId, EvalOptions, EvalOutcome,
@@ -46,7 +46,7 @@ use codemode_runtime::{
 };
 
 use crate::approvals::{ApprovalBroker, Asker, Channels, HumanWaits, OpenAsks, WaitingAsker};
-use crate::tools::{CatalogSchemas, SamplingGate, SamplingRoute, ScriptTools};
+use crate::tools::{CatalogSchemas, ObservedTypes, SamplingGate, SamplingRoute, ScriptTools};
 use codemode_upstream::{CallRelay, Media, UpstreamPool};
 use startup::StartupGate;
 
@@ -341,6 +341,7 @@ impl GovernedEval {
             EvalStep::Finished(mut outcome) => {
                 if let (Some(error), Some(script)) = (outcome.error.as_mut(), script) {
                     locate_syntax_error(script, error);
+                    self.explain_type_error(script, error);
                 }
                 guard.finish(&outcome);
                 GovernedStep::Finished(outcome)
@@ -350,6 +351,43 @@ impl GovernedEval {
                 GovernedStep::Parked(suspended)
             }
         }
+    }
+
+    /// A `TypeError` on a tool's result names the expression, the tool and the result's shape
+    /// (declared, else observed: `TypeError: \`r.split\` is not a function: \`r\` is \`{ content: string }\`
+    /// from files__read_text_file`), where the sandbox only says "not a function".
+    fn explain_type_error(&self, script: &str, error: &mut EvalError) {
+        if error.kind != ErrorKind::Exception || !error.message.starts_with("TypeError: ") {
+            return;
+        }
+        let (Some(line), Some(column)) = (error.line, error.column) else {
+            return;
+        };
+        let Some(used) = result_use(script, line, column) else {
+            return;
+        };
+        let expression = neutralize(&used.expression);
+        let name = neutralize(&used.name);
+        let shape = self
+            .upstreams
+            .as_ref()
+            .and_then(|upstreams| self.observed_types(upstreams).shape(&used.tool));
+        let tool = neutralize(&used.tool);
+        let is = match shape {
+            Some(shape) => format!("`{name}` is `{shape}` from {tool}"),
+            None => format!("`{name}` is the result of {tool}"),
+        };
+        error.message = if error.message == "TypeError: not a function" {
+            format!("TypeError: `{expression}` is not a function: {is}")
+        } else {
+            format!("{} (in `{expression}`; {is})", error.message)
+        };
+    }
+
+    /// What this eval's scripts received from tools that declare no result type, kept per
+    /// profile by the pool.
+    fn observed_types(&self, upstreams: &UpstreamPool) -> ObservedTypes {
+        ObservedTypes::new(upstreams.clone(), self.profile.as_deref())
     }
 
     /// What every `eval` record of this eval shares.
@@ -406,7 +444,9 @@ impl GovernedEval {
             .outputs(self.outputs.clone())
             .alternatives(self.alternatives.clone());
         if let Some(upstreams) = &self.upstreams {
-            builder = builder.schemas(Arc::new(CatalogSchemas::new(upstreams.clone())));
+            builder = builder
+                .schemas(Arc::new(CatalogSchemas::new(upstreams.clone())))
+                .observer(Some(Arc::new(self.observed_types(upstreams))));
         }
         if let Some(audit) = &self.audit {
             builder = builder.audit(audit.sink.clone(), audit.include_args);

@@ -199,14 +199,16 @@ pub use display::{
     ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, bounded, invisible_ranges, is_blank,
     is_invisible, neutralize, summarize_args,
 };
-pub use enforce::{Alternative, PendingSlot, PolicyToolHost, PolicyToolHostBuilder};
+pub use enforce::{
+    Alternative, PendingSlot, PolicyToolHost, PolicyToolHostBuilder, ResultObserver,
+};
 pub use outputs::{
     InvalidPathPattern, MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule,
     PathPattern, mask_value,
 };
 pub use preview::{
-    MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, extract_tool_calls,
-    locate_syntax_error, normalize_with_preview,
+    MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, ResultUse, extract_tool_calls,
+    locate_syntax_error, normalize_with_preview, result_use,
 };
 pub use profile::{
     Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,

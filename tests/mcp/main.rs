@@ -34,6 +34,7 @@ mod hitl_gateway;
 mod media;
 mod notifications;
 mod oauth;
+mod observed;
 mod reload;
 mod resources;
 mod results;

@@ -17,6 +17,7 @@ use super::connection::{Upstream, UpstreamStatus};
 use super::oauth::Logins;
 use super::scope::CallScope;
 use crate::CommandTools;
+use crate::catalog::{ObservedResults, ObservedType};
 
 use super::spec::{UpstreamError, UpstreamSpec, split_qualified, validate_server_name};
 
@@ -57,6 +58,8 @@ struct Inner {
     reconfigure: tokio::sync::Mutex<()>,
     /// The tools' compiled schemas, for the current [`UpstreamPool::version`].
     schemas: crate::SchemaCache,
+    /// The result types seen of tools that declare none.
+    observed: ObservedResults,
 }
 
 impl Drop for Inner {
@@ -96,6 +99,7 @@ impl UpstreamPool {
                 shutdown: CancellationToken::new(),
                 reconfigure: tokio::sync::Mutex::new(()),
                 schemas: Default::default(),
+                observed: ObservedResults::default(),
             }),
         }
     }
@@ -335,6 +339,44 @@ impl UpstreamPool {
     /// Where the compiled schemas of this pool's tools are kept, per tool-list version.
     pub fn schema_cache(&self) -> &crate::SchemaCache {
         &self.inner.schemas
+    }
+
+    /// Notes the shape of `value`, a result of the upstream tool `name` (`server__tool`) as a
+    /// script under `profile` received it, when the tool declares no `outputSchema`: what
+    /// [`observed_type`](Self::observed_type) gives (see [`ObservedResults`]). Command tools and
+    /// names that are not an upstream's tool now are ignored.
+    pub fn observe(&self, profile: &str, name: &str, value: &Value) {
+        if let Some(tool) = self.tool(name)
+            && tool.output_schema.is_none()
+        {
+            self.inner
+                .observed
+                .record(profile, name, &tool.input_schema, value);
+        }
+    }
+
+    /// The result type observed for the upstream tool `name` under `profile`, while the
+    /// upstream's tool list is the one it was observed with and the tool declares no
+    /// `outputSchema`.
+    pub fn observed_type(&self, profile: &str, name: &str) -> Option<ObservedType> {
+        let tool = self.tool(name)?;
+        if tool.output_schema.is_some() {
+            return None;
+        }
+        self.inner.observed.get(profile, name, &tool.input_schema)
+    }
+
+    /// The `outputSchema` the upstream tool `name` declares, if any.
+    pub fn output_schema(&self, name: &str) -> Option<Value> {
+        let schema = self.tool(name)?.output_schema?;
+        Some(Value::Object((*schema).clone()))
+    }
+
+    /// The upstream tool `name` (`server__tool`) as listed now.
+    fn tool(&self, name: &str) -> Option<Tool> {
+        let (server, tool) = split_qualified(name)?;
+        let up = self.upstream(server)?;
+        up.tools().iter().find(|t| t.name == tool).cloned()
     }
 
     /// The state of each upstream, by server name.

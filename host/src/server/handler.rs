@@ -196,7 +196,9 @@ impl ServerHandler for CodemodeServer {
                 let result = if name == SEARCH_TOOLS {
                     tools::search_tools(&catalog, &args)
                 } else {
-                    tools::get_tools(&catalog, &args)
+                    let observed =
+                        tools::ObservedTypes::new(self.state.upstreams.clone(), profile.as_deref());
+                    tools::get_tools(&catalog, &args, &observed)
                 }
                 .map(|v| tools::mark_asked(v, &asked))
                 .map(|v| tools::mark_unavailable(v, &self.state.upstreams));

@@ -5,6 +5,7 @@
 
 pub mod hitl;
 mod in_flight;
+mod observed;
 mod read_resource;
 mod sampling;
 mod sampling_prompt;
@@ -12,6 +13,7 @@ mod schemas;
 mod upstream_elicitation;
 
 pub use in_flight::{InFlightGuard, in_flight};
+pub use observed::ObservedTypes;
 pub use sampling::{SamplingGate, SamplingRoute};
 pub use schemas::CatalogSchemas;
 pub use upstream_elicitation::ForwardElicitation;
@@ -213,8 +215,13 @@ pub fn search_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError
     Ok(json!({ "results": hits }))
 }
 
-/// `get_tools`: `{names}` → `{declarations, missing}`; unknown names come with suggestions.
-pub fn get_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError> {
+/// `get_tools`: `{names}` → `{declarations, missing}`; unknown names come with suggestions. A
+/// tool that declares no result type is typed by what `observed` has seen of it.
+pub fn get_tools(
+    tools: &[ToolInfo],
+    args: &Value,
+    observed: &ObservedTypes,
+) -> Result<Value, ToolError> {
     let names: Vec<&str> = args
         .get("names")
         .and_then(Value::as_array)
@@ -251,7 +258,8 @@ pub fn get_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError> {
             }
         }
     }
-    Ok(json!({ "declarations": catalog::declarations(&found), "missing": missing }))
+    let declarations = catalog::declarations_with(&found, &|t| observed.of(&t.name));
+    Ok(json!({ "declarations": declarations, "missing": missing }))
 }
 
 /// What a model reads of a `get_tools` result: the declarations, then one comment line per
@@ -335,13 +343,14 @@ impl ScriptTools {
     async fn discover(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         let tools = catalog(&self.upstreams);
         let profile = self.profile.clone();
+        let observed = ObservedTypes::new(self.upstreams.clone(), profile.as_deref());
         let search = name == SEARCH_TOOLS;
         let ranked = tokio::task::spawn_blocking(move || {
             let (tools, asked) = visible_to(tools, profile.as_deref());
             let result = if search {
                 search_tools(&tools, &args)?
             } else {
-                get_tools(&tools, &args)?
+                get_tools(&tools, &args, &observed)?
             };
             Ok(mark_asked(result, &asked))
         });

@@ -71,6 +71,9 @@ impl PolicyToolHost {
             }
         }
         audit.redacted_paths = self.outputs.apply(tool, &mut value);
+        if let Some(observer) = &self.observer {
+            observer.observe(tool, &value);
+        }
         Ok(value)
     }
 }

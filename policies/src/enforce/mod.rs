@@ -100,6 +100,8 @@ pub struct PolicyToolHost {
     /// The other eval tools the caller may use, for a denial that names one that can make the
     /// call; empty: a denial names none.
     alternatives: Vec<Alternative>,
+    /// Told of each result the script receives.
+    observer: Option<Arc<dyn ResultObserver>>,
     /// Asks waiting (queued or prompted) now.
     pending: AtomicUsize,
     /// One queue per approval key: asks about the same thing take turns.
@@ -115,6 +117,14 @@ impl std::fmt::Debug for PolicyToolHost {
             .field("audit", &self.audit.is_some())
             .finish_non_exhaustive()
     }
+}
+
+/// Told of each tool result a script receives, after the output policy masked and removed
+/// what it names: what a script saw, never more (e.g. to learn the result types of tools that
+/// declare none).
+pub trait ResultObserver: Send + Sync {
+    /// `tool` returned `value` to the script.
+    fn observe(&self, tool: &str, value: &Value);
 }
 
 /// Builds a [`PolicyToolHost`]. Defaults: no profile (unrestricted), [`NoAsker`], a fresh
@@ -206,6 +216,13 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// Who is told of each result a script receives, as it receives it (after the output
+    /// policy). Default: nobody.
+    pub fn observer(mut self, observer: Option<Arc<dyn ResultObserver>>) -> Self {
+        self.host.observer = observer;
+        self
+    }
+
     /// The host.
     pub fn build(self) -> PolicyToolHost {
         self.host
@@ -232,6 +249,7 @@ impl PolicyToolHost {
                 eval_approvals: Mutex::new(HashSet::new()),
                 eval_scope: None,
                 alternatives: Vec::new(),
+                observer: None,
                 pending: AtomicUsize::new(0),
                 queues: Mutex::new(HashMap::new()),
             },

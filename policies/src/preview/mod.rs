@@ -6,15 +6,17 @@
 mod extract;
 mod finder;
 pub(crate) mod lines;
+mod result_use;
 mod stack;
 mod threads;
 
 pub use extract::{extract_tool_calls, locate_syntax_error, normalize_with_preview};
+pub use result_use::{ResultUse, result_use};
 pub(crate) use stack::{ON_THIS_THREAD_BYTES, PREVIEW_STACK_BYTES};
 
 use oxc_allocator::Allocator;
 use oxc_ast_visit::Visit;
-use oxc_parser::{ParseOptions, Parser};
+use oxc_parser::{ParseOptions, Parser, ParserReturn};
 use oxc_span::SourceType;
 use serde::{Deserialize, Serialize};
 
@@ -99,24 +101,7 @@ pub(crate) fn on_parse_stack<T: Send + 'static>(
 /// The call sites of plain JavaScript (already normalised).
 pub(crate) fn find_calls(code: &str) -> Preview {
     let allocator = Allocator::default();
-    let options = ParseOptions {
-        allow_return_outside_function: true,
-        ..ParseOptions::default()
-    };
-    let parse = |source_type| {
-        Parser::new(&allocator, code, source_type)
-            .with_options(options)
-            .parse()
-    };
-    // "Unambiguous" accepts sloppy-mode scripts and top-level `await`, but not a top-level
-    // `for await`: that needs a module, tried when the first parse fails.
-    let mut ret = parse(SourceType::unambiguous());
-    if ret.diagnostics.has_errors() {
-        let module = parse(SourceType::mjs());
-        if !module.diagnostics.has_errors() {
-            ret = module;
-        }
-    }
+    let ret = parse(&allocator, code);
     let lines = LineIndex::new(code);
 
     let mut finder = finder::Finder::default();
@@ -145,6 +130,30 @@ pub(crate) fn find_calls(code: &str) -> Preview {
         }
     });
     Preview { calls, parse_error }
+}
+
+/// Parses a script body (plain JavaScript, already normalised): top-level `return` and
+/// `await` allowed.
+fn parse<'a>(allocator: &'a Allocator, code: &'a str) -> ParserReturn<'a> {
+    let options = ParseOptions {
+        allow_return_outside_function: true,
+        ..ParseOptions::default()
+    };
+    let parse = |source_type| {
+        Parser::new(allocator, code, source_type)
+            .with_options(options)
+            .parse()
+    };
+    // "Unambiguous" accepts sloppy-mode scripts and top-level `await`, but not a top-level
+    // `for await`: that needs a module, tried when the first parse fails.
+    let ret = parse(SourceType::unambiguous());
+    if ret.diagnostics.has_errors() {
+        let module = parse(SourceType::mjs());
+        if !module.diagnostics.has_errors() {
+            return module;
+        }
+    }
+    ret
 }
 
 #[cfg(test)]

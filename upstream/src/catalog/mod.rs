@@ -3,11 +3,13 @@
 //! Plain data, no MCP types: the server fills it from the upstream tool lists and the built-in
 //! tools.
 
+mod observed;
 mod search;
 mod typescript;
 
+pub use observed::{ObservedResults, ObservedType};
 pub use search::{SearchHit, search};
-pub use typescript::{declarations, js_call_form};
+pub use typescript::{compact_type, declarations, declarations_with, js_call_form};
 
 use serde_json::Value;
 

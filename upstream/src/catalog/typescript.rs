@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::ToolInfo;
+use super::{ObservedType, ToolInfo};
 
 /// Schemas nest at most this deep in the output; deeper parts become `unknown`.
 const MAX_DEPTH: usize = 12;
@@ -62,14 +62,34 @@ const MAX_HINTED: usize = 6;
 /// every other control, format or invisible character is an escape — as in `search_tools`'s
 /// text.
 pub fn declarations(tools: &[ToolInfo]) -> String {
+    declarations_with(tools, &|_| None)
+}
+
+/// [`declarations`], a tool without an `outputSchema` typed by what `observed` gives for it
+/// (the results seen so far, see [`ObservedResults`](super::ObservedResults)), marked as
+/// observed by a comment: a model reads it as a likely shape, not a promise.
+pub fn declarations_with(
+    tools: &[ToolInfo],
+    observed: &dyn Fn(&ToolInfo) -> Option<ObservedType>,
+) -> String {
     let mut out = String::from("declare const codemode: {\n");
     for tool in tools {
         doc_comment(&mut out, &tool.description, 1);
         let input = ts_type(&tool.input_schema, &tool.input_schema, 1, 0);
-        let output = tool
-            .output_schema
-            .as_ref()
-            .map_or_else(|| "unknown".to_string(), |s| ts_type(s, s, 1, 0));
+        let output = match &tool.output_schema {
+            Some(schema) => ts_type(schema, schema, 1, 0),
+            None => match observed(tool) {
+                Some(seen) => {
+                    let s = if seen.calls == 1 { "" } else { "s" };
+                    out.push_str(&format!(
+                        "  // result type observed in {} call{s}; the server declares none\n",
+                        seen.calls
+                    ));
+                    ts_type(&seen.schema, &seen.schema, 1, 0)
+                }
+                None => "unknown".to_string(),
+            },
+        };
         out.push_str(&format!(
             "  {}(args: {input}): Promise<{output}>;\n",
             member(&tool.name)
@@ -81,6 +101,39 @@ pub fn declarations(tools: &[ToolInfo]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A schema's TypeScript type on one line, without doc comments, at most [`MAX_COMPACT`]
+/// characters (then cut with `…`): for an error message naming a value's shape, e.g.
+/// `{ content: string }`. Upstream-chosen names are [`neutralize`](codemode_policies::neutralize)d.
+pub fn compact_type(schema: &Value) -> String {
+    let full = ts_type(schema, schema, 0, 0);
+    let mut out = String::new();
+    let mut in_doc = false;
+    for line in full.lines() {
+        let line = line.trim();
+        if line.starts_with("/**") {
+            in_doc = !line.ends_with("*/");
+            continue;
+        }
+        if in_doc {
+            in_doc = !line.ends_with("*/");
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(line);
+    }
+    let out = out.replace("; }", " }");
+    let out = codemode_policies::neutralize(&out);
+    match out.char_indices().nth(MAX_COMPACT) {
+        Some((cut, _)) => format!("{}…", &out[..cut]),
+        None => out,
+    }
+}
+
+/// The longest [`compact_type`], in characters.
+const MAX_COMPACT: usize = 120;
 
 fn doc_comment(out: &mut String, text: &str, indent: usize) {
     let text = text.trim();
@@ -417,5 +470,40 @@ mod tests {
             schema = json!({"type": "array", "items": schema});
         }
         assert!(ts_type(&schema, &schema, 0, 0).contains("unknown"));
+    }
+
+    #[test]
+    fn observed_types_are_declared_and_marked() {
+        let echo = tool("everything__echo", json!({"type": "object"}), None);
+        let typed = tool(
+            "t__typed",
+            json!({"type": "object"}),
+            Some(json!({"type": "number"})),
+        );
+        let seen = ObservedType {
+            schema: json!({"type": "object", "properties": {"content": {"type": "string"}},
+                           "required": ["content"], "additionalProperties": false}),
+            calls: 2,
+        };
+        let text = declarations_with(&[echo.clone(), typed], &|t: &ToolInfo| {
+            Some(seen.clone()).filter(|_| t.name == echo.name)
+        });
+        assert!(
+            text.contains(
+                "  // result type observed in 2 calls; the server declares none\n  \
+                 everything__echo(args: { [key: string]: unknown }): Promise<{\n    \
+                 content: string;\n  }>;\n"
+            ),
+            "{text}"
+        );
+        // A declared type wins over anything observed.
+        assert!(text.contains("t__typed(args: { [key: string]: unknown }): Promise<number>;"));
+        assert_eq!(compact_type(&seen.schema), "{ content: string }");
+        assert_eq!(
+            compact_type(&json!({"type": "object", "properties": {
+                "a": {"type": "string", "description": "the A"},
+                "b": {"type": "array", "items": {"type": "number"}}}, "required": ["a"]})),
+            "{ a: string; b?: number[] }"
+        );
     }
 }

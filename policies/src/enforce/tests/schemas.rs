@@ -138,6 +138,47 @@ async fn results_are_masked_and_the_audit_names_the_paths_and_the_original_hash(
     assert_eq!(recs[1].redacted_paths, Vec::<String>::new());
 }
 
+/// A [`crate::ResultObserver`] is told of what the script received, after the output policy:
+/// nothing removed or masked reaches it; a refused call tells it nothing.
+#[tokio::test]
+async fn the_observer_sees_the_result_as_the_script_does() {
+    struct Seen(Mutex<Vec<(String, Value)>>);
+    impl crate::ResultObserver for Seen {
+        fn observe(&self, tool: &str, value: &Value) {
+            self.0
+                .lock()
+                .unwrap()
+                .push((tool.to_string(), value.clone()));
+        }
+    }
+    let seen = Arc::new(Seen(Mutex::default()));
+    let (_, inner) = inner();
+    let outputs = Config::from_json_str(
+        r#"{"outputs": [{"tools": ["fs__*"], "mask": ["/echo/path"], "redact": ["/echo/token"]}]}"#,
+    )
+    .unwrap()
+    .outputs;
+    let host = PolicyToolHost::builder(inner)
+        .profile(Some(profile(json!({"denylist": ["fs__delete"]}))))
+        .schemas(Arc::new(schemas()))
+        .outputs(outputs)
+        .observer(Some(seen.clone()))
+        .build();
+    let args = json!({"path": "/home/ann/secret-plans.txt", "token": "t"});
+    let r = call_with(&host, "fs__read", args.clone(), 1).await;
+    assert_eq!(r, Ok(json!({"echo": {"path": "***.txt"}})));
+    assert!(call_with(&host, "fs__delete", args, 2).await.is_err());
+    assert!(
+        call_with(&host, "fs__read", json!({"path": 1}), 3)
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        *seen.0.lock().unwrap(),
+        vec![("fs__read".to_string(), json!({"echo": {"path": "***.txt"}}))]
+    );
+}
+
 /// `strictSchema` (B.7): under an `outputs` rule with it, a result that breaks the tool's
 /// `outputSchema` fails the call with `invalid_output` (the value not returned, nothing in the
 /// message the output policy hides), audited as an error with that reason; without it, the

@@ -1,0 +1,48 @@
+//! [`ObservedTypes`]: what a profile's scripts have received from tools that declare no result
+//! type, for `get_tools` and for the errors a script makes with such a result.
+
+use codemode_policies::{Profile, ResultObserver};
+use codemode_upstream::UpstreamPool;
+use codemode_upstream::catalog::{ObservedType, compact_type};
+use serde_json::Value;
+
+/// The result types one profile's scripts have seen, kept by the upstream pool (see
+/// [`UpstreamPool::observe`]): as a [`ResultObserver`] of an eval it records what the script
+/// received; [`of`](Self::of) reads them back.
+#[derive(Debug, Clone)]
+pub struct ObservedTypes {
+    upstreams: UpstreamPool,
+    /// The profile's name; empty without a profile.
+    profile: String,
+}
+
+impl ObservedTypes {
+    /// The observations of scripts under `profile` (none: unrestricted scripts).
+    pub fn new(upstreams: UpstreamPool, profile: Option<&Profile>) -> Self {
+        ObservedTypes {
+            upstreams,
+            profile: profile.map(|p| p.name().to_string()).unwrap_or_default(),
+        }
+    }
+
+    /// The type observed for `tool`, if it declares none and has been called.
+    pub fn of(&self, tool: &str) -> Option<ObservedType> {
+        self.upstreams.observed_type(&self.profile, tool)
+    }
+
+    /// The type of `tool`'s results on one line (`{ content: string }`): the one it declares,
+    /// else the one observed.
+    pub fn shape(&self, tool: &str) -> Option<String> {
+        let schema = match self.upstreams.output_schema(tool) {
+            Some(declared) => declared,
+            None => self.of(tool)?.schema,
+        };
+        Some(compact_type(&schema))
+    }
+}
+
+impl ResultObserver for ObservedTypes {
+    fn observe(&self, tool: &str, value: &Value) {
+        self.upstreams.observe(&self.profile, tool, value);
+    }
+}
