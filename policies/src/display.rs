@@ -143,8 +143,12 @@ const ARGS_NESTED_PATHS: usize = 20;
 /// other value is one bounded line. A path-like string (a separator, no line break) is never
 /// elided in the middle: it is shown whole up to [`ARGS_PATH_PREVIEW_CHARS`], with its
 /// normalised form when it is absolute and reads otherwise; an elided array or object is
-/// followed by a line for each path-like string inside it. Past [`ARGS_SUMMARY_MAX_KEYS`] keys, a last line counts the
-/// others. The result is [`neutralize`]d (JSON already escapes control characters; this also
+/// followed by a line for each path-like string inside it. A string with line breaks (a file's
+/// new content) is a framed block: its size on the key's line, then each of its lines after
+/// `    │ ` (the first 12 and the last 6 of a longer one, the rest counted), so that no line
+/// of a value can read as a line of the prompt; one inside an array or object gets such a
+/// block too, under its JSON Pointer. Past [`ARGS_SUMMARY_MAX_KEYS`] keys, a last line counts
+/// the others. The result is [`neutralize`]d (JSON already escapes control characters; this also
 /// catches bidi and zero-width ones). The full arguments are one step away in every prompt.
 ///
 /// ```
@@ -167,8 +171,17 @@ pub fn summarize_args(args: &Value) -> String {
             &compact(&Value::String(name.clone())),
             ARGS_VALUE_PREVIEW_CHARS,
         );
-        let _ = writeln!(out, "  {key}: {}", preview(value));
-        nested_paths(&mut out, key_pointer(name), value);
+        match value {
+            Value::String(text) if is_text(text) => {
+                let _ = writeln!(out, "  {key}: {}", text_header(text));
+                text_block(&mut out, text, TEXT_PREFIX);
+            }
+            _ => {
+                let _ = writeln!(out, "  {key}: {}", preview(value));
+                nested_paths(&mut out, key_pointer(name), value);
+                nested_texts(&mut out, key_pointer(name), value);
+            }
+        }
     }
     if map.len() > ARGS_SUMMARY_MAX_KEYS {
         let _ = writeln!(
@@ -234,7 +247,7 @@ fn nested_paths(out: &mut String, mut at: String, value: &Value) {
         return;
     }
     let mut found = Vec::new();
-    collect_paths(value, &mut at, &mut found);
+    collect_strings(value, &mut at, &mut found, is_path_like);
     for (pointer, path) in found.iter().take(ARGS_NESTED_PATHS) {
         let pointer = bounded(pointer, ARGS_VALUE_PREVIEW_CHARS);
         let _ = writeln!(out, "    {pointer}: {}", path_preview(path));
@@ -248,26 +261,109 @@ fn nested_paths(out: &mut String, mut at: String, value: &Value) {
     }
 }
 
-/// Every path-like string inside `value`, with its JSON Pointer from `at`.
-fn collect_paths<'a>(value: &'a Value, at: &mut String, found: &mut Vec<(String, &'a str)>) {
+/// Every string inside `value` that `wanted` picks, with its JSON Pointer from `at`.
+fn collect_strings<'a>(
+    value: &'a Value,
+    at: &mut String,
+    found: &mut Vec<(String, &'a str)>,
+    wanted: fn(&str) -> bool,
+) {
     let len = at.len();
     match value {
-        Value::String(s) if is_path_like(s) => found.push((at.clone(), s.as_str())),
+        Value::String(s) if wanted(s) => found.push((at.clone(), s.as_str())),
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 let _ = write!(at, "/{i}");
-                collect_paths(item, at, found);
+                collect_strings(item, at, found, wanted);
                 at.truncate(len);
             }
         }
         Value::Object(map) => {
             for (key, item) in map {
                 at.push_str(&key_pointer(key));
-                collect_paths(item, at, found);
+                collect_strings(item, at, found, wanted);
                 at.truncate(len);
             }
         }
         _ => {}
+    }
+}
+
+/// The prefix of every line of a multi-line string's block: no line of a value can read as a
+/// line of the prompt (`  "key": …`).
+const TEXT_PREFIX: &str = "    │ ";
+/// The prefix of the lines of a multi-line string found inside an array or object.
+const NESTED_TEXT_PREFIX: &str = "      │ ";
+/// A multi-line string's block shows its first lines and its last ones; the middle is counted.
+const TEXT_HEAD_LINES: usize = 12;
+const TEXT_TAIL_LINES: usize = 6;
+/// The most multi-line strings shown as blocks from inside one array or object.
+const NESTED_TEXTS: usize = 10;
+
+/// Whether a string is text to show as a block: it has a line break.
+fn is_text(s: &str) -> bool {
+    s.contains(['\n', '\r'])
+}
+
+/// What stands on a multi-line string's own line: its size (`text: 4 lines, 57 characters`).
+fn text_header(s: &str) -> String {
+    let lines = text_lines(s).len();
+    format!("(text: {lines} lines, {} characters)", s.chars().count())
+}
+
+/// A multi-line string as a framed block, each of its lines after `prefix`, [`neutralize`]d
+/// and bounded (a `\r` or any other control shows as an escape, so no line can be faked); past
+/// [`TEXT_HEAD_LINES`] + [`TEXT_TAIL_LINES`] lines, the first and the last ones with the number
+/// left out between them.
+fn text_block(out: &mut String, s: &str, prefix: &str) {
+    let lines = text_lines(s);
+    let whole = lines.len() <= TEXT_HEAD_LINES + TEXT_TAIL_LINES;
+    let tail_from = lines.len().saturating_sub(TEXT_TAIL_LINES);
+    for (i, text) in lines.iter().enumerate() {
+        if !whole && i == TEXT_HEAD_LINES {
+            let margin = prefix.strip_suffix("│ ").unwrap_or(prefix);
+            let _ = writeln!(
+                out,
+                "{margin}┆ … ({} more lines) …",
+                tail_from - TEXT_HEAD_LINES
+            );
+        }
+        if whole || i < TEXT_HEAD_LINES || i >= tail_from {
+            let _ = writeln!(out, "{prefix}{}", bounded(text, ARGS_VALUE_PREVIEW_CHARS));
+        }
+    }
+}
+
+/// The lines of a text, split at `\n`: a final line break ends the last line rather than
+/// starting an empty one (as a file's lines are counted); a `\r` stays, to be shown escaped.
+fn text_lines(s: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = s.split('\n').collect();
+    if lines.len() > 1 && lines.last() == Some(&"") {
+        lines.pop();
+    }
+    lines
+}
+
+/// For an array or object (at JSON Pointer `at`), a block for each multi-line string inside it
+/// (`    /edits/0/newText: (text: 3 lines, 40 characters)` and its lines), which its compact
+/// line shows only as escapes.
+fn nested_texts(out: &mut String, mut at: String, value: &Value) {
+    if !(value.is_array() || value.is_object()) {
+        return;
+    }
+    let mut found = Vec::new();
+    collect_strings(value, &mut at, &mut found, is_text);
+    for (pointer, text) in found.iter().take(NESTED_TEXTS) {
+        let pointer = bounded(pointer, ARGS_VALUE_PREVIEW_CHARS);
+        let _ = writeln!(out, "    {pointer}: {}", text_header(text));
+        text_block(out, text, NESTED_TEXT_PREFIX);
+    }
+    if found.len() > NESTED_TEXTS {
+        let _ = writeln!(
+            out,
+            "    … and {} more texts (see the full arguments)",
+            found.len() - NESTED_TEXTS
+        );
     }
 }
 
@@ -292,6 +388,32 @@ pub fn bounded(text: &str, limit: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn multi_line_strings_are_framed_blocks() {
+        let args = json!({
+            "path": "/tmp/a.txt",
+            "content": "line one\n  \"fake\": \"line\"\r\n\u{1b}[2Klast",
+            "edits": [{"oldText": "a\nb", "newText": "c"}],
+        });
+        assert_eq!(
+            summarize_args(&args),
+            "{\n  \"content\": (text: 3 lines, 35 characters)\n    │ line one\n    │   \"fake\": \
+             \"line\"\\r\n    │ \\u001b[2Klast\n  \"edits\": [{\"newText\":\"c\",\"oldText\":\"a\\nb\"}]\n    \
+             /edits/0/oldText: (text: 2 lines, 3 characters)\n      │ a\n      │ b\n  \"path\": \
+             \"/tmp/a.txt\"\n}"
+        );
+        let long: Vec<String> = (1..=40).map(|i| format!("row {i}")).collect();
+        let shown = summarize_args(&json!({"body": long.join("\n")}));
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines[1], "  \"body\": (text: 40 lines, 270 characters)");
+        assert_eq!(lines[2], "    │ row 1");
+        assert_eq!(lines[13], "    │ row 12");
+        assert_eq!(lines[14], "    ┆ … (22 more lines) …");
+        assert_eq!(lines[15], "    │ row 35");
+        assert_eq!(lines[20], "    │ row 40");
+        assert_eq!(lines[21], "}");
+    }
 
     #[test]
     fn neutralize_makes_every_control_visible() {

@@ -146,6 +146,7 @@ mod approval;
 mod ask;
 mod audit;
 mod caller;
+mod change;
 mod config;
 mod decision;
 mod display;
@@ -177,6 +178,7 @@ pub use audit::{
     format_records, genesis, parse_time_bound, query_audit_dir, verify_audit_dir,
 };
 pub use caller::Caller;
+pub use change::{MAX_DIFF_BYTES, change_summary};
 pub use config::{Config, EvaluationConfig, UnknownProfile};
 // The file's settings sections and errors are `codemode_config`'s; re-exported so that one
 // import serves those who read a file and decide with it.
@@ -211,7 +213,7 @@ pub use preview::{
     locate_syntax_error, normalize_with_preview, result_use,
 };
 pub use profile::{
-    Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
+    ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
     DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
 };
 pub use risk::{DecisionRefused, Risk, RiskPolicy};

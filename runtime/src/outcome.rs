@@ -211,6 +211,10 @@ pub struct ToolCallRecord {
     pub reason: Option<String>,
     /// From start to settlement, in milliseconds.
     pub duration_ms: f64,
+    /// What the tool layer said of the call ([`crate::CallContext::note`]), e.g. `approved by
+    /// alice via http`: so that a model can tell the user a human agreed. Left out when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// How a tool call ended.

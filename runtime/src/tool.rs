@@ -42,6 +42,7 @@ pub struct CallContext {
     pub call_id: u64,
     pub(crate) clock: Arc<EvalClock>,
     pub(crate) warnings: Arc<CallWarnings>,
+    pub(crate) notes: Arc<CallWarnings>,
     pub(crate) human: Arc<HumanWaits>,
     /// The note of the [`HumanWait`] this call held when its eval was parked, when the call is
     /// made again after a resume.
@@ -64,6 +65,19 @@ impl CallWarnings {
     pub(crate) fn take(&self) -> Vec<(u64, String)> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
+
+    /// Removes the messages of `call_id`, giving the last one.
+    pub(crate) fn take_last(&self, call_id: u64) -> Option<String> {
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = None;
+        all.retain(|(id, message)| {
+            if *id == call_id {
+                last = Some(message.clone());
+            }
+            *id != call_id
+        });
+        last
+    }
 }
 
 impl CallContext {
@@ -75,6 +89,7 @@ impl CallContext {
             call_id,
             clock: Arc::new(EvalClock::new(None)),
             warnings: Arc::default(),
+            notes: Arc::default(),
             human: Arc::default(),
             resumed_note: None,
         }
@@ -124,6 +139,12 @@ impl CallContext {
     /// probably a mistake (a result that does not match the tool's declared output schema, …).
     pub fn warn(&self, message: impl Into<String>) {
         self.warnings.push(self.call_id, message.into());
+    }
+
+    /// Sets what the ledger says of this call besides its status ([`crate::ToolCallRecord::note`]):
+    /// e.g. that a human approved it, and who. The last note before the call settles is kept.
+    pub fn note(&self, text: impl Into<String>) {
+        self.notes.push(self.call_id, text.into());
     }
 
     /// Stops the eval's wall-clock timeout from counting while the returned guard lives.

@@ -72,12 +72,15 @@ fn approve_answers_an_ask_in_a_terminal() {
     assert_eq!(outcome["result"][1], "stop", "{outcome}");
 
     // What the person saw: the risk, the tool, who asks, the neutralised summary (no raw escape
-    // reaches the terminal: the fake line is shown as `\n`), the call sites, the keys, the full
+    // reaches the terminal; the multi-line query is a framed block, so its second line cannot
+    // pass for a line of the prompt), the call sites, the keys, the full
     // arguments on request, and the outcome.
     let lines: Vec<&str> = shown.lines().map(|l| l.trim_end_matches('\r')).collect();
     for want in [
         "[risk MEDIUM] `search_tools` wants approval (caller local, profile p, eval ",
-        "  \"query\": \"time\\u001b[2K\\nfake: approved\"",
+        "  \"query\": (text: 2 lines, 23 characters)",
+        "    │ time\\u001b[2K",
+        "    │ fake: approved",
         "  line 2:20  get_tools",
         "  line 3:21  search_tools",
         "  line 4:21  hitl_request",

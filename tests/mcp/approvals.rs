@@ -31,7 +31,7 @@ fn approvals_http(mode: Mode) {
         "risk": "medium",
         "args": {"message": "hi\u{1b}[2K\nthere", "pad": "x".repeat(500)},
         "args_summary": format!(
-            "{{\n  \"message\": \"hi\\u001b[2K\\nthere\"\n  \"pad\": \"{} … (302 more characters) … {}\"\n}}",
+            "{{\n  \"message\": (text: 2 lines, 12 characters)\n    │ hi\\u001b[2K\n    │ there\n  \"pad\": \"{} … (302 more characters) … {}\"\n}}",
             "x".repeat(132),
             "x".repeat(66)
         ),

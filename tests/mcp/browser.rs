@@ -69,7 +69,7 @@ fn the_approval_page_approves_a_waiting_script() {
         String::from_utf8_lossy(&browser.stderr)
     );
     let obs: Value = serde_json::from_slice(&browser.stdout).expect("the page's observations");
-    let hostile = "<img src=x onerror=alert(1)>\u{202e}\u{1b}[2K";
+    let hostile = "<img src=x onerror=alert(1)>\u{202e}\u{1b}[2K\n  \"fake\": \"approved\"";
     assert_json(
         "approval page",
         &obs,
@@ -79,7 +79,10 @@ fn the_approval_page_approves_a_waiting_script() {
             "risk": "medium",
             "tool": "everything__echo",
             "args": {"message": hostile},
-            "args_text": "{\n  \"message\": \"<img src=x onerror=alert(1)>\\u202e\\u001b[2K\"\n}",
+            "full_args_label": "Full arguments",
+            // A line break in a value frames the value: its second line cannot pass for a key.
+            "args_text": "{\n  \"message\": (text: 2 lines, 54 characters)\n    │ <img src=x \
+                          onerror=alert(1)>\\u202e\\u001b[2K\n    │   \"fake\": \"approved\"\n}",
             "call_sites": [
                 "line 1:20  time__get_current_time",
                 "line 2:20  everything__echo",

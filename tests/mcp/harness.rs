@@ -169,6 +169,9 @@ impl Setup {
             .env("CODEMODE_DIR", &self.scratch.dir)
             .env("PYTHONUNBUFFERED", "1")
             .env("PYTHONDONTWRITEBYTECODE", "1")
+            // A stdio server the client starts keeps its parked evals and logins here, not in
+            // the machine's state dir that every test (and run) would share.
+            .env("CODEMODE_STATE_DIR", self.scratch.path("state"))
             .env_remove("CODEMODE_URL");
         if let Some(server) = &self.server {
             cmd.env("CODEMODE_URL", &server.url);
@@ -318,10 +321,14 @@ impl HttpServer {
             .port();
         let addr = format!("127.0.0.1:{port}");
         let log_file = std::fs::File::create(log).expect("create the server log");
+        // Parked evals of this server only: a test's leftovers must not reach another's
+        // approval page.
+        let state = config.parent().expect("the config's dir").join("state");
         let child = Command::new(CODEMODE)
             .args(["serve", "--config"])
             .arg(config)
             .args(["--http", &addr])
+            .env("CODEMODE_STATE_DIR", state)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)

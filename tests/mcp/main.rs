@@ -35,6 +35,7 @@ mod media;
 mod notifications;
 mod oauth;
 mod observed;
+mod prompt;
 mod reload;
 mod resources;
 mod results;

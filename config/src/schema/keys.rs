@@ -74,6 +74,11 @@ pub mod policy {
     pub fn access() -> &'static [&'static str] {
         super::of::<policies::Access>()
     }
+
+    /// A profile's `approvalDiffs.<tool>`.
+    pub fn approval_diff() -> &'static [&'static str] {
+        super::of::<policies::ApprovalDiff>()
+    }
 }
 
 #[cfg(test)]

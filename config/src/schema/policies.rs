@@ -62,6 +62,23 @@ pub(crate) struct Profile {
     /// What an upstream server's request to sample the client's model (during a script's call)
     /// gets: `"allow"`, `"ask"` (a human approves each one) or `"deny"`. Default: `"ask"`.
     pub(crate) sampling: Option<Disposition>,
+    /// Tools that write a file, by exact name → how to read the file first, so that the
+    /// approval prompt shows the write as a diff. Default: none (no tool is read first).
+    pub(crate) approval_diffs: Option<BTreeMap<String, ApprovalDiff>>,
+}
+
+/// How an approval prompt shows a write as a diff: the current content is read with `read`,
+/// called with `{ <path>: <the write's path> }`, and compared with the write's `content`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct ApprovalDiff {
+    /// The tool that reads the current content (e.g. `filesystem__read_text_file`); its result
+    /// is text, or an object whose `content` is text.
+    pub(crate) read: String,
+    /// The argument naming the file, in both tools (e.g. `path`).
+    pub(crate) path: String,
+    /// The write's argument holding the new content (e.g. `content`).
+    pub(crate) content: String,
 }
 
 /// Which names of a kind a profile lets through: those matching `allow` (every one when it is

@@ -18,7 +18,7 @@
 
 use std::fmt::Write as _;
 
-use codemode_policies::neutralize;
+use codemode_policies::{bounded, neutralize};
 use codemode_runtime::{CallStatus, EvalOutcome, ToolCallRecord};
 use codemode_upstream::Attachment;
 use codemode_upstream::media::decoded_len;
@@ -140,8 +140,12 @@ fn compact_ledger(calls: &[ToolCallRecord]) -> Value {
         return calls
             .iter()
             .map(|c| {
-                json!({"id": c.id, "tool": c.tool, "status": c.status.as_str(),
-                       "reason": c.reason, "duration_ms": c.duration_ms.round()})
+                let mut entry = json!({"id": c.id, "tool": c.tool, "status": c.status.as_str(),
+                       "reason": c.reason, "duration_ms": c.duration_ms.round()});
+                if let Some(note) = &c.note {
+                    entry["note"] = json!(note);
+                }
+                entry
             })
             .collect();
     }
@@ -181,6 +185,14 @@ fn compact_ledger(calls: &[ToolCallRecord]) -> Value {
     out.insert("count".into(), json!(calls.len()));
     out.insert("by_tool".into(), json!(by_tool));
     out.insert("failed".into(), json!(failed));
+    let noted: Vec<u64> = calls
+        .iter()
+        .filter(|c| c.note.is_some())
+        .map(|c| c.id)
+        .collect();
+    if !noted.is_empty() {
+        out.insert("approved".into(), json!(noted.len()));
+    }
     Value::Object(out)
 }
 
@@ -253,11 +265,12 @@ fn ledger(out: &mut String, calls: &[ToolCallRecord], error: Option<&str>) {
         for call in calls {
             let _ = writeln!(
                 out,
-                "#{} {} {}{}",
+                "#{} {} {}{}{}",
                 call.id,
                 neutralize(&call.tool),
                 call.status.as_str(),
-                told_once(call.reason.as_deref(), error)
+                told_once(call.reason.as_deref(), error),
+                note(call)
             );
         }
         return;
@@ -287,7 +300,38 @@ fn ledger(out: &mut String, calls: &[ToolCallRecord], error: Option<&str>) {
             count(tools.len() - SUMMARY_LINES, "more tool", "more tools")
         );
     }
+    let approved: Vec<String> = calls
+        .iter()
+        .filter(|c| c.note.is_some())
+        .map(|c| format!("#{}", c.id))
+        .collect();
+    if !approved.is_empty() {
+        let shown = approved
+            .iter()
+            .take(SUMMARY_LINES)
+            .cloned()
+            .collect::<Vec<_>>();
+        let more = if approved.len() > SUMMARY_LINES {
+            ", …"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "- approved by a human: {} ({}{more})",
+            approved.len(),
+            shown.join(", ")
+        );
+    }
     failed(out, calls, error);
+}
+
+/// ` (approved by alice via http)`: a call's note, neutralised and bounded; empty without one.
+fn note(call: &ToolCallRecord) -> String {
+    call.note
+        .as_deref()
+        .map(|n| format!(" ({})", bounded(n, REASON_CHARS)))
+        .unwrap_or_default()
 }
 
 /// The failed calls, grouped by tool, status and reason, in order of first failure.

@@ -25,6 +25,7 @@ fn call(id: u64, tool: &str, status: CallStatus, reason: Option<&str>) -> ToolCa
         status,
         reason: reason.map(str::to_string),
         duration_ms: 1.5,
+        note: None,
     }
 }
 

@@ -406,6 +406,7 @@ mod tests {
                 status: CallStatus::Ok,
                 reason: None,
                 duration_ms: 1.0,
+                note: None,
             }],
             stats: EvalStats {
                 fuel_used: 42,

@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::EvaluationConfig;
 use super::gateway_keys::{read_permissions, read_risk, read_risk_map, read_risk_policies};
 use crate::profile::{
-    Access, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, DispositionKind,
-    Fallback, GlobList, PathCondition, Profile, Rule,
+    Access, ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS,
+    DispositionKind, Fallback, GlobList, PathCondition, Profile, Rule,
 };
 use crate::{ConfigErrorKind, ConfigErrors, Risk};
 use codemode_config::values::{positive, positive_seconds};
@@ -159,6 +159,10 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         Some(v) => read_disposition(r, v, &path.key("sampling")),
         None => Some(DispositionKind::Ask),
     };
+    let approval_diffs = map
+        .get("approvalDiffs")
+        .map(|v| read_approval_diffs(r, v, &path.key("approvalDiffs")))
+        .unwrap_or_default();
     if r.error_count() > before {
         return None;
     }
@@ -181,7 +185,59 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
         resources,
         prompts,
         sampling: sampling?,
+        approval_diffs,
     })
+}
+
+/// A profile's `approvalDiffs`: `{"<tool>": {"read", "path", "content"}}`, each a non-empty
+/// string.
+fn read_approval_diffs(
+    r: &mut Reader,
+    v: &Value,
+    path: &JsonPath,
+) -> BTreeMap<String, ApprovalDiff> {
+    let mut out = BTreeMap::new();
+    let Some(tools) = r.any_object(v, path) else {
+        return out;
+    };
+    for (tool, spec) in tools {
+        let at = path.key(tool);
+        let Some(map) = r.object(spec, &at, codemode_config::policy_keys::approval_diff()) else {
+            continue;
+        };
+        let field = |r: &mut Reader, key: &str| -> Option<String> {
+            let Some(v) = map.get(key) else {
+                r.error(
+                    &at,
+                    ConfigErrorKind::MissingField,
+                    format!("`{key}` is required (the read tool, the path argument and the content argument)"),
+                );
+                return None;
+            };
+            let s = r.string(v, &at.key(key))?;
+            if s.is_empty() {
+                r.error(
+                    &at.key(key),
+                    ConfigErrorKind::InvalidValue,
+                    "must not be empty",
+                );
+                return None;
+            }
+            Some(s.to_string())
+        };
+        let (read, arg, content) = (field(r, "read"), field(r, "path"), field(r, "content"));
+        if let (Some(read), Some(path), Some(content)) = (read, arg, content) {
+            out.insert(
+                tool.clone(),
+                ApprovalDiff {
+                    read,
+                    path,
+                    content,
+                },
+            );
+        }
+    }
+    out
 }
 
 /// A profile's `resources` or `prompts`: `{"allow"?: [globs], "deny"?: [globs]}`.

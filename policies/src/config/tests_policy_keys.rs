@@ -340,3 +340,40 @@ fn a_profile_says_what_an_upstream_sampling_request_gets() {
         ]
     );
 }
+
+#[test]
+fn a_profile_names_the_writes_shown_as_diffs() {
+    let c = Config::from_json_str(
+        r#"{"evaluation": {"profiles": {"p": {"approvalDiffs": {"fs__write_file":
+            {"read": "fs__read_text_file", "path": "path", "content": "content"}}}}}}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let p = c.profile("p").unwrap();
+    assert_eq!(
+        p.approval_diff("fs__write_file"),
+        Some(&crate::ApprovalDiff {
+            read: "fs__read_text_file".into(),
+            path: "path".into(),
+            content: "content".into(),
+        })
+    );
+    assert_eq!(p.approval_diff("fs__edit_file"), None);
+
+    let err = Config::from_json_str(
+        r#"{"evaluation": {"profiles": {"p": {"approvalDiffs": {
+            "a": {"read": "r", "path": ""}, "b": {"read": "r", "path": "p", "content": 1, "mode": "x"},
+            "c": []}}}}}"#,
+    )
+    .expect_err("bad approvalDiffs");
+    let lines: Vec<String> = err.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "evaluation.profiles.p.approvalDiffs.a.path: must not be empty",
+            "evaluation.profiles.p.approvalDiffs.a: `content` is required (the read tool, the path argument and the content argument)",
+            "evaluation.profiles.p.approvalDiffs.b.mode: unknown key `mode`; allowed keys: `read`, `path`, `content`",
+            "evaluation.profiles.p.approvalDiffs.b.content: expected a string, found a number (1)",
+            "evaluation.profiles.p.approvalDiffs.c: expected an object, found an array",
+        ]
+    );
+}

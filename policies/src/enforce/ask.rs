@@ -50,6 +50,7 @@ impl PolicyToolHost {
         let risk_policy = profile.risk_policy(d.risk);
         if self.is_approved(cx.eval_id, &key, &risk_policy) {
             audit.channel = Some(Channel::Policy);
+            cx.note(REMEMBERED_NOTE);
             return (Decision::Approved, Ok(()));
         }
         // Made again after a park in the tool's own wait for a human (a `hitl_request`
@@ -81,7 +82,10 @@ impl PolicyToolHost {
         // recorded as not answered in time. The wait is one the eval may be parked in: its
         // note finds the question again when the eval resumes, with what is left of its time.
         audit.decision = Decision::Timeout;
-        let (request, note) = self.approval_request(profile, tool, args, d, cx, &risk_policy);
+        let (mut request, note) = self.approval_request(profile, tool, args, d, cx, &risk_policy);
+        if let Some(change) = self.change_of(profile, tool, args, cx).await {
+            request.args_summary = format!("{}\n\n{}", request.args_summary, change.trim_end());
+        }
         let timeout = request.timeout;
         let ask = Ask::approval(&request);
         let answered = match self.taken_while_parked(&ask).await {
@@ -92,6 +96,7 @@ impl PolicyToolHost {
                 let _turn = queue.lock().await;
                 if self.is_approved(cx.eval_id, &key, &risk_policy) {
                     audit.channel = Some(Channel::Policy);
+                    cx.note(REMEMBERED_NOTE);
                     return (Decision::Approved, Ok(()));
                 }
                 tokio::time::timeout(timeout, self.answer_to(ask)).await
@@ -125,7 +130,11 @@ impl PolicyToolHost {
         if let Err(refused) = risk_policy.check(answer.decision, answer.reason.as_deref()) {
             return refused_answer(&answer, &refused, d.risk, tool, &what, audit);
         }
-        self.take_decision(&answer, key, cx.eval_id, tool, &what)
+        let taken = self.take_decision(&answer, key, cx.eval_id, tool, &what);
+        if taken.0 == Decision::Approved {
+            cx.note(approved_note(&answer));
+        }
+        taken
     }
 
     /// The answer given to `ask` while its eval was parked, if any: taken before the call waits
@@ -339,6 +348,23 @@ impl Drop for PendingSlot<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// The ledger's note of a call a human's earlier answer covers ("approve for this eval" or
+/// "for this session").
+const REMEMBERED_NOTE: &str = "approved by an earlier answer for this eval or session";
+
+/// The ledger's note of a call a human approved: who, through which channel, and for how long
+/// when more than once (`approved by alice via http, for this session`). The decider's name is
+/// neutralised where the ledger is shown.
+fn approved_note(answer: &ApprovalAnswer) -> String {
+    let who = answer.decided_by.as_deref().unwrap_or("the user");
+    let scope = match answer.decision {
+        ApprovalDecision::ApproveToolForEval => ", for this eval",
+        ApprovalDecision::ApproveToolForSession => ", for this session",
+        _ => "",
+    };
+    format!("approved by {who} via {}{scope}", answer.channel.as_str())
 }
 
 #[cfg(test)]

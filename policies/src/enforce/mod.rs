@@ -4,6 +4,7 @@
 mod ask;
 mod audit_guard;
 mod checks;
+mod diff;
 
 pub use ask::PendingSlot;
 

@@ -62,6 +62,20 @@ pub struct Profile {
     pub(crate) resources: Access,
     pub(crate) prompts: Access,
     pub(crate) sampling: DispositionKind,
+    pub(crate) approval_diffs: BTreeMap<String, ApprovalDiff>,
+}
+
+/// How an approval prompt shows a write as a diff (`approvalDiffs.<tool>`): the current content
+/// is read with the tool `read`, called with `{ <path>: <the write's path argument> }`, and
+/// compared with the write's `content` argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalDiff {
+    /// The tool that reads the current content.
+    pub read: String,
+    /// The argument naming the file, in both tools.
+    pub path: String,
+    /// The write's argument holding the new content.
+    pub content: String,
 }
 
 impl Profile {
@@ -99,6 +113,12 @@ impl Profile {
     /// [`elicitation_fallback`](Self::elicitation_fallback) decides when nobody can be asked).
     pub fn sampling(&self) -> DispositionKind {
         self.sampling
+    }
+
+    /// How the approval prompt of `tool` shows its write as a diff (`approvalDiffs`), if the
+    /// profile says so.
+    pub fn approval_diff(&self, tool: &str) -> Option<&ApprovalDiff> {
+        self.approval_diffs.get(tool)
     }
 
     /// The `denylist` globs (default: none).

@@ -37,6 +37,7 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
                 status: CallStatus::Error,
                 reason: None,
                 duration_ms: 0.0,
+                note: None,
             });
             self.call_started.push(None);
             let args = serde_json::from_str::<Value>(&args_json).map_err(|e| {
@@ -70,6 +71,7 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
                 call_id: id,
                 clock: self.clock.clone(),
                 warnings: self.warnings.clone(),
+                notes: self.notes.clone(),
                 human: self.human.clone(),
                 resumed_note: self.resumed_notes.remove(&id),
             };
@@ -172,8 +174,12 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
             Ok(bytes) => Ok(bytes),
             Err(e) => Err(ToolError::failed(format!("the result of `{tool}` cannot be encoded: {e}"))),
         });
+        let note = self.notes.take_last(id);
         let record = &mut self.ledger[index];
         record.duration_ms = duration_ms;
+        if note.is_some() {
+            record.note = note;
+        }
         match result {
             Ok(bytes) => {
                 record.status = CallStatus::Ok;

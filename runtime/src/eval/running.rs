@@ -54,6 +54,8 @@ pub(super) struct Eval<'a, T: ?Sized> {
     pub(super) clock: Arc<EvalClock>,
     /// Warnings raised by tool calls ([`crate::CallContext::warn`]).
     pub(super) warnings: Arc<CallWarnings>,
+    /// The calls' notes ([`crate::CallContext::note`]), moved to the ledger as each settles.
+    pub(super) notes: Arc<CallWarnings>,
     pub(super) options: &'a EvalOptions,
     pub(super) tools: &'a T,
     pub(super) cancel: Option<CancellationToken>,
@@ -106,6 +108,7 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
             id,
             clock,
             warnings: Arc::default(),
+            notes: Arc::default(),
             options,
             tools,
             cancel: control.cancel.clone(),

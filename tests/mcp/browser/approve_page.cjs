@@ -25,8 +25,11 @@ async function main() {
       cards: await card.count(),
       risk: await card.locator(".risk").textContent(),
       tool: await card.locator(".tool").textContent(),
-      // Shown as JSON with invisible characters as escapes: parsing it gives the arguments back.
-      args: JSON.parse(await card.locator("pre.args").textContent()),
+      // The full arguments (behind "Full arguments"), shown as JSON with invisible characters
+      // as escapes: parsing it gives the arguments back.
+      args: JSON.parse(await card.locator("details.full-args pre").textContent()),
+      full_args_label: await card.locator("details.full-args summary").textContent(),
+      // The summary every channel shows.
       args_text: await card.locator("pre.args").textContent(),
       call_sites: await card.locator("li").allTextContents(),
       buttons: await card.locator("button").allTextContents(),

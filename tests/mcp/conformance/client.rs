@@ -161,6 +161,12 @@ impl Row {
     /// The client's command line for the suite, and what it adds to the client's environment.
     fn command(&self, scratch: &Scratch) -> (String, Vec<(&'static str, String)>) {
         let python = peers::python().display().to_string();
+        // Each scenario's logins in its own state dir: rows run at once and all name their
+        // upstream `conformance`, so a shared store would hand one scenario another's tokens.
+        let state = (
+            "CODEMODE_STATE_DIR",
+            scratch.path("state").display().to_string(),
+        );
         match &self.client {
             Client::Run {
                 script,
@@ -181,7 +187,7 @@ impl Row {
                 let spec_file = spec_file.display().to_string();
                 (
                     suite::shell_line(&[&python, &wrapper, &spec_file]),
-                    Vec::new(),
+                    vec![state],
                 )
             }
             Client::Serve(mode) => {
@@ -197,6 +203,7 @@ impl Row {
                     ("CODEMODE_MODE", mode.as_str().to_string()),
                     ("PYTHONUNBUFFERED", "1".to_string()),
                     ("PYTHONDONTWRITEBYTECODE", "1".to_string()),
+                    state,
                 ];
                 let client = client.display().to_string();
                 (suite::shell_line(&[&python, &client]), env)
