@@ -93,6 +93,11 @@ mod tests {
             "{}",
             invalid.signature
         );
+        // Discovery only reads; `hitl_request` (like a command tool) has no annotations: write
+        // unless the config classifies it.
+        assert_eq!(schemas.annotated_class("search_tools"), Some(Class::Read));
+        assert_eq!(schemas.annotated_class("read_resource"), Some(Class::Read));
+        assert_eq!(schemas.annotated_class("hitl_request"), None);
         // Compiled once per tool-list version: the same `Arc` until the list changes.
         let source = CatalogSchemas::new(UpstreamPool::new());
         assert!(Arc::ptr_eq(&source.schemas(), &source.schemas()));
