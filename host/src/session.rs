@@ -79,6 +79,7 @@ pub struct GovernedEval {
     broker: Option<Arc<ApprovalBroker>>,
     audit: Option<AuditTarget>,
     outputs: Arc<OutputPolicy>,
+    classes: Arc<codemode_policies::Classification>,
     options: EvalOptions,
     lifetime: Option<Duration>,
     waits: Option<Arc<dyn HumanWaits>>,
@@ -442,6 +443,7 @@ impl GovernedEval {
             .caller(self.caller.clone())
             .audit_id(self.audit_id.clone())
             .outputs(self.outputs.clone())
+            .classification(self.classes.clone())
             .alternatives(self.alternatives.clone());
         if let Some(upstreams) = &self.upstreams {
             builder = builder

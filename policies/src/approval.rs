@@ -37,6 +37,8 @@ pub struct ApprovalRequest {
     pub caller: Caller,
     /// The call's risk level.
     pub risk: Risk,
+    /// The tool's class (`read`, `write`, `destructive`), shown on every channel.
+    pub classification: crate::Class,
     /// What the human may answer at that risk.
     pub risk_policy: RiskPolicy,
     /// Which list entry or rule asked.

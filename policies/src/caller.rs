@@ -2,6 +2,12 @@
 
 use std::collections::BTreeSet;
 
+/// The permission a caller needs for a destructive call ([`crate::Class::Destructive`]). The
+/// local caller (stdio, `codemode run`, unauthenticated loopback HTTP) holds it unless
+/// `evaluation.localAllowDestructive` is `false`; an HTTP caller only when its token or JWT
+/// grants it.
+pub const ALLOW_DESTRUCTIVE: &str = "allow_destructive";
+
 /// Who an eval runs for: a name and the permissions it was granted.
 ///
 /// Local entry points (the CLI, a stdio server, unauthenticated loopback HTTP) run for
@@ -15,6 +21,7 @@ use std::collections::BTreeSet;
 /// assert!(ci.has_permission("payments"));
 /// assert!(!Caller::local().has_permission("payments"));
 /// assert_eq!(Caller::local().name, "local");
+/// assert!(Caller::local().has_permission(codemode_policies::ALLOW_DESTRUCTIVE));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Caller {
@@ -40,9 +47,13 @@ impl Caller {
         }
     }
 
-    /// The user of this machine: `"local"`, with no permissions.
+    /// The user of this machine: `"local"`, with one permission,
+    /// [`ALLOW_DESTRUCTIVE`]: whoever runs codemode on their own
+    /// machine can run the tools by hand anyway, so destructive calls are theirs to make
+    /// (unless `evaluation.localAllowDestructive` is `false`). An HTTP caller gets only what
+    /// its token or JWT grants.
     pub fn local() -> Self {
-        Caller::new(Self::LOCAL, std::iter::empty::<String>())
+        Caller::new(Self::LOCAL, [ALLOW_DESTRUCTIVE])
     }
 
     /// Whether the caller holds `permission`.

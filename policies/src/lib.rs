@@ -147,6 +147,7 @@ mod ask;
 mod audit;
 mod caller;
 mod change;
+mod classify;
 mod config;
 mod decision;
 mod display;
@@ -168,7 +169,7 @@ pub use ask::{
 };
 pub use audit::{
     AccessAuditRecord, AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision,
-    EvalAuditRecord, MemoryAuditSink, SamplingAuditRecord, ToolCallAuditRecord, args_sha256,
+    EvalAuditRecord, MemoryAuditSink, SamplingAuditRecord, Stage, ToolCallAuditRecord, args_sha256,
     canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
 };
 // The audit chain, its verification and queries (issue 15 §7).
@@ -177,8 +178,9 @@ pub use audit::{
     ChainHead, EvalAuditContext, QueriedRecord, QueryResult, Verified, audit_eval_id, chain_hash,
     format_records, genesis, parse_time_bound, query_audit_dir, verify_audit_dir,
 };
-pub use caller::Caller;
+pub use caller::{ALLOW_DESTRUCTIVE, Caller};
 pub use change::{MAX_DIFF_BYTES, change_summary};
+pub use classify::{Class, Classification};
 pub use config::{Config, EvaluationConfig, UnknownProfile};
 // The file's settings sections and errors are `codemode_config`'s; re-exported so that one
 // import serves those who read a file and decide with it.

@@ -317,8 +317,9 @@ impl Screen {
             return;
         }
         let mut out = format!(
-            "\n[risk {}] `{}` wants approval (caller {}, profile {}, eval {}, request {})\n",
+            "\n[risk {}, {}] `{}` wants approval (caller {}, profile {}, eval {}, request {})\n",
             text(r, "risk").to_uppercase(),
+            text(r, "classification"),
             text(r, "tool"),
             text(r, "caller"),
             text(r, "profile"),

@@ -180,8 +180,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
         pool.set_commands(codemode_upstream::CommandTools::from_config(config));
-        // An upstream's own form goes to the terminal when there is one, else it is declined
-        // with a log line.
+        // An upstream's own form goes to the terminal if any, else is declined with a log line.
         pool.set_elicitation(Arc::new(codemode_host::ForwardElicitation));
         eval = eval
             .tools(pool.clone())
@@ -189,6 +188,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
             .asker(asker)
             .audit(audit)
             .outputs(config.outputs.clone())
+            .classification(config.evaluation.classification.clone())
             // Media values and budget notes as `codemode serve` gives them; the result's JSON
             // printed here shows media as their references, never their bytes.
             .max_media_bytes(config.limits.max_media_bytes);

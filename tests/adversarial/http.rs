@@ -632,7 +632,9 @@ fn http_abuse() {
 
 /// Found by the red team: guest code never yields to the async runtime, so as many busy scripts
 /// as worker threads stalled every other request (a trivial eval waited ~7 s). Each busy script
-/// first writes a marker file through a real server-filesystem (so the test knows it is running)
+/// first makes a marker directory through a real server-filesystem (so the test knows it is
+/// running; `create_directory` is a write tool, which the test's token may call, unlike the
+/// destructive `write_file`)
 /// and then spins for 10 s; a trivial eval sent after every marker exists must be answered
 /// before any busy one.
 #[test]
@@ -652,7 +654,7 @@ fn busy_scripts_do_not_stall_other_requests() {
         let (addr, order) = (server.addr.clone(), order.clone());
         let marker = files.join(format!("busy-{i}"));
         let code = format!(
-            "await codemode.fs__write_file({{ path: {:?}, content: 'x' }}); \
+            "await codemode.fs__create_directory({{ path: {:?} }}); \
              const t = Date.now(); while (Date.now() - t < 10000) {{}} return 'busy'",
             marker.display().to_string()
         );

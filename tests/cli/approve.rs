@@ -77,7 +77,7 @@ fn approve_answers_an_ask_in_a_terminal() {
     // arguments on request, and the outcome.
     let lines: Vec<&str> = shown.lines().map(|l| l.trim_end_matches('\r')).collect();
     for want in [
-        "[risk MEDIUM] `search_tools` wants approval (caller local, profile p, eval ",
+        "[risk MEDIUM, read] `search_tools` wants approval (caller local, profile p, eval ",
         "  \"query\": (text: 2 lines, 23 characters)",
         "    │ time\\u001b[2K",
         "    │ fake: approved",

@@ -2,6 +2,7 @@
 //! and the terminal approval prompt (in a real pseudo-terminal).
 
 mod approve;
+mod classes;
 mod clients;
 mod codeforms;
 mod commands;

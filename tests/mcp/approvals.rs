@@ -29,6 +29,8 @@ fn approvals_http(mode: Mode) {
         "profile": "gate",
         "tool": "everything__echo",
         "risk": "medium",
+        // server-everything annotates echo readOnlyHint.
+        "classification": "read",
         "args": {"message": "hi\u{1b}[2K\nthere", "pad": "x".repeat(500)},
         "args_summary": format!(
             "{{\n  \"message\": (text: 2 lines, 12 characters)\n    │ hi\\u001b[2K\n    │ there\n  \"pad\": \"{} … (302 more characters) … {}\"\n}}",

@@ -23,6 +23,7 @@ mod approvals;
 mod auth;
 mod browser;
 mod cancel;
+mod classes;
 mod codeforms;
 mod commands;
 mod conformance;

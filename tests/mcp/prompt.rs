@@ -15,7 +15,7 @@ fn prompts_frame_text_and_results_say_who_approved() {
     assert_eq!(
         obs["asked"][0],
         "A script of caller `local` wants to call `everything__echo` (profile `sup`, asklist \
-         glob `everything__echo`).\nRisk: medium\n\nArguments:\n{\n  \"message\": (text: 3 lines, \
+         glob `everything__echo`).\nRisk: medium\nClass: read\n\nArguments:\n{\n  \"message\": (text: 3 lines, \
          36 characters)\n    │ first line\n    │   \"fake\": \"approved\"\n    │ last\n}\n\nThe \
          script's tool calls:\n  line 2: everything__echo\n\nNo answer within 2 s denies the call."
     );

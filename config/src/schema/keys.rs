@@ -65,6 +65,11 @@ pub mod policy {
         super::of::<policies::RiskPolicy>()
     }
 
+    /// `evaluation.classification`.
+    pub fn classification() -> &'static [&'static str] {
+        super::of::<policies::Classification>()
+    }
+
     /// An `outputs` rule.
     pub fn output_rule() -> &'static [&'static str] {
         super::of::<policies::OutputRule>()
@@ -95,6 +100,7 @@ mod tests {
             policy::output_rule(),
             ["tools", "mask", "redact", "allow", "strictSchema"]
         );
+        assert_eq!(policy::classification(), ["read", "write", "destructive"]);
         assert_eq!(of::<String>(), Vec::<&str>::new());
     }
 }

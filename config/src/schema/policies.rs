@@ -18,6 +18,27 @@ pub(crate) struct Evaluation {
     pub(crate) profiles: Option<BTreeMap<String, Profile>>,
     /// The permissions a caller needs to use the base `eval` tool.
     pub(crate) eval_requires_permissions: Option<Vec<String>>,
+    /// Tool-name globs by class. A tool the globs do not name gets its class from the
+    /// upstream's annotations (`readOnlyHint` → read, `destructiveHint` → destructive, else
+    /// write); a tool without annotations (and a command tool) is write. Globs of several
+    /// classes matching one tool: the most restrictive wins (destructive > write > read).
+    pub(crate) classification: Option<Classification>,
+    /// Whether the local caller (stdio, `codemode run`, unauthenticated loopback HTTP) may make
+    /// destructive calls, as if granted `allow_destructive`. Default: true.
+    pub(crate) local_allow_destructive: Option<bool>,
+}
+
+/// `evaluation.classification`: tool-name globs by class. A destructive call needs the
+/// caller's `allow_destructive` permission.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Classification {
+    /// Tools that only read.
+    pub(crate) read: Option<Globs>,
+    /// Tools that change something.
+    pub(crate) write: Option<Globs>,
+    /// Tools that change something irreversibly.
+    pub(crate) destructive: Option<Globs>,
 }
 
 /// A profile: what the calls of an eval run under it may do. A call is decided in this order:

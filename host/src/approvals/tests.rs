@@ -53,6 +53,7 @@ fn request(policy: RiskPolicy) -> ApprovalRequest {
         session_id: None,
         caller: Caller::new("agent", ["payments"]),
         risk: Risk::Critical,
+        classification: codemode_policies::Class::Write,
         risk_policy: policy,
         matched: MatchedBy::Asklist("fs__*".into()),
         reason: None,
@@ -388,6 +389,7 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
         q.message,
         "A script of caller `agent` wants to call `fs__write` (profile `p`, asklist glob `fs__*`).\n\
          Risk: critical\n\
+         Class: write\n\
          Reason: backup\\u001b[2K\\nApproved by admin\\u202e\n\n\
          Arguments:\n{\n  \"path\": \"/etc/passwd\"\n}\n\n\
          The script's tool calls:\n  line 1: fs__write\n\n\

@@ -46,6 +46,9 @@ pub struct ApprovalView {
     /// The call's risk level (approvals only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk: Option<&'static str>,
+    /// The tool's class, `read`, `write` or `destructive` (approvals only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classification: Option<&'static str>,
     /// The options of a question.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<String>>,
@@ -128,6 +131,7 @@ impl ApprovalView {
             tool: req.tool.clone(),
             kind: "approval",
             risk: Some(req.risk.as_str()),
+            classification: Some(req.classification.as_str()),
             options: None,
             allowed_decisions: allowed,
             reason_required: req.risk_policy.require_reason,
@@ -164,6 +168,7 @@ impl ApprovalView {
             tool: "hitl_request".into(),
             kind: "question",
             risk: None,
+            classification: None,
             options: Some(q.options.clone()),
             allowed_decisions: vec!["answer", "decline"],
             reason_required: false,

@@ -127,6 +127,14 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// The tools' classes (the config's `evaluation.classification` and
+    /// `localAllowDestructive`): a destructive call needs the caller's `allow_destructive`.
+    /// Default: classes from the tools' annotations; the local caller may.
+    pub fn classification(mut self, classes: Arc<codemode_policies::Classification>) -> Self {
+        self.eval.classes = classes;
+        self
+    }
+
     /// The eval's limits. Default [`EvalOptions::default`].
     pub fn options(mut self, options: EvalOptions) -> Self {
         self.eval.options = options;
@@ -191,6 +199,7 @@ impl GovernedEval {
                 broker: None,
                 audit: None,
                 outputs: Arc::default(),
+                classes: Arc::default(),
                 options: EvalOptions::default(),
                 lifetime: None,
                 waits: None,

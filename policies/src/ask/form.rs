@@ -49,7 +49,12 @@ pub fn approval_question(req: &ApprovalRequest) -> Question {
             neutralize(&req.matched.to_string())
         );
     }
-    let _ = write!(message, ".\nRisk: {}", req.risk.as_str());
+    let _ = write!(
+        message,
+        ".\nRisk: {}\nClass: {}",
+        req.risk.as_str(),
+        req.classification.as_str()
+    );
     if let Some(reason) = &req.reason {
         let _ = write!(message, "\nReason: {}", neutralize(reason));
     }

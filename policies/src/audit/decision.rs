@@ -40,3 +40,22 @@ impl Decision {
         }
     }
 }
+
+/// Where in the gateway a call's fate was decided: the `stage` field of a `tool_call` record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// The tool does not exist (`reason: "unknown_tool"`).
+    Registry,
+    /// The policy refused it without asking: a deny, a permission the caller lacks (a rule's
+    /// `requirePermissions`, or `allow_destructive` for a destructive tool).
+    Permission,
+    /// Its arguments fail the tool's `inputSchema`.
+    Validation,
+    /// A human (or the ask's fallback or timeout) decided it, and it was not run if refused.
+    Approval,
+    /// It was run: the tool's own answer (success or error) ended it.
+    Execution,
+    /// It was run, and its result was refused (`strictSchema`).
+    Output,
+}

@@ -26,7 +26,7 @@ pub use query::{
 };
 pub use record::{
     AccessAuditRecord, AuditRecord, Decision, EvalAuditContext, EvalAuditRecord,
-    SamplingAuditRecord, ToolCallAuditRecord, args_sha256, canonical_json, sha256_hex,
+    SamplingAuditRecord, Stage, ToolCallAuditRecord, args_sha256, canonical_json, sha256_hex,
 };
 pub use time::{now_rfc3339, rfc3339_utc};
 pub use verify::{ChainBreak, ChainHead, Verified, verify_audit_dir};

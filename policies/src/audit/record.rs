@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub use super::decision::Decision;
+pub use super::decision::{Decision, Stage};
 pub use super::sampling::SamplingAuditRecord;
 use super::time::now_rfc3339;
 use crate::{Channel, DispositionKind, Risk};
@@ -100,6 +100,14 @@ pub struct ToolCallAuditRecord {
     /// canonical JSON, like `args_sha256`); `null` when the call returned no result.
     #[serde(default)]
     pub output_sha256: Option<String>,
+    /// Where the call's fate was decided ([`Stage`]); absent in records written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<Stage>,
+    /// The tool's class (`read`, `write`, `destructive`: [`crate::Class`]) as the call was
+    /// decided; absent in records written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classification: Option<crate::Class>,
 }
 
 /// `event: "eval"`: one finished eval (cancelled ones included).
@@ -353,6 +361,8 @@ mod tests {
             decision_reason: Some("not now".into()),
             redacted_paths: vec!["/password".into()],
             output_sha256: Some(sha256_hex(b"{}")),
+            stage: None,
+            classification: None,
         };
         let v = serde_json::to_value(AuditRecord::ToolCall(rec.clone())).unwrap();
         assert_eq!(

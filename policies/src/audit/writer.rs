@@ -438,6 +438,8 @@ mod tests {
             decision_reason: None,
             redacted_paths: Vec::new(),
             output_sha256: None,
+            stage: None,
+            classification: None,
         })
     }
 

@@ -5,6 +5,7 @@
 //! the format. The settings sections and the reading machinery are `codemode_config`'s; the
 //! policy sections (`evaluation`, `outputs`) are read here, into this crate's decision types.
 
+mod classification;
 mod evaluation;
 mod gateway_keys;
 mod outputs;
@@ -106,6 +107,10 @@ pub struct EvaluationConfig {
     /// (`evalRequiresPermissions`, free strings). Default: none. See
     /// [`EvaluationConfig::eval_missing_permissions`].
     pub eval_requires_permissions: Vec<String>,
+    /// The tools' classes (`classification`) and whether the local caller may make
+    /// destructive calls (`localAllowDestructive`). Default: classes from the upstreams'
+    /// annotations, and it may.
+    pub classification: Arc<crate::Classification>,
 }
 
 impl EvaluationConfig {

@@ -377,3 +377,62 @@ fn a_profile_names_the_writes_shown_as_diffs() {
         ]
     );
 }
+
+/// `evaluation.classification` and `localAllowDestructive`: read as written; a misspelt class, a
+/// bad glob, a wrong type and a non-boolean each say what and where.
+#[test]
+fn classification_is_read_and_its_errors_say_what_and_where() {
+    use crate::Class;
+    use ConfigErrorKind::{InvalidGlob, UnknownKey, WrongType};
+    let c = Config::from_json_str(
+        r#"{"evaluation": {"classification": {"read": ["fs__read*"], "write": ["fs__*"],
+            "destructive": ["fs__delete", "git__push"]}, "localAllowDestructive": false}}"#,
+    )
+    .unwrap();
+    let classes = &c.evaluation.classification;
+    assert_eq!(
+        classes.globs(Class::Destructive),
+        ["fs__delete", "git__push"]
+    );
+    assert_eq!(classes.class_of("fs__read_text_file", None), Class::Write);
+    assert_eq!(
+        classes.class_of("fs__delete", Some(Class::Read)),
+        Class::Destructive
+    );
+    assert!(!classes.local_allows_destructive());
+    assert!(
+        Config::from_json_str("{}")
+            .unwrap()
+            .evaluation
+            .classification
+            .local_allows_destructive()
+    );
+    let errs = Config::from_json_str(
+        r#"{"evaluation": {"classification": {"readonly": ["x"], "write": ["fs__["], "destructive": "rm"},
+            "localAllowDestructive": "yes"}}"#,
+    )
+    .unwrap_err();
+    let got: Vec<(String, ConfigErrorKind)> =
+        errs.iter().map(|e| (e.to_string(), e.kind())).collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "evaluation.localAllowDestructive: expected a boolean, found a string (\"yes\")".to_string(),
+                WrongType
+            ),
+            (
+                "evaluation.classification.readonly: unknown key `readonly`; allowed keys: `read`, `write`, `destructive`".to_string(),
+                UnknownKey
+            ),
+            (
+                "evaluation.classification.write[0]: invalid glob `fs__[`: unclosed character class; missing ']'".to_string(),
+                InvalidGlob
+            ),
+            (
+                "evaluation.classification.destructive: expected an array of strings, found a string (\"rm\")".to_string(),
+                WrongType
+            ),
+        ]
+    );
+}

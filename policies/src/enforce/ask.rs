@@ -188,6 +188,7 @@ impl PolicyToolHost {
             session_id: self.session_id.clone(),
             caller: self.caller.clone(),
             risk: d.risk,
+            classification: self.class_of(tool),
             risk_policy: risk_policy.clone(),
             matched: d.matched.clone(),
             reason: d.reason.clone(),

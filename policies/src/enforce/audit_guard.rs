@@ -6,9 +6,10 @@ use codemode_runtime::{CallContext, CallStatus};
 use serde_json::Value;
 
 use crate::audit::{
-    AuditRecord, AuditSink, Decision, ToolCallAuditRecord, args_sha256, audit_eval_id, now_rfc3339,
+    AuditRecord, AuditSink, Decision, Stage, ToolCallAuditRecord, args_sha256, audit_eval_id,
+    now_rfc3339,
 };
-use crate::{Channel, DispositionKind, Risk};
+use crate::{Channel, Class, DispositionKind, Risk};
 
 /// Where an attempt's record goes, and what it says besides the call: borrowed from the host
 /// that makes the call.
@@ -44,6 +45,10 @@ pub(super) struct AuditGuard<'h> {
     pub(super) redacted_paths: Vec<String>,
     /// Hex SHA-256 of the result as the tool returned it.
     pub(super) output_sha256: Option<String>,
+    /// Where the call's fate was decided.
+    pub(super) stage: Stage,
+    /// The tool's class.
+    pub(super) classification: Option<Class>,
     /// The call, to tell at drop whether its eval parked (the call is made again on resume,
     /// which writes its record) or ended (this attempt is recorded as cancelled).
     call: CallContext,
@@ -84,6 +89,8 @@ impl<'h> AuditGuard<'h> {
             decision_reason: None,
             redacted_paths: Vec::new(),
             output_sha256: None,
+            stage: Stage::Execution,
+            classification: None,
             call: cx.clone(),
         }
     }
@@ -127,6 +134,8 @@ impl<'h> AuditGuard<'h> {
                 decision_reason: self.decision_reason.take(),
                 redacted_paths: std::mem::take(&mut self.redacted_paths),
                 output_sha256: self.output_sha256.take(),
+                stage: Some(self.stage),
+                classification: self.classification,
             }));
     }
 }

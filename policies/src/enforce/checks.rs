@@ -61,6 +61,7 @@ impl PolicyToolHost {
                     if self.outputs.strict_schema(tool) {
                         let message = format!("{INVALID_OUTPUT}: {warning}");
                         audit.reason = Some(message.clone());
+                        audit.stage = crate::audit::Stage::Output;
                         return Err(ToolError::Failed {
                             message,
                             data: Some(serde_json::json!({"kind": INVALID_OUTPUT})),
@@ -70,7 +71,15 @@ impl PolicyToolHost {
                 }
             }
         }
+        let text = value.is_string();
         audit.redacted_paths = self.outputs.apply(tool, &mut value);
+        // Text has no fields an `allow` list could name: it is withheld whole, and the script
+        // is told why its result is `null` (the audit lists `""` as removed).
+        if text && value.is_null() && self.outputs.allows_only(tool) {
+            cx.warn(format!(
+                "the result of `{tool}` was withheld: it is text, and the `outputs` rules for the tool allow only JSON fields"
+            ));
+        }
         if let Some(observer) = &self.observer {
             observer.observe(tool, &value);
         }

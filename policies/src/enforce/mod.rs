@@ -4,6 +4,7 @@
 mod ask;
 mod audit_guard;
 mod checks;
+mod classes;
 mod diff;
 
 pub use ask::PendingSlot;
@@ -16,10 +17,10 @@ use codemode_runtime::{BoxFuture, CallContext, CallStatus, EvalId, ToolError, To
 use serde_json::Value;
 
 use crate::approval::ApprovalKey;
-use crate::audit::{AuditSink, Decision};
+use crate::audit::{AuditSink, Decision, Stage};
 use crate::{
-    Asker, Caller, Disposition, DispositionKind, NoAsker, OutputPolicy, Preview, Profile,
-    SchemaSource, SessionApprovals,
+    Asker, Caller, Classification, Disposition, DispositionKind, NoAsker, OutputPolicy, Preview,
+    Profile, SchemaSource, SessionApprovals,
 };
 use audit_guard::{AuditGuard, Recorder};
 
@@ -33,6 +34,9 @@ use audit_guard::{AuditGuard, Recorder};
 ///
 /// 1. The disposition comes from [`Profile::disposition`] on the called name and arguments
 ///    (no profile: allowed).
+/// 2. A tool whose class ([`Classification`]) is destructive, called by a caller without
+///    [`crate::ALLOW_DESTRUCTIVE`]: [`ToolError::Denied`] with reason `permission`, whatever
+///    the profile says (no profile too), and nobody is asked.
 /// 2. If the deciding rule requires permissions (`requirePermissions`) the caller
 ///    ([`PolicyToolHostBuilder::caller`]) lacks: [`ToolError::Denied`] with reason
 ///    `permission`, the message naming the missing permissions.
@@ -93,6 +97,8 @@ pub struct PolicyToolHost {
     schemas: Option<Arc<dyn SchemaSource>>,
     /// What is masked or removed from results.
     outputs: Arc<OutputPolicy>,
+    /// The tools' classes, and whether the local caller may make destructive calls.
+    classes: Arc<Classification>,
     /// Tools approved for the rest of an eval (keyed by eval in case a host is reused).
     eval_approvals: Mutex<HashSet<(EvalId, ApprovalKey)>>,
     /// Tools approved for the rest of the one eval this host serves, kept by its owner across
@@ -210,6 +216,14 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// The tools' classes (`evaluation.classification`); default: from the tools'
+    /// annotations ([`PolicyToolHostBuilder::schemas`]), else write, and the local caller may
+    /// make destructive calls.
+    pub fn classification(mut self, classes: Arc<Classification>) -> Self {
+        self.host.classes = classes;
+        self
+    }
+
     /// The other eval tools the caller may use (default: none): a denied call's error names
     /// the first of them whose profile allows it, or asks about it.
     pub fn alternatives(mut self, alternatives: Vec<Alternative>) -> Self {
@@ -247,6 +261,7 @@ impl PolicyToolHost {
                 caller: Caller::local(),
                 schemas: None,
                 outputs: Arc::default(),
+                classes: Arc::default(),
                 eval_approvals: Mutex::new(HashSet::new()),
                 eval_scope: None,
                 alternatives: Vec::new(),
@@ -292,9 +307,15 @@ impl PolicyToolHost {
         audit.disposition = d.kind;
         audit.reason = d.reason.clone();
         audit.risk = d.risk;
+        let class = self.class_of(tool);
+        audit.classification = Some(class);
+        let destructive = !self.classes.permits(&self.caller, class);
         let missing = self.caller.missing(&d.required_permissions);
-        let refused =
-            self.profile.is_some() && (!missing.is_empty() || d.kind == DispositionKind::Deny);
+        let refused = destructive
+            || self.profile.is_some() && (!missing.is_empty() || d.kind == DispositionKind::Deny);
+        if refused {
+            audit.stage = Stage::Permission;
+        }
         // Arguments are checked once the policy has not refused the call, and before anyone
         // is asked: nobody is asked about a call that cannot run.
         let invalid = if refused {
@@ -303,28 +324,11 @@ impl PolicyToolHost {
             self.check_arguments(tool, &args, &mut audit).err()
         };
         let (decision, gate) = match (d.kind, self.profile.as_deref(), invalid) {
-            (_, Some(p), _) if !missing.is_empty() => {
-                let what = describe_match(tool, d.reason.as_deref());
-                let which = missing
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let s = if missing.len() == 1 { "" } else { "s" };
-                let next = self.next_step(tool, &args);
-                (
-                    Decision::Denied,
-                    Err(denied(
-                        tool,
-                        "permission",
-                        format!(
-                            "{what} needs the permission{s} {which} under profile `{}`, which caller `{}` lacks{next}",
-                            p.name(),
-                            self.caller.name
-                        ),
-                    )),
-                )
-            }
+            _ if destructive => (Decision::Denied, Err(self.destructive_denial(tool))),
+            (_, Some(p), _) if !missing.is_empty() => (
+                Decision::Denied,
+                Err(self.permission_denial(p, tool, &args, &d, &missing)),
+            ),
             (DispositionKind::Deny, Some(p), _) => {
                 let what = describe_match(tool, d.reason.as_deref());
                 let next = self.next_step(tool, &args);
@@ -337,7 +341,10 @@ impl PolicyToolHost {
                     )),
                 )
             }
-            (_, _, Some(invalid)) => (Decision::Invalid, Err(invalid)),
+            (_, _, Some(invalid)) => {
+                audit.stage = Stage::Validation;
+                (Decision::Invalid, Err(invalid))
+            }
             (DispositionKind::Allow, _, None) | (_, None, None) => (Decision::Allowed, Ok(())),
             // Nobody is asked about a tool that does not exist: the call fails as unknown.
             (DispositionKind::Ask, Some(_), None)
@@ -346,6 +353,7 @@ impl PolicyToolHost {
                 (Decision::Allowed, Ok(()))
             }
             (DispositionKind::Ask, Some(p), None) => {
+                audit.stage = Stage::Approval;
                 self.ask(p, tool, &args, &d, cx, &mut audit).await
             }
         };
@@ -355,6 +363,7 @@ impl PolicyToolHost {
                 Ok(value) => self.finish_result(tool, value, cx, &mut audit),
                 // No such tool: nothing was allowed to run.
                 Err(e @ ToolError::NotFound { .. }) => {
+                    audit.stage = Stage::Registry;
                     audit.decision = Decision::Denied;
                     audit.reason = Some("unknown_tool".into());
                     Err(e)
@@ -426,6 +435,35 @@ pub struct Alternative {
 }
 
 impl PolicyToolHost {
+    /// The refusal of a call whose deciding rule requires permissions (`missing`) the caller
+    /// lacks: reason `permission`, naming them and what could make the call instead.
+    fn permission_denial(
+        &self,
+        p: &Profile,
+        tool: &str,
+        args: &Value,
+        d: &Disposition,
+        missing: &[&str],
+    ) -> ToolError {
+        let what = describe_match(tool, d.reason.as_deref());
+        let which = missing
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let s = if missing.len() == 1 { "" } else { "s" };
+        let next = self.next_step(tool, args);
+        denied(
+            tool,
+            "permission",
+            format!(
+                "{what} needs the permission{s} {which} under profile `{}`, which caller `{}` lacks{next}",
+                p.name(),
+                self.caller.name
+            ),
+        )
+    }
+
     /// `; `eval` can, after approval` — the first [`Alternative`] whose profile allows the
     /// call (or asks about it) for this caller; `; no eval tool you may use allows it` when
     /// none does; nothing when no alternatives were given.

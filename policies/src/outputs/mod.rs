@@ -18,7 +18,9 @@
 //! Every rule whose globs match the tool applies. All paths are matched against the result as
 //! the tool returned it, so rules do not depend on each other's order; masks go first, then
 //! removals (from the last array element backwards, so that each path still means the element
-//! it matched). A result that is text, not JSON, is a string: only `""` reaches it.
+//! it matched). A result that is text, not JSON, is a string: only `""` reaches it, so under
+//! an `allow` list without `""` a text result is withheld whole (it becomes `null`, `""` is
+//! listed, and the enforcement layer warns the script why).
 //!
 //! ```
 //! use codemode_policies::Config;
@@ -159,6 +161,13 @@ impl OutputPolicy {
             remove(value, path);
         }
         pointers(masked, redacted)
+    }
+
+    /// Whether a rule with `allow` names `tool`: its results keep only the allowed fields.
+    pub fn allows_only(&self, tool: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.allow.is_some() && r.tools.first_index(tool).is_some())
     }
 
     /// Whether a rule with `strictSchema` names `tool`: its results that break its

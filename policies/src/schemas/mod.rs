@@ -17,6 +17,7 @@
 //!     input_schema: &schema,
 //!     output_schema: None,
 //!     signature: "function fs__read_file(args: { path: string }): Promise<unknown>;".into(),
+//!     annotated: None,
 //! }]);
 //! assert!(problems.is_empty());
 //! assert!(schemas.check_arguments("fs__read_file", &json!({"path": "/tmp/x"})).is_ok());
@@ -60,6 +61,9 @@ pub struct ToolSchemaSpec<'a> {
     pub output_schema: Option<&'a Value>,
     /// Its TypeScript declaration (what `get_tools` shows), quoted when arguments fail.
     pub signature: String,
+    /// The class its annotations say ([`crate::Class::from_annotations`]); `None` when it has
+    /// none (the tool is then write unless the config classifies it).
+    pub annotated: Option<crate::Class>,
 }
 
 /// Which of a tool's schemas.
@@ -106,6 +110,7 @@ struct Compiled {
     output: Option<Validator>,
     signature: Arc<str>,
     keys: Option<Arc<Keys>>,
+    annotated: Option<crate::Class>,
 }
 
 /// The top-level argument keys an `inputSchema` names, for errors that say which key was wrong
@@ -362,10 +367,16 @@ impl ToolSchemas {
                     output,
                     signature: spec.signature.into(),
                     keys,
+                    annotated: spec.annotated,
                 },
             );
         }
         (ToolSchemas { tools: out }, problems)
+    }
+
+    /// The class `tool`'s annotations say, if it is listed and has annotations.
+    pub fn annotated_class(&self, tool: &str) -> Option<crate::Class> {
+        self.tools.get(tool).and_then(|c| c.annotated)
     }
 
     /// Whether `tool` has an `inputSchema` that is enforced.

@@ -10,6 +10,7 @@ fn one(input: Value, output: Option<Value>) -> (ToolSchemas, Vec<SchemaProblem>)
         signature:
             "function fs__write_file(args: { path: string; content: string }): Promise<unknown>;"
                 .into(),
+        annotated: None,
     }])
 }
 

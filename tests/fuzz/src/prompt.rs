@@ -31,6 +31,7 @@ pub fn prompt(data: &[u8]) {
         session_id: None,
         caller: Caller::local(),
         risk: Risk::High,
+        classification: codemode_policies::Class::Write,
         risk_policy: RiskPolicy::default(),
         matched: MatchedBy::Asklist(tool.clone()),
         reason: Some(tool),

@@ -40,7 +40,7 @@ async def next_event(lines) -> tuple[str, dict]:
 
 def view(req: dict) -> dict:
     """The fields of a request that do not vary between runs (and checks of those that do)."""
-    out = {k: req[k] for k in ("caller", "profile", "tool", "risk", "args", "args_summary", "call_sites",
+    out = {k: req[k] for k in ("caller", "profile", "tool", "risk", "classification", "args", "args_summary", "call_sites",
                               "allowed_decisions", "reason_required")}
     out["id_is_128_bit_hex"] = len(req["id"]) == 32 and all(c in "0123456789abcdef" for c in req["id"])
     out["times_utc"] = req["requested_at"].endswith("Z") and req["expires_at"].endswith("Z")

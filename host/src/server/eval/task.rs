@@ -158,6 +158,7 @@ pub(super) fn governed(
         .broker(Some(state.approvals.clone()))
         .audit(audit)
         .outputs(config.outputs.clone())
+        .classification(config.evaluation.classification.clone())
         .options(config.limits.eval_options())
         .max_media_bytes(config.limits.max_media_bytes)
         .lifetime(Some(config.limits.max_eval_lifetime))

@@ -12,6 +12,7 @@ fn schemas() -> Arc<ToolSchemas> {
         input_schema: &path,
         output_schema: None,
         signature: format!("{name}(args: {{ path: string }}): Promise<unknown>;"),
+        annotated: None,
     });
     Arc::new(ToolSchemas::compile(specs).0)
 }
@@ -193,6 +194,7 @@ async fn a_strict_schema_fails_the_call_whose_result_breaks_the_output_schema() 
         input_schema: &path,
         output_schema: Some(&output),
         signature: format!("{name}(args: {{ path?: string }}): Promise<unknown>;"),
+        annotated: None,
     });
     let (calls, inner) = inner();
     let audit = Arc::new(MemoryAuditSink::new());
