@@ -42,6 +42,7 @@ mod schemas;
 mod sessions;
 mod startup;
 mod surface;
+mod traces;
 mod typescript;
 mod upstream;
 mod upstream_elicitation;

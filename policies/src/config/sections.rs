@@ -121,6 +121,7 @@ impl Policies {
             commands,
             durable,
             logging,
+            telemetry,
             warnings,
             ..
         } = settings;
@@ -135,6 +136,7 @@ impl Policies {
             outputs: self.outputs,
             durable,
             logging,
+            telemetry,
             warnings,
         }
     }
