@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::SpanRecord;
-use super::otlp::export_request;
+use super::otlp::{SpanRecord, export_request};
 
 /// Spans waiting to be sent at most: about 1 MB, a few seconds of a busy server's spans.
 const QUEUE: usize = 4096;
@@ -150,7 +149,7 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::{Exporter, QUEUE};
-    use crate::traces::SpanRecord;
+    use crate::traces::otlp::SpanRecord;
 
     /// Sending never waits: with the task not yet run (one thread, busy sending), what does
     /// not fit the queue is dropped and counted; a collector nobody listens on costs the

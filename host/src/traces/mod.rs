@@ -24,37 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sha2::{Digest, Sha256};
 
 use export::Exporter;
-
-/// One finished span, as exported.
-#[derive(Debug, Clone)]
-pub(crate) struct SpanRecord {
-    pub(crate) trace_id: [u8; 16],
-    pub(crate) span_id: [u8; 8],
-    pub(crate) parent: Option<[u8; 8]>,
-    pub(crate) name: &'static str,
-    pub(crate) start_ns: u64,
-    pub(crate) end_ns: u64,
-    pub(crate) attributes: Vec<(&'static str, String)>,
-    /// Whether the span's status is `ERROR`.
-    pub(crate) error: bool,
-}
-
-#[cfg(test)]
-impl SpanRecord {
-    /// A root `eval` span of trace `[1; 16]`, id `[2; 8]`, from 5 ns to 6 ns, no attributes.
-    pub(crate) fn sample() -> SpanRecord {
-        SpanRecord {
-            trace_id: [1; 16],
-            span_id: [2; 8],
-            parent: None,
-            name: "eval",
-            start_ns: 5,
-            end_ns: 6,
-            attributes: Vec::new(),
-            error: false,
-        }
-    }
-}
+pub(crate) use otlp::SpanRecord;
 
 /// A W3C trace context: a trace and the span within it a child hangs from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

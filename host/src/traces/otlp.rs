@@ -2,7 +2,36 @@
 //! `collector/trace/v1`) in protobuf, written by hand. codemode sends one message shape with
 //! a handful of fields, so a few wire-format helpers stand in for prost and generated code.
 
-use super::SpanRecord;
+/// One finished span, as exported.
+#[derive(Debug, Clone)]
+pub(crate) struct SpanRecord {
+    pub(crate) trace_id: [u8; 16],
+    pub(crate) span_id: [u8; 8],
+    pub(crate) parent: Option<[u8; 8]>,
+    pub(crate) name: &'static str,
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+    pub(crate) attributes: Vec<(&'static str, String)>,
+    /// Whether the span's status is `ERROR`.
+    pub(crate) error: bool,
+}
+
+#[cfg(test)]
+impl SpanRecord {
+    /// A root `eval` span of trace `[1; 16]`, id `[2; 8]`, from 5 ns to 6 ns, no attributes.
+    pub(crate) fn sample() -> SpanRecord {
+        SpanRecord {
+            trace_id: [1; 16],
+            span_id: [2; 8],
+            parent: None,
+            name: "eval",
+            start_ns: 5,
+            end_ns: 6,
+            attributes: Vec::new(),
+            error: false,
+        }
+    }
+}
 
 /// Protobuf wire types.
 const VARINT: u8 = 0;
