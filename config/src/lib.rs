@@ -68,6 +68,7 @@ mod schema;
 mod server;
 mod settings;
 mod substitute;
+mod telemetry;
 mod units;
 mod upstream;
 pub mod values;
@@ -99,6 +100,7 @@ pub use server::{
     TokenSecret, TokenSettings,
 };
 pub use settings::{Document, PolicySections, Settings};
+pub use telemetry::TelemetryConfig;
 pub use units::{ParseUnitError, parse_duration, parse_size};
 pub use upstream::{
     DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, OAuthGrant, ServerConfig,

@@ -18,6 +18,7 @@ use crate::logging::{LoggingConfig, read_logging};
 use crate::reader::{JsonPath, KeyOrder, Reader};
 use crate::server::{ServerSettings, read_server_settings};
 use crate::substitute::EnvLookup;
+use crate::telemetry::{TelemetryConfig, read_telemetry};
 use crate::upstream::{ServerConfig, read_servers};
 
 /// A configuration text parsed: its JSON value, with each object's keys in written order.
@@ -93,6 +94,8 @@ pub struct Settings {
     pub durable: DurableConfig,
     /// How log lines are written (`logging`). Default: text.
     pub logging: LoggingConfig,
+    /// Where OpenTelemetry traces go (`telemetry`). Default: nowhere (no spans are made).
+    pub telemetry: TelemetryConfig,
     /// What the file says that codemode accepts but ignores (a client-only key such as
     /// `autoApprove`, VS Code `inputs`), for the caller to show. Default: none.
     pub warnings: Vec<ConfigWarning>,
@@ -182,6 +185,9 @@ fn read_root(
         }
         if let Some(v) = map.get("logging") {
             out.logging = read_logging(&mut r, v, &root.key("logging"));
+        }
+        if let Some(v) = map.get("telemetry") {
+            out.telemetry = read_telemetry(&mut r, v, &root.key("telemetry"));
         }
         if let Some(v) = map.get("outputs") {
             policy.outputs(&mut r, v, &root.key("outputs"));

@@ -35,6 +35,7 @@ mod auth;
 mod server;
 mod session;
 mod tools;
+mod traces;
 
 pub use approvals::TerminalAsker;
 pub use server::result::render as result_text;

@@ -96,6 +96,8 @@ pub struct GovernedEval {
     /// The media its tool results carried, for its result to refer to: in memory only, so a
     /// parked eval resumes without the media received before it was parked.
     media: Media,
+    /// The eval's trace, when traces are on.
+    trace: Option<crate::traces::EvalTrace>,
 }
 
 /// How a governed eval stopped: finished, or parked while every call it had in flight waited
@@ -419,9 +421,17 @@ impl GovernedEval {
             Some(waits) => Arc::new(WaitingAsker::new(channels, waits.clone())),
             None => channels,
         };
+        let asker: Arc<dyn Asker> = match &self.trace {
+            Some(trace) => Arc::new(crate::traces::hooks::TracingAsker {
+                inner: asker,
+                trace: trace.clone(),
+            }),
+            None => asker,
+        };
         let inner: Arc<dyn ToolHost> = match &self.upstreams {
             Some(upstreams) => Arc::new(
                 ScriptTools::new(upstreams.clone(), asker.clone())
+                    .with_trace(self.trace.clone())
                     .with_profile(self.profile.clone())
                     .with_relay(self.relay.clone())
                     .with_sampler(Some(self.sampler(asker.clone())))

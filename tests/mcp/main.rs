@@ -45,6 +45,7 @@ mod schemas;
 mod sessions;
 mod startup;
 mod surface;
+mod traces;
 mod typescript;
 mod upstream;
 mod upstream_elicitation;

@@ -12,7 +12,7 @@
 set -euo pipefail
 
 # --- pinned versions (bump here; the stamp changes with them) -------------------------------
-PY_PKGS=("mcp==2.3.0" "mcp-server-time==2026.10.19")
+PY_PKGS=("mcp==2.3.0" "mcp-server-time==2026.10.19" "opentelemetry-proto==1.45.2" "protobuf==7.36.2")
 NPM_PKGS=(
   "@modelcontextprotocol/server-everything@2026.8.31"
   "@modelcontextprotocol/server-filesystem@2026.8.31"

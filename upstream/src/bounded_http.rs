@@ -14,7 +14,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
@@ -107,6 +107,18 @@ fn answered(
         .boxed()
 }
 
+/// The `_meta.traceparent` of a `tools/call` request, as a header value.
+fn traceparent_of(message: &ClientJsonRpcMessage) -> Option<HeaderValue> {
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    let ClientRequest::CallToolRequest(call) = &request.request else {
+        return None;
+    };
+    let traceparent = call.params.meta.as_ref()?.get_traceparent()?;
+    HeaderValue::from_str(traceparent).ok()
+}
+
 impl StreamableHttpClient for BoundedHttp {
     type Error = reqwest::Error;
 
@@ -135,9 +147,13 @@ impl StreamableHttpClient for BoundedHttp {
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        mut custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        // A traced call's context goes in the header an HTTP server's own tracing reads too.
+        if let Some(traceparent) = traceparent_of(&message) {
+            custom_headers.insert(HeaderName::from_static("traceparent"), traceparent);
+        }
         // Only a request has an answer to stand in for.
         let id = match &message {
             ClientJsonRpcMessage::Request(request) => serde_json::to_value(&request.id).ok(),

@@ -18,4 +18,7 @@ pub struct CallScope {
     /// Who answers the upstream servers' sampling requests during the eval's calls. Default:
     /// none (they are refused).
     pub sampler: Option<Arc<dyn CallSampler>>,
+    /// The W3C `traceparent` of the call's `upstream_request` span, sent on as the request's
+    /// `_meta.traceparent` and, to an HTTP server, as a `traceparent` header. Default: none.
+    pub traceparent: Option<String>,
 }

@@ -57,6 +57,8 @@ pub(crate) struct File {
     pub(crate) durable: Option<sections::Durable>,
     /// The log lines on stderr.
     pub(crate) logging: Option<sections::Logging>,
+    /// Where OpenTelemetry traces are sent.
+    pub(crate) telemetry: Option<sections::Telemetry>,
     /// VS Code's prompted inputs: accepted, with a warning when there are some (codemode
     /// prompts nobody; use `${env:NAME}`).
     pub(crate) inputs: Option<Vec<Value>>,

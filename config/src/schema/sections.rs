@@ -135,6 +135,15 @@ pub(crate) struct Logging {
     pub(crate) format: Option<LogFormat>,
 }
 
+/// Where OpenTelemetry traces are sent.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Telemetry {
+    /// The full URL spans are POSTed to, OTLP over HTTP with protobuf bodies, used as it is
+    /// (nothing is appended), e.g. `http://127.0.0.1:4318/v1/traces`. Default: none (no traces).
+    pub(crate) otlp_endpoint: Option<String>,
+}
+
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

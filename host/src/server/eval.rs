@@ -34,6 +34,7 @@ use super::suspend::{Event, Suspended};
 use crate::approvals::{Asker, NoAsker, PeerAsker};
 use crate::session::Caller;
 use crate::tools::SamplingRoute;
+use crate::traces::{EvalTrace, SpanContext};
 pub use resume::enable_durable;
 pub(super) use resume::resume_from_store;
 use stored::{ABANDONED, Stored, UNREACHABLE, wait_for_stored};
@@ -108,12 +109,16 @@ impl CodemodeServer {
         // Cancels the sandbox even while guest code runs (see `Runtime::eval_cancellable`), on
         // MCP cancellation or when a shutdown gives up waiting.
         let cancel = self.state.drain.eval_token();
+        let trace = self
+            .state
+            .traces
+            .eval(client_trace(&req, &ctx), profile.as_ref().map(|p| p.name()));
         let task = self.fresh_task(
             code,
             (caller, profile, slot),
             &wait,
             (&cancel, &relay, SamplingRoute::of_request(&ctx)),
-            done_tx,
+            (done_tx, trace),
         );
         if let Err(e) = task.spawn(self.state.drain.enter()) {
             if let Some(s) = &wait.suspended {
@@ -207,7 +212,7 @@ impl CodemodeServer {
         (caller, profile, slot): (Caller, Option<Arc<Profile>>, Arc<EvalSlot>),
         wait: &EvalWait,
         (cancel, relay, sampling): (&CancellationToken, &RelayOpen, SamplingRoute),
-        done: tokio::sync::oneshot::Sender<LegacyEnd>,
+        (done, trace): (tokio::sync::oneshot::Sender<LegacyEnd>, Option<EvalTrace>),
     ) -> EvalTask {
         let state = &self.state;
         // An eval can leave memory while it waits for a human: a 2026-07-28 client comes back
@@ -234,6 +239,7 @@ impl CodemodeServer {
             .sampling(sampling)
             .alternatives(alternatives)
             .waits(Some(slot.clone()))
+            .trace(trace)
             .build();
         EvalTask {
             state: state.clone(),
@@ -407,4 +413,23 @@ impl Waited {
             Waited::Saved(input) => Ok(input.into()),
         }
     }
+}
+
+/// The client's trace context: the HTTP request's `traceparent` header, else the MCP request's
+/// `_meta.traceparent`; one that does not parse is ignored (the W3C rule).
+fn client_trace(
+    req: &CallToolRequestParams,
+    ctx: &RequestContext<RoleServer>,
+) -> Option<SpanContext> {
+    let header = ctx
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.headers.get("traceparent"))
+        .and_then(|v| v.to_str().ok());
+    // rmcp moves a request's `_meta` into the context; `req.meta` in case it stays.
+    let meta = ctx
+        .meta
+        .get_traceparent()
+        .or_else(|| req.meta.as_ref().and_then(|m| m.get_traceparent()));
+    header.or(meta).and_then(SpanContext::parse)
 }

@@ -38,6 +38,8 @@ pub struct ServerState {
     durable: std::sync::OnceLock<Arc<super::durable::Durable>>,
     /// The Prometheus metrics (`/metrics`).
     pub metrics: Arc<super::ops::metrics::Metrics>,
+    /// Where evals' spans go (`telemetry.otlpEndpoint`).
+    pub(crate) traces: crate::traces::Traces,
     /// What `/readyz` reads besides the server's parts.
     pub(crate) health: super::ops::health::Health,
 }
@@ -74,6 +76,7 @@ impl ServerState {
                 .build(),
             durable: std::sync::OnceLock::new(),
             metrics: Arc::default(),
+            traces: Default::default(),
             health: super::ops::health::Health::default(),
         });
         state
@@ -163,6 +166,8 @@ impl ServerState {
         self.upstreams
             .set_commands(codemode_upstream::CommandTools::from_config(&config));
         self.metrics.set_enabled(config.server.admin.metrics);
+        self.traces
+            .configure(config.telemetry.otlp_endpoint.as_deref());
         let config = Arc::new(config);
         let audit = super::ops::metrics::MeteredSink::wrap(
             &self.metrics,

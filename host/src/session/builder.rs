@@ -175,8 +175,29 @@ impl GovernedEvalBuilder {
     }
 
     /// The eval, with its id allocated.
-    pub fn build(self) -> GovernedEval {
+    pub fn build(mut self) -> GovernedEval {
+        // Traced: every record passes the span maker, on to the audit log if there is one.
+        if let Some(trace) = &self.eval.trace {
+            let (inner, include_args) = match self.eval.audit.take() {
+                Some(audit) => (Some(audit.sink), audit.include_args),
+                None => (None, false),
+            };
+            let sink = crate::traces::hooks::TracingSink {
+                trace: trace.clone(),
+                inner,
+            };
+            self.eval.audit = Some(AuditTarget {
+                sink: Arc::new(sink),
+                include_args,
+            });
+        }
         self.eval
+    }
+
+    /// The eval's trace: its spans, and the upstream requests' `traceparent`. Default: none.
+    pub(crate) fn trace(mut self, trace: Option<crate::traces::EvalTrace>) -> Self {
+        self.eval.trace = trace;
+        self
     }
 }
 
@@ -210,6 +231,7 @@ impl GovernedEval {
                 lived_before: Duration::ZERO,
                 lived: std::sync::Mutex::new(Duration::ZERO),
                 media: Media::default(),
+                trace: None,
             },
         }
     }

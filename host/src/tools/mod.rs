@@ -295,6 +295,8 @@ pub struct ScriptTools {
     asker: Arc<dyn Asker>,
     profile: Option<Arc<Profile>>,
     scope: CallScope,
+    /// The eval's trace: each upstream call is an `upstream_request` span.
+    trace: Option<crate::traces::EvalTrace>,
 }
 
 impl ScriptTools {
@@ -305,6 +307,7 @@ impl ScriptTools {
             asker,
             profile: None,
             scope: CallScope::default(),
+            trace: None,
         }
     }
 
@@ -327,6 +330,32 @@ impl ScriptTools {
     pub fn with_sampler(mut self, sampler: Option<Arc<dyn CallSampler>>) -> Self {
         self.scope.sampler = sampler;
         self
+    }
+
+    /// The eval's trace. Default: none (no spans).
+    pub(crate) fn with_trace(mut self, trace: Option<crate::traces::EvalTrace>) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// Calls upstream tool `name`, in an `upstream_request` span when the eval is traced.
+    async fn call_upstream(
+        &self,
+        name: &str,
+        args: Value,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        let Some(trace) = &self.trace else {
+            return self.upstreams.call_in(name, args, cx, &self.scope).await;
+        };
+        let span = trace.upstream_request(cx.call_id);
+        let scope = CallScope {
+            traceparent: Some(span.traceparent()),
+            ..self.scope.clone()
+        };
+        let result = self.upstreams.call_in(name, args, cx, &scope).await;
+        span.end(name, result.is_ok());
+        result
     }
 
     /// The eval's profile: `search_tools` and `get_tools` show only what it lets the script
@@ -392,7 +421,7 @@ impl ToolHost for ScriptTools {
                 // (see `in_flight`).
                 Some((server, _)) => Box::pin(async move {
                     let _in_flight = in_flight().enter(server, &self.asker);
-                    self.upstreams.call_in(name, args, cx, &self.scope).await
+                    self.call_upstream(name, args, cx).await
                 }),
                 None => Box::pin(self.upstreams.call_in(name, args, cx, &self.scope)),
             },

@@ -51,6 +51,8 @@ pub struct Config {
     pub durable: DurableConfig,
     /// How log lines are written (`logging`). Default: text.
     pub logging: LoggingConfig,
+    /// Where OpenTelemetry traces go (`telemetry`). Default: nowhere (no spans are made).
+    pub telemetry: codemode_config::TelemetryConfig,
     /// What the file says that codemode accepts but ignores (a client-only key such as
     /// `autoApprove`, VS Code `inputs`), for the caller to show. Default: none.
     pub warnings: Vec<ConfigWarning>,

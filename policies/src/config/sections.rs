@@ -129,6 +129,7 @@ impl Policies {
             commands,
             durable,
             logging,
+            telemetry,
             warnings,
             ..
         } = settings;
@@ -143,6 +144,7 @@ impl Policies {
             outputs: self.outputs,
             durable,
             logging,
+            telemetry,
             warnings,
         }
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rmcp::Peer;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
-    ClientRequest, RequestId, ServerResult,
+    ClientRequest, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::{Value, json};
@@ -36,7 +36,12 @@ impl Upstream {
         let server = &*self.name;
         let (peer, session) = self.connected_peer(qualified, tool)?;
         let arguments = convert::arguments(qualified, args)?;
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        if let Some(traceparent) = &scope.traceparent {
+            let mut meta = RequestMetaObject::default();
+            meta.set_traceparent(traceparent.clone());
+            params.meta = Some(meta);
+        }
         let in_flight = self
             .relays
             .enter(scope.relay.clone(), scope.sampler.clone());
