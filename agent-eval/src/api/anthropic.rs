@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Chat, Reply, ToolCall, ToolSpec};
+use super::wire::{Reply, ToolCall, ToolSpec, excerpt};
 
 /// The `anthropic-version` header the request and reply shapes here follow.
 pub(super) const VERSION: &str = "2023-06-01";
@@ -19,8 +19,8 @@ pub(super) fn tools(specs: &[ToolSpec]) -> Value {
 }
 
 /// The request body.
-pub(super) fn request(model: &str, chat: &Chat) -> Value {
-    json!({"model": model, "max_tokens": MAX_TOKENS, "messages": chat.messages, "tools": chat.tools})
+pub(super) fn request(model: &str, messages: &[Value], tools: &Value) -> Value {
+    json!({"model": model, "max_tokens": MAX_TOKENS, "messages": messages, "tools": tools})
 }
 
 /// The reply's `content` blocks: the assistant message to keep, and what it asks.
@@ -28,7 +28,7 @@ pub(super) fn reply(body: &Value) -> Result<(Value, Reply), String> {
     let Some(content) = body.get("content").and_then(Value::as_array) else {
         return Err(format!(
             "the reply has no `content` array: {}",
-            super::excerpt(&body.to_string())
+            excerpt(&body.to_string())
         ));
     };
     let mut calls = Vec::new();

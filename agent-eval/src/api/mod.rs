@@ -4,10 +4,13 @@
 
 mod anthropic;
 mod openai;
+mod wire;
 
 use std::time::Duration;
 
 use serde_json::Value;
+
+pub(crate) use wire::{Reply, ToolCall, ToolSpec, excerpt};
 
 /// Which API the model endpoint speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,31 +21,6 @@ pub enum Api {
     /// Anthropic messages: `POST {url}/v1/messages`, `tools` with `input_schema`, `tool_use`
     /// answered by `tool_result` blocks.
     Anthropic,
-}
-
-/// A tool offered to the model: what codemode's `tools/list` gives.
-#[derive(Debug, Clone)]
-pub(crate) struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-}
-
-/// A tool call the model asked for.
-#[derive(Debug, Clone)]
-pub(crate) struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: Value,
-}
-
-/// What the model did in one turn.
-#[derive(Debug)]
-pub(crate) enum Reply {
-    /// Asked for these calls (in order).
-    Calls(Vec<ToolCall>),
-    /// Answered: the final text.
-    Answer(String),
 }
 
 /// A model endpoint.
@@ -83,8 +61,14 @@ impl Endpoint {
     /// Sends the conversation; the reply's body, or what went wrong (never the key).
     pub async fn send(&self, chat: &Chat) -> Result<Value, String> {
         let (path, body) = match self.api {
-            Api::OpenAi => ("/chat/completions", openai::request(&self.model, chat)),
-            Api::Anthropic => ("/v1/messages", anthropic::request(&self.model, chat)),
+            Api::OpenAi => (
+                "/chat/completions",
+                openai::request(&self.model, &chat.messages, &chat.tools),
+            ),
+            Api::Anthropic => (
+                "/v1/messages",
+                anthropic::request(&self.model, &chat.messages, &chat.tools),
+            ),
         };
         let url = format!("{}{path}", self.url);
         let mut request = self.client.post(&url).json(&body);
@@ -133,15 +117,6 @@ fn without_query(e: &reqwest::Error) -> String {
         text = text.replace(url.as_str(), "the endpoint");
     }
     text
-}
-
-/// The start of a reply's text, for an error.
-pub(crate) fn excerpt(text: &str) -> String {
-    const MAX: usize = 300;
-    match text.char_indices().nth(MAX) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
-    }
 }
 
 /// A conversation in one API's message format.

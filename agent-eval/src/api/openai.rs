@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Chat, Reply, ToolCall, ToolSpec};
+use super::wire::{Reply, ToolCall, ToolSpec, excerpt};
 
 /// `tools`: each a function whose `parameters` are the tool's input schema.
 pub(super) fn tools(specs: &[ToolSpec]) -> Value {
@@ -17,8 +17,8 @@ pub(super) fn tools(specs: &[ToolSpec]) -> Value {
 }
 
 /// The request body.
-pub(super) fn request(model: &str, chat: &Chat) -> Value {
-    json!({"model": model, "messages": chat.messages, "tools": chat.tools})
+pub(super) fn request(model: &str, messages: &[Value], tools: &Value) -> Value {
+    json!({"model": model, "messages": messages, "tools": tools})
 }
 
 /// `choices[0].message`: the message to keep, and what it asks.
@@ -29,7 +29,7 @@ pub(super) fn reply(body: &Value) -> Result<(Value, Reply), String> {
         .ok_or_else(|| {
             format!(
                 "the reply has no `choices[0].message`: {}",
-                super::excerpt(&body.to_string())
+                excerpt(&body.to_string())
             )
         })?;
     let calls = match message.get("tool_calls") {
