@@ -34,7 +34,7 @@ use session::Session;
 const EVAL_TOOL: &str = "eval";
 
 /// How the cases run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
     /// The model endpoint's API.
     pub api: Api,
@@ -52,6 +52,21 @@ pub struct Options {
     pub case_timeout: Duration,
     /// Where each case's audit directory is made (`<dir>/<case index>`).
     pub audit_root: PathBuf,
+}
+
+/// Everything but the key's value, which is never shown.
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("api", &self.api)
+            .field("model_url", &self.model_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("max_turns", &self.max_turns)
+            .field("case_timeout", &self.case_timeout)
+            .field("audit_root", &self.audit_root)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Options {
@@ -186,7 +201,11 @@ async fn turns(
         }
         chat.add_results(&results);
     }
-    Err(format!("no answer after {} turns", options.max_turns))
+    let plural = if options.max_turns == 1 { "" } else { "s" };
+    Err(format!(
+        "no answer after {} turn{plural}",
+        options.max_turns
+    ))
 }
 
 /// The case's audit records, in the log's order (none when the directory was never made).

@@ -308,12 +308,14 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Runs `codemode agent-eval` on `cases` against `replay`: (exit code, stdout lines, stderr).
+/// Runs `codemode agent-eval` on `cases` against `replay`, `extra` flags added: (exit code,
+/// stdout lines, stderr).
 fn run(
     api: Api,
     replay: &Replay,
     name: &str,
     cases: &[&str],
+    extra: &[&str],
 ) -> (Option<i32>, Vec<String>, String) {
     let (sandbox, config) = setup(name);
     let mut cmd = codemode();
@@ -332,7 +334,8 @@ fn run(
         MODEL,
     ]);
     cmd.args(["--api-key-env", "REPLAY_KEY", "--config"])
-        .arg(&config);
+        .arg(&config)
+        .args(extra);
     for case in cases {
         cmd.arg(repo().join(format!("examples/agent-eval/cases/{case}.yaml")));
     }
@@ -362,7 +365,7 @@ fn fixtures() -> PathBuf {
 fn agent_eval_openai_cases_pass() {
     let cases = ["read-codename", "readonly-write", "unregistered-delete"];
     let replay = replay(Api::OpenAi, &fixtures(), &cases);
-    let (code, lines, stderr) = run(Api::OpenAi, &replay, "openai", &cases);
+    let (code, lines, stderr) = run(Api::OpenAi, &replay, "openai", &cases, &[]);
     assert_eq!(lines, OPENAI_LINES, "{stderr}");
     assert_eq!(code, Some(0), "{stderr}");
 }
@@ -375,7 +378,7 @@ fn agent_eval_anthropic_cases_pass() {
         "injection-in-result",
     ];
     let replay = replay(Api::Anthropic, &fixtures(), &cases);
-    let (code, lines, stderr) = run(Api::Anthropic, &replay, "anthropic", &cases);
+    let (code, lines, stderr) = run(Api::Anthropic, &replay, "anthropic", &cases, &[]);
     assert_eq!(lines, ANTHROPIC_LINES, "{stderr}");
     assert_eq!(code, Some(0), "{stderr}");
 }
@@ -384,7 +387,7 @@ fn agent_eval_anthropic_cases_pass() {
 fn agent_eval_a_failing_case_exits_1() {
     let cases = ["read-codename"];
     let replay = replay(Api::OpenAi, &fixtures().join("failing"), &cases);
-    let (code, lines, stderr) = run(Api::OpenAi, &replay, "failing", &cases);
+    let (code, lines, stderr) = run(Api::OpenAi, &replay, "failing", &cases, &[]);
     assert_eq!(lines, FAILING_LINES, "{stderr}");
     assert_eq!(code, Some(1), "{stderr}");
 }
@@ -406,6 +409,42 @@ const FAILING_LINES: [&str; 2] = [
     r#"{"name":"read-codename","verdict":"fail","reasons":["the answer does not contain `BLUEBIRD`: The code name is REDBIRD."],"audit":[{"decision":"allowed","event":"tool_call","profile":"readonly","status":"ok","tool":"files__read_text_file"}]}"#,
     "0 passed, 1 failed",
 ];
+
+/// A case that runs out of turns, and one whose endpoint cannot be reached, fail with the
+/// reason; the run goes on to the next case and exits 1.
+#[test]
+fn agent_eval_turn_limit_and_endpoint_errors_fail_the_case() {
+    let cases = ["read-codename"];
+    let replay = replay(Api::OpenAi, &fixtures(), &cases);
+    let (code, lines, stderr) = run(Api::OpenAi, &replay, "turns", &cases, &["--max-turns", "1"]);
+    assert_eq!(
+        lines,
+        [
+            r#"{"name":"read-codename","verdict":"fail","reasons":["no answer after 1 turn"],"audit":[{"decision":"allowed","event":"tool_call","profile":"readonly","status":"ok","tool":"files__read_text_file"}]}"#,
+            "0 passed, 1 failed",
+        ],
+        "{stderr}"
+    );
+    assert_eq!(code, Some(1));
+    // Nothing listens on a port just freed.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let closed = Replay {
+        port,
+        mismatches: Arc::default(),
+    };
+    let (code, lines, stderr) = run(Api::Anthropic, &closed, "closed", &cases, &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let report: Value = serde_json::from_str(&lines[0]).unwrap();
+    let reason = report["reasons"][0].as_str().unwrap();
+    let prefix = format!("model endpoint, turn 1: POST http://127.0.0.1:{port}/v1/messages: ");
+    assert!(reason.starts_with(&prefix), "{reason}");
+    assert_eq!(report["verdict"], "fail");
+    assert_eq!(lines[1], "0 passed, 1 failed");
+}
 
 /// Bad usage exits 2 and says what and where: a bad flag, a case file with an unknown key, an
 /// unset key variable.
@@ -471,4 +510,59 @@ fn agent_eval_shipped_cases_load() {
     let cases =
         codemode_agent_eval::load_cases(&[repo().join("examples/agent-eval/cases")]).unwrap();
     assert!(cases.len() >= 20, "{} cases", cases.len());
+}
+
+/// The replay endpoint's checks catch what a wrong harness would send: a call left unanswered,
+/// a result paired with the wrong id, a schema under the other API's field name, a missing
+/// header.
+#[test]
+fn agent_eval_replay_checks_catch_mismatches() {
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("prices-total.anthropic.json")).unwrap(),
+    )
+    .unwrap();
+    let turns = fixture["turns"].as_array().unwrap().clone();
+    let prompt = "What is the total of the price column in data/prices.csv?";
+    let by_prompt = HashMap::from([(prompt.to_string(), turns.clone())]);
+    let headers = HashMap::from([
+        ("content-type".to_string(), "application/json".to_string()),
+        ("x-api-key".to_string(), KEY.to_string()),
+        ("anthropic-version".to_string(), "2023-06-01".to_string()),
+    ]);
+    let tool =
+        |name: &str| json!({"name": name, "description": "d", "input_schema": {"type": "object"}});
+    let tools = json!([tool("eval"), tool("search_tools"), tool("get_tools")]);
+    let result = |id: &str| json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "15"}]});
+    let body = |messages: Value, tools: &Value| json!({"model": MODEL, "max_tokens": 10, "messages": messages, "tools": tools});
+    let user = json!({"role": "user", "content": prompt});
+    let assistant = json!({"role": "assistant", "content": turns[0]["content"]});
+    let good = body(json!([user, assistant, result("toolu_1")]), &tools);
+    let path = "/v1/messages";
+    assert_eq!(
+        check(Api::Anthropic, path, &headers, &good, &by_prompt),
+        Ok(turns[1].clone())
+    );
+    let wrong_id = body(json!([user, assistant, result("toolu_9")]), &tools);
+    assert_eq!(
+        check(Api::Anthropic, path, &headers, &wrong_id, &by_prompt),
+        Err(r#"bad request: calls ["toolu_1"] answered by ["toolu_9"]"#.to_string())
+    );
+    let openai_schema =
+        json!([{"name": "eval", "description": "d", "parameters": {"type": "object"}}]);
+    assert_eq!(
+        check(
+            Api::Anthropic,
+            path,
+            &headers,
+            &body(json!([user]), &openai_schema),
+            &by_prompt
+        ),
+        Err("bad request: the schema of \"eval\"".to_string())
+    );
+    let mut no_version = headers.clone();
+    no_version.remove("anthropic-version");
+    assert_eq!(
+        check(Api::Anthropic, path, &no_version, &good, &by_prompt),
+        Err("bad request: anthropic-version".to_string())
+    );
 }
