@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use codemode_agent_eval::{Api, Options, Verdict, load_cases, run_case};
+use codemode_agent_eval::{Api, Case, Options, Verdict, load_cases, run_case};
 use codemode_runtime::{Runtime, RuntimeConfig};
 
 use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config};
@@ -48,49 +48,55 @@ enum ApiFlag {
     Anthropic,
 }
 
-/// Runs the cases; exit 0 when all pass, 1 when any fails, 2 on bad usage.
-pub async fn agent_eval(args: AgentEvalArgs) -> ExitCode {
-    let cases = match load_cases(&args.cases) {
-        Ok(cases) => cases,
-        Err(e) => {
-            eprintln!("codemode: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
+/// The cases, the options and the sandbox from the flags; on bad usage, the message printed
+/// and the exit code.
+fn prepare(args: AgentEvalArgs) -> Result<(Vec<Case>, Options, Runtime), ExitCode> {
+    let cases = load_cases(&args.cases).map_err(|e| {
+        eprintln!("codemode: {e}");
+        ExitCode::from(EXIT_USAGE)
+    })?;
     let api_key = match &args.api_key_env {
         Some(var) => match std::env::var(var) {
             Ok(key) if !key.is_empty() => Some(key),
             _ => {
                 eprintln!("codemode: the environment variable `{var}` (--api-key-env) is not set");
-                return ExitCode::from(EXIT_USAGE);
+                return Err(ExitCode::from(EXIT_USAGE));
             }
         },
         None => None,
     };
     let config_path = super::common::config_path(args.config.as_deref());
-    let config = match load_config(config_path.as_deref()) {
-        Ok(config) => config,
-        Err(code) => return code,
-    };
+    let config = load_config(config_path.as_deref())?;
     let mut runtime_config = RuntimeConfig::default();
     runtime_config.max_memory(config.limits.memory.max(64 << 20));
     let runtime = match Runtime::new(&runtime_config) {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("codemode: cannot build the sandbox: {e}");
-            return ExitCode::from(EXIT_USAGE);
+            return Err(ExitCode::from(EXIT_USAGE));
         }
     };
     let audit_root =
         std::env::temp_dir().join(format!("codemode-agent-eval-{}", std::process::id()));
+    // A leftover of an earlier process of this id would lend its records to these cases.
+    let _ = std::fs::remove_dir_all(&audit_root);
     let api = match args.api {
         ApiFlag::Openai => Api::OpenAi,
         ApiFlag::Anthropic => Api::Anthropic,
     };
-    let mut options = Options::new(api, args.model_url, args.model, config, audit_root.clone());
+    let mut options = Options::new(api, args.model_url, args.model, config, audit_root);
     options.api_key = api_key;
     options.max_turns = usize::from(args.max_turns);
     options.case_timeout = Duration::from_secs(args.case_timeout);
+    Ok((cases, options, runtime))
+}
+
+/// Runs the cases; exit 0 when all pass, 1 when any fails, 2 on bad usage.
+pub async fn agent_eval(args: AgentEvalArgs) -> ExitCode {
+    let (cases, options, runtime) = match prepare(args) {
+        Ok(prepared) => prepared,
+        Err(code) => return code,
+    };
     let (mut passed, mut failed) = (0, 0);
     let mut stdout = std::io::stdout().lock();
     for (index, case) in cases.iter().enumerate() {
@@ -105,7 +111,7 @@ pub async fn agent_eval(args: AgentEvalArgs) -> ExitCode {
     }
     let _ = writeln!(stdout, "{passed} passed, {failed} failed");
     // The evidence is in the report; the case's logs were only the means.
-    let _ = std::fs::remove_dir_all(&audit_root);
+    let _ = std::fs::remove_dir_all(&options.audit_root);
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
