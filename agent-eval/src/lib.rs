@@ -48,7 +48,7 @@ pub struct Options {
     pub config: Config,
     /// The model's turns per case (a turn is one request). Default 12.
     pub max_turns: usize,
-    /// One case's time, from the server's start to its audit flushed. Default 300 s.
+    /// One case's time for the model's turns and their tool calls. Default 300 s.
     pub case_timeout: Duration,
     /// Where each case's audit directory is made (`<dir>/<case index>`).
     pub audit_root: PathBuf,
@@ -100,16 +100,7 @@ pub async fn run_case(
     case: &Case,
 ) -> CaseReport {
     let dir = options.audit_root.join(index.to_string());
-    let answer =
-        match tokio::time::timeout(options.case_timeout, converse(options, runtime, &dir, case))
-            .await
-        {
-            Ok(answer) => answer,
-            Err(_) => Err(format!(
-                "the case did not finish within {} s",
-                options.case_timeout.as_secs()
-            )),
-        };
+    let answer = converse(options, runtime, &dir, case).await;
     let records = match read_audit(&dir) {
         Ok(records) => records,
         Err(e) => {
@@ -153,8 +144,17 @@ async fn converse(
         options.case_timeout,
     )?;
     let session = Session::start(config, runtime.clone()).await?;
-    let answer = turns(options, &endpoint, &session, case).await;
-    // Whatever the answer, the server must finish for the audit log to be complete.
+    // The time limit bounds the model's turns, not the server's finish: whatever the answer,
+    // the server must finish for the case's audit log to be complete when it is read.
+    let limit = options.case_timeout;
+    let answer = match tokio::time::timeout(limit, turns(options, &endpoint, &session, case)).await
+    {
+        Ok(answer) => answer,
+        Err(_) => Err(format!(
+            "the case did not finish within {} s",
+            limit.as_secs()
+        )),
+    };
     let finished = session.finish().await;
     let answer = answer?;
     finished?;
