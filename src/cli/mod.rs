@@ -5,6 +5,7 @@
     reason = "the command line reports to its user on stderr (stdout carries results and the MCP protocol)"
 )]
 
+mod agent_eval;
 mod approve;
 mod audit;
 mod auth;
@@ -59,6 +60,9 @@ enum Command {
     /// OAuth logins to the config's HTTP upstreams: `login <server>`, `status`, `logout <server>`.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
+    /// Run a tool-using model (OpenAI chat completions or Anthropic messages) against
+    /// codemode over YAML cases; judge each by its answer and audit records (docs/AGENT-EVAL.md).
+    AgentEval(agent_eval::AgentEvalArgs),
 }
 
 /// Parses the process arguments and runs the command.
@@ -98,6 +102,7 @@ pub fn main() -> ExitCode {
             Command::Approve(args) => approve::approve(args).await,
             Command::Audit(command) => audit::audit(command),
             Command::Auth(command) => auth::auth(command).await,
+            Command::AgentEval(args) => agent_eval::agent_eval(args).await,
         }
     });
     // Every command has finished its work (serve flushed its audit). What may remain is a

@@ -1,6 +1,7 @@
 //! The `codemode` binary as a user runs it: exit codes, output formats, `check`, `config check`,
 //! and the terminal approval prompt (in a real pseudo-terminal).
 
+mod agent_eval;
 mod approve;
 mod classes;
 mod clients;

@@ -41,6 +41,7 @@ const CRATE_ROOTS: &[&str] = &[
     "policies/src/lib.rs",
     "host/src/lib.rs",
     "bench/src/lib.rs",
+    "agent-eval/src/lib.rs",
 ];
 
 /// Files whose references may close a cycle: the runtime's façade re-exports what its modules
