@@ -66,6 +66,7 @@ mod origin;
 mod reader;
 mod schema;
 mod server;
+mod server_oauth;
 mod settings;
 mod substitute;
 mod units;
@@ -98,6 +99,7 @@ pub use server::{
     AdminSettings, AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings,
     TokenSecret, TokenSettings,
 };
+pub use server_oauth::OAuthResourceSettings;
 pub use settings::{Document, PolicySections, Settings};
 pub use units::{ParseUnitError, parse_duration, parse_size};
 pub use upstream::{

@@ -34,6 +34,7 @@ mod hitl_gateway;
 mod media;
 mod notifications;
 mod oauth;
+mod oauth_resource;
 mod reload;
 mod resources;
 mod results;
