@@ -75,6 +75,11 @@ impl Served {
         format!("http://{}/mcp", self.addr)
     }
 
+    /// Its stderr so far.
+    pub(crate) fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
     /// A raw `POST /mcp` (an `initialize` request) with `headers`: status line and headers, and
     /// the body.
     pub(crate) fn post(&self, headers: &[(&str, &str)]) -> (u16, Vec<(String, String)>, String) {

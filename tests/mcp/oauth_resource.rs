@@ -303,3 +303,54 @@ fn rotation(
     assert_refused(served, &token, metadata_url, "unknown key id");
     assert_eq!(fetches(auth_server), 2);
 }
+
+/// An authorization server that does not answer: a token is answered `503` (not `401`: the
+/// token may be good), with the reason in the log, and nothing is run.
+#[test]
+fn an_unreachable_authorization_server_gives_503_and_a_log_line() {
+    let issuer = format!("http://127.0.0.1:{}", free_port());
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let setup = Setup::new("oauth_resource_down", Transport::Stdio, |scratch| {
+        let mut config = base_config(scratch);
+        config["server"] = json!({"auth": {"oauth": {
+            "authorizationServers": [issuer], "resource": resource}}});
+        config
+    });
+    let served = Served::start_on(&format!("127.0.0.1:{port}"), &setup.config, &[], &[]);
+    let claims = json!({"iss": issuer, "aud": resource, "sub": "alice", "exp": now() + 600});
+    let token = rs256("as1", "as1", &claims);
+    let (status, headers, body) = served.post(&[("Authorization", &format!("Bearer {token}"))]);
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"error": "cannot check the token now: the authorization server's signing keys cannot be fetched now"})
+    );
+    assert_eq!(
+        header(&headers, "www-authenticate"),
+        Some(format!("Bearer resource_metadata=\"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp\"").as_str())
+    );
+    assert_eq!(header(&headers, "mcp-session-id"), None);
+    // The log line is written before the answer; stderr is read by another thread.
+    let wanted = "cannot fetch the authorization server's signing keys";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !served.stderr().contains(wanted) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no log line:\n{}",
+            served.stderr()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let line = served
+        .stderr()
+        .lines()
+        .find(|l| l.contains(wanted))
+        .unwrap()
+        .to_string();
+    assert!(line.contains(&issuer), "{line}");
+    // Nothing was run: no audit record at all.
+    let audit = setup.scratch.path("audit");
+    let records = std::fs::read_dir(&audit).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(records, 0, "{}", audit.display());
+}

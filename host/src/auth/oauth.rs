@@ -179,3 +179,52 @@ impl Authenticate for OAuthResource {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(scopes: Value) -> OAuthResource {
+        let config = json!({"server": {"auth": {"oauth": {
+            "authorizationServers": ["https://id.example/realms/a"],
+            "resource": "https://codemode.example/team/mcp", "scopePermissions": scopes}}}});
+        let config = codemode_policies::Config::from_json_str(&config.to_string()).unwrap();
+        let Some(codemode_policies::AuthSettings::OAuth(settings)) = config.server.auth else {
+            panic!("oauth settings")
+        };
+        OAuthResource::new(&settings)
+    }
+
+    #[test]
+    fn scopes_grant_the_permissions_they_map_to_and_nothing_else() {
+        let auth = resource(json!({"read": [], "ops": ["approve", "payments"],
+            "pay": ["payments"]}));
+        let permissions =
+            |scope: Value| auth.permissions(&BTreeMap::from([("scope".to_string(), scope)]));
+        assert_eq!(
+            permissions(json!("ops pay unknown read")),
+            Ok(vec!["approve".to_string(), "payments".to_string()])
+        );
+        assert_eq!(permissions(json!("unknown")), Ok(vec![]));
+        assert_eq!(
+            permissions(json!(["ops"])),
+            Err(AuthError::Invalid("`scope` must be a string".into()))
+        );
+        assert_eq!(auth.permissions(&BTreeMap::new()), Ok(vec![]));
+    }
+
+    #[test]
+    fn the_metadata_url_is_the_path_based_form_of_the_resource() {
+        let auth = resource(json!({"ops": ["approve"]}));
+        assert_eq!(
+            auth.resource_metadata(),
+            Some("https://codemode.example/.well-known/oauth-protected-resource/team/mcp")
+        );
+        assert_eq!(
+            *auth.metadata,
+            json!({"resource": "https://codemode.example/team/mcp",
+                "authorization_servers": ["https://id.example/realms/a"],
+                "bearer_methods_supported": ["header"], "scopes_supported": ["ops"]})
+        );
+    }
+}
