@@ -66,6 +66,7 @@ mod origin;
 mod reader;
 mod schema;
 mod server;
+mod server_oauth;
 mod settings;
 mod substitute;
 mod telemetry;
@@ -99,6 +100,7 @@ pub use server::{
     AdminSettings, AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings,
     TokenSecret, TokenSettings,
 };
+pub use server_oauth::OAuthResourceSettings;
 pub use settings::{Document, PolicySections, Settings};
 pub use telemetry::TelemetryConfig;
 pub use units::{ParseUnitError, parse_duration, parse_size};

@@ -64,13 +64,16 @@ pub struct HttpSettings {
     pub limits: super::ListenerLimits,
 }
 
-/// `server.auth`: exactly one of `tokens` or `jwt`.
+/// `server.auth`: exactly one of `tokens`, `jwt` or `oauth`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthSettings {
     /// `tokens`: static bearer tokens.
     Tokens(Vec<TokenSettings>),
     /// `jwt`: signed JSON Web Tokens.
     Jwt(JwtSettings),
+    /// `oauth`: an OAuth 2.1 protected resource whose access tokens come from external
+    /// authorization servers.
+    OAuth(crate::server_oauth::OAuthResourceSettings),
 }
 
 /// One static bearer token (`server.auth.tokens[i]`).
@@ -202,27 +205,34 @@ fn non_empty_strings(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<String> 
 
 fn read_auth(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<AuthSettings> {
     let map = r.object(v, path, crate::schema::keys::of::<sections::Auth>())?;
-    match (map.get("tokens"), map.get("jwt")) {
-        (Some(_), Some(_)) => {
-            r.error(
-                path,
-                ConfigErrorKind::ConflictingKeys,
-                "give either `tokens` (static bearer tokens) or `jwt`, not both",
-            );
-            None
-        }
-        (None, None) => {
+    let given: Vec<&str> = ["tokens", "jwt", "oauth"]
+        .into_iter()
+        .filter(|k| map.contains_key(*k))
+        .collect();
+    match given.as_slice() {
+        ["tokens"] => read_tokens(r, &map["tokens"], &path.key("tokens")).map(AuthSettings::Tokens),
+        ["jwt"] => read_jwt(r, &map["jwt"], &path.key("jwt")).map(AuthSettings::Jwt),
+        ["oauth"] => crate::server_oauth::read_oauth(r, &map["oauth"], &path.key("oauth"))
+            .map(AuthSettings::OAuth),
+        [] => {
             r.error(
                 path,
                 ConfigErrorKind::MissingField,
-                "missing `tokens` (static bearer tokens) or `jwt`",
+                "missing `tokens` (static bearer tokens), `jwt` or `oauth`",
             );
             None
         }
-        (Some(tokens), None) => {
-            read_tokens(r, tokens, &path.key("tokens")).map(AuthSettings::Tokens)
+        _ => {
+            r.error(
+                path,
+                ConfigErrorKind::ConflictingKeys,
+                format!(
+                    "give one of `tokens` (static bearer tokens), `jwt` or `oauth`, not {}",
+                    given.join(" and ")
+                ),
+            );
+            None
         }
-        (None, Some(jwt)) => read_jwt(r, jwt, &path.key("jwt")).map(AuthSettings::Jwt),
     }
 }
 

@@ -192,11 +192,11 @@ pub use codemode_config::{
     DEFAULT_MAX_PARKED_BYTES_PER_CLIENT, DEFAULT_REDIS_PORT, DEFAULT_RESULT_TEXT,
     DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, DEFAULT_STATE_KEY_ENV,
     DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, HttpSettings, InvalidRedisUrl, JwtKeySource,
-    JwtSettings, Limits, ListenerLimits, LogFormat, LoggingConfig, MIN_RESULT_TEXT, ParseUnitError,
-    PerClientLimits, RedisUrl, RetentionLimits, ServerConfig, ServerSettings, ServerTransport,
-    StoreLocation, TokenSecret, TokenSettings, UnresolvedCommand, default_state_dir,
-    explicit_default_ports, origin_allowed, parse_duration, parse_size, resolve_command,
-    valid_allowed_origin,
+    JwtSettings, Limits, ListenerLimits, LogFormat, LoggingConfig, MIN_RESULT_TEXT,
+    OAuthResourceSettings, ParseUnitError, PerClientLimits, RedisUrl, RetentionLimits,
+    ServerConfig, ServerSettings, ServerTransport, StoreLocation, TokenSecret, TokenSettings,
+    UnresolvedCommand, default_state_dir, explicit_default_ports, origin_allowed, parse_duration,
+    parse_size, resolve_command, valid_allowed_origin,
 };
 pub use decision::ApprovalDecision;
 pub use display::{

@@ -20,18 +20,23 @@ const SECRET: &str = "an HS256 secret shared with the issuer, long enough";
 
 /// `codemode serve --http 127.0.0.1:0 …` with `env`; its stderr is collected, and the address
 /// comes from its `listening on http://ADDR/mcp` line. Killed on drop.
-struct Served {
+pub(crate) struct Served {
     child: Child,
     stderr: Arc<Mutex<String>>,
     addr: String,
 }
 
 impl Served {
-    fn start(config: &Path, extra: &[&str], env: &[(&str, &str)]) -> Served {
+    pub(crate) fn start(config: &Path, extra: &[&str], env: &[(&str, &str)]) -> Served {
         Served::start_on("127.0.0.1:0", config, extra, env)
     }
 
-    fn start_on(listen: &str, config: &Path, extra: &[&str], env: &[(&str, &str)]) -> Served {
+    pub(crate) fn start_on(
+        listen: &str,
+        config: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Served {
         let mut cmd = Command::new(CODEMODE);
         cmd.args(["serve", "--config"])
             .arg(config)
@@ -66,13 +71,18 @@ impl Served {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
+    }
+
+    /// Its stderr so far.
+    pub(crate) fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
     }
 
     /// A raw `POST /mcp` (an `initialize` request) with `headers`: status line and headers, and
     /// the body.
-    fn post(&self, headers: &[(&str, &str)]) -> (u16, Vec<(String, String)>, String) {
+    pub(crate) fn post(&self, headers: &[(&str, &str)]) -> (u16, Vec<(String, String)>, String) {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "0"}}})
@@ -121,7 +131,7 @@ impl Drop for Served {
     }
 }
 
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|(k, _)| k == name)

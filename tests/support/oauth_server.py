@@ -12,6 +12,11 @@ metadata, dynamic registration, PKCE, resource indicators, refresh), over stream
   (`issued <client>`, `refreshed <client>`, `refused <token kind>`), so a test can wait for
   and assert them.
 - The tool `whoami` answers `hello <client id>`; it needs the scope `tools`.
+- With JWT_KEY (a private RSA key's PEM file), JWT_KID and JWKS_FILE set, it is an external
+  authorization server for codemode's own `server.auth.oauth` (tests/mcp/oauth_resource.rs):
+  access tokens are RS256 JWTs (`iss` this server, `aud` the resource indicator, `sub` the
+  client, `scope`), its OpenID configuration names `/jwks`, which serves JWKS_FILE as it is at
+  each request (a test rotates keys by rewriting it) and appends `jwks` to EVENTS.
 """
 
 import os
@@ -37,6 +42,7 @@ PORT = int(sys.argv[1])
 EVENTS = sys.argv[2]
 BASE = f"http://127.0.0.1:{PORT}"
 ACCESS_TTL = int(os.environ.get("ACCESS_TTL", "3600"))
+JWT_KEY = os.environ.get("JWT_KEY")
 
 
 def event(line: str) -> None:
@@ -76,6 +82,15 @@ class Provider:
 
     def tokens(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        if JWT_KEY:
+            import jwt
+
+            now = int(time.time())
+            claims = {"iss": BASE, "sub": client_id, "aud": resource, "iat": now,
+                      "exp": now + ACCESS_TTL, "scope": " ".join(scopes)}
+            with open(JWT_KEY) as f:
+                access = jwt.encode(claims, f.read(), algorithm="RS256",
+                                    headers={"kid": os.environ["JWT_KID"]})
         self.access[access] = AccessToken(
             token=access,
             client_id=client_id,
@@ -135,6 +150,28 @@ server = MCPServer(
         validate_token_resource=True,
     ),
 )
+
+
+@server.custom_route("/.well-known/openid-configuration", methods=["GET"])
+async def openid_configuration(request):
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({
+        "issuer": BASE,
+        "authorization_endpoint": f"{BASE}/authorize",
+        "token_endpoint": f"{BASE}/token",
+        "jwks_uri": f"{BASE}/jwks",
+        "response_types_supported": ["code"],
+    })
+
+
+@server.custom_route("/jwks", methods=["GET"])
+async def jwks(request):
+    from starlette.responses import Response
+
+    event("jwks")
+    with open(os.environ["JWKS_FILE"]) as f:
+        return Response(f.read(), media_type="application/json")
 
 
 @server.tool()

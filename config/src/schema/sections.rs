@@ -188,7 +188,7 @@ pub(crate) struct Http {
     pub(crate) max_streams_per_caller: Option<u64>,
 }
 
-/// Who may call: `tokens` or `jwt`.
+/// Who may call: `tokens`, `jwt` or `oauth`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Auth {
@@ -196,6 +196,21 @@ pub(crate) struct Auth {
     pub(crate) tokens: Option<Vec<Token>>,
     /// JWT bearer tokens.
     pub(crate) jwt: Option<Jwt>,
+    /// An OAuth 2.1 protected resource: access tokens from external authorization servers.
+    pub(crate) oauth: Option<OAuthResource>,
+}
+
+/// codemode as an OAuth 2.1 protected resource (MCP authorization, RFC 9728).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct OAuthResource {
+    /// The issuer URLs whose JWT access tokens are accepted; keys found by RFC 8414 / OpenID
+    /// discovery.
+    pub(crate) authorization_servers: Vec<String>,
+    /// This server's canonical URL (e.g. `https://codemode.example/mcp`): the required `aud`.
+    pub(crate) resource: String,
+    /// The permissions each scope grants; a scope not listed grants none.
+    pub(crate) scope_permissions: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 /// One static bearer token: `sha256` (its hash) or `env` (a variable holding it), not both.

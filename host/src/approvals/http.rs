@@ -185,6 +185,7 @@ async fn guard(State(api): State<Api>, mut request: Request, next: Next) -> Resp
             format!("origin `{origin}` is not allowed"),
         );
     }
+    api.auth.prepare(headers).await;
     let credential = match decider(&api, headers) {
         Ok(credential) => credential,
         Err(ApiError(status, message)) => return refuse(status, message),
@@ -221,9 +222,13 @@ fn decider(api: &Api, headers: &HeaderMap) -> Result<Credential, ApiError> {
             expires_at: None,
         });
     }
-    api.auth
-        .credential(headers)
-        .map_err(|e: AuthError| ApiError(StatusCode::UNAUTHORIZED, e.to_string()))
+    api.auth.credential(headers).map_err(|e: AuthError| {
+        let status = match e {
+            AuthError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::UNAUTHORIZED,
+        };
+        ApiError(status, e.to_string())
+    })
 }
 
 /// Reading needs the same permission as deciding: the arguments may be secrets.

@@ -12,6 +12,10 @@ pub enum AuthError {
     /// A token was given but is not valid (unknown, expired, wrong issuer or audience…).
     #[error("invalid token: {0}")]
     Invalid(String),
+    /// The token cannot be checked now (the authorization server's keys cannot be fetched):
+    /// HTTP `503`, the request may be retried.
+    #[error("cannot check the token now: {0}")]
+    Unavailable(String),
 }
 
 /// An accepted credential: the caller it speaks for, and until when it is accepted.
@@ -45,6 +49,23 @@ pub trait Authenticate: Send + Sync {
             caller: self.authenticate(headers)?,
             expires_at: None,
         })
+    }
+
+    /// Gets ready to check `headers` (fetches the signing keys a token needs); called before
+    /// [`Authenticate::credential`] by the HTTP layers. By default there is nothing to do.
+    fn prepare<'a>(&'a self, _headers: &'a http::HeaderMap) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    /// The URL of this server's protected-resource metadata (RFC 9728), named in every
+    /// challenge; `None` without OAuth.
+    fn resource_metadata(&self) -> Option<&str> {
+        None
+    }
+
+    /// Routes served without authentication (the protected-resource metadata).
+    fn public_routes(&self) -> Option<axum::Router> {
+        None
     }
 
     /// Whether this authenticator checks anything (`false`: every request is [`Caller::local`]).

@@ -27,8 +27,140 @@ pub struct JwtAuth {
 enum Keys {
     /// One shared HS256 secret.
     Hs256(DecodingKey),
-    /// Keys of a JWKS file, by `kid` (`None`: a key without one).
-    Jwks(BTreeMap<Option<String>, (DecodingKey, Option<Algorithm>)>),
+    /// Keys of a JWKS file.
+    Jwks(KeyMap),
+}
+
+/// The keys of a JWKS by `kid` (`None`: a key without one), each with the algorithm it names.
+pub(super) type KeyMap = BTreeMap<Option<String>, (DecodingKey, Option<Algorithm>)>;
+
+/// The usable keys of `set`.
+///
+/// # Errors
+/// What is wrong with a key (naming its `kid`), or that there are none.
+pub(super) fn key_map(set: &JwkSet) -> Result<KeyMap, String> {
+    let mut keys = BTreeMap::new();
+    for jwk in &set.keys {
+        let key = DecodingKey::from_jwk(jwk).map_err(|e| {
+            format!(
+                "key {}: {e}",
+                jwk.common.key_id.as_deref().unwrap_or("(no kid)")
+            )
+        })?;
+        let alg = jwk
+            .common
+            .key_algorithm
+            .and_then(|a| a.to_string().parse::<Algorithm>().ok());
+        keys.insert(jwk.common.key_id.clone(), (key, alg));
+    }
+    if keys.is_empty() {
+        return Err("no keys".into());
+    }
+    Ok(keys)
+}
+
+/// The key of `keys` a token with `header` names, and the algorithm to verify it with.
+///
+/// # Errors
+/// An unknown `kid`; an HMAC algorithm (a JWKS holds public keys: HMAC would use the public
+/// key as a shared secret) or one other than the key names.
+pub(super) fn select<'k>(
+    keys: &'k KeyMap,
+    header: &jsonwebtoken::Header,
+) -> Result<(&'k DecodingKey, Algorithm), AuthError> {
+    let (key, pinned) = keys
+        .get(&header.kid)
+        // A token without `kid` may use the set's only key.
+        .or_else(|| {
+            (header.kid.is_none() && keys.len() == 1)
+                .then(|| keys.values().next())
+                .flatten()
+        })
+        .ok_or_else(|| AuthError::Invalid("unknown key id".into()))?;
+    if matches!(
+        header.alg,
+        Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512
+    ) || pinned.is_some_and(|a| a != header.alg)
+    {
+        return Err(AuthError::Invalid("algorithm not allowed".into()));
+    }
+    Ok((key, header.alg))
+}
+
+/// Refuses a token naming critical header extensions: every extension `crit` names must be
+/// understood, and this verifier understands none (an empty list is malformed: RFC 7515
+/// §4.1.11).
+pub(super) fn refuse_crit(header: &jsonwebtoken::Header) -> Result<(), AuthError> {
+    match header.crit.as_deref() {
+        None => Ok(()),
+        Some([]) => Err(AuthError::Invalid("an empty `crit` header".into())),
+        Some([name, ..]) => Err(AuthError::Invalid(format!(
+            "critical header extension `{}` not supported",
+            codemode_policies::neutralize(name)
+        ))),
+    }
+}
+
+/// The validation of every JWT mode: `alg`, `exp` and `nbf` (with [`LEEWAY_SECONDS`]), `iss`,
+/// `aud`; `exp`, `iss`, `aud` and `sub` required.
+pub(super) fn validation(alg: Algorithm, issuer: &str, audience: &str) -> Validation {
+    let mut v = Validation::new(alg);
+    v.leeway = LEEWAY_SECONDS;
+    // `nbf` when present (optional, like in RFC 7519), with the same leeway as `exp`.
+    v.validate_nbf = true;
+    v.set_issuer(&[issuer]);
+    v.set_audience(&[audience]);
+    v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    v
+}
+
+/// The verified claims of `token`.
+///
+/// # Errors
+/// Why the token is refused.
+pub(super) fn decode(
+    token: &str,
+    key: &DecodingKey,
+    validation: &Validation,
+) -> Result<BTreeMap<String, Value>, AuthError> {
+    jsonwebtoken::decode::<BTreeMap<String, Value>>(token, key, validation)
+        .map(|data| data.claims)
+        .map_err(invalid)
+}
+
+/// The credential of verified `claims` granting `permissions`: the caller is `sub`, accepted
+/// until `exp` plus the leeway.
+///
+/// # Errors
+/// A `sub` that is not a non-empty string.
+pub(super) fn credential(
+    claims: &BTreeMap<String, Value>,
+    permissions: Vec<String>,
+) -> Result<Credential, AuthError> {
+    let sub = match claims.get("sub") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => {
+            return Err(AuthError::Invalid(
+                "`sub` must be a non-empty string".into(),
+            ));
+        }
+    };
+    // `exp` is required and was checked: accepted until `exp` plus the leeway, as `decode`
+    // judges it.
+    let expires_at = claims
+        .get("exp")
+        .and_then(|exp| {
+            exp.as_u64()
+                .or_else(|| exp.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+        })
+        // Past what `SystemTime` holds (a signed `exp` of 10^19): as good as never.
+        .and_then(|exp| {
+            UNIX_EPOCH.checked_add(Duration::from_secs(exp.saturating_add(LEEWAY_SECONDS)))
+        });
+    Ok(Credential {
+        caller: Caller::new(sub, permissions),
+        expires_at,
+    })
 }
 
 impl std::fmt::Debug for JwtAuth {
@@ -68,23 +200,7 @@ impl JwtAuth {
                 };
                 let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
                 let set: JwkSet = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-                let mut keys = BTreeMap::new();
-                for jwk in &set.keys {
-                    let key = DecodingKey::from_jwk(jwk).map_err(|e| {
-                        bad(format!(
-                            "key {}: {e}",
-                            jwk.common.key_id.as_deref().unwrap_or("(no kid)")
-                        ))
-                    })?;
-                    let alg = jwk
-                        .common
-                        .key_algorithm
-                        .and_then(|a| a.to_string().parse::<Algorithm>().ok());
-                    keys.insert(jwk.common.key_id.clone(), (key, alg));
-                }
-                if keys.is_empty() {
-                    return Err(bad("no keys".into()));
-                }
+                let keys = key_map(&set).map_err(bad)?;
                 Keys::Jwks(keys)
             }
         };
@@ -95,20 +211,9 @@ impl JwtAuth {
             keys,
         })
     }
-
-    fn validation(&self, alg: Algorithm) -> Validation {
-        let mut v = Validation::new(alg);
-        v.leeway = LEEWAY_SECONDS;
-        // `nbf` when present (optional, like in RFC 7519), with the same leeway as `exp`.
-        v.validate_nbf = true;
-        v.set_issuer(&[&self.issuer]);
-        v.set_audience(&[&self.audience]);
-        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        v
-    }
 }
 
-fn invalid(e: jsonwebtoken::errors::Error) -> AuthError {
+pub(super) fn invalid(e: jsonwebtoken::errors::Error) -> AuthError {
     use jsonwebtoken::errors::ErrorKind;
     AuthError::Invalid(match e.kind() {
         ErrorKind::ExpiredSignature => "the token has expired".to_string(),
@@ -130,53 +235,12 @@ impl Authenticate for JwtAuth {
     fn credential(&self, headers: &http::HeaderMap) -> Result<Credential, AuthError> {
         let token = bearer(headers)?;
         let header = jsonwebtoken::decode_header(token).map_err(invalid)?;
-        // Every extension `crit` names must be understood, and this verifier understands none
-        // (an empty list is malformed: RFC 7515 §4.1.11).
-        if let Some(crit) = &header.crit {
-            return Err(AuthError::Invalid(match crit.first() {
-                Some(name) => format!(
-                    "critical header extension `{}` not supported",
-                    codemode_policies::neutralize(name)
-                ),
-                None => "an empty `crit` header".into(),
-            }));
-        }
+        refuse_crit(&header)?;
         let (key, alg) = match &self.keys {
             Keys::Hs256(key) => (key, Algorithm::HS256),
-            Keys::Jwks(keys) => {
-                let (key, pinned) = keys
-                    .get(&header.kid)
-                    // A token without `kid` may use the file's only key.
-                    .or_else(|| {
-                        (header.kid.is_none() && keys.len() == 1)
-                            .then(|| keys.values().next())
-                            .flatten()
-                    })
-                    .ok_or_else(|| AuthError::Invalid("unknown key id".into()))?;
-                // A JWKS holds public keys: HMAC (the public key used as a secret) is refused,
-                // and a key that names its algorithm accepts only that one.
-                if matches!(
-                    header.alg,
-                    Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512
-                ) || pinned.is_some_and(|a| a != header.alg)
-                {
-                    return Err(AuthError::Invalid("algorithm not allowed".into()));
-                }
-                (key, header.alg)
-            }
+            Keys::Jwks(keys) => select(keys, &header)?,
         };
-        let data =
-            jsonwebtoken::decode::<BTreeMap<String, Value>>(token, key, &self.validation(alg))
-                .map_err(invalid)?;
-        let claims = data.claims;
-        let sub = match claims.get("sub") {
-            Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            _ => {
-                return Err(AuthError::Invalid(
-                    "`sub` must be a non-empty string".into(),
-                ));
-            }
-        };
+        let claims = decode(token, key, &validation(alg, &self.issuer, &self.audience))?;
         let permissions: Vec<String> = match claims.get(&self.permissions_claim) {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
@@ -197,22 +261,7 @@ impl Authenticate for JwtAuth {
                 )));
             }
         };
-        // `exp` is required and was checked: accepted until `exp` plus the leeway, as
-        // `decode` judges it.
-        let expires_at = claims
-            .get("exp")
-            .and_then(|exp| {
-                exp.as_u64()
-                    .or_else(|| exp.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
-            })
-            // Past what `SystemTime` holds (a signed `exp` of 10^19): as good as never.
-            .and_then(|exp| {
-                UNIX_EPOCH.checked_add(Duration::from_secs(exp.saturating_add(LEEWAY_SECONDS)))
-            });
-        Ok(Credential {
-            caller: Caller::new(sub, permissions),
-            expires_at,
-        })
+        credential(&claims, permissions)
     }
 
     fn enabled(&self) -> bool {

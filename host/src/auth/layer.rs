@@ -22,33 +22,41 @@ async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
+    auth.prepare(request.headers()).await;
     match auth.authenticate(request.headers()) {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
-        Err(error) => unauthorized(&error),
+        Err(error) => unauthorized(&error, auth.resource_metadata()),
     }
 }
 
-fn unauthorized(error: &AuthError) -> Response {
-    let challenge = match error {
-        AuthError::Missing => "Bearer".to_string(),
-        // RFC 6750 §3: the error code, with a description free of quotes and control characters.
-        AuthError::Invalid(why) => format!(
-            "Bearer error=\"invalid_token\", error_description=\"{}\"",
-            why.chars()
-                .map(|c| if c == '"' || c == '\\' || c.is_control() {
-                    '\''
-                } else {
-                    c
-                })
-                .collect::<String>()
-        ),
+/// The `401` (or `503`) refusing a request for `error`; its challenge names the
+/// protected-resource metadata at `resource_metadata` (MCP authorization) when there is one.
+pub(crate) fn unauthorized(error: &AuthError, resource_metadata: Option<&str>) -> Response {
+    let mut params = Vec::new();
+    if let Some(url) = resource_metadata {
+        params.push(format!("resource_metadata=\"{}\"", quotable(url)));
+    }
+    // RFC 6750 §3: the error code, with a description free of quotes and control characters.
+    let status = match error {
+        AuthError::Invalid(why) => {
+            params.push("error=\"invalid_token\"".into());
+            params.push(format!("error_description=\"{}\"", quotable(why)));
+            http::StatusCode::UNAUTHORIZED
+        }
+        AuthError::Unavailable(_) => http::StatusCode::SERVICE_UNAVAILABLE,
+        _ => http::StatusCode::UNAUTHORIZED,
+    };
+    let challenge = if params.is_empty() {
+        "Bearer".to_string()
+    } else {
+        format!("Bearer {}", params.join(", "))
     };
     let body = serde_json::json!({ "error": error.to_string() }).to_string();
     (
-        http::StatusCode::UNAUTHORIZED,
+        status,
         [
             (http::header::WWW_AUTHENTICATE, challenge),
             (http::header::CONTENT_TYPE, "application/json".to_string()),
@@ -59,6 +67,19 @@ fn unauthorized(error: &AuthError) -> Response {
         body,
     )
         .into_response()
+}
+
+/// `text` with what may not appear in a quoted header parameter replaced.
+fn quotable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c == '"' || c == '\\' || c.is_control() {
+                '\''
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// The caller the layer attached to an MCP request (`ctx.extensions` of an rmcp request

@@ -5,8 +5,10 @@
 //! [`Caller::local`].
 
 mod authenticate;
+mod jwks;
 mod jwt;
 mod layer;
+mod oauth;
 mod tokens;
 
 use std::sync::Arc;
@@ -18,6 +20,7 @@ pub use jwt::JwtAuth;
 #[cfg(test)]
 pub(crate) use jwt::LEEWAY_SECONDS;
 pub use layer::{caller_of, require_auth};
+pub use oauth::OAuthResource;
 pub use tokens::StaticTokens;
 
 /// The authenticator `server.auth` describes ([`NoAuth`] without it), reading the environment
@@ -31,6 +34,7 @@ pub fn from_settings(auth: Option<&AuthSettings>) -> Result<Arc<dyn Authenticate
         None => Arc::new(NoAuth),
         Some(AuthSettings::Tokens(tokens)) => Arc::new(StaticTokens::new(tokens, &getenv)?),
         Some(AuthSettings::Jwt(jwt)) => Arc::new(JwtAuth::new(jwt, &getenv)?),
+        Some(AuthSettings::OAuth(oauth)) => Arc::new(OAuthResource::new(oauth)),
     })
 }
 

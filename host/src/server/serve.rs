@@ -131,7 +131,12 @@ pub fn http_router(
     if let Some(sessions) = options.session_store {
         mcp = failover::Failover::new(sessions, state.clone()).layer(mcp);
     }
+    let public = options.auth.public_routes();
     let mut mcp = require_auth(guard.layer(mcp), options.auth);
+    // The protected-resource metadata: what a client reads to log in, before it can.
+    if let Some(public) = public {
+        mcp = mcp.merge(public);
+    }
     if let Some(approvals) = approvals {
         mcp = mcp.merge(approvals);
     }

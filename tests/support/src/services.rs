@@ -406,12 +406,46 @@ impl OAuthUpstream {
 
     /// [`start`](Self::start) on `port` (a restart at the same address).
     pub fn start_on(port: u16, events: &Path, access_ttl: u32) -> OAuthUpstream {
+        Self::start_with(port, events, access_ttl, &[])
+    }
+
+    /// An external authorization server issuing RS256 JWT access tokens signed with
+    /// `keys/<key>.pem` (its `kid`: `key`), publishing the key set in `jwks_file` (read at
+    /// each request: rewrite it to rotate keys); see oauth_server.py.
+    pub fn start_jwt(events: &Path, key: &str, jwks_file: &Path) -> OAuthUpstream {
+        let pem = Self::key_file(key);
+        Self::start_with(
+            free_port(),
+            events,
+            3600,
+            &[
+                ("JWT_KEY", pem.as_os_str()),
+                ("JWT_KID", std::ffi::OsStr::new(key)),
+                ("JWKS_FILE", jwks_file.as_os_str()),
+            ],
+        )
+    }
+
+    /// The private key `keys/<name>.pem` of the test authorization servers.
+    pub fn key_file(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("keys")
+            .join(format!("{name}.pem"))
+    }
+
+    fn start_with(
+        port: u16,
+        events: &Path,
+        access_ttl: u32,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> OAuthUpstream {
         crate::peers::ensure_installed();
         let child = Command::new(crate::peers::python())
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("oauth_server.py"))
             .arg(port.to_string())
             .arg(events)
             .env("ACCESS_TTL", access_ttl.to_string())
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

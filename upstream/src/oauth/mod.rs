@@ -110,15 +110,15 @@ pub(crate) fn safe_code(code: &str) -> &str {
 }
 
 /// How long one OAuth HTTP request (discovery, the challenge probe, a token request) may take.
-pub(crate) const OAUTH_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+pub const OAUTH_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// How long one step of a login driven by rmcp (discovery, registration, the code exchange)
 /// may take: rmcp's own HTTP client has no time limit.
 pub(crate) const OAUTH_STEP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// The largest answer read from an authorization server.
-pub(crate) const MAX_OAUTH_RESPONSE: usize = 64 * 1024;
+pub const MAX_OAUTH_RESPONSE: usize = 64 * 1024;
 
 /// The HTTP client of codemode's own OAuth requests: no redirects, [`OAUTH_REQUEST_TIMEOUT`].
-pub(crate) fn oauth_http(server: &str) -> Result<reqwest::Client, OAuthError> {
+pub fn oauth_http(server: &str) -> Result<reqwest::Client, OAuthError> {
     crate::crypto::install();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -129,7 +129,7 @@ pub(crate) fn oauth_http(server: &str) -> Result<reqwest::Client, OAuthError> {
 }
 
 /// A response's body, at most [`MAX_OAUTH_RESPONSE`] bytes.
-pub(crate) async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+pub async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
         if out.len() + chunk.len() > MAX_OAUTH_RESPONSE {
