@@ -375,7 +375,7 @@ impl GovernedEval {
             .upstreams
             .as_ref()
             .and_then(|upstreams| self.observed_types(upstreams).shape(&used.tool));
-        let tool = neutralize(&used.tool);
+        let tool = codemode_policies::bounded(&used.tool, 80);
         let is = match shape {
             Some(shape) => format!("`{name}` is `{shape}` from {tool}"),
             None => format!("`{name}` is the result of {tool}"),

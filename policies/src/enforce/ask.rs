@@ -14,8 +14,8 @@ use crate::approval::ApprovalKey;
 use crate::audit::Decision;
 use crate::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, Channel, DecisionRefused, Disposition,
-    Fallback, ParkedAsk, Profile, Risk, RiskPolicy, approval_of, neutralize, new_request_id,
-    summarize_args,
+    Fallback, ParkedAsk, Profile, Risk, RiskPolicy, approval_of, bounded, neutralize,
+    new_request_id, summarize_args,
 };
 
 impl PolicyToolHost {
@@ -357,9 +357,9 @@ const REMEMBERED_NOTE: &str = "approved by an earlier answer for this eval or se
 
 /// The ledger's note of a call a human approved: who, through which channel, and for how long
 /// when more than once (`approved by alice via http, for this session`). The decider's name is
-/// neutralised where the ledger is shown.
+/// neutralised and bounded here: the structured ledger carries the note as it is.
 fn approved_note(answer: &ApprovalAnswer) -> String {
-    let who = answer.decided_by.as_deref().unwrap_or("the user");
+    let who = bounded(answer.decided_by.as_deref().unwrap_or("the user"), 80);
     let scope = match answer.decision {
         ApprovalDecision::ApproveToolForEval => ", for this eval",
         ApprovalDecision::ApproveToolForSession => ", for this session",

@@ -19,7 +19,8 @@ impl PolicyToolHost {
     /// path or content argument is not a string (the arguments alone are shown).
     ///
     /// The read is made only when the profile would let the call's caller read that path
-    /// (its disposition for the read tool is not `deny`: an `ask` is not asked, the read being
+    /// (its disposition for the read tool is not `deny`, and the caller holds the permissions
+    /// its deciding rule requires: an `ask` is not asked, the read being
     /// for the human's eyes only), goes to the inner host directly (it is not the script's call:
     /// not in the ledger, not audited), and its result is masked by the `outputs` rules of the
     /// read tool, as a script would receive it.
@@ -34,7 +35,10 @@ impl PolicyToolHost {
         let path = args.get(&spec.path)?.as_str()?;
         let new = args.get(&spec.content)?.as_str()?;
         let read_args = json!({ spec.path.as_str(): path });
-        if profile.disposition(&spec.read, &read_args).kind == DispositionKind::Deny {
+        let read = profile.disposition(&spec.read, &read_args);
+        if read.kind == DispositionKind::Deny
+            || !self.caller.missing(&read.required_permissions).is_empty()
+        {
             return Some(format!(
                 "No diff: the profile does not let this caller read the file with `{}`.\n",
                 spec.read

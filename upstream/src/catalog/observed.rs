@@ -21,6 +21,9 @@ const MAX_NODES: usize = 48;
 const MAX_ELEMENTS: usize = 8;
 /// The most alternatives (`a | b`) one position keeps before it becomes `unknown`.
 const MAX_ALTERNATIVES: usize = 3;
+/// The longest key an observed type names, in characters; an object with a longer one is a map
+/// of unknown keys.
+const MAX_KEY_CHARS: usize = 64;
 /// The most (profile, tool) pairs remembered: past it, nothing new is observed.
 const MAX_ENTRIES: usize = 4096;
 
@@ -132,6 +135,11 @@ fn infer(value: &Value, budget: &mut usize) -> Value {
                 Some(items) => json!({"type": "array", "items": items}),
                 None => json!({"type": "array"}),
             }
+        }
+        // A key longer than a name (a result keyed by content) is not named: the object is a
+        // map of unknown keys, so no result can make the declaration long.
+        Value::Object(map) if map.keys().any(|k| k.chars().count() > MAX_KEY_CHARS) => {
+            json!({"type": "object"})
         }
         Value::Object(map) => {
             let mut properties = Map::new();
@@ -325,6 +333,20 @@ mod tests {
         }
         let text = serde_json::to_string(&observe(&[deep])).unwrap();
         assert!(text.len() < 4_000, "{}", text.len());
+    }
+
+    #[test]
+    fn a_long_key_is_not_named() {
+        let key = "k".repeat(MAX_KEY_CHARS + 1);
+        assert_eq!(
+            observe(&[json!({ key: 1, "a": 2 })]),
+            json!({"type": "object"})
+        );
+        let fits = "k".repeat(MAX_KEY_CHARS);
+        assert_eq!(
+            observe(&[json!({ fits.clone(): 1 })])["properties"][&fits],
+            json!({"type": "number"})
+        );
     }
 
     #[test]

@@ -257,3 +257,31 @@ async fn a_strict_schema_fails_the_call_whose_result_breaks_the_output_schema() 
         ]
     );
 }
+
+/// `approvalDiffs`: a read the caller's permissions would not allow is not made for the prompt
+/// either (the human asked may be the caller itself).
+#[tokio::test]
+async fn a_diff_is_not_read_past_the_callers_permissions() {
+    let approver = FakeApprover::new(ApprovalDecision::Decline, FAST);
+    let (calls, inner) = inner();
+    let host = PolicyToolHost::builder(inner)
+        .profile(Some(profile(json!({
+            "asklist": ["fs__write"],
+            "rules": [{"tools": ["fs__read"], "disposition": "allow",
+                       "requirePermissions": ["secrets"]}],
+            "approvalDiffs": {"fs__write": {"read": "fs__read", "path": "path", "content": "c"}}
+        }))))
+        .asker(approver.clone())
+        .build();
+    let r = call_with(&host, "fs__write", json!({"path": "/s", "c": "x"}), 1).await;
+    assert!(r.is_err(), "declined");
+    let asked = approver.requests.lock().unwrap();
+    assert!(
+        asked[0].args_summary.ends_with(
+            "\n\nNo diff: the profile does not let this caller read the file with `fs__read`."
+        ),
+        "{}",
+        asked[0].args_summary
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "nothing was read");
+}
