@@ -390,7 +390,11 @@ impl GovernedEval {
     /// What this eval's scripts received from tools that declare no result type, kept per
     /// profile by the pool.
     fn observed_types(&self, upstreams: &UpstreamPool) -> ObservedTypes {
-        ObservedTypes::new(upstreams.clone(), self.profile.as_deref())
+        ObservedTypes::new(
+            upstreams.clone(),
+            self.profile.as_deref(),
+            self.outputs.clone(),
+        )
     }
 
     /// What every `eval` record of this eval shares.
@@ -432,7 +436,7 @@ impl GovernedEval {
             Some(upstreams) => Arc::new(
                 ScriptTools::new(upstreams.clone(), asker.clone())
                     .with_trace(self.trace.clone())
-                    .with_profile(self.profile.clone())
+                    .with_profile(self.profile.clone(), self.observed_types(upstreams))
                     .with_relay(self.relay.clone())
                     .with_sampler(Some(self.sampler(asker.clone())))
                     .with_media(self.media.clone()),

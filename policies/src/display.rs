@@ -38,6 +38,17 @@ pub fn neutralize(text: &str) -> String {
     out
 }
 
+/// `text` [`neutralize`]d with its backticks escaped, for showing inside backticks: a name that
+/// holds one (a token's subject, say) cannot close the quote and write the rest of the line.
+///
+/// ```
+/// use codemode_policies::quoted;
+/// assert_eq!(quoted("alice` (verified) and `bob"), "alice\\` (verified) and \\`bob");
+/// ```
+pub fn quoted(text: &str) -> String {
+    neutralize(text).replace('`', "\\`")
+}
+
 /// `\uXXXX` for a character of the Basic Multilingual Plane, `\u{XXXXX}` past it (so that
 /// U+E0020 cannot read as U+E002 followed by `0`).
 fn push_escape(out: &mut String, c: char) {

@@ -201,7 +201,7 @@ pub use codemode_config::{
 pub use decision::ApprovalDecision;
 pub use display::{
     ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, bounded, invisible_ranges, is_blank,
-    is_invisible, neutralize, summarize_args,
+    is_invisible, neutralize, quoted, summarize_args,
 };
 pub use enforce::{
     Alternative, PendingSlot, PolicyToolHost, PolicyToolHostBuilder, ResultObserver,

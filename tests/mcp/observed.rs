@@ -3,6 +3,8 @@
 //! observed, merged across calls — and a `TypeError` on a tool's result names the expression,
 //! the tool and the result's type, declared or observed.
 
+use serde_json::json;
+
 use crate::harness::{Mode, Setup, Transport, base_config};
 
 /// The declaration of method `name`, from its name to the end of its result type.
@@ -19,7 +21,19 @@ fn method<'a>(declarations: &'a str, name: &str) -> &'a str {
 #[test]
 fn results_are_typed_once_observed() {
     let setup = Setup::new("observed_types", Transport::Stdio, base_config);
-    let obs = setup.python("observed.py", Mode::Auto, &[]);
+    // The config a reload installs: the links' descriptions removed, and a profile whose eval
+    // tool shows the reload happened.
+    let mut v2 = base_config(&setup.scratch);
+    v2["outputs"] = json!([
+        {"tools": ["everything__get-resource-links"], "redact": ["/*/description"]},
+    ]);
+    v2["evaluation"]["profiles"]["v2"] = json!({ "allowlist": ["everything__*"] });
+    let v2 = setup.config_version("v2.json", &v2);
+    let obs = setup.python(
+        "observed.py",
+        Mode::Auto,
+        &[("CODEMODE_CONFIG_V2", v2.as_path())],
+    );
     let text = |key: &str| obs[key].as_str().unwrap_or_default().to_string();
     let before = text("before");
     assert!(
@@ -91,4 +105,28 @@ fn results_are_typed_once_observed() {
         let text = obs[key][1].as_str().unwrap_or_default();
         assert_eq!(text.lines().next(), Some(want.as_str()), "{key}: {text}");
     }
+
+    // After the reload the links' type is unknown again (it was learned under other rules),
+    // then typed without the field the new rule removes.
+    let links = "\"everything__get-resource-links\"";
+    assert!(
+        method(&text("reloaded"), links).ends_with("): Promise<unknown>;\n"),
+        "{}",
+        text("reloaded")
+    );
+    assert_eq!(obs["ran_reloaded"], json!([false, 2]));
+    let after_reload = text("after_reload");
+    assert!(
+        after_reload.contains(
+            "  // result type observed in 1 call; the server declares none\n  \"everything__get-resource-links\"(args: {"
+        ),
+        "{after_reload}"
+    );
+    assert!(
+        method(&after_reload, links).ends_with(
+            "): Promise<(string | {\n    id: string;\n    mimeType: string;\n    name: string;\n    \
+             type: string;\n    uri: string;\n  })[]>;\n"
+        ),
+        "{after_reload}"
+    );
 }

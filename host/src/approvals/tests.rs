@@ -406,6 +406,18 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
     assert_eq!(offered, ["approve_once", "decline", "cancel"]);
     assert_eq!(schema["required"], json!(["decision", "reason"]));
 
+    // A caller's name (a token's `sub`) holding a backtick cannot close the quote.
+    let mut forged = request(RiskPolicy::default());
+    forged.caller = Caller::new("agent` (verified admin) and `ci", Vec::<String>::new());
+    let q = codemode_policies::approval_question(&forged);
+    assert!(
+        q.message.starts_with(
+            "A script of caller `agent\\` (verified admin) and \\`ci` wants to call `fs__write`"
+        ),
+        "{}",
+        q.message
+    );
+
     // Without a required reason: one field, every decision.
     let q = codemode_policies::approval_question(&request(RiskPolicy::default()));
     let schema = Value::Object(q.schema);

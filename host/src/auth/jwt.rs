@@ -128,16 +128,25 @@ pub(super) fn decode(
         .map_err(invalid)
 }
 
+/// The longest `sub` (the caller's name) accepted: the name is shown in every approval prompt
+/// and written in every audit record.
+pub(super) const MAX_SUB_CHARS: usize = 256;
+
 /// The credential of verified `claims` granting `permissions`: the caller is `sub`, accepted
 /// until `exp` plus the leeway.
 ///
 /// # Errors
-/// A `sub` that is not a non-empty string.
+/// A `sub` that is not a non-empty string of at most [`MAX_SUB_CHARS`] characters.
 pub(super) fn credential(
     claims: &BTreeMap<String, Value>,
     permissions: Vec<String>,
 ) -> Result<Credential, AuthError> {
     let sub = match claims.get("sub") {
+        Some(Value::String(s)) if s.chars().count() > MAX_SUB_CHARS => {
+            return Err(AuthError::Invalid(format!(
+                "`sub` is longer than {MAX_SUB_CHARS} characters"
+            )));
+        }
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         _ => {
             return Err(AuthError::Invalid(
@@ -413,6 +422,26 @@ uxvejBLl3yh5EKEdx2t9epFdmfH7lkN68D8VIUMbZw00Nz1wSIqKeUP9
         assert_eq!(
             auth.authenticate(&bearer_headers(&token(Some(now() + 600)))),
             Err(AuthError::Invalid("the token is not valid yet".into()))
+        );
+    }
+
+    #[test]
+    fn a_subject_longer_than_the_bound_is_refused() {
+        let (auth, key) = hs256();
+        let token = |sub: &str| {
+            let claims = json!({"sub": sub, "iss": "iss", "aud": "aud", "exp": now() + 600});
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).unwrap()
+        };
+        let longest = "é".repeat(MAX_SUB_CHARS);
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token(&longest))),
+            Ok(Caller::new(longest.clone(), Vec::<String>::new()))
+        );
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token(&format!("{longest}x")))),
+            Err(AuthError::Invalid(
+                "`sub` is longer than 256 characters".into()
+            ))
         );
     }
 

@@ -196,8 +196,11 @@ impl ServerHandler for CodemodeServer {
                 let result = if name == SEARCH_TOOLS {
                     tools::search_tools(&catalog, &args)
                 } else {
-                    let observed =
-                        tools::ObservedTypes::new(self.state.upstreams.clone(), profile.as_deref());
+                    let observed = tools::ObservedTypes::new(
+                        self.state.upstreams.clone(),
+                        profile.as_deref(),
+                        self.state.config().outputs.clone(),
+                    );
                     tools::get_tools(&catalog, &args, &observed)
                 }
                 .map(|v| tools::mark_asked(v, &asked))

@@ -294,6 +294,8 @@ pub struct ScriptTools {
     upstreams: UpstreamPool,
     asker: Arc<dyn Asker>,
     profile: Option<Arc<Profile>>,
+    /// The result types the profile's scripts have seen, for `get_tools`.
+    observed: ObservedTypes,
     scope: CallScope,
     /// The eval's trace: each upstream call is an `upstream_request` span.
     trace: Option<crate::traces::EvalTrace>,
@@ -303,6 +305,7 @@ impl ScriptTools {
     /// Upstream tools plus built-ins; `hitl_request` asks through `asker`.
     pub fn new(upstreams: UpstreamPool, asker: Arc<dyn Asker>) -> Self {
         ScriptTools {
+            observed: ObservedTypes::new(upstreams.clone(), None, Arc::default()),
             upstreams,
             asker,
             profile: None,
@@ -359,9 +362,11 @@ impl ScriptTools {
     }
 
     /// The eval's profile: `search_tools` and `get_tools` show only what it lets the script
-    /// call (see [`visible_to`]). Default: none (everything).
-    pub fn with_profile(mut self, profile: Option<Arc<Profile>>) -> Self {
+    /// call (see [`visible_to`]), typing results as `observed` (the profile's view of them).
+    /// Default: none (everything, results as unrestricted scripts received them).
+    pub fn with_profile(mut self, profile: Option<Arc<Profile>>, observed: ObservedTypes) -> Self {
         self.profile = profile;
+        self.observed = observed;
         self
     }
 
@@ -372,7 +377,7 @@ impl ScriptTools {
     async fn discover(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         let tools = catalog(&self.upstreams);
         let profile = self.profile.clone();
-        let observed = ObservedTypes::new(self.upstreams.clone(), profile.as_deref());
+        let observed = self.observed.clone();
         let search = name == SEARCH_TOOLS;
         let ranked = tokio::task::spawn_blocking(move || {
             let (tools, asked) = visible_to(tools, profile.as_deref());

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::asker::{Answer, Ask, AskKind, Question, Reply};
-use crate::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Channel, neutralize};
+use crate::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Channel, neutralize, quoted};
 
 /// The decisions a human can give, as they appear in the form.
 const DECISIONS: [(&str, &str, ApprovalDecision); 5] = [
@@ -38,8 +38,8 @@ pub fn approval_question(req: &ApprovalRequest) -> Question {
     // Who asks: a human approving for one caller must not be led to approve for another.
     let mut message = format!(
         "A script of caller `{}` wants to call `{}`",
-        neutralize(&req.caller.name),
-        neutralize(&req.tool)
+        quoted(&req.caller.name),
+        quoted(&req.tool)
     );
     if let Some(profile) = &req.profile {
         let _ = write!(

@@ -136,6 +136,26 @@ impl OutputPolicy {
         self.rules.is_empty()
     }
 
+    /// A digest of the rules that apply to `tool` (the same while those rules are): what a
+    /// script receives from `tool` depends on them, so what was learned from its results under
+    /// one set of rules (an observed result type) does not carry over to another.
+    pub fn fingerprint(&self, tool: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for rule in self
+            .rules
+            .iter()
+            .filter(|r| r.tools.first_index(tool).is_some())
+        {
+            format!(
+                "{:?}{:?}{:?}{}",
+                rule.mask, rule.redact, rule.allow, rule.strict_schema
+            )
+            .hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+
     /// Whether any rule applies to `tool`.
     pub fn applies_to(&self, tool: &str) -> bool {
         self.rules

@@ -274,3 +274,30 @@ fn the_section_is_checked_with_exact_paths() {
     assert_eq!(paths(rule.mask()), ["/x"]);
     assert_eq!(paths(rule.redact()), ["", "/*/y"]);
 }
+
+#[test]
+fn the_fingerprint_changes_with_the_rules_for_the_tool_only() {
+    let none = policy(json!([]));
+    let masked = policy(json!([{"tools": ["db__*"], "mask": ["/password"]}]));
+    let redacted = policy(json!([{"tools": ["db__*"], "redact": ["/password"]}]));
+    let allowed = policy(json!([{"tools": ["db__*"], "allow": ["/password"]}]));
+    let strict = policy(json!([
+        {"tools": ["db__*"], "mask": ["/password"], "strictSchema": true}
+    ]));
+    let prints: Vec<u64> = [&none, &masked, &redacted, &allowed, &strict]
+        .iter()
+        .map(|p| p.fingerprint("db__get_user"))
+        .collect();
+    for (i, a) in prints.iter().enumerate() {
+        for b in &prints[i + 1..] {
+            assert_ne!(a, b, "{prints:?}");
+        }
+    }
+    // Rules for other tools do not change a tool's view; the same rules give the same digest.
+    assert_eq!(none.fingerprint("fs__read"), masked.fingerprint("fs__read"));
+    assert_eq!(
+        masked.fingerprint("db__get_user"),
+        policy(json!([{"tools": ["db__get_user"], "mask": ["/password"]}]))
+            .fingerprint("db__get_user")
+    );
+}

@@ -5,7 +5,11 @@ failing evals' texts."""
 
 from __future__ import annotations
 
-from harness import call, connect, evaluate, run
+import asyncio
+import os
+import time
+
+from harness import EVENT_DEADLINE, call, connect, evaluate, run
 
 NAMES = ["everything__echo", "everything__get-resource-links", "everything__get-structured-content"]
 
@@ -31,10 +35,19 @@ const w = await codemode["everything__get-structured-content"]({location: "Chica
 return w.split(" ");
 """
 
+CALL_LINKS = """
+const links = await codemode["everything__get-resource-links"]({count: 1});
+return links.length;
+"""
+
 
 async def declarations(client, **extra) -> str:
     got = await call(client, "get_tools", {"names": NAMES, **extra})
     return got["text"]
+
+
+async def tool_names(client) -> list[str]:
+    return [t.name for t in (await client.list_tools(cache_mode="bypass")).tools]
 
 
 async def main() -> dict:
@@ -49,7 +62,24 @@ async def main() -> dict:
                             ("declared", DECLARED)):
             failed = await evaluate(client, code)
             out[label] = [failed["is_error"], failed["text"]]
+        # A reload whose `outputs` rules remove a field starts the tool's observations over:
+        # the type must not keep naming what scripts no longer receive. The new config also
+        # adds the profile `v2`, whose eval tool tells that it is running.
+        config = os.environ["CODEMODE_CONFIG"]
+        with open(os.environ["CODEMODE_CONFIG_V2"]) as f, open(config + ".tmp", "w") as g:
+            g.write(f.read())
+        os.replace(config + ".tmp", config)
+        started = time.monotonic()
+        while "codemode_eval_v2" not in await tool_names(client):
+            if time.monotonic() - started > EVENT_DEADLINE:
+                raise TimeoutError("waited for the reload that adds the profile v2")
+            await asyncio.sleep(0.1)
+        out["reloaded"] = await declarations(client)
+        ran = await evaluate(client, CALL_LINKS)
+        out["ran_reloaded"] = [ran["is_error"], ran["structured"]["result"]]
+        out["after_reload"] = await declarations(client)
     return out
+
 
 
 run(main)
