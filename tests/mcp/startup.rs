@@ -64,6 +64,19 @@ fn serve_answers_first_and_upstreams_arrive_later() {
             && listed.contains("slow (starting)"),
         "{listed}"
     );
+    let got = obs["get_while_starting"].as_str().unwrap_or_default();
+    let lines: Vec<&str> = got.lines().filter(|l| l.starts_with("// ")).collect();
+    assert_eq!(lines.len(), 2, "{got}");
+    assert_eq!(
+        lines[0],
+        "// `slow__get_current_time` is not listed: the server `slow` is starting: ask again in a moment"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "// `broken__run` is not listed: the server `broken` is down: {head}"
+        )) && lines[1].ends_with(tail),
+        "{got}"
+    );
     for what in ["search_unavailable", "search_in_script"] {
         let unavailable = &obs[what];
         let error = unavailable[0]["error"].as_str().unwrap_or_default();

@@ -163,12 +163,14 @@ pub fn mark_asked(mut result: Value, asked: &[String]) -> Value {
     result
 }
 
-/// Adds `unavailable: [{server, state, error?}]` to a [`search_tools`] result when some
-/// upstream server is not up (`state`: `starting`, or `down` or `needs login` with the
-/// neutralised `error`), so
-/// that a search finding nothing of a server says why. Other results are returned as they are.
+/// Adds `unavailable: [{server, state, error?}]` to a [`search_tools`] or [`get_tools`] result
+/// when some upstream server is not up (`state`: `starting`, or `down` or `needs login` with the
+/// neutralised `error`), so that a search finding nothing of a server says why; and to each name
+/// `get_tools` did not find whose server is one of them, that server's entry (`server_state`), so
+/// that a tool asked for while its server starts is not called unknown. Other results are
+/// returned as they are.
 pub fn mark_unavailable(mut result: Value, upstreams: &UpstreamPool) -> Value {
-    if result.get("results").is_none() {
+    if result.get("results").is_none() && result.get("missing").is_none() {
         return result;
     }
     let unavailable: Vec<Value> = upstreams
@@ -185,9 +187,24 @@ pub fn mark_unavailable(mut result: Value, upstreams: &UpstreamPool) -> Value {
             }
         })
         .collect();
-    if !unavailable.is_empty() {
-        result["unavailable"] = Value::Array(unavailable);
+    if unavailable.is_empty() {
+        return result;
     }
+    if let Some(missing) = result.get_mut("missing").and_then(Value::as_array_mut) {
+        for entry in missing {
+            let server = entry["name"]
+                .as_str()
+                .and_then(|n| n.split_once("__"))
+                .map(|(s, _)| s);
+            if let Some(state) = unavailable
+                .iter()
+                .find(|u| server.is_some_and(|s| u["server"] == s))
+            {
+                entry["server_state"] = state.clone();
+            }
+        }
+    }
+    result["unavailable"] = Value::Array(unavailable);
     result
 }
 
@@ -279,6 +296,22 @@ pub fn get_tools_text(value: &Value) -> String {
             .filter_map(Value::as_str)
             .map(|n| format!("`{}`", neutralize(n)))
             .collect();
+        let state = &missing["server_state"];
+        if let Some(server) = state["server"].as_str() {
+            let server = neutralize(server);
+            let why = match state["state"].as_str() {
+                Some("starting") => "is starting: ask again in a moment".to_string(),
+                Some(other) => format!(
+                    "is {other}: {}",
+                    neutralize(state["error"].as_str().unwrap_or("no reason given"))
+                ),
+                None => "is not up".to_string(),
+            };
+            text.push_str(&format!(
+                "\n// `{name}` is not listed: the server `{server}` {why}"
+            ));
+            continue;
+        }
         let hint = if near.is_empty() {
             "; search_tools({query}) finds tools by keywords".to_string()
         } else {
@@ -389,8 +422,7 @@ impl ScriptTools {
             Ok(mark_asked(result, &asked))
         });
         match ranked.await {
-            Ok(Ok(result)) if search => Ok(mark_unavailable(result, &self.upstreams)),
-            Ok(result) => result,
+            Ok(result) => result.map(|r| mark_unavailable(r, &self.upstreams)),
             Err(e) => Err(ToolError::failed(format!("`{name}` did not finish: {e}"))),
         }
     }

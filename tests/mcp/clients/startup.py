@@ -69,6 +69,9 @@ async def main() -> dict:
                 break
             await asyncio.sleep(0.05)
         out["servers_before_gate"] = listed
+        # Asked for while its server starts (or is down), a tool is not called unknown.
+        got = await call(client, "get_tools", {"names": ["slow__get_current_time", "broken__run"]})
+        out["get_while_starting"] = got["text"]
         assert not slow_call.done(), "the call to slow finished before slow could start"
         assert not asked_call.done(), "the asked call to slow finished before slow could start"
         before_gate = notified[0]
