@@ -191,6 +191,9 @@ impl ServerHandler for CodemodeServer {
         match name {
             SEARCH_TOOLS | GET_TOOLS => {
                 let profile = self.discovery_profile(&args, &ctx)?;
+                if name == GET_TOOLS {
+                    tools::wait_for_named_servers(&self.state.upstreams, &args).await;
+                }
                 let (catalog, asked) =
                     tools::visible_to(tools::catalog(&self.state.upstreams), profile.as_deref());
                 let result = if name == SEARCH_TOOLS {

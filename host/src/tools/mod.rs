@@ -208,6 +208,22 @@ pub fn mark_unavailable(mut result: Value, upstreams: &UpstreamPool) -> Value {
     result
 }
 
+/// Waits for the servers of the tools a [`get_tools`] call names (`args.names`) that are still
+/// starting, each at most its startup timeout: a model that asks for a tool right after
+/// connecting gets its declaration, not a note that the server is starting.
+pub async fn wait_for_named_servers(upstreams: &UpstreamPool, args: &Value) {
+    let names = args["names"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(MAX_GET_NAMES);
+    for server in names.filter_map(|n| n.as_str()?.split_once("__").map(|(s, _)| s)) {
+        if upstreams.is_starting(server) {
+            upstreams.wait_started(server).await;
+        }
+    }
+}
+
 /// `search_tools`: `{query, limit?}` → `{results: [{name, description, call, score}]}`.
 pub fn search_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError> {
     let query = args
@@ -408,10 +424,13 @@ impl ScriptTools {
     /// if a large catalog makes the ranking slow, and the inputs are capped so the work behind
     /// it stays bounded too.
     async fn discover(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let search = name == SEARCH_TOOLS;
+        if !search {
+            wait_for_named_servers(&self.upstreams, &args).await;
+        }
         let tools = catalog(&self.upstreams);
         let profile = self.profile.clone();
         let observed = self.observed.clone();
-        let search = name == SEARCH_TOOLS;
         let ranked = tokio::task::spawn_blocking(move || {
             let (tools, asked) = visible_to(tools, profile.as_deref());
             let result = if search {

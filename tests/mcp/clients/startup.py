@@ -69,16 +69,20 @@ async def main() -> dict:
                 break
             await asyncio.sleep(0.05)
         out["servers_before_gate"] = listed
-        # Asked for while its server starts (or is down), a tool is not called unknown.
-        got = await call(client, "get_tools", {"names": ["slow__get_current_time", "broken__run"]})
-        out["get_while_starting"] = got["text"]
+        # A tool of a server that is down is not called unknown; one of a server still starting
+        # is declared once the server is up (the call waits for it).
+        out["get_broken"] = (await call(client, "get_tools", {"names": ["broken__run"]}))["text"]
+        get_slow = asyncio.ensure_future(
+            call(client, "get_tools", {"names": ["slow__get_current_time"]}))
         assert not slow_call.done(), "the call to slow finished before slow could start"
         assert not asked_call.done(), "the asked call to slow finished before slow could start"
+        assert not get_slow.done(), "get_tools of slow's tool finished before slow could start"
         before_gate = notified[0]
         open(GATE, "w").close()
         events.append("gate_opened")
         out["slow_call"] = await slow_call
         out["asked_call"] = (await asked_call)["structured"].get("result")
+        out["get_slow"] = (await get_slow)["text"]
         await wait_until(lambda: notified[0] > before_gate, "tools/list_changed after the gate")
         events.append("list_changed")
         while "slow (2 tools)" not in await servers(client):
