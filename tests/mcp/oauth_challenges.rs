@@ -6,13 +6,10 @@
 //! a tool the caller cannot see. Tokens are minted here and checked against a real
 //! authorization server's published keys (tests/support/oauth_server.py).
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-
 use codemode_test_support::services::{OAuthUpstream, free_port};
 use serde_json::{Value, json};
 
-use crate::auth::{Served, header};
+use crate::auth::{Served, exchange, header};
 use crate::harness::{Setup, Transport};
 use crate::oauth_resource::{jwks, now, rs256};
 
@@ -32,22 +29,7 @@ fn request(
     }
     text.push_str("\r\n");
     text.push_str(body);
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream.write_all(text.as_bytes()).expect("send");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read");
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line: {response:?}"));
-    let headers = lines
-        .filter_map(|l| l.split_once(": "))
-        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
-        .collect();
-    (status, headers, body.to_string())
+    exchange(addr, &text)
 }
 
 /// A 2026-07-28 `tools/call` of `tool` running `return 6 * 7`, with `token`.
