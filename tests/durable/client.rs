@@ -216,8 +216,8 @@ pub async fn post_decision(
         .post(format!("{base}/approvals/{id}"))
         .header("content-type", "application/json")
         .header("origin", base);
-    for (name, value) in headers {
-        request = request.header(*name, *value);
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
     }
     let response = request
         .body(body.to_string())
