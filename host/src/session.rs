@@ -150,6 +150,11 @@ impl GovernedEval {
         &self.eval_approvals
     }
 
+    /// Its trace, when traces are on: what a parked eval carries to its resume.
+    pub(crate) fn trace(&self) -> Option<&crate::traces::EvalTrace> {
+        self.trace.as_ref()
+    }
+
     /// The media its calls received so far (see [`codemode_upstream::media`]): what its
     /// result's media references are resolved against.
     pub fn media(&self) -> &Media {

@@ -46,6 +46,21 @@ pub async fn call_tool_as(
     retry: Option<(&str, Value)>,
     bearer: Option<&str>,
 ) -> Result<Reply, String> {
+    let authorization = bearer.map(|token| format!("Bearer {token}"));
+    let headers: Vec<(&str, &str)> = authorization
+        .iter()
+        .map(|value| ("authorization", value.as_str()))
+        .collect();
+    call_tool_with(url, (tool, arguments), retry, &headers).await
+}
+
+/// [`call_tool`] with more HTTP `headers` (a `traceparent`, an `Authorization`).
+pub async fn call_tool_with(
+    url: &str,
+    (tool, arguments): (&str, &Value),
+    retry: Option<(&str, Value)>,
+    headers: &[(&str, &str)],
+) -> Result<Reply, String> {
     let mut params = json!({
         "name": tool,
         "arguments": arguments,
@@ -67,8 +82,8 @@ pub async fn call_tool_as(
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", tool);
-    if let Some(token) = bearer {
-        request = request.bearer_auth(token);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
     let response = request
         .body(body.to_string())

@@ -36,3 +36,4 @@ mod scopes;
 mod service;
 mod stateless;
 mod streams;
+mod traces;

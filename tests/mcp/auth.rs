@@ -100,25 +100,31 @@ impl Served {
         }
         request.push_str("\r\n");
         request.push_str(&body);
-        let mut stream = TcpStream::connect(&self.addr).expect("connect");
-        stream.write_all(request.as_bytes()).expect("send");
-        let mut response = String::new();
-        stream
-            .read_to_string(&mut response)
-            .expect("read the response");
-        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-        let mut lines = head.lines();
-        let status = lines
-            .next()
-            .and_then(|l| l.split(' ').nth(1))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no status line: {response:?}"));
-        let headers = lines
-            .filter_map(|l| l.split_once(": "))
-            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
-            .collect();
-        (status, headers, body.to_string())
+        exchange(&self.addr, &request)
     }
+}
+
+/// Sends the raw HTTP `request` to `addr` on a connection of its own: the status, the headers
+/// (names lowercased) and the body.
+pub(crate) fn exchange(addr: &str, request: &str) -> (u16, Vec<(String, String)>, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .expect("read the response");
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {response:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+        .collect();
+    (status, headers, body.to_string())
 }
 
 impl Drop for Served {

@@ -35,6 +35,7 @@ mod hitl_gateway;
 mod media;
 mod notifications;
 mod oauth;
+mod oauth_challenges;
 mod oauth_resource;
 mod observed;
 mod prompt;

@@ -17,12 +17,12 @@ use crate::auth::{Served, header};
 use crate::harness::{Mode, Setup, Transport, assert_json, base_config};
 use codemode_test_support::services::{OAuthUpstream, free_port};
 
-fn key(name: &str) -> EncodingKey {
+pub(crate) fn key(name: &str) -> EncodingKey {
     let pem = std::fs::read(OAuthUpstream::key_file(name)).expect("a test key");
     EncodingKey::from_rsa_pem(&pem).expect("an RSA key")
 }
 
-fn jwks(names: &[&str]) -> String {
+pub(crate) fn jwks(names: &[&str]) -> String {
     let keys: Vec<Jwk> = names
         .iter()
         .map(|name| {
@@ -34,14 +34,14 @@ fn jwks(names: &[&str]) -> String {
     json!({ "keys": keys }).to_string()
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock")
         .as_secs()
 }
 
-fn rs256(kid: &str, signer: &str, claims: &Value) -> String {
+pub(crate) fn rs256(kid: &str, signer: &str, claims: &Value) -> String {
     let mut header = Header::new(Algorithm::RS256);
     header.kid = Some(kid.to_string());
     jsonwebtoken::encode(&header, claims, &key(signer)).expect("sign")

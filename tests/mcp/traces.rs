@@ -1,16 +1,15 @@
 //! OpenTelemetry traces (`telemetry.otlpEndpoint`): one eval through `serve --http`, under a
-//! client's `traceparent`, with two calls to an HTTP upstream (the first approved through
-//! elicitation). A real OTLP/HTTP receiver (tests/support/otlp_receiver.py, the official
-//! protobuf definitions) gets the span tree; the upstream records the `traceparent` headers
-//! it was sent (tests/mcp/traced_server.py).
+//! client's `traceparent` (in `_meta`), with two calls to an HTTP upstream (the first approved
+//! through elicitation); then one from a client sending the W3C `traceparent` HTTP header and
+//! another in `_meta` (the header wins). A real OTLP/HTTP receiver (the test support's
+//! `OtlpReceiver`, the official protobuf definitions) gets the span tree; the upstream records
+//! the `traceparent` headers it was sent (tests/mcp/traced_server.py).
 
 use std::collections::BTreeMap;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use codemode_test_support::{peers, services};
+use codemode_test_support::helpers::{OtlpReceiver, PythonHelper, wait_for_lines};
+use codemode_test_support::services;
 use serde_json::{Value, json};
 
 use crate::harness::{Mode, Setup, Transport, assert_json};
@@ -18,64 +17,9 @@ use crate::harness::{Mode, Setup, Transport, assert_json};
 /// The client's span: the eval must hang from it, in its trace.
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
-/// How long the spans and the processes may take to show up.
-const DEADLINE: Duration = Duration::from_secs(60);
-
-/// A Python helper on a free port; killed on drop.
-struct Helper(Child);
-
-impl Helper {
-    fn start(script: &Path, port: u16, out: &Path) -> Helper {
-        let child = Command::new(peers::python())
-            .arg(script)
-            .arg(port.to_string())
-            .arg(out)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {}: {e}", script.display()));
-        let mut helper = Helper(child);
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Some(status) = helper.0.try_wait().expect("poll the helper") {
-                panic!("{} exited early ({status})", script.display());
-            }
-            assert!(
-                started.elapsed() < DEADLINE,
-                "{} did not listen",
-                script.display()
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        helper
-    }
-}
-
-impl Drop for Helper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The JSON lines of `path` once it has at least `n` of them.
-fn wait_for_lines(path: &Path, n: usize, what: &str) -> Vec<String> {
-    let started = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let lines: Vec<String> = text.lines().map(str::to_string).collect();
-        if lines.len() >= n {
-            return lines;
-        }
-        assert!(
-            started.elapsed() < DEADLINE,
-            "{what}: {} of {n} lines within {DEADLINE:?}:\n{text}",
-            lines.len()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+/// The span of the second client's `traceparent` header.
+const HEADER_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+const HEADER_SPAN: &str = "b7ad6b7169203331";
 
 fn repo_file(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -83,37 +27,54 @@ fn repo_file(rel: &str) -> PathBuf {
 
 #[test]
 fn an_eval_is_one_trace_from_the_client_to_the_upstream() {
-    let (otlp_port, web_port) = (services::free_port(), services::free_port());
-    let mut helpers = Vec::new();
+    let web_port = services::free_port();
+    let mut helpers = None;
     let setup = Setup::new("traces", Transport::Http, |scratch| {
-        let receiver = repo_file("tests/support/otlp_receiver.py");
-        helpers.push(Helper::start(
-            &receiver,
-            otlp_port,
-            &scratch.path("spans.jsonl"),
-        ));
+        let receiver = OtlpReceiver::start(&scratch.path("spans.jsonl"));
         let web = repo_file("tests/mcp/traced_server.py");
-        helpers.push(Helper::start(&web, web_port, &scratch.path("headers.txt")));
-        json!({
+        let web = PythonHelper::start(&web, web_port, &scratch.path("headers.txt"));
+        let config = json!({
             "mcpServers": {"web": {"url": format!("http://127.0.0.1:{web_port}/mcp")}},
             "evaluation": {"profiles": {"gate": {
                 "asklist": ["web__echo"],
                 "approvalTimeoutSeconds": 300
             }}},
-            "telemetry": {"otlpEndpoint": format!("http://127.0.0.1:{otlp_port}/v1/traces")}
-        })
+            "telemetry": {"otlpEndpoint": receiver.endpoint()}
+        });
+        helpers = Some((receiver, web));
+        config
     });
+    let (receiver, _web) = helpers.expect("the helpers started");
     let traceparent = PathBuf::from(format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"));
-    let obs = setup.python("traces.py", Mode::Legacy, &[("TRACEPARENT", &traceparent)]);
-    assert_json(
-        "the eval",
-        &obs,
-        &json!({"asked": 1, "is_error": false, "result": {"ok": true, "result": [{"result": "secret argument"}, {"result": 5}]}}),
+    let header = PathBuf::from(format!("00-{HEADER_TRACE}-{HEADER_SPAN}-01"));
+    let obs = setup.python(
+        "traces.py",
+        Mode::Legacy,
+        &[
+            ("TRACEPARENT", &traceparent),
+            ("HEADER_TRACEPARENT", &header),
+        ],
     );
-    let spans: Vec<Value> = wait_for_lines(&setup.scratch.path("spans.jsonl"), 6, "spans")
+    assert_json(
+        "the evals",
+        &obs,
+        &json!({"asked": 1, "is_error": false, "result": {"ok": true, "result": [{"result": "secret argument"}, {"result": 5}]},
+            "headed": 1}),
+    );
+    let (headed, spans): (Vec<Value>, Vec<Value>) = receiver
+        .spans(7)
+        .into_iter()
+        .partition(|s| s["trace_id"] == HEADER_TRACE);
+    // The header's eval: in the header's trace, under its span, `_meta`'s ignored.
+    let headed: Vec<Value> = headed
         .iter()
-        .map(|l| serde_json::from_str(l).expect("a span line"))
+        .map(|s| json!([s["name"], s["parent_span_id"], s["attributes"]]))
         .collect();
+    assert_json(
+        "the eval under the traceparent header",
+        &Value::Array(headed),
+        &json!([["eval", HEADER_SPAN, {"codemode.profile": "gate", "codemode.outcome": "ok"}]]),
+    );
     assert_span_tree(&spans);
     // Each upstream request carried its own span's context, in the client's trace.
     let headers = wait_for_lines(&setup.scratch.path("headers.txt"), 2, "traceparent headers");

@@ -11,8 +11,9 @@
 //!   `403`, `404`, `409`, `422` (see [`DecideError`]); errors are `{"error": "…"}`;
 //! - `GET /approvals/ui` — the web page (embedded, no external assets).
 //!
-//! Every request passes the same [`Authenticate`] as the MCP endpoint (`401` with
-//! `WWW-Authenticate: Bearer`) before anything else of it is read, and a body is read under the
+//! Every request passes the same [`Authenticate`] as the MCP endpoint, refused as `/mcp` refuses
+//! (`401` with the same `WWW-Authenticate: Bearer` challenge, `resource_metadata` included under
+//! `server.auth.oauth`) before anything else of it is read, and a body is read under the
 //! same limits as `/mcp`'s (`server.http.maxRequestBody`, `bodyReadTimeout`; `413`, `408`); its
 //! own listener has `/mcp`'s header read timeout. A decider needs the permission `approve` (and
 //! `approve_self` for its own asks). Without authentication (loopback only) the decider is `local` with both.
@@ -42,7 +43,7 @@ use super::broker::{
 };
 use super::parked_feed::ParkedEvent;
 use super::stream::{Feed, Item, StreamSlot, Streams, events, stream_bound};
-use crate::auth::{AuthError, Authenticate, Credential};
+use crate::auth::{AuthError, Authenticate, Credential, unauthorized};
 use crate::server::body::BodyError;
 
 /// The web page (HTML, CSS and script in one file).
@@ -113,13 +114,7 @@ impl IntoResponse for ApiError {
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    let mut response = (status, axum::Json(json!({"error": message.into()}))).into_response();
-    if status == StatusCode::UNAUTHORIZED {
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    }
-    response
+    (status, axum::Json(json!({"error": message.into()}))).into_response()
 }
 
 /// The host name of a `Host` header value (`[::1]:8080` → `[::1]`, `localhost:80` →
@@ -188,7 +183,8 @@ async fn guard(State(api): State<Api>, mut request: Request, next: Next) -> Resp
     api.auth.prepare(headers).await;
     let credential = match decider(&api, headers) {
         Ok(credential) => credential,
-        Err(ApiError(status, message)) => return refuse(status, message),
+        // The challenge `/mcp` gives: with OAuth, where to log in (`resource_metadata`).
+        Err(e) => return unauthorized(&e, api.auth.resource_metadata()),
     };
     if request.method() == axum::http::Method::POST && !api.auth.enabled() {
         let json_body = headers
@@ -215,20 +211,14 @@ async fn guard(State(api): State<Api>, mut request: Request, next: Next) -> Resp
 
 /// The caller deciding and its credential's expiry; without authentication, `local` with every
 /// approval permission.
-fn decider(api: &Api, headers: &HeaderMap) -> Result<Credential, ApiError> {
+fn decider(api: &Api, headers: &HeaderMap) -> Result<Credential, AuthError> {
     if !api.auth.enabled() {
         return Ok(Credential {
             caller: Caller::new(Caller::LOCAL, [APPROVE_PERMISSION, APPROVE_SELF_PERMISSION]),
             expires_at: None,
         });
     }
-    api.auth.credential(headers).map_err(|e: AuthError| {
-        let status = match e {
-            AuthError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            _ => StatusCode::UNAUTHORIZED,
-        };
-        ApiError(status, e.to_string())
-    })
+    api.auth.credential(headers)
 }
 
 /// Reading needs the same permission as deciding: the arguments may be secrets.

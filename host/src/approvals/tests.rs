@@ -139,7 +139,14 @@ async fn post(base: &str, id: &str, token: Option<&str>, body: Value) -> (u16, V
         .map(|v| v.to_str().unwrap().to_string());
     let mut body: Value = r.json().await.unwrap();
     if status == 401 {
-        assert_eq!(www.as_deref(), Some("Bearer"));
+        // `/mcp`'s challenge: bare without a token, `invalid_token` with a bad one.
+        let want = match token {
+            None => "Bearer".to_string(),
+            Some(_) => {
+                "Bearer error=\"invalid_token\", error_description=\"unknown token\"".to_string()
+            }
+        };
+        assert_eq!(www.as_deref(), Some(want.as_str()));
     }
     body["error"] = json!(body["error"].as_str().map(|_| "…"));
     (status, body)

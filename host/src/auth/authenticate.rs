@@ -63,6 +63,13 @@ pub trait Authenticate: Send + Sync {
         None
     }
 
+    /// The scopes a token would need to be granted every one of `permissions` (as few as it
+    /// takes, picked greedily), for a scope challenge (`403 insufficient_scope`); `None` when
+    /// scopes grant nothing here (no OAuth) or no scopes together grant them all.
+    fn scopes_granting(&self, _permissions: &[String]) -> Option<Vec<String>> {
+        None
+    }
+
     /// Routes served without authentication (the protected-resource metadata).
     fn public_routes(&self) -> Option<axum::Router> {
         None

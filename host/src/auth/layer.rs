@@ -69,6 +69,35 @@ pub(crate) fn unauthorized(error: &AuthError, resource_metadata: Option<&str>) -
         .into_response()
 }
 
+/// The `403` refusing a request whose token lacks a scope it needs (RFC 6750 §3.1, MCP
+/// authorization's scope challenge): `WWW-Authenticate` names `scopes`, the scopes that grant
+/// what the request needs, so that the client can ask the authorization server for them and
+/// retry; `body` is the response's body (JSON).
+pub(crate) fn insufficient_scope(
+    scopes: &[String],
+    resource_metadata: Option<&str>,
+    body: String,
+) -> Response {
+    let mut params = Vec::new();
+    if let Some(url) = resource_metadata {
+        params.push(format!("resource_metadata=\"{}\"", quotable(url)));
+    }
+    params.push("error=\"insufficient_scope\"".into());
+    params.push(format!("scope=\"{}\"", quotable(&scopes.join(" "))));
+    (
+        http::StatusCode::FORBIDDEN,
+        [
+            (
+                http::header::WWW_AUTHENTICATE,
+                format!("Bearer {}", params.join(", ")),
+            ),
+            (http::header::CONTENT_TYPE, "application/json".to_string()),
+        ],
+        body,
+    )
+        .into_response()
+}
+
 /// `text` with what may not appear in a quoted header parameter replaced.
 fn quotable(text: &str) -> String {
     text.chars()

@@ -20,6 +20,7 @@ pub use jwt::JwtAuth;
 #[cfg(test)]
 pub(crate) use jwt::LEEWAY_SECONDS;
 pub use layer::{caller_of, require_auth};
+pub(crate) use layer::{insufficient_scope, unauthorized};
 pub use oauth::OAuthResource;
 pub use tokens::StaticTokens;
 

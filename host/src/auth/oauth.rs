@@ -153,6 +153,10 @@ impl Authenticate for OAuthResource {
         Some(&self.metadata_url)
     }
 
+    fn scopes_granting(&self, permissions: &[String]) -> Option<Vec<String>> {
+        cover(&self.scope_permissions, permissions)
+    }
+
     fn public_routes(&self) -> Option<axum::Router> {
         let metadata = self.metadata.clone();
         let serve = move || {
@@ -180,9 +184,55 @@ impl Authenticate for OAuthResource {
     }
 }
 
+/// Scopes of `scopes` that together grant every one of `permissions`: each time the one granting
+/// the most of those still missing, on a tie the one granting least in all (least privilege),
+/// then the first by name; `None` when some permission is granted by no scope.
+fn cover(scopes: &BTreeMap<String, Vec<String>>, permissions: &[String]) -> Option<Vec<String>> {
+    let mut missing: BTreeSet<&String> = permissions.iter().collect();
+    let mut chosen = Vec::new();
+    while !missing.is_empty() {
+        let grants = |granted: &Vec<String>| granted.iter().filter(|p| missing.contains(p)).count();
+        let (scope, granted) = scopes
+            .iter()
+            .min_by_key(|(_, granted)| (std::cmp::Reverse(grants(granted)), granted.len()))
+            .filter(|(_, granted)| grants(granted) > 0)?;
+        for permission in granted {
+            missing.remove(permission);
+        }
+        chosen.push(scope.clone());
+    }
+    Some(chosen)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scope_challenge_names_few_scopes_that_grant_everything_needed() {
+        let scopes: BTreeMap<String, Vec<String>> = serde_json::from_value(json!({
+            "admin": ["approve", "payments", "ops"], "ops": ["ops"], "pay": ["payments"],
+            "read": []}))
+        .unwrap();
+        let names = |permissions: &[&str]| {
+            let permissions: Vec<String> = permissions.iter().map(|p| p.to_string()).collect();
+            cover(&scopes, &permissions)
+        };
+        assert_eq!(names(&["ops"]), Some(vec!["ops".to_string()]));
+        assert_eq!(
+            names(&["payments", "ops", "approve"]),
+            Some(vec!["admin".to_string()])
+        );
+        assert_eq!(names(&[]), Some(vec![]));
+        assert_eq!(names(&["ops", "nobody grants this"]), None);
+        let narrow: BTreeMap<String, Vec<String>> =
+            serde_json::from_value(json!({"ops": ["ops"], "pay": ["payments"]})).unwrap();
+        let both = ["payments".to_string(), "ops".to_string()];
+        assert_eq!(
+            cover(&narrow, &both),
+            Some(vec!["ops".to_string(), "pay".to_string()])
+        );
+    }
 
     fn resource(scopes: Value) -> OAuthResource {
         let config = json!({"server": {"auth": {"oauth": {

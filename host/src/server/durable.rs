@@ -111,6 +111,9 @@ pub struct ParkedMeta {
     /// approval timeout instead (the records expire; the sweep ends the call at the deadline).
     #[serde(default)]
     pub lived_ms: u64,
+    /// Its trace (traces on where it started): the resumed eval goes on in it.
+    #[serde(default)]
+    pub trace: Option<crate::traces::SavedTrace>,
 }
 
 /// One open ask of a parked eval.
@@ -575,6 +578,7 @@ impl Durable {
             eval_approvals: eval.eval_approvals().clone(),
             session_approvals,
             lived_ms: u64::try_from(eval.lived().as_millis()).unwrap_or(u64::MAX),
+            trace: eval.trace().map(crate::traces::EvalTrace::saved),
         }
     }
 }

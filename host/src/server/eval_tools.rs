@@ -15,6 +15,16 @@ pub const PROFILE_TOOL_PREFIX: &str = "codemode_eval_";
 /// `codemode_eval_<profile>`): the profile's `requirePermissions`, and for `eval` also
 /// `evaluation.evalRequiresPermissions`. Empty for an unknown tool (the call reports that).
 pub(super) fn missing_permissions(config: &Config, tool: &str, caller: &Caller) -> Vec<String> {
+    caller
+        .missing(&required_permissions(config, tool))
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The permissions eval tool `tool` requires (see [`missing_permissions`]); none for an unknown
+/// tool.
+pub(super) fn required_permissions(config: &Config, tool: &str) -> Vec<String> {
     let mut required: Vec<String> = Vec::new();
     let profile = if tool == EVAL_TOOL {
         required.extend(eval_requires_permissions(config).iter().cloned());
@@ -25,12 +35,9 @@ pub(super) fn missing_permissions(config: &Config, tool: &str, caller: &Caller) 
     if let Some(profile) = profile.and_then(|name| config.profile(name)) {
         required.extend(profile_requires_permissions(profile).iter().cloned());
     }
+    required.sort();
     required.dedup();
-    caller
-        .missing(&required)
-        .into_iter()
-        .map(str::to_string)
-        .collect()
+    required
 }
 
 /// `evaluation.evalRequiresPermissions`.

@@ -7,6 +7,10 @@
 //! invalid-request error at once (rmcp would answer only one of the two, and leave the other
 //! open until the session expired).
 //!
+//! A call to an eval tool that the caller's OAuth token lacks the scopes for gets `403` with an
+//! `insufficient_scope` challenge naming the scopes that would grant it
+//! ([`Guard::scope_challenge`]).
+//!
 //! A legacy session belongs to the authenticated caller that opened it: another caller's
 //! request naming it goes on as a request naming a session that does not exist, so it gets
 //! rmcp's answer to an unknown session (`404`), and neither reaches the session nor learns that
@@ -28,6 +32,7 @@ use serde_json::{Value, json};
 
 use super::ServerState;
 use super::sessions::SealedSessionStore;
+use crate::auth::Authenticate;
 
 /// The header naming a legacy MCP session.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -44,6 +49,8 @@ pub(super) struct Guard {
     in_flight: Arc<Mutex<HashSet<(String, String)>>>,
     /// Where sessions (and their owners) are kept for every node, when they are.
     session_store: Option<SealedSessionStore>,
+    /// The authenticator of `/mcp`, for its scope challenges.
+    auth: Arc<dyn Authenticate>,
 }
 
 /// Holds a `(session, id)` pair in flight until the response's body is dropped.
@@ -65,7 +72,7 @@ impl Guard {
     pub(super) fn new(
         state: Arc<ServerState>,
         sessions: Arc<LocalSessionManager>,
-        session_store: Option<SealedSessionStore>,
+        (session_store, auth): (Option<SealedSessionStore>, Arc<dyn Authenticate>),
     ) -> Self {
         Guard {
             state,
@@ -73,6 +80,7 @@ impl Guard {
             owners: Arc::default(),
             in_flight: Arc::default(),
             session_store,
+            auth,
         }
     }
 
@@ -193,6 +201,9 @@ impl Guard {
                 false,
             )));
         }
+        if let Some(refused) = self.scope_challenge(object, parts, &id) {
+            return Err(Box::new(refused));
+        }
         if opens_legacy_session(object, &parts.headers) {
             let client = client_of(parts);
             if let Err((cap, message)) = self.admit(&client, limits).await {
@@ -208,6 +219,42 @@ impl Guard {
             return Ok(Some(client));
         }
         Ok(None)
+    }
+
+    /// The scope challenge (MCP authorization, RFC 6750 §3.1) of a call to an eval tool whose
+    /// required permissions the caller's token does not grant, when some scopes would: `403
+    /// insufficient_scope` naming them, so that the client can get them and call again. Without
+    /// such scopes the call goes on, to be answered as a tool the caller cannot see.
+    fn scope_challenge(
+        &self,
+        message: &serde_json::Map<String, Value>,
+        parts: &http::request::Parts,
+        id: &Value,
+    ) -> Option<Response> {
+        if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+            return None;
+        }
+        let tool = message.get("params")?.get("name")?.as_str()?;
+        let caller = parts.extensions.get::<Caller>()?;
+        let config = self.state.config();
+        if super::eval_tools::missing_permissions(&config, tool, caller).is_empty() {
+            return None;
+        }
+        let scopes = self
+            .auth
+            .scopes_granting(&super::eval_tools::required_permissions(&config, tool))?;
+        let message = format!(
+            "the token's scopes do not grant what `{}` needs; a token with the scopes `{}` would",
+            codemode_policies::neutralize(tool),
+            scopes.join(" ")
+        );
+        let body =
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}});
+        Some(crate::auth::insufficient_scope(
+            &scopes,
+            self.auth.resource_metadata(),
+            body.to_string(),
+        ))
     }
 
     /// Takes the request's `(session, id)` pair as in flight, when it is a request on a legacy

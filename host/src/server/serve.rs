@@ -114,7 +114,11 @@ pub fn http_router(
         sessions.clone(),
         config,
     );
-    let guard = guard::Guard::new(state.clone(), sessions, options.session_store.clone());
+    let guard = guard::Guard::new(
+        state.clone(),
+        sessions,
+        (options.session_store.clone(), options.auth.clone()),
+    );
     let approvals = state.config().approvals.http.then(|| {
         crate::approvals::http::router_with(
             state.approvals.clone(),

@@ -11,8 +11,15 @@
 //!
 //! The eval's parent is the client's W3C `traceparent` (the HTTP request's header, else the
 //! MCP request's `_meta.traceparent`); an upstream call carries its span's own `traceparent`
-//! on (see `codemode_upstream::CallScope::traceparent`). A parked eval resumed later starts
-//! a trace of its own.
+//! on (see `codemode_upstream::CallScope::traceparent`).
+//!
+//! A parked eval keeps its trace ([`SavedTrace`], in the store with it), and the node that
+//! resumes it goes on in it: same trace, same `eval` span. That span is sent once, when the
+//! eval ends (it is made from the eval's audit record, whose wall time counts the time parked),
+//! so nothing of it was sent at the park, and the resumed part's `tool_call` spans hang from
+//! it as they would had the eval stayed in memory: one tree, no span link needed. The request
+//! that brought the answer (a retry, the approval API) has its own trace, which the eval does
+//! not join.
 
 mod export;
 pub(crate) mod hooks;
@@ -125,6 +132,50 @@ impl Traces {
             profile.unwrap_or("none"),
         ))
     }
+
+    /// The trace of a parked eval resumed here: the one it `saved` (see the module docs); a
+    /// new one when it kept none (traces were off where it started) or its ids do not parse;
+    /// `None` when traces are off here.
+    pub(crate) fn resumed(
+        &self,
+        saved: Option<&SavedTrace>,
+        profile: Option<&str>,
+    ) -> Option<EvalTrace> {
+        let ids = saved.and_then(|saved| {
+            let parent = match &saved.parent {
+                Some(parent) => Some(hex::<8>(parent)?),
+                None => None,
+            };
+            Some((
+                hex::<16>(&saved.trace_id)?,
+                hex::<8>(&saved.eval_span)?,
+                parent,
+            ))
+        });
+        let Some((trace_id, eval_span, parent)) = ids else {
+            return self.eval(None, profile);
+        };
+        let current = self.0.read().unwrap_or_else(|e| e.into_inner());
+        let (_, exporter) = current.as_ref()?;
+        Some(EvalTrace(Arc::new(EvalTraceInner {
+            exporter: exporter.clone(),
+            trace_id,
+            eval_span,
+            parent,
+            profile: profile.unwrap_or("none").to_string(),
+        })))
+    }
+}
+
+/// An eval's trace as a parked eval keeps it in the store: hex ids.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SavedTrace {
+    /// The trace.
+    pub trace_id: String,
+    /// The eval's own span.
+    pub eval_span: String,
+    /// The span the eval hangs from (the client's), when there is one.
+    pub parent: Option<String>,
 }
 
 /// One eval's trace: where its spans go and the ids they hang from. Cheap to clone.
@@ -148,6 +199,15 @@ impl EvalTrace {
             parent: parent.map(|p| p.span_id),
             profile: profile.to_string(),
         }))
+    }
+
+    /// What a parked eval keeps of its trace, for [`Traces::resumed`].
+    pub(crate) fn saved(&self) -> SavedTrace {
+        SavedTrace {
+            trace_id: to_hex(&self.0.trace_id),
+            eval_span: to_hex(&self.0.eval_span),
+            parent: self.0.parent.as_ref().map(|p| to_hex(p)),
+        }
     }
 
     /// The id of the `tool_call` span of the eval's call number `call_id`.

@@ -6,8 +6,10 @@
 //! - [`services`]: real Redis and HAProxy processes on loopback ports of their own (Debian's
 //!   packages, installed by `debian.sh` when missing);
 //! - [`tls`]: an HTTPS server with a test CA's certificate, for codemode's HTTPS clients;
+//! - [`helpers`]: Python helpers on loopback (the OTLP trace receiver, a test's own scripts);
 //! - [`scratch_dir`]: a fresh directory per test.
 
+pub mod helpers;
 pub mod peers;
 pub mod services;
 pub mod tls;

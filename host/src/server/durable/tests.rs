@@ -71,6 +71,7 @@ fn meta(token: &str) -> ParkedMeta {
         eval_approvals: SessionApprovals::new(),
         session_approvals: SessionApprovals::new(),
         lived_ms: 0,
+        trace: None,
     }
 }
 

@@ -189,7 +189,12 @@ pub(super) fn resumed_eval(
                 .and_then(|p| config.profile(p).cloned()),
         )
         .lived(std::time::Duration::from_millis(meta.lived_ms))
-        .eval_approvals(meta.eval_approvals.clone());
+        .eval_approvals(meta.eval_approvals.clone())
+        .trace(
+            state
+                .traces
+                .resumed(meta.trace.as_ref(), meta.profile.as_deref()),
+        );
     if let Some(session) = &meta.session_id {
         builder = builder.session(session.clone(), meta.session_approvals.clone());
     }
