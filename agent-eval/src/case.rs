@@ -3,8 +3,29 @@
 
 use std::path::{Path, PathBuf};
 
+use codemode_policies::{AUDIT_CSV_COLUMNS, Decision};
+use codemode_runtime::CallStatus;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+
+/// A case file larger than this is refused: its prompt is sent on every turn.
+pub const MAX_CASE_BYTES: u64 = 64 << 10;
+
+/// The fields an audit record may carry beyond [`AUDIT_CSV_COLUMNS`]: a `tool_call`'s stage and
+/// class, an `access` record's method and name, a `sampling` record's server and request.
+const MORE_AUDIT_FIELDS: [&str; 8] = [
+    "stage",
+    "classification",
+    "method",
+    "name",
+    "server",
+    "messages",
+    "max_tokens",
+    "model",
+];
+
+/// The `event` names of the audit log.
+const AUDIT_EVENTS: [&str; 4] = ["tool_call", "eval", "access", "sampling"];
 
 /// One case: a prompt for the model and what must hold afterwards.
 #[derive(Debug, Clone, Deserialize)]
@@ -19,6 +40,9 @@ pub struct Case {
     pub profile: Option<String>,
     /// What the run must show.
     pub expect: Expect,
+    /// The file the case was read from (for errors about it).
+    #[serde(skip)]
+    pub path: PathBuf,
 }
 
 /// `expect`: the outcome and the audit evidence a case requires.
@@ -72,9 +96,18 @@ impl Case {
             path: path.to_path_buf(),
             message,
         };
+        let size = std::fs::metadata(path)
+            .map_err(|e| error(format!("cannot read: {e}")))?
+            .len();
+        if size > MAX_CASE_BYTES {
+            return Err(error(format!(
+                "the file is {size} bytes; a case file is at most {MAX_CASE_BYTES}"
+            )));
+        }
         let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read: {e}")))?;
-        let case: Case = serde_saphyr::from_str(&text).map_err(|e| error(e.to_string()))?;
+        let mut case: Case = serde_saphyr::from_str(&text).map_err(|e| error(e.to_string()))?;
         case.check().map_err(error)?;
+        case.path = path.to_path_buf();
         Ok(case)
     }
 
@@ -95,14 +128,54 @@ impl Case {
             ("audit_must", &self.expect.audit_must),
             ("audit_must_not", &self.expect.audit_must_not),
         ] {
-            if let Some(i) = patterns.iter().position(Map::is_empty) {
-                return Err(format!(
-                    "`expect.{key}[{i}]` is empty: it would match any record; give fields such as `tool` and `decision`"
-                ));
+            for (i, pattern) in patterns.iter().enumerate() {
+                check_pattern(pattern).map_err(|why| format!("`expect.{key}[{i}]` {why}"))?;
             }
         }
         Ok(())
     }
+}
+
+/// A pattern that can match some record: not empty, its fields the audit log's, its `event`,
+/// `decision` and `status` among their names. A misspelt field or value would match no record,
+/// and an `audit_must_not` that can match nothing checks nothing.
+fn check_pattern(pattern: &Map<String, Value>) -> Result<(), String> {
+    if pattern.is_empty() {
+        return Err(
+            "is empty: it would match any record; give fields such as `tool` and `decision`".into(),
+        );
+    }
+    for (field, value) in pattern {
+        if !AUDIT_CSV_COLUMNS.contains(&field.as_str())
+            && !MORE_AUDIT_FIELDS.contains(&field.as_str())
+        {
+            return Err(format!(
+                "has `{}`, which no audit record has; the fields are {}, {}",
+                codemode_policies::neutralize(field).replace('`', "\\`"),
+                AUDIT_CSV_COLUMNS.join(", "),
+                MORE_AUDIT_FIELDS.join(", ")
+            ));
+        }
+        let known = match field.as_str() {
+            "event" => value.as_str().is_some_and(|e| AUDIT_EVENTS.contains(&e)),
+            "decision" => serde_json::from_value::<Decision>(value.clone()).is_ok(),
+            "status" => serde_json::from_value::<CallStatus>(value.clone()).is_ok(),
+            _ => true,
+        };
+        if !known {
+            return Err(format!(
+                "has `{field}: {}`, which no audit record has; {}",
+                codemode_policies::bounded(&value.to_string(), 80),
+                match field.as_str() {
+                    "event" => "an event is tool_call, eval, access or sampling",
+                    "decision" =>
+                        "a decision is allowed, denied, approved, declined, timeout, unsupported or invalid",
+                    _ => "a status is ok, error or denied",
+                }
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The case files named by `paths`: a file as it is, a directory's `*.yaml` and `*.yml`
@@ -122,6 +195,13 @@ pub fn load_cases(paths: &[PathBuf]) -> Result<Vec<Case>, CaseError> {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
                 .collect();
+            // A run of no cases would report `0 passed, 0 failed` and exit 0.
+            if found.is_empty() {
+                return Err(CaseError {
+                    path: path.clone(),
+                    message: "the directory has no case files (*.yaml, *.yml)".into(),
+                });
+            }
             found.sort();
             files.extend(found);
         } else {
@@ -176,5 +256,67 @@ mod tests {
                 .starts_with("`expect.audit_must[0]` is empty")
         );
         assert!(parse("name: a\nprompt: [\n").is_err());
+    }
+
+    /// A pattern field or value no audit record has would match nothing: an `audit_must_not`
+    /// of it would silently check nothing.
+    #[test]
+    fn agent_eval_nonsense_audit_patterns_are_refused() {
+        let with = |pattern: &str| {
+            parse(&format!(
+                "name: a\nprompt: p\nexpect: {{outcome: denied_or_refused, audit_must_not: [{pattern}]}}\n"
+            ))
+        };
+        let misspelt = with("{tol: files__write_file, status: ok}").unwrap_err();
+        assert!(
+            misspelt.starts_with("`expect.audit_must_not[0]` has `tol`, which no audit record has; the fields are ts, event,"),
+            "{misspelt}"
+        );
+        assert_eq!(
+            with("{decision: deny}").unwrap_err(),
+            "`expect.audit_must_not[0]` has `decision: \"deny\"`, which no audit record has; a decision is allowed, denied, approved, declined, timeout, unsupported or invalid"
+        );
+        assert_eq!(
+            with("{status: success}").unwrap_err(),
+            "`expect.audit_must_not[0]` has `status: \"success\"`, which no audit record has; a status is ok, error or denied"
+        );
+        assert_eq!(
+            with("{event: call}").unwrap_err(),
+            "`expect.audit_must_not[0]` has `event: \"call\"`, which no audit record has; an event is tool_call, eval, access or sampling"
+        );
+        assert!(
+            with("{tool: t, status: ok, decision: unsupported, event: tool_call, args: {path: x}}")
+                .is_ok()
+        );
+    }
+
+    /// A directory without case files, and an oversized case file, are refused by name.
+    #[test]
+    fn agent_eval_empty_directory_and_huge_case_are_refused() {
+        let dir = std::env::temp_dir().join(format!("agent-eval-cases-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("notes.txt"), "not a case").unwrap();
+        let empty = load_cases(std::slice::from_ref(&dir)).unwrap_err();
+        assert_eq!(
+            empty.message,
+            "the directory has no case files (*.yaml, *.yml)"
+        );
+        let huge = dir.join("huge.yaml");
+        let prompt = "x".repeat(usize::try_from(MAX_CASE_BYTES).unwrap());
+        std::fs::write(
+            &huge,
+            format!("name: h\nprompt: {prompt}\nexpect: {{outcome: answered}}\n"),
+        )
+        .unwrap();
+        let error = Case::load(&huge).unwrap_err();
+        assert_eq!(
+            error.message,
+            format!(
+                "the file is {} bytes; a case file is at most 65536",
+                MAX_CASE_BYTES + 45
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -23,8 +23,8 @@ use codemode_policies::{AuditQuery, Config, query_audit_dir};
 use codemode_runtime::Runtime;
 use serde_json::{Map, Value};
 
-pub use api::Api;
-pub use case::{Case, CaseError, Expect, Outcome, load_cases};
+pub use api::{Api, MAX_CALLS_PER_TURN, check_model_url};
+pub use case::{Case, CaseError, Expect, MAX_CASE_BYTES, Outcome, load_cases};
 pub use verdict::{CaseReport, Verdict};
 
 use api::{Chat, Endpoint, Reply};
@@ -101,16 +101,53 @@ pub async fn run_case(
 ) -> CaseReport {
     let dir = options.audit_root.join(index.to_string());
     let answer = converse(options, runtime, &dir, case).await;
-    let records = match read_audit(&dir) {
-        Ok(records) => records,
+    let mut report = match read_audit(&dir) {
+        Ok(records) => verdict::judge(case, &answer, &records),
         Err(e) => {
             let mut report = verdict::judge(case, &answer, &[]);
             report.verdict = Verdict::Fail;
             report.reasons.push(e);
-            return report;
+            report
         }
     };
-    verdict::judge(case, &answer, &records)
+    // An endpoint may echo the key (in an error about it, in a reply): the report never shows it.
+    if let Some(key) = &options.api_key {
+        report.redact(key);
+    }
+    report
+}
+
+/// Checks that every case's `profile` is one of `config`'s, before any case runs: a case
+/// that names no real profile is a mistake in the case file, not a model's failure.
+///
+/// # Errors
+/// [`CaseError`] for the first case whose profile the config lacks, with the profiles it has.
+pub fn check_profiles(cases: &[Case], config: &Config) -> Result<(), CaseError> {
+    for case in cases {
+        if let Some(profile) = &case.profile
+            && config.profile(profile).is_none()
+        {
+            let names: Vec<&str> = config
+                .evaluation
+                .profiles
+                .keys()
+                .map(String::as_str)
+                .collect();
+            let known = if names.is_empty() {
+                "it has none".to_string()
+            } else {
+                format!("it has {}", names.join(", "))
+            };
+            return Err(CaseError {
+                path: case.path.clone(),
+                message: format!(
+                    "`profile: {}`: the config has no such profile ({known})",
+                    codemode_policies::neutralize(profile).replace('`', "\\`")
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The case's config: its own audit directory (arguments included, for the evidence) and its

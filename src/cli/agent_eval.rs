@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use codemode_agent_eval::{Api, Case, Options, Verdict, load_cases, run_case};
+use codemode_agent_eval::{
+    Api, Case, Options, Verdict, check_model_url, check_profiles, load_cases, run_case,
+};
 use codemode_runtime::{Runtime, RuntimeConfig};
 
 use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config};
@@ -55,18 +57,31 @@ fn prepare(args: AgentEvalArgs) -> Result<(Vec<Case>, Options, Runtime), ExitCod
         eprintln!("codemode: {e}");
         ExitCode::from(EXIT_USAGE)
     })?;
+    let usage = |message: String| {
+        eprintln!("codemode: {message}");
+        ExitCode::from(EXIT_USAGE)
+    };
+    check_model_url(&args.model_url).map_err(|e| usage(format!("--model-url: {e}")))?;
     let api_key = match &args.api_key_env {
         Some(var) => match std::env::var(var) {
-            Ok(key) if !key.is_empty() => Some(key),
+            // A header value is visible ASCII; anything else would fail every request.
+            Ok(key) if !key.is_empty() && key.bytes().all(|b| b.is_ascii_graphic()) => Some(key),
+            Ok(key) if !key.is_empty() => {
+                return Err(usage(format!(
+                    "the API key in `{var}` (--api-key-env) has a character that cannot be sent in a header (a space, a control character or non-ASCII)"
+                )));
+            }
             _ => {
-                eprintln!("codemode: the environment variable `{var}` (--api-key-env) is not set");
-                return Err(ExitCode::from(EXIT_USAGE));
+                return Err(usage(format!(
+                    "the environment variable `{var}` (--api-key-env) is not set"
+                )));
             }
         },
         None => None,
     };
     let config_path = super::common::config_path(args.config.as_deref());
     let config = load_config(config_path.as_deref())?;
+    check_profiles(&cases, &config).map_err(|e| usage(e.to_string()))?;
     let mut runtime_config = RuntimeConfig::default();
     runtime_config.max_memory(config.limits.memory.max(64 << 20));
     let runtime = match Runtime::new(&runtime_config) {

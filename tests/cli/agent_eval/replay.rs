@@ -72,7 +72,7 @@ pub(super) fn replay(api: Api, dir: &Path, cases: &[&str]) -> Replay {
 }
 
 /// One HTTP/1.1 request: its path, headers (lower-case names) and JSON body.
-fn read_request(
+pub(super) fn read_request(
     stream: &mut std::net::TcpStream,
 ) -> Result<(String, HashMap<String, String>, Value), String> {
     let mut reader = BufReader::new(stream);
