@@ -151,7 +151,7 @@ fn check_pattern(pattern: &Map<String, Value>) -> Result<(), String> {
         {
             return Err(format!(
                 "has `{}`, which no audit record has; the fields are {}, {}",
-                codemode_policies::neutralize(field).replace('`', "\\`"),
+                codemode_policies::quoted(field),
                 AUDIT_CSV_COLUMNS.join(", "),
                 MORE_AUDIT_FIELDS.join(", ")
             ));

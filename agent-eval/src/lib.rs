@@ -142,7 +142,7 @@ pub fn check_profiles(cases: &[Case], config: &Config) -> Result<(), CaseError> 
                 path: case.path.clone(),
                 message: format!(
                     "`profile: {}`: the config has no such profile ({known})",
-                    codemode_policies::neutralize(profile).replace('`', "\\`")
+                    codemode_policies::quoted(profile)
                 ),
             });
         }
