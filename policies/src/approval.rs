@@ -191,6 +191,9 @@ pub struct ApprovalAnswer {
     pub reason: Option<String>,
     /// Who decided, when the channel knows (an HTTP API token's name, `local`).
     pub decided_by: Option<String>,
+    /// The permission of the risk level's `approvers` the decider held, when the channel
+    /// checked one (the approval API); see [`crate::RiskPolicy::approver_right`].
+    pub decided_with: Option<String>,
     /// Where the answer came from.
     pub channel: Channel,
     /// The choice the channel sent when it was none the form offered (as sent; a missing
@@ -206,6 +209,7 @@ impl ApprovalAnswer {
             decision,
             reason: None,
             decided_by: None,
+            decided_with: None,
             channel,
             not_offered: None,
         }

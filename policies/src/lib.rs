@@ -218,7 +218,7 @@ pub use profile::{
     ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
     DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
 };
-pub use risk::{DecisionRefused, Risk, RiskPolicy};
+pub use risk::{DecisionRefused, NotAnApprover, Risk, RiskPolicy, needed_permissions};
 pub use schemas::{
     INVALID_ARGUMENTS, InvalidArguments, Keys, MAX_ARGUMENTS_MESSAGE, MAX_VIOLATION_CHARS,
     MAX_VIOLATIONS, MEDIA_KEY, SchemaKind, SchemaProblem, SchemaSource, ToolSchemaSpec,

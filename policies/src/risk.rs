@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ApprovalDecision;
+use crate::{ApprovalDecision, Caller};
 
 /// How much harm a call could do, as the profile classifies it. Shown in every prompt and
 /// written to the audit log; the profile's `riskPolicies` bound what a human may answer.
@@ -65,6 +65,13 @@ pub struct RiskPolicy {
     pub allow_session_approval: bool,
     /// Whether approving or declining needs a reason in words.
     pub require_reason: bool,
+    /// The permissions of which a decider must hold one to decide an ask of this level
+    /// (`approvers`); empty: anyone who may approve at all (permission `approve` on the API,
+    /// the eval's own caller on its client or terminal).
+    pub approvers: Vec<String>,
+    /// Whether every call of this level is asked about, even one the profile allows
+    /// (`requireApproval`).
+    pub require_approval: bool,
 }
 
 impl Default for RiskPolicy {
@@ -74,8 +81,24 @@ impl Default for RiskPolicy {
             allow_eval_approval: true,
             allow_session_approval: true,
             require_reason: false,
+            approvers: Vec::new(),
+            require_approval: false,
         }
     }
+}
+
+/// Why a decider may not decide an ask: it holds none of the risk policy's `approvers`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{decider}` cannot decide a {risk}-risk ask: it needs one of the permissions {needed} (riskPolicies.{risk}.approvers)"
+)]
+pub struct NotAnApprover {
+    /// The decider's name, neutralised.
+    pub decider: String,
+    /// The risk level of the ask.
+    pub risk: Risk,
+    /// The permissions of which one is needed, each in backquotes, comma-separated.
+    pub needed: String,
 }
 
 /// Why a decision was refused by a [`RiskPolicy`].
@@ -129,6 +152,41 @@ impl RiskPolicy {
     }
 }
 
+impl RiskPolicy {
+    /// The permission of [`approvers`](Self::approvers) by which `decider` may decide an ask
+    /// of `risk`: `Ok(None)` when the policy names no approvers (today's rule applies),
+    /// `Ok(Some(permission))` the first one it holds.
+    ///
+    /// # Errors
+    /// [`NotAnApprover`], naming the permissions of which one is needed.
+    pub fn approver_right(
+        &self,
+        decider: &Caller,
+        risk: Risk,
+    ) -> Result<Option<String>, NotAnApprover> {
+        if self.approvers.is_empty() {
+            return Ok(None);
+        }
+        match self.approvers.iter().find(|p| decider.has_permission(p)) {
+            Some(right) => Ok(Some(right.clone())),
+            None => Err(NotAnApprover {
+                decider: crate::neutralize(&decider.name),
+                risk,
+                needed: needed_permissions(&self.approvers),
+            }),
+        }
+    }
+}
+
+/// `` `a`, `b` ``: permission names as messages list them (neutralised).
+pub fn needed_permissions(permissions: &[String]) -> String {
+    permissions
+        .iter()
+        .map(|p| format!("`{}`", crate::neutralize(p)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +226,7 @@ mod tests {
             allow_eval_approval: false,
             allow_session_approval: false,
             require_reason: true,
+            ..RiskPolicy::default()
         };
         assert_eq!(critical.allowed_decisions(), [ApproveOnce, Decline, Cancel]);
         assert_eq!(
@@ -196,5 +255,41 @@ mod tests {
             Ok(())
         );
         assert_eq!(critical.check(Cancel, None), Ok(()));
+    }
+
+    #[test]
+    fn only_a_holder_of_one_of_the_approvers_permissions_may_decide() {
+        let open = RiskPolicy::default();
+        let bob = Caller::new("bob", ["approve"]);
+        assert_eq!(open.approver_right(&bob, Risk::Critical), Ok(None));
+        let guarded = RiskPolicy {
+            approvers: vec!["approve:critical".into(), "oncall".into()],
+            ..RiskPolicy::default()
+        };
+        let refused = guarded.approver_right(&bob, Risk::Critical).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "`bob` cannot decide a critical-risk ask: it needs one of the permissions `approve:critical`, `oncall` (riskPolicies.critical.approvers)"
+        );
+        let lead = Caller::new("lead\u{202e}", ["approve", "oncall"]);
+        assert_eq!(
+            guarded.approver_right(&lead, Risk::Critical),
+            Ok(Some("oncall".to_string()))
+        );
+        // The local user holds no approver right: a right it held implicitly would be held by
+        // anything reaching an unauthenticated listener.
+        assert!(
+            guarded
+                .approver_right(&Caller::local(), Risk::High)
+                .is_err()
+        );
+        let nobody = Caller::new("x\u{202e}y", Vec::<String>::new());
+        assert!(
+            guarded
+                .approver_right(&nobody, Risk::High)
+                .unwrap_err()
+                .to_string()
+                .starts_with("`x\\u202ey` cannot decide a high-risk ask")
+        );
     }
 }

@@ -6,6 +6,8 @@
 //! decisions the request's risk policy allows), a reason when one is required. A request decided
 //! elsewhere (another approver, the client's own prompt) or expired is withdrawn from the screen.
 //! `hitl_request` questions are shown with their numbered options (`[1-n] answer [d]ecline`).
+//! A request this approver may not decide (its risk level's `approvers` name a permission the
+//! token lacks) is announced on one line with why, and not queued.
 //! Every script-chosen text is neutralised ([`codemode_policies::neutralize`]).
 
 use std::collections::VecDeque;
@@ -242,6 +244,20 @@ impl Screen {
         match name {
             "requested" => {
                 if self.queue.iter().any(|s| s.req["id"] == id.as_str()) {
+                    return;
+                }
+                // Shown, but not queued: an ask this approver may not decide (its risk level
+                // names approvers it is not one of) must not hold up the ones it may.
+                if req["decidable"] == false {
+                    eprintln!(
+                        "\n[risk {}] `{}` from caller {} (request {}): you cannot decide this: {}",
+                        text(&req, "risk").to_uppercase(),
+                        text(&req, "tool"),
+                        text(&req, "caller"),
+                        short(&id),
+                        text(&req, "cannot_decide")
+                    );
+                    self.prompt();
                     return;
                 }
                 let timeout = Duration::from_millis(req["timeout_ms"].as_u64().unwrap_or(0));

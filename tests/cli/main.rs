@@ -3,6 +3,7 @@
 
 mod agent_eval;
 mod approve;
+mod approve_rights;
 mod classes;
 mod clients;
 mod codeforms;

@@ -179,7 +179,7 @@ fn jwt(claims: Value, secret: &str) -> String {
     .expect("sign")
 }
 
-fn sha256_hex(text: &str) -> String {
+pub(crate) fn sha256_hex(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))

@@ -42,6 +42,7 @@ mod prompt;
 mod reload;
 mod resources;
 mod results;
+mod rights;
 mod sampling;
 mod schemas;
 mod sessions;

@@ -172,6 +172,12 @@ pub(crate) struct RiskPolicy {
     pub(crate) allow_eval_approval: Option<bool>,
     /// Whether the human must give a reason.
     pub(crate) require_reason: Option<bool>,
+    /// The permissions of which a decider must hold one to decide such a call, on every
+    /// channel (at least one). Default: anyone who may approve.
+    #[schemars(length(min = 1))]
+    pub(crate) approvers: Option<Vec<String>>,
+    /// Whether every such call is asked about, even one the profile allows. Default false.
+    pub(crate) require_approval: Option<bool>,
 }
 
 /// One `outputs` rule: in the results of the tools it names, keep only allowed fields, mask or

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use codemode_policies::{
-    ApprovalAnswer, ApprovalDecision, Caller, Channel, RiskPolicy, form_answer, is_blank,
+    ApprovalAnswer, ApprovalDecision, Caller, Channel, Risk, RiskPolicy, form_answer, is_blank,
     neutralize, rfc3339_utc,
 };
 use tokio::sync::{broadcast, oneshot};
@@ -37,8 +37,8 @@ pub const APPROVE_SELF_PERMISSION: &str = "approve_self";
 
 /// What a pending ask accepts.
 enum Accepts {
-    /// A decision its risk policy allows.
-    Approval(RiskPolicy),
+    /// A decision its risk policy allows, for an ask of this risk.
+    Approval(RiskPolicy, Risk),
     /// One of `options` (filling in form field `field`), or `decline`.
     Question { field: String, options: Vec<String> },
 }
@@ -48,7 +48,7 @@ impl Accepts {
     /// decision its risk policy allows, one of a question's options, or `decline`.
     fn check(&self, choice: Choice, reason: Option<&str>) -> Result<&'static str, DecideError> {
         Ok(match (self, choice) {
-            (Accepts::Approval(policy), Choice::Decision(d)) => {
+            (Accepts::Approval(policy, _), Choice::Decision(d)) => {
                 policy.check(d, reason)?;
                 decision_name(d)
             }
@@ -200,7 +200,7 @@ impl ApprovalBroker {
         let (tx, rx) = oneshot::channel();
         let view = Arc::new(view);
         let accepts = match &ask.kind {
-            AskKind::Approval(req) => Accepts::Approval(req.risk_policy.clone()),
+            AskKind::Approval(req) => Accepts::Approval(req.risk_policy.clone(), req.risk),
             _ => Accepts::Question {
                 field: field.unwrap_or_default(),
                 options: view.options.clone().unwrap_or_default(),
@@ -257,6 +257,10 @@ impl ApprovalBroker {
             });
         };
         may_decide(decider, &pending.caller)?;
+        let decided_with = match &pending.accepts {
+            Accepts::Approval(policy, risk) => approver(policy, *risk, decider)?,
+            Accepts::Question { .. } => None,
+        };
         let outcome = pending.accepts.check(choice, reason.as_deref())?;
         let pending = self.take(&mut inner, id).expect("checked above");
         let answer = match &choice_answer {
@@ -269,11 +273,12 @@ impl ApprovalBroker {
             reason: reason.clone(),
             answer: answer.clone(),
             channel: Channel::Http,
+            decided_with: decided_with.clone(),
         };
         let view = self.record(&mut inner, &pending.view, Some(&recorded));
         drop(inner);
         let mut reply = match &pending.accepts {
-            Accepts::Approval(_) => {
+            Accepts::Approval(..) => {
                 let decision = parse_decision(outcome).unwrap_or(ApprovalDecision::Decline);
                 form_answer(&ApprovalAnswer::new(decision, Channel::Http).with_reason(reason))
             }
@@ -286,6 +291,7 @@ impl ApprovalBroker {
             ),
         };
         reply.decided_by = Some(decider.name.clone());
+        reply.decided_with = decided_with;
         let _ = pending.tx.send(reply);
         let _ = self.events.send(BrokerEvent::Decided(view));
         Ok(())
@@ -312,6 +318,7 @@ impl ApprovalBroker {
                 done.reason = o.reason.clone();
                 done.answer = o.answer.clone();
                 done.channel = Some(o.channel.as_str());
+                done.decided_with = o.decided_with.clone();
             }
             None => {
                 done.decision = Some("expired");
@@ -409,4 +416,70 @@ pub(crate) fn may_decide(decider: &Caller, asker: &str) -> Result<(), DecideErro
         )));
     }
     Ok(())
+}
+
+/// The permission of `policy`'s `approvers` by which `decider` may decide an ask of `risk`
+/// (`None`: the level names none). An approver without it sees the ask but decides nothing,
+/// not even a decline.
+///
+/// # Errors
+/// [`DecideError::Forbidden`], naming the permissions of which one is needed.
+pub(crate) fn approver(
+    policy: &RiskPolicy,
+    risk: Risk,
+    decider: &Caller,
+) -> Result<Option<String>, DecideError> {
+    policy
+        .approver_right(decider, risk)
+        .map_err(|lacking| DecideError::Forbidden(lacking.to_string()))
+}
+
+/// [`approver`] for an ask as the API shows it (`view`: its `approvers` and `risk`; a question
+/// names none).
+///
+/// # Errors
+/// [`DecideError::Forbidden`], naming the permissions of which one is needed.
+pub(crate) fn approver_of_view(
+    view: &serde_json::Value,
+    decider: &Caller,
+) -> Result<Option<String>, DecideError> {
+    let approvers = view
+        .get("approvers")
+        .and_then(serde_json::Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(serde_json::Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let risk = view
+        .get("risk")
+        .and_then(serde_json::Value::as_str)
+        .and_then(Risk::parse)
+        .unwrap_or_default();
+    let policy = RiskPolicy {
+        approvers,
+        ..RiskPolicy::default()
+    };
+    approver(&policy, risk, decider)
+}
+
+/// Marks an ask as the API shows it (`view`) with whether `reader` may decide it
+/// (`"decidable"`), and when not, why (`"cannot_decide"`: what a decision would be refused
+/// with). A reader without the right still sees the ask.
+pub fn mark_decidable(view: &mut serde_json::Value, reader: &Caller) {
+    let asker = view
+        .get("caller")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let verdict = may_decide(reader, &asker).and_then(|()| approver_of_view(view, reader));
+    let Some(object) = view.as_object_mut() else {
+        return;
+    };
+    object.insert("decidable".into(), verdict.is_ok().into());
+    if let Err(refused) = verdict {
+        object.insert("cannot_decide".into(), refused.to_string().into());
+    }
 }

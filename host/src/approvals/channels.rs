@@ -80,13 +80,27 @@ impl Channels {
 
     /// The eval's own asker, waiting on the broker instead where it cannot answer (failed or
     /// timed out) while the broker can.
+    ///
+    /// When the eval's caller lacks the right to decide an approval (its risk level's
+    /// `approvers`), its own channel only shows the ask (the form offers only to withdraw it):
+    /// a decline withdraws the call, anything else leaves it waiting for an approver here.
     async fn own(&self, ask: Ask, has_broker: bool) -> Reply {
         if !self.asker.supports() && has_broker {
             return std::future::pending().await;
         }
+        let only_withdraws = match &ask.kind {
+            AskKind::Approval(req) => req
+                .risk_policy
+                .approver_right(&req.caller, req.risk)
+                .is_err(),
+            _ => false,
+        };
         let reply = self.asker.ask(ask).await;
+        let withdrawn = approval_of(&reply)
+            .is_some_and(|a| a.decision == ApprovalDecision::Decline && a.not_offered.is_none());
         match reply.answer {
             Answer::Failed(_) | Answer::Timeout if has_broker => std::future::pending().await,
+            _ if only_withdraws && !withdrawn && has_broker => std::future::pending().await,
             _ => reply,
         }
     }
@@ -99,6 +113,10 @@ impl Asker for Channels {
 
     fn channel(&self) -> Channel {
         self.asker.channel()
+    }
+
+    fn approvers_elsewhere(&self) -> bool {
+        self.broker().is_some() || self.asker.approvers_elsewhere()
     }
 
     fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
@@ -164,6 +182,7 @@ impl Asker for Channels {
                         answer,
                         channel,
                         decided_by,
+                        decided_with: None,
                     })
                 }
                 _ => None,
@@ -186,6 +205,12 @@ fn outcome(kind: &AskKind, field: Option<&str>, reply: &Reply) -> Outcome {
         {
             answer.decision = ApprovalDecision::Decline;
         }
+        // Answered on the eval's own channel: by its caller, with the caller's right.
+        answer.decided_with = req
+            .risk_policy
+            .approver_right(&req.caller, req.risk)
+            .ok()
+            .flatten();
         return Outcome::of_approval(&answer);
     }
     let chosen = match (&reply.answer, field) {
@@ -205,5 +230,6 @@ fn outcome(kind: &AskKind, field: Option<&str>, reply: &Reply) -> Outcome {
         reason: None,
         answer: chosen,
         channel: reply.channel,
+        decided_with: None,
     }
 }

@@ -1,7 +1,9 @@
 //! The HTTP approval API and its web page, on the MCP listener (`"approvals": {"http": true}`)
 //! or a listener of its own (`codemode serve --approvals-http ADDR`).
 //!
-//! - `GET /approvals` — the pending requests; `?state=decided&limit=N` — the last decisions;
+//! - `GET /approvals` — the pending requests, each marked `decidable` by this caller (when not,
+//!   `cannot_decide` says why: an ask of a risk level whose `approvers` the caller lacks is
+//!   listed but refused); `?state=decided&limit=N` — the last decisions;
 //! - `GET /approvals/stream` — Server-Sent Events `requested`, `decided`, `expired` (the pending
 //!   requests first, as `requested`), and a last `end` when the stream ends: at its credential's
 //!   expiry (`{"reason": "credential_expired"}`) or after `server.http.maxStreamLifetime`
@@ -39,7 +41,7 @@ use serde_json::json;
 
 use super::broker::{
     APPROVE_PERMISSION, APPROVE_SELF_PERMISSION, ApprovalBroker, BrokerEvent, Choice, DecideError,
-    parse_decision,
+    mark_decidable, parse_decision,
 };
 use super::parked_feed::ParkedEvent;
 use super::stream::{Feed, Item, StreamSlot, Streams, events, stream_bound};
@@ -260,10 +262,10 @@ async fn list(
             if let Some(parked) = api.broker.parked() {
                 match parked.list().await {
                     Ok(saved) => merge_by_id(&mut views, saved),
-                    Err(e) => return partial(views, e),
+                    Err(e) => return partial(marked(views, &caller), e),
                 }
             }
-            axum::Json(json!({"approvals": views})).into_response()
+            axum::Json(json!({"approvals": marked(views, &caller)})).into_response()
         }
         Some("decided") => {
             let limit = q.limit.unwrap_or(50);
@@ -348,6 +350,7 @@ async fn stream(
         deadline,
         end,
         slot: Some(slot),
+        reader: caller,
     };
     Sse::new(events(feed))
         .keep_alive(KeepAlive::default())
@@ -435,6 +438,14 @@ async fn decide(
             error(status, e.to_string())
         }
     }
+}
+
+/// The pending `views`, each marked with whether `reader` may decide it.
+fn marked(mut views: Vec<serde_json::Value>, reader: &Caller) -> Vec<serde_json::Value> {
+    for view in &mut views {
+        mark_decidable(view, reader);
+    }
+    views
 }
 
 /// Adds the views of `more` whose ids `views` lacks.

@@ -80,4 +80,6 @@ pub fn chosen_option(
 #[cfg(test)]
 mod limits_tests;
 #[cfg(test)]
+mod rights_tests;
+#[cfg(test)]
 mod tests;

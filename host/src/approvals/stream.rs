@@ -16,8 +16,9 @@ use serde_json::json;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::broker::BrokerEvent;
+use super::broker::{BrokerEvent, mark_decidable};
 use super::parked_feed::ParkedEvent;
+use codemode_policies::Caller;
 
 /// Open event streams by caller name (one map per listener).
 pub(super) type Streams = Arc<Mutex<HashMap<String, usize>>>;
@@ -102,12 +103,17 @@ impl Item {
         }
     }
 
-    fn data(&self) -> String {
-        let data = match self {
-            Item::Live(event) => serde_json::to_string(event.view()),
-            Item::Parked(event) => serde_json::to_string(event.view.as_ref()),
+    /// The event's view as JSON; a request is marked with whether `reader` may decide it.
+    fn data(&self, reader: &Caller) -> String {
+        let view = match self {
+            Item::Live(event) => serde_json::to_value(event.view()),
+            Item::Parked(event) => serde_json::to_value(event.view.as_ref()),
         };
-        data.unwrap_or_default()
+        let mut view = view.unwrap_or_default();
+        if self.name() == "requested" {
+            mark_decidable(&mut view, reader);
+        }
+        view.to_string()
     }
 }
 
@@ -121,6 +127,8 @@ pub(super) struct Feed {
     pub(super) deadline: tokio::time::Instant,
     pub(super) end: StreamEnd,
     pub(super) slot: Option<StreamSlot>,
+    /// Who reads the stream.
+    pub(super) reader: Caller,
 }
 
 impl Feed {
@@ -168,7 +176,9 @@ pub(super) fn events(feed: Feed) -> impl Stream<Item = Result<Event, Infallible>
         };
         match next {
             Some(Some(event)) => Some((
-                Ok(Event::default().event(event.name()).data(event.data())),
+                Ok(Event::default()
+                    .event(event.name())
+                    .data(event.data(&feed.reader))),
                 Some(feed),
             )),
             Some(None) => None,

@@ -40,7 +40,7 @@ impl Authenticate for Tokens {
     }
 }
 
-fn request(policy: RiskPolicy) -> ApprovalRequest {
+pub(super) fn request(policy: RiskPolicy) -> ApprovalRequest {
     let args = json!({"path": "/etc/passwd"});
     ApprovalRequest {
         id: new_request_id(),
@@ -65,14 +65,14 @@ fn request(policy: RiskPolicy) -> ApprovalRequest {
 }
 
 /// Asks approvals as the policy layer does, through an eval's channels.
-struct Approver(Channels);
+pub(super) struct Approver(Channels);
 
 impl Approver {
     fn supports(&self) -> bool {
         self.0.supports()
     }
 
-    async fn approve(&self, req: ApprovalRequest) -> ApprovalAnswer {
+    pub(super) async fn approve(&self, req: ApprovalRequest) -> ApprovalAnswer {
         let reply = self.0.ask(Ask::approval(&req)).await;
         match codemode_policies::approval_of(&reply) {
             Some(answer) => answer,
@@ -82,7 +82,7 @@ impl Approver {
 }
 
 /// The channels of an eval asking through `asker` and `broker`.
-fn approver_over(asker: Arc<dyn Asker>, broker: &Arc<ApprovalBroker>) -> Arc<Approver> {
+pub(super) fn approver_over(asker: Arc<dyn Asker>, broker: &Arc<ApprovalBroker>) -> Arc<Approver> {
     Arc::new(Approver(Channels::new(
         asker,
         Some(broker.clone()),
@@ -171,6 +171,7 @@ async fn the_api_checks_token_permission_self_approval_risk_and_state() {
         allow_eval_approval: true,
         allow_session_approval: false,
         require_reason: true,
+        ..RiskPolicy::default()
     };
     let req = request(strict);
     let id = req.id.clone();
@@ -386,6 +387,7 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
         allow_eval_approval: false,
         allow_session_approval: false,
         require_reason: true,
+        ..RiskPolicy::default()
     });
     req.reason = Some("backup\u{1b}[2K\nApproved by admin\u{202e}".into());
     req.preview = Arc::new(codemode_policies::extract_tool_calls(

@@ -57,6 +57,10 @@ pub struct ApprovalView {
     pub allowed_decisions: Vec<&'static str>,
     /// Whether a decision needs a reason.
     pub reason_required: bool,
+    /// The permissions of which a decider must hold one to decide this ask (its risk level's
+    /// `approvers`); absent: any approver.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
     /// The rule's reason, if a rule with a reason asked.
     pub rule_reason: Option<String>,
     /// The arguments in full.
@@ -85,6 +89,9 @@ pub struct ApprovalView {
     /// Answered questions: the option chosen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// Decided ones: the permission of `approvers` the decider held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_with: Option<String>,
     /// Decided ones: the channel that answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub channel: Option<&'static str>,
@@ -135,6 +142,7 @@ impl ApprovalView {
             options: None,
             allowed_decisions: allowed,
             reason_required: req.risk_policy.require_reason,
+            approvers: req.risk_policy.approvers.clone(),
             rule_reason: req.reason.clone(),
             args: req.args.clone(),
             args_summary: req.args_summary.clone(),
@@ -154,6 +162,7 @@ impl ApprovalView {
             decided_by: None,
             reason: None,
             answer: None,
+            decided_with: None,
             channel: None,
             decided_at: None,
         }
@@ -172,6 +181,7 @@ impl ApprovalView {
             options: Some(q.options.clone()),
             allowed_decisions: vec!["answer", "decline"],
             reason_required: false,
+            approvers: Vec::new(),
             rule_reason: None,
             args: json!({"question": q.message, "options": q.options}),
             args_summary: q
@@ -188,6 +198,7 @@ impl ApprovalView {
             decided_by: None,
             reason: None,
             answer: None,
+            decided_with: None,
             channel: None,
             decided_at: None,
         }
@@ -231,6 +242,8 @@ pub struct Outcome {
     pub answer: Option<String>,
     /// Where the answer came from.
     pub channel: Channel,
+    /// The permission of the ask's `approvers` the decider held.
+    pub decided_with: Option<String>,
 }
 
 impl Outcome {
@@ -242,6 +255,7 @@ impl Outcome {
             reason: a.reason.clone(),
             answer: None,
             channel: a.channel,
+            decided_with: a.decided_with.clone(),
         }
     }
 }

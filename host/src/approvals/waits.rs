@@ -50,6 +50,10 @@ impl Asker for WaitingAsker {
         self.inner.channel()
     }
 
+    fn approvers_elsewhere(&self) -> bool {
+        self.inner.approvers_elsewhere()
+    }
+
     fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(async move {
             if let Err(message) = self.waits.begin() {

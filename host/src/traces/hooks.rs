@@ -92,6 +92,10 @@ impl Asker for TracingAsker {
         self.inner.channel()
     }
 
+    fn approvers_elsewhere(&self) -> bool {
+        self.inner.approvers_elsewhere()
+    }
+
     fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(async move {
             let AskKind::Approval(request) = &ask.kind else {

@@ -117,6 +117,9 @@ pub struct Reply {
     pub channel: Channel,
     /// Who answered, when the channel knows (an API token's name).
     pub decided_by: Option<String>,
+    /// The permission of the risk level's `approvers` the decider held, when the channel
+    /// checked one (the approval API).
+    pub decided_with: Option<String>,
 }
 
 impl Reply {
@@ -126,6 +129,7 @@ impl Reply {
             answer,
             channel,
             decided_by: None,
+            decided_with: None,
         }
     }
 }
@@ -140,6 +144,14 @@ pub trait Asker: Send + Sync {
     /// is dropped, unfinished, when the call stops waiting: a channel withdraws its prompt then,
     /// unless [`Ask::is_parked`].
     fn ask(&self, ask: Ask) -> BoxFuture<'_, Reply>;
+
+    /// Whether someone other than the eval's own caller can answer an approval (the HTTP
+    /// approval API, where approvers sign in as themselves): an ask whose risk level names
+    /// `approvers` the caller lacks waits there, and is denied at once without it. By default
+    /// `false`; decorators pass their inner asker's.
+    fn approvers_elsewhere(&self) -> bool {
+        false
+    }
 
     /// For an ask made again after a resume ([`Ask::resumed`]): the answer given to it while its
     /// eval was parked, if any (taken: asked twice, `None`). Called before the call waits for a

@@ -71,7 +71,18 @@ pub fn approval_question(req: &ApprovalRequest) -> Question {
         "\n\nNo answer within {} s denies the call.",
         req.timeout.as_secs()
     );
-    let allowed = req.risk_policy.allowed_decisions();
+    // A caller without the right to decide sees the ask but may only withdraw it.
+    let allowed = match req.risk_policy.approver_right(&req.caller, req.risk) {
+        Ok(_) => req.risk_policy.allowed_decisions(),
+        Err(lacking) => {
+            let _ = write!(
+                message,
+                "\n\nYou cannot approve it here: {lacking}. It waits for such an approver on the HTTP approval API (request {}). Decline withdraws the call; Cancel only closes this prompt.",
+                req.id
+            );
+            vec![ApprovalDecision::Decline, ApprovalDecision::Cancel]
+        }
+    };
     let mut schema = json!({
         "type": "object",
         "properties": {
@@ -197,6 +208,7 @@ pub fn approval_of(reply: &Reply) -> Option<ApprovalAnswer> {
         answer => approval_answer(answer, reply.channel),
     };
     answer.decided_by.clone_from(&reply.decided_by);
+    answer.decided_with.clone_from(&reply.decided_with);
     Some(answer)
 }
 
@@ -218,6 +230,7 @@ pub fn form_answer(answer: &ApprovalAnswer) -> Reply {
         answer: Answer::Accept(content),
         channel: answer.channel,
         decided_by: answer.decided_by.clone(),
+        decided_with: answer.decided_with.clone(),
     }
 }
 

@@ -108,6 +108,11 @@ pub struct ToolCallAuditRecord {
     /// decided; absent in records written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classification: Option<crate::Class>,
+    /// The permission by which the decider of an approved ask held the right to decide it: one
+    /// of the risk level's `approvers` (`riskPolicies.<level>.approvers`); absent when the level
+    /// names no approvers or nobody approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver_right: Option<String>,
 }
 
 /// `event: "eval"`: one finished eval (cancelled ones included).
@@ -363,6 +368,7 @@ mod tests {
             output_sha256: Some(sha256_hex(b"{}")),
             stage: None,
             classification: None,
+            approver_right: None,
         };
         let v = serde_json::to_value(AuditRecord::ToolCall(rec.clone())).unwrap();
         assert_eq!(

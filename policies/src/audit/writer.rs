@@ -440,6 +440,7 @@ mod tests {
             output_sha256: None,
             stage: None,
             classification: None,
+            approver_right: None,
         })
     }
 

@@ -76,7 +76,7 @@ pub(super) fn read_risk_map(
 }
 
 /// `riskPolicies`: `{"<level>": {approvalTimeoutSeconds, allowSessionApproval,
-/// allowEvalApproval, requireReason}}`.
+/// allowEvalApproval, requireReason, approvers, requireApproval}}`.
 pub(super) fn read_risk_policies(
     r: &mut Reader,
     v: &Value,
@@ -117,7 +117,26 @@ pub(super) fn read_risk_policies(
         );
         flag(r, "allowEvalApproval", &mut policy.allow_eval_approval);
         flag(r, "requireReason", &mut policy.require_reason);
+        flag(r, "requireApproval", &mut policy.require_approval);
+        if let Some(v) = fields.get("approvers") {
+            policy.approvers = read_approvers(r, v, &ppath.key("approvers"));
+        }
         out.insert(risk, policy);
     }
     out
+}
+
+/// `approvers`: permission names, at least one (an empty list would let nobody decide, which
+/// `requireApproval` or an ask then turns into a denial nobody can lift).
+fn read_approvers(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<String> {
+    let before = r.error_count();
+    let approvers = read_permissions(r, v, path);
+    if approvers.is_empty() && r.error_count() == before {
+        r.error(
+            path,
+            ConfigErrorKind::InvalidValue,
+            "an empty list lets nobody decide: name at least one permission (such as \"approve:critical\"), or remove the key for the default (any approver)",
+        );
+    }
+    approvers
 }

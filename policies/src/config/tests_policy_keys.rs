@@ -21,7 +21,9 @@ const GATEWAY: &str = r#"{
         "defaultRisk": "low",
         "riskPolicies": {
           "critical": {"approvalTimeoutSeconds": 300, "allowSessionApproval": false,
-                       "allowEvalApproval": false, "requireReason": true},
+                       "allowEvalApproval": false, "requireReason": true,
+                       "approvers": ["approve:critical", "approve:critical", "oncall"],
+                       "requireApproval": true},
           "high": {"allowSessionApproval": false}
         },
         "rules": [{"tools": ["fs__delete*"], "disposition": "ask",
@@ -71,6 +73,8 @@ fn gateway_keys_parse() {
         allow_eval_approval: false,
         allow_session_approval: false,
         require_reason: true,
+        approvers: vec!["approve:critical".into(), "oncall".into()],
+        require_approval: true,
     };
     assert_eq!(p.risk_policy(Risk::Critical), critical);
     assert_eq!(
@@ -194,6 +198,30 @@ fn gateway_keys_report_every_error_with_its_path() {
                 ),
                 (
                     "evaluation.profiles.p.riskPolicies.low: expected an object, found an array",
+                    WrongType,
+                ),
+            ],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"riskPolicies": {
+                "critical": {"approvers": []},
+                "high": {"approvers": ["ok", " "], "requireApproval": "yes"},
+                "medium": {"approvers": "approve:medium"}}}}}}"#,
+            &[
+                (
+                    "evaluation.profiles.p.riskPolicies.critical.approvers: an empty list lets nobody decide: name at least one permission (such as \"approve:critical\"), or remove the key for the default (any approver)",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.riskPolicies.high.requireApproval: expected a boolean, found a string (\"yes\")",
+                    WrongType,
+                ),
+                (
+                    "evaluation.profiles.p.riskPolicies.high.approvers[1]: a permission name cannot be empty",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.riskPolicies.medium.approvers: expected an array of strings",
                     WrongType,
                 ),
             ],

@@ -14,8 +14,8 @@ use crate::approval::ApprovalKey;
 use crate::audit::Decision;
 use crate::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, Channel, DecisionRefused, Disposition,
-    Fallback, ParkedAsk, Profile, Risk, RiskPolicy, approval_of, bounded, neutralize,
-    new_request_id, summarize_args,
+    Fallback, NotAnApprover, ParkedAsk, Profile, Risk, RiskPolicy, approval_of, bounded,
+    needed_permissions, neutralize, new_request_id, summarize_args,
 };
 
 impl PolicyToolHost {
@@ -63,7 +63,16 @@ impl PolicyToolHost {
         let what = describe_match(tool, d.reason.as_deref());
         if !self.asker.supports() {
             audit.channel = Some(Channel::Fallback);
-            return fallback(profile, tool, &what);
+            return fallback(profile, &risk_policy, tool, &what);
+        }
+        // The eval's own client or terminal answers for its caller: without the right, the ask
+        // waits for an approver on another channel, or is denied when there is none.
+        let own_right = risk_policy.approver_right(&self.caller, d.risk);
+        if let Err(lacking) = &own_right
+            && !self.asker.approvers_elsewhere()
+        {
+            audit.channel = Some(Channel::Fallback);
+            return (Decision::Denied, Err(no_approver(lacking, tool, &what)));
         }
         let max = profile.max_pending_approvals();
         let Some(_slot) = PendingSlot::take(&self.pending, max) else {
@@ -129,6 +138,10 @@ impl PolicyToolHost {
         }
         if let Err(refused) = risk_policy.check(answer.decision, answer.reason.as_deref()) {
             return refused_answer(&answer, &refused, d.risk, tool, &what, audit);
+        }
+        match approver_right(&answer, &risk_policy, d.risk, own_right) {
+            Ok(right) => audit.approver_right = right,
+            Err(lacking) => return not_an_approver(&lacking, tool, &what, audit),
         }
         let taken = self.take_decision(&answer, key, cx.eval_id, tool, &what);
         if taken.0 == Decision::Approved {
@@ -301,11 +314,75 @@ fn not_offered(
     )
 }
 
+/// The right by which `answer`'s decider may give it, when it approves and the risk level
+/// names `approvers`: the one the approval API checked (`decided_with`), or, for the eval's own
+/// client or terminal, the caller's (`own`). A decline needs none: the eval's own caller may
+/// always withdraw its call (the API refuses a decline by a non-approver itself).
+fn approver_right(
+    answer: &ApprovalAnswer,
+    policy: &RiskPolicy,
+    risk: Risk,
+    own: Result<Option<String>, NotAnApprover>,
+) -> Result<Option<String>, NotAnApprover> {
+    let approves = !matches!(
+        answer.decision,
+        ApprovalDecision::Decline | ApprovalDecision::Cancel
+    );
+    if !approves || policy.approvers.is_empty() {
+        return Ok(None);
+    }
+    match answer.channel {
+        Channel::Http => answer.decided_with.clone().map(Some).ok_or(NotAnApprover {
+            decider: neutralize(answer.decided_by.as_deref().unwrap_or("the approver")),
+            risk,
+            needed: needed_permissions(&policy.approvers),
+        }),
+        _ => own,
+    }
+}
+
+/// The eval's caller lacks the right to decide (`lacking`) and no other approver can be asked:
+/// the call is denied, whatever `elicitationFallback` says.
+fn no_approver(lacking: &NotAnApprover, tool: &str, what: &str) -> ToolError {
+    denied(
+        tool,
+        "permission",
+        format!(
+            "{what} needs approval by an approver: {lacking}, and no other approver can be asked here (the HTTP approval API is not served); ask an approver to run it"
+        ),
+    )
+}
+
+/// An approval from a decider without the right (`lacking`): it counts as a decline.
+fn not_an_approver(
+    lacking: &NotAnApprover,
+    tool: &str,
+    what: &str,
+    audit: &mut AuditGuard<'_>,
+) -> (Decision, Result<(), ToolError>) {
+    audit.decision_reason = Some(format!("refused answer ({lacking})"));
+    (
+        Decision::Declined,
+        Err(denied(
+            tool,
+            "elicitation_declined",
+            format!("{what} was not approved: {lacking}, so the answer counts as a decline"),
+        )),
+    )
+}
+
 /// What a call the profile asks about gets when no one can be asked (`elicitationFallback`).
-fn fallback(profile: &Profile, tool: &str, what: &str) -> (Decision, Result<(), ToolError>) {
+/// A risk level that requires approval or names approvers is never let through unasked.
+fn fallback(
+    profile: &Profile,
+    policy: &RiskPolicy,
+    tool: &str,
+    what: &str,
+) -> (Decision, Result<(), ToolError>) {
+    let supervised = policy.require_approval || !policy.approvers.is_empty();
     match profile.elicitation_fallback() {
-        Fallback::Allow => (Decision::Unsupported, Ok(())),
-        Fallback::Deny => (
+        Fallback::Allow if !supervised => (Decision::Unsupported, Ok(())),
+        _ => (
             Decision::Unsupported,
             Err(denied(
                 tool,

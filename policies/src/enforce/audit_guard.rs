@@ -40,6 +40,8 @@ pub(super) struct AuditGuard<'h> {
     /// Where the answer to an ask came from; `None` when nobody was asked.
     pub(super) channel: Option<Channel>,
     pub(super) decided_by: Option<String>,
+    /// The `approvers` permission the decider held (see [`ToolCallAuditRecord::approver_right`]).
+    pub(super) approver_right: Option<String>,
     pub(super) decision_reason: Option<String>,
     /// The paths the output policy masked or removed from the result.
     pub(super) redacted_paths: Vec<String>,
@@ -86,6 +88,7 @@ impl<'h> AuditGuard<'h> {
             risk: Risk::default(),
             channel: None,
             decided_by: None,
+            approver_right: None,
             decision_reason: None,
             redacted_paths: Vec::new(),
             output_sha256: None,
@@ -136,6 +139,7 @@ impl<'h> AuditGuard<'h> {
                 output_sha256: self.output_sha256.take(),
                 stage: Some(self.stage),
                 classification: self.classification,
+                approver_right: self.approver_right.take(),
             }));
     }
 }

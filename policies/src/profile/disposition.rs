@@ -19,6 +19,10 @@ impl Profile {
     ///    allowed;
     /// 5. anything else gets `defaultDisposition` (default `allow`).
     ///
+    /// A call allowed so whose risk level's policy requires approval
+    /// (`riskPolicies.<level>.requireApproval`) is asked about instead
+    /// ([`MatchedBy::RequireApproval`]).
+    ///
     /// The risk ([`Disposition::risk`]) is the first matching rule's that sets `risk` (whichever
     /// rule decided), else the level of the first glob of the `risk` map matching the name (in
     /// written order), else `high` for a call asked about only through
@@ -66,6 +70,13 @@ impl Profile {
             _ => (None, Vec::new()),
         };
         let risk = self.risk_of(names, args, kind, &matched);
+        // A level that requires approval asks even about a call the profile allows.
+        let (kind, matched) = match kind {
+            DispositionKind::Allow if self.risk_policy(risk).require_approval => {
+                (DispositionKind::Ask, MatchedBy::RequireApproval(risk))
+            }
+            _ => (kind, matched),
+        };
         Disposition {
             kind,
             matched,

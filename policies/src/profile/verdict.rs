@@ -54,6 +54,9 @@ pub enum MatchedBy {
     /// did), or there is no profile: the profile's `defaultDisposition` decided (always
     /// `allow` with an allowlist or without a profile).
     Default,
+    /// The profile allowed the call, but its risk level's policy asks about every call of that
+    /// level (`riskPolicies.<level>.requireApproval`).
+    RequireApproval(Risk),
 }
 
 impl fmt::Display for MatchedBy {
@@ -64,6 +67,9 @@ impl fmt::Display for MatchedBy {
             MatchedBy::Asklist(g) => write!(f, "asklist glob `{g}`"),
             MatchedBy::NotInAllowlist => f.write_str("not in the allowlist"),
             MatchedBy::Default => f.write_str("no list or rule matched"),
+            MatchedBy::RequireApproval(risk) => {
+                write!(f, "riskPolicies.{risk}.requireApproval")
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{AskRecord, Durable};
-use crate::approvals::broker::{Choice, DecideError, may_decide};
+use crate::approvals::broker::{Choice, DecideError, approver_of_view, may_decide};
 use crate::approvals::view::{decision_name, parse_decision};
 use crate::approvals::{Answer, Decided, Decisions, chosen_option};
 use codemode_policies::approval_answer;
@@ -67,6 +67,9 @@ struct DecisionRecord {
     /// An approval's choice the form did not offer, as sent (`decision` is then `decline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     not_offered: Option<String>,
+    /// The permission of the ask's `approvers` the decider held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    decided_with: Option<String>,
 }
 
 impl DecisionRecord {
@@ -85,6 +88,9 @@ impl DecisionRecord {
         }
         if let Some(answer) = self.answer {
             view.insert("answer".into(), Value::String(answer));
+        }
+        if let Some(right) = self.decided_with {
+            view.insert("decided_with".into(), Value::String(right));
         }
         view.insert(
             "channel".into(),
@@ -108,6 +114,7 @@ impl DecisionRecord {
             used: false,
             answer: None,
             not_offered: answer.not_offered.clone(),
+            decided_with: answer.decided_with.clone(),
         }
     }
 
@@ -132,6 +139,7 @@ impl DecisionRecord {
             used: false,
             answer,
             not_offered: None,
+            decided_with: None,
         }
     }
 }
@@ -340,7 +348,9 @@ impl Durable {
                 .and_then(Value::as_str)
                 .unwrap_or_default(),
         )?;
-        let decision = decision_record(&ask, decider, choice, reason)?;
+        let decided_with = approver_of_view(&ask.view, decider)?;
+        let mut decision = decision_record(&ask, decider, choice, reason)?;
+        decision.decided_with = decided_with;
         if !self
             .put_decision(id, &decision, record.remaining())
             .await
@@ -382,6 +392,7 @@ impl Decisions for Durable {
             let mut answer = ApprovalAnswer::new(decision, d.channel).with_reason(d.reason);
             answer.decided_by = d.decided_by;
             answer.not_offered = d.not_offered;
+            answer.decided_with = d.decided_with;
             Some(Decided::Approval(answer))
         })
     }

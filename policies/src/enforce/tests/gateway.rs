@@ -193,7 +193,8 @@ async fn requests_carry_the_risk_and_its_policy() {
             approval_timeout: Some(Duration::from_secs(300)),
             allow_eval_approval: false,
             allow_session_approval: false,
-            require_reason: true
+            require_reason: true,
+            ..RiskPolicy::default()
         }
         .allowed_decisions()
     );
