@@ -440,6 +440,12 @@ mod tests {
             output_sha256: None,
             stage: None,
             classification: None,
+            caller_permissions: Vec::new(),
+            timeout_seconds: None,
+            question: None,
+            options: None,
+            answer: None,
+            metadata: None,
         })
     }
 

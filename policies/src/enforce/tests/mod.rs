@@ -1,6 +1,7 @@
 //! Tests of the enforcement layer, with tools that count their invocations and a scripted
 //! approver.
 
+mod audit_fields;
 mod classes;
 mod concurrency;
 mod decisions;
