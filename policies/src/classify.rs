@@ -140,6 +140,19 @@ impl Classification {
         }
         caller.has_permission(ALLOW_DESTRUCTIVE)
     }
+
+    /// The permissions of `caller` that count, sorted: its own, without [`ALLOW_DESTRUCTIVE`]
+    /// when [`permits`](Self::permits) does not honour it (the local caller under
+    /// `localAllowDestructive: false`). What the audit records as `caller_permissions`.
+    pub fn permissions_of(&self, caller: &Caller) -> Vec<String> {
+        let withdrawn = !self.permits(caller, Class::Destructive);
+        caller
+            .permissions
+            .iter()
+            .filter(|p| !(withdrawn && p.as_str() == ALLOW_DESTRUCTIVE))
+            .cloned()
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -215,5 +228,24 @@ mod tests {
         assert!(off.permits(&granted, Class::Destructive));
         assert!(on.permits(&Caller::local(), Class::Destructive));
         assert!(!off.permits(&Caller::local(), Class::Destructive));
+    }
+
+    /// What the audit records of a caller's permissions: sorted, and the local caller's
+    /// `allow_destructive` only while the config honours it.
+    #[test]
+    fn the_permissions_that_count() {
+        let on = Classification::default();
+        let off = Classification::new(Default::default(), false);
+        let ops = Caller::new("ops", ["refunds", ALLOW_DESTRUCTIVE, "deploy"]);
+        let sorted = ["allow_destructive", "deploy", "refunds"];
+        assert_eq!(
+            (on.permissions_of(&ops), off.permissions_of(&ops)),
+            (
+                sorted.map(String::from).to_vec(),
+                sorted.map(String::from).to_vec()
+            )
+        );
+        assert_eq!(on.permissions_of(&Caller::local()), [ALLOW_DESTRUCTIVE]);
+        assert_eq!(off.permissions_of(&Caller::local()), Vec::<String>::new());
     }
 }

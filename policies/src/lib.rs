@@ -173,10 +173,14 @@ pub use audit::{
     canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
 };
 // The audit chain, its verification and queries (issue 15 §7).
+// What a `tool_call` record keeps of a `hitl_request` (issue 28 B.2).
 pub use audit::{
     AUDIT_CSV_COLUMNS, AuditEvent, AuditFormat, AuditKey, AuditQuery, AuditQueryError, ChainBreak,
     ChainHead, EvalAuditContext, QueriedRecord, QueryResult, Verified, audit_eval_id, chain_hash,
     format_records, genesis, parse_time_bound, query_audit_dir, verify_audit_dir,
+};
+pub use audit::{
+    HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST, bounded_metadata, is_hitl_request,
 };
 pub use caller::{ALLOW_DESTRUCTIVE, Caller};
 pub use change::{MAX_DIFF_BYTES, change_summary};

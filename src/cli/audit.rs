@@ -60,6 +60,14 @@ pub struct QueryArgs {
     /// Only records of this eval.
     #[arg(long = "eval", value_name = "ID")]
     eval_id: Option<String>,
+    /// Only records of this risk level (low, medium, high, critical).
+    #[arg(long, value_name = "LEVEL")]
+    risk: Option<String>,
+    /// Only records whose top-level FIELD's value is exactly VALUE: a string by its content,
+    /// anything else as compact JSON (`stage=registry`, `call_id=2`, `reason=null`).
+    /// Repeatable; every one must hold.
+    #[arg(long = "where", value_name = "FIELD=VALUE")]
+    where_fields: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "jsonl")]
     format: FormatArg,
@@ -140,40 +148,15 @@ fn display_file(path: &std::path::Path) -> String {
 }
 
 fn query(args: QueryArgs) -> ExitCode {
-    let now = SystemTime::now();
-    let mut query = AuditQuery::default();
-    let mut problems = Vec::new();
-    for (flag, value, slot) in [
-        ("--since", &args.since, &mut query.since),
-        ("--until", &args.until, &mut query.until),
-    ] {
-        if let Some(value) = value {
-            match parse_time_bound(value, now) {
-                Ok(t) => *slot = Some(t),
-                Err(e) => problems.push(format!("{flag}: {e}")),
+    let query = match build_query(&args) {
+        Ok(q) => q,
+        Err(problems) => {
+            for p in problems {
+                eprintln!("codemode: {p}");
             }
+            return ExitCode::from(EXIT_USAGE);
         }
-    }
-    if let Some(glob) = &args.tool
-        && let Err(e) = query.tool_glob(glob)
-    {
-        problems.push(format!("--tool: {e}"));
-    }
-    if !problems.is_empty() {
-        for p in problems {
-            eprintln!("codemode: {p}");
-        }
-        return ExitCode::from(EXIT_USAGE);
-    }
-    query.event = args.event.map(|e| match e {
-        EventArg::ToolCall => AuditEvent::ToolCall,
-        EventArg::Eval => AuditEvent::Eval,
-        EventArg::Access => AuditEvent::Access,
-        EventArg::Sampling => AuditEvent::Sampling,
-    });
-    query.decision = args.decision;
-    query.caller = args.caller;
-    query.eval_id = args.eval_id;
+    };
     let result = match query_audit_dir(&args.dir, &query) {
         Ok(r) => r,
         Err(e) => {
@@ -194,4 +177,50 @@ fn query(args: QueryArgs) -> ExitCode {
     };
     let _ = std::io::stdout().write_all(format_records(&result.records, format).as_bytes());
     ExitCode::SUCCESS
+}
+
+/// The filters of `args`, or every problem with them, each prefixed with its flag.
+fn build_query(args: &QueryArgs) -> Result<AuditQuery, Vec<String>> {
+    let now = SystemTime::now();
+    let mut query = AuditQuery::default();
+    let mut problems = Vec::new();
+    for (flag, value, slot) in [
+        ("--since", &args.since, &mut query.since),
+        ("--until", &args.until, &mut query.until),
+    ] {
+        if let Some(value) = value {
+            match parse_time_bound(value, now) {
+                Ok(t) => *slot = Some(t),
+                Err(e) => problems.push(format!("{flag}: {e}")),
+            }
+        }
+    }
+    if let Some(glob) = &args.tool
+        && let Err(e) = query.tool_glob(glob)
+    {
+        problems.push(format!("--tool: {e}"));
+    }
+    if let Some(level) = &args.risk
+        && let Err(e) = query.risk_level(level)
+    {
+        problems.push(format!("--risk: {e}"));
+    }
+    for spec in &args.where_fields {
+        if let Err(e) = query.where_field(spec) {
+            problems.push(format!("--where: {e}"));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    query.event = args.event.map(|e| match e {
+        EventArg::ToolCall => AuditEvent::ToolCall,
+        EventArg::Eval => AuditEvent::Eval,
+        EventArg::Access => AuditEvent::Access,
+        EventArg::Sampling => AuditEvent::Sampling,
+    });
+    query.decision.clone_from(&args.decision);
+    query.caller.clone_from(&args.caller);
+    query.eval_id.clone_from(&args.eval_id);
+    Ok(query)
 }

@@ -718,10 +718,10 @@ fn audit_query_prints_each_format() {
     );
     assert_eq!(
         query(&["--format", "csv"]),
-        "ts,event,eval_id,call_id,caller,session_id,profile,tool,risk,disposition,decision,reason,channel,decided_by,decision_reason,status,duration_ms,args_sha256,args,redacted_paths,output_sha256,code_sha256,ok,error_kind,fuel_used,wall_ms,tool_calls,prev_hash,hash\n\
-         2024-05-01T10:00:01.000Z,tool_call,x-1,1,ci,,p,fs__read,,allow,allowed,,,,,ok,1.5,aa,,,,,,,,,,p1,h1\n\
-         2024-05-01T10:00:02.000Z,tool_call,x-1,2,ci,,p,fs__write,,deny,denied,denied,,,,denied,0.5,bb,,,,,,,,,,h1,h2\n\
-         2024-05-01T10:00:03.000Z,eval,x-1,,ci,,p,,,,,,,,,,,,,,,cc,true,,10,3.0,2,h0,h3\n"
+        "ts,event,eval_id,call_id,caller,session_id,profile,tool,risk,disposition,decision,reason,channel,decided_by,decision_reason,status,duration_ms,args_sha256,args,redacted_paths,output_sha256,stage,classification,caller_permissions,timeout_seconds,question,options,answer,metadata,code_sha256,ok,error_kind,fuel_used,wall_ms,tool_calls,prev_hash,hash\n\
+         2024-05-01T10:00:01.000Z,tool_call,x-1,1,ci,,p,fs__read,,allow,allowed,,,,,ok,1.5,aa,,,,,,,,,,,,,,,,,,p1,h1\n\
+         2024-05-01T10:00:02.000Z,tool_call,x-1,2,ci,,p,fs__write,,deny,denied,denied,,,,denied,0.5,bb,,,,,,,,,,,,,,,,,,h1,h2\n\
+         2024-05-01T10:00:03.000Z,eval,x-1,,ci,,p,,,,,,,,,,,,,,,,,,,,,,,cc,true,,10,3.0,2,h0,h3\n"
     );
     let out = codemode()
         .args(["audit", "query"])

@@ -20,6 +20,7 @@ use codemode_test_support::peers;
 mod harness;
 
 mod approvals;
+mod audit;
 mod auth;
 mod browser;
 mod cancel;

@@ -34,13 +34,13 @@ use serde_json::{Map, Value, json};
 use crate::approvals::{Answer, Ask, Asker, Question};
 
 /// Name of the built-in tool.
-pub const TOOL_NAME: &str = "hitl_request";
+pub const TOOL_NAME: &str = codemode_policies::HITL_REQUEST;
 /// The same tool under the name of the approval-gateway design.
 pub const ALIAS: &str = "human_intervention_request";
-/// Default time the human has, per question.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default time the human has, per question (the audit records it: one constant for both).
+pub const DEFAULT_TIMEOUT: Duration = codemode_policies::HITL_DEFAULT_TIMEOUT;
 /// Longest time a script may ask for.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+pub const MAX_TIMEOUT: Duration = codemode_policies::HITL_MAX_TIMEOUT;
 const MAX_OPTIONS: usize = 50;
 const MAX_TEXT: usize = 4000;
 

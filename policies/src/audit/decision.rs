@@ -45,10 +45,14 @@ impl Decision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
-    /// The tool does not exist (`reason: "unknown_tool"`).
+    /// The tool does not exist (`decision: "denied"`, `reason: "unknown_tool"`).
     Registry,
-    /// The policy refused it without asking: a deny, a permission the caller lacks (a rule's
-    /// `requirePermissions`, or `allow_destructive` for a destructive tool).
+    /// The caller lacks a permission the call needs: the deciding rule's
+    /// `requirePermissions`, or `allow_destructive` for a destructive tool (`reason:
+    /// "permission"`); nobody was asked.
+    Auth,
+    /// The profile refused it without asking: a deny list or rule, a tool outside its
+    /// allowlist (`reason: "denied"`).
     Permission,
     /// Its arguments fail the tool's `inputSchema`.
     Validation,

@@ -7,8 +7,10 @@
 //! ([`verify_audit_dir`] checks them) and can be searched ([`query_audit_dir`]).
 
 mod chain;
+mod csv;
 mod decision;
 mod eval_id;
+pub(crate) mod hitl;
 mod query;
 mod record;
 mod sampling;
@@ -19,10 +21,14 @@ mod writer;
 use std::sync::Mutex;
 
 pub use chain::{AuditKey, chain_hash, genesis};
+pub use csv::AUDIT_CSV_COLUMNS;
 pub use eval_id::audit_eval_id;
+pub use hitl::{
+    HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST, bounded_metadata, is_hitl_request,
+};
 pub use query::{
-    AUDIT_CSV_COLUMNS, AuditEvent, AuditFormat, AuditQuery, AuditQueryError, QueriedRecord,
-    QueryResult, format_records, parse_time_bound, query_audit_dir,
+    AuditEvent, AuditFormat, AuditQuery, AuditQueryError, QueriedRecord, QueryResult,
+    format_records, parse_time_bound, query_audit_dir,
 };
 pub use record::{
     AccessAuditRecord, AuditRecord, Decision, EvalAuditContext, EvalAuditRecord,

@@ -9,42 +9,10 @@ use chrono::{DateTime, Utc};
 use globset::{Glob, GlobMatcher};
 use serde_json::{Map, Value};
 
+#[cfg(doc)]
+use super::csv::AUDIT_CSV_COLUMNS;
 use super::verify::audit_files;
 use crate::parse_duration;
-
-/// The CSV columns, in order: every field a record may carry (`tool_call` and `eval` fields
-/// together; a field a record lacks is an empty cell). Objects (`args`) are written as JSON.
-pub const AUDIT_CSV_COLUMNS: &[&str] = &[
-    "ts",
-    "event",
-    "eval_id",
-    "call_id",
-    "caller",
-    "session_id",
-    "profile",
-    "tool",
-    "risk",
-    "disposition",
-    "decision",
-    "reason",
-    "channel",
-    "decided_by",
-    "decision_reason",
-    "status",
-    "duration_ms",
-    "args_sha256",
-    "args",
-    "redacted_paths",
-    "output_sha256",
-    "code_sha256",
-    "ok",
-    "error_kind",
-    "fuel_used",
-    "wall_ms",
-    "tool_calls",
-    "prev_hash",
-    "hash",
-];
 
 /// Which kind of record (`--event`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +56,11 @@ pub struct AuditQuery {
     pub caller: Option<String>,
     /// Only records with this `eval_id`.
     pub eval_id: Option<String>,
+    /// Only records of this `risk` (`tool_call` records).
+    pub risk: Option<crate::Risk>,
+    /// Only records whose every named top-level field has the given value
+    /// ([`where_field`](Self::where_field)).
+    pub fields: Vec<(String, String)>,
 }
 
 impl AuditQuery {
@@ -105,6 +78,49 @@ impl AuditQuery {
             .compile_matcher();
         self.tool = Some(matcher);
         Ok(())
+    }
+
+    /// Sets [`risk`](Self::risk) from a level's name (`low`, `medium`, `high`, `critical`).
+    ///
+    /// # Errors
+    ///
+    /// When `level` names none.
+    pub fn risk_level(&mut self, level: &str) -> Result<(), AuditQueryError> {
+        self.risk = Some(
+            crate::Risk::parse(level).ok_or_else(|| AuditQueryError::Risk {
+                input: crate::neutralize(level),
+            })?,
+        );
+        Ok(())
+    }
+
+    /// Adds a filter `FIELD=VALUE` to [`fields`](Self::fields): a record matches when its
+    /// top-level field `FIELD` is there and its value, as text, is exactly `VALUE` — a string by
+    /// its content, anything else as compact JSON (`call_id=2`, `ok=true`, `reason=null`,
+    /// `caller_permissions=["a","b"]`, an object with its keys sorted). The first `=` ends the
+    /// field's name.
+    ///
+    /// # Errors
+    ///
+    /// When `spec` has no `=` or names no field.
+    pub fn where_field(&mut self, spec: &str) -> Result<(), AuditQueryError> {
+        match spec.split_once('=') {
+            Some((field, value)) if !field.is_empty() => {
+                self.fields.push((field.to_string(), value.to_string()));
+                Ok(())
+            }
+            _ => Err(AuditQueryError::Where {
+                input: crate::neutralize(spec),
+            }),
+        }
+    }
+
+    fn fields_match(&self, rec: &Map<String, Value>) -> bool {
+        self.fields.iter().all(|(name, want)| match rec.get(name) {
+            Some(Value::String(s)) => s == want,
+            Some(other) => other.to_string() == *want,
+            None => false,
+        })
     }
 
     fn matches(&self, rec: &Map<String, Value>, ts: Option<DateTime<Utc>>) -> bool {
@@ -139,6 +155,8 @@ impl AuditQuery {
                 .eval_id
                 .as_deref()
                 .is_none_or(|id| eval_id().as_deref() == Some(id))
+            && self.risk.is_none_or(|r| field("risk") == Some(r.as_str()))
+            && self.fields_match(rec)
     }
 }
 
@@ -160,6 +178,18 @@ pub enum AuditQueryError {
         glob: String,
         /// Why.
         message: String,
+    },
+    /// `--risk` names no level.
+    #[error("`{input}` is not a risk level: low, medium, high or critical")]
+    Risk {
+        /// The text given.
+        input: String,
+    },
+    /// `--where` is not `FIELD=VALUE`.
+    #[error("`{input}` is not FIELD=VALUE (e.g. stage=registry, call_id=2, reason=null)")]
+    Where {
+        /// The text given.
+        input: String,
     },
     /// The directory or a file cannot be read.
     #[error("cannot read {}: {source}", path.display())]
@@ -289,47 +319,13 @@ pub fn format_records(records: &[QueriedRecord], format: AuditFormat) -> String 
             out.push('\n');
             out
         }
-        AuditFormat::Csv => {
-            let mut out = AUDIT_CSV_COLUMNS.join(",");
-            out.push('\n');
-            for r in records {
-                let row: Vec<String> = AUDIT_CSV_COLUMNS
-                    .iter()
-                    .map(|c| csv_cell(r.fields.get(*c)))
-                    .collect();
-                out.push_str(&row.join(","));
-                out.push('\n');
-            }
-            out
-        }
-    }
-}
-
-/// The first characters that make a spreadsheet read a cell as a formula.
-const CSV_FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
-
-fn csv_cell(v: Option<&Value>) -> String {
-    let text = match v {
-        None | Some(Value::Null) => return String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    };
-    let mut clean = crate::neutralize(&text);
-    // A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV
-    // injection": `=HYPERLINK(…)`, `@SUM(…)`, `-2+3+cmd|…`): a quote in front makes it text.
-    // Numbers and booleans are written by the audit, never a formula (`-1` stays a number).
-    if matches!(v, Some(Value::String(s)) if s.starts_with(CSV_FORMULA_STARTS)) {
-        clean.insert(0, '\'');
-    }
-    if clean.contains([',', '"']) {
-        format!("\"{}\"", clean.replace('"', "\"\""))
-    } else {
-        clean
+        AuditFormat::Csv => super::csv::render(records.iter().map(|r| &r.fields)),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::csv::AUDIT_CSV_COLUMNS;
     use super::*;
     use serde_json::json;
     use std::time::UNIX_EPOCH;
@@ -339,30 +335,6 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
-    }
-
-    #[test]
-    fn csv_cells_a_spreadsheet_would_run_are_quoted_as_text() {
-        let cases = [
-            (
-                json!("=HYPERLINK(\"http://x\",\"y\")"),
-                "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"",
-            ),
-            (json!("+1+1"), "'+1+1"),
-            (json!("-2+3+cmd|' /C calc'!A0"), "'-2+3+cmd|' /C calc'!A0"),
-            (json!("@SUM(A1:A9)"), "'@SUM(A1:A9)"),
-            (json!("\t=1"), "'\\t=1"),
-            (json!("\r=1"), "'\\r=1"),
-            // Elsewhere in the cell, or not a string: as it is.
-            (json!("a=1"), "a=1"),
-            (json!(-1), "-1"),
-            (json!(1.5), "1.5"),
-            (json!(""), ""),
-        ];
-        for (value, want) in cases {
-            assert_eq!(csv_cell(Some(&value)), want, "{value}");
-        }
-        assert_eq!(csv_cell(None), "");
     }
 
     #[test]
@@ -391,6 +363,72 @@ mod tests {
                 )
             );
         }
+    }
+
+    /// `--risk` and `--where`: exact text of the field's value (a string's content, else
+    /// compact JSON), every filter must hold, a record without the field never matches.
+    #[test]
+    fn risk_and_where_filters() {
+        let d = dir("where");
+        std::fs::write(
+            d.join("2024-05-01.jsonl"),
+            concat!(
+                r#"{"ts":"2024-05-01T10:00:01.000Z","event":"tool_call","call_id":1,"risk":"critical","stage":"auth","reason":null,"caller_permissions":["a","b"],"metadata":{"z":1,"a":"x"}}"#,
+                "\n",
+                r#"{"ts":"2024-05-01T10:00:02.000Z","event":"tool_call","call_id":2,"risk":"low","stage":"registry","reason":"unknown_tool","caller_permissions":[]}"#,
+                "\n",
+                // Written before risk, stage and permissions were recorded.
+                r#"{"ts":"2024-05-01T10:00:03.000Z","event":"tool_call","call_id":3,"reason":null}"#,
+                "\n",
+            ),
+        )
+        .unwrap();
+        let run = |f: &dyn Fn(&mut AuditQuery)| -> Vec<u64> {
+            let mut q = AuditQuery::default();
+            f(&mut q);
+            let found = query_audit_dir(&d, &q).unwrap().records;
+            found
+                .iter()
+                .map(|r| r.fields["call_id"].as_u64().unwrap())
+                .collect()
+        };
+        let w = |specs: &'static [&'static str]| {
+            move |q: &mut AuditQuery| specs.iter().for_each(|s| q.where_field(s).unwrap())
+        };
+        assert_eq!(run(&|q| q.risk_level("critical").unwrap()), [1]);
+        assert_eq!(run(&|q| q.risk_level("medium").unwrap()), Vec::<u64>::new());
+        assert_eq!(run(&w(&["stage=registry"])), [2]);
+        assert_eq!(run(&w(&["reason=null"])), [1, 3]);
+        assert_eq!(run(&w(&["reason=null", "risk=critical"])), [1]);
+        assert_eq!(run(&w(&["call_id=2"])), [2]);
+        assert_eq!(run(&w(&["caller_permissions=[\"a\",\"b\"]"])), [1]);
+        assert_eq!(run(&w(&["caller_permissions=[]"])), [2]);
+        // An object as compact JSON, its keys sorted.
+        assert_eq!(run(&w(&["metadata={\"a\":\"x\",\"z\":1}"])), [1]);
+        // The first `=` ends the name; the rest is the value, `=` included.
+        assert_eq!(run(&w(&["reason==unknown_tool"])), Vec::<u64>::new());
+        assert_eq!(
+            run(&w(&["reason=unknown_tool", "stage=auth"])),
+            Vec::<u64>::new()
+        );
+        let mut q = AuditQuery::default();
+        for (bad, want) in [
+            (
+                "stage",
+                "`stage` is not FIELD=VALUE (e.g. stage=registry, call_id=2, reason=null)",
+            ),
+            (
+                "=x",
+                "`=x` is not FIELD=VALUE (e.g. stage=registry, call_id=2, reason=null)",
+            ),
+        ] {
+            assert_eq!(q.where_field(bad).unwrap_err().to_string(), want);
+        }
+        assert_eq!(
+            q.risk_level("extreme\u{1b}").unwrap_err().to_string(),
+            "`extreme\\u001b` is not a risk level: low, medium, high or critical"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
@@ -471,11 +509,11 @@ mod tests {
         assert_eq!(rows[0], AUDIT_CSV_COLUMNS.join(","));
         assert_eq!(
             rows[1],
-            "2024-05-01T10:00:01.000Z,tool_call,b-1,,alice,,,fs__read,,,allowed,\"a, \"\"quoted\"\"\\nline\\u2066\",,,,,,,,,,,,,,,,,"
+            "2024-05-01T10:00:01.000Z,tool_call,b-1,,alice,,,fs__read,,,allowed,\"a, \"\"quoted\"\"\\nline\\u2066\",,,,,,,,,,,,,,,,,,,,,,,,,"
         );
         assert_eq!(
             rows[2],
-            "2024-05-01T10:00:02.000Z,tool_call,a-1,,ci,,,fs__write,,,denied,,,,,,,,,,,,,,,,,,h2"
+            "2024-05-01T10:00:02.000Z,tool_call,a-1,,ci,,,fs__write,,,denied,,,,,,,,,,,,,,,,,,,,,,,,,,h2"
         );
         assert_eq!(rows.len(), 3);
         assert!(query_audit_dir(&d.join("missing"), &AuditQuery::default()).is_err());

@@ -113,6 +113,45 @@ pub struct ToolCallAuditRecord {
     /// names no approvers or nobody approved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approver_right: Option<String>,
+    /// The caller's permissions as the call was decided, sorted (without `allow_destructive`
+    /// for the local caller under `localAllowDestructive: false`); empty in records written
+    /// before it was recorded.
+    #[serde(default)]
+    pub caller_permissions: Vec<String>,
+    /// How long the human had, in seconds: for a call put to a human, its approval timeout
+    /// (the risk policy's, else the profile's); else, for a `hitl_request` a human was asked,
+    /// its question's `timeoutMs`. Absent when nobody was asked. Whole seconds are written as
+    /// integers.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "seconds_text"
+    )]
+    pub timeout_seconds: Option<f64>,
+    /// A `hitl_request`'s question, neutralised and bounded ([`super::hitl`]); absent for
+    /// other tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// A `hitl_request`'s options, each neutralised and bounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
+    /// The option the human chose (and confirmed, when asked to) in answer to a
+    /// `hitl_request`; absent when none was (declined, dismissed, timed out — even with a
+    /// `defaultOption` —, failed, or not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// A `hitl_request`'s `metadata`, bounded and neutralised ([`super::hitl`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+/// `timeout_seconds` as JSON: whole seconds as an integer (`60`, not `60.0`), others as they are.
+fn seconds_text<S: serde::Serializer>(seconds: &Option<f64>, out: S) -> Result<S::Ok, S::Error> {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: every integer below is exact
+    match *seconds {
+        Some(s) if s.fract() == 0.0 && (0.0..EXACT).contains(&s) => out.serialize_some(&(s as u64)),
+        other => other.serialize(out),
+    }
 }
 
 /// `event: "eval"`: one finished eval (cancelled ones included).
@@ -369,6 +408,12 @@ mod tests {
             stage: None,
             classification: None,
             approver_right: None,
+            caller_permissions: vec!["deploy".into()],
+            timeout_seconds: None,
+            question: None,
+            options: None,
+            answer: None,
+            metadata: None,
         };
         let v = serde_json::to_value(AuditRecord::ToolCall(rec.clone())).unwrap();
         assert_eq!(
@@ -379,7 +424,8 @@ mod tests {
                    "decision": "timeout", "reason": "elicitation_timeout", "status": "denied",
                    "duration_ms": 1.5, "caller": "ci", "risk": "critical", "channel": "http",
                    "decided_by": "ops", "decision_reason": "not now",
-                   "redacted_paths": ["/password"], "output_sha256": sha256_hex(b"{}")})
+                   "redacted_paths": ["/password"], "output_sha256": sha256_hex(b"{}"),
+                   "caller_permissions": ["deploy"]})
         );
         // The new fields come last, in this order, after the older ones.
         let line = serde_json::to_string(&rec).unwrap();
@@ -401,11 +447,48 @@ mod tests {
             ("", Risk::Medium, None)
         );
         assert_eq!((old.redacted_paths.len(), old.output_sha256), (0, None));
+        assert_eq!((old.stage, old.timeout_seconds), (None, None));
+        assert!(old.caller_permissions.is_empty() && old.question.is_none());
         rec.args = Some(json!({"a": 1}));
         let line = serde_json::to_string(&AuditRecord::ToolCall(rec.clone())).unwrap();
         assert!(line.contains(r#""args":{"a":1}"#));
         let back: AuditRecord = serde_json::from_str(&line).unwrap();
         assert_eq!(back, AuditRecord::ToolCall(rec));
+    }
+
+    /// The stage, the caller's permissions, an ask's timeout and a `hitl_request`'s question,
+    /// options, answer and metadata, as written and read back; whole seconds as an integer.
+    #[test]
+    fn tool_call_record_gateway_fields() {
+        let line = r#"{"event":"tool_call","ts":"t","eval_id":"p-1","call_id":1,"session_id":null,
+            "profile":"p","tool":"hitl_request","args_sha256":"x","disposition":"ask",
+            "decision":"approved","reason":null,"status":"ok","duration_ms":1.0,"caller":"ci",
+            "risk":"high","channel":"elicitation","decided_by":"ci","decision_reason":null,
+            "redacted_paths":[],"output_sha256":null,"stage":"approval","classification":"write",
+            "caller_permissions":["a","b"],"timeout_seconds":60,"question":"Ship?",
+            "options":["yes","no"],"answer":"yes","metadata":{"ticket":42}}"#;
+        let AuditRecord::ToolCall(mut rec) = serde_json::from_str(line).unwrap() else {
+            panic!("not a tool call")
+        };
+        assert_eq!(
+            (rec.stage, rec.timeout_seconds, rec.answer.as_deref()),
+            (Some(Stage::Approval), Some(60.0), Some("yes"))
+        );
+        let written = serde_json::to_value(AuditRecord::ToolCall(rec.clone())).unwrap();
+        let read: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(written, read);
+        assert!(
+            serde_json::to_string(&rec)
+                .unwrap()
+                .contains(r#""timeout_seconds":60,"#)
+        );
+        rec.timeout_seconds = Some(1.5);
+        rec.stage = Some(Stage::Auth);
+        let v = serde_json::to_value(&rec).unwrap();
+        assert_eq!(
+            (&v["timeout_seconds"], &v["stage"]),
+            (&json!(1.5), &json!("auth"))
+        );
     }
 
     #[test]

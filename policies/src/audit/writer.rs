@@ -441,6 +441,12 @@ mod tests {
             stage: None,
             classification: None,
             approver_right: None,
+            caller_permissions: Vec::new(),
+            timeout_seconds: None,
+            question: None,
+            options: None,
+            answer: None,
+            metadata: None,
         })
     }
 

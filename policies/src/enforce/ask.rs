@@ -111,6 +111,8 @@ impl PolicyToolHost {
                 tokio::time::timeout(timeout, self.answer_to(ask)).await
             }
         };
+        // A human was asked (now, or before the eval was parked): the time they had.
+        audit.timeout_seconds = Some(profile.approval_timeout_for(d.risk).as_secs_f64());
         let answer = match answered {
             Ok(answer) => answer,
             Err(_elapsed) => {
@@ -129,7 +131,10 @@ impl PolicyToolHost {
             }
         };
         audit.channel = Some(answer.channel);
-        audit.decided_by.clone_from(&answer.decided_by);
+        audit.decided_by = answer
+            .decided_by
+            .clone()
+            .or_else(|| self.answerer(answer.channel));
         audit.decision_reason.clone_from(&answer.reason);
         // An answer the risk policy forbids never takes effect, whichever channel let it
         // through: it counts as a decline.
@@ -148,6 +153,14 @@ impl PolicyToolHost {
             cx.note(approved_note(&answer));
         }
         taken
+    }
+
+    /// Who answered through `channel` when the answer does not name them: the eval's own
+    /// client is the one an elicitation reaches, and the terminal of `codemode run` is the
+    /// local caller's. The HTTP API names its authenticated decider itself.
+    fn answerer(&self, channel: Channel) -> Option<String> {
+        matches!(channel, Channel::Elicitation | Channel::Terminal)
+            .then(|| self.caller.name.clone())
     }
 
     /// The answer given to `ask` while its eval was parked, if any: taken before the call waits

@@ -5,6 +5,7 @@ use std::time::Instant;
 use codemode_runtime::{CallContext, CallStatus};
 use serde_json::Value;
 
+use crate::audit::hitl::{HitlAudit, is_hitl_request};
 use crate::audit::{
     AuditRecord, AuditSink, Decision, Stage, ToolCallAuditRecord, args_sha256, audit_eval_id,
     now_rfc3339,
@@ -22,6 +23,8 @@ pub(super) struct Recorder<'h> {
     pub(super) session_id: Option<&'h str>,
     pub(super) profile: Option<&'h str>,
     pub(super) caller: &'h str,
+    /// The caller's permissions as they count for the call, sorted.
+    pub(super) caller_permissions: Vec<String>,
 }
 
 /// Collects what is known about one attempt and records it once: on [`AuditGuard::finish`],
@@ -51,6 +54,10 @@ pub(super) struct AuditGuard<'h> {
     pub(super) stage: Stage,
     /// The tool's class.
     pub(super) classification: Option<Class>,
+    /// How long the human had to answer, in seconds, when one was asked.
+    pub(super) timeout_seconds: Option<f64>,
+    /// What a `hitl_request` asked and was answered; `None` for other tools.
+    hitl: Option<HitlAudit>,
     /// The call, to tell at drop whether its eval parked (the call is made again on resume,
     /// which writes its record) or ended (this attempt is recorded as cancelled).
     call: CallContext,
@@ -78,6 +85,7 @@ impl<'h> AuditGuard<'h> {
             args_sha256: args_sha256(args),
             args: recorder.include_args.then(|| args.clone()),
         });
+        let hitl = (base.is_some() && is_hitl_request(tool)).then(|| HitlAudit::asked(args));
         AuditGuard {
             recorder,
             base,
@@ -94,6 +102,8 @@ impl<'h> AuditGuard<'h> {
             output_sha256: None,
             stage: Stage::Execution,
             classification: None,
+            timeout_seconds: None,
+            hitl,
             call: cx.clone(),
         }
     }
@@ -101,6 +111,16 @@ impl<'h> AuditGuard<'h> {
     /// Whether a record will be written (else there is nothing to hash).
     pub(super) fn records(&self) -> bool {
         self.base.is_some()
+    }
+
+    /// Takes a `hitl_request`'s result: the answer, and the question's timeout when a human
+    /// was asked and no approval's timeout is recorded already.
+    pub(super) fn hitl_result(&mut self, result: &Value) {
+        if let Some(hitl) = &mut self.hitl
+            && let Some(seconds) = hitl.answered(result)
+        {
+            self.timeout_seconds.get_or_insert(seconds);
+        }
     }
 
     /// Records the attempt as ended with `status`.
@@ -112,6 +132,7 @@ impl<'h> AuditGuard<'h> {
         let (Some(base), Some(recorder)) = (self.base.take(), self.recorder.as_ref()) else {
             return;
         };
+        let hitl = self.hitl.take().unwrap_or_default();
         recorder
             .sink
             .record(AuditRecord::ToolCall(ToolCallAuditRecord {
@@ -140,6 +161,12 @@ impl<'h> AuditGuard<'h> {
                 stage: Some(self.stage),
                 classification: self.classification,
                 approver_right: self.approver_right.take(),
+                caller_permissions: recorder.caller_permissions.clone(),
+                timeout_seconds: self.timeout_seconds,
+                question: hitl.question,
+                options: hitl.options,
+                answer: hitl.answer,
+                metadata: hitl.metadata,
             }));
     }
 }

@@ -51,6 +51,7 @@ impl PolicyToolHost {
     ) -> Result<Value, ToolError> {
         if audit.records() {
             audit.output_sha256 = Some(args_sha256(&value));
+            audit.hitl_result(&value);
         }
         if let Some(source) = &self.schemas {
             // The warning must not name what the output policy is about to hide.

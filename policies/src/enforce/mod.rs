@@ -290,6 +290,7 @@ impl PolicyToolHost {
             session_id: self.session_id.as_deref(),
             profile: self.profile_name(),
             caller: &self.caller.name,
+            caller_permissions: self.classes.permissions_of(&self.caller),
         })
     }
 
@@ -311,10 +312,14 @@ impl PolicyToolHost {
         audit.classification = Some(class);
         let destructive = !self.classes.permits(&self.caller, class);
         let missing = self.caller.missing(&d.required_permissions);
-        let refused = destructive
-            || self.profile.is_some() && (!missing.is_empty() || d.kind == DispositionKind::Deny);
+        let unauthorised = destructive || self.profile.is_some() && !missing.is_empty();
+        let refused = unauthorised || self.profile.is_some() && d.kind == DispositionKind::Deny;
         if refused {
-            audit.stage = Stage::Permission;
+            audit.stage = if unauthorised {
+                Stage::Auth
+            } else {
+                Stage::Permission
+            };
         }
         // Arguments are checked once the policy has not refused the call, and before anyone
         // is asked: nobody is asked about a call that cannot run.

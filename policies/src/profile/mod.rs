@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::{Caller, Risk, RiskPolicy};
 
+pub(crate) use disposition::TOOL_ALIASES;
 pub(crate) use globs::{Access, GlobList};
 pub use paths::{PathCondition, PathValue, normalize as normalize_path};
 pub use verdict::{Disposition, DispositionKind, MatchedBy};

@@ -101,7 +101,7 @@ async fn a_destructive_call_without_allow_destructive_is_denied_with_reason_perm
         assert_eq!(
             stages(&s),
             [
-                "fs__delete destructive permission denied",
+                "fs__delete destructive auth denied",
                 "fs__read read execution allowed",
                 "fs__write write execution allowed"
             ]
@@ -173,7 +173,7 @@ async fn config_globs_classify_over_annotations_and_asks_show_the_class() {
     assert_eq!(
         stages(&s),
         [
-            "fs__write destructive permission denied",
+            "fs__write destructive auth denied",
             "fs__delete read approval approved",
             "web__get write approval approved"
         ]

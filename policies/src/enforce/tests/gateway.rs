@@ -363,7 +363,8 @@ async fn a_decline_carries_its_reason_to_the_script_and_the_audit() {
             ),
             (
                 Some(answer.channel),
-                answer.decided_by,
+                // An elicitation that names nobody was answered by the eval's own caller.
+                answer.decided_by.or_else(|| Some("local".into())),
                 answer.reason,
                 Risk::High
             )

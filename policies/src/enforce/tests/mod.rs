@@ -2,6 +2,7 @@
 //! approver.
 
 mod approvers;
+mod audit_fields;
 mod classes;
 mod concurrency;
 mod decisions;
