@@ -73,7 +73,7 @@ fn observe(setup: &Setup, mode: Mode, token: Option<&str>) -> Vec<Value> {
             "ok",
             "denied",
             "permission",
-            "ToolError",
+            "UnknownToolError",
             "ToolError",
             "yes"
         ]),
