@@ -110,7 +110,11 @@ fn approver_rights_without_an_approval_api_deny_at_once() {
         c
     });
     let obs = setup.python("approvals_rights_stdio.py", Mode::Legacy, &[]);
-    assert_eq!(obs["prompts"], json!(0), "approver rights over stdio: nobody was prompted");
+    assert_eq!(
+        obs["prompts"],
+        json!(0),
+        "approver rights over stdio: nobody was prompted"
+    );
     assert_json(
         "approver rights over stdio: eval",
         &eval_summary(&obs["result"]),

@@ -118,7 +118,7 @@ impl AuditQuery {
     fn fields_match(&self, rec: &Map<String, Value>) -> bool {
         self.fields.iter().all(|(name, want)| match rec.get(name) {
             Some(Value::String(s)) => s == want,
-            Some(other) => other.to_string() == *want,
+            Some(other) => serde_json::to_string(other).is_ok_and(|text| text == *want),
             None => false,
         })
     }

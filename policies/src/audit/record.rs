@@ -14,6 +14,10 @@ use crate::{Channel, DispositionKind, Risk};
 /// `"access"` or `"sampling"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a record is built, written and dropped one at a time; none are kept in bulk"
+)]
 pub enum AuditRecord {
     /// A tool-call attempt (allowed, denied, approved, declined, timed out, failed…).
     ToolCall(ToolCallAuditRecord),

@@ -76,16 +76,7 @@ impl PolicyToolHost {
         }
         let max = profile.max_pending_approvals();
         let Some(_slot) = PendingSlot::take(&self.pending, max) else {
-            return (
-                Decision::Denied,
-                Err(denied(
-                    tool,
-                    "denied",
-                    format!(
-                        "{what} needs approval, but {max} approvals are already pending in this eval: await them before asking for more"
-                    ),
-                )),
-            );
+            return (Decision::Denied, Err(queue_full(tool, &what, max)));
         };
         // From here on the call waits for a human: if the eval ends first, the attempt is
         // recorded as not answered in time. The wait is one the eval may be parked in: its
@@ -112,30 +103,13 @@ impl PolicyToolHost {
             }
         };
         // A human was asked (now, or before the eval was parked): the time they had.
-        audit.timeout_seconds = Some(profile.approval_timeout_for(d.risk).as_secs_f64());
-        let answer = match answered {
-            Ok(answer) => answer,
-            Err(_elapsed) => {
-                audit.channel = Some(Channel::Policy);
-                return (
-                    Decision::Timeout,
-                    Err(denied(
-                        tool,
-                        "elicitation_timeout",
-                        format!(
-                            "{what} needs approval, and none came within {:?}",
-                            profile.approval_timeout_for(d.risk)
-                        ),
-                    )),
-                );
-            }
+        let had = profile.approval_timeout_for(d.risk);
+        audit.timeout_seconds = Some(had.as_secs_f64());
+        let Ok(answer) = answered else {
+            audit.channel = Some(Channel::Policy);
+            return timed_out(tool, &what, had);
         };
-        audit.channel = Some(answer.channel);
-        audit.decided_by = answer
-            .decided_by
-            .clone()
-            .or_else(|| self.answerer(answer.channel));
-        audit.decision_reason.clone_from(&answer.reason);
+        self.record_answerer(&answer, audit);
         // An answer the risk policy forbids never takes effect, whichever channel let it
         // through: it counts as a decline.
         if let Some(choice) = &answer.not_offered {
@@ -153,6 +127,16 @@ impl PolicyToolHost {
             cx.note(approved_note(&answer));
         }
         taken
+    }
+
+    /// The channel, decider and reason of `answer`, in the audit record.
+    fn record_answerer(&self, answer: &ApprovalAnswer, audit: &mut AuditGuard<'_>) {
+        audit.channel = Some(answer.channel);
+        audit.decided_by = answer
+            .decided_by
+            .clone()
+            .or_else(|| self.answerer(answer.channel));
+        audit.decision_reason.clone_from(&answer.reason);
     }
 
     /// Who answered through `channel` when the answer does not name them: the eval's own
@@ -352,6 +336,33 @@ fn approver_right(
         }),
         _ => own,
     }
+}
+
+/// `max` approvals of the eval are pending already: the call is denied.
+fn queue_full(tool: &str, what: &str, max: usize) -> ToolError {
+    denied(
+        tool,
+        "denied",
+        format!(
+            "{what} needs approval, but {max} approvals are already pending in this eval: await them before asking for more"
+        ),
+    )
+}
+
+/// No answer came within the time the human `had`: the call is denied.
+fn timed_out(
+    tool: &str,
+    what: &str,
+    had: std::time::Duration,
+) -> (Decision, Result<(), ToolError>) {
+    (
+        Decision::Timeout,
+        Err(denied(
+            tool,
+            "elicitation_timeout",
+            format!("{what} needs approval, and none came within {had:?}"),
+        )),
+    )
 }
 
 /// The eval's caller lacks the right to decide (`lacking`) and no other approver can be asked:
