@@ -109,7 +109,7 @@ fn codemode_run_refuses_it_when_the_config_withdraws_the_local_right() {
             "denied",
             "permission",
             "destructive",
-            "permission"
+            "auth"
         ])]
     );
 }

@@ -164,7 +164,7 @@ fn a_token_without_allow_destructive_is_refused_a_destructive_upstream_tool() {
             "denied",
             "permission",
             "destructive",
-            "permission"
+            "auth"
         ]),
     );
     assert_outputs(&setup, &obs);
