@@ -133,8 +133,10 @@ fn an_answer_on_another_nodes_approval_api_resumes_it_and_a_third_node_returns_t
     .unwrap();
     assert_eq!(again.0, 409, "{again:?}");
     // Every node lists the decision, shaped as an in-memory decided entry: the ask's view with
-    // the decision's fields added.
+    // the decision's fields added (and without `decidable`: only a pending ask is marked with
+    // whether the reader may decide it).
     let mut expected = pending[0].as_object().unwrap().clone();
+    assert_eq!(expected.remove("decidable"), Some(json!(true)));
     for i in 0..3 {
         let decided = block_on(client::decided_approvals(&cluster.node(i).base_url())).unwrap();
         assert_eq!(decided.len(), 1, "node{i}: {decided:#?}");
