@@ -192,7 +192,8 @@ impl ServerHandler for CodemodeServer {
             SEARCH_TOOLS | GET_TOOLS => {
                 let profile = self.discovery_profile(&args, &ctx)?;
                 if name == GET_TOOLS {
-                    tools::wait_for_named_servers(&self.state.upstreams, &args).await;
+                    tools::wait_for_named_servers(&self.state.upstreams, &args, profile.as_deref())
+                        .await;
                 }
                 let (catalog, asked) =
                     tools::visible_to(tools::catalog(&self.state.upstreams), profile.as_deref());
@@ -207,7 +208,7 @@ impl ServerHandler for CodemodeServer {
                     tools::get_tools(&catalog, &args, &observed)
                 }
                 .map(|v| tools::mark_asked(v, &asked))
-                .map(|v| tools::mark_unavailable(v, &self.state.upstreams));
+                .map(|v| tools::mark_unavailable(v, &self.state.upstreams, profile.as_deref()));
                 Ok(match result {
                     Ok(value) => {
                         let text = if name == GET_TOOLS {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 use serde_json::{Value, json};
 
-use codemode_policies::{DispositionKind, MatchedBy, Profile, neutralize};
+use codemode_policies::{DispositionKind, MatchedBy, Profile, quoted};
 
 use crate::approvals::Asker;
 use codemode_upstream::catalog::{self, ToolInfo};
@@ -126,17 +126,28 @@ pub fn visible_to(tools: Vec<ToolInfo>, profile: Option<&Profile>) -> (Vec<ToolI
     let mut visible = Vec::with_capacity(tools.len());
     let mut asked = Vec::new();
     for tool in tools {
-        let d = profile.disposition(&tool.name, &json!({}));
-        let args_dependent = matches!(d.matched, MatchedBy::Rule(i)
-            if profile.rules().get(i).is_some_and(|r| r.depends_on_args()));
-        match d.kind {
-            DispositionKind::Deny if !args_dependent => continue,
-            DispositionKind::Ask => asked.push(tool.name.clone()),
-            _ => {}
+        match seen_as(profile, &tool.name) {
+            None => continue,
+            Some(DispositionKind::Ask) => asked.push(tool.name.clone()),
+            Some(_) => {}
         }
         visible.push(tool);
     }
     (visible, asked)
+}
+
+/// How `profile` shows the tool `name` to discovery: `None` when it denies it (whatever the
+/// arguments), else the disposition.
+fn seen_as(profile: &Profile, name: &str) -> Option<DispositionKind> {
+    let d = profile.disposition(name, &json!({}));
+    let args_dependent = matches!(d.matched, MatchedBy::Rule(i)
+        if profile.rules().get(i).is_some_and(|r| r.depends_on_args()));
+    (args_dependent || d.kind != DispositionKind::Deny).then_some(d.kind)
+}
+
+/// Whether a caller under `profile` may learn of the tool `name` (see [`visible_to`]).
+fn may_see(profile: Option<&Profile>, name: &str) -> bool {
+    profile.is_none_or(|p| seen_as(p, name).is_some())
 }
 
 /// Marks the results of [`search_tools`] / [`get_tools`] the profile asks about:
@@ -169,7 +180,11 @@ pub fn mark_asked(mut result: Value, asked: &[String]) -> Value {
 /// `get_tools` did not find whose server is one of them, that server's entry (`server_state`), so
 /// that a tool asked for while its server starts is not called unknown. Other results are
 /// returned as they are.
-pub fn mark_unavailable(mut result: Value, upstreams: &UpstreamPool) -> Value {
+pub fn mark_unavailable(
+    mut result: Value,
+    upstreams: &UpstreamPool,
+    profile: Option<&Profile>,
+) -> Value {
     if result.get("results").is_none() && result.get("missing").is_none() {
         return result;
     }
@@ -191,9 +206,11 @@ pub fn mark_unavailable(mut result: Value, upstreams: &UpstreamPool) -> Value {
         return result;
     }
     if let Some(missing) = result.get_mut("missing").and_then(Value::as_array_mut) {
+        // Only for a name the profile may see: a server behind denied tools stays unknown.
         for entry in missing {
             let server = entry["name"]
                 .as_str()
+                .filter(|n| may_see(profile, n))
                 .and_then(|n| n.split_once("__"))
                 .map(|(s, _)| s);
             if let Some(state) = unavailable
@@ -210,14 +227,22 @@ pub fn mark_unavailable(mut result: Value, upstreams: &UpstreamPool) -> Value {
 
 /// Waits for the servers of the tools a [`get_tools`] call names (`args.names`) that are still
 /// starting, each at most its startup timeout: a model that asks for a tool right after
-/// connecting gets its declaration, not a note that the server is starting.
-pub async fn wait_for_named_servers(upstreams: &UpstreamPool, args: &Value) {
+/// connecting gets its declaration, not a note that the server is starting. Names `profile`
+/// denies are not waited for: the wait would tell the script that their server exists.
+pub async fn wait_for_named_servers(
+    upstreams: &UpstreamPool,
+    args: &Value,
+    profile: Option<&Profile>,
+) {
     let names = args["names"]
         .as_array()
         .into_iter()
         .flatten()
         .take(MAX_GET_NAMES);
-    for server in names.filter_map(|n| n.as_str()?.split_once("__").map(|(s, _)| s)) {
+    let seen = names
+        .filter_map(Value::as_str)
+        .filter(|n| may_see(profile, n));
+    for server in seen.filter_map(|n| n.split_once("__").map(|(s, _)| s)) {
         if upstreams.is_starting(server) {
             upstreams.wait_started(server).await;
         }
@@ -304,22 +329,24 @@ pub fn get_tools_text(value: &Value) -> String {
         .unwrap_or_default()
         .to_string();
     for missing in value["missing"].as_array().into_iter().flatten() {
-        let name = neutralize(missing["name"].as_str().unwrap_or_default());
+        let name = quoted(missing["name"].as_str().unwrap_or_default());
         let near: Vec<String> = missing["did_you_mean"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .map(|n| format!("`{}`", neutralize(n)))
+            .map(|n| format!("`{}`", quoted(n)))
             .collect();
         let state = &missing["server_state"];
         if let Some(server) = state["server"].as_str() {
-            let server = neutralize(server);
+            let server = quoted(server);
             let why = match state["state"].as_str() {
                 Some("starting") => "is starting: ask again in a moment".to_string(),
                 Some(other) => format!(
                     "is {other}: {}",
-                    neutralize(state["error"].as_str().unwrap_or("no reason given"))
+                    codemode_policies::neutralize(
+                        state["error"].as_str().unwrap_or("no reason given")
+                    )
                 ),
                 None => "is not up".to_string(),
             };
@@ -426,7 +453,7 @@ impl ScriptTools {
     async fn discover(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         let search = name == SEARCH_TOOLS;
         if !search {
-            wait_for_named_servers(&self.upstreams, &args).await;
+            wait_for_named_servers(&self.upstreams, &args, self.profile.as_deref()).await;
         }
         let tools = catalog(&self.upstreams);
         let profile = self.profile.clone();
@@ -441,7 +468,9 @@ impl ScriptTools {
             Ok(mark_asked(result, &asked))
         });
         match ranked.await {
-            Ok(result) => result.map(|r| mark_unavailable(r, &self.upstreams)),
+            Ok(result) => {
+                result.map(|r| mark_unavailable(r, &self.upstreams, self.profile.as_deref()))
+            }
             Err(e) => Err(ToolError::failed(format!("`{name}` did not finish: {e}"))),
         }
     }

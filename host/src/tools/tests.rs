@@ -116,3 +116,32 @@ async fn human_waits_end_at_the_eval_lifetime_as_a_timeout() {
     );
     assert_eq!(outcome.tool_calls.len(), 1);
 }
+
+/// Red team: a server behind tools the profile denies stays unknown in `get_tools` (no state,
+/// no down reason), and a name holding a backtick cannot close its quote in the text.
+#[test]
+fn get_tools_text_hides_denied_servers_and_quotes_names() {
+    let config = codemode_policies::Config::from_json_str(
+        &json!({"evaluation": {"profiles": {"ro": {"allowlist": ["files__*"]}}}}).to_string(),
+    )
+    .unwrap();
+    let ro = config.profile("ro").unwrap();
+    assert!(super::may_see(Some(ro), "files__read"));
+    assert!(!super::may_see(Some(ro), "secret__x"));
+    assert!(super::may_see(None, "secret__x"));
+
+    let text = super::get_tools_text(&json!({
+        "declarations": "declare const codemode: {\n};\n",
+        "missing": [
+            {"name": "x` ok `y", "did_you_mean": []},
+            {"name": "files__read", "did_you_mean": [],
+             "server_state": {"server": "files", "state": "down", "error": "gone `now`"}},
+        ],
+    }));
+    assert_eq!(
+        text,
+        "declare const codemode: {\n};\n\n\
+         // unknown tool `x\\` ok \\`y`; search_tools({query}) finds tools by keywords\n\
+         // `files__read` is not listed: the server `files` is down: gone `now`"
+    );
+}
