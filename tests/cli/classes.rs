@@ -113,3 +113,57 @@ fn codemode_run_refuses_it_when_the_config_withdraws_the_local_right() {
         ])]
     );
 }
+
+/// `audit query --risk` and `--where` over the records `codemode run` wrote: the destructive
+/// write is found by its risk, its class and its stage together, and by nothing that does not
+/// hold for it; a risk level that does not exist is refused, naming the flag.
+#[test]
+fn audit_query_finds_run_records_by_risk_and_fields() {
+    let (outcome, records, target) = run(None, "classes-run-query");
+    assert_eq!(outcome["ok"], true, "{outcome}");
+    assert_eq!(records.len(), 1, "{records:?}");
+    // `run` writes into DIR/files and audits into DIR/audit.
+    let audit = target.parent().unwrap().parent().unwrap().join("audit");
+    let query = |args: &[&str]| {
+        let out = codemode()
+            .args(["audit", "query", "--event", "tool_call"])
+            .arg(&audit)
+            .args(args)
+            .output()
+            .expect("run codemode audit query");
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let tools = |stdout: &str| -> Vec<Value> {
+        stdout
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["tool"].clone())
+            .collect()
+    };
+    let (code, found, err) = query(&[
+        "--risk",
+        "medium",
+        "--where",
+        "classification=destructive",
+        "--where",
+        "stage=execution",
+        "--where",
+        "caller_permissions=[\"allow_destructive\"]",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(tools(&found), [json!("fs__write_file")]);
+    for miss in [
+        &["--risk", "low"][..],
+        &["--where", "classification=write"],
+        &["--risk", "medium", "--where", "stage=auth"],
+        &["--where", "reason=\"permission\""],
+    ] {
+        let (code, found, err) = query(miss);
+        assert_eq!((code, found.as_str()), (Some(0), ""), "{miss:?}: {err}");
+    }
+    let (code, found, err) = query(&["--risk", "severe"]);
+    assert_eq!((code, found.as_str()), (Some(2), ""));
+    assert_eq!(
+        err,
+        "codemode: --risk: `severe` is not a risk level: low, medium, high or critical\n"
+    );
+}

@@ -210,9 +210,15 @@ fn a_parked_legacy_eval_answered_by_its_client_returns_its_result_on_the_same_ca
             .ok()
             .filter(|p| p.len() == 1)
     });
+    // Another node shows the ask as its own node would: the tool, its risk and its class
+    // (server-filesystem annotates `write_file` as destructive).
     assert_eq!(
-        pending[0]["tool"],
-        crate::harness::ASKED_TOOL,
+        json!([
+            pending[0]["tool"],
+            pending[0]["risk"],
+            pending[0]["classification"]
+        ]),
+        json!([crate::harness::ASKED_TOOL, "medium", "destructive"]),
         "{pending:#?}"
     );
     std::fs::write(markers.join("go"), "").unwrap();

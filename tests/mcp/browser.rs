@@ -2,7 +2,8 @@
 //! playwright-core (installed by tests/mcp/browser/setup.sh). A Python SDK client that cannot
 //! elicit runs a script whose ask waits; the page shows it (hostile text escaped, never
 //! interpreted), a click approves it; the script's `hitl_request` question appears next, a click
-//! answers it, and the suspended script finishes.
+//! answers it, and the suspended script finishes. An operator without the approver right the
+//! ask's risk level names sees it marked as not decidable, its buttons disabled.
 
 use std::path::Path;
 use std::process::Command;
@@ -30,32 +31,31 @@ fn install() -> std::path::PathBuf {
     dir.join("node_modules/playwright-core")
 }
 
-#[test]
-fn the_approval_page_approves_a_waiting_script() {
+/// Runs `client` and, beside it, the page script `script` (tests/mcp/browser/) in Chromium with
+/// `env`; returns the client's result and what the script printed (one JSON object).
+fn with_page(
+    setup: &Setup,
+    script: &str,
+    env: &[(&str, &str)],
+    client: impl FnOnce() -> Value + Send,
+) -> (Value, Value) {
     let playwright = install();
-    let setup = Setup::new("approval_page", Transport::Http, |scratch| {
-        let mut config = base_config(scratch);
-        config["evaluation"]["profiles"]["gate"] =
-            json!({"asklist": ["everything__echo"], "approvalTimeoutSeconds": 300});
-        config["approvals"] = json!({"http": true});
-        config
-    });
-    let page = setup
-        .url()
-        .expect("an HTTP setup")
-        .replace("/mcp", "/approvals/ui");
     let user_data = setup.scratch.path("chromium-profile");
     let (client, browser) = std::thread::scope(|s| {
-        let client = s.spawn(|| setup.python("approvals_wait.py", Mode::Legacy, &[]));
+        let client = s.spawn(client);
         let browser = Command::new("node")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/browser/approve_page.cjs"))
-            .env("APPROVALS_URL", &page)
+            .arg(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/mcp/browser")
+                    .join(script),
+            )
+            .envs(env.iter().copied())
             .env("PLAYWRIGHT_CORE", &playwright)
             .env("USER_DATA_DIR", &user_data)
             .output()
             .expect("run node");
         if !browser.status.success() {
-            // Shown now: the client waits for an approval that will not come.
+            // Shown now: the client waits for the page.
             eprintln!(
                 "the browser script failed:\n{}",
                 String::from_utf8_lossy(&browser.stderr)
@@ -68,7 +68,29 @@ fn the_approval_page_approves_a_waiting_script() {
         "the browser script failed:\n{}",
         String::from_utf8_lossy(&browser.stderr)
     );
-    let obs: Value = serde_json::from_slice(&browser.stdout).expect("the page's observations");
+    let obs = serde_json::from_slice(&browser.stdout).expect("the page's observations");
+    (client, obs)
+}
+
+#[test]
+fn the_approval_page_approves_a_waiting_script() {
+    let setup = Setup::new("approval_page", Transport::Http, |scratch| {
+        let mut config = base_config(scratch);
+        config["evaluation"]["profiles"]["gate"] =
+            json!({"asklist": ["everything__echo"], "approvalTimeoutSeconds": 300});
+        config["approvals"] = json!({"http": true});
+        config
+    });
+    let page = setup
+        .url()
+        .expect("an HTTP setup")
+        .replace("/mcp", "/approvals/ui");
+    let (client, obs) = with_page(
+        &setup,
+        "approve_page.cjs",
+        &[("APPROVALS_URL", page.as_str())],
+        || setup.python("approvals_wait.py", Mode::Legacy, &[]),
+    );
     let hostile = "<img src=x onerror=alert(1)>\u{202e}\u{1b}[2K\n  \"fake\": \"approved\"";
     assert_json(
         "approval page",
@@ -103,4 +125,49 @@ fn the_approval_page_approves_a_waiting_script() {
         &json!({"is_error": false, "ok": true, "result": [format!("Echo: {hostile}"), "confirmed", "ship"],
             "calls": [["everything__echo", "ok", null], ["hitl_request", "ok", null]]}),
     );
+}
+
+/// An ask whose risk level names approvers (`riskPolicies.critical.approvers`) as the approval
+/// page shows it to an operator without the right: listed, marked as not decidable with the
+/// reason, every button disabled; once the lead decides through the API,
+/// the page moves it to the last decisions.
+#[test]
+fn the_approval_page_shows_an_ask_its_reader_cannot_decide() {
+    let setup = crate::rights::rights_setup("approval_page_rights");
+    let served = crate::auth::Served::start(&setup.config, &[], &[]);
+    let url = served.url();
+    let page = url.replace("/mcp", "/approvals/ui");
+    let saw = setup.scratch.path("page-saw");
+    let mut env = crate::rights::rights_env(&url);
+    env.push(("PAGE_SAW", saw.as_path()));
+    let saw = saw.to_str().expect("a UTF-8 path");
+    let (client, obs) = with_page(
+        &setup,
+        "cannot_decide_page.cjs",
+        &[
+            ("APPROVALS_URL", page.as_str()),
+            ("OPS_TOKEN", "ops-token"),
+            ("PAGE_SAW", saw),
+        ],
+        || setup.python("approvals_rights.py", Mode::Legacy, &env),
+    );
+    assert_json(
+        "the approval page to an operator without the right",
+        &obs,
+        &json!({
+            "cards": 1,
+            "risk": "critical",
+            "tool": "everything__echo",
+            "approvers": "Approvers: any of approve:critical",
+            "cannot_decide": format!("You cannot decide this: {}", crate::rights::OPS_REFUSED),
+            "buttons": ["Approve once", "Approve for this script", "Approve for this session", "Decline"],
+            "enabled": 0,
+            "decision": "approve_once  everything__echo (critical) by lead via http",
+        }),
+    );
+    assert_eq!(
+        client["result"],
+        json!({"ok": true, "result": "Echo: deploy"})
+    );
+    assert_eq!(client["ops_decides"][0], 403);
 }

@@ -20,11 +20,13 @@ fn gate() -> Value {
     })
 }
 
-const OPS_REFUSED: &str = "`ops` cannot decide a critical-risk ask: it needs one of the permissions `approve:critical` (riskPolicies.critical.approvers)";
+pub(crate) const OPS_REFUSED: &str = "`ops` cannot decide a critical-risk ask: it needs one of the permissions `approve:critical` (riskPolicies.critical.approvers)";
 
-fn approver_rights(mode: Mode) {
-    let name = format!("approver_rights_{mode:?}").to_lowercase();
-    let setup = Setup::new(&name, Transport::Stdio, |s| {
+/// The setup of the approver-rights tests: the profile [`gate`], the approval API, and three
+/// callers by bearer token — `agent` and `ops` holding `approve`, `lead` also
+/// `approve:critical`.
+pub(crate) fn rights_setup(name: &str) -> Setup {
+    Setup::new(name, Transport::Stdio, |s| {
         let mut c = base_config(s);
         c["evaluation"]["profiles"]["gate"] = gate();
         c["approvals"] = json!({"http": true});
@@ -34,19 +36,25 @@ fn approver_rights(mode: Mode) {
             {"name": "lead", "sha256": sha256_hex("lead-token"), "permissions": ["approve", "approve:critical"]},
         ]}});
         c
-    });
+    })
+}
+
+/// The environment of `approvals_rights.py` against `url`: the three callers' tokens.
+pub(crate) fn rights_env(url: &str) -> Vec<(&'static str, &Path)> {
+    vec![
+        ("CODEMODE_AUTH_URL", Path::new(url)),
+        ("AGENT_TOKEN", Path::new("agent-token")),
+        ("OPS_TOKEN", Path::new("ops-token")),
+        ("LEAD_TOKEN", Path::new("lead-token")),
+    ]
+}
+
+fn approver_rights(mode: Mode) {
+    let name = format!("approver_rights_{mode:?}").to_lowercase();
+    let setup = rights_setup(&name);
     let served = Served::start(&setup.config, &[], &[]);
     let url = served.url();
-    let obs = setup.python(
-        "approvals_rights.py",
-        mode,
-        &[
-            ("CODEMODE_AUTH_URL", Path::new(&url)),
-            ("AGENT_TOKEN", Path::new("agent-token")),
-            ("OPS_TOKEN", Path::new("ops-token")),
-            ("LEAD_TOKEN", Path::new("lead-token")),
-        ],
-    );
+    let obs = setup.python("approvals_rights.py", mode, &rights_env(&url));
     assert_json(
         &name,
         &obs,

@@ -11,9 +11,11 @@
 //!   `server.http.maxStreamsPerCaller` streams on a listener (`429` beyond);
 //! - `POST /approvals/{id}` `{"decision", "reason"}` — `200 {"status": "decided"}`, or `401`,
 //!   `403`, `404`, `409`, `422` (see [`DecideError`]); errors are `{"error": "…"}`;
-//! - `GET /approvals/ui` — the web page (embedded, no external assets).
+//! - `GET /approvals/ui` — the web page (embedded, no external assets). It is static and holds
+//!   no data, so it is served without a credential (after the `Host`/`Origin` checks): its login
+//!   form is how a token reaches the API calls it makes.
 //!
-//! Every request passes the same [`Authenticate`] as the MCP endpoint, refused as `/mcp` refuses
+//! Every other request passes the same [`Authenticate`] as the MCP endpoint, refused as `/mcp` refuses
 //! (`401` with the same `WWW-Authenticate: Bearer` challenge, `resource_metadata` included under
 //! `server.auth.oauth`) before anything else of it is read, and a body is read under the
 //! same limits as `/mcp`'s (`server.http.maxRequestBody`, `bodyReadTimeout`; `413`, `408`); its
@@ -181,6 +183,11 @@ async fn guard(State(api): State<Api>, mut request: Request, next: Next) -> Resp
             StatusCode::FORBIDDEN,
             format!("origin `{origin}` is not allowed"),
         );
+    }
+    // The page is static and holds no data: its own login form is how a token reaches the
+    // API calls it makes, so it is served to a browser that has none yet.
+    if request.uri().path() == "/approvals/ui" && request.method() == axum::http::Method::GET {
+        return next.run(request).await;
     }
     api.auth.prepare(headers).await;
     let credential = match decider(&api, headers) {

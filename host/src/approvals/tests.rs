@@ -162,6 +162,58 @@ async fn get(base: &str, path: &str, token: &str) -> (u16, Value) {
     (r.status().as_u16(), r.json().await.unwrap())
 }
 
+/// The page reaches a browser that has no token yet (its login form asks for one); the API
+/// behind it does not, nor does anything but a `GET` of the page.
+#[tokio::test]
+async fn the_page_is_served_without_a_token_and_nothing_else_is() {
+    let base = start(Arc::new(ApprovalBroker::default())).await;
+    let client = codemode_upstream::crypto::http_client();
+    let page = client
+        .get(format!("{base}/approvals/ui"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("<form id=\"login\" hidden>")
+    );
+    let mut refused = Vec::new();
+    for (method, path) in [
+        ("GET", "/approvals"),
+        ("GET", "/approvals/stream"),
+        ("POST", "/approvals/ui"),
+        ("POST", "/approvals/some-id"),
+    ] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let r = client
+            .request(method, format!("{base}{path}"))
+            .send()
+            .await
+            .unwrap();
+        refused.push((path, r.status().as_u16()));
+    }
+    assert_eq!(
+        refused,
+        [
+            ("/approvals", 401),
+            ("/approvals/stream", 401),
+            ("/approvals/ui", 401),
+            ("/approvals/some-id", 401)
+        ]
+    );
+    // The `Host` check still holds for the page.
+    let rebound = client
+        .get(format!("{base}/approvals/ui"))
+        .header("Host", "attacker.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status().as_u16(), 403);
+}
+
 #[tokio::test]
 async fn the_api_checks_token_permission_self_approval_risk_and_state() {
     let broker = Arc::new(ApprovalBroker::default());

@@ -2,17 +2,12 @@
 // waits for the pending request to appear, records what the page shows, clicks "Approve once",
 // and waits for the request to move to the last decisions. Prints one JSON object.
 //
-// env: APPROVALS_URL (the page), PLAYWRIGHT_CORE (the module's directory), USER_DATA_DIR (fresh).
+// env: APPROVALS_URL (the page), and launch.cjs's.
 "use strict";
-const { chromium } = require(process.env.PLAYWRIGHT_CORE);
+const { launch } = require("./launch.cjs");
 
 async function main() {
-  const context = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  const context = await launch();
   try {
     const page = context.pages()[0] || (await context.newPage());
     const dialogs = [];

@@ -60,6 +60,15 @@ async def pending(http: httpx.AsyncClient, headers: dict) -> list[dict]:
     raise TimeoutError("no ask reached the approval API")
 
 
+async def until_file(path: str) -> None:
+    """Waits (120 s at most) until `path` exists."""
+    deadline = time.monotonic() + 120
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        await asyncio.sleep(0.05)
+
+
 async def main() -> dict:
     obs: dict = {}
     human = Dismisses()
@@ -78,6 +87,10 @@ async def main() -> dict:
         prompt = human.prompts[0]
         obs["agent_prompt"] = {"last": prompt["last"].replace(seen["id"], "ID"), "offered": prompt["offered"]}
         url = f"/approvals/{seen['id']}"
+        # When the approval page watches too (tests/mcp/browser.rs), the lead decides only once
+        # the page has shown the ask to the operator.
+        if os.environ.get("PAGE_SAW"):
+            await until_file(os.environ["PAGE_SAW"])
         refused = await http.post(url, json={"decision": "approve_once"}, headers=OPS)
         obs["ops_decides"] = [refused.status_code, refused.json()]
         approved = await http.post(url, json={"decision": "approve_once"}, headers=LEAD)
