@@ -186,11 +186,75 @@ fn the_approval_api_and_missing_scopes_get_the_oauth_challenges() {
         "{body}"
     );
     // Only that call was run: one eval record.
+    assert_eq!(eval_records(&setup)[0]["caller"], "carol");
+}
+
+/// The audit's eval records, asserting there is exactly one.
+fn eval_records(setup: &Setup) -> Vec<Value> {
     let evals: Vec<Value> = setup
         .audit()
         .into_iter()
         .filter(|r| r["event"] == "eval")
         .collect();
     assert_eq!(evals.len(), 1, "{evals:?}");
-    assert_eq!(evals[0]["caller"], "carol");
+    evals
+}
+
+/// The scope challenge with a real OAuth client: the Python SDK's `OAuthClientProvider` logs
+/// in for the scopes codemode's metadata lists, but the person leaves `ops` unticked (the
+/// authorization server grants `tools` only); the eval tool of the `ops` profile is then not
+/// listed, and calling it gets `403 insufficient_scope` naming `ops`. The client logs in again
+/// for `ops tools` (a step-up), retries the same call, and it runs — once.
+#[test]
+fn an_sdk_client_steps_up_when_a_tool_needs_another_scope() {
+    let mut auth_server = None;
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let setup = Setup::new("oauth_step_up", Transport::Stdio, |scratch| {
+        let jwks_file = scratch.path("jwks.json");
+        std::fs::write(&jwks_file, jwks(&["as1"])).expect("write the JWKS");
+        let server = OAuthUpstream::start_jwt_with(
+            &scratch.path("events.txt"),
+            "as1",
+            &jwks_file,
+            &[("SCOPES", "tools ops"), ("WITHHOLD_ONCE", "ops")],
+        );
+        let config = json!({
+            "server": {"auth": {"oauth": {
+                "authorizationServers": [format!("http://127.0.0.1:{}", server.port())],
+                "resource": resource,
+                "scopePermissions": {"tools": [], "ops": ["ops"]},
+            }}},
+            "evaluation": {"profiles": {"ops": {"requirePermissions": ["ops"]}}},
+            "audit": {"dir": scratch.path("audit")}
+        });
+        auth_server = Some(server);
+        config
+    });
+    let auth_server = auth_server.expect("the authorization server started");
+    let served = Served::start_on(&format!("127.0.0.1:{port}"), &setup.config, &[], &[]);
+    let obs = setup.python(
+        "oauth_resource.py",
+        crate::harness::Mode::Auto,
+        &[
+            ("CODEMODE_AUTH_URL", std::path::Path::new(&served.url())),
+            ("EVAL_TOOL", std::path::Path::new("codemode_eval_ops")),
+        ],
+    );
+    let token = obs["token"].as_str().expect("the access token");
+    let claims: Value = jsonwebtoken::dangerous::insecure_decode_claims(token).unwrap();
+    let grants: Vec<String> = auth_server
+        .events()
+        .into_iter()
+        .filter(|e| e.starts_with("granted "))
+        .collect();
+    crate::harness::assert_json(
+        "a step-up by the SDK's OAuth client",
+        &json!({"tools": obs["tools"], "ok": obs["eval"]["structured"]["ok"],
+            "result": obs["eval"]["structured"]["result"], "logins": obs["logins"],
+            "grants": grants, "scope": claims["scope"]}),
+        &json!({"tools": ["eval", "search_tools", "get_tools"], "ok": true, "result": 42,
+            "logins": 2, "grants": ["granted tools", "granted ops tools"], "scope": "ops tools"}),
+    );
+    assert_eq!(eval_records(&setup)[0]["profile"], "ops");
 }

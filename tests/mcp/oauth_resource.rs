@@ -118,9 +118,9 @@ fn an_oauth_client_logs_in_and_bad_tokens_get_the_challenge() {
     assert_json(
         "a client that logged in",
         &json!({"tools": obs["tools"], "ok": obs["eval"]["structured"]["ok"],
-            "result": obs["eval"]["structured"]["result"]}),
+            "result": obs["eval"]["structured"]["result"], "logins": obs["logins"]}),
         &json!({"tools": ["eval", "codemode_eval_lenient", "codemode_eval_sup", "search_tools", "get_tools"],
-            "ok": true, "result": 42}),
+            "ok": true, "result": 42, "logins": 1}),
     );
     let client = auth_server
         .events()

@@ -17,6 +17,9 @@ metadata, dynamic registration, PKCE, resource indicators, refresh), over stream
   access tokens are RS256 JWTs (`iss` this server, `aud` the resource indicator, `sub` the
   client, `scope`), its OpenID configuration names `/jwks`, which serves JWKS_FILE as it is at
   each request (a test rotates keys by rewriting it) and appends `jwks` to EVENTS.
+- SCOPES (env, space-separated, default `tools`): the scopes clients may register and ask for.
+  WITHHOLD_ONCE (env): a scope left out of the first authorization that asks for it, as when
+  the person unticks it on a consent page; each authorization appends `granted <scopes>`.
 """
 
 import os
@@ -43,6 +46,8 @@ EVENTS = sys.argv[2]
 BASE = f"http://127.0.0.1:{PORT}"
 ACCESS_TTL = int(os.environ.get("ACCESS_TTL", "3600"))
 JWT_KEY = os.environ.get("JWT_KEY")
+SCOPES = os.environ.get("SCOPES", "tools").split()
+WITHHOLD_ONCE = os.environ.get("WITHHOLD_ONCE")
 
 
 def event(line: str) -> None:
@@ -64,10 +69,16 @@ class Provider:
         self.clients[client_info.client_id] = client_info
 
     async def authorize(self, client, params: AuthorizationParams) -> str:
+        global WITHHOLD_ONCE
         code = secrets.token_urlsafe(16)
+        scopes = params.scopes or ["tools"]
+        if WITHHOLD_ONCE in scopes:
+            scopes = [s for s in scopes if s != WITHHOLD_ONCE]
+            WITHHOLD_ONCE = None
+        event("granted " + " ".join(scopes))
         self.codes[code] = AuthorizationCode(
             code=code,
-            scopes=params.scopes or ["tools"],
+            scopes=scopes,
             expires_at=time.time() + 300,
             client_id=client.client_id,
             code_challenge=params.code_challenge,
@@ -144,7 +155,7 @@ server = MCPServer(
         issuer_url=BASE,
         resource_server_url=f"{BASE}/mcp",
         client_registration_options=ClientRegistrationOptions(
-            enabled=True, valid_scopes=["tools"], default_scopes=["tools"]
+            enabled=True, valid_scopes=SCOPES, default_scopes=["tools"]
         ),
         required_scopes=["tools"],
         validate_token_resource=True,

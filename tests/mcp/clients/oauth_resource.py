@@ -2,9 +2,12 @@
 Python SDK's OAuthClientProvider meets codemode's `401`, reads its protected-resource metadata,
 registers with the authorization server it names, logs in (authorization code + PKCE with a
 resource indicator; the "browser" follows the authorization URL's redirect headlessly) and runs
-one eval. Emits {tools, eval, token}: the access token, for the test to check its claims.
+one eval. Emits {tools, eval, token, logins}: the last access token, for the test to check its
+claims, and how many times the client was sent to the authorization server (a `403
+insufficient_scope` makes it log in again for the scopes named: a step-up).
 
-Environment (besides harness.py's): CODEMODE_AUTH_URL, codemode's /mcp URL.
+Environment (besides harness.py's): CODEMODE_AUTH_URL, codemode's /mcp URL; EVAL_TOOL, the eval
+tool to call (default `eval`).
 """
 
 from __future__ import annotations
@@ -43,8 +46,10 @@ class Memory:
 async def main() -> dict:
     url = os.environ["CODEMODE_AUTH_URL"]
     redirected: dict[str, str] = {}
+    logins = []
 
     async def browse(authorization_url: str) -> None:
+        logins.append(authorization_url)
         # The authorization server approves at once; its redirect carries the code.
         async with httpx2.AsyncClient() as http:
             response = await http.get(authorization_url, follow_redirects=False)
@@ -70,8 +75,8 @@ async def main() -> dict:
     http = create_mcp_http_client(auth=provider)
     async with Client(streamable_http_client(url, http_client=http), mode=MODE) as client:
         names = await tool_names(client)
-        result = await evaluate(client, "return 6 * 7")
-    return {"tools": names, "eval": result, "token": storage.tokens.access_token}
+        result = await evaluate(client, "return 6 * 7", os.environ.get("EVAL_TOOL", "eval"))
+    return {"tools": names, "eval": result, "token": storage.tokens.access_token, "logins": len(logins)}
 
 
 run(main)

@@ -413,17 +413,25 @@ impl OAuthUpstream {
     /// `keys/<key>.pem` (its `kid`: `key`), publishing the key set in `jwks_file` (read at
     /// each request: rewrite it to rotate keys); see oauth_server.py.
     pub fn start_jwt(events: &Path, key: &str, jwks_file: &Path) -> OAuthUpstream {
+        Self::start_jwt_with(events, key, jwks_file, &[])
+    }
+
+    /// [`start_jwt`](Self::start_jwt) with more of oauth_server.py's settings in `env` (e.g.
+    /// `SCOPES`, `WITHHOLD_ONCE`).
+    pub fn start_jwt_with(
+        events: &Path,
+        key: &str,
+        jwks_file: &Path,
+        env: &[(&str, &str)],
+    ) -> OAuthUpstream {
         let pem = Self::key_file(key);
-        Self::start_with(
-            free_port(),
-            events,
-            3600,
-            &[
-                ("JWT_KEY", pem.as_os_str()),
-                ("JWT_KID", std::ffi::OsStr::new(key)),
-                ("JWKS_FILE", jwks_file.as_os_str()),
-            ],
-        )
+        let mut all = vec![
+            ("JWT_KEY", pem.as_os_str()),
+            ("JWT_KID", std::ffi::OsStr::new(key)),
+            ("JWKS_FILE", jwks_file.as_os_str()),
+        ];
+        all.extend(env.iter().map(|(k, v)| (*k, std::ffi::OsStr::new(*v))));
+        Self::start_with(free_port(), events, 3600, &all)
     }
 
     /// The private key `keys/<name>.pem` of the test authorization servers.
