@@ -19,7 +19,8 @@ metadata, dynamic registration, PKCE, resource indicators, refresh), over stream
   each request (a test rotates keys by rewriting it) and appends `jwks` to EVENTS.
 - SCOPES (env, space-separated, default `tools`): the scopes clients may register and ask for.
   WITHHOLD_ONCE (env): a scope left out of the first authorization that asks for it, as when
-  the person unticks it on a consent page; each authorization appends `granted <scopes>`.
+  the person unticks it on a consent page; with it set, each authorization appends `granted
+  <scopes>`.
 """
 
 import os
@@ -48,6 +49,8 @@ ACCESS_TTL = int(os.environ.get("ACCESS_TTL", "3600"))
 JWT_KEY = os.environ.get("JWT_KEY")
 SCOPES = os.environ.get("SCOPES", "tools").split()
 WITHHOLD_ONCE = os.environ.get("WITHHOLD_ONCE")
+# Grants are reported only where a test withholds one (other tests count EVENTS' lines).
+REPORT_GRANTS = WITHHOLD_ONCE is not None
 
 
 def event(line: str) -> None:
@@ -75,7 +78,8 @@ class Provider:
         if WITHHOLD_ONCE in scopes:
             scopes = [s for s in scopes if s != WITHHOLD_ONCE]
             WITHHOLD_ONCE = None
-        event("granted " + " ".join(scopes))
+        if REPORT_GRANTS:
+            event("granted " + " ".join(scopes))
         self.codes[code] = AuthorizationCode(
             code=code,
             scopes=scopes,
