@@ -48,6 +48,7 @@ mod sampling;
 mod schemas;
 mod sessions;
 mod startup;
+mod subscriptions;
 mod surface;
 mod traces;
 mod typescript;

@@ -5,20 +5,23 @@ use serde_json::json;
 use crate::harness::{Mode, Setup, Transport, assert_json, base_config, eval_summary};
 use crate::peers;
 
+/// The base config with server-everything as the upstream `victim`, behind the tap
+/// (tests/support/tap.py): the server's pid in victim.pid, each request it is sent in
+/// victim.requests.
+pub(crate) fn with_victim(scratch: &crate::harness::Scratch) -> serde_json::Value {
+    let mut config = base_config(scratch);
+    let (program, args) = peers::tapped(
+        peers::everything_server_cmd(),
+        &scratch.path("victim.requests"),
+        &scratch.path("victim.pid"),
+    );
+    config["mcpServers"]["victim"] = json!({ "command": program, "args": args });
+    config
+}
+
 fn upstream_killed(mode: Mode) {
     let name = format!("upstream_killed_{mode:?}").to_lowercase();
-    let setup = Setup::new(&name, Transport::Stdio, |scratch| {
-        let mut config = base_config(scratch);
-        // Behind the tap (tests/support/tap.py): the server's pid in victim.pid, each request
-        // it is sent in victim.requests.
-        let (program, args) = peers::tapped(
-            peers::everything_server_cmd(),
-            &scratch.path("victim.requests"),
-            &scratch.path("victim.pid"),
-        );
-        config["mcpServers"]["victim"] = json!({ "command": program, "args": args });
-        config
-    });
+    let setup = Setup::new(&name, Transport::Stdio, with_victim);
     let obs = setup.python("upstream_killed.py", mode, &[]);
 
     let closed =

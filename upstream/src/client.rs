@@ -10,7 +10,7 @@ use std::sync::{Arc, RwLock};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
-    ProtocolVersion, SamplingCapability,
+    ProtocolVersion, ResourceUpdatedNotificationParam, SamplingCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData as McpError};
@@ -70,6 +70,8 @@ pub(crate) struct UpstreamClient {
     pub(crate) relays: Arc<CallRelays>,
     /// The pool's counter bumped when a server's resources or prompts change.
     pub(crate) listings_changed: Arc<watch::Sender<u64>>,
+    /// Where `notifications/resources/updated` go (the pool's).
+    pub(crate) updates: tokio::sync::broadcast::Sender<crate::ResourceUpdate>,
     /// The order the server sent its progress and log messages in.
     pub(crate) sequence: Arc<Sequence>,
 }
@@ -171,6 +173,18 @@ impl ClientHandler for UpstreamClient {
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.listings_changed.send_modify(|g| *g += 1);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // Nobody listening is no error: no client subscribed.
+        let _ = self.updates.send(crate::ResourceUpdate {
+            server: self.server.to_string(),
+            uri: params.uri,
+        });
     }
 
     async fn on_progress(

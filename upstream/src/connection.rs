@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rmcp::Peer;
 use rmcp::model::Tool;
 use rmcp::service::{QuitReason, RoleClient};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use codemode_runtime::ToolError;
@@ -21,6 +21,7 @@ use super::oauth::{Logins, login_hint};
 use super::relay::CallRelays;
 use super::sequence::Sequence;
 use super::spec::UpstreamSpec;
+use super::subscriptions::{ResourceUpdate, Subscribed, renew};
 use super::transport::{self, Refused, Session};
 
 /// First wait before a restart; doubles per failure up to [`MAX_BACKOFF`].
@@ -34,6 +35,19 @@ const HEALTHY_AFTER: Duration = Duration::from_secs(60);
 /// How often an upstream that needs a login looks for one made elsewhere (another process, or
 /// another node of the cluster).
 const LOGIN_POLL: Duration = Duration::from_secs(2);
+
+/// What an upstream tells the pool: its tool list changed, its resources or prompts changed,
+/// one of its resources changed.
+pub(crate) type Notifiers = (
+    Arc<watch::Sender<u64>>,
+    Arc<watch::Sender<u64>>,
+    broadcast::Sender<ResourceUpdate>,
+);
+
+/// Renews `uris` on a new session of `server` (see [`renew`]).
+async fn renew_subscriptions(server: Arc<str>, peer: Peer<RoleClient>, uris: Vec<String>) {
+    renew(&server, peer, uris).await;
+}
 
 /// One named upstream: its spec, its live state, and the token that stops its supervisor.
 pub(crate) struct Upstream {
@@ -50,6 +64,10 @@ pub(crate) struct Upstream {
     pool_changed: Arc<watch::Sender<u64>>,
     /// The pool's "some server's resources or prompts changed" counter.
     listings_changed: Arc<watch::Sender<u64>>,
+    /// Where the server's `notifications/resources/updated` go (the pool's).
+    updates: broadcast::Sender<ResourceUpdate>,
+    /// The resources codemode holds subscribed here.
+    subscribed: Subscribed,
     shutdown: CancellationToken,
     /// Becomes true when the first connection attempt has finished, either way.
     attempted: watch::Sender<bool>,
@@ -144,7 +162,7 @@ impl Upstream {
         name: &str,
         spec: UpstreamSpec,
         (elicitation, declares_sampling, logins): (SharedElicitation, Arc<AtomicBool>, Logins),
-        (pool_changed, listings_changed): (Arc<watch::Sender<u64>>, Arc<watch::Sender<u64>>),
+        (pool_changed, listings_changed, updates): Notifiers,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
         let up = Arc::new(Upstream {
@@ -156,6 +174,8 @@ impl Upstream {
             sequence: Arc::default(),
             pool_changed,
             listings_changed,
+            updates,
+            subscribed: Subscribed::default(),
             shutdown,
             attempted: watch::Sender::new(false),
             logins,
@@ -203,6 +223,11 @@ impl Upstream {
     /// The calls in flight here, and where the server's notifications about them go.
     pub(crate) fn relays(&self) -> &Arc<CallRelays> {
         &self.relays
+    }
+
+    /// The resources codemode holds subscribed here.
+    pub(crate) fn subscribed(&self) -> &Subscribed {
+        &self.subscribed
     }
 
     /// The current session's peer, while connected.
@@ -262,6 +287,7 @@ impl Upstream {
                 declares_sampling: declares_sampling.clone(),
                 relays: self.relays.clone(),
                 listings_changed: self.listings_changed.clone(),
+                updates: self.updates.clone(),
                 sequence: self.sequence.clone(),
             };
             let started = tokio::select! {
@@ -279,6 +305,15 @@ impl Upstream {
                         s.connects += 1;
                     });
                     self.set_tools(tools);
+                    // A new session knows none of the subscriptions the last one held.
+                    let held = self.subscribed.all();
+                    if !held.is_empty() {
+                        tokio::spawn(renew_subscriptions(
+                            self.name.clone(),
+                            session.peer().clone(),
+                            held,
+                        ));
+                    }
                     self.attempt_done();
                     let ended = self.run(session, &tools_changed).await;
                     self.update(|s| {

@@ -57,6 +57,7 @@ mod schemas;
 mod scope;
 mod sequence;
 mod spec;
+mod subscriptions;
 mod transport;
 
 pub use commands::CommandTools;
@@ -73,3 +74,4 @@ pub use spec::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, UpstreamError, UpstreamSpec, UpstreamTransport,
     upstream_specs, validate_server_name,
 };
+pub use subscriptions::ResourceUpdate;

@@ -52,6 +52,8 @@ struct Inner {
     changed: Arc<watch::Sender<u64>>,
     /// Bumped when an upstream says its resources or prompts changed.
     listings: Arc<watch::Sender<u64>>,
+    /// The upstreams' `notifications/resources/updated`.
+    updates: tokio::sync::broadcast::Sender<crate::ResourceUpdate>,
     /// Parent of every upstream's shutdown token.
     shutdown: CancellationToken,
     /// Serialises [`UpstreamPool::set_upstreams`].
@@ -96,6 +98,7 @@ impl UpstreamPool {
                 declares_sampling: Arc::default(),
                 changed: Arc::new(watch::Sender::new(0)),
                 listings: Arc::new(watch::Sender::new(0)),
+                updates: tokio::sync::broadcast::Sender::new(crate::subscriptions::UPDATES_KEPT),
                 shutdown: CancellationToken::new(),
                 reconfigure: tokio::sync::Mutex::new(()),
                 schemas: Default::default(),
@@ -235,7 +238,11 @@ impl UpstreamPool {
                         self.inner.declares_sampling.clone(),
                         self.logins(),
                     ),
-                    (self.inner.changed.clone(), self.inner.listings.clone()),
+                    (
+                        self.inner.changed.clone(),
+                        self.inner.listings.clone(),
+                        self.inner.updates.clone(),
+                    ),
                     self.inner.shutdown.child_token(),
                 );
                 started.push(up.clone());
@@ -386,6 +393,10 @@ impl UpstreamPool {
     }
 
     /// Every upstream, by name.
+    pub(crate) fn updates(&self) -> &tokio::sync::broadcast::Sender<crate::ResourceUpdate> {
+        &self.inner.updates
+    }
+
     pub(crate) fn upstreams(&self) -> Vec<Arc<Upstream>> {
         let servers = self.inner.servers.read().unwrap_or_else(|e| e.into_inner());
         servers.values().cloned().collect()

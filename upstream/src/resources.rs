@@ -155,7 +155,7 @@ fn offers(peer: &Peer<RoleClient>, offer: Offer) -> bool {
 /// Runs `request` on `up`'s current session within its call timeout, counted as a call in
 /// flight there whose notifications go to `relay` (none: dropped, and another eval's call on
 /// that server no longer looks alone, so nothing said about this request reaches it).
-async fn ask<T, F>(
+pub(crate) async fn ask<T, F>(
     up: &Upstream,
     (what, relay): (&str, Option<Arc<dyn CallRelay>>),
     request: impl FnOnce(Peer<RoleClient>) -> F,
@@ -257,7 +257,11 @@ impl UpstreamPool {
         .await
     }
 
-    fn server_for(&self, server: &str, what: &str) -> Result<Arc<Upstream>, UpstreamRequestError> {
+    pub(crate) fn server_for(
+        &self,
+        server: &str,
+        what: &str,
+    ) -> Result<Arc<Upstream>, UpstreamRequestError> {
         self.upstream(server).ok_or_else(|| {
             UpstreamRequestError::NotFound(format!(
                 "{what}: there is no upstream server `{}`",

@@ -295,6 +295,7 @@ mod tls_tests {
             declares_sampling: Default::default(),
             relays: Default::default(),
             listings_changed: Arc::new(tokio::sync::watch::channel(0).0),
+            updates: tokio::sync::broadcast::channel(1).0,
             sequence: Default::default(),
         };
         let transport = UpstreamTransport::Http {

@@ -116,7 +116,26 @@ impl ServerHandler for CodemodeServer {
 
     async fn listen(&self, ctx: SubscriptionContext) -> Result<(), McpError> {
         self.state.add_subscriber(ctx.sink().clone());
+        let watched = self.watch_stream_resources(&ctx).await;
         ctx.cancelled().await;
+        self.unwatch_stream_resources(watched).await;
+        Ok(())
+    }
+
+    async fn subscribe(
+        &self,
+        req: SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.resource_subscribe(&req.uri, &ctx).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        req: UnsubscribeRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.resource_unsubscribe(&req.uri).await;
         Ok(())
     }
 
@@ -246,6 +265,7 @@ fn capabilities() -> ServerCapabilities {
         .enable_tools()
         .enable_prompts_list_changed()
         .enable_resources_list_changed()
+        .enable_resources_subscribe()
         .enable_tool_list_changed()
         .build()
 }

@@ -42,7 +42,9 @@ pub mod result;
 mod serve;
 pub mod sessions;
 mod state;
+mod subscriptions;
 pub mod suspend;
+mod watchers;
 
 pub use builder::{DEFAULT_CONFIG, Reloader, Server, ServerBuilder};
 pub use error::ServeError;

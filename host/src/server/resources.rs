@@ -26,17 +26,17 @@ use super::handler::CodemodeServer;
 use crate::approvals::{Asker, NoAsker};
 
 /// The longest a client-chosen URI or name is shown in a message or the audit log.
-const SHOWN_CHARS: usize = 300;
+pub(super) const SHOWN_CHARS: usize = 300;
 
 /// What governs one request: the caller, and the profile when the caller may use `eval`.
-struct Governed {
+pub(super) struct Governed {
     caller: Caller,
     /// `None` outside: the caller may not use `eval`. `Some(None)`: `eval` is unprofiled.
     profile: Option<Option<Arc<Profile>>>,
 }
 
 impl Governed {
-    fn lets_resource(&self, name: &str) -> bool {
+    pub(super) fn lets_resource(&self, name: &str) -> bool {
         match &self.profile {
             None => false,
             Some(None) => true,
@@ -64,12 +64,12 @@ fn resource_name(mapped: &str) -> Option<String> {
     unmap_uri(mapped).map(|(server, uri)| policy_name(server, uri))
 }
 
-fn not_found(what: &str) -> McpError {
+pub(super) fn not_found(what: &str) -> McpError {
     McpError::resource_not_found(what.to_string(), None)
 }
 
 impl CodemodeServer {
-    fn governed(&self, ctx: &RequestContext<RoleServer>) -> Governed {
+    pub(super) fn governed(&self, ctx: &RequestContext<RoleServer>) -> Governed {
         let config = self.state.config();
         let caller = crate::auth::caller_of(&ctx.extensions);
         let profile = missing_permissions(&config, EVAL_TOOL, &caller)
@@ -84,7 +84,7 @@ impl CodemodeServer {
         Governed { caller, profile }
     }
 
-    fn audit_access(&self, governed: &Governed, mut record: AccessAuditRecord) {
+    pub(super) fn audit_access(&self, governed: &Governed, mut record: AccessAuditRecord) {
         if let Some(sink) = self.state.audit() {
             record.caller = governed.caller.name.clone();
             record.session_id = Some(self.session_id.clone());
@@ -303,7 +303,7 @@ fn nobody_asks(server: &str) -> (crate::tools::InFlightGuard, Arc<dyn Asker>) {
 
 /// An upstream's failure as the client's error: not found stays not found; a failure is an
 /// internal error of the upstream's, named in the message (never codemode's own).
-fn upstream_error(e: UpstreamRequestError) -> McpError {
+pub(super) fn upstream_error(e: UpstreamRequestError) -> McpError {
     match e {
         UpstreamRequestError::NotFound(m) => McpError::resource_not_found(neutralize(&m), None),
         UpstreamRequestError::Failed(m) => McpError::internal_error(neutralize(&m), None),

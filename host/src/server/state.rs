@@ -26,6 +26,8 @@ pub struct ServerState {
     pub approvals: Arc<crate::approvals::ApprovalBroker>,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
     subscribers: Mutex<Vec<SubscriptionSink>>,
+    /// Who listens to which upstream resource (`resources/subscribe`).
+    pub(crate) resource_watchers: Arc<super::watchers::ResourceWatchers>,
     next_session: AtomicU64,
     /// The evals in flight, for graceful shutdown.
     pub drain: Arc<super::drain::Drain>,
@@ -67,6 +69,7 @@ impl ServerState {
             approvals: Arc::default(),
             legacy_peers: Mutex::new(Vec::new()),
             subscribers: Mutex::new(Vec::new()),
+            resource_watchers: Default::default(),
             next_session: AtomicU64::new(1),
             drain: Arc::default(),
             legacy: Arc::default(),
@@ -93,6 +96,10 @@ impl ServerState {
                 watcher.notify_tools_changed().await;
             }
         });
+        tokio::spawn(super::watchers::forward_updates(
+            state.resource_watchers.clone(),
+            state.upstreams.clone(),
+        ));
         let watcher = state.clone();
         let mut listings = state.upstreams.subscribe_listings();
         tokio::spawn(async move {

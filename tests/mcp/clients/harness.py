@@ -164,6 +164,16 @@ async def evaluate(client: Client, code: str, tool: str = "eval", **kwargs: Any)
     return await call(client, tool, {"code": code}, **kwargs)
 
 
+async def error_of(coro) -> str:
+    """The message of the error `coro` raises (the SDK raises MCPError with the server's
+    message), or "no error"."""
+    try:
+        await coro
+    except Exception as e:
+        return str(e)
+    return "no error"
+
+
 async def tool_names(client: Client) -> list[str]:
     """The listed tool names (never served from the SDK's response cache)."""
     listing = await client.list_tools(cache_mode="bypass")

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import PromptReference, ResourceTemplateReference
 
-from harness import connect, evaluate, run
+from harness import connect, error_of, evaluate, run
 
 warnings.simplefilter("ignore")
 
@@ -58,14 +58,6 @@ def mapped_read(read: dict, server: str = "everything") -> dict:
     out = dict(read)
     out["contents"] = [dict(c, uri=f"codemode://{server}/{c['uri']}") for c in read["contents"]]
     return out
-
-
-async def error_of(coro) -> str:
-    try:
-        await coro
-    except Exception as e:  # the SDK raises McpError with the server's message
-        return str(e)
-    return "no error"
 
 
 async def main() -> dict:

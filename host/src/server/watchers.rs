@@ -1,0 +1,136 @@
+//! Who listens to which upstream resource (see [`super::subscriptions`]): the clients watching
+//! each mapped URI, and the task that passes the upstreams' updates on to them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use codemode_upstream::resources::{map_uri, unmap_uri};
+use codemode_upstream::{ResourceUpdate, UpstreamPool};
+use rmcp::service::SubscriptionSink;
+use rmcp::{Peer, RoleServer};
+use tokio::sync::broadcast::error::RecvError;
+
+/// Where one client hears about a resource.
+#[derive(Clone)]
+pub(crate) enum Target {
+    /// A session of protocol 2025-11-25 or older (`resources/subscribe`).
+    Session(Peer<RoleServer>),
+    /// A 2026-07-28 `subscriptions/listen` stream.
+    Stream(SubscriptionSink),
+}
+
+impl Target {
+    /// Sends the update; `false` when the client is gone.
+    async fn notify(&self, mapped: &str) -> bool {
+        match self {
+            Target::Session(peer) => {
+                !peer.is_transport_closed()
+                    && peer
+                        .notify_resource_updated(
+                            rmcp::model::ResourceUpdatedNotificationParam::new(mapped),
+                        )
+                        .await
+                        .is_ok()
+            }
+            Target::Stream(sink) => sink.notify_resource_updated(mapped).await.is_ok(),
+        }
+    }
+}
+
+struct Watcher {
+    /// The session's id, or the listen stream's own.
+    key: String,
+    target: Target,
+}
+
+/// Who listens to which mapped URI.
+#[derive(Default)]
+pub(crate) struct ResourceWatchers {
+    by_uri: Mutex<HashMap<String, Vec<Watcher>>>,
+}
+
+impl ResourceWatchers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Watcher>>> {
+        self.by_uri.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds `key`'s watch of `mapped` (once); `true` when nobody watched it before.
+    pub(crate) fn add(&self, mapped: &str, key: &str, target: Target) -> bool {
+        let mut by_uri = self.lock();
+        let watchers = by_uri.entry(mapped.to_string()).or_default();
+        let first = watchers.is_empty();
+        if !watchers.iter().any(|w| w.key == key) {
+            watchers.push(Watcher {
+                key: key.to_string(),
+                target,
+            });
+        }
+        first
+    }
+
+    /// Removes `key`'s watch of `mapped`; `true` when it was the last one.
+    pub(crate) fn remove(&self, mapped: &str, key: &str) -> bool {
+        let mut by_uri = self.lock();
+        let Some(watchers) = by_uri.get_mut(mapped) else {
+            return false;
+        };
+        let before = watchers.len();
+        watchers.retain(|w| w.key != key);
+        let last = before > 0 && watchers.is_empty();
+        if watchers.is_empty() {
+            by_uri.remove(mapped);
+        }
+        last
+    }
+
+    fn targets(&self, mapped: &str) -> Vec<(String, Target)> {
+        self.lock()
+            .get(mapped)
+            .map(|ws| {
+                ws.iter()
+                    .map(|w| (w.key.clone(), w.target.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Passes every upstream resource update to the clients watching it, until the pool goes.
+pub(crate) async fn forward_updates(watchers: Arc<ResourceWatchers>, upstreams: UpstreamPool) {
+    let mut updates = upstreams.resource_updates();
+    loop {
+        match updates.recv().await {
+            Ok(update) => watchers.updated(&upstreams, update).await,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(
+                    "{missed} resource updates of upstreams were dropped: clients were too slow to take them"
+                );
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+impl ResourceWatchers {
+    async fn updated(&self, upstreams: &UpstreamPool, update: ResourceUpdate) {
+        let mapped = map_uri(&update.server, &update.uri);
+        let mut gone = Vec::new();
+        for (key, target) in self.targets(&mapped) {
+            if !target.notify(&mapped).await {
+                gone.push(key);
+            }
+        }
+        for key in gone {
+            self.forget(upstreams, &mapped, &key).await;
+        }
+    }
+
+    /// Ends `key`'s watch of `mapped`, and the upstream's subscription when it was the last.
+    pub(crate) async fn forget(&self, upstreams: &UpstreamPool, mapped: &str, key: &str) {
+        if self.remove(mapped, key)
+            && let Some((server, original)) = unmap_uri(mapped)
+        {
+            upstreams.unsubscribe_resource(server, original).await;
+        }
+    }
+}

@@ -1,0 +1,97 @@
+"""Resource subscriptions through codemode (tests/mcp/subscriptions.rs), on the session's
+protocol: `resources/subscribe` (2025-11-25) or a `subscriptions/listen` stream's
+`resourceSubscriptions` (2026-07-28). The client subscribes to a server-everything resource by
+its mapped URI, and to one the default profile hides; a script then turns on server-everything's
+updates (its tool `toggle-subscriber-updates`, which sends one at once), and the client hears
+`notifications/resources/updated` naming the mapped URI. Emits what it heard and was refused.
+
+With SCENARIO=restart (2025-11-25): the upstream `victim` (server-everything behind
+tests/support/tap.py) is killed after the subscription; codemode restarts it and subscribes the
+new session again, and the updates of the restarted server are heard.
+"""
+
+import asyncio
+import os
+import signal
+import warnings
+
+from mcp.types import ResourceUpdatedNotification
+
+from harness import MODE, connect, error_of, evaluate, log, run, wait_until
+
+warnings.simplefilter("ignore")
+
+DOC = "codemode://everything/demo://resource/static/document/architecture.md"
+HIDDEN = "codemode://everything/demo://resource/static/document/extension.md"
+TOGGLE = 'return await codemode["everything__toggle-subscriber-updates"]({});'
+
+
+async def legacy() -> dict:
+    updates: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_message(message) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            await updates.put(message.params.uri)
+
+    async with connect(message_handler=on_message) as client:
+        obs = {
+            "subscribed": await error_of(client.subscribe_resource(DOC)),
+            "hidden": await error_of(client.subscribe_resource(HIDDEN)),
+            "not_mapped": await error_of(client.subscribe_resource("demo://resource/static/document/architecture.md")),
+        }
+        toggled = await evaluate(client, TOGGLE)
+        obs["toggled"] = toggled["structured"]["ok"]
+        obs["heard"] = await asyncio.wait_for(updates.get(), 60)
+        await client.unsubscribe_resource(DOC)
+    return obs
+
+
+async def modern() -> dict:
+    async with connect() as client:
+        async with client.listen(resource_subscriptions=[DOC, HIDDEN]) as sub:
+            toggled = await evaluate(client, TOGGLE)
+            # server-everything sends an update for every subscribed URI at once, then again
+            # every 5 s: had the hidden one been subscribed upstream, it would come second.
+            heard = []
+            for _ in range(2):
+                event = await asyncio.wait_for(sub.__anext__(), 60)
+                log(f"heard {event!r}")
+                heard.append(event.uri)
+            return {"toggled": toggled["structured"]["ok"], "heard": heard}
+
+
+def requests_of(method: str) -> int:
+    """How many `method` requests the victim's tap forwarded."""
+    try:
+        with open(os.path.join(os.environ["CODEMODE_DIR"], "victim.requests")) as f:
+            return sum(f'"method": "{method}"' in line or f'"method":"{method}"' in line for line in f)
+    except FileNotFoundError:
+        return 0
+
+
+async def restart() -> dict:
+    victim = DOC.replace("codemode://everything/", "codemode://victim/")
+    updates: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_message(message) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            await updates.put(message.params.uri)
+
+    async with connect(message_handler=on_message) as client:
+        await client.subscribe_resource(victim)
+        with open(os.path.join(os.environ["CODEMODE_DIR"], "victim.pid")) as f:
+            os.kill(int(f.read().strip()), signal.SIGKILL)
+        # The restarted server is subscribed again (the tap logs the second request).
+        await wait_until(lambda: requests_of("resources/subscribe") == 2, "the subscription renewed")
+        toggled = await evaluate(client, TOGGLE.replace("everything__", "victim__"))
+        heard = await asyncio.wait_for(updates.get(), 60)
+    return {"subscribes": requests_of("resources/subscribe"), "toggled": toggled["structured"]["ok"], "heard": heard}
+
+
+async def main() -> dict:
+    if os.environ.get("SCENARIO") == "restart":
+        return await restart()
+    return await (legacy() if MODE == "legacy" else modern())
+
+
+run(main)

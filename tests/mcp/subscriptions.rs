@@ -1,0 +1,101 @@
+//! Resource subscriptions through codemode (clients/subscriptions.py), with server-everything
+//! as the upstream: a client subscribes by the mapped URI and hears the upstream's updates
+//! under it; a resource the default profile hides, or a URI that is not codemode's, is refused
+//! as not found (in a 2026-07-28 listen stream it is never subscribed, so only the visible one
+//! is heard of); subscriptions are audited like reads; a restarted upstream is subscribed again.
+
+use serde_json::json;
+
+use crate::harness::{Mode, Setup, Transport, assert_json, base_config};
+
+fn setup(name: &str) -> Setup {
+    Setup::new(name, Transport::Http, |scratch| {
+        let mut config = base_config(scratch);
+        config["evaluation"]["defaultProfile"] = json!("docs");
+        config["evaluation"]["profiles"]["docs"] = json!({
+            "resources": {"deny": ["everything__demo://resource/static/document/extension.md"]},
+        });
+        config
+    })
+}
+
+const DOC: &str = "codemode://everything/demo://resource/static/document/architecture.md";
+
+#[test]
+fn a_client_hears_an_upstream_resources_updates_on_2025_11_25() {
+    let setup = setup("subscriptions_legacy");
+    let obs = setup.python("subscriptions.py", Mode::Legacy, &[]);
+    assert_json(
+        "subscriptions over resources/subscribe",
+        &obs,
+        &json!({
+            "subscribed": "no error",
+            "hidden": "no resource `codemode://everything/demo://resource/static/document/extension.md`",
+            "not_mapped": "`demo://resource/static/document/architecture.md` is not a resource of codemode: its resources are `codemode://<server>/<the upstream's URI>` (see resources/list)",
+            "toggled": true,
+            "heard": DOC,
+        }),
+    );
+    let access: Vec<_> = setup
+        .audit()
+        .into_iter()
+        .filter(|r| r["event"] == "access")
+        .map(|r| json!([r["method"], r["name"], r["decision"], r["reason"]]))
+        .collect();
+    assert_eq!(
+        access,
+        [
+            json!([
+                "resources/subscribe",
+                "everything__demo://resource/static/document/architecture.md",
+                "allowed",
+                null
+            ]),
+            json!([
+                "resources/subscribe",
+                "everything__demo://resource/static/document/extension.md",
+                "denied",
+                "the profile does not let this resource through"
+            ]),
+            json!([
+                "resources/subscribe",
+                "demo://resource/static/document/architecture.md",
+                "denied",
+                "not a resource of codemode"
+            ]),
+        ]
+    );
+}
+
+#[test]
+fn a_listen_stream_hears_an_upstream_resources_updates_on_2026_07_28() {
+    let setup = setup("subscriptions_modern");
+    let obs = setup.python("subscriptions.py", Mode::Auto, &[]);
+    assert_json(
+        "subscriptions in a listen stream",
+        &obs,
+        &json!({"toggled": true, "heard": [DOC, DOC]}),
+    );
+}
+
+/// The upstream killed while a client is subscribed: codemode restarts it and subscribes its new
+/// session again (a new session knows none), so the client goes on hearing its updates.
+#[test]
+fn a_restarted_upstream_is_subscribed_again() {
+    let setup = Setup::new(
+        "subscriptions_restart",
+        Transport::Http,
+        crate::upstream::with_victim,
+    );
+    let obs = setup.python(
+        "subscriptions.py",
+        Mode::Legacy,
+        &[("SCENARIO", std::path::Path::new("restart"))],
+    );
+    assert_json(
+        "a subscription across an upstream restart",
+        &obs,
+        &json!({"subscribes": 2, "toggled": true,
+            "heard": "codemode://victim/demo://resource/static/document/architecture.md"}),
+    );
+}
