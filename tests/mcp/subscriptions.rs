@@ -34,6 +34,9 @@ fn a_client_hears_an_upstream_resources_updates_on_2025_11_25() {
             "not_mapped": "`demo://resource/static/document/architecture.md` is not a resource of codemode: its resources are `codemode://<server>/<the upstream's URI>` (see resources/list)",
             "toggled": true,
             "heard": DOC,
+            "more_refused": [255],
+            "past_the_cap": "this session already watches 256 resources, the most codemode keeps for one; unsubscribe from one first",
+            "after_letting_go": "no error",
         }),
     );
     let access: Vec<_> = setup
@@ -42,8 +45,9 @@ fn a_client_hears_an_upstream_resources_updates_on_2025_11_25() {
         .filter(|r| r["event"] == "access")
         .map(|r| json!([r["method"], r["name"], r["decision"], r["reason"]]))
         .collect();
+    assert_eq!(access.len(), 3 + 256 + 1 + 1, "{access:?}");
     assert_eq!(
-        access,
+        access[..3],
         [
             json!([
                 "resources/subscribe",

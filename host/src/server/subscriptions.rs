@@ -12,13 +12,13 @@
 
 use codemode_policies::{AccessAuditRecord, Decision, bounded};
 use codemode_runtime::CallStatus;
-use codemode_upstream::resources::{UpstreamRequestError, policy_name, unmap_uri};
+use codemode_upstream::resources::{policy_name, unmap_uri};
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer};
 
 use super::handler::CodemodeServer;
 use super::resources::{SHOWN_CHARS, not_found, upstream_error};
-use super::watchers::Target;
+use super::watchers::{MAX_WATCHES, Target};
 
 impl CodemodeServer {
     /// `resources/subscribe` of a mapped URI (protocol 2025-11-25 and older).
@@ -51,9 +51,9 @@ impl CodemodeServer {
         let target = Target::Session(ctx.peer.clone());
         if let Err(e) = self.watch(uri, &self.session_id, target).await {
             record.status = CallStatus::Error;
-            record.reason = Some(e.to_string());
+            record.reason = Some(e.message.to_string());
             self.audit_access(&governed, record);
-            return Err(upstream_error(e));
+            return Err(e);
         }
         self.audit_access(&governed, record);
         Ok(())
@@ -61,17 +61,20 @@ impl CodemodeServer {
 
     /// Adds `key`'s watch of the mapped `uri`, subscribing the upstream when it is the first;
     /// when the upstream refuses, nothing is left watched.
-    async fn watch(
-        &self,
-        uri: &str,
-        key: &str,
-        target: Target,
-    ) -> Result<(), UpstreamRequestError> {
+    async fn watch(&self, uri: &str, key: &str, target: Target) -> Result<(), McpError> {
         let watchers = &self.state.resource_watchers;
         let Some((server, original)) = unmap_uri(uri) else {
             return Ok(());
         };
-        if watchers.add(uri, key, target) {
+        let Some(first) = watchers.add(uri, key, target) else {
+            return Err(McpError::invalid_request(
+                format!(
+                    "this session already watches {MAX_WATCHES} resources, the most codemode keeps for one; unsubscribe from one first"
+                ),
+                None,
+            ));
+        };
+        if first {
             let subscribed = self
                 .state
                 .upstreams
@@ -80,7 +83,7 @@ impl CodemodeServer {
             if subscribed.is_err() {
                 watchers.remove(uri, key);
             }
-            return subscribed;
+            return subscribed.map_err(upstream_error);
         }
         Ok(())
     }
@@ -120,7 +123,7 @@ impl CodemodeServer {
             }
             let target = Target::Stream(ctx.sink().clone());
             if let Err(e) = self.watch(&uri, &key, target).await {
-                tracing::info!("subscriptions/listen: {e}");
+                tracing::info!("subscriptions/listen: {}", e.message);
                 continue;
             }
             watched.push((key.clone(), uri));

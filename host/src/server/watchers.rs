@@ -10,6 +10,10 @@ use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::error::RecvError;
 
+/// The most resources one session (or listen stream) watches: each may hold a subscription on
+/// an upstream.
+pub(crate) const MAX_WATCHES: usize = 256;
+
 /// Where one client hears about a resource.
 #[derive(Clone)]
 pub(crate) enum Target {
@@ -54,18 +58,29 @@ impl ResourceWatchers {
         self.by_uri.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds `key`'s watch of `mapped` (once); `true` when nobody watched it before.
-    pub(crate) fn add(&self, mapped: &str, key: &str, target: Target) -> bool {
+    /// Adds `key`'s watch of `mapped` (once): `Some(true)` when nobody watched it before;
+    /// `None`, adding nothing, when `key` already watches [`MAX_WATCHES`] other resources.
+    pub(crate) fn add(&self, mapped: &str, key: &str, target: Target) -> Option<bool> {
         let mut by_uri = self.lock();
+        let held = by_uri
+            .values()
+            .filter(|ws| ws.iter().any(|w| w.key == key))
+            .count();
         let watchers = by_uri.entry(mapped.to_string()).or_default();
         let first = watchers.is_empty();
         if !watchers.iter().any(|w| w.key == key) {
+            if held >= MAX_WATCHES {
+                if watchers.is_empty() {
+                    by_uri.remove(mapped);
+                }
+                return None;
+            }
             watchers.push(Watcher {
                 key: key.to_string(),
                 target,
             });
         }
-        first
+        Some(first)
     }
 
     /// Removes `key`'s watch of `mapped`; `true` when it was the last one.

@@ -42,7 +42,15 @@ async def legacy() -> dict:
         toggled = await evaluate(client, TOGGLE)
         obs["toggled"] = toggled["structured"]["ok"]
         obs["heard"] = await asyncio.wait_for(updates.get(), 60)
+        # One session watches at most 256 resources: DOC and 255 more, then a refusal until
+        # one is let go.
+        more = [f"codemode://everything/demo://cap/{i}" for i in range(256)]
+        obs["more_refused"] = [
+            i for i, uri in enumerate(more) if await error_of(client.subscribe_resource(uri)) != "no error"
+        ]
+        obs["past_the_cap"] = await error_of(client.subscribe_resource(more[-1]))
         await client.unsubscribe_resource(DOC)
+        obs["after_letting_go"] = await error_of(client.subscribe_resource(more[-1]))
     return obs
 
 
