@@ -23,7 +23,11 @@ fn config(scratch: &Scratch) -> Value {
             "broken": {"command": "sh", "args": ["-c", "printf 'no API key configured\\033[2K (set KEY)\\n' >&2; exit 1"]},
             "time": stdio_server(peers::time_server_cmd()),
         },
-        "evaluation": {"profiles": {"asks": {"asklist": ["slow__*"], "elicitationFallback": "deny"}}}
+        "evaluation": {"profiles": {
+            "asks": {"asklist": ["slow__*"], "elicitationFallback": "deny"},
+            // Denies every tool of `broken`: its callers do not learn it exists, down or not.
+            "nobroken": {"denylist": ["broken__*"]}
+        }}
     })
 }
 
@@ -87,6 +91,8 @@ fn serve_answers_first_and_upstreams_arrive_later() {
             &json!({"entries": 1, "server": "broken", "state": "down", "head": true, "tail": true}),
         );
     }
+    // A profile that denies every tool of `broken` is not told it is down (nor that it exists).
+    assert_eq!(obs["search_unavailable_nobroken"], Value::Null);
     assert!(
         obs["search_hits"]
             .as_array()

@@ -19,8 +19,9 @@ impl CodemodeServer {
     /// unless `eval` itself is hidden from the caller), `search_tools` and `get_tools`.
     pub fn tools(&self, caller: &Caller) -> Vec<Tool> {
         let config = self.state.config();
-        let namespaces = self.namespaces();
         let evals = usable_eval_tools(&config, caller);
+        let profiles: Vec<Option<&Profile>> = evals.iter().map(|e| e.profile.as_deref()).collect();
+        let namespaces = self.namespaces(&profiles);
         let mut tools: Vec<Tool> = Vec::new();
         if let Some(first) = evals.first() {
             let description = full_description(first.profile.as_deref(), &namespaces);
@@ -49,13 +50,16 @@ impl CodemodeServer {
         tools
     }
 
-    /// `server (N tools)` for each upstream server, or its state when it is not up
-    /// (`starting`, `down: <why>`), for the eval tools' descriptions.
-    fn namespaces(&self) -> Vec<String> {
-        self.state
-            .upstreams
+    /// `server (N tools)` for each upstream server a caller under one of `profiles` may learn
+    /// of, or its state when it is not up (`starting`, `down: <why>`), for the eval tools'
+    /// descriptions.
+    fn namespaces(&self, profiles: &[Option<&Profile>]) -> Vec<String> {
+        let upstreams = &self.state.upstreams;
+        let seen = tools::servers_seen(upstreams, profiles);
+        upstreams
             .status()
             .iter()
+            .filter(|s| seen.contains(&s.name))
             .map(codemode_upstream::UpstreamStatus::summary)
             .collect()
     }

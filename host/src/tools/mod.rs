@@ -150,6 +150,37 @@ fn may_see(profile: Option<&Profile>, name: &str) -> bool {
     profile.is_none_or(|p| seen_as(p, name).is_some())
 }
 
+/// The upstream servers a caller under any of `profiles` may learn of (see [`may_see_server`]),
+/// by name.
+pub fn servers_seen(
+    upstreams: &UpstreamPool,
+    profiles: &[Option<&Profile>],
+) -> std::collections::BTreeSet<String> {
+    let known: Vec<String> = upstreams
+        .tools()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    upstreams
+        .status()
+        .into_iter()
+        .map(|s| s.name)
+        .filter(|server| profiles.iter().any(|p| may_see_server(*p, server, &known)))
+        .collect()
+}
+
+/// Whether a caller under `profile` may learn that upstream `server` exists, and its state:
+/// some tool of it among `known` (every server's tools as last listed) is one the profile lets
+/// it see; for a server with no tool known yet, when one could be (`<server>__*` passes).
+fn may_see_server(profile: Option<&Profile>, server: &str, known: &[String]) -> bool {
+    let prefix = format!("{server}__");
+    let mut tools = known.iter().filter(|n| n.starts_with(&prefix)).peekable();
+    if tools.peek().is_none() {
+        return may_see(profile, &format!("{prefix}*"));
+    }
+    tools.any(|n| may_see(profile, n))
+}
+
 /// Marks the results of [`search_tools`] / [`get_tools`] the profile asks about:
 /// `needsApproval: true` on each search hit, `needsApproval: [names]` on a `get_tools` result.
 pub fn mark_asked(mut result: Value, asked: &[String]) -> Value {
@@ -175,8 +206,9 @@ pub fn mark_asked(mut result: Value, asked: &[String]) -> Value {
 }
 
 /// Adds `unavailable: [{server, state, error?}]` to a [`search_tools`] or [`get_tools`] result
-/// when some upstream server is not up (`state`: `starting`, or `down` or `needs login` with the
-/// neutralised `error`), so that a search finding nothing of a server says why; and to each name
+/// when some upstream server the profile may learn of ([`may_see_server`]) is not up (`state`:
+/// `starting`, or `down` or `needs login` with the neutralised `error`), so that a search
+/// finding nothing of a server says why; and to each name
 /// `get_tools` did not find whose server is one of them, that server's entry (`server_state`), so
 /// that a tool asked for while its server starts is not called unknown. Other results are
 /// returned as they are.
@@ -188,10 +220,11 @@ pub fn mark_unavailable(
     if result.get("results").is_none() && result.get("missing").is_none() {
         return result;
     }
+    let seen = servers_seen(upstreams, &[profile]);
     let unavailable: Vec<Value> = upstreams
         .status()
         .iter()
-        .filter(|s| !s.connected)
+        .filter(|s| !s.connected && seen.contains(&s.name))
         .map(|s| {
             if s.starting {
                 json!({"server": s.name, "state": "starting"})

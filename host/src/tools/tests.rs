@@ -145,3 +145,38 @@ fn get_tools_text_hides_denied_servers_and_quotes_names() {
          // `files__read` is not listed: the server `files` is down: gone `now`"
     );
 }
+
+/// A server is named to a profile that may see one of its tools as last listed, or — none
+/// known yet — that does not deny the server's tools as a whole.
+#[test]
+fn a_server_is_named_only_to_profiles_that_may_see_a_tool_of_it() {
+    let config = codemode_policies::Config::from_json_str(
+        &json!({"evaluation": {"profiles": {
+            "ro": {"allowlist": ["files__read"]},
+            "nosecret": {"denylist": ["secret__*"]},
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let (ro, nosecret) = (config.profile("ro"), config.profile("nosecret"));
+    let known = [
+        "files__read".to_string(),
+        "files__write".to_string(),
+        "secret__get".to_string(),
+    ];
+    let sees = |p: Option<&std::sync::Arc<codemode_policies::Profile>>, server: &str| {
+        super::may_see_server(p.map(|p| &**p), server, &known)
+    };
+    assert_eq!(
+        [
+            sees(ro, "files"),
+            sees(ro, "secret"),
+            sees(ro, "fresh"),
+            sees(nosecret, "files"),
+            sees(nosecret, "secret"),
+            sees(nosecret, "fresh"),
+            sees(None, "secret"),
+        ],
+        [true, false, false, true, false, true, true]
+    );
+}

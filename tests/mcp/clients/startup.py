@@ -93,6 +93,8 @@ async def main() -> dict:
         found = await call(client, "search_tools", {"query": "time"})
         out["search_unavailable"] = found["structured"].get("unavailable")
         out["search_hits"] = [r["name"] for r in found["structured"]["results"]]
+        hidden = await call(client, "search_tools", {"query": "time", "profile": "nobroken"})
+        out["search_unavailable_nobroken"] = hidden["structured"].get("unavailable")
         in_script = await evaluate(client, SEARCH_IN_SCRIPT)
         out["search_in_script"] = in_script["structured"].get("result")
         log(f"events: {out['events']}")
