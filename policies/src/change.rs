@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use similar::{ChangeTag, TextDiff};
 
 use crate::display::{ARGS_VALUE_PREVIEW_CHARS, bounded};
+use crate::neutralize;
 
 /// The largest content (current or new) diffed, in bytes; past it the prompt says so.
 pub const MAX_DIFF_BYTES: usize = 256 * 1024;
@@ -34,13 +35,14 @@ const MIN_HUNK_LINES: usize = 4;
 /// ```
 ///
 /// Each line of either text is shown after `    │` and a sign (` `, `-`, `+`), [`neutralize`]d
-/// and bounded to 200 characters, trailing spaces shown as `␠`, so no content can fake a line of
-/// the prompt or hide a change; hunk headers and what is left out follow `    ┆`. A diff longer
+/// and bounded to 200 characters — a changed line around where it first differs from the line
+/// it replaces —, trailing white space visible (`␠` for a space, an escape for any other) and a
+/// missing last line break said, so no content can fake a line of the prompt or hide a change;
+/// hunk headers and what is left out follow `    ┆`. A diff longer
 /// than [`MAX_DIFF_LINES`] lines drops its context lines, then gives each hunk its share of the
 /// lines (both ends of a long one) and counts the hunks past the budget with where they start, so
 /// a change late in a file is never hidden behind a long one before it.
 ///
-/// [`neutralize`]: crate::neutralize
 ///
 /// ```
 /// use codemode_policies::change_summary;
@@ -128,19 +130,28 @@ fn diff_hunks<'a>(diff: &TextDiff<'a, 'a, 'a, str>, context: usize) -> Vec<Hunk>
         .iter_hunks()
         .map(|hunk| {
             let new_start = hunk.ops().first().map_or(0, |op| op.new_range().start + 1);
-            let lines = hunk
+            let changes: Vec<(ChangeTag, &str, bool)> = hunk
                 .iter_changes()
-                .map(|change| {
-                    let sign = match change.tag() {
-                        ChangeTag::Delete => '-',
-                        ChangeTag::Insert => '+',
-                        ChangeTag::Equal => ' ',
-                    };
-                    let text = change.value();
+                .map(|c| {
+                    let text = c.value();
                     let text = text.strip_suffix('\n').unwrap_or(text);
-                    format!("    │{sign}{}\n", visible_line(text))
+                    (c.tag(), text, c.missing_newline())
                 })
                 .collect();
+            let differ_at = first_differences(&changes);
+            let mut lines = Vec::with_capacity(changes.len());
+            for (i, (tag, text, missing_newline)) in changes.iter().enumerate() {
+                let sign = match tag {
+                    ChangeTag::Delete => '-',
+                    ChangeTag::Insert => '+',
+                    ChangeTag::Equal => ' ',
+                };
+                lines.push(format!("    │{sign}{}\n", visible_line(text, differ_at[i])));
+                if *missing_newline {
+                    // Else adding or removing the last line break would show `-a` and `+a`.
+                    lines.push("    ┆ (no line break at the end)\n".to_string());
+                }
+            }
             Hunk {
                 header: hunk.header().to_string(),
                 new_start,
@@ -150,17 +161,67 @@ fn diff_hunks<'a>(diff: &TextDiff<'a, 'a, 'a, str>, context: usize) -> Vec<Hunk>
         .collect()
 }
 
-/// A line as shown: neutralised, bounded, and its trailing spaces visible as `␠` (a change
-/// that only adds spaces at a line's end would otherwise show two identical lines).
-fn visible_line(text: &str) -> String {
-    let body = text.trim_end_matches(' ');
-    let trailing = text.len() - body.len();
-    let mut shown = bounded(body, ARGS_VALUE_PREVIEW_CHARS);
-    if trailing > 0 && body.chars().count() <= ARGS_VALUE_PREVIEW_CHARS {
-        shown.extend(std::iter::repeat_n(
-            '␠',
-            trailing.min(ARGS_VALUE_PREVIEW_CHARS),
-        ));
+/// For each changed line, where (in characters) it first differs from the line it replaces or
+/// is replaced by: a run of removed lines and the run of added lines after it are paired in
+/// order. `None` for unchanged and unpaired lines.
+fn first_differences(changes: &[(ChangeTag, &str, bool)]) -> Vec<Option<usize>> {
+    let mut at = vec![None; changes.len()];
+    let mut i = 0;
+    while i < changes.len() {
+        let deletes = changes[i..]
+            .iter()
+            .take_while(|c| c.0 == ChangeTag::Delete)
+            .count();
+        let inserts = changes[i + deletes..]
+            .iter()
+            .take_while(|c| c.0 == ChangeTag::Insert)
+            .count();
+        for k in 0..deletes.min(inserts) {
+            let (old, new) = (changes[i + k].1, changes[i + deletes + k].1);
+            let p = old
+                .chars()
+                .zip(new.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            at[i + k] = Some(p);
+            at[i + deletes + k] = Some(p);
+        }
+        i += (deletes + inserts).max(1);
+    }
+    at
+}
+
+/// A line as shown: neutralised and bounded — around `differs_at` when that falls past what the
+/// bound keeps of its start, so a change inside a long line is never cut out of both sides —
+/// and its trailing white space visible (`␠` for a space, an escape for any other), else a
+/// change that only adds white space at a line's end would show two identical lines.
+fn visible_line(text: &str, differs_at: Option<usize>) -> String {
+    let body = text.trim_end_matches(char::is_whitespace);
+    let chars = body.chars().count();
+    const LIMIT: usize = ARGS_VALUE_PREVIEW_CHARS;
+    let mut shown = match differs_at {
+        Some(p) if chars > LIMIT && p >= LIMIT * 2 / 3 => {
+            let start = p - LIMIT / 4;
+            let window: String = body.chars().skip(start).take(LIMIT).collect();
+            let after = chars.saturating_sub(start + LIMIT);
+            let mut s = format!("({start} characters before) … {}", neutralize(&window));
+            if after > 0 {
+                let _ = write!(s, " … ({after} more characters)");
+            }
+            s
+        }
+        _ => bounded(body, LIMIT),
+    };
+    if chars <= LIMIT {
+        for c in text[body.len()..].chars().take(LIMIT) {
+            match c {
+                ' ' => shown.push('␠'),
+                '\t' | '\r' | '\n' => shown.push_str(&neutralize(&c.to_string())),
+                _ => {
+                    let _ = write!(shown, "\\u{:04x}", u32::from(c));
+                }
+            }
+        }
     }
     shown
 }
@@ -257,6 +318,39 @@ mod tests {
         assert_eq!(
             change_summary("a\nb\n", "a\nb  \n"),
             "Changes to the current content (2 lines → 2 lines):\n    ┆ @@ -1,2 +1,2 @@\n    │ a\n    │-b\n    │+b␠␠\n"
+        );
+        // Any white space, not only spaces.
+        assert_eq!(
+            change_summary("b\n", "b\u{a0}\u{3000}\t\n"),
+            "Changes to the current content (1 line → 1 line):\n    ┆ @@ -1 +1 @@\n    │-b\n    │+b\\u00a0\\u3000\\t\n"
+        );
+    }
+
+    #[test]
+    fn a_final_line_break_added_or_removed_is_said() {
+        assert_eq!(
+            change_summary("a\n", "a"),
+            "Changes to the current content (1 line → 1 line):\n    ┆ @@ -1 +1 @@\n    │-a\n    │+a\n    ┆ (no line break at the end)\n"
+        );
+    }
+
+    #[test]
+    fn a_change_inside_a_long_line_is_shown() {
+        let head = "x".repeat(300);
+        let tail = "y".repeat(300);
+        let current = format!("{head}rm -rf /tmp/cache{tail}\n");
+        let new = format!("{head}rm -rf /home/user{tail}\n");
+        let shown = change_summary(&current, &new);
+        // The first difference is at character 308: the window starts 50 before it.
+        let ys = "y".repeat(141);
+        let xs = "x".repeat(42);
+        assert_eq!(
+            shown,
+            format!(
+                "Changes to the current content (1 line → 1 line):\n    ┆ @@ -1 +1 @@\n    \
+                 │-(258 characters before) … {xs}rm -rf /tmp/cache{ys} … (159 more characters)\n    \
+                 │+(258 characters before) … {xs}rm -rf /home/user{ys} … (159 more characters)\n"
+            )
         );
     }
 }
