@@ -24,6 +24,9 @@ pub struct ServerState {
     pub clients: Arc<super::fair::ClientLoad>,
     /// Pending approval requests of every session, for the HTTP approval API.
     pub approvals: Arc<crate::approvals::ApprovalBroker>,
+    /// The asks of every eval waiting for a human now, which an identical call (same caller,
+    /// profile, tool and arguments) joins instead of prompting again.
+    pub(crate) pending_asks: codemode_policies::PendingAsks,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
     subscribers: Mutex<Vec<SubscriptionSink>>,
     next_session: AtomicU64,
@@ -65,6 +68,7 @@ impl ServerState {
             suspensions: Suspensions::default(),
             clients: Arc::default(),
             approvals: Arc::default(),
+            pending_asks: codemode_policies::PendingAsks::default(),
             legacy_peers: Mutex::new(Vec::new()),
             subscribers: Mutex::new(Vec::new()),
             next_session: AtomicU64::new(1),

@@ -6,11 +6,13 @@ mod audit_guard;
 mod checks;
 mod classes;
 mod diff;
+mod joined;
+mod slots;
 
-pub use ask::PendingSlot;
+pub use joined::PendingAsks;
+pub use slots::{PendingSlot, PendingSlots};
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use codemode_runtime::{BoxFuture, CallContext, CallStatus, EvalId, ToolError, ToolHost};
@@ -109,8 +111,10 @@ pub struct PolicyToolHost {
     alternatives: Vec<Alternative>,
     /// Told of each result the script receives.
     observer: Option<Arc<dyn ResultObserver>>,
-    /// Asks waiting (queued or prompted) now.
-    pending: AtomicUsize,
+    /// The slots of the eval's asks waiting for a human (`maxPendingApprovals`).
+    pending: PendingSlots,
+    /// The asks pending now that identical calls join.
+    joins: PendingAsks,
     /// One queue per approval key: asks about the same thing take turns.
     queues: Mutex<HashMap<ApprovalKey, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -238,6 +242,14 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// The pending asks an identical call joins instead of asking again, shared with the
+    /// other evals whose identical asks should be joined (a server's, across its evals).
+    /// Default: the host's own (the calls of its eval).
+    pub fn pending_asks(mut self, asks: PendingAsks) -> Self {
+        self.host.joins = asks;
+        self
+    }
+
     /// The host.
     pub fn build(self) -> PolicyToolHost {
         self.host
@@ -266,7 +278,8 @@ impl PolicyToolHost {
                 eval_scope: None,
                 alternatives: Vec::new(),
                 observer: None,
-                pending: AtomicUsize::new(0),
+                pending: PendingSlots::new(),
+                joins: PendingAsks::default(),
                 queues: Mutex::new(HashMap::new()),
             },
         }
