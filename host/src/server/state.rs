@@ -188,6 +188,7 @@ impl ServerState {
     pub(crate) fn metrics_snapshot(&self) -> super::ops::metrics::Snapshot {
         super::ops::metrics::Snapshot {
             approvals_pending: self.approvals.pending().len(),
+            approvals_joined: self.pending_asks.joined(),
             parked_evals: self.durable().map_or(0, |d| d.parked_count()),
             pool_slots_in_use: self.runtime.slots_in_use(),
             upstreams: self

@@ -201,7 +201,10 @@ impl PolicyToolHost {
         if let Some(choice) = &answer.not_offered {
             return not_offered(choice, tool, what, audit);
         }
-        if let Err(refused) = a.risk_policy.check(answer.decision, answer.reason.as_deref()) {
+        if let Err(refused) = a
+            .risk_policy
+            .check(answer.decision, answer.reason.as_deref())
+        {
             return refused_answer(answer, &refused, a.d.risk, tool, what, audit);
         }
         match approver_right(answer, &a.risk_policy, a.d.risk, a.own_right.clone()) {

@@ -47,7 +47,10 @@ impl JoinKey {
 
 /// A published prompt: the id of its approval request, and a handle that does not keep it
 /// alive (the prompt is withdrawn when the last call waiting on it leaves).
-type Published = Option<(String, WeakShared<BoxFuture<'static, Option<ApprovalAnswer>>>)>;
+type Published = Option<(
+    String,
+    WeakShared<BoxFuture<'static, Option<ApprovalAnswer>>>,
+)>;
 
 /// The asks pending now, by [`JoinKey`]. Share one across the evals whose identical asks
 /// should be joined (a server shares one across all its evals; the keys hold the caller).
@@ -153,10 +156,7 @@ fn entry_state(rx: &watch::Receiver<Published>) -> State {
 }
 
 /// The prompt of `ask` through `asker`, shareable by the calls that join it.
-pub(super) fn shared_prompt(
-    asker: Arc<dyn crate::Asker>,
-    ask: crate::Ask,
-) -> SharedPrompt {
+pub(super) fn shared_prompt(asker: Arc<dyn crate::Asker>, ask: crate::Ask) -> SharedPrompt {
     async move { crate::approval_of(&asker.ask(ask).await) }
         .boxed()
         .shared()

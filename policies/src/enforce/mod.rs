@@ -52,9 +52,12 @@ use audit_guard::{AuditGuard, Recorder};
 ///    an approval covers: the caller, profile, tool and rule), the call proceeds — unless the
 ///    call's risk policy forbids approvals of that scope (a session approval given for a
 ///    lower-risk call of the tool does not cover a critical one). Otherwise, if the asker cannot ask anyone, the
-///    profile's `elicitationFallback` decides (`deny`: reason `elicitation_unsupported`). If
-///    `maxPendingApprovals` asks of this eval are already waiting, the call is denied (reason
-///    `denied`, "approval queue full"). Otherwise the asker is asked, with the call's risk
+///    profile's `elicitationFallback` decides (`deny`: reason `elicitation_unsupported`). A call
+///    identical to a pending ask (same caller, profile, tool and arguments) joins it (see
+///    [`PendingAsks`]): the one answer decides it too, an approval for this call only. If
+///    `maxPendingApprovals` asks of this eval are already waiting, the call waits for a slot,
+///    first come first served, up to its approval timeout (then: reason `queue_timeout`).
+///    Otherwise the asker is asked, with the call's risk
 ///    and its risk policy ([`Profile::risk_policy`]) and the risk policy's approval timeout
 ///    (else the profile's): no answer in time denies (reason `elicitation_timeout`; a timeout
 ///    never approves), a decline or a dismissal denies (reason `elicitation_declined`, the

@@ -16,7 +16,9 @@ pub struct PendingSlots {
 
 /// One of the slots, taken; freed on drop.
 #[derive(Debug)]
-pub struct PendingSlot(#[allow(dead_code)] OwnedSemaphorePermit);
+pub struct PendingSlot {
+    _permit: OwnedSemaphorePermit,
+}
 
 impl PendingSlots {
     /// No slot taken yet.
@@ -32,7 +34,7 @@ impl PendingSlots {
             .get_or_init(|| Arc::new(Semaphore::new(max.min(Semaphore::MAX_PERMITS))))
             .clone();
         match tokio::time::timeout(timeout, slots.acquire_owned()).await {
-            Ok(Ok(permit)) => Some(PendingSlot(permit)),
+            Ok(Ok(permit)) => Some(PendingSlot { _permit: permit }),
             // The semaphore is never closed; a timeout is the only way out.
             Ok(Err(_)) | Err(_) => None,
         }
@@ -55,7 +57,10 @@ mod tests {
         assert!(futures::poll!(third.as_mut()).is_pending());
         drop(first);
         let second = second.await.unwrap();
-        assert!(futures::poll!(third.as_mut()).is_pending(), "second holds it");
+        assert!(
+            futures::poll!(third.as_mut()).is_pending(),
+            "second holds it"
+        );
         drop(second);
         assert!(third.await.is_some());
     }

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
 use super::approval_request;
-use crate::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, Asker, Channel, Reply, form_answer};
+use crate::{
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, Asker, Channel, Reply, form_answer,
+};
 
 /// Holds every ask until the test answers the asks made so far; counts the asks and the
 /// prompts withdrawn (their future dropped unanswered).
@@ -33,6 +35,18 @@ impl GatedApprover {
     pub(super) fn request_id(&self, n: usize) -> String {
         self.requests.lock().unwrap()[n].id.clone()
     }
+    /// Until `n` asks were made (at most 30 s: a test fails rather than hangs).
+    pub(super) async fn until_asked(&self, n: usize) {
+        let reached = async {
+            while self.asked() < n {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(30), reached)
+            .await
+            .unwrap_or_else(|_| panic!("never {n} asks: {}", self.asked()));
+    }
+
     /// Answers `decision` to every ask made so far (later ones wait).
     pub(super) fn answer_asked(&self, decision: ApprovalDecision) {
         *self.decision.lock().unwrap() = decision;
@@ -74,4 +88,3 @@ impl Asker for GatedApprover {
         })
     }
 }
-

@@ -41,8 +41,12 @@ async fn call_in(
     call_id: u64,
     args: Value,
 ) -> Result<Value, ToolError> {
-    h.call("fs__write", args, &CallContext::detached(EvalId(eval), call_id))
-        .await
+    h.call(
+        "fs__write",
+        args,
+        &CallContext::detached(EvalId(eval), call_id),
+    )
+    .await
 }
 
 struct Env {
@@ -67,10 +71,22 @@ impl Env {
     }
 
     /// Until `asked` prompts are up and `joined` calls have joined them.
+    /// (A bound, so that a call that never joins fails the test rather than hangs it.)
     async fn until(&self, asked: usize, joined: u64) {
-        while self.approver.asked() < asked || self.asks.joined() < joined {
-            tokio::task::yield_now().await;
-        }
+        let reached = async {
+            while self.approver.asked() < asked || self.asks.joined() < joined {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), reached)
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "never {asked} asked and {joined} joined: {} asked, {} joined",
+                    self.approver.asked(),
+                    self.asks.joined()
+                )
+            });
     }
 }
 
@@ -98,7 +114,13 @@ async fn five_identical_calls_share_one_prompt_and_each_is_approved_once_and_aud
     let id = e.approver.request_id(0);
     assert_eq!(
         joined_asks(&recs),
-        [None, Some(id.clone()), Some(id.clone()), Some(id.clone()), Some(id)]
+        [
+            None,
+            Some(id.clone()),
+            Some(id.clone()),
+            Some(id.clone()),
+            Some(id)
+        ]
     );
     for r in &recs {
         assert_eq!(
@@ -160,7 +182,10 @@ async fn calls_with_other_arguments_are_asked_about_separately() {
         ]
     );
     let id = e.approver.request_id(2);
-    assert_eq!(joined_asks(&e.audit.tool_calls()), [None, None, None, Some(id)]);
+    assert_eq!(
+        joined_asks(&e.audit.tool_calls()),
+        [None, None, None, Some(id)]
+    );
 }
 
 #[tokio::test]
@@ -191,7 +216,8 @@ async fn an_eval_approval_covers_the_asking_eval_and_approves_a_joined_eval_once
         call_in(&second, 2, 1, json!({"path": "/x"})),
         async {
             e.until(1, 1).await;
-            e.approver.answer_asked(ApprovalDecision::ApproveToolForEval);
+            e.approver
+                .answer_asked(ApprovalDecision::ApproveToolForEval);
         }
     );
     both.0.unwrap();
@@ -216,10 +242,11 @@ async fn a_waiter_that_leaves_does_not_withdraw_the_ask_and_the_last_one_does() 
     let host = e.host();
     // The asking call leaves (its eval ended); the joined one still gets the answer.
     {
-        let asking = call_in(&host, 1, 1, json!({"path": "/x"}));
-        let joined = call_in(&host, 2, 1, json!({"path": "/x"}));
-        tokio::pin!(asking, joined);
+        // Boxed, so that dropping one drops the call.
+        let mut asking = Box::pin(call_in(&host, 1, 1, json!({"path": "/x"})));
+        let mut joined = Box::pin(call_in(&host, 2, 1, json!({"path": "/x"})));
         tokio::select! {
+            biased; // `asking` first: it asks, `joined` joins.
             _ = &mut asking => panic!("answered before anyone answered"),
             _ = &mut joined => panic!("answered before anyone answered"),
             () = e.until(1, 1) => {}
@@ -245,16 +272,17 @@ async fn a_waiter_that_leaves_does_not_withdraw_the_ask_and_the_last_one_does() 
     );
     // Every waiter leaves: the prompt is withdrawn.
     {
-        let one = call_in(&host, 1, 2, json!({"path": "/y"}));
-        let two = call_in(&host, 1, 3, json!({"path": "/y"}));
-        tokio::pin!(one, two);
+        let mut one = Box::pin(call_in(&host, 1, 2, json!({"path": "/y"})));
+        let mut two = Box::pin(call_in(&host, 1, 3, json!({"path": "/y"})));
         tokio::select! {
+            biased;
             _ = &mut one => panic!("answered before anyone answered"),
             _ = &mut two => panic!("answered before anyone answered"),
             () = e.until(2, 2) => {}
         }
         drop(one);
         assert_eq!(e.approver.withdrawn.load(Ordering::SeqCst), 0);
+        drop(two);
     }
     assert_eq!(e.approver.withdrawn.load(Ordering::SeqCst), 1);
 }

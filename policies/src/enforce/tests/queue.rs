@@ -15,9 +15,7 @@ async fn asks_beyond_the_limit_wait_for_a_slot_in_arrival_order() {
     let five = join_all(tools.iter().zip(1..).map(|(t, id)| call(&s.host, t, id)));
     let answers = async {
         for up in [2, 4, 5] {
-            while approver.asked() < up {
-                tokio::task::yield_now().await;
-            }
+            approver.until_asked(up).await;
             // No more than the limit is up at once.
             assert_eq!(approver.asked(), up);
             approver.answer_asked(ApprovalDecision::ApproveOnce);
@@ -93,9 +91,7 @@ async fn an_ask_without_a_slot_within_its_approval_timeout_is_denied_queue_timeo
     approver.answer_asked(ApprovalDecision::ApproveOnce);
     holding.await.unwrap();
     let next = tokio::join!(call(&s.host, "c", 3), async {
-        while approver.asked() < 2 {
-            tokio::task::yield_now().await;
-        }
+        approver.until_asked(2).await;
         approver.answer_asked(ApprovalDecision::ApproveOnce);
     });
     next.0.unwrap();
