@@ -85,6 +85,8 @@ pub struct GovernedEval {
     waits: Option<Arc<dyn HumanWaits>>,
     park: Option<ParkRequest>,
     open_asks: Option<Arc<OpenAsks>>,
+    /// The pending asks identical calls join ([`GovernedEvalBuilder::pending_asks`]).
+    pending_asks: codemode_policies::PendingAsks,
     audit_id: Option<String>,
     /// Tools approved "for the rest of the script", kept here so that they outlive a park.
     eval_approvals: SessionApprovals,
@@ -456,6 +458,7 @@ impl GovernedEval {
             .profile(self.profile.clone())
             .asker(asker)
             .session_approvals(approvals)
+            .pending_asks(self.pending_asks.clone())
             .eval_approvals(self.eval_approvals.clone())
             .preview(Arc::new(preview))
             .session_id(session_id)

@@ -208,7 +208,8 @@ pub use display::{
     is_invisible, neutralize, quoted, summarize_args,
 };
 pub use enforce::{
-    Alternative, PendingSlot, PolicyToolHost, PolicyToolHostBuilder, ResultObserver,
+    Alternative, PendingAsks, PendingSlot, PendingSlots, PolicyToolHost, PolicyToolHostBuilder,
+    ResultObserver,
 };
 pub use outputs::{
     InvalidPathPattern, MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule,

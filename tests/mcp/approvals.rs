@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 
 use crate::harness::{Mode, Setup, Transport, assert_json, base_config, eval_summary};
 
-fn config(scratch: &crate::harness::Scratch) -> Value {
+/// Profile `gate` asks about `everything__echo` (300 s to answer); the HTTP approval API on.
+pub(crate) fn config(scratch: &crate::harness::Scratch) -> Value {
     let mut config = base_config(scratch);
     config["evaluation"]["profiles"]["gate"] = json!({
         "asklist": ["everything__echo"],

@@ -33,6 +33,7 @@ mod discovery;
 mod fair;
 mod fallback;
 mod hitl_gateway;
+mod joined;
 mod media;
 mod notifications;
 mod oauth;

@@ -61,7 +61,8 @@ pub(crate) struct Profile {
     pub(crate) elicitation_fallback: Option<Fallback>,
     /// How long a human has to answer. Default: 60.
     pub(crate) approval_timeout_seconds: Option<Seconds>,
-    /// Most approvals waiting at once in one eval. Default: 4.
+    /// Most approvals waiting for a human at once in one eval; further asks wait for a slot, up
+    /// to their approval timeout (then: `queue_timeout`). Default: 4.
     #[schemars(range(min = 1))]
     pub(crate) max_pending_approvals: Option<u64>,
     /// What a call no list or rule matched gets. Default: `"allow"`.

@@ -24,6 +24,9 @@ pub struct ServerState {
     pub clients: Arc<super::fair::ClientLoad>,
     /// Pending approval requests of every session, for the HTTP approval API.
     pub approvals: Arc<crate::approvals::ApprovalBroker>,
+    /// The asks of every eval waiting for a human now, which an identical call (same caller,
+    /// profile, tool and arguments) joins instead of prompting again.
+    pub(crate) pending_asks: codemode_policies::PendingAsks,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
     subscribers: Mutex<Vec<SubscriptionSink>>,
     /// Who listens to which upstream resource (`resources/subscribe`).
@@ -67,6 +70,7 @@ impl ServerState {
             suspensions: Suspensions::default(),
             clients: Arc::default(),
             approvals: Arc::default(),
+            pending_asks: codemode_policies::PendingAsks::default(),
             legacy_peers: Mutex::new(Vec::new()),
             subscribers: Mutex::new(Vec::new()),
             resource_watchers: Default::default(),
@@ -191,6 +195,7 @@ impl ServerState {
     pub(crate) fn metrics_snapshot(&self) -> super::ops::metrics::Snapshot {
         super::ops::metrics::Snapshot {
             approvals_pending: self.approvals.pending().len(),
+            approvals_joined: self.pending_asks.joined(),
             parked_evals: self.durable().map_or(0, |d| d.parked_count()),
             pool_slots_in_use: self.runtime.slots_in_use(),
             upstreams: self

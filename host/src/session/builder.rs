@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_policies::{Alternative, Caller, OutputPolicy, Profile, SessionApprovals};
+use codemode_policies::{
+    Alternative, Caller, OutputPolicy, PendingAsks, Profile, SessionApprovals,
+};
 use codemode_runtime::{EvalId, EvalOptions, ParkRequest, Runtime};
 use codemode_upstream::{CallRelay, Media, UpstreamPool};
 
@@ -49,6 +51,14 @@ impl GovernedEvalBuilder {
     /// human ([`GovernedEval::run_step`]). Default: never parks.
     pub fn park(mut self, request: Option<ParkRequest>) -> Self {
         self.eval.park = request;
+        self
+    }
+
+    /// The pending asks an identical call joins instead of prompting again, shared with the
+    /// other evals whose identical asks should be joined (a server's, across its evals).
+    /// Default: the eval's own.
+    pub fn pending_asks(mut self, asks: PendingAsks) -> Self {
+        self.eval.pending_asks = asks;
         self
     }
 
@@ -226,6 +236,7 @@ impl GovernedEval {
                 waits: None,
                 park: None,
                 open_asks: None,
+                pending_asks: PendingAsks::default(),
                 audit_id: None,
                 eval_approvals: SessionApprovals::new(),
                 lived_before: Duration::ZERO,

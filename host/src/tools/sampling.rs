@@ -10,12 +10,11 @@
 )]
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use codemode_policies::{
     Answer, Ask, AuditRecord, AuditSink, Channel, DEFAULT_APPROVAL_TIMEOUT,
-    DEFAULT_MAX_PENDING_APPROVALS, Decision, DispositionKind, Fallback, PendingSlot, Profile,
+    DEFAULT_MAX_PENDING_APPROVALS, Decision, DispositionKind, Fallback, PendingSlots, Profile,
     SamplingAuditRecord, args_sha256, now_rfc3339,
 };
 use codemode_runtime::{BoxFuture, CallStatus};
@@ -81,9 +80,9 @@ pub struct SamplingGate {
     pub(crate) eval: String,
     pub(crate) caller: String,
     pub(crate) session: Option<String>,
-    /// How many of its requests wait for a human now (capped like its approvals: an upstream
-    /// cannot flood the human with questions).
-    pub(crate) waiting: AtomicUsize,
+    /// The slots of its requests waiting for a human (capped like its approvals: an upstream
+    /// cannot flood the human with questions; the others wait for a slot).
+    pub(crate) waiting: PendingSlots,
 }
 
 /// A request refused before it reached the client: the upstream's error, and why in words.
@@ -206,12 +205,14 @@ impl SamplingGate {
             DEFAULT_MAX_PENDING_APPROVALS,
             Profile::max_pending_approvals,
         );
-        let Some(_slot) = PendingSlot::take(&self.waiting, max) else {
+        let timeout = profile.map_or(DEFAULT_APPROVAL_TIMEOUT, Profile::approval_timeout);
+        let Some(_slot) = self.waiting.wait(max, timeout).await else {
+            record.decision = Decision::Timeout;
+            record.channel = Some(Channel::Policy);
             return Err(format!(
-                "{max} sampling requests of this script already wait for a human (maxPendingApprovals)"
+                "{named} waited {timeout:?} for a slot without getting one: this script's other sampling requests held all maxPendingApprovals = {max} slots"
             ));
         };
-        let timeout = profile.map_or(DEFAULT_APPROVAL_TIMEOUT, Profile::approval_timeout);
         let asking = Asking {
             server,
             caller: &self.caller,

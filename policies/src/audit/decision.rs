@@ -9,14 +9,14 @@ use serde::{Deserialize, Serialize};
 pub enum Decision {
     /// Allowed without asking.
     Allowed,
-    /// Denied without asking (a deny list or rule, not in the allowlist, approval queue full,
-    /// a tool that does not exist).
+    /// Denied without asking (a deny list or rule, not in the allowlist, a tool that does not
+    /// exist).
     Denied,
     /// A human approved it (now, or earlier for the eval or the session).
     Approved,
     /// A human declined or dismissed the prompt.
     Declined,
-    /// Nobody answered in time: denied.
+    /// Nobody answered in time, or no approval slot came free in time: denied.
     Timeout,
     /// Nobody could be asked; the profile's `elicitationFallback` decided (the `status` says
     /// which way).

@@ -132,6 +132,11 @@ pub struct ToolCallAuditRecord {
         serialize_with = "seconds_text"
     )]
     pub timeout_seconds: Option<f64>,
+    /// The id of the approval request this call joined instead of prompting again: an
+    /// identical call (same caller, profile, tool and arguments) was waiting for a human, and
+    /// its answer decided this call too. Absent for a call that asked, or was not asked about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined_ask: Option<String>,
     /// A `hitl_request`'s question, neutralised and bounded ([`super::hitl`]); absent for
     /// other tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -414,6 +419,7 @@ mod tests {
             approver_right: None,
             caller_permissions: vec!["deploy".into()],
             timeout_seconds: None,
+            joined_ask: None,
             question: None,
             options: None,
             answer: None,

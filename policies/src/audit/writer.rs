@@ -443,6 +443,7 @@ mod tests {
             approver_right: None,
             caller_permissions: Vec::new(),
             timeout_seconds: None,
+            joined_ask: None,
             question: None,
             options: None,
             answer: None,

@@ -3,12 +3,13 @@
 //! approval key, the approval timeout, and the answers the risk policy refuses.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use codemode_runtime::{CallContext, EvalId, ToolError};
 use serde_json::Value;
 
 use super::audit_guard::AuditGuard;
+use super::joined::{JoinKey, Leading, Role, SharedPrompt, shared_prompt};
 use super::{PolicyToolHost, denied, describe_match, lock};
 use crate::approval::ApprovalKey;
 use crate::audit::Decision;
@@ -74,57 +75,146 @@ impl PolicyToolHost {
             audit.channel = Some(Channel::Fallback);
             return (Decision::Denied, Err(no_approver(lacking, tool, &what)));
         }
+        let asking = Asking {
+            profile,
+            tool,
+            args,
+            d,
+            cx,
+            key,
+            risk_policy,
+            what,
+            own_right,
+        };
+        // An identical call already waiting for a human is joined, not asked about again
+        // (never a call made again after a park: it finds its own question).
+        let leading = if ParkedAsk::of(cx).is_some() {
+            None
+        } else {
+            let join_key = JoinKey::new(&self.caller, profile.name(), tool, args);
+            let _paused = cx.pause_timeout();
+            match self.joins.join_or_lead(join_key).await {
+                Role::Lead(leading) => Some(leading),
+                Role::Join { id, prompt } => return self.join(&asking, &id, prompt, audit).await,
+            }
+        };
+        self.lead(&asking, leading, audit).await
+    }
+
+    /// Asks a human about the call (after a slot and its turn), publishing the prompt for
+    /// identical calls to join when `leading`.
+    async fn lead(
+        &self,
+        a: &Asking<'_>,
+        leading: Option<Leading>,
+        audit: &mut AuditGuard<'_>,
+    ) -> (Decision, Result<(), ToolError>) {
+        let (profile, tool, cx) = (a.profile, a.tool, a.cx);
+        let had = profile.approval_timeout_for(a.d.risk);
         let max = profile.max_pending_approvals();
-        let Some(_slot) = PendingSlot::take(&self.pending, max) else {
-            return (Decision::Denied, Err(queue_full(tool, &what, max)));
+        let slot = {
+            let _paused = cx.pause_timeout();
+            self.pending.wait(max, had).await
+        };
+        let Some(_slot) = slot else {
+            audit.channel = Some(Channel::Policy);
+            audit.timeout_seconds = Some(had.as_secs_f64());
+            return queue_timeout(tool, &a.what, max, had);
         };
         // From here on the call waits for a human: if the eval ends first, the attempt is
         // recorded as not answered in time. The wait is one the eval may be parked in: its
         // note finds the question again when the eval resumes, with what is left of its time.
         audit.decision = Decision::Timeout;
-        let (mut request, note) = self.approval_request(profile, tool, args, d, cx, &risk_policy);
-        if let Some(change) = self.change_of(profile, tool, args, cx).await {
+        let (mut request, note) =
+            self.approval_request(profile, tool, a.args, a.d, cx, &a.risk_policy);
+        if let Some(change) = self.change_of(profile, tool, a.args, cx).await {
             request.args_summary = format!("{}\n\n{}", request.args_summary, change.trim_end());
         }
         let timeout = request.timeout;
+        let id = request.id.clone();
         let ask = Ask::approval(&request);
         let answered = match self.taken_while_parked(&ask).await {
             Some(answer) => Ok(answer),
             None => {
                 let _human = cx.awaiting_human(note.to_note());
-                let queue = self.queue(&key);
+                let queue = self.queue(&a.key);
                 let _turn = queue.lock().await;
-                if self.is_approved(cx.eval_id, &key, &risk_policy) {
+                if self.is_approved(cx.eval_id, &a.key, &a.risk_policy) {
                     audit.channel = Some(Channel::Policy);
                     cx.note(REMEMBERED_NOTE);
                     return (Decision::Approved, Ok(()));
                 }
-                tokio::time::timeout(timeout, self.answer_to(ask)).await
+                let prompt = shared_prompt(self.asker.clone(), ask);
+                if let Some(leading) = leading {
+                    leading.publish(&id, &prompt);
+                }
+                tokio::time::timeout(timeout, answer_of(prompt)).await
             }
         };
         // A human was asked (now, or before the eval was parked): the time they had.
-        let had = profile.approval_timeout_for(d.risk);
         audit.timeout_seconds = Some(had.as_secs_f64());
         let Ok(answer) = answered else {
             audit.channel = Some(Channel::Policy);
-            return timed_out(tool, &what, had);
+            return timed_out(tool, &a.what, had);
         };
-        self.record_answerer(&answer, audit);
+        self.settle(a, &answer, false, audit)
+    }
+
+    /// Waits on the prompt of an identical call (request `id`), up to this call's own approval
+    /// timeout, and takes its answer as a call of its own: audited with the ask it joined.
+    async fn join(
+        &self,
+        a: &Asking<'_>,
+        id: &str,
+        prompt: SharedPrompt,
+        audit: &mut AuditGuard<'_>,
+    ) -> (Decision, Result<(), ToolError>) {
+        audit.decision = Decision::Timeout;
+        audit.joined_ask = Some(id.to_string());
+        let had = a.profile.approval_timeout_for(a.d.risk);
+        audit.timeout_seconds = Some(had.as_secs_f64());
+        let answered = {
+            let _paused = a.cx.pause_timeout();
+            tokio::time::timeout(had, answer_of(prompt)).await
+        };
+        let Ok(answer) = answered else {
+            audit.channel = Some(Channel::Policy);
+            return timed_out(a.tool, &a.what, had);
+        };
+        self.settle(a, &answer, true, audit)
+    }
+
+    /// Takes a human's answer to the call's ask: what the risk policy refuses counts as a
+    /// decline. A `joined` call is approved once at most: what an answer remembers (for the
+    /// eval, the session) is remembered by the call that asked, for its own eval and session.
+    fn settle(
+        &self,
+        a: &Asking<'_>,
+        answer: &ApprovalAnswer,
+        joined: bool,
+        audit: &mut AuditGuard<'_>,
+    ) -> (Decision, Result<(), ToolError>) {
+        let (tool, what) = (a.tool, a.what.as_str());
+        self.record_answerer(answer, audit);
         // An answer the risk policy forbids never takes effect, whichever channel let it
         // through: it counts as a decline.
         if let Some(choice) = &answer.not_offered {
-            return not_offered(choice, tool, &what, audit);
+            return not_offered(choice, tool, what, audit);
         }
-        if let Err(refused) = risk_policy.check(answer.decision, answer.reason.as_deref()) {
-            return refused_answer(&answer, &refused, d.risk, tool, &what, audit);
+        if let Err(refused) = a
+            .risk_policy
+            .check(answer.decision, answer.reason.as_deref())
+        {
+            return refused_answer(answer, &refused, a.d.risk, tool, what, audit);
         }
-        match approver_right(&answer, &risk_policy, d.risk, own_right) {
+        match approver_right(answer, &a.risk_policy, a.d.risk, a.own_right.clone()) {
             Ok(right) => audit.approver_right = right,
-            Err(lacking) => return not_an_approver(&lacking, tool, &what, audit),
+            Err(lacking) => return not_an_approver(&lacking, tool, what, audit),
         }
-        let taken = self.take_decision(&answer, key, cx.eval_id, tool, &what);
+        let answer = if joined { once(answer) } else { answer.clone() };
+        let taken = self.take_decision(&answer, a.key.clone(), a.cx.eval_id, tool, what);
         if taken.0 == Decision::Approved {
-            cx.note(approved_note(&answer));
+            a.cx.note(approved_note(&answer));
         }
         taken
     }
@@ -154,15 +244,6 @@ impl PolicyToolHost {
             return None;
         }
         approval_of(&self.asker.taken_while_parked(ask).await?)
-    }
-
-    /// The answer to `ask`. Never returns on a channel's timeout: the profile's approval timeout,
-    /// around this, decides (and is audited as such).
-    async fn answer_to(&self, ask: Ask) -> ApprovalAnswer {
-        match approval_of(&self.asker.ask(ask).await) {
-            Some(answer) => answer,
-            None => std::future::pending().await,
-        }
     }
 
     /// The request a human is shown about this call, and the note its wait leaves should the
@@ -338,15 +419,59 @@ fn approver_right(
     }
 }
 
-/// `max` approvals of the eval are pending already: the call is denied.
-fn queue_full(tool: &str, what: &str, max: usize) -> ToolError {
-    denied(
-        tool,
-        "denied",
-        format!(
-            "{what} needs approval, but {max} approvals are already pending in this eval: await them before asking for more"
-        ),
+/// No slot among the `max` of the eval freed within the time the call `had`: it is denied.
+fn queue_timeout(
+    tool: &str,
+    what: &str,
+    max: usize,
+    had: Duration,
+) -> (Decision, Result<(), ToolError>) {
+    (
+        Decision::Timeout,
+        Err(denied(
+            tool,
+            "queue_timeout",
+            format!(
+                "{what} needs approval, and waited {had:?} for a slot without getting one: this eval's other asks held all maxPendingApprovals = {max} slots; await them before asking for more"
+            ),
+        )),
     )
+}
+
+/// What one call's ask is about, as [`PolicyToolHost::ask`] found it.
+struct Asking<'c> {
+    profile: &'c Profile,
+    tool: &'c str,
+    args: &'c Value,
+    d: &'c Disposition,
+    cx: &'c CallContext,
+    key: ApprovalKey,
+    risk_policy: RiskPolicy,
+    /// The call as messages name it.
+    what: String,
+    /// The caller's own right to decide (see [`RiskPolicy::approver_right`]).
+    own_right: Result<Option<String>, NotAnApprover>,
+}
+
+/// The answer of a shared prompt. Never returns on a channel's timeout: the approval timeout
+/// around this decides (and is audited as such).
+async fn answer_of(prompt: SharedPrompt) -> ApprovalAnswer {
+    match prompt.await {
+        Some(answer) => answer,
+        None => std::future::pending().await,
+    }
+}
+
+/// `answer` as it applies to a call that joined the ask: an approval for this call only.
+fn once(answer: &ApprovalAnswer) -> ApprovalAnswer {
+    let mut once = answer.clone();
+    if matches!(
+        answer.decision,
+        ApprovalDecision::ApproveToolForEval | ApprovalDecision::ApproveToolForSession
+    ) {
+        once.decision = ApprovalDecision::ApproveOnce;
+    }
+    once
 }
 
 /// No answer came within the time the human `had`: the call is denied.
@@ -430,28 +555,6 @@ fn decision_name(decision: ApprovalDecision) -> &'static str {
     }
 }
 
-/// One of at most `max` questions of an eval waiting for a human at once
-/// (`maxPendingApprovals`); freed on drop.
-pub struct PendingSlot<'a>(&'a AtomicUsize);
-
-impl<'a> PendingSlot<'a> {
-    /// A slot of `count`, when fewer than `max` are taken.
-    pub fn take(count: &'a AtomicUsize, max: usize) -> Option<Self> {
-        count
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| PendingSlot(count))
-    }
-}
-
-impl Drop for PendingSlot<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// The ledger's note of a call a human's earlier answer covers ("approve for this eval" or
 /// "for this session").
 const REMEMBERED_NOTE: &str = "approved by an earlier answer for this eval or session";
@@ -467,22 +570,4 @@ fn approved_note(answer: &ApprovalAnswer) -> String {
         _ => "",
     };
     format!("approved by {who} via {}{scope}", answer.channel.as_str())
-}
-
-#[cfg(test)]
-mod slot_tests {
-    use super::*;
-
-    #[test]
-    fn at_most_max_slots_are_taken_and_a_freed_one_is_taken_again() {
-        let count = AtomicUsize::new(0);
-        let first = PendingSlot::take(&count, 2);
-        let second = PendingSlot::take(&count, 2);
-        assert!(first.is_some() && second.is_some());
-        assert!(PendingSlot::take(&count, 2).is_none(), "none is left");
-        drop(first);
-        assert!(PendingSlot::take(&count, 2).is_some(), "a freed slot");
-        drop(second);
-        assert_eq!(count.load(Ordering::Acquire), 0);
-    }
 }

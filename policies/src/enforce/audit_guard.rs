@@ -56,6 +56,8 @@ pub(super) struct AuditGuard<'h> {
     pub(super) classification: Option<Class>,
     /// How long the human had to answer, in seconds, when one was asked.
     pub(super) timeout_seconds: Option<f64>,
+    /// The id of the pending ask this call joined, if it joined one.
+    pub(super) joined_ask: Option<String>,
     /// What a `hitl_request` asked and was answered; `None` for other tools.
     hitl: Option<HitlAudit>,
     /// The call, to tell at drop whether its eval parked (the call is made again on resume,
@@ -103,6 +105,7 @@ impl<'h> AuditGuard<'h> {
             stage: Stage::Execution,
             classification: None,
             timeout_seconds: None,
+            joined_ask: None,
             hitl,
             call: cx.clone(),
         }
@@ -163,6 +166,7 @@ impl<'h> AuditGuard<'h> {
                 approver_right: self.approver_right.take(),
                 caller_permissions: recorder.caller_permissions.clone(),
                 timeout_seconds: self.timeout_seconds,
+                joined_ask: self.joined_ask.take(),
                 question: hitl.question,
                 options: hitl.options,
                 answer: hitl.answer,

@@ -6,11 +6,13 @@ mod audit_guard;
 mod checks;
 mod classes;
 mod diff;
+mod joined;
+mod slots;
 
-pub use ask::PendingSlot;
+pub use joined::PendingAsks;
+pub use slots::{PendingSlot, PendingSlots};
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use codemode_runtime::{BoxFuture, CallContext, CallStatus, EvalId, ToolError, ToolHost};
@@ -50,9 +52,12 @@ use audit_guard::{AuditGuard, Recorder};
 ///    an approval covers: the caller, profile, tool and rule), the call proceeds — unless the
 ///    call's risk policy forbids approvals of that scope (a session approval given for a
 ///    lower-risk call of the tool does not cover a critical one). Otherwise, if the asker cannot ask anyone, the
-///    profile's `elicitationFallback` decides (`deny`: reason `elicitation_unsupported`). If
-///    `maxPendingApprovals` asks of this eval are already waiting, the call is denied (reason
-///    `denied`, "approval queue full"). Otherwise the asker is asked, with the call's risk
+///    profile's `elicitationFallback` decides (`deny`: reason `elicitation_unsupported`). A call
+///    identical to a pending ask (same caller, profile, tool and arguments) joins it (see
+///    [`PendingAsks`]): the one answer decides it too, an approval for this call only. If
+///    `maxPendingApprovals` asks of this eval are already waiting, the call waits for a slot,
+///    first come first served, up to its approval timeout (then: reason `queue_timeout`).
+///    Otherwise the asker is asked, with the call's risk
 ///    and its risk policy ([`Profile::risk_policy`]) and the risk policy's approval timeout
 ///    (else the profile's): no answer in time denies (reason `elicitation_timeout`; a timeout
 ///    never approves), a decline or a dismissal denies (reason `elicitation_declined`, the
@@ -109,8 +114,10 @@ pub struct PolicyToolHost {
     alternatives: Vec<Alternative>,
     /// Told of each result the script receives.
     observer: Option<Arc<dyn ResultObserver>>,
-    /// Asks waiting (queued or prompted) now.
-    pending: AtomicUsize,
+    /// The slots of the eval's asks waiting for a human (`maxPendingApprovals`).
+    pending: PendingSlots,
+    /// The asks pending now that identical calls join.
+    joins: PendingAsks,
     /// One queue per approval key: asks about the same thing take turns.
     queues: Mutex<HashMap<ApprovalKey, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -238,6 +245,14 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// The pending asks an identical call joins instead of asking again, shared with the
+    /// other evals whose identical asks should be joined (a server's, across its evals).
+    /// Default: the host's own (the calls of its eval).
+    pub fn pending_asks(mut self, asks: PendingAsks) -> Self {
+        self.host.joins = asks;
+        self
+    }
+
     /// The host.
     pub fn build(self) -> PolicyToolHost {
         self.host
@@ -266,7 +281,8 @@ impl PolicyToolHost {
                 eval_scope: None,
                 alternatives: Vec::new(),
                 observer: None,
-                pending: AtomicUsize::new(0),
+                pending: PendingSlots::new(),
+                joins: PendingAsks::default(),
                 queues: Mutex::new(HashMap::new()),
             },
         }

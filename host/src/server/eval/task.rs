@@ -156,6 +156,7 @@ pub(super) fn governed(
         .tools(state.upstreams.clone())
         .asker(asker)
         .broker(Some(state.approvals.clone()))
+        .pending_asks(state.pending_asks.clone())
         .audit(audit)
         .outputs(config.outputs.clone())
         .classification(config.evaluation.classification.clone())

@@ -64,6 +64,8 @@ struct CapLabel {
 #[derive(Debug, Default)]
 pub(crate) struct Snapshot {
     pub(crate) approvals_pending: usize,
+    /// Calls that joined an identical pending ask so far.
+    pub(crate) approvals_joined: u64,
     pub(crate) parked_evals: usize,
     pub(crate) pool_slots_in_use: usize,
     /// `(server, up, sessions established so far)`.
@@ -80,6 +82,7 @@ pub struct Metrics {
     tool_calls: Family<ToolCallLabels, Counter>,
     approvals: Family<ApprovalLabels, Counter>,
     approvals_pending: Gauge,
+    approvals_joined: Counter,
     parked_evals: Gauge,
     upstream_up: Family<ServerLabel, Gauge>,
     upstream_restarts: Family<ServerLabel, Counter>,
@@ -113,6 +116,7 @@ impl Metrics {
         let tool_calls = Family::<ToolCallLabels, Counter>::default();
         let approvals = Family::<ApprovalLabels, Counter>::default();
         let approvals_pending = Gauge::default();
+        let approvals_joined = Counter::default();
         let parked_evals = Gauge::default();
         let upstream_up = Family::<ServerLabel, Gauge>::default();
         let upstream_restarts = Family::<ServerLabel, Counter>::default();
@@ -143,6 +147,11 @@ impl Metrics {
             "approvals_pending",
             "Asks waiting for a human now",
             approvals_pending.clone(),
+        );
+        registry.register(
+            "approvals_joined",
+            "Calls that joined an identical pending ask instead of prompting again",
+            approvals_joined.clone(),
         );
         registry.register(
             "parked_evals",
@@ -182,6 +191,7 @@ impl Metrics {
             tool_calls,
             approvals,
             approvals_pending,
+            approvals_joined,
             parked_evals,
             upstream_up,
             upstream_restarts,
@@ -221,6 +231,11 @@ impl Metrics {
     pub(crate) fn encode(&self, snapshot: &Snapshot) -> String {
         self.approvals_pending
             .set(i64::try_from(snapshot.approvals_pending).unwrap_or(i64::MAX));
+        let joined = snapshot.approvals_joined;
+        if joined > self.approvals_joined.get() {
+            self.approvals_joined
+                .inc_by(joined - self.approvals_joined.get());
+        }
         self.parked_evals
             .set(i64::try_from(snapshot.parked_evals).unwrap_or(i64::MAX));
         self.pool_slots_in_use

@@ -1,39 +1,6 @@
 use super::*;
 
 #[tokio::test]
-async fn flood_protection_denies_asks_beyond_the_limit() {
-    // maxPendingApprovals = 2; five different tools ask at once; the human is slow.
-    let approver = FakeApprover::new(ApprovalDecision::ApproveOnce, Duration::from_millis(100));
-    let s = setup(
-        Some(profile(supervised())),
-        approver.clone(),
-        SessionApprovals::new(),
-    );
-    let tools = ["a", "b", "c", "d", "e"];
-    let results = join_all(tools.iter().zip(1..).map(|(t, id)| call(&s.host, t, id))).await;
-    let reasons: Vec<Option<&str>> = results.iter().map(reason_of).collect();
-    assert_eq!(
-        reasons,
-        [None, None, Some("denied"), Some("denied"), Some("denied")]
-    );
-    match &results[2] {
-        Err(ToolError::Denied { message, .. }) => {
-            assert_eq!(
-                message,
-                "`c` needs approval, but 2 approvals are already pending in this eval: await them before asking for more"
-            );
-        }
-        other => panic!("{other:?}"),
-    }
-    assert_eq!(approver.asked(), 2);
-    assert_eq!(s.calls.load(Ordering::SeqCst), 2);
-    // Slots are freed: a later ask is asked.
-    call(&s.host, "c", 6).await.unwrap();
-    assert_eq!(approver.asked(), 3);
-    assert_exactly_once(&s.audit.tool_calls(), 6);
-}
-
-#[tokio::test]
 async fn queued_asks_of_one_tool_share_an_eval_approval() {
     let approver = FakeApprover::new(
         ApprovalDecision::ApproveToolForEval,
@@ -62,11 +29,11 @@ async fn timeouts_never_approve_and_later_asks_still_ask() {
     );
     let started = std::time::Instant::now();
     let results = join_all((1..=2).map(|id| call(&s.host, "fs__write", id))).await;
-    // Queued one after the other, each with its own 200 ms.
+    // Identical calls: the second joined the first's prompt, and timed out with it.
     assert!(started.elapsed() < Duration::from_secs(5));
     let reasons: Vec<Option<&str>> = results.iter().map(reason_of).collect();
     assert_eq!(reasons, [Some("elicitation_timeout"); 2]);
-    assert_eq!(approver.asked(), 2);
+    assert_eq!(approver.asked(), 1);
     assert!(session.is_empty());
     assert_eq!(s.calls.load(Ordering::SeqCst), 0);
     let recs = s.audit.tool_calls();

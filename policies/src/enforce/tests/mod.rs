@@ -6,7 +6,10 @@ mod audit_fields;
 mod classes;
 mod concurrency;
 mod decisions;
+mod gated;
 mod gateway;
+mod joined;
+mod queue;
 mod schemas;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +19,8 @@ use std::time::Duration;
 use codemode_runtime::{CallContext, CallStatus, EvalId, FnTools, ToolError, ToolHost};
 use futures::future::join_all;
 use serde_json::{Value, json};
+
+use gated::GatedApprover;
 
 use crate::audit::{Decision, MemoryAuditSink, ToolCallAuditRecord, args_sha256};
 use crate::{
