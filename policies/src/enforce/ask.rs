@@ -9,6 +9,7 @@ use codemode_runtime::{CallContext, EvalId, ToolError};
 use serde_json::Value;
 
 use super::audit_guard::AuditGuard;
+use super::remembered::AskedCall;
 use super::{PolicyToolHost, denied, describe_match, lock};
 use crate::approval::ApprovalKey;
 use crate::audit::Decision;
@@ -47,11 +48,23 @@ impl PolicyToolHost {
         audit: &mut AuditGuard<'_>,
     ) -> (Decision, Result<(), ToolError>) {
         let key = ApprovalKey::for_profile(&self.caller, profile, tool, &d.matched);
-        let risk_policy = profile.risk_policy(d.risk);
+        let risk_policy = self.offered_policy(profile.risk_policy(d.risk));
         if self.is_approved(cx.eval_id, &key, &risk_policy) {
             audit.channel = Some(Channel::Policy);
             cx.note(REMEMBERED_NOTE);
             return (Decision::Approved, Ok(()));
+        }
+        let call = AskedCall {
+            profile,
+            tool,
+            args,
+            risk: d.risk,
+        };
+        if let Some(decided) = self
+            .remembered_approval(&call, &risk_policy, cx, audit)
+            .await
+        {
+            return decided;
         }
         // Made again after a park in the tool's own wait for a human (a `hitl_request`
         // question): that wait began only once this call had passed its ask.
@@ -99,6 +112,13 @@ impl PolicyToolHost {
                     cx.note(REMEMBERED_NOTE);
                     return (Decision::Approved, Ok(()));
                 }
+                // An answer "from now on" to the ask this one queued behind covers it too.
+                if let Some(decided) = self
+                    .remembered_approval(&call, &risk_policy, cx, audit)
+                    .await
+                {
+                    return decided;
+                }
                 tokio::time::timeout(timeout, self.answer_to(ask)).await
             }
         };
@@ -121,6 +141,11 @@ impl PolicyToolHost {
         match approver_right(&answer, &risk_policy, d.risk, own_right) {
             Ok(right) => audit.approver_right = right,
             Err(lacking) => return not_an_approver(&lacking, tool, &what, audit),
+        }
+        if let (ApprovalDecision::ApproveRemember, Some(period)) =
+            (answer.decision, risk_policy.remember_for)
+        {
+            self.remember(&answer, &call, period, cx, audit).await;
         }
         let taken = self.take_decision(&answer, key, cx.eval_id, tool, &what);
         if taken.0 == Decision::Approved {
@@ -221,7 +246,11 @@ impl PolicyToolHost {
         what: &str,
     ) -> (Decision, Result<(), ToolError>) {
         match answer.decision {
-            ApprovalDecision::ApproveOnce => (Decision::Approved, Ok(())),
+            // A rule "from now on" is recorded by the caller (`remember`), which may wait on a
+            // store.
+            ApprovalDecision::ApproveOnce | ApprovalDecision::ApproveRemember => {
+                (Decision::Approved, Ok(()))
+            }
             ApprovalDecision::ApproveToolForEval => {
                 match &self.eval_scope {
                     Some(scope) => scope.insert(key),
@@ -425,6 +454,7 @@ fn decision_name(decision: ApprovalDecision) -> &'static str {
         ApprovalDecision::ApproveOnce => "approve once",
         ApprovalDecision::ApproveToolForEval => "approve for this script",
         ApprovalDecision::ApproveToolForSession => "approve for this session",
+        ApprovalDecision::ApproveRemember => "approve from now on",
         ApprovalDecision::Decline => "decline",
         ApprovalDecision::Cancel => "dismiss",
     }
@@ -464,6 +494,7 @@ fn approved_note(answer: &ApprovalAnswer) -> String {
     let scope = match answer.decision {
         ApprovalDecision::ApproveToolForEval => ", for this eval",
         ApprovalDecision::ApproveToolForSession => ", for this session",
+        ApprovalDecision::ApproveRemember => ", from now on",
         _ => "",
     };
     format!("approved by {who} via {}{scope}", answer.channel.as_str())

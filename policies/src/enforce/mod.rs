@@ -6,6 +6,7 @@ mod audit_guard;
 mod checks;
 mod classes;
 mod diff;
+mod remembered;
 
 pub use ask::PendingSlot;
 
@@ -20,7 +21,7 @@ use crate::approval::ApprovalKey;
 use crate::audit::{AuditSink, Decision, Stage};
 use crate::{
     Asker, Caller, Classification, Disposition, DispositionKind, NoAsker, OutputPolicy, Preview,
-    Profile, SchemaSource, SessionApprovals,
+    Profile, RememberedRules, SchemaSource, SessionApprovals,
 };
 use audit_guard::{AuditGuard, Recorder};
 
@@ -113,6 +114,8 @@ pub struct PolicyToolHost {
     pending: AtomicUsize,
     /// One queue per approval key: asks about the same thing take turns.
     queues: Mutex<HashMap<ApprovalKey, Arc<tokio::sync::Mutex<()>>>>,
+    /// Approvals remembered "from now on"; `None`: that answer is not offered.
+    remembered: Option<Arc<RememberedRules>>,
 }
 
 impl std::fmt::Debug for PolicyToolHost {
@@ -238,6 +241,13 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// Where approvals given "from now on" are remembered and looked up (default: nowhere,
+    /// and that answer is not offered).
+    pub fn remembered(mut self, rules: Option<Arc<RememberedRules>>) -> Self {
+        self.host.remembered = rules;
+        self
+    }
+
     /// The host.
     pub fn build(self) -> PolicyToolHost {
         self.host
@@ -268,6 +278,7 @@ impl PolicyToolHost {
                 observer: None,
                 pending: AtomicUsize::new(0),
                 queues: Mutex::new(HashMap::new()),
+                remembered: None,
             },
         }
     }

@@ -7,6 +7,7 @@ mod classes;
 mod concurrency;
 mod decisions;
 mod gateway;
+mod remembered;
 mod schemas;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
