@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use codemode_host::approvals::rules::StoredRules;
+use codemode_host::StoredRules;
 use codemode_policies::{AuditSink, AuditWriter, RememberedRule, RememberedRules, neutralize};
 use codemode_store::Store;
 
