@@ -38,6 +38,7 @@ mod tools;
 mod traces;
 
 pub use approvals::TerminalAsker;
+pub use approvals::rules::StoredRules;
 pub use server::result::render as result_text;
 pub use server::{
     DEFAULT_CONFIG, Reloader, ServeError, Server, ServerBuilder, raise_descriptor_limit,

@@ -466,7 +466,8 @@ impl GovernedEval {
             .audit_id(self.audit_id.clone())
             .outputs(self.outputs.clone())
             .classification(self.classes.clone())
-            .alternatives(self.alternatives.clone());
+            .alternatives(self.alternatives.clone())
+            .remembered(self.broker.as_ref().and_then(|b| b.rules()));
         if let Some(upstreams) = &self.upstreams {
             builder = builder
                 .schemas(Arc::new(CatalogSchemas::new(upstreams.clone())))
@@ -807,9 +808,10 @@ mod tests {
             .into_iter()
             .filter_map(|r| match r {
                 AuditRecord::Eval(e) => Some(e),
-                AuditRecord::ToolCall(_) | AuditRecord::Access(_) | AuditRecord::Sampling(_) => {
-                    None
-                }
+                AuditRecord::ToolCall(_)
+                | AuditRecord::Access(_)
+                | AuditRecord::Sampling(_)
+                | AuditRecord::Rule(_) => None,
             })
             .collect();
         assert_eq!(evals.len(), 1);

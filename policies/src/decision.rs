@@ -11,6 +11,11 @@ pub enum ApprovalDecision {
     ApproveToolForEval,
     /// Like [`ApproveToolForEval`](Self::ApproveToolForEval), for the rest of the session.
     ApproveToolForSession,
+    /// Allow this call and remember it as a rule: later calls by the same caller, under the
+    /// same profile, of the same tool with the same arguments, are allowed without asking until
+    /// the rule expires (`riskPolicies.<level>.rememberFor`; see
+    /// [`RememberedRules`](crate::RememberedRules)).
+    ApproveRemember,
     /// Refuse this call (reason `elicitation_declined`).
     Decline,
     /// The human dismissed the prompt: treated as [`Decline`](Self::Decline).
@@ -19,10 +24,11 @@ pub enum ApprovalDecision {
 
 impl ApprovalDecision {
     /// Every decision, in the order prompts offer them.
-    pub const ALL: [ApprovalDecision; 5] = [
+    pub const ALL: [ApprovalDecision; 6] = [
         ApprovalDecision::ApproveOnce,
         ApprovalDecision::ApproveToolForEval,
         ApprovalDecision::ApproveToolForSession,
+        ApprovalDecision::ApproveRemember,
         ApprovalDecision::Decline,
         ApprovalDecision::Cancel,
     ];
@@ -34,6 +40,7 @@ impl ApprovalDecision {
             ApprovalDecision::ApproveOnce
                 | ApprovalDecision::ApproveToolForEval
                 | ApprovalDecision::ApproveToolForSession
+                | ApprovalDecision::ApproveRemember
         )
     }
 }

@@ -155,6 +155,7 @@ mod enforce;
 mod outputs;
 mod preview;
 mod profile;
+mod remember;
 mod risk;
 mod schemas;
 mod script;
@@ -169,8 +170,8 @@ pub use ask::{
 };
 pub use audit::{
     AccessAuditRecord, AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision,
-    EvalAuditRecord, MemoryAuditSink, SamplingAuditRecord, Stage, ToolCallAuditRecord, args_sha256,
-    canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
+    EvalAuditRecord, MemoryAuditSink, RuleAction, RuleAuditRecord, SamplingAuditRecord, Stage,
+    ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
 };
 // The audit chain, its verification and queries (issue 15 §7).
 // What a `tool_call` record keeps of a `hitl_request` (issue 28 B.2).
@@ -222,6 +223,10 @@ pub use preview::{
 pub use profile::{
     ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
     DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
+};
+pub use remember::{
+    Approved, AuditSource, Clock, MemoryRuleStore, RememberedRule, RememberedRules, RuleStore,
+    is_rule_id, spell_period,
 };
 pub use risk::{DecisionRefused, NotAnApprover, Risk, RiskPolicy, needed_permissions};
 pub use schemas::{

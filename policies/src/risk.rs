@@ -72,6 +72,8 @@ pub struct RiskPolicy {
     /// Whether every call of this level is asked about, even one the profile allows
     /// (`requireApproval`).
     pub require_approval: bool,
+    /// How long "approve this call from now on" lasts (`rememberFor`); `None`: not offered.
+    pub remember_for: Option<Duration>,
 }
 
 impl Default for RiskPolicy {
@@ -83,6 +85,7 @@ impl Default for RiskPolicy {
             require_reason: false,
             approvers: Vec::new(),
             require_approval: false,
+            remember_for: None,
         }
     }
 }
@@ -111,6 +114,9 @@ pub enum DecisionRefused {
     /// "For the rest of the session" is not allowed at this risk.
     #[error("approving for the rest of the session is not allowed at this risk level")]
     SessionApprovalNotAllowed,
+    /// "From now on" is not allowed at this risk (no `rememberFor`).
+    #[error("approving from now on is not allowed at this risk level (no rememberFor)")]
+    RememberNotAllowed,
     /// A reason in words is required at this risk.
     #[error("a reason is required at this risk level")]
     ReasonRequired,
@@ -141,6 +147,9 @@ impl RiskPolicy {
             }
             ApprovalDecision::ApproveToolForSession if !self.allow_session_approval => {
                 return Err(DecisionRefused::SessionApprovalNotAllowed);
+            }
+            ApprovalDecision::ApproveRemember if self.remember_for.is_none() => {
+                return Err(DecisionRefused::RememberNotAllowed);
             }
             ApprovalDecision::Cancel => return Ok(()),
             _ => {}
@@ -220,6 +229,25 @@ mod tests {
             ]
         );
         assert_eq!(open.check(Decline, None), Ok(()));
+        assert_eq!(
+            open.check(ApproveRemember, None),
+            Err(DecisionRefused::RememberNotAllowed)
+        );
+        let remembering = RiskPolicy {
+            remember_for: Some(Duration::from_secs(3600)),
+            ..RiskPolicy::default()
+        };
+        assert_eq!(
+            remembering.allowed_decisions(),
+            [
+                ApproveOnce,
+                ApproveToolForEval,
+                ApproveToolForSession,
+                ApproveRemember,
+                Decline,
+                Cancel
+            ]
+        );
 
         let critical = RiskPolicy {
             approval_timeout: Some(Duration::from_secs(300)),

@@ -218,10 +218,11 @@ struct Screen {
 }
 
 /// The keys and the decisions they give.
-const KEYS: [(&str, &str, &str); 4] = [
+const KEYS: [(&str, &str, &str); 5] = [
     ("a", "approve_once", "[a]pprove"),
     ("e", "approve_eval", "[e]val"),
     ("s", "approve_session", "[s]ession"),
+    ("r", "approve_remember", "[r]emember"),
     ("d", "decline", "[d]ecline"),
 ];
 
@@ -386,7 +387,18 @@ impl Screen {
         } else if shown.reason_for.is_some() {
             eprint!("\r  reason (required; denied automatically in {left:>3} s) > ");
         } else {
-            let keys: Vec<&str> = Self::allowed(&shown.req).iter().map(|k| k.2).collect();
+            let keys: Vec<String> = Self::allowed(&shown.req)
+                .iter()
+                .map(
+                    |(_, decision, label)| match shown.req["remember_for"].as_str() {
+                        // "From now on" says for how long.
+                        Some(period) if *decision == "approve_remember" => {
+                            format!("{label} (for {})", neutralize(period))
+                        }
+                        _ => (*label).to_string(),
+                    },
+                )
+                .collect();
             eprint!(
                 "\r{} [v]iew full args (denied automatically in {left:>3} s) > ",
                 keys.join(" ")

@@ -80,6 +80,7 @@ enum EventArg {
     Eval,
     Access,
     Sampling,
+    Rule,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -218,6 +219,7 @@ fn build_query(args: &QueryArgs) -> Result<AuditQuery, Vec<String>> {
         EventArg::Eval => AuditEvent::Eval,
         EventArg::Access => AuditEvent::Access,
         EventArg::Sampling => AuditEvent::Sampling,
+        EventArg::Rule => AuditEvent::Rule,
     });
     query.decision.clone_from(&args.decision);
     query.caller.clone_from(&args.caller);

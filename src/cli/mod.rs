@@ -13,6 +13,7 @@ mod bench;
 mod check;
 mod common;
 mod logs;
+mod rules;
 mod run;
 mod serve;
 
@@ -57,6 +58,10 @@ enum Command {
     /// The audit log: verify its hash chains, query its records.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Approvals remembered "from now on": `list`, `revoke ID` (read from the durable store
+    /// `codemode serve` keeps them in).
+    #[command(subcommand)]
+    Rules(rules::RulesCommand),
     /// OAuth logins to the config's HTTP upstreams: `login <server>`, `status`, `logout <server>`.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
@@ -102,6 +107,7 @@ pub fn main() -> ExitCode {
             Command::Approve(args) => approve::approve(args).await,
             Command::Audit(command) => audit::audit(command),
             Command::Auth(command) => auth::auth(command).await,
+            Command::Rules(command) => rules::rules(command).await,
             Command::AgentEval(args) => agent_eval::agent_eval(args).await,
         }
     });

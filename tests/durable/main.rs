@@ -31,6 +31,7 @@ mod metrics;
 mod outages;
 mod questions;
 mod redteam;
+mod remember;
 mod restart;
 mod scopes;
 mod service;

@@ -42,6 +42,7 @@ mod oauth_resource;
 mod observed;
 mod prompt;
 mod reload;
+mod remember;
 mod resources;
 mod results;
 mod rights;

@@ -179,6 +179,10 @@ pub(crate) struct RiskPolicy {
     pub(crate) approvers: Option<Vec<String>>,
     /// Whether every such call is asked about, even one the profile allows. Default false.
     pub(crate) require_approval: Option<bool>,
+    /// How long "approve this call from now on" lasts (`"7d"`, `"12h"`): the answer is
+    /// offered only where this is set, and records a rule allowing the same caller, profile,
+    /// tool and arguments without asking until it expires.
+    pub(crate) remember_for: Option<super::values::Duration>,
 }
 
 /// One `outputs` rule: in the results of the tools it names, keep only allowed fields, mask or

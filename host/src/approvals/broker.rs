@@ -102,6 +102,7 @@ pub struct ApprovalBroker {
     history: usize,
     parked: std::sync::OnceLock<Arc<dyn ParkedAsks>>,
     parked_feed: Arc<ParkedFeed>,
+    rules: std::sync::OnceLock<Arc<codemode_policies::RememberedRules>>,
 }
 
 impl Default for ApprovalBroker {
@@ -121,12 +122,23 @@ impl ApprovalBroker {
             history,
             parked: std::sync::OnceLock::new(),
             parked_feed: Arc::default(),
+            rules: std::sync::OnceLock::new(),
         }
     }
 
     /// Lists and decides the asks of parked evals too (set once).
     pub fn set_parked(&self, parked: Arc<dyn ParkedAsks>) {
         let _ = self.parked.set(parked);
+    }
+
+    /// Where approvals "from now on" are remembered, for the evals and the API (set once).
+    pub fn set_rules(&self, rules: Arc<codemode_policies::RememberedRules>) {
+        let _ = self.rules.set(rules);
+    }
+
+    /// The remembered approvals, when the server keeps them.
+    pub fn rules(&self) -> Option<Arc<codemode_policies::RememberedRules>> {
+        self.rules.get().cloned()
     }
 
     /// Whether `id` is neither pending here nor among the decisions remembered here.

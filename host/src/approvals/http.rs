@@ -11,6 +11,10 @@
 //!   `server.http.maxStreamsPerCaller` streams on a listener (`429` beyond);
 //! - `POST /approvals/{id}` `{"decision", "reason"}` — `200 {"status": "decided"}`, or `401`,
 //!   `403`, `404`, `409`, `422` (see [`DecideError`]); errors are `{"error": "…"}`;
+//! - `GET /approvals/rules` — the remembered approvals (`{"rules": [...]}`, see
+//!   [`codemode_policies::RememberedRule`]); `DELETE /approvals/rules/{id}` revokes one
+//!   (`200 {"status": "revoked"}`, `404` for an id that names no live rule). Same permission as
+//!   deciding (`approve`);
 //! - `GET /approvals/ui` — the web page (embedded, no external assets). It is static and holds
 //!   no data, so it is served without a credential (after the `Host`/`Origin` checks): its login
 //!   form is how a token reaches the API calls it makes.
@@ -66,8 +70,8 @@ pub struct Origins {
 pub type Limits = Arc<dyn Fn() -> ListenerLimits + Send + Sync>;
 
 #[derive(Clone)]
-struct Api {
-    broker: Arc<ApprovalBroker>,
+pub(super) struct Api {
+    pub(super) broker: Arc<ApprovalBroker>,
     auth: Arc<dyn Authenticate>,
     origins: Arc<Origins>,
     limits: Limits,
@@ -104,12 +108,17 @@ pub fn router_with(
         .route("/approvals/stream", get(stream))
         .route("/approvals/ui", get(page))
         .route("/approvals/{id}", post(decide))
+        .route("/approvals/rules", get(super::rules_api::list))
+        .route(
+            "/approvals/rules/{id}",
+            axum::routing::delete(super::rules_api::revoke),
+        )
         .layer(middleware::from_fn_with_state(api.clone(), guard))
         .with_state(api)
 }
 
 /// A refusal: its status and `{"error": message}`.
-struct ApiError(StatusCode, String);
+pub(super) struct ApiError(pub(super) StatusCode, pub(super) String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -117,7 +126,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
+pub(super) fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({"error": message.into()}))).into_response()
 }
 
@@ -195,7 +204,8 @@ async fn guard(State(api): State<Api>, mut request: Request, next: Next) -> Resp
         // The challenge `/mcp` gives: with OAuth, where to log in (`resource_metadata`).
         Err(e) => return unauthorized(&e, api.auth.resource_metadata()),
     };
-    if request.method() == axum::http::Method::POST && !api.auth.enabled() {
+    let changes = [axum::http::Method::POST, axum::http::Method::DELETE];
+    if changes.contains(request.method()) && !api.auth.enabled() {
         let json_body = headers
             .get(header::CONTENT_TYPE)
             .and_then(|c| c.to_str().ok())
@@ -231,7 +241,7 @@ fn decider(api: &Api, headers: &HeaderMap) -> Result<Credential, AuthError> {
 }
 
 /// Reading needs the same permission as deciding: the arguments may be secrets.
-fn reader(caller: &Caller) -> Result<(), ApiError> {
+pub(super) fn reader(caller: &Caller) -> Result<(), ApiError> {
     if !caller.has_permission(APPROVE_PERMISSION) {
         return Err(ApiError(
             StatusCode::FORBIDDEN,
@@ -413,7 +423,7 @@ async fn decide(
                 return error(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     format!(
-                        "unknown decision `{}` (expected approve_once, approve_eval, approve_session, decline or answer)",
+                        "unknown decision `{}` (expected approve_once, approve_eval, approve_session, approve_remember, decline or answer)",
                         neutralize(name)
                     ),
                 );

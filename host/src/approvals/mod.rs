@@ -23,6 +23,8 @@ pub(crate) mod given;
 pub mod http;
 pub mod open;
 pub mod parked_feed;
+pub mod rules;
+mod rules_api;
 mod stream;
 pub mod terminal;
 pub mod view;

@@ -53,8 +53,11 @@ pub struct ApprovalView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<String>>,
     /// The decisions the risk policy allows (`approve_once`, `approve_eval`, `approve_session`,
-    /// `decline`).
+    /// `approve_remember`, `decline`).
     pub allowed_decisions: Vec<&'static str>,
+    /// How long `approve_remember` lasts, in words (`7 days`); absent where it is not offered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remember_for: Option<String>,
     /// Whether a decision needs a reason.
     pub reason_required: bool,
     /// The permissions of which a decider must hold one to decide this ask (its risk level's
@@ -106,6 +109,7 @@ pub fn decision_name(d: ApprovalDecision) -> &'static str {
         ApprovalDecision::ApproveOnce => "approve_once",
         ApprovalDecision::ApproveToolForEval => "approve_eval",
         ApprovalDecision::ApproveToolForSession => "approve_session",
+        ApprovalDecision::ApproveRemember => "approve_remember",
         ApprovalDecision::Decline | ApprovalDecision::Cancel => "decline",
     }
 }
@@ -116,6 +120,7 @@ pub fn parse_decision(name: &str) -> Option<ApprovalDecision> {
         "approve_once" => ApprovalDecision::ApproveOnce,
         "approve_eval" => ApprovalDecision::ApproveToolForEval,
         "approve_session" => ApprovalDecision::ApproveToolForSession,
+        "approve_remember" => ApprovalDecision::ApproveRemember,
         "decline" => ApprovalDecision::Decline,
         _ => return None,
     })
@@ -141,6 +146,10 @@ impl ApprovalView {
             classification: Some(req.classification.as_str()),
             options: None,
             allowed_decisions: allowed,
+            remember_for: req
+                .risk_policy
+                .remember_for
+                .map(codemode_policies::spell_period),
             reason_required: req.risk_policy.require_reason,
             approvers: req.risk_policy.approvers.clone(),
             rule_reason: req.reason.clone(),
@@ -180,6 +189,7 @@ impl ApprovalView {
             classification: None,
             options: Some(q.options.clone()),
             allowed_decisions: vec!["answer", "decline"],
+            remember_for: None,
             reason_required: false,
             approvers: Vec::new(),
             rule_reason: None,

@@ -228,18 +228,21 @@ impl ServerBuilder {
         };
         // The upstreams' OAuth logins: in the durable store (where `codemode auth login` saves
         // them), shared by a cluster's nodes; over stdio, in the local one.
-        let logins = match &durable {
-            Some(durable) => Logins::sealed(durable.store().clone()),
+        // Approvals remembered "from now on" live there too, read by `codemode rules`.
+        let store = match &durable {
+            Some(durable) => Some(durable.store().clone()),
             None => match Store::open(&self.config.durable).await {
-                Ok(store) => Logins::sealed(store),
+                Ok(store) => Some(store),
                 Err(e) => {
-                    tracing::warn!(error = %e, "the durable store did not open; OAuth logins to upstreams last for this process only");
-                    Logins::memory()
+                    tracing::warn!(error = %e, "the durable store did not open; OAuth logins to upstreams and remembered approvals last for this process only");
+                    None
                 }
             },
         };
+        let logins = store.clone().map_or_else(Logins::memory, Logins::sealed);
         let config = std::mem::take(&mut self.config);
         let state = ServerState::with_logins(runtime, config, logins).await;
+        state.approvals.set_rules(remembered_rules(store, &state));
         state.health.set_metrics_token(metrics_token);
         if let Some(listener) = admin_listener {
             let router = ops::count_responses(ops::router(state.clone()), state.clone());
@@ -342,6 +345,20 @@ impl ServerBuilder {
             durable.suspend_to_store_after,
         )))
     }
+}
+
+/// The remembered approvals: in `store` when there is one, else in memory; their creation and
+/// revocation audited to the server's sink of the moment.
+fn remembered_rules(
+    store: Option<Store>,
+    state: &Arc<ServerState>,
+) -> Arc<codemode_policies::RememberedRules> {
+    let rules = match store {
+        Some(store) => crate::approvals::rules::StoredRules::remembered(store),
+        None => codemode_policies::RememberedRules::in_memory(),
+    };
+    let state = Arc::downgrade(state);
+    Arc::new(rules.with_audit(Arc::new(move || state.upgrade()?.audit())))
 }
 
 /// The SHA-256 of the token `/metrics` demands, read from the environment when it is there.

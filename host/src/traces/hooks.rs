@@ -56,7 +56,7 @@ impl TracingSink {
                     !eval.ok,
                 );
             }
-            AuditRecord::Access(_) | AuditRecord::Sampling(_) => {}
+            AuditRecord::Access(_) | AuditRecord::Sampling(_) | AuditRecord::Rule(_) => {}
         }
     }
 }

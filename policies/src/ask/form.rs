@@ -10,7 +10,7 @@ use super::asker::{Answer, Ask, AskKind, Question, Reply};
 use crate::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Channel, neutralize, quoted};
 
 /// The decisions a human can give, as they appear in the form.
-const DECISIONS: [(&str, &str, ApprovalDecision); 5] = [
+const DECISIONS: [(&str, &str, ApprovalDecision); 6] = [
     (
         "approve_once",
         "Approve this call",
@@ -25,6 +25,11 @@ const DECISIONS: [(&str, &str, ApprovalDecision); 5] = [
         "approve_tool_for_session",
         "Approve this tool for the rest of the session",
         ApprovalDecision::ApproveToolForSession,
+    ),
+    (
+        "approve_remember",
+        "Approve this call from now on",
+        ApprovalDecision::ApproveRemember,
     ),
     ("decline", "Decline", ApprovalDecision::Decline),
     ("cancel", "Cancel", ApprovalDecision::Cancel),
@@ -92,7 +97,7 @@ pub fn approval_question(req: &ApprovalRequest) -> Question {
                 "oneOf": DECISIONS
                     .iter()
                     .filter(|(_, _, d)| allowed.contains(d))
-                    .map(|(value, title, _)| json!({"const": value, "title": title}))
+                    .map(|(value, title, d)| json!({"const": value, "title": decision_title(req, *d, title)}))
                     .collect::<Vec<_>>(),
             }
         },
@@ -107,6 +112,16 @@ pub fn approval_question(req: &ApprovalRequest) -> Question {
     Question {
         message,
         schema: schema.as_object().cloned().unwrap_or_default(),
+    }
+}
+
+/// A decision's title in the form: "from now on" says for how long (`rememberFor`).
+fn decision_title(req: &ApprovalRequest, decision: ApprovalDecision, title: &str) -> String {
+    match (decision, req.risk_policy.remember_for) {
+        (ApprovalDecision::ApproveRemember, Some(period)) => {
+            format!("{title} (for {})", crate::spell_period(period))
+        }
+        _ => title.to_string(),
     }
 }
 
@@ -261,6 +276,10 @@ mod tests {
             (
                 Answer::Accept(json!({"decision": "approve_tool_for_session"})),
                 ApprovalDecision::ApproveToolForSession,
+            ),
+            (
+                Answer::Accept(json!({"decision": "approve_remember"})),
+                ApprovalDecision::ApproveRemember,
             ),
             (
                 Answer::Accept(json!({"decision": "decline"})),

@@ -13,6 +13,7 @@ mod eval_id;
 pub(crate) mod hitl;
 mod query;
 mod record;
+mod rule;
 mod sampling;
 mod time;
 mod verify;
@@ -34,6 +35,7 @@ pub use record::{
     AccessAuditRecord, AuditRecord, Decision, EvalAuditContext, EvalAuditRecord,
     SamplingAuditRecord, Stage, ToolCallAuditRecord, args_sha256, canonical_json, sha256_hex,
 };
+pub use rule::{RuleAction, RuleAuditRecord};
 pub use time::{now_rfc3339, rfc3339_utc};
 pub use verify::{ChainBreak, ChainHead, Verified, verify_audit_dir};
 pub use writer::{AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES};
@@ -80,7 +82,10 @@ impl MemoryAuditSink {
             .into_iter()
             .filter_map(|r| match r {
                 AuditRecord::ToolCall(r) => Some(r),
-                AuditRecord::Eval(_) | AuditRecord::Access(_) | AuditRecord::Sampling(_) => None,
+                AuditRecord::Eval(_)
+                | AuditRecord::Access(_)
+                | AuditRecord::Sampling(_)
+                | AuditRecord::Rule(_) => None,
             })
             .collect()
     }

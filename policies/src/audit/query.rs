@@ -25,6 +25,8 @@ pub enum AuditEvent {
     Access,
     /// `sampling` records (an upstream's requests to sample the client's model).
     Sampling,
+    /// `rule` records (remembered approvals created or revoked).
+    Rule,
 }
 
 impl AuditEvent {
@@ -35,6 +37,7 @@ impl AuditEvent {
             AuditEvent::Eval => "eval",
             AuditEvent::Access => "access",
             AuditEvent::Sampling => "sampling",
+            AuditEvent::Rule => "rule",
         }
     }
 }

@@ -11,7 +11,7 @@ use super::time::now_rfc3339;
 use crate::{Channel, DispositionKind, Risk};
 
 /// One line of the audit log. Serialised with an `event` field: `"tool_call"`, `"eval"`,
-/// `"access"` or `"sampling"`.
+/// `"access"`, `"sampling"` or `"rule"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[expect(
@@ -27,6 +27,8 @@ pub enum AuditRecord {
     Access(AccessAuditRecord),
     /// An upstream's request to sample the client's model during a script's call.
     Sampling(SamplingAuditRecord),
+    /// A remembered approval created or revoked.
+    Rule(super::rule::RuleAuditRecord),
 }
 
 impl AuditRecord {
@@ -37,6 +39,7 @@ impl AuditRecord {
             AuditRecord::Eval(r) => &r.ts,
             AuditRecord::Access(r) => &r.ts,
             AuditRecord::Sampling(r) => &r.ts,
+            AuditRecord::Rule(r) => &r.ts,
         }
     }
 }

@@ -644,7 +644,10 @@ mod tests {
             .lines()
             .map(|l| match serde_json::from_str(l).unwrap() {
                 AuditRecord::ToolCall(r) => r.call_id,
-                AuditRecord::Eval(_) | AuditRecord::Access(_) | AuditRecord::Sampling(_) => {
+                AuditRecord::Eval(_)
+                | AuditRecord::Access(_)
+                | AuditRecord::Sampling(_)
+                | AuditRecord::Rule(_) => {
                     panic!("not a tool call")
                 }
             })

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::profile::GlobList;
 use crate::{ConfigErrorKind, Risk, RiskPolicy};
-use codemode_config::values::positive_seconds;
+use codemode_config::values::{duration, positive_seconds};
 use codemode_config::{JsonPath, Reader, describe};
 
 /// An array of permission names: free strings, but not empty ones; duplicates are kept once.
@@ -76,7 +76,7 @@ pub(super) fn read_risk_map(
 }
 
 /// `riskPolicies`: `{"<level>": {approvalTimeoutSeconds, allowSessionApproval,
-/// allowEvalApproval, requireReason, approvers, requireApproval}}`.
+/// allowEvalApproval, requireReason, approvers, requireApproval, rememberFor}}`.
 pub(super) fn read_risk_policies(
     r: &mut Reader,
     v: &Value,
@@ -120,6 +120,9 @@ pub(super) fn read_risk_policies(
         flag(r, "requireApproval", &mut policy.require_approval);
         if let Some(v) = fields.get("approvers") {
             policy.approvers = read_approvers(r, v, &ppath.key("approvers"));
+        }
+        if let Some(v) = fields.get("rememberFor") {
+            policy.remember_for = duration(r, v, &ppath.key("rememberFor"));
         }
         out.insert(risk, policy);
     }

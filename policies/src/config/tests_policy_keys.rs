@@ -23,7 +23,7 @@ const GATEWAY: &str = r#"{
           "critical": {"approvalTimeoutSeconds": 300, "allowSessionApproval": false,
                        "allowEvalApproval": false, "requireReason": true,
                        "approvers": ["approve:critical", "approve:critical", "oncall"],
-                       "requireApproval": true},
+                       "requireApproval": true, "rememberFor": "7d"},
           "high": {"allowSessionApproval": false}
         },
         "rules": [{"tools": ["fs__delete*"], "disposition": "ask",
@@ -75,6 +75,7 @@ fn gateway_keys_parse() {
         require_reason: true,
         approvers: vec!["approve:critical".into(), "oncall".into()],
         require_approval: true,
+        remember_for: Some(Duration::from_secs(7 * 86_400)),
     };
     assert_eq!(p.risk_policy(Risk::Critical), critical);
     assert_eq!(
@@ -222,6 +223,26 @@ fn gateway_keys_report_every_error_with_its_path() {
                 ),
                 (
                     "evaluation.profiles.p.riskPolicies.medium.approvers: expected an array of strings",
+                    WrongType,
+                ),
+            ],
+        ),
+        (
+            r#"{"evaluation": {"profiles": {"p": {"riskPolicies": {
+                "critical": {"rememberFor": "7"},
+                "high": {"rememberFor": "0s"},
+                "medium": {"rememberFor": 3600}}}}}}"#,
+            &[
+                (
+                    "evaluation.profiles.p.riskPolicies.critical.rememberFor: `7` has no unit; write e.g. `7s` or `7ms` (only `0` may omit the unit)",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.riskPolicies.high.rememberFor: must be greater than zero",
+                    InvalidValue,
+                ),
+                (
+                    "evaluation.profiles.p.riskPolicies.medium.rememberFor: expected a duration such as \"30s\", found a number (3600)",
                     WrongType,
                 ),
             ],

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::audit_guard::AuditGuard;
 use super::joined::{JoinKey, Leading, Role, SharedPrompt, shared_prompt};
+use super::remembered::AskedCall;
 use super::{PolicyToolHost, denied, describe_match, lock};
 use crate::approval::ApprovalKey;
 use crate::audit::Decision;
@@ -48,11 +49,23 @@ impl PolicyToolHost {
         audit: &mut AuditGuard<'_>,
     ) -> (Decision, Result<(), ToolError>) {
         let key = ApprovalKey::for_profile(&self.caller, profile, tool, &d.matched);
-        let risk_policy = profile.risk_policy(d.risk);
+        let risk_policy = self.offered_policy(profile.risk_policy(d.risk));
         if self.is_approved(cx.eval_id, &key, &risk_policy) {
             audit.channel = Some(Channel::Policy);
             cx.note(REMEMBERED_NOTE);
             return (Decision::Approved, Ok(()));
+        }
+        let call = AskedCall {
+            profile,
+            tool,
+            args,
+            risk: d.risk,
+        };
+        if let Some(decided) = self
+            .remembered_approval(&call, &risk_policy, cx, audit)
+            .await
+        {
+            return decided;
         }
         // Made again after a park in the tool's own wait for a human (a `hitl_request`
         // question): that wait began only once this call had passed its ask.
@@ -144,6 +157,13 @@ impl PolicyToolHost {
                     cx.note(REMEMBERED_NOTE);
                     return (Decision::Approved, Ok(()));
                 }
+                // An answer "from now on" to the ask this one queued behind covers it too.
+                if let Some(decided) = self
+                    .remembered_approval(&a.call(), &a.risk_policy, cx, audit)
+                    .await
+                {
+                    return decided;
+                }
                 let prompt = shared_prompt(self.asker.clone(), ask);
                 if let Some(leading) = leading {
                     leading.publish(&id, &prompt);
@@ -157,7 +177,7 @@ impl PolicyToolHost {
             audit.channel = Some(Channel::Policy);
             return timed_out(tool, &a.what, had);
         };
-        self.settle(a, &answer, false, audit)
+        self.settle(a, &answer, false, audit).await
     }
 
     /// Waits on the prompt of an identical call (request `id`), up to this call's own approval
@@ -181,13 +201,13 @@ impl PolicyToolHost {
             audit.channel = Some(Channel::Policy);
             return timed_out(a.tool, &a.what, had);
         };
-        self.settle(a, &answer, true, audit)
+        self.settle(a, &answer, true, audit).await
     }
 
     /// Takes a human's answer to the call's ask: what the risk policy refuses counts as a
     /// decline. A `joined` call is approved once at most: what an answer remembers (for the
     /// eval, the session) is remembered by the call that asked, for its own eval and session.
-    fn settle(
+    async fn settle(
         &self,
         a: &Asking<'_>,
         answer: &ApprovalAnswer,
@@ -212,6 +232,11 @@ impl PolicyToolHost {
             Err(lacking) => return not_an_approver(&lacking, tool, what, audit),
         }
         let answer = if joined { once(answer) } else { answer.clone() };
+        if let (ApprovalDecision::ApproveRemember, Some(period)) =
+            (answer.decision, a.risk_policy.remember_for)
+        {
+            self.remember(&answer, &a.call(), period, a.cx, audit).await;
+        }
         let taken = self.take_decision(&answer, a.key.clone(), a.cx.eval_id, tool, what);
         if taken.0 == Decision::Approved {
             a.cx.note(approved_note(&answer));
@@ -302,7 +327,11 @@ impl PolicyToolHost {
         what: &str,
     ) -> (Decision, Result<(), ToolError>) {
         match answer.decision {
-            ApprovalDecision::ApproveOnce => (Decision::Approved, Ok(())),
+            // A rule "from now on" is recorded by the caller (`remember`), which may wait on a
+            // store.
+            ApprovalDecision::ApproveOnce | ApprovalDecision::ApproveRemember => {
+                (Decision::Approved, Ok(()))
+            }
             ApprovalDecision::ApproveToolForEval => {
                 match &self.eval_scope {
                     Some(scope) => scope.insert(key),
@@ -453,6 +482,18 @@ struct Asking<'c> {
     own_right: Result<Option<String>, NotAnApprover>,
 }
 
+impl Asking<'_> {
+    /// The call as a remembered rule matches it.
+    fn call(&self) -> AskedCall<'_> {
+        AskedCall {
+            profile: self.profile,
+            tool: self.tool,
+            args: self.args,
+            risk: self.d.risk,
+        }
+    }
+}
+
 /// The answer of a shared prompt. Never returns on a channel's timeout: the approval timeout
 /// around this decides (and is audited as such).
 async fn answer_of(prompt: SharedPrompt) -> ApprovalAnswer {
@@ -467,7 +508,9 @@ fn once(answer: &ApprovalAnswer) -> ApprovalAnswer {
     let mut once = answer.clone();
     if matches!(
         answer.decision,
-        ApprovalDecision::ApproveToolForEval | ApprovalDecision::ApproveToolForSession
+        ApprovalDecision::ApproveToolForEval
+            | ApprovalDecision::ApproveToolForSession
+            | ApprovalDecision::ApproveRemember
     ) {
         once.decision = ApprovalDecision::ApproveOnce;
     }
@@ -550,6 +593,7 @@ fn decision_name(decision: ApprovalDecision) -> &'static str {
         ApprovalDecision::ApproveOnce => "approve once",
         ApprovalDecision::ApproveToolForEval => "approve for this script",
         ApprovalDecision::ApproveToolForSession => "approve for this session",
+        ApprovalDecision::ApproveRemember => "approve from now on",
         ApprovalDecision::Decline => "decline",
         ApprovalDecision::Cancel => "dismiss",
     }
@@ -567,6 +611,7 @@ fn approved_note(answer: &ApprovalAnswer) -> String {
     let scope = match answer.decision {
         ApprovalDecision::ApproveToolForEval => ", for this eval",
         ApprovalDecision::ApproveToolForSession => ", for this session",
+        ApprovalDecision::ApproveRemember => ", from now on",
         _ => "",
     };
     format!("approved by {who} via {}{scope}", answer.channel.as_str())

@@ -7,6 +7,7 @@ mod checks;
 mod classes;
 mod diff;
 mod joined;
+mod remembered;
 mod slots;
 
 pub use joined::PendingAsks;
@@ -22,7 +23,7 @@ use crate::approval::ApprovalKey;
 use crate::audit::{AuditSink, Decision, Stage};
 use crate::{
     Asker, Caller, Classification, Disposition, DispositionKind, NoAsker, OutputPolicy, Preview,
-    Profile, SchemaSource, SessionApprovals,
+    Profile, RememberedRules, SchemaSource, SessionApprovals,
 };
 use audit_guard::{AuditGuard, Recorder};
 
@@ -120,6 +121,8 @@ pub struct PolicyToolHost {
     joins: PendingAsks,
     /// One queue per approval key: asks about the same thing take turns.
     queues: Mutex<HashMap<ApprovalKey, Arc<tokio::sync::Mutex<()>>>>,
+    /// Approvals remembered "from now on"; `None`: that answer is not offered.
+    remembered: Option<Arc<RememberedRules>>,
 }
 
 impl std::fmt::Debug for PolicyToolHost {
@@ -253,6 +256,13 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// Where approvals given "from now on" are remembered and looked up (default: nowhere,
+    /// and that answer is not offered).
+    pub fn remembered(mut self, rules: Option<Arc<RememberedRules>>) -> Self {
+        self.host.remembered = rules;
+        self
+    }
+
     /// The host.
     pub fn build(self) -> PolicyToolHost {
         self.host
@@ -284,6 +294,7 @@ impl PolicyToolHost {
                 pending: PendingSlots::new(),
                 joins: PendingAsks::default(),
                 queues: Mutex::new(HashMap::new()),
+                remembered: None,
             },
         }
     }

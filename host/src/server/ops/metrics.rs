@@ -301,6 +301,8 @@ impl Metrics {
             AuditRecord::Access(_) => {}
             // An upstream's sampling requests are in the audit log, not counted.
             AuditRecord::Sampling(_) => {}
+            // Remembered rules' creation and revocation are in the audit log, not counted.
+            AuditRecord::Rule(_) => {}
         }
     }
 }

@@ -10,6 +10,7 @@ mod gated;
 mod gateway;
 mod joined;
 mod queue;
+mod remembered;
 mod schemas;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,0 +1,91 @@
+//! Remembered approvals ([`RememberedRules`]) kept in the durable store, so that every node of
+//! a cluster applies them and `codemode rules` reads what `serve` wrote: one sealed record
+//! `rule:<id>` per rule, living as long as the rule.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode_policies::{RememberedRule, RememberedRules, RuleStore};
+use codemode_runtime::BoxFuture;
+use codemode_store::Store;
+
+/// The store's key prefix of rules.
+const PREFIX: &str = "rule:";
+
+/// Rules in a durable [`Store`].
+#[derive(Debug, Clone)]
+pub struct StoredRules {
+    store: Store,
+}
+
+impl StoredRules {
+    /// Rules in `store`.
+    pub fn new(store: Store) -> Self {
+        StoredRules { store }
+    }
+
+    /// [`RememberedRules`] kept in `store`.
+    pub fn remembered(store: Store) -> RememberedRules {
+        RememberedRules::new(Arc::new(Self::new(store)))
+    }
+
+    fn failed(&self, e: impl std::fmt::Display) -> String {
+        format!("the remembered approvals in {}: {e}", self.store.describe())
+    }
+
+    fn parse(&self, bytes: &[u8]) -> Result<RememberedRule, String> {
+        serde_json::from_slice(bytes).map_err(|e| self.failed(format!("a rule is unreadable: {e}")))
+    }
+}
+
+impl RuleStore for StoredRules {
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RememberedRule>, String>> {
+        Box::pin(async move {
+            match self.store.get(&format!("{PREFIX}{id}")).await {
+                Ok(Some(record)) => self.parse(&record.value).map(Some),
+                Ok(None) => Ok(None),
+                Err(e) => Err(self.failed(e)),
+            }
+        })
+    }
+
+    fn put<'a>(
+        &'a self,
+        rule: &'a RememberedRule,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let value = serde_json::to_vec(rule).map_err(|e| self.failed(e))?;
+            self.store
+                .put(&format!("{PREFIX}{}", rule.id), &value, ttl)
+                .await
+                .map_err(|e| self.failed(e))
+        })
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, String>> {
+        Box::pin(async move {
+            let listing = self.store.list(PREFIX).await.map_err(|e| self.failed(e))?;
+            for e in &listing.unreadable {
+                tracing::warn!(error = %e, "a remembered approval did not open; skipped");
+            }
+            listing
+                .records
+                .iter()
+                .map(|record| self.parse(&record.value))
+                .collect()
+        })
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move {
+            self.store
+                .delete(&format!("{PREFIX}{id}"))
+                .await
+                .map_err(|e| self.failed(e))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,67 @@
+//! `GET /approvals/rules` and `DELETE /approvals/rules/{id}`: the remembered approvals listed
+//! and revoked on the approval API, with the permission deciding needs (`approve`).
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use codemode_policies::{Caller, RememberedRule, neutralize};
+use serde_json::{Value, json};
+
+use super::http::{Api, error, reader};
+
+/// A rule as the API shows it: its fields, the expiry also as RFC 3339, names neutralised.
+pub(super) fn rule_view(rule: &RememberedRule) -> Value {
+    json!({
+        "id": rule.id,
+        "caller": neutralize(&rule.caller),
+        "profile": neutralize(&rule.profile),
+        "tool": neutralize(&rule.tool),
+        "args_sha256": rule.args_sha256,
+        "risk": rule.risk.as_str(),
+        "created_at": rule.created_at,
+        "expires_at": rule.expires_at(),
+        "approved_by": rule.approved_by.as_deref().map(neutralize),
+        "channel": rule.channel.as_str(),
+    })
+}
+
+pub(super) async fn list(State(api): State<Api>, Extension(caller): Extension<Caller>) -> Response {
+    if let Err(e) = reader(&caller) {
+        return e.into_response();
+    }
+    let Some(rules) = api.broker.rules() else {
+        return axum::Json(json!({"rules": []})).into_response();
+    };
+    match rules.list().await {
+        Ok(rules) => {
+            let views: Vec<Value> = rules.iter().map(rule_view).collect();
+            axum::Json(json!({"rules": views})).into_response()
+        }
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, neutralize(&e)),
+    }
+}
+
+pub(super) async fn revoke(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    if let Err(e) = reader(&caller) {
+        return e.into_response();
+    }
+    let unknown = || {
+        error(
+            StatusCode::NOT_FOUND,
+            format!("no remembered approval `{}`", neutralize(&id)),
+        )
+    };
+    let Some(rules) = api.broker.rules() else {
+        return unknown();
+    };
+    match rules.revoke(&id, Some(caller.name.clone()), "http").await {
+        Ok(Some(_)) => axum::Json(json!({"status": "revoked"})).into_response(),
+        Ok(None) => unknown(),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, neutralize(&e)),
+    }
+}

@@ -1,0 +1,304 @@
+//! Approvals "from now on" (`riskPolicies.<level>.rememberFor`): a rule recorded by the answer
+//! allows exactly the call the human saw, for the same caller and profile, until it expires or
+//! is revoked; a deny still wins.
+
+use std::sync::atomic::AtomicU64;
+
+use super::*;
+use crate::{AuditRecord, AuditSink, Caller, RememberedRules, RuleAction};
+
+const HOUR_MS: u64 = 3_600_000;
+
+fn remembering(extra: Value) -> Arc<Profile> {
+    let mut v = json!({
+        "asklist": ["fs__write"],
+        "riskPolicies": {"medium": {"rememberFor": "1h"}}
+    });
+    if let (Some(v), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
+        v.extend(extra.clone());
+    }
+    profile(v)
+}
+
+/// Rules in memory, audited to `audit`, read against a clock the test moves.
+fn rules(audit: &Arc<MemoryAuditSink>) -> (Arc<RememberedRules>, Arc<AtomicU64>) {
+    let now = Arc::new(AtomicU64::new(1_800_000_000_000));
+    let clock = now.clone();
+    let sink: Arc<dyn AuditSink> = audit.clone();
+    let rules = RememberedRules::in_memory()
+        .with_audit(Arc::new(move || Some(sink.clone())))
+        .with_clock(Arc::new(move || clock.load(Ordering::SeqCst)));
+    (Arc::new(rules), now)
+}
+
+fn host(
+    p: Arc<Profile>,
+    caller: &str,
+    asker: Arc<dyn Asker>,
+    rules: Option<Arc<RememberedRules>>,
+    audit: &Arc<MemoryAuditSink>,
+) -> (PolicyToolHost, Arc<AtomicUsize>) {
+    let (calls, inner) = inner();
+    let host = PolicyToolHost::builder(inner)
+        .profile(Some(p))
+        .asker(asker)
+        .caller(Caller::new(caller, Vec::<String>::new()))
+        .audit(audit.clone(), false)
+        .remembered(rules)
+        .build();
+    (host, calls)
+}
+
+async fn write(h: &PolicyToolHost, path: &str) -> Result<Value, ToolError> {
+    h.call(
+        "fs__write",
+        json!({"path": path}),
+        &CallContext::detached(EvalId(1), 1),
+    )
+    .await
+}
+
+fn rule_records(audit: &MemoryAuditSink) -> Vec<crate::RuleAuditRecord> {
+    audit
+        .records()
+        .into_iter()
+        .filter_map(|r| match r {
+            AuditRecord::Rule(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_answer_from_now_on_allows_exactly_that_call_without_asking() {
+    let audit = Arc::new(MemoryAuditSink::new());
+    let (rules, _) = rules(&audit);
+    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
+    let (first, _) = host(
+        remembering(json!({})),
+        "alice",
+        human.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    write(&first, "/x").await.unwrap();
+    assert_eq!(human.asked(), 1);
+    let request = human.requests.lock().unwrap()[0].clone();
+    assert!(
+        request
+            .risk_policy
+            .allowed_decisions()
+            .contains(&ApprovalDecision::ApproveRemember)
+    );
+    let rule = rules.list().await.unwrap().remove(0);
+    assert_eq!(
+        (
+            rule.caller.as_str(),
+            rule.profile.as_str(),
+            rule.tool.as_str()
+        ),
+        ("alice", "p", "fs__write")
+    );
+    assert_eq!(rule.args_sha256, args_sha256(&json!({"path": "/x"})));
+    assert_eq!(rule.approved_by.as_deref(), Some("alice"));
+    let created = &audit.tool_calls()[0];
+    assert_eq!(
+        created.decision_reason.as_deref(),
+        Some(format!("remembered as rule {} until {}", rule.id, rule.expires_at()).as_str())
+    );
+    let records = rule_records(&audit);
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        (
+            records[0].action,
+            records[0].rule_id.as_str(),
+            records[0].channel.as_str()
+        ),
+        (RuleAction::Created, rule.id.as_str(), "elicitation")
+    );
+
+    // Another eval (another host, another session) of the same caller: not asked.
+    let nobody = FakeApprover::new(ApprovalDecision::Decline, Duration::ZERO);
+    let (second, calls) = host(
+        remembering(json!({})),
+        "alice",
+        nobody.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    write(&second, "/x").await.unwrap();
+    assert_eq!((nobody.asked(), calls.load(Ordering::SeqCst)), (0, 1));
+    let allowed = audit.tool_calls().pop().unwrap();
+    assert_eq!(
+        (
+            allowed.decision,
+            allowed.channel,
+            allowed.decided_by.as_deref()
+        ),
+        (Decision::Approved, Some(Channel::Policy), Some("alice"))
+    );
+    assert_eq!(
+        allowed.decision_reason.as_deref(),
+        Some(
+            format!(
+                "remembered rule {} (approved via elicitation, until {})",
+                rule.id,
+                rule.expires_at()
+            )
+            .as_str()
+        )
+    );
+
+    // Other arguments, another caller, another profile: asked as before (and declined here).
+    let r = write(&second, "/y").await;
+    assert_eq!(reason_of(&r), Some("elicitation_declined"));
+    let (bob, _) = host(
+        remembering(json!({})),
+        "bob",
+        nobody.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    assert_eq!(
+        reason_of(&write(&bob, "/x").await),
+        Some("elicitation_declined")
+    );
+    let other = Arc::new(
+        Profile::from_json(
+            "q",
+            &json!({"asklist": ["fs__write"], "riskPolicies": {"medium": {"rememberFor": "1h"}}}),
+        )
+        .unwrap(),
+    );
+    let (elsewhere, _) = host(other, "alice", nobody.clone(), Some(rules.clone()), &audit);
+    assert_eq!(
+        reason_of(&write(&elsewhere, "/x").await),
+        Some("elicitation_declined")
+    );
+    // A higher risk than the one approved: asked.
+    let critical = remembering(
+        json!({"risk": {"fs__write": "critical"}, "riskPolicies": {"medium": {"rememberFor": "1h"}, "critical": {"rememberFor": "1h"}}}),
+    );
+    let (riskier, _) = host(
+        critical,
+        "alice",
+        nobody.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    assert_eq!(
+        reason_of(&write(&riskier, "/x").await),
+        Some("elicitation_declined")
+    );
+    assert_eq!(nobody.asked(), 4);
+}
+
+#[tokio::test]
+async fn a_rule_ends_at_its_expiry_and_on_revocation() {
+    let audit = Arc::new(MemoryAuditSink::new());
+    let (rules, now) = rules(&audit);
+    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
+    let (h, _) = host(
+        remembering(json!({})),
+        "alice",
+        human.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    write(&h, "/x").await.unwrap();
+    write(&h, "/x").await.unwrap();
+    assert_eq!(human.asked(), 1);
+    // An hour later the rule is over: asked again (which remembers it anew).
+    now.fetch_add(HOUR_MS, Ordering::SeqCst);
+    assert!(rules.list().await.unwrap().is_empty());
+    write(&h, "/x").await.unwrap();
+    assert_eq!(human.asked(), 2);
+    let id = rules.list().await.unwrap()[0].id.clone();
+    let revoked = rules.revoke(&id, Some("ops".into()), "cli").await.unwrap();
+    assert_eq!(revoked.map(|r| r.id), Some(id.clone()));
+    assert_eq!(rules.revoke(&id, None, "cli").await.unwrap(), None);
+    assert_eq!(rules.revoke("../etc", None, "cli").await.unwrap(), None);
+    write(&h, "/x").await.unwrap();
+    assert_eq!(human.asked(), 3);
+    let last = rule_records(&audit);
+    let revocation = last
+        .iter()
+        .find(|r| r.action == RuleAction::Revoked)
+        .unwrap();
+    assert_eq!(
+        (
+            revocation.rule_id.as_str(),
+            revocation.by.as_deref(),
+            revocation.channel.as_str()
+        ),
+        (id.as_str(), Some("ops"), "cli")
+    );
+}
+
+#[tokio::test]
+async fn a_deny_wins_over_a_remembered_approval() {
+    let audit = Arc::new(MemoryAuditSink::new());
+    let (rules, _) = rules(&audit);
+    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
+    let (h, _) = host(
+        remembering(json!({})),
+        "alice",
+        human.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    write(&h, "/x").await.unwrap();
+    // The profile, reloaded, denies the tool: the rule does not lift the deny.
+    let denying = remembering(json!({"denylist": ["fs__write"]}));
+    let (denied, calls) = host(denying, "alice", human.clone(), Some(rules.clone()), &audit);
+    assert_eq!(reason_of(&write(&denied, "/x").await), Some("denied"));
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    // Nor does it apply once the level no longer remembers (`rememberFor` removed).
+    let forgetting = profile(json!({"asklist": ["fs__write"]}));
+    let decline = FakeApprover::new(ApprovalDecision::Decline, Duration::ZERO);
+    let (asked, _) = host(
+        forgetting,
+        "alice",
+        decline.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    assert_eq!(
+        reason_of(&write(&asked, "/x").await),
+        Some("elicitation_declined")
+    );
+    assert_eq!(decline.asked(), 1);
+}
+
+#[tokio::test]
+async fn from_now_on_is_offered_only_with_remember_for_and_a_place_to_keep_rules() {
+    let audit = Arc::new(MemoryAuditSink::new());
+    let (rules, _) = rules(&audit);
+    let cases = [
+        (
+            profile(json!({"asklist": ["fs__write"]})),
+            Some(rules.clone()),
+        ),
+        (remembering(json!({})), None),
+    ];
+    for (p, rules_here) in cases {
+        let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
+        let (h, calls) = host(p, "alice", human.clone(), rules_here, &audit);
+        // The answer, not offered, is refused: a decline.
+        assert_eq!(
+            reason_of(&write(&h, "/x").await),
+            Some("elicitation_declined")
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+        let request = human.requests.lock().unwrap()[0].clone();
+        assert_eq!(request.risk_policy.remember_for, None);
+        let form = crate::approval_question(&request);
+        assert!(
+            !serde_json::to_string(&form.schema)
+                .unwrap()
+                .contains("approve_remember")
+        );
+    }
+    assert!(rules.list().await.unwrap().is_empty());
+    assert!(rule_records(&audit).is_empty());
+}

@@ -1,0 +1,332 @@
+//! Remembered approvals: "approve this call from now on" recorded as a rule
+//! ([`RememberedRule`]) that allows the same call again without asking until it expires.
+//!
+//! A rule is never wider than what the human saw: it names the caller, the profile, the tool
+//! and the SHA-256 of the arguments' canonical JSON (the exact arguments shown), and the risk
+//! of the call approved. A later call matches only with all four equal and a risk no higher;
+//! it replaces only an *ask* (a deny is decided before any rule is looked at), and only while
+//! the call's risk level still has `rememberFor`. Rules live in a [`RuleStore`]: the durable
+//! store when the server has one (every node of a cluster applies them; the host implements
+//! the trait), else [`MemoryRuleStore`] for the process. Creating and revoking one writes an
+//! `event: "rule"` audit record ([`RuleAuditRecord`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use codemode_runtime::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::audit::{RuleAction, RuleAuditRecord};
+use crate::{AuditRecord, AuditSink, Channel, Risk, args_sha256, canonical_json, sha256_hex};
+
+/// One remembered approval. Its [`id`](Self::id) is derived from what it covers, so the same
+/// approval given twice is one rule (the later expiry wins).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RememberedRule {
+    /// 32 hex digits ([`RememberedRule::id_of`]).
+    pub id: String,
+    /// The caller whose calls it allows.
+    pub caller: String,
+    /// The profile it applies in.
+    pub profile: String,
+    /// The tool it allows.
+    pub tool: String,
+    /// Hex SHA-256 of the canonical JSON of the only arguments it allows.
+    pub args_sha256: String,
+    /// The risk of the call approved: calls of a higher risk are asked about again.
+    pub risk: Risk,
+    /// When it was created, RFC 3339 UTC.
+    pub created_at: String,
+    /// When it expires, in milliseconds since the Unix epoch.
+    pub expires_at_ms: u64,
+    /// Who approved, when the channel knows.
+    pub approved_by: Option<String>,
+    /// Through which channel.
+    pub channel: Channel,
+}
+
+impl RememberedRule {
+    /// The id of the rule covering `caller`'s calls of `tool` with arguments hashed
+    /// `args_sha256` under `profile`.
+    pub fn id_of(caller: &str, profile: &str, tool: &str, args_sha256: &str) -> String {
+        let scope = json!([caller, profile, tool, args_sha256]);
+        sha256_hex(canonical_json(&scope).as_bytes())[..32].to_string()
+    }
+
+    /// When it expires, RFC 3339 UTC.
+    pub fn expires_at(&self) -> String {
+        crate::rfc3339_utc(UNIX_EPOCH + Duration::from_millis(self.expires_at_ms))
+    }
+
+    fn audit_record(&self, action: RuleAction, by: Option<String>, channel: &str) -> AuditRecord {
+        AuditRecord::Rule(RuleAuditRecord {
+            ts: crate::now_rfc3339(),
+            action,
+            rule_id: self.id.clone(),
+            caller: self.caller.clone(),
+            profile: self.profile.clone(),
+            tool: self.tool.clone(),
+            args_sha256: self.args_sha256.clone(),
+            risk: self.risk,
+            expires_at: self.expires_at(),
+            by,
+            channel: channel.to_string(),
+        })
+    }
+}
+
+/// Where rules are kept. Errors are in words, naming the store.
+pub trait RuleStore: Send + Sync {
+    /// The rule `id`, if there (expired or not: [`RememberedRules`] checks).
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RememberedRule>, String>>;
+    /// Keeps `rule` (replacing one with its id) for at least `ttl`.
+    fn put<'a>(
+        &'a self,
+        rule: &'a RememberedRule,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), String>>;
+    /// Every rule kept.
+    fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, String>>;
+    /// Removes the rule `id`; whether it was there.
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>>;
+}
+
+/// Rules in memory, for one process (when there is no durable store).
+#[derive(Debug, Default)]
+pub struct MemoryRuleStore {
+    rules: Mutex<HashMap<String, RememberedRule>>,
+}
+
+impl MemoryRuleStore {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RememberedRule>> {
+        // A map of plain values: a panic cannot leave it inconsistent.
+        self.rules.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl RuleStore for MemoryRuleStore {
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RememberedRule>, String>> {
+        let rule = self.lock().get(id).cloned();
+        Box::pin(async move { Ok(rule) })
+    }
+
+    fn put<'a>(
+        &'a self,
+        rule: &'a RememberedRule,
+        _ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        self.lock().insert(rule.id.clone(), rule.clone());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, String>> {
+        let rules = self.lock().values().cloned().collect();
+        Box::pin(async move { Ok(rules) })
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
+        let removed = self.lock().remove(id).is_some();
+        Box::pin(async move { Ok(removed) })
+    }
+}
+
+/// Where the audit records of rules go, looked up at each write (a config reload may change
+/// the sink).
+pub type AuditSource = Arc<dyn Fn() -> Option<Arc<dyn AuditSink>> + Send + Sync>;
+
+/// Milliseconds since the Unix epoch: the clock expiries are read against.
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// What a human approved "from now on": the call, and who approved it through which channel.
+#[derive(Debug, Clone)]
+pub struct Approved<'a> {
+    /// The caller the eval runs for.
+    pub caller: &'a str,
+    /// The profile that asked.
+    pub profile: &'a str,
+    /// The tool called.
+    pub tool: &'a str,
+    /// The arguments as shown.
+    pub args: &'a Value,
+    /// The call's risk.
+    pub risk: Risk,
+    /// Who approved, when known.
+    pub approved_by: Option<String>,
+    /// Through which channel.
+    pub channel: Channel,
+}
+
+/// The remembered rules of a server: looked up before an ask, created by an answer, listed and
+/// revoked by the approval API and `codemode rules`. See the module docs.
+#[derive(Clone)]
+pub struct RememberedRules {
+    store: Arc<dyn RuleStore>,
+    audit: Option<AuditSource>,
+    clock: Clock,
+}
+
+impl std::fmt::Debug for RememberedRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RememberedRules").finish_non_exhaustive()
+    }
+}
+
+impl RememberedRules {
+    /// Rules kept in `store`, read against the system clock, not audited.
+    pub fn new(store: Arc<dyn RuleStore>) -> Self {
+        RememberedRules {
+            store,
+            audit: None,
+            clock: Arc::new(crate::approval::now_ms),
+        }
+    }
+
+    /// Rules kept in this process's memory.
+    pub fn in_memory() -> Self {
+        Self::new(Arc::new(MemoryRuleStore::default()))
+    }
+
+    /// Writes the creation and revocation of rules to the sink `audit` gives.
+    pub fn with_audit(mut self, audit: AuditSource) -> Self {
+        self.audit = Some(audit);
+        self
+    }
+
+    /// Reads expiries against `clock` (tests move it).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    fn audit(&self, record: AuditRecord) {
+        if let Some(sink) = self.audit.as_ref().and_then(|source| source()) {
+            sink.record(record);
+        }
+    }
+
+    /// The live rule allowing `caller`'s call of `tool` with `args` at `risk` under `profile`,
+    /// if any.
+    ///
+    /// # Errors
+    /// The store could not be read (in words).
+    pub async fn matching(
+        &self,
+        caller: &str,
+        profile: &str,
+        tool: &str,
+        args: &Value,
+        risk: Risk,
+    ) -> Result<Option<RememberedRule>, String> {
+        let hash = args_sha256(args);
+        let id = RememberedRule::id_of(caller, profile, tool, &hash);
+        let Some(rule) = self.store.get(&id).await? else {
+            return Ok(None);
+        };
+        // The id is a digest: the rule must still say exactly what was approved.
+        let same = rule.caller == caller
+            && rule.profile == profile
+            && rule.tool == tool
+            && rule.args_sha256 == hash;
+        Ok((same && risk <= rule.risk && rule.expires_at_ms > (self.clock)()).then_some(rule))
+    }
+
+    /// Records `approved` as a rule lasting `period`, and audits it.
+    ///
+    /// # Errors
+    /// The store could not be written (in words); nothing was audited.
+    pub async fn remember(
+        &self,
+        approved: Approved<'_>,
+        period: Duration,
+    ) -> Result<RememberedRule, String> {
+        let hash = args_sha256(approved.args);
+        let now = (self.clock)();
+        let period_ms = u64::try_from(period.as_millis()).unwrap_or(u64::MAX);
+        let rule = RememberedRule {
+            id: RememberedRule::id_of(approved.caller, approved.profile, approved.tool, &hash),
+            caller: approved.caller.to_string(),
+            profile: approved.profile.to_string(),
+            tool: approved.tool.to_string(),
+            args_sha256: hash,
+            risk: approved.risk,
+            created_at: crate::rfc3339_utc(UNIX_EPOCH + Duration::from_millis(now)),
+            expires_at_ms: now.saturating_add(period_ms),
+            approved_by: approved.approved_by.clone(),
+            channel: approved.channel,
+        };
+        self.store.put(&rule, period).await?;
+        self.audit(rule.audit_record(
+            RuleAction::Created,
+            approved.approved_by,
+            approved.channel.as_str(),
+        ));
+        Ok(rule)
+    }
+
+    /// The rules not yet expired, oldest first.
+    ///
+    /// # Errors
+    /// The store could not be read (in words).
+    pub async fn list(&self) -> Result<Vec<RememberedRule>, String> {
+        let now = (self.clock)();
+        let mut rules: Vec<RememberedRule> = self
+            .store
+            .list()
+            .await?
+            .into_iter()
+            .filter(|r| r.expires_at_ms > now)
+            .collect();
+        rules.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
+        Ok(rules)
+    }
+
+    /// Revokes the rule `id` (by `by`, through `channel`: `http`, `cli`), and audits it; `None`
+    /// when there is no such live rule.
+    ///
+    /// # Errors
+    /// The store could not be read or written (in words).
+    pub async fn revoke(
+        &self,
+        id: &str,
+        by: Option<String>,
+        channel: &str,
+    ) -> Result<Option<RememberedRule>, String> {
+        if !is_rule_id(id) {
+            return Ok(None);
+        }
+        let Some(rule) = self.store.get(id).await? else {
+            return Ok(None);
+        };
+        if !self.store.delete(id).await? || rule.expires_at_ms <= (self.clock)() {
+            return Ok(None);
+        }
+        self.audit(rule.audit_record(RuleAction::Revoked, by, channel));
+        Ok(Some(rule))
+    }
+}
+
+/// Whether `id` has the form of a rule id (32 lowercase hex digits): anything else names no
+/// rule, and never reaches a store key.
+pub fn is_rule_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// A period as the approval form states it, in its largest whole unit: `7 days`, `1 hour`,
+/// `90 seconds`.
+pub fn spell_period(period: Duration) -> String {
+    let s = period.as_secs();
+    let (n, unit) = match s {
+        0 => return format!("{} ms", period.as_millis()),
+        s if s.is_multiple_of(86_400) => (s / 86_400, "day"),
+        s if s.is_multiple_of(3600) => (s / 3600, "hour"),
+        s if s.is_multiple_of(60) => (s / 60, "minute"),
+        s => (s, "second"),
+    };
+    let plural = if n == 1 { "" } else { "s" };
+    format!("{n} {unit}{plural}")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,74 @@
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn periods_are_spelled_in_their_largest_whole_unit() {
+    let cases = [
+        (Duration::from_secs(7 * 86_400), "7 days"),
+        (Duration::from_secs(86_400), "1 day"),
+        (Duration::from_secs(7200), "2 hours"),
+        (Duration::from_secs(90 * 60), "90 minutes"),
+        (Duration::from_secs(45), "45 seconds"),
+        (Duration::from_millis(500), "500 ms"),
+    ];
+    for (period, want) in cases {
+        assert_eq!(spell_period(period), want);
+    }
+}
+
+#[test]
+fn a_rule_id_names_exactly_what_was_approved() {
+    let id = RememberedRule::id_of("alice", "p", "fs__write", "ab");
+    assert!(is_rule_id(&id));
+    for other in [
+        RememberedRule::id_of("bob", "p", "fs__write", "ab"),
+        RememberedRule::id_of("alice", "q", "fs__write", "ab"),
+        RememberedRule::id_of("alice", "p", "fs__read", "ab"),
+        RememberedRule::id_of("alice", "p", "fs__write", "ac"),
+        // No field can bleed into the next.
+        RememberedRule::id_of("alice\",\"p", "", "fs__write", "ab"),
+    ] {
+        assert_ne!(id, other);
+    }
+    assert!(!is_rule_id("../../state.key"));
+    assert!(!is_rule_id(&id.to_uppercase()));
+}
+
+#[tokio::test]
+async fn a_rule_whose_content_does_not_match_its_id_covers_nothing() {
+    let store = Arc::new(MemoryRuleStore::default());
+    let rules = RememberedRules::new(store.clone());
+    let approved = Approved {
+        caller: "alice",
+        profile: "p",
+        tool: "t",
+        args: &json!({"a": 1}),
+        risk: Risk::Medium,
+        approved_by: None,
+        channel: Channel::Http,
+    };
+    let mut rule = rules
+        .remember(approved, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(
+        rules
+            .matching("alice", "p", "t", &json!({"a": 1}), Risk::Low)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // A record altered under the same id (the store is trusted, but not to widen a rule).
+    rule.args_sha256 = args_sha256(&json!({"a": 2}));
+    store.put(&rule, Duration::from_secs(60)).await.unwrap();
+    assert_eq!(
+        rules
+            .matching("alice", "p", "t", &json!({"a": 1}), Risk::Low)
+            .await
+            .unwrap(),
+        None
+    );
+}
