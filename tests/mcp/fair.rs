@@ -359,7 +359,7 @@ fn one_client_over_its_eval_cap_is_refused_and_others_still_run() {
     );
     assert_eq!(summary("b_runs")["result"], 2, "{obs}");
     assert_eq!(summary("a_first")["result"], "Echo: held", "{obs}");
-    assert_eq!(summary("a_second")["result"], "Echo: held", "{obs}");
+    assert_eq!(summary("a_second")["result"], "Echo: held again", "{obs}");
     assert_eq!(summary("a_again")["result"], 3, "{obs}");
     assert_eq!(obs["asked_a"], 2);
 }

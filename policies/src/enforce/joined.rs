@@ -14,7 +14,6 @@ use futures::future::{BoxFuture, Shared, WeakShared};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::lock;
 use crate::audit::args_sha256;
 use crate::{ApprovalAnswer, Caller};
 
@@ -160,4 +159,9 @@ pub(super) fn shared_prompt(asker: Arc<dyn crate::Asker>, ask: crate::Ask) -> Sh
     async move { crate::approval_of(&asker.ask(ask).await) }
         .boxed()
         .shared()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A map of plain keys and channel ends: a panic cannot leave it inconsistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

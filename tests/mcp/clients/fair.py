@@ -6,7 +6,9 @@ import asyncio
 
 from harness import Human, approve, connect, evaluate, run, wait_event, wait_until
 
+# Two different calls: identical ones would join one question (same caller, tool and arguments).
 ECHO = "return await codemode.everything__echo({ message: 'held' });"
+ECHO_AGAIN = "return await codemode.everything__echo({ message: 'held again' });"
 
 
 async def main() -> dict:
@@ -18,7 +20,7 @@ async def main() -> dict:
     human_a = Human(approve("approve_once", after=released), approve("approve_once", after=released), name="A")
     async with connect(human_a) as a, connect(Human(name="B")) as b:
         first = asyncio.create_task(evaluate(a, ECHO, "codemode_eval_slow"))
-        second = asyncio.create_task(evaluate(a, ECHO, "codemode_eval_slow"))
+        second = asyncio.create_task(evaluate(a, ECHO_AGAIN, "codemode_eval_slow"))
         await wait_until(lambda: len(human_a.asked) == 2, "A's two questions")
         a_refused = await evaluate(a, "return 1")
         b_runs = await evaluate(b, "return 1 + 1")
