@@ -50,7 +50,9 @@ use super::broker::{
     mark_decidable, parse_decision,
 };
 use super::parked_feed::ParkedEvent;
+use super::rules_api::reader;
 use super::stream::{Feed, Item, StreamSlot, Streams, events, stream_bound};
+use super::view::error;
 use crate::auth::{AuthError, Authenticate, Credential, unauthorized};
 use crate::server::body::BodyError;
 
@@ -117,17 +119,10 @@ pub fn router_with(
         .with_state(api)
 }
 
-/// A refusal: its status and `{"error": message}`.
-pub(super) struct ApiError(pub(super) StatusCode, pub(super) String);
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        error(self.0, self.1)
+impl axum::extract::FromRef<Api> for Arc<ApprovalBroker> {
+    fn from_ref(api: &Api) -> Self {
+        api.broker.clone()
     }
-}
-
-pub(super) fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, axum::Json(json!({"error": message.into()}))).into_response()
 }
 
 /// The host name of a `Host` header value (`[::1]:8080` → `[::1]`, `localhost:80` →
@@ -238,20 +233,6 @@ fn decider(api: &Api, headers: &HeaderMap) -> Result<Credential, AuthError> {
         });
     }
     api.auth.credential(headers)
-}
-
-/// Reading needs the same permission as deciding: the arguments may be secrets.
-pub(super) fn reader(caller: &Caller) -> Result<(), ApiError> {
-    if !caller.has_permission(APPROVE_PERMISSION) {
-        return Err(ApiError(
-            StatusCode::FORBIDDEN,
-            format!(
-                "`{}` lacks the permission `{APPROVE_PERMISSION}`",
-                caller.name
-            ),
-        ));
-    }
-    Ok(())
 }
 
 #[derive(Deserialize)]

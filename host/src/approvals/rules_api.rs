@@ -1,6 +1,8 @@
 //! `GET /approvals/rules` and `DELETE /approvals/rules/{id}`: the remembered approvals listed
 //! and revoked on the approval API, with the permission deciding needs (`approve`).
 
+use std::sync::Arc;
+
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -8,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 use codemode_policies::{Caller, RememberedRule, neutralize};
 use serde_json::{Value, json};
 
-use super::http::{Api, error, reader};
+use super::broker::{APPROVE_PERMISSION, ApprovalBroker};
+use super::view::{ApiError, error};
 
 /// A rule as the API shows it: its fields, the expiry also as RFC 3339, names neutralised.
 pub(super) fn rule_view(rule: &RememberedRule) -> Value {
@@ -26,11 +29,14 @@ pub(super) fn rule_view(rule: &RememberedRule) -> Value {
     })
 }
 
-pub(super) async fn list(State(api): State<Api>, Extension(caller): Extension<Caller>) -> Response {
+pub(super) async fn list(
+    State(broker): State<Arc<ApprovalBroker>>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
     if let Err(e) = reader(&caller) {
         return e.into_response();
     }
-    let Some(rules) = api.broker.rules() else {
+    let Some(rules) = broker.rules() else {
         return axum::Json(json!({"rules": []})).into_response();
     };
     match rules.list().await {
@@ -43,7 +49,7 @@ pub(super) async fn list(State(api): State<Api>, Extension(caller): Extension<Ca
 }
 
 pub(super) async fn revoke(
-    State(api): State<Api>,
+    State(broker): State<Arc<ApprovalBroker>>,
     Path(id): Path<String>,
     Extension(caller): Extension<Caller>,
 ) -> Response {
@@ -56,7 +62,7 @@ pub(super) async fn revoke(
             format!("no remembered approval `{}`", neutralize(&id)),
         )
     };
-    let Some(rules) = api.broker.rules() else {
+    let Some(rules) = broker.rules() else {
         return unknown();
     };
     match rules.revoke(&id, Some(caller.name.clone()), "http").await {
@@ -64,4 +70,18 @@ pub(super) async fn revoke(
         Ok(None) => unknown(),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, neutralize(&e)),
     }
+}
+
+/// Reading needs the same permission as deciding: the arguments may be secrets.
+pub(super) fn reader(caller: &Caller) -> Result<(), ApiError> {
+    if !caller.has_permission(APPROVE_PERMISSION) {
+        return Err(ApiError(
+            StatusCode::FORBIDDEN,
+            format!(
+                "`{}` lacks the permission `{APPROVE_PERMISSION}`",
+                caller.name
+            ),
+        ));
+    }
+    Ok(())
 }

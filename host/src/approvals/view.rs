@@ -1,5 +1,6 @@
 //! What the HTTP approval API shows: a request ([`ApprovalView`]: an approval or a
-//! `hitl_request` question, pending or decided), the decisions' names, and the broker's events.
+//! `hitl_request` question, pending or decided), the decisions' names, the broker's events, and
+//! its refusals (`{"error": …}`).
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -11,6 +12,8 @@ use codemode_policies::{
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use codemode_policies::call_sites_of;
 
 /// One call site of the script, as the API shows it.
@@ -322,4 +325,17 @@ pub enum DecideError {
     /// Where the request is kept (the durable store) cannot be reached now (`503`).
     #[error("{0}")]
     Unavailable(String),
+}
+
+/// A refusal: its status and `{"error": message}`.
+pub(super) struct ApiError(pub(super) StatusCode, pub(super) String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        error(self.0, self.1)
+    }
+}
+
+pub(super) fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, axum::Json(json!({"error": message.into()}))).into_response()
 }

@@ -7,6 +7,7 @@ mod checks;
 mod classes;
 mod diff;
 mod joined;
+mod outcomes;
 mod remembered;
 mod slots;
 
