@@ -103,3 +103,25 @@ fn a_restarted_upstream_is_subscribed_again() {
             "heard": "codemode://victim/demo://resource/static/document/architecture.md"}),
     );
 }
+
+/// A session that closes without unsubscribing leaves nothing subscribed upstream once the
+/// last other client lets the resource go (before, its watch lingered until an update came,
+/// holding the upstream's subscription; red-team finding of the subscriptions change).
+#[test]
+fn an_abandoned_subscription_is_let_go_upstream() {
+    let setup = Setup::new(
+        "subscriptions_abandoned",
+        Transport::Http,
+        crate::upstream::with_victim,
+    );
+    let obs = setup.python(
+        "subscriptions.py",
+        Mode::Legacy,
+        &[("SCENARIO", std::path::Path::new("abandoned"))],
+    );
+    // Whether the first session's close is seen before or after the second subscribes, every
+    // upstream subscription is ended.
+    let subscribes = obs["subscribes"].as_u64();
+    assert!(matches!(subscribes, Some(1 | 2)), "{obs}");
+    assert_eq!(obs["unsubscribes"].as_u64(), subscribes, "{obs}");
+}

@@ -8,7 +8,8 @@
 //!
 //! The upstream is subscribed once per URI, when the first client wants it, and unsubscribed
 //! when the last one leaves: by `resources/unsubscribe`, by the end of its listen stream, or —
-//! for a session that went away without a word — at the next update, which finds nobody left.
+//! for a session that went away without a word — at the next update, or the next subscribe or
+//! unsubscribe of any client, which finds its transport closed.
 
 use codemode_policies::{AccessAuditRecord, Decision, bounded};
 use codemode_runtime::CallStatus;
@@ -66,6 +67,7 @@ impl CodemodeServer {
         let Some((server, original)) = unmap_uri(uri) else {
             return Ok(());
         };
+        watchers.forget_gone(&self.state.upstreams).await;
         let Some(first) = watchers.add(uri, key, target) else {
             return Err(McpError::invalid_request(
                 format!(
@@ -91,8 +93,9 @@ impl CodemodeServer {
     /// `resources/unsubscribe`: this session no longer hears about `uri` (nothing to say when it
     /// never did).
     pub(super) async fn resource_unsubscribe(&self, uri: &str) {
-        self.state
-            .resource_watchers
+        let watchers = &self.state.resource_watchers;
+        watchers.forget_gone(&self.state.upstreams).await;
+        watchers
             .forget(&self.state.upstreams, uri, &self.session_id)
             .await;
     }

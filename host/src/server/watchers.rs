@@ -24,6 +24,12 @@ pub(crate) enum Target {
 }
 
 impl Target {
+    /// Whether the client is gone: a session whose transport closed (a listen stream's watches
+    /// end with the stream itself).
+    fn is_gone(&self) -> bool {
+        matches!(self, Target::Session(peer) if peer.is_transport_closed())
+    }
+
     /// Sends the update; `false` when the client is gone.
     async fn notify(&self, mapped: &str) -> bool {
         match self {
@@ -98,6 +104,23 @@ impl ResourceWatchers {
         last
     }
 
+    /// Drops the watches of sessions that went away without unsubscribing (closed or cut
+    /// off); returns the mapped URIs nobody watches any more, whose upstream subscriptions the
+    /// caller ends. Without this, a session that leaves without a word would hold its watches
+    /// (and the upstream's subscriptions) until an update came, possibly never.
+    pub(crate) fn remove_gone(&self) -> Vec<String> {
+        let mut by_uri = self.lock();
+        let mut emptied = Vec::new();
+        by_uri.retain(|mapped, watchers| {
+            watchers.retain(|w| !w.target.is_gone());
+            if watchers.is_empty() {
+                emptied.push(mapped.clone());
+            }
+            !watchers.is_empty()
+        });
+        emptied
+    }
+
     fn targets(&self, mapped: &str) -> Vec<(String, Target)> {
         self.lock()
             .get(mapped)
@@ -137,6 +160,16 @@ impl ResourceWatchers {
         }
         for key in gone {
             self.forget(upstreams, &mapped, &key).await;
+        }
+    }
+
+    /// Ends the watches of sessions that are gone, and the upstream subscriptions nobody else
+    /// holds (before a new watch is counted, so that abandoned ones neither count nor linger).
+    pub(crate) async fn forget_gone(&self, upstreams: &UpstreamPool) {
+        for mapped in self.remove_gone() {
+            if let Some((server, original)) = unmap_uri(&mapped) {
+                upstreams.unsubscribe_resource(server, original).await;
+            }
         }
     }
 

@@ -8,6 +8,10 @@ updates (its tool `toggle-subscriber-updates`, which sends one at once), and the
 With SCENARIO=restart (2025-11-25): the upstream `victim` (server-everything behind
 tests/support/tap.py) is killed after the subscription; codemode restarts it and subscribes the
 new session again, and the updates of the restarted server are heard.
+
+With SCENARIO=abandoned (2025-11-25): a session subscribes to a `victim` resource and closes
+without unsubscribing; a second session subscribes to it and lets it go. Nobody is left, so the
+upstream (whose tap logs its requests) must have been unsubscribed as often as subscribed.
 """
 
 import asyncio
@@ -96,9 +100,25 @@ async def restart() -> dict:
     return {"subscribes": requests_of("resources/subscribe"), "toggled": toggled["structured"]["ok"], "heard": heard}
 
 
+async def abandoned() -> dict:
+    victim = DOC.replace("codemode://everything/", "codemode://victim/")
+    async with connect() as client:
+        await client.subscribe_resource(victim)
+    async with connect() as client:
+        await client.subscribe_resource(victim)
+        await client.unsubscribe_resource(victim)
+    await wait_until(
+        lambda: requests_of("resources/unsubscribe") == requests_of("resources/subscribe"),
+        "the upstream unsubscribed once nobody was left",
+    )
+    return {"subscribes": requests_of("resources/subscribe"), "unsubscribes": requests_of("resources/unsubscribe")}
+
+
 async def main() -> dict:
     if os.environ.get("SCENARIO") == "restart":
         return await restart()
+    if os.environ.get("SCENARIO") == "abandoned":
+        return await abandoned()
     return await (legacy() if MODE == "legacy" else modern())
 
 
