@@ -37,6 +37,7 @@ fn a_client_hears_an_upstream_resources_updates_on_2025_11_25() {
             "more_refused": [255],
             "past_the_cap": "this session already watches 256 resources, the most codemode keeps for one; unsubscribe from one first",
             "after_letting_go": "no error",
+            "too_long": "a resource URI of 9029 bytes is longer than the 8192 codemode subscribes to",
         }),
     );
     let access: Vec<_> = setup
@@ -45,7 +46,14 @@ fn a_client_hears_an_upstream_resources_updates_on_2025_11_25() {
         .filter(|r| r["event"] == "access")
         .map(|r| json!([r["method"], r["name"], r["decision"], r["reason"]]))
         .collect();
-    assert_eq!(access.len(), 3 + 256 + 1 + 1, "{access:?}");
+    assert_eq!(access.len(), 3 + 256 + 1 + 1 + 1, "{access:?}");
+    assert_eq!(
+        access.last().map(|r| (r[2].clone(), r[3].clone())),
+        Some((
+            json!("denied"),
+            json!("a resource URI of 9029 bytes is longer than the 8192 codemode subscribes to")
+        ))
+    );
     assert_eq!(
         access[..3],
         [

@@ -21,6 +21,21 @@ use super::handler::CodemodeServer;
 use super::resources::{SHOWN_CHARS, not_found, upstream_error};
 use super::watchers::{MAX_WATCHES, Target};
 
+/// The longest mapped URI (in bytes) codemode subscribes to: each watched URI is held here and
+/// on the upstream for as long as the watch lasts, so a request body full of one URI, times
+/// [`MAX_WATCHES`] per session, would otherwise hold gigabytes.
+pub(crate) const MAX_URI_BYTES: usize = 8 * 1024;
+
+/// Why `uri` is not subscribed to when it is longer than [`MAX_URI_BYTES`].
+fn too_long(uri: &str) -> Option<String> {
+    (uri.len() > MAX_URI_BYTES).then(|| {
+        format!(
+            "a resource URI of {} bytes is longer than the {MAX_URI_BYTES} codemode subscribes to",
+            uri.len()
+        )
+    })
+}
+
 impl CodemodeServer {
     /// `resources/subscribe` of a mapped URI (protocol 2025-11-25 and older).
     pub(super) async fn resource_subscribe(
@@ -37,6 +52,10 @@ impl CodemodeServer {
             record.reason = Some(reason.into());
             self.audit_access(&governed, record);
         };
+        if let Some(reason) = too_long(uri) {
+            refuse(&shown, &reason);
+            return Err(McpError::invalid_params(reason, None));
+        }
         let Some((server, original)) = unmap_uri(uri) else {
             refuse(&shown, "not a resource of codemode");
             return Err(not_found(&format!(
@@ -118,6 +137,10 @@ impl CodemodeServer {
         let key = format!("listen-{}", self.state.new_session_id());
         let mut watched = Vec::new();
         for uri in uris {
+            if let Some(reason) = too_long(&uri) {
+                tracing::info!("subscriptions/listen: {reason}");
+                continue;
+            }
             let Some((server, original)) = unmap_uri(&uri) else {
                 continue;
             };

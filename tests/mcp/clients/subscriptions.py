@@ -55,6 +55,8 @@ async def legacy() -> dict:
         obs["past_the_cap"] = await error_of(client.subscribe_resource(more[-1]))
         await client.unsubscribe_resource(DOC)
         obs["after_letting_go"] = await error_of(client.subscribe_resource(more[-1]))
+        # A URI longer than codemode holds (8 KiB) is refused before anything is watched.
+        obs["too_long"] = await error_of(client.subscribe_resource("codemode://everything/demo://" + "x" * 9000))
     return obs
 
 
