@@ -133,3 +133,35 @@ fn an_abandoned_subscription_is_let_go_upstream() {
     assert!(matches!(subscribes, Some(1 | 2)), "{obs}");
     assert_eq!(obs["unsubscribes"].as_u64(), subscribes, "{obs}");
 }
+
+/// A reload whose profile hides a subscribed resource silences it: each update is decided again
+/// under the config in force (before, the client went on hearing it; red-team finding).
+#[test]
+fn a_reload_that_hides_a_subscribed_resource_silences_it() {
+    let setup = Setup::new("subscriptions_reload", Transport::Http, |scratch| {
+        let mut config = base_config(scratch);
+        config["evaluation"]["defaultProfile"] = json!("docs");
+        config["evaluation"]["profiles"]["docs"] = json!({});
+        config
+    });
+    let mut hiding = base_config(&setup.scratch);
+    hiding["evaluation"]["defaultProfile"] = json!("docs");
+    hiding["evaluation"]["profiles"]["docs"] = json!({
+        "resources": {"deny": ["everything__demo://resource/static/document/architecture.md"]},
+    });
+    let v2 = setup.config_version("v2.json", &hiding);
+    let obs = setup.python(
+        "subscriptions.py",
+        Mode::Legacy,
+        &[
+            ("SCENARIO", std::path::Path::new("reload")),
+            ("CODEMODE_CONFIG_V2", v2.as_path()),
+        ],
+    );
+    let other = "codemode://everything/demo://resource/static/document/extension.md";
+    assert_json(
+        "updates after a reload that hides one",
+        &obs,
+        &json!({"heard": [other, other]}),
+    );
+}

@@ -11,7 +11,7 @@
 //! for a session that went away without a word — at the next update, or the next subscribe or
 //! unsubscribe of any client, which finds its transport closed.
 
-use codemode_policies::{AccessAuditRecord, Decision, bounded};
+use codemode_policies::{AccessAuditRecord, Caller, Decision, bounded};
 use codemode_runtime::CallStatus;
 use codemode_upstream::resources::{policy_name, unmap_uri};
 use rmcp::service::{RequestContext, SubscriptionContext};
@@ -69,7 +69,8 @@ impl CodemodeServer {
         }
         let mut record = AccessAuditRecord::now("", "resources/subscribe", &name);
         let target = Target::Session(ctx.peer.clone());
-        if let Err(e) = self.watch(uri, &self.session_id, target).await {
+        let caller = governed.caller.clone();
+        if let Err(e) = self.watch(uri, &self.session_id, (target, caller)).await {
             record.status = CallStatus::Error;
             record.reason = Some(e.message.to_string());
             self.audit_access(&governed, record);
@@ -81,13 +82,18 @@ impl CodemodeServer {
 
     /// Adds `key`'s watch of the mapped `uri`, subscribing the upstream when it is the first;
     /// when the upstream refuses, nothing is left watched.
-    async fn watch(&self, uri: &str, key: &str, target: Target) -> Result<(), McpError> {
+    async fn watch(
+        &self,
+        uri: &str,
+        key: &str,
+        (target, caller): (Target, Caller),
+    ) -> Result<(), McpError> {
         let watchers = &self.state.resource_watchers;
         let Some((server, original)) = unmap_uri(uri) else {
             return Ok(());
         };
         watchers.forget_gone(&self.state.upstreams).await;
-        let Some(first) = watchers.add(uri, key, target) else {
+        let Some(first) = watchers.add(uri, key, target, caller) else {
             return Err(McpError::invalid_request(
                 format!(
                     "this session already watches {MAX_WATCHES} resources, the most codemode keeps for one; unsubscribe from one first"
@@ -148,7 +154,10 @@ impl CodemodeServer {
                 continue;
             }
             let target = Target::Stream(ctx.sink().clone());
-            if let Err(e) = self.watch(&uri, &key, target).await {
+            if let Err(e) = self
+                .watch(&uri, &key, (target, governed.caller.clone()))
+                .await
+            {
                 tracing::info!("subscriptions/listen: {}", e.message);
                 continue;
             }

@@ -4,11 +4,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use codemode_upstream::resources::{map_uri, unmap_uri};
+use codemode_policies::Caller;
+use codemode_upstream::resources::{map_uri, policy_name, unmap_uri};
 use codemode_upstream::{ResourceUpdate, UpstreamPool};
 use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::error::RecvError;
+
+use super::resources::Governed;
+use super::state::ServerState;
 
 /// The most resources one session (or listen stream) watches: each may hold a subscription on
 /// an upstream.
@@ -51,6 +55,9 @@ struct Watcher {
     /// The session's id, or the listen stream's own.
     key: String,
     target: Target,
+    /// Who asked: each update is decided again for them under the config in force then, so a
+    /// reload that hides the resource silences it.
+    caller: Caller,
 }
 
 /// Who listens to which mapped URI.
@@ -66,7 +73,13 @@ impl ResourceWatchers {
 
     /// Adds `key`'s watch of `mapped` (once): `Some(true)` when nobody watched it before;
     /// `None`, adding nothing, when `key` already watches [`MAX_WATCHES`] other resources.
-    pub(crate) fn add(&self, mapped: &str, key: &str, target: Target) -> Option<bool> {
+    pub(crate) fn add(
+        &self,
+        mapped: &str,
+        key: &str,
+        target: Target,
+        caller: Caller,
+    ) -> Option<bool> {
         let mut by_uri = self.lock();
         let held = by_uri
             .values()
@@ -84,6 +97,7 @@ impl ResourceWatchers {
             watchers.push(Watcher {
                 key: key.to_string(),
                 target,
+                caller,
             });
         }
         Some(first)
@@ -121,12 +135,12 @@ impl ResourceWatchers {
         emptied
     }
 
-    fn targets(&self, mapped: &str) -> Vec<(String, Target)> {
+    fn targets(&self, mapped: &str) -> Vec<(String, Target, Caller)> {
         self.lock()
             .get(mapped)
             .map(|ws| {
                 ws.iter()
-                    .map(|w| (w.key.clone(), w.target.clone()))
+                    .map(|w| (w.key.clone(), w.target.clone(), w.caller.clone()))
                     .collect()
             })
             .unwrap_or_default()
@@ -134,11 +148,11 @@ impl ResourceWatchers {
 }
 
 /// Passes every upstream resource update to the clients watching it, until the pool goes.
-pub(crate) async fn forward_updates(watchers: Arc<ResourceWatchers>, upstreams: UpstreamPool) {
-    let mut updates = upstreams.resource_updates();
+pub(crate) async fn forward_updates(state: Arc<ServerState>) {
+    let mut updates = state.upstreams.resource_updates();
     loop {
         match updates.recv().await {
-            Ok(update) => watchers.updated(&upstreams, update).await,
+            Ok(update) => state.resource_watchers.updated(&state, update).await,
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(
                     "{missed} resource updates of upstreams were dropped: clients were too slow to take them"
@@ -150,16 +164,20 @@ pub(crate) async fn forward_updates(watchers: Arc<ResourceWatchers>, upstreams: 
 }
 
 impl ResourceWatchers {
-    async fn updated(&self, upstreams: &UpstreamPool, update: ResourceUpdate) {
+    /// Tells each watcher whose profile (in the config in force now) still lets the resource
+    /// through; the others, and the clients gone, stop watching it.
+    async fn updated(&self, state: &ServerState, update: ResourceUpdate) {
         let mapped = map_uri(&update.server, &update.uri);
+        let name = policy_name(&update.server, &update.uri);
         let mut gone = Vec::new();
-        for (key, target) in self.targets(&mapped) {
-            if !target.notify(&mapped).await {
+        for (key, target, caller) in self.targets(&mapped) {
+            let lets = Governed::of(state, caller).lets_resource(&name);
+            if !lets || !target.notify(&mapped).await {
                 gone.push(key);
             }
         }
         for key in gone {
-            self.forget(upstreams, &mapped, &key).await;
+            self.forget(&state.upstreams, &mapped, &key).await;
         }
     }
 
