@@ -37,6 +37,7 @@ fn a_client_hears_an_upstream_resources_updates_on_2025_11_25() {
             "more_refused": [255],
             "past_the_cap": "this session already watches 256 resources, the most codemode keeps for one; unsubscribe from one first",
             "after_letting_go": "no error",
+            "too_long": "a resource URI of 9029 bytes is longer than the 8192 codemode subscribes to",
         }),
     );
     let access: Vec<_> = setup
@@ -45,7 +46,14 @@ fn a_client_hears_an_upstream_resources_updates_on_2025_11_25() {
         .filter(|r| r["event"] == "access")
         .map(|r| json!([r["method"], r["name"], r["decision"], r["reason"]]))
         .collect();
-    assert_eq!(access.len(), 3 + 256 + 1 + 1, "{access:?}");
+    assert_eq!(access.len(), 3 + 256 + 1 + 1 + 1, "{access:?}");
+    assert_eq!(
+        access.last().map(|r| (r[2].clone(), r[3].clone())),
+        Some((
+            json!("denied"),
+            json!("a resource URI of 9029 bytes is longer than the 8192 codemode subscribes to")
+        ))
+    );
     assert_eq!(
         access[..3],
         [
@@ -101,5 +109,59 @@ fn a_restarted_upstream_is_subscribed_again() {
         &obs,
         &json!({"subscribes": 2, "toggled": true,
             "heard": "codemode://victim/demo://resource/static/document/architecture.md"}),
+    );
+}
+
+/// A session that closes without unsubscribing leaves nothing subscribed upstream once the
+/// last other client lets the resource go (before, its watch lingered until an update came,
+/// holding the upstream's subscription; red-team finding of the subscriptions change).
+#[test]
+fn an_abandoned_subscription_is_let_go_upstream() {
+    let setup = Setup::new(
+        "subscriptions_abandoned",
+        Transport::Http,
+        crate::upstream::with_victim,
+    );
+    let obs = setup.python(
+        "subscriptions.py",
+        Mode::Legacy,
+        &[("SCENARIO", std::path::Path::new("abandoned"))],
+    );
+    // Whether the first session's close is seen before or after the second subscribes, every
+    // upstream subscription is ended.
+    let subscribes = obs["subscribes"].as_u64();
+    assert!(matches!(subscribes, Some(1 | 2)), "{obs}");
+    assert_eq!(obs["unsubscribes"].as_u64(), subscribes, "{obs}");
+}
+
+/// A reload whose profile hides a subscribed resource silences it: each update is decided again
+/// under the config in force (before, the client went on hearing it; red-team finding).
+#[test]
+fn a_reload_that_hides_a_subscribed_resource_silences_it() {
+    let setup = Setup::new("subscriptions_reload", Transport::Http, |scratch| {
+        let mut config = base_config(scratch);
+        config["evaluation"]["defaultProfile"] = json!("docs");
+        config["evaluation"]["profiles"]["docs"] = json!({});
+        config
+    });
+    let mut hiding = base_config(&setup.scratch);
+    hiding["evaluation"]["defaultProfile"] = json!("docs");
+    hiding["evaluation"]["profiles"]["docs"] = json!({
+        "resources": {"deny": ["everything__demo://resource/static/document/architecture.md"]},
+    });
+    let v2 = setup.config_version("v2.json", &hiding);
+    let obs = setup.python(
+        "subscriptions.py",
+        Mode::Legacy,
+        &[
+            ("SCENARIO", std::path::Path::new("reload")),
+            ("CODEMODE_CONFIG_V2", v2.as_path()),
+        ],
+    );
+    let other = "codemode://everything/demo://resource/static/document/extension.md";
+    assert_json(
+        "updates after a reload that hides one",
+        &obs,
+        &json!({"heard": [other, other]}),
     );
 }

@@ -662,3 +662,42 @@ async fn when_the_api_decided_first_its_answer_holds_over_the_client_s() {
         );
     }
 }
+
+/// Red-team probe of the page's exemption from authentication: only `GET` of exactly
+/// `/approvals/ui` (any query) passes without a token; neighbouring paths, other methods and
+/// encodings authenticate first, and the `Host`/`Origin` checks still refuse the page.
+#[tokio::test]
+async fn only_a_get_of_the_page_itself_skips_the_token() {
+    let base = start(Arc::new(ApprovalBroker::default())).await;
+    let client = codemode_upstream::crypto::http_client();
+    // (method, path, extra header, the status it must get)
+    let probes = [
+        ("GET", "/approvals/ui?x=1", None, 200),
+        ("HEAD", "/approvals/ui", None, 401),
+        ("GET", "/approvals/ui/", None, 401),
+        ("GET", "//approvals/ui", None, 401),
+        ("GET", "/approvals/%75i", None, 401),
+        ("GET", "/approvals/UI", None, 401),
+        ("PUT", "/approvals/ui", None, 401),
+        (
+            "GET",
+            "/approvals/ui",
+            Some(("Origin", "http://attacker.example")),
+            403,
+        ),
+        ("GET", "/approvals/ui", Some(("Host", "localhost.")), 403),
+    ];
+    let mut wrong = Vec::new();
+    for (method, path, header, want) in probes {
+        let verb = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut request = client.request(verb, format!("{base}{path}"));
+        if let Some((name, value)) = header {
+            request = request.header(name, value);
+        }
+        let got = request.send().await.unwrap().status().as_u16();
+        if got != want {
+            wrong.push(format!("{method} {path} {header:?}: {got}, want {want}"));
+        }
+    }
+    assert_eq!(wrong, Vec::<String>::new());
+}

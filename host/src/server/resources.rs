@@ -30,12 +30,27 @@ pub(super) const SHOWN_CHARS: usize = 300;
 
 /// What governs one request: the caller, and the profile when the caller may use `eval`.
 pub(super) struct Governed {
-    caller: Caller,
+    pub(super) caller: Caller,
     /// `None` outside: the caller may not use `eval`. `Some(None)`: `eval` is unprofiled.
     profile: Option<Option<Arc<Profile>>>,
 }
 
 impl Governed {
+    /// What governs `caller` under the config in force now (a reload may have changed it).
+    pub(super) fn of(state: &super::state::ServerState, caller: Caller) -> Governed {
+        let config = state.config();
+        let profile = missing_permissions(&config, EVAL_TOOL, &caller)
+            .is_empty()
+            .then(|| {
+                config
+                    .evaluation
+                    .default_profile
+                    .as_deref()
+                    .and_then(|name| config.profile(name).cloned())
+            });
+        Governed { caller, profile }
+    }
+
     pub(super) fn lets_resource(&self, name: &str) -> bool {
         match &self.profile {
             None => false,
@@ -70,18 +85,7 @@ pub(super) fn not_found(what: &str) -> McpError {
 
 impl CodemodeServer {
     pub(super) fn governed(&self, ctx: &RequestContext<RoleServer>) -> Governed {
-        let config = self.state.config();
-        let caller = crate::auth::caller_of(&ctx.extensions);
-        let profile = missing_permissions(&config, EVAL_TOOL, &caller)
-            .is_empty()
-            .then(|| {
-                config
-                    .evaluation
-                    .default_profile
-                    .as_deref()
-                    .and_then(|name| config.profile(name).cloned())
-            });
-        Governed { caller, profile }
+        Governed::of(&self.state, crate::auth::caller_of(&ctx.extensions))
     }
 
     pub(super) fn audit_access(&self, governed: &Governed, mut record: AccessAuditRecord) {

@@ -100,10 +100,7 @@ impl ServerState {
                 watcher.notify_tools_changed().await;
             }
         });
-        tokio::spawn(super::watchers::forward_updates(
-            state.resource_watchers.clone(),
-            state.upstreams.clone(),
-        ));
+        tokio::spawn(super::watchers::forward_updates(state.clone()));
         let watcher = state.clone();
         let mut listings = state.upstreams.subscribe_listings();
         tokio::spawn(async move {

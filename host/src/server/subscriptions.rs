@@ -8,9 +8,10 @@
 //!
 //! The upstream is subscribed once per URI, when the first client wants it, and unsubscribed
 //! when the last one leaves: by `resources/unsubscribe`, by the end of its listen stream, or —
-//! for a session that went away without a word — at the next update, which finds nobody left.
+//! for a session that went away without a word — at the next update, or the next subscribe or
+//! unsubscribe of any client, which finds its transport closed.
 
-use codemode_policies::{AccessAuditRecord, Decision, bounded};
+use codemode_policies::{AccessAuditRecord, Caller, Decision, bounded};
 use codemode_runtime::CallStatus;
 use codemode_upstream::resources::{policy_name, unmap_uri};
 use rmcp::service::{RequestContext, SubscriptionContext};
@@ -19,6 +20,21 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use super::handler::CodemodeServer;
 use super::resources::{SHOWN_CHARS, not_found, upstream_error};
 use super::watchers::{MAX_WATCHES, Target};
+
+/// The longest mapped URI (in bytes) codemode subscribes to: each watched URI is held here and
+/// on the upstream for as long as the watch lasts, so a request body full of one URI, times
+/// [`MAX_WATCHES`] per session, would otherwise hold gigabytes.
+pub(crate) const MAX_URI_BYTES: usize = 8 * 1024;
+
+/// Why `uri` is not subscribed to when it is longer than [`MAX_URI_BYTES`].
+fn too_long(uri: &str) -> Option<String> {
+    (uri.len() > MAX_URI_BYTES).then(|| {
+        format!(
+            "a resource URI of {} bytes is longer than the {MAX_URI_BYTES} codemode subscribes to",
+            uri.len()
+        )
+    })
+}
 
 impl CodemodeServer {
     /// `resources/subscribe` of a mapped URI (protocol 2025-11-25 and older).
@@ -36,6 +52,10 @@ impl CodemodeServer {
             record.reason = Some(reason.into());
             self.audit_access(&governed, record);
         };
+        if let Some(reason) = too_long(uri) {
+            refuse(&shown, &reason);
+            return Err(McpError::invalid_params(reason, None));
+        }
         let Some((server, original)) = unmap_uri(uri) else {
             refuse(&shown, "not a resource of codemode");
             return Err(not_found(&format!(
@@ -49,7 +69,8 @@ impl CodemodeServer {
         }
         let mut record = AccessAuditRecord::now("", "resources/subscribe", &name);
         let target = Target::Session(ctx.peer.clone());
-        if let Err(e) = self.watch(uri, &self.session_id, target).await {
+        let caller = governed.caller.clone();
+        if let Err(e) = self.watch(uri, &self.session_id, (target, caller)).await {
             record.status = CallStatus::Error;
             record.reason = Some(e.message.to_string());
             self.audit_access(&governed, record);
@@ -61,12 +82,18 @@ impl CodemodeServer {
 
     /// Adds `key`'s watch of the mapped `uri`, subscribing the upstream when it is the first;
     /// when the upstream refuses, nothing is left watched.
-    async fn watch(&self, uri: &str, key: &str, target: Target) -> Result<(), McpError> {
+    async fn watch(
+        &self,
+        uri: &str,
+        key: &str,
+        (target, caller): (Target, Caller),
+    ) -> Result<(), McpError> {
         let watchers = &self.state.resource_watchers;
         let Some((server, original)) = unmap_uri(uri) else {
             return Ok(());
         };
-        let Some(first) = watchers.add(uri, key, target) else {
+        watchers.forget_gone(&self.state.upstreams).await;
+        let Some(first) = watchers.add(uri, key, target, caller) else {
             return Err(McpError::invalid_request(
                 format!(
                     "this session already watches {MAX_WATCHES} resources, the most codemode keeps for one; unsubscribe from one first"
@@ -91,8 +118,9 @@ impl CodemodeServer {
     /// `resources/unsubscribe`: this session no longer hears about `uri` (nothing to say when it
     /// never did).
     pub(super) async fn resource_unsubscribe(&self, uri: &str) {
-        self.state
-            .resource_watchers
+        let watchers = &self.state.resource_watchers;
+        watchers.forget_gone(&self.state.upstreams).await;
+        watchers
             .forget(&self.state.upstreams, uri, &self.session_id)
             .await;
     }
@@ -115,6 +143,10 @@ impl CodemodeServer {
         let key = format!("listen-{}", self.state.new_session_id());
         let mut watched = Vec::new();
         for uri in uris {
+            if let Some(reason) = too_long(&uri) {
+                tracing::info!("subscriptions/listen: {reason}");
+                continue;
+            }
             let Some((server, original)) = unmap_uri(&uri) else {
                 continue;
             };
@@ -122,7 +154,10 @@ impl CodemodeServer {
                 continue;
             }
             let target = Target::Stream(ctx.sink().clone());
-            if let Err(e) = self.watch(&uri, &key, target).await {
+            if let Err(e) = self
+                .watch(&uri, &key, (target, governed.caller.clone()))
+                .await
+            {
                 tracing::info!("subscriptions/listen: {}", e.message);
                 continue;
             }

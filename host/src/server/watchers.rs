@@ -4,11 +4,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use codemode_upstream::resources::{map_uri, unmap_uri};
+use codemode_policies::Caller;
+use codemode_upstream::resources::{map_uri, policy_name, unmap_uri};
 use codemode_upstream::{ResourceUpdate, UpstreamPool};
 use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::error::RecvError;
+
+use super::resources::Governed;
+use super::state::ServerState;
 
 /// The most resources one session (or listen stream) watches: each may hold a subscription on
 /// an upstream.
@@ -24,6 +28,12 @@ pub(crate) enum Target {
 }
 
 impl Target {
+    /// Whether the client is gone: a session whose transport closed (a listen stream's watches
+    /// end with the stream itself).
+    fn is_gone(&self) -> bool {
+        matches!(self, Target::Session(peer) if peer.is_transport_closed())
+    }
+
     /// Sends the update; `false` when the client is gone.
     async fn notify(&self, mapped: &str) -> bool {
         match self {
@@ -45,6 +55,9 @@ struct Watcher {
     /// The session's id, or the listen stream's own.
     key: String,
     target: Target,
+    /// Who asked: each update is decided again for them under the config in force then, so a
+    /// reload that hides the resource silences it.
+    caller: Caller,
 }
 
 /// Who listens to which mapped URI.
@@ -60,7 +73,13 @@ impl ResourceWatchers {
 
     /// Adds `key`'s watch of `mapped` (once): `Some(true)` when nobody watched it before;
     /// `None`, adding nothing, when `key` already watches [`MAX_WATCHES`] other resources.
-    pub(crate) fn add(&self, mapped: &str, key: &str, target: Target) -> Option<bool> {
+    pub(crate) fn add(
+        &self,
+        mapped: &str,
+        key: &str,
+        target: Target,
+        caller: Caller,
+    ) -> Option<bool> {
         let mut by_uri = self.lock();
         let held = by_uri
             .values()
@@ -78,6 +97,7 @@ impl ResourceWatchers {
             watchers.push(Watcher {
                 key: key.to_string(),
                 target,
+                caller,
             });
         }
         Some(first)
@@ -98,12 +118,29 @@ impl ResourceWatchers {
         last
     }
 
-    fn targets(&self, mapped: &str) -> Vec<(String, Target)> {
+    /// Drops the watches of sessions that went away without unsubscribing (closed or cut
+    /// off); returns the mapped URIs nobody watches any more, whose upstream subscriptions the
+    /// caller ends. Without this, a session that leaves without a word would hold its watches
+    /// (and the upstream's subscriptions) until an update came, possibly never.
+    pub(crate) fn remove_gone(&self) -> Vec<String> {
+        let mut by_uri = self.lock();
+        let mut emptied = Vec::new();
+        by_uri.retain(|mapped, watchers| {
+            watchers.retain(|w| !w.target.is_gone());
+            if watchers.is_empty() {
+                emptied.push(mapped.clone());
+            }
+            !watchers.is_empty()
+        });
+        emptied
+    }
+
+    fn targets(&self, mapped: &str) -> Vec<(String, Target, Caller)> {
         self.lock()
             .get(mapped)
             .map(|ws| {
                 ws.iter()
-                    .map(|w| (w.key.clone(), w.target.clone()))
+                    .map(|w| (w.key.clone(), w.target.clone(), w.caller.clone()))
                     .collect()
             })
             .unwrap_or_default()
@@ -111,11 +148,11 @@ impl ResourceWatchers {
 }
 
 /// Passes every upstream resource update to the clients watching it, until the pool goes.
-pub(crate) async fn forward_updates(watchers: Arc<ResourceWatchers>, upstreams: UpstreamPool) {
-    let mut updates = upstreams.resource_updates();
+pub(crate) async fn forward_updates(state: Arc<ServerState>) {
+    let mut updates = state.upstreams.resource_updates();
     loop {
         match updates.recv().await {
-            Ok(update) => watchers.updated(&upstreams, update).await,
+            Ok(update) => state.resource_watchers.updated(&state, update).await,
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(
                     "{missed} resource updates of upstreams were dropped: clients were too slow to take them"
@@ -127,16 +164,30 @@ pub(crate) async fn forward_updates(watchers: Arc<ResourceWatchers>, upstreams: 
 }
 
 impl ResourceWatchers {
-    async fn updated(&self, upstreams: &UpstreamPool, update: ResourceUpdate) {
+    /// Tells each watcher whose profile (in the config in force now) still lets the resource
+    /// through; the others, and the clients gone, stop watching it.
+    async fn updated(&self, state: &ServerState, update: ResourceUpdate) {
         let mapped = map_uri(&update.server, &update.uri);
+        let name = policy_name(&update.server, &update.uri);
         let mut gone = Vec::new();
-        for (key, target) in self.targets(&mapped) {
-            if !target.notify(&mapped).await {
+        for (key, target, caller) in self.targets(&mapped) {
+            let lets = Governed::of(state, caller).lets_resource(&name);
+            if !lets || !target.notify(&mapped).await {
                 gone.push(key);
             }
         }
         for key in gone {
-            self.forget(upstreams, &mapped, &key).await;
+            self.forget(&state.upstreams, &mapped, &key).await;
+        }
+    }
+
+    /// Ends the watches of sessions that are gone, and the upstream subscriptions nobody else
+    /// holds (before a new watch is counted, so that abandoned ones neither count nor linger).
+    pub(crate) async fn forget_gone(&self, upstreams: &UpstreamPool) {
+        for mapped in self.remove_gone() {
+            if let Some((server, original)) = unmap_uri(&mapped) {
+                upstreams.unsubscribe_resource(server, original).await;
+            }
         }
     }
 

@@ -10,7 +10,7 @@ import json
 import os
 import time
 
-from harness import EVENT_DEADLINE, call, connect, evaluate, log, run
+from harness import EVENT_DEADLINE, call, connect, evaluate, install_config, run
 
 FILES = os.path.join(os.environ["CODEMODE_DIR"], "files")
 
@@ -47,13 +47,7 @@ async def main() -> dict:
         out["denied"] = denied["structured"]["result"]
         out["files"] = sorted(os.listdir(FILES))
 
-        config = os.environ["CODEMODE_CONFIG"]
-        with open(os.environ["CODEMODE_CONFIG_V2"]) as f:
-            text = f.read()
-        with open(config + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(config + ".tmp", config)
-        log("installed V2")
+        install_config("CODEMODE_CONFIG_V2")
         started = time.monotonic()
         while "added" not in await search(client, "added by reload"):
             if time.monotonic() - started > EVENT_DEADLINE:

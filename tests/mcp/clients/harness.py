@@ -185,6 +185,18 @@ async def tool_names(client: Client) -> list[str]:
 EVENT_DEADLINE = 60.0
 
 
+def install_config(source_env: str) -> None:
+    """Replaces the server's config file (CODEMODE_CONFIG) by the one named in `source_env`,
+    written beside it and renamed over it, as editors do."""
+    config = os.environ["CODEMODE_CONFIG"]
+    with open(os.environ[source_env]) as f:
+        text = f.read()
+    with open(config + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(config + ".tmp", config)
+    log(f"installed {source_env}")
+
+
 async def wait_until(predicate: Any, what: str, deadline: float = EVENT_DEADLINE) -> None:
     """Polls `predicate()` (every 50 ms) until it is true; raises when `deadline` seconds pass
     first (the event never came)."""

@@ -15,12 +15,12 @@ import time
 import anyio
 from mcp.types import ToolListChangedNotification
 
-from harness import EVENT_DEADLINE, connect, evaluate, log, run, server_log_count, wait_until
+from harness import EVENT_DEADLINE, connect, evaluate, run, server_log_count, wait_until
+from harness import install_config as install
 
 # What the server logs when it rejects a changed config (host/src/server/reload.rs).
 REJECTED = "changed but is invalid; keeping the running config"
 
-CONFIG = os.environ["CODEMODE_CONFIG"]
 FILES = os.path.join(os.environ["CODEMODE_DIR"], "files")
 
 USE_FS = f"""
@@ -30,15 +30,6 @@ try {{ await codemode.time__get_current_time({{ timezone: "UTC" }}); time = "all
 catch (e) {{ time = e.reason; }}
 return {{ listing, time }};
 """
-
-
-def install(source_env: str) -> None:
-    with open(os.environ[source_env]) as f:
-        text = f.read()
-    with open(CONFIG + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(CONFIG + ".tmp", CONFIG)
-    log(f"installed {source_env}")
 
 
 async def listing(client) -> tuple[list[str], str]:

@@ -8,6 +8,15 @@ updates (its tool `toggle-subscriber-updates`, which sends one at once), and the
 With SCENARIO=restart (2025-11-25): the upstream `victim` (server-everything behind
 tests/support/tap.py) is killed after the subscription; codemode restarts it and subscribes the
 new session again, and the updates of the restarted server are heard.
+
+With SCENARIO=abandoned (2025-11-25): a session subscribes to a `victim` resource and closes
+without unsubscribing; a second session subscribes to it and lets it go. Nobody is left, so the
+upstream (whose tap logs its requests) must have been unsubscribed as often as subscribed.
+
+With SCENARIO=reload (2025-11-25): the session subscribes to DOC and HIDDEN (both visible at
+first); the config file is then replaced by CODEMODE_CONFIG_V2, whose profile hides DOC. Once
+resources/list no longer shows it, the updates are turned on: only HIDDEN's are heard (two rounds
+of server-everything's updates, so that DOC's of the first round would have come before).
 """
 
 import asyncio
@@ -17,7 +26,7 @@ import warnings
 
 from mcp.types import ResourceUpdatedNotification
 
-from harness import MODE, connect, error_of, evaluate, log, run, wait_until
+from harness import MODE, connect, error_of, evaluate, install_config, log, run, wait_until
 
 warnings.simplefilter("ignore")
 
@@ -51,6 +60,8 @@ async def legacy() -> dict:
         obs["past_the_cap"] = await error_of(client.subscribe_resource(more[-1]))
         await client.unsubscribe_resource(DOC)
         obs["after_letting_go"] = await error_of(client.subscribe_resource(more[-1]))
+        # A URI longer than codemode holds (8 KiB) is refused before anything is watched.
+        obs["too_long"] = await error_of(client.subscribe_resource("codemode://everything/demo://" + "x" * 9000))
     return obs
 
 
@@ -96,9 +107,57 @@ async def restart() -> dict:
     return {"subscribes": requests_of("resources/subscribe"), "toggled": toggled["structured"]["ok"], "heard": heard}
 
 
+async def abandoned() -> dict:
+    victim = DOC.replace("codemode://everything/", "codemode://victim/")
+    async with connect() as client:
+        await client.subscribe_resource(victim)
+    async with connect() as client:
+        await client.subscribe_resource(victim)
+        await client.unsubscribe_resource(victim)
+    await wait_until(
+        lambda: requests_of("resources/unsubscribe") == requests_of("resources/subscribe"),
+        "the upstream unsubscribed once nobody was left",
+    )
+    return {"subscribes": requests_of("resources/subscribe"), "unsubscribes": requests_of("resources/unsubscribe")}
+
+
+async def reloaded() -> dict:
+    heard: list[str] = []
+    seconds: asyncio.Event = asyncio.Event()
+
+    async def on_message(message) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            heard.append(str(message.params.uri))
+            if heard.count(HIDDEN) == 2:
+                seconds.set()
+
+    async with connect(message_handler=on_message) as client:
+        await client.subscribe_resource(DOC)
+        await client.subscribe_resource(HIDDEN)
+        install_config("CODEMODE_CONFIG_V2")
+        listed: list[str] = [DOC]
+
+        async def refresh() -> None:
+            listed[:] = [str(r.uri) for r in (await client.list_resources()).resources]
+
+        started = asyncio.get_running_loop().time()
+        while DOC in listed:
+            await refresh()
+            if asyncio.get_running_loop().time() - started > 60:
+                raise TimeoutError("the reloaded profile never hid DOC")
+            await asyncio.sleep(0.05)
+        await evaluate(client, TOGGLE)
+        await asyncio.wait_for(seconds.wait(), 60)
+    return {"heard": heard}
+
+
 async def main() -> dict:
     if os.environ.get("SCENARIO") == "restart":
         return await restart()
+    if os.environ.get("SCENARIO") == "reload":
+        return await reloaded()
+    if os.environ.get("SCENARIO") == "abandoned":
+        return await abandoned()
     return await (legacy() if MODE == "legacy" else modern())
 
 
