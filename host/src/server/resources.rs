@@ -35,6 +35,12 @@ pub(super) struct Governed {
     profile: Option<Option<Arc<Profile>>>,
 }
 
+impl super::watchers::Judge for super::state::ServerState {
+    fn lets_resource(&self, caller: &Caller, name: &str) -> bool {
+        Governed::of(self, caller.clone()).lets_resource(name)
+    }
+}
+
 impl Governed {
     /// What governs `caller` under the config in force now (a reload may have changed it).
     pub(super) fn of(state: &super::state::ServerState, caller: Caller) -> Governed {

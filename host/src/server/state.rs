@@ -100,7 +100,11 @@ impl ServerState {
                 watcher.notify_tools_changed().await;
             }
         });
-        tokio::spawn(super::watchers::forward_updates(state.clone()));
+        tokio::spawn(super::watchers::forward_updates(
+            state.resource_watchers.clone(),
+            state.upstreams.clone(),
+            state.clone(),
+        ));
         let watcher = state.clone();
         let mut listings = state.upstreams.subscribe_listings();
         tokio::spawn(async move {

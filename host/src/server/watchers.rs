@@ -11,9 +11,6 @@ use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::resources::Governed;
-use super::state::ServerState;
-
 /// The most resources one session (or listen stream) watches: each may hold a subscription on
 /// an upstream.
 pub(crate) const MAX_WATCHES: usize = 256;
@@ -147,12 +144,22 @@ impl ResourceWatchers {
     }
 }
 
+/// Whether a caller may hear of a resource (its policy name) under the config in force now.
+pub(crate) trait Judge: Send + Sync {
+    /// Whether `caller` may see the resource named `name` (`<server>__<original URI>`).
+    fn lets_resource(&self, caller: &Caller, name: &str) -> bool;
+}
+
 /// Passes every upstream resource update to the clients watching it, until the pool goes.
-pub(crate) async fn forward_updates(state: Arc<ServerState>) {
-    let mut updates = state.upstreams.resource_updates();
+pub(crate) async fn forward_updates(
+    watchers: Arc<ResourceWatchers>,
+    upstreams: UpstreamPool,
+    judge: Arc<dyn Judge>,
+) {
+    let mut updates = upstreams.resource_updates();
     loop {
         match updates.recv().await {
-            Ok(update) => state.resource_watchers.updated(&state, update).await,
+            Ok(update) => watchers.updated(&upstreams, &*judge, update).await,
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(
                     "{missed} resource updates of upstreams were dropped: clients were too slow to take them"
@@ -166,18 +173,18 @@ pub(crate) async fn forward_updates(state: Arc<ServerState>) {
 impl ResourceWatchers {
     /// Tells each watcher whose profile (in the config in force now) still lets the resource
     /// through; the others, and the clients gone, stop watching it.
-    async fn updated(&self, state: &ServerState, update: ResourceUpdate) {
+    async fn updated(&self, upstreams: &UpstreamPool, judge: &dyn Judge, update: ResourceUpdate) {
         let mapped = map_uri(&update.server, &update.uri);
         let name = policy_name(&update.server, &update.uri);
         let mut gone = Vec::new();
         for (key, target, caller) in self.targets(&mapped) {
-            let lets = Governed::of(state, caller).lets_resource(&name);
+            let lets = judge.lets_resource(&caller, &name);
             if !lets || !target.notify(&mapped).await {
                 gone.push(key);
             }
         }
         for key in gone {
-            self.forget(&state.upstreams, &mapped, &key).await;
+            self.forget(upstreams, &mapped, &key).await;
         }
     }
 
