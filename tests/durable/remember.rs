@@ -39,7 +39,7 @@ fn write(node: &Node, tool: &str, file: &Path, content: &str, answer: Option<&st
     );
     let args = json!({"code": code});
     let first = block_on(client::call_tool(&node.mcp_url(), tool, &args, None))
-        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}\n{}", node.log()))
         .result;
     let Some(decision) = answer else {
         return first;

@@ -24,8 +24,8 @@ pub struct ServerState {
     pub clients: Arc<super::fair::ClientLoad>,
     /// Pending approval requests of every session, for the HTTP approval API.
     pub approvals: Arc<crate::approvals::ApprovalBroker>,
-    /// The asks of every eval waiting for a human now, which an identical call (same caller,
-    /// profile, tool and arguments) joins instead of prompting again.
+    /// The asks of every eval waiting for a human now, which an identical call of the same eval
+    /// (same caller, profile, tool and arguments) joins instead of prompting again.
     pub(crate) pending_asks: codemode_policies::PendingAsks,
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
     subscribers: Mutex<Vec<SubscriptionSink>>,

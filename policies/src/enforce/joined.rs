@@ -25,6 +25,10 @@ pub(super) type SharedPrompt = Shared<BoxFuture<'static, Option<ApprovalAnswer>>
 /// and the hash of the arguments' canonical JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct JoinKey {
+    /// Calls of one eval only: an eval waiting on another eval's prompt could not tell its own
+    /// client (no input-required result, no elicitation of its own), so it would wait unseen
+    /// on a question its client never sees — and that may be abandoned.
+    eval: u64,
     caller: String,
     permissions: Vec<String>,
     profile: String,
@@ -33,8 +37,15 @@ pub(super) struct JoinKey {
 }
 
 impl JoinKey {
-    pub(super) fn new(caller: &Caller, profile: &str, tool: &str, args: &Value) -> Self {
+    pub(super) fn new(
+        eval: codemode_runtime::EvalId,
+        caller: &Caller,
+        profile: &str,
+        tool: &str,
+        args: &Value,
+    ) -> Self {
         JoinKey {
+            eval: eval.0,
             caller: caller.name.clone(),
             permissions: caller.permissions.iter().cloned().collect(),
             profile: profile.to_string(),

@@ -249,9 +249,9 @@ impl PolicyToolHostBuilder {
         self
     }
 
-    /// The pending asks an identical call joins instead of asking again, shared with the
-    /// other evals whose identical asks should be joined (a server's, across its evals).
-    /// Default: the host's own (the calls of its eval).
+    /// The pending asks an identical call of the same eval joins instead of asking again
+    /// (keyed by eval, so one registry may serve a server's evals, as its metrics read it).
+    /// Default: the host's own.
     pub fn pending_asks(mut self, asks: PendingAsks) -> Self {
         self.host.joins = asks;
         self
