@@ -42,6 +42,14 @@ impl Served {
             .arg(config)
             .args(["--http", listen])
             .args(extra)
+            // Its store (parked evals, logins, remembered rules) beside its config, not in $HOME.
+            .env(
+                "CODEMODE_STATE_DIR",
+                config
+                    .parent()
+                    .expect("a config in a directory")
+                    .join("state"),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

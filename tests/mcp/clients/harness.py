@@ -40,7 +40,10 @@ def target() -> StdioServerParameters | str:
     url = os.environ.get("CODEMODE_URL")
     if url:
         return url
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "RUST_LOG", "RUST_BACKTRACE")}
+    # CODEMODE_STATE_DIR too: the stdio server's store (parked evals, logins, remembered rules)
+    # stays in the test's scratch directory, never in $HOME.
+    kept = ("PATH", "HOME", "RUST_LOG", "RUST_BACKTRACE", "CODEMODE_STATE_DIR")
+    env = {k: v for k, v in os.environ.items() if k in kept}
     env["CODEMODE_SERVER_LOG"] = server_log()
     return StdioServerParameters(
         command="sh",
