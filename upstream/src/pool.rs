@@ -311,6 +311,20 @@ impl UpstreamPool {
         out
     }
 
+    /// The names (`<server>__<tool>`) of [`tools`](Self::tools), without copying the tools.
+    pub fn tool_names(&self) -> Vec<String> {
+        let servers = self.inner.servers.read().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for (name, up) in servers.iter() {
+            out.extend(
+                up.tools()
+                    .iter()
+                    .map(|tool| format!("{name}__{}", tool.name)),
+            );
+        }
+        out
+    }
+
     /// Whether `name` is a tool of the pool now: `<server>__<tool>` of an upstream's list, or
     /// a command tool.
     pub fn has_tool(&self, name: &str) -> bool {
@@ -455,6 +469,6 @@ impl ToolHost for UpstreamPool {
     }
 
     fn tool_names(&self) -> Vec<String> {
-        self.tools().into_iter().map(|(name, _)| name).collect()
+        UpstreamPool::tool_names(self)
     }
 }

@@ -156,11 +156,7 @@ pub fn servers_seen(
     upstreams: &UpstreamPool,
     profiles: &[Option<&Profile>],
 ) -> std::collections::BTreeSet<String> {
-    let known: Vec<String> = upstreams
-        .tools()
-        .into_iter()
-        .map(|(name, _)| name)
-        .collect();
+    let known = upstreams.tool_names();
     upstreams
         .status()
         .into_iter()
