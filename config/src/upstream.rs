@@ -10,7 +10,8 @@
 //! * `autoApprove` / `alwaysAllow` (client-only): accepted with a warning, since what runs
 //!   without asking is a profile's business here;
 //! * `${VAR}`, `${env:VAR}`, `${VAR:-default}` in `args`, `env`, `headers` and `url`;
-//! * codemode's own `timeoutSeconds` (one call) and `startTimeoutSeconds` (start-up).
+//! * codemode's own `timeoutSeconds` (one call), `startTimeoutSeconds` (start-up) and
+//!   `isolateSessions` (a connection per eval).
 //!
 //! Any other key stays an error, as everywhere in the file.
 
@@ -42,6 +43,11 @@ pub struct ServerConfig {
     /// made while it is still starting waits that long at most. Default:
     /// [`DEFAULT_SERVER_START_TIMEOUT`].
     pub startup_timeout: Duration,
+    /// Whether each eval calls it over a connection of its own — a child process of its own for
+    /// a stdio server, an MCP session of its own over HTTP — opened at its first call and closed
+    /// when it ends (`isolateSessions`): a stdio server's requests to the human then always
+    /// reach the eval whose call they came during. Default: false (one connection shared).
+    pub isolate_sessions: bool,
 }
 
 /// The default of a server's `timeoutSeconds`: 60 seconds.
@@ -155,6 +161,10 @@ fn read_server(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<ServerConfi
         Some(t) => positive_seconds(r, t, &path.key("startTimeoutSeconds")),
         None => Some(DEFAULT_SERVER_START_TIMEOUT),
     };
+    let isolate_sessions = match map.get("isolateSessions") {
+        Some(v) => r.bool(v, &path.key("isolateSessions")),
+        None => Some(false),
+    };
     let transport = match (map.get("command"), map.get("url")) {
         (Some(_), Some(_)) => {
             r.error(
@@ -186,6 +196,7 @@ fn read_server(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<ServerConfi
         transport: transport?,
         timeout: timeout?,
         startup_timeout: startup_timeout?,
+        isolate_sessions: isolate_sessions?,
     })
 }
 

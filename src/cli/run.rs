@@ -180,8 +180,6 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
         pool.set_commands(codemode_upstream::CommandTools::from_config(config));
-        // An upstream's own form goes to the terminal if any, else is declined with a log line.
-        pool.set_elicitation(Arc::new(codemode_host::ForwardElicitation));
         eval = eval
             .tools(pool.clone())
             .profile(profile)

@@ -110,7 +110,7 @@ fn without_a_terminal_an_upstream_form_is_declined_with_a_line_saying_so() {
     assert_eq!(raw_result(&text(&out.stdout)), json!({"action": "decline"}));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("declined an elicitation from upstream `everything`: not exactly one eval with a call in flight on it that can ask its human"),
+        stderr.contains("declined an elicitation from upstream `everything`: the script whose call it came during has nobody to ask (no terminal, or a client without elicitation)"),
         "{stderr}"
     );
 }

@@ -67,7 +67,7 @@ fn sampling_reaches_the_eval_client_as_its_profile_says() {
         .map(|(k, v)| (k, eval_summary(&v)))
         .collect();
     let heard = "a heard Resource trigger-sampling-request context: hi";
-    let unattributed = "upstream server `chatty` refused `sample`: codemode refused this sampling request: it can tie a request from `chatty` to a client only while the calls in flight on `chatty` are one script's, and that script's client can sample";
+    let unattributed = "upstream server `chatty` refused `sample`: codemode refused this sampling request: it could not tie it to one script's call on `chatty` whose client can sample: calls of several scripts are in flight on the server, and its transport does not say whose call it is about (the server's isolateSessions gives each script its own connection)";
     let everything_request = json!({
         "maxTokens": 5,
         "messages": [{"role": "user", "content": {"type": "text", "text": "Resource trigger-sampling-request context: hi"}}],
@@ -143,7 +143,7 @@ fn sampling_reaches_the_eval_client_as_its_profile_says() {
     assert_audit(&setup.audit());
     let log = std::fs::read_to_string(setup.scratch.path("server.log")).unwrap_or_default();
     assert_eq!(
-        log.matches("refused a sampling request from upstream `chatty`: not exactly one eval with a call in flight on it that can sample").count(),
+        log.matches("refused a sampling request from upstream `chatty`: calls of several scripts are in flight on the server").count(),
         1,
         "{log}"
     );

@@ -1,7 +1,9 @@
 //! An upstream's own elicitation reaches only the human of the eval whose call triggered it,
-//! never another session's (clients/upstream_elicitation.py).
+//! never another session's (clients/upstream_elicitation.py, clients/routed_elicitation.py).
 
-use serde_json::json;
+use codemode_test_support::helpers::PythonHelper;
+use codemode_test_support::{peers, services};
+use serde_json::{Value, json};
 
 use crate::harness::{Mode, Setup, Transport, assert_json, base_config, eval_summary};
 
@@ -69,4 +71,78 @@ fn an_accepted_upstream_form_is_completed_from_its_defaults() {
             }},
         }),
     );
+}
+
+/// The upstream tests/mcp/asking_server.py, whose tools ask their client's human.
+fn asking_server() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/asking_server.py")
+}
+
+/// What clients/routed_elicitation.py saw, with `held` the outcome of the late question (the
+/// upstream's tools answer `{"result": text}` as structured content).
+fn routed(obs: &Value, held: &str) {
+    let ask = |answer: &str| {
+        json!({"is_error": false, "ok": true, "result": {"result": format!("accept: from {answer}")},
+            "calls": [["asking__ask", "ok", null]]})
+    };
+    assert_json(
+        "questions of two evals' calls in flight at once, and one asked after its call",
+        &json!({
+            "together": obs["together"].as_array().map(|a| a.iter().map(eval_summary).collect::<Vec<_>>()),
+            "later": eval_summary(&obs["later"]),
+            "held": eval_summary(&obs["held"]),
+            "asked_a": obs["asked_a"],
+            "asked_b": obs["asked_b"],
+        }),
+        &json!({
+            "together": [ask("A"), ask("B")],
+            "later": {"is_error": false, "ok": true, "result": {"result": "later"},
+                "calls": [["asking__ask_later", "ok", null]]},
+            "held": {"is_error": false, "ok": true, "result": {"result": held},
+                "calls": [["asking__hold", "ok", null]]},
+            "asked_a": ["[upstream server `asking` asks]\n    Question for A"],
+            "asked_b": ["[upstream server `asking` asks]\n    Question for B"],
+        }),
+    );
+}
+
+/// Over streamable HTTP a question comes on the stream of the call it is about, so it reaches
+/// that call's eval although another eval's call is in flight there too; a question sent on
+/// the server's standalone stream (after its call returned) is about no call and is declined,
+/// never put to the human of whichever eval has a call there now (issue 28 A.17).
+#[test]
+fn an_http_upstreams_questions_reach_the_eval_whose_call_asked() {
+    let port = services::free_port();
+    let mut upstream = None;
+    let setup = Setup::new("routed_elicitation_http", Transport::Http, |scratch| {
+        upstream = Some(PythonHelper::start(
+            &asking_server(),
+            port,
+            &scratch.path("unused"),
+        ));
+        let mut config = base_config(scratch);
+        config["mcpServers"] = json!({"asking": {"url": format!("http://127.0.0.1:{port}/mcp")}});
+        config
+    });
+    let obs = setup.python("routed_elicitation.py", Mode::Legacy, &[]);
+    routed(&obs, "decline: ");
+    drop(upstream);
+}
+
+/// A stdio server's question carries nothing that ties it to a call; with `isolateSessions`
+/// each eval has a server process of its own, so every question reaches the eval whose call
+/// asked it. A's process went with its eval: B's `hold` reaches one that asked nothing later.
+#[test]
+fn an_isolated_stdio_upstreams_questions_reach_the_eval_whose_call_asked() {
+    let setup = Setup::new("routed_elicitation_stdio", Transport::Http, |scratch| {
+        let mut config = base_config(scratch);
+        config["mcpServers"] = json!({"asking": {
+            "command": peers::python(),
+            "args": [asking_server()],
+            "isolateSessions": true,
+        }});
+        config
+    });
+    let obs = setup.python("routed_elicitation.py", Mode::Legacy, &[]);
+    routed(&obs, "nothing asked later");
 }

@@ -1,18 +1,18 @@
 //! Our side of one upstream connection: the rmcp [`ClientHandler`] that declares the
 //! elicitation capability (and sampling, when the pool can route it), forwards
-//! `elicitation/create` to an [`UpstreamElicitation`] and `sampling/createMessage` to the eval of
-//! the call it came during ([`crate::sampling`]), relays progress and log messages to the eval
-//! of the call they are about ([`crate::relay`]), and reports `notifications/tools/list_changed`.
+//! `elicitation/create` and `sampling/createMessage` to the eval of the call they came during
+//! ([`crate::server_requests`]), relays progress and log messages to the eval of the call they
+//! are about ([`crate::relay`]), and reports `notifications/tools/list_changed`.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
     ProtocolVersion, ResourceUpdatedNotificationParam, SamplingCapability,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData as McpError};
 use tokio::sync::{Notify, watch};
 
@@ -20,9 +20,12 @@ use codemode_runtime::BoxFuture;
 
 use crate::relay::{CallRelays, LogMessage};
 use crate::sequence::{Sequence, Stamp};
+use crate::server_requests;
 
-/// Answers the `elicitation/create` requests upstream servers send while one of their tools
-/// runs (form mode: "please confirm", "which account?").
+/// Answers the `elicitation/create` requests upstream servers send during one eval's calls
+/// (form mode: "please confirm", "which account?"): the eval's human. An eval lends it to its
+/// calls in its [`CallScope`](crate::CallScope); a request is put to the eval whose call it
+/// came during, and to no other ([`crate::server_requests`]).
 ///
 /// The pool declares form elicitation to every upstream, so servers that offer tools only to
 /// clients able to ask a human (e.g. server-everything's `trigger-elicitation-request`) show
@@ -38,27 +41,9 @@ pub trait UpstreamElicitation: Send + Sync {
     ) -> BoxFuture<'a, Result<ElicitResult, String>>;
 }
 
-/// The default [`UpstreamElicitation`]: declines every request.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DeclineElicitation;
-
-impl UpstreamElicitation for DeclineElicitation {
-    fn elicit<'a>(
-        &'a self,
-        _server: &'a str,
-        _params: ElicitRequestParams,
-    ) -> BoxFuture<'a, Result<ElicitResult, String>> {
-        Box::pin(async { Ok(ElicitResult::new(ElicitationAction::Decline)) })
-    }
-}
-
-/// The pool's current elicitation handler, swappable at run time.
-pub(crate) type SharedElicitation = Arc<RwLock<Arc<dyn UpstreamElicitation>>>;
-
 /// The rmcp client handler of one connection attempt to one upstream.
 pub(crate) struct UpstreamClient {
     pub(crate) server: Arc<str>,
-    pub(crate) elicitation: SharedElicitation,
     /// Signalled on `notifications/tools/list_changed`.
     pub(crate) tools_changed: Arc<Notify>,
     /// Number of this server's requests to a human or the client's model (elicitations,
@@ -118,20 +103,30 @@ impl ClientHandler for UpstreamClient {
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
-        let handler = self
-            .elicitation
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let origin = context.extensions.get::<InboundStreamOrigin>();
+        let elicitor = match self.relays.route(origin, server_requests::elicitor).await {
+            Ok(elicitor) => elicitor,
+            Err(why) => {
+                tracing::warn!(
+                    "declined an elicitation from upstream `{}`: {why}",
+                    self.server
+                );
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+        };
         let _counted = Eliciting::start(&self.eliciting);
-        // The server may cancel its request, or the connection may end: then the handler's
-        // future is dropped (which should withdraw the question from the human).
+        // The server may cancel its request, the connection may end, or the script may stop
+        // waiting on the call: then the handler's future is dropped, which withdraws the
+        // question from the human.
         tokio::select! {
-            answer = handler.elicit(&self.server, request) => {
+            answer = elicitor.elicit(&self.server, request) => {
                 answer.map_err(|e| McpError::internal_error(e, None))
             }
             _ = context.ct.cancelled() => {
                 Err(McpError::internal_error("the elicitation request was cancelled", None))
+            }
+            () = self.relays.until_done(&elicitor, server_requests::elicitor) => {
+                Ok(ElicitResult::new(ElicitationAction::Cancel))
             }
         }
     }
@@ -145,8 +140,10 @@ impl ClientHandler for UpstreamClient {
         params: rmcp::model::CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, McpError> {
-        let Some(sampler) = self.relays.sole_sampler() else {
-            return Err(crate::sampling::unattributed(&self.server));
+        let origin = context.extensions.get::<InboundStreamOrigin>();
+        let sampler = match self.relays.route(origin, server_requests::sampler).await {
+            Ok(sampler) => sampler,
+            Err(why) => return Err(crate::sampling::unattributed(&self.server, why)),
         };
         let _counted = Eliciting::start(&self.eliciting);
         // Nobody is left asking about a request whose script stopped waiting (its call timed
@@ -156,7 +153,7 @@ impl ClientHandler for UpstreamClient {
             _ = context.ct.cancelled() => {
                 Err(McpError::invalid_request("the sampling request was cancelled", None))
             }
-            () = self.relays.until_done(&sampler) => Err(McpError::invalid_request(
+            () = self.relays.until_done(&sampler, server_requests::sampler) => Err(McpError::invalid_request(
                 "codemode withdrew this sampling request: the script's call it came during ended before it was answered",
                 None,
             )),

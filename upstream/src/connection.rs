@@ -16,7 +16,7 @@ use codemode_runtime::ToolError;
 
 mod call;
 
-use super::client::{SharedElicitation, UpstreamClient};
+use super::client::UpstreamClient;
 use super::oauth::{Logins, login_hint};
 use super::relay::CallRelays;
 use super::sequence::Sequence;
@@ -73,6 +73,8 @@ pub(crate) struct Upstream {
     attempted: watch::Sender<bool>,
     /// Where its OAuth login is kept.
     logins: Logins,
+    /// Whether connections declare `sampling` (the pool's setting).
+    declares_sampling: Arc<AtomicBool>,
     /// Becomes true when the supervisor has finished (the session closed, or given up on).
     finished: watch::Sender<bool>,
 }
@@ -161,7 +163,7 @@ impl Upstream {
     pub(crate) fn start(
         name: &str,
         spec: UpstreamSpec,
-        (elicitation, declares_sampling, logins): (SharedElicitation, Arc<AtomicBool>, Logins),
+        (declares_sampling, logins): (Arc<AtomicBool>, Logins),
         (pool_changed, listings_changed, updates): Notifiers,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
@@ -179,9 +181,10 @@ impl Upstream {
             shutdown,
             attempted: watch::Sender::new(false),
             logins,
+            declares_sampling,
             finished: watch::Sender::new(false),
         });
-        tokio::spawn(up.clone().supervise(elicitation, declares_sampling));
+        tokio::spawn(up.clone().supervise());
         up
     }
 
@@ -271,20 +274,15 @@ impl Upstream {
         }
     }
 
-    async fn supervise(
-        self: Arc<Self>,
-        elicitation: SharedElicitation,
-        declares_sampling: Arc<AtomicBool>,
-    ) {
+    async fn supervise(self: Arc<Self>) {
         let mut backoff = MIN_BACKOFF;
         while !self.shutdown.is_cancelled() {
             let tools_changed = Arc::new(Notify::new());
             let client = UpstreamClient {
                 server: self.name.clone(),
-                elicitation: elicitation.clone(),
                 tools_changed: tools_changed.clone(),
                 eliciting: self.eliciting.clone(),
-                declares_sampling: declares_sampling.clone(),
+                declares_sampling: self.declares_sampling.clone(),
                 relays: self.relays.clone(),
                 listings_changed: self.listings_changed.clone(),
                 updates: self.updates.clone(),
@@ -454,6 +452,46 @@ impl Upstream {
                     }
                 }
             }
+        }
+    }
+
+    /// Opens a connection of one eval's own ([`crate::isolated`]), its calls recorded in
+    /// `relays`, its notifications ordered by `sequence`.
+    pub(crate) async fn open_private(
+        &self,
+        relays: Arc<CallRelays>,
+        sequence: Arc<Sequence>,
+    ) -> Result<Session, ToolError> {
+        let client = UpstreamClient {
+            server: self.name.clone(),
+            // Its tool list is the shared connection's; what it says of its own goes nowhere.
+            tools_changed: Arc::new(Notify::new()),
+            eliciting: self.eliciting.clone(),
+            declares_sampling: self.declares_sampling.clone(),
+            relays,
+            listings_changed: Arc::new(watch::Sender::new(0)),
+            updates: broadcast::Sender::new(1),
+            sequence,
+        };
+        let server = &self.name;
+        let opened = tokio::time::timeout(
+            self.spec.startup_timeout,
+            transport::connect(&self.spec.transport, client, &self.logins),
+        )
+        .await;
+        match opened {
+            Ok(Ok((session, _pid))) => Ok(session),
+            Ok(Err(Refused::NeedsLogin)) => Err(ToolError::failed(format!(
+                "upstream server `{server}` {}",
+                login_hint(server)
+            ))),
+            Ok(Err(Refused::Failed(e))) => Err(ToolError::failed(format!(
+                "upstream server `{server}`: opening this script's own session failed: {e}"
+            ))),
+            Err(_) => Err(ToolError::failed(format!(
+                "upstream server `{server}`: opening this script's own session took more than {:?}",
+                self.spec.startup_timeout
+            ))),
         }
     }
 

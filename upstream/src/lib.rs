@@ -6,10 +6,10 @@
 //! * [`UpstreamPool`] keeps the connections (legacy `initialize` lifecycle, elicitation
 //!   declared), the live tool list (following `notifications/tools/list_changed`), restarts
 //!   dead servers, and is the [`ToolHost`](codemode_runtime::ToolHost) scripts call.
-//! * [`UpstreamElicitation`] answers the servers' own `elicitation/create` requests.
 //! * [`CallRelay`] receives a server's progress and log messages about the calls of one eval
-//!   ([`UpstreamPool::call_in`]); [`CallSampler`] answers its `sampling/createMessage` requests
-//!   during them (declared only by a pool told it can route them).
+//!   ([`UpstreamPool::call_in`]); [`UpstreamElicitation`] answers its `elicitation/create`
+//!   requests during them, [`CallSampler`] its `sampling/createMessage` requests (declared only
+//!   by a pool told it can route them).
 //!
 //! Tool results become JS values: `structuredContent` when present; else one content block's
 //! value, or an array of them for several (a text block is its text parsed as JSON when it is
@@ -47,6 +47,7 @@ mod commands;
 mod connection;
 mod convert;
 pub mod crypto;
+mod isolated;
 pub mod media;
 pub mod oauth;
 mod pool;
@@ -56,6 +57,7 @@ mod sampling;
 mod schemas;
 mod scope;
 mod sequence;
+mod server_requests;
 mod spec;
 mod subscriptions;
 mod transport;
@@ -63,8 +65,9 @@ mod transport;
 pub use commands::CommandTools;
 pub use schemas::SchemaCache;
 
-pub use client::{DeclineElicitation, UpstreamElicitation};
+pub use client::UpstreamElicitation;
 pub use connection::UpstreamStatus;
+pub use isolated::EvalSessions;
 pub use media::{Attachment, DEFAULT_MAX_MEDIA_BYTES, Media};
 pub use pool::UpstreamPool;
 pub use relay::{CallRelay, LogMessage};

@@ -12,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 
 use codemode_runtime::{BoxFuture, CallContext, ToolError, ToolHost};
 
-use super::client::{DeclineElicitation, SharedElicitation, UpstreamElicitation};
 use super::connection::{Upstream, UpstreamStatus};
 use super::oauth::Logins;
 use super::scope::CallScope;
@@ -44,7 +43,6 @@ struct Inner {
     /// The config's command tools: kept here because this is the one shared, reloaded handle
     /// of "what scripts can call" that every entry point already holds.
     commands: RwLock<CommandTools>,
-    elicitation: SharedElicitation,
     /// Where the upstreams' OAuth logins are kept.
     logins: RwLock<Logins>,
     /// Whether connections declare `sampling` ([`UpstreamPool::declare_sampling`]).
@@ -85,15 +83,12 @@ impl std::fmt::Debug for UpstreamPool {
 }
 
 impl UpstreamPool {
-    /// A pool without upstreams, whose upstream elicitations are declined
-    /// ([`DeclineElicitation`]) until [`set_elicitation`](Self::set_elicitation).
+    /// A pool without upstreams.
     pub fn new() -> Self {
-        let handler: Arc<dyn UpstreamElicitation> = Arc::new(DeclineElicitation);
         UpstreamPool {
             inner: Arc::new(Inner {
                 servers: RwLock::default(),
                 commands: RwLock::default(),
-                elicitation: Arc::new(RwLock::new(handler)),
                 logins: RwLock::new(Logins::memory()),
                 declares_sampling: Arc::default(),
                 changed: Arc::new(watch::Sender::new(0)),
@@ -131,16 +126,6 @@ impl UpstreamPool {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-    }
-
-    /// Routes the `elicitation/create` requests of every upstream (current and future) to
-    /// `handler`.
-    pub fn set_elicitation(&self, handler: Arc<dyn UpstreamElicitation>) {
-        *self
-            .inner
-            .elicitation
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = handler;
     }
 
     /// Whether to declare the `sampling` capability to upstream servers: do so only when their
@@ -233,11 +218,7 @@ impl UpstreamPool {
                 let up = Upstream::start(
                     &name,
                     spec,
-                    (
-                        self.inner.elicitation.clone(),
-                        self.inner.declares_sampling.clone(),
-                        self.logins(),
-                    ),
+                    (self.inner.declares_sampling.clone(), self.logins()),
                     (
                         self.inner.changed.clone(),
                         self.inner.listings.clone(),

@@ -13,19 +13,20 @@
 //! [`CallRelay::audience`]) do not make each other ambiguous; a log message then goes to the
 //! audience's most recent eval whose request is still open.
 //!
-//! A server's own request (`sampling/createMessage`) is sent before the result of the call it
-//! is about, so only calls still running count for it, and they must all be one eval's
-//! ([`CallRelays::sole_sampler`]; see [`crate::sampling`]).
+//! A server's own requests (`elicitation/create`, `sampling/createMessage`) are routed by the
+//! call they came during ([`crate::server_requests`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 
 use codemode_runtime::BoxFuture;
 
+use crate::client::UpstreamElicitation;
 use crate::sampling::CallSampler;
+use crate::scope::CallScope;
 
 /// The parameters of MCP's `notifications/message`.
 #[expect(
@@ -62,17 +63,23 @@ pub trait CallRelay: Send + Sync {
 pub const LATE_NOTIFICATIONS: Duration = Duration::from_millis(250);
 
 /// One call on the upstream.
-struct Call {
+pub(crate) struct Call {
     number: u64,
     /// The progress token rmcp gave the request (set once it is sent).
     token: Option<ProgressToken>,
+    /// The JSON-RPC id rmcp gave the request (set once it is sent): a server's request that
+    /// arrives on that request's HTTP response stream is about this call.
+    pub(crate) request: Option<RequestId>,
     relay: Option<Arc<dyn CallRelay>>,
     /// Who answers the server's sampling requests during the call (its eval's sampler), until
     /// the call ends.
-    sampler: Option<Arc<dyn CallSampler>>,
+    pub(crate) sampler: Option<Arc<dyn CallSampler>>,
+    /// Who answers the server's elicitation requests during the call (its eval's), until the
+    /// call ends.
+    pub(crate) elicitor: Option<Arc<dyn UpstreamElicitation>>,
     /// Whether its result arrived: a server's request (unlike a notification) is sent before
     /// the result it waits on, so an ended call is no longer one a request can be about.
-    ended: bool,
+    pub(crate) ended: bool,
 }
 
 /// The calls in flight on one upstream, each with the relay of its eval (`None`: a call nobody
@@ -80,8 +87,11 @@ struct Call {
 #[derive(Default)]
 pub(crate) struct CallRelays {
     calls: Mutex<Calls>,
-    /// Bumped whenever a call ends (see [`CallRelays::until_done`]).
-    ends: tokio::sync::watch::Sender<u64>,
+    /// Bumped whenever a call is sent or ends (see [`crate::server_requests`]).
+    pub(crate) changes: tokio::sync::watch::Sender<u64>,
+    /// Whether the server sent a request on a call's own HTTP stream: its requests on the
+    /// standalone stream are then about no call (see [`crate::server_requests`]).
+    pub(crate) associates: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -104,18 +114,22 @@ impl CallRelays {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records a call until the guard drops (and [`LATE_NOTIFICATIONS`] after).
-    pub(crate) fn enter(
-        self: &Arc<Self>,
-        relay: Option<Arc<dyn CallRelay>>,
-        sampler: Option<Arc<dyn CallSampler>>,
-    ) -> InFlight {
+    /// `f` of the calls in flight (and those ended within [`LATE_NOTIFICATIONS`]).
+    pub(crate) fn with_calls<R>(&self, f: impl FnOnce(&[Call]) -> R) -> R {
+        f(&self.lock().list)
+    }
+
+    /// Records a call of the eval lending `scope` (none: a call nobody listens to or answers
+    /// for) until the guard drops (and [`LATE_NOTIFICATIONS`] after).
+    pub(crate) fn enter(self: &Arc<Self>, scope: Option<&CallScope>) -> InFlight {
         let number = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
         self.lock().list.push(Call {
             number,
             token: None,
-            relay,
-            sampler,
+            request: None,
+            relay: scope.and_then(|s| s.relay.clone()),
+            sampler: scope.and_then(|s| s.sampler.clone()),
+            elicitor: scope.and_then(|s| s.elicitor.clone()),
             ended: false,
         });
         InFlight {
@@ -180,37 +194,6 @@ impl CallRelays {
     }
 }
 
-impl CallRelays {
-    /// The sampler a server's request goes to: that of the one eval every call still running
-    /// here belongs to (its sampler is the eval's identity); `None` when no call runs, or calls
-    /// of several evals, or a call without a sampler (a client's own resource read, a call of
-    /// `codemode run`).
-    pub(crate) fn sole_sampler(&self) -> Option<Arc<dyn CallSampler>> {
-        let calls = self.lock();
-        let mut running = calls.list.iter().filter(|c| !c.ended);
-        let first = running.next()?.sampler.clone()?;
-        running
-            .all(|c| c.sampler.as_ref().is_some_and(|s| Arc::ptr_eq(s, &first)))
-            .then_some(first)
-    }
-
-    /// Returns once no call of `sampler`'s eval runs here any more: a request of the server
-    /// still unanswered then has no script waiting on it.
-    pub(crate) async fn until_done(&self, sampler: &Arc<dyn CallSampler>) {
-        let mut ends = self.ends.subscribe();
-        loop {
-            let runs =
-                self.lock().list.iter().any(|c| {
-                    !c.ended && c.sampler.as_ref().is_some_and(|s| Arc::ptr_eq(s, sampler))
-                });
-            // The sender lives as long as `self`: `changed` fails only if it is gone.
-            if !runs || ends.changed().await.is_err() {
-                return;
-            }
-        }
-    }
-}
-
 /// A call in flight (see [`CallRelays::enter`]).
 pub(crate) struct InFlight {
     relays: Arc<CallRelays>,
@@ -218,15 +201,19 @@ pub(crate) struct InFlight {
 }
 
 impl InFlight {
-    /// The progress token rmcp gave the call's request, which the server's progress names;
-    /// returns the call's relay with the reports that named it before it was known, in order.
-    pub(crate) fn set_token(
+    /// The id and progress token rmcp gave the call's request (the server's requests about it
+    /// arrive on that id's stream, its progress names the token); returns the call's relay with
+    /// the reports that named the token before it was known, in order.
+    pub(crate) fn sent(
         &self,
+        request: RequestId,
         token: ProgressToken,
     ) -> Option<(Arc<dyn CallRelay>, Vec<ProgressNotificationParam>)> {
         let mut calls = self.relays.lock();
         let call = calls.list.iter_mut().find(|c| c.number == self.number)?;
         call.token = Some(token.clone());
+        call.request = Some(request);
+        self.relays.changes.send_modify(|n| *n += 1);
         let relay = call.relay.clone()?;
         let (early, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut calls.unclaimed)
             .into_iter()
@@ -246,11 +233,13 @@ impl Drop for InFlight {
             .find(|c| c.number == self.number)
         {
             call.ended = true;
-            // Not kept for the late notifications: the sampler holds its eval's resources (its
-            // channels, its slot among the client's evals), which must go with the eval.
+            // Not kept for the late notifications: the sampler and the elicitor hold their
+            // eval's resources (its channels, its slot among the client's evals), which must go
+            // with the eval.
             call.sampler = None;
+            call.elicitor = None;
         }
-        self.relays.ends.send_modify(|n| *n += 1);
+        self.relays.changes.send_modify(|n| *n += 1);
         let (relays, number) = (self.relays.clone(), self.number);
         let forget = move || relays.lock().list.retain(|c| c.number != number);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -294,18 +283,26 @@ mod tests {
         ProgressToken(NumberOrString::Number(n))
     }
 
+    /// The scope of an eval whose notifications go to `relay`.
+    fn listening(relay: Arc<dyn CallRelay>) -> CallScope {
+        CallScope {
+            relay: Some(relay),
+            ..CallScope::default()
+        }
+    }
+
     #[test]
     fn a_log_message_has_an_eval_only_while_one_eval_has_calls() {
         let relays = Arc::new(CallRelays::default());
         let a: Arc<dyn CallRelay> = relay("session A");
         let b: Arc<dyn CallRelay> = relay("session B");
         assert!(relays.sole().is_none(), "no call in flight");
-        let a1 = relays.enter(Some(a.clone()), None);
-        a1.set_token(token(1));
-        let a2 = relays.enter(Some(a.clone()), None);
+        let a1 = relays.enter(Some(&listening(a.clone())));
+        a1.sent(RequestId::Number(1), token(1));
+        let a2 = relays.enter(Some(&listening(a.clone())));
         assert!(relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a)));
-        let b1 = relays.enter(Some(b.clone()), None);
-        b1.set_token(token(2));
+        let b1 = relays.enter(Some(&listening(b.clone())));
+        b1.sent(RequestId::Number(2), token(2));
         assert!(relays.sole().is_none(), "two evals");
         assert!(
             relays
@@ -320,63 +317,18 @@ mod tests {
         assert!(relays.by_token(&token(3)).is_none());
         drop(b1);
         assert!(relays.by_token(&token(2)).is_none(), "its call ended");
-        let unrelayed = relays.enter(None, None);
+        let unrelayed = relays.enter(None);
         assert!(relays.sole().is_none(), "a call nobody listens to");
         drop((unrelayed, a1, a2));
         assert!(relays.sole().is_none());
         assert!(relays.by_token(&token(1)).is_none());
     }
 
-    /// A sampler whose identity is all that matters.
-    struct Sampler;
-    #[expect(deprecated, reason = "sampling's types are deprecated by SEP-2577")]
-    impl CallSampler for Sampler {
-        fn create_message<'a>(
-            &'a self,
-            _: &'a str,
-            _: rmcp::model::CreateMessageRequestParams,
-        ) -> BoxFuture<'a, Result<rmcp::model::CreateMessageResult, rmcp::ErrorData>> {
-            Box::pin(async { Err(rmcp::ErrorData::invalid_request("unused", None)) })
-        }
-    }
-
-    #[tokio::test]
-    async fn a_request_goes_to_the_sampler_of_the_one_eval_with_calls_running() {
-        let relays = Arc::new(CallRelays::default());
-        let (a, b): (Arc<dyn CallSampler>, Arc<dyn CallSampler>) =
-            (Arc::new(Sampler), Arc::new(Sampler));
-        assert!(relays.sole_sampler().is_none(), "no call");
-        let a1 = relays.enter(None, Some(a.clone()));
-        let a2 = relays.enter(None, Some(a.clone()));
-        assert!(relays.sole_sampler().is_some_and(|s| Arc::ptr_eq(&s, &a)));
-        let b1 = relays.enter(None, Some(b.clone()));
-        assert!(relays.sole_sampler().is_none(), "two evals");
-        // An ended call no longer counts, although its late notifications still find it.
-        drop(b1);
-        assert!(relays.sole_sampler().is_some_and(|s| Arc::ptr_eq(&s, &a)));
-        // Nor does it hold its eval's sampler (and what that holds) for the late notifications.
-        assert_eq!(Arc::strong_count(&b), 1);
-        let read = relays.enter(None, None);
-        assert!(relays.sole_sampler().is_none(), "a call without a sampler");
-        drop((read, a1));
-        assert!(relays.sole_sampler().is_some_and(|s| Arc::ptr_eq(&s, &a)));
-        let done = relays.until_done(&a);
-        tokio::pin!(done);
-        assert!(
-            futures::poll!(done.as_mut()).is_pending(),
-            "a's call still runs"
-        );
-        drop(a2);
-        assert!(relays.sole_sampler().is_none(), "every call ended");
-        done.await;
-        relays.until_done(&b).await;
-    }
-
     #[test]
     fn progress_before_the_token_is_known_waits_for_its_call() {
         let relays = Arc::new(CallRelays::default());
         let a: Arc<dyn CallRelay> = relay("session A");
-        let call = relays.enter(Some(a.clone()), None);
+        let call = relays.enter(Some(&listening(a.clone())));
         let early = |n: f64| ProgressNotificationParam::new(token(7), n);
         assert!(
             relays.route_progress(early(1.0)).is_none(),
@@ -385,7 +337,9 @@ mod tests {
         assert!(relays.route_progress(early(2.0)).is_none());
         let other = ProgressNotificationParam::new(token(8), 1.0);
         assert!(relays.route_progress(other).is_none());
-        let (to, claimed) = call.set_token(token(7)).expect("a relayed call");
+        let (to, claimed) = call
+            .sent(RequestId::Number(7), token(7))
+            .expect("a relayed call");
         assert!(Arc::ptr_eq(&to, &a));
         let values: Vec<f64> = claimed.iter().map(|u| u.progress).collect();
         assert_eq!(values, [1.0, 2.0]);
@@ -400,21 +354,21 @@ mod tests {
         let a1 = relay("session A");
         let a1_dyn: Arc<dyn CallRelay> = a1.clone();
         let b: Arc<dyn CallRelay> = relay("session B");
-        let call = relays.enter(Some(a1_dyn.clone()), None);
-        call.set_token(token(1));
+        let call = relays.enter(Some(&listening(a1_dyn.clone())));
+        call.sent(RequestId::Number(1), token(1));
         drop(call);
         // Late progress and log messages of a's call still find it.
         assert!(relays.by_token(&token(1)).is_some());
         assert!(relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a1_dyn)));
         // Another client's call while a's may still be talking: ambiguous, even once a's
         // request has its answer.
-        let b1 = relays.enter(Some(b.clone()), None);
+        let b1 = relays.enter(Some(&listening(b.clone())));
         a1.0.store(true, Ordering::Relaxed);
         assert!(relays.sole().is_none(), "another audience");
         drop(b1);
         // The same client's next eval: its log messages are its own at once.
         let a2: Arc<dyn CallRelay> = relay("session A");
-        let a2_call = relays.enter(Some(a2.clone()), None);
+        let a2_call = relays.enter(Some(&listening(a2.clone())));
         let waited = tokio::time::timeout(std::time::Duration::from_secs(30), async {
             // b's ended call counts until it is forgotten.
             while !relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a2)) {

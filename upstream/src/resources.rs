@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use super::connection::Upstream;
 use super::pool::UpstreamPool;
-use super::relay::CallRelay;
+use super::scope::CallScope;
 
 /// The scheme and authority prefix of a mapped URI.
 pub const URI_PREFIX: &str = "codemode://";
@@ -153,17 +153,18 @@ fn offers(peer: &Peer<RoleClient>, offer: Offer) -> bool {
 }
 
 /// Runs `request` on `up`'s current session within its call timeout, counted as a call in
-/// flight there whose notifications go to `relay` (none: dropped, and another eval's call on
+/// flight there for the eval lending `scope` (none: what the server says about it is dropped, and
+/// its requests declined; another eval's call on
 /// that server no longer looks alone, so nothing said about this request reaches it).
 pub(crate) async fn ask<T, F>(
     up: &Upstream,
-    (what, relay): (&str, Option<Arc<dyn CallRelay>>),
+    (what, scope): (&str, Option<&CallScope>),
     request: impl FnOnce(Peer<RoleClient>) -> F,
 ) -> Result<T, UpstreamRequestError>
 where
     F: Future<Output = Result<T, ServiceError>>,
 {
-    let _in_flight = up.relays().enter(relay, None);
+    let _in_flight = up.relays().enter(scope);
     let server = &*up.name;
     let Some(peer) = up.peer() else {
         return Err(UpstreamRequestError::Failed(format!(
@@ -270,8 +271,8 @@ impl UpstreamPool {
         })
     }
 
-    /// Reads `uri` (the upstream's own URI) from `server`, what the server says meanwhile
-    /// going to `relay`; the contents come back as the server sent them ([`map_contents`]
+    /// Reads `uri` (the upstream's own URI) from `server` for the eval lending `scope` (what the
+    /// server says meanwhile goes to it, its requests are put to it); the contents come back as the server sent them ([`map_contents`]
     /// maps their URIs for codemode's own clients).
     ///
     /// # Errors
@@ -280,11 +281,11 @@ impl UpstreamPool {
         &self,
         server: &str,
         uri: &str,
-        relay: Option<Arc<dyn CallRelay>>,
+        scope: Option<&CallScope>,
     ) -> Result<ReadResourceResult, UpstreamRequestError> {
         let up = self.server_for(server, "resources/read")?;
         let params = ReadResourceRequestParams::new(uri.to_string());
-        let result = ask(&up, ("resources/read", relay), |p| async move {
+        let result = ask(&up, ("resources/read", scope), |p| async move {
             p.read_resource(params).await
         })
         .await?;

@@ -1,10 +1,10 @@
 //! An upstream server's `sampling/createMessage` — a request that the client's model write a
 //! message — goes to the [`CallSampler`] of the eval whose call it came during, and to no other.
 //!
-//! MCP ties a server's request to no call of ours, so it is routed only while every call in
-//! flight on that server belongs to one eval (see [`crate::relay`]); otherwise, or when that
-//! eval has no sampler, it is refused with an error saying why and a warning in codemode's own
-//! log — never shown to someone else's client. The pool declares the `sampling` capability only
+//! It is routed as an elicitation is ([`crate::server_requests`]): by the HTTP stream it came
+//! on, or over stdio only while every call in flight on the connection belongs to one eval;
+//! otherwise, or when that eval has no sampler, it is refused with an error saying why and a
+//! warning in codemode's own log — never shown to someone else's client. The pool declares the `sampling` capability only
 //! when its owner says it can route it ([`crate::UpstreamPool::declare_sampling`]).
 
 #![expect(
@@ -15,6 +15,8 @@
 use codemode_runtime::BoxFuture;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
+
+use crate::server_requests::Unrouted;
 
 /// Decides and answers the sampling requests upstream servers make during one eval's calls:
 /// the eval's profile, its human, its client's model.
@@ -29,13 +31,11 @@ pub trait CallSampler: Send + Sync {
 }
 
 /// The error an upstream gets for a sampling request no eval can be found for.
-pub(crate) fn unattributed(server: &str) -> McpError {
-    tracing::warn!(
-        "refused a sampling request from upstream `{server}`: not exactly one eval with a call in flight on it that can sample"
-    );
+pub(crate) fn unattributed(server: &str, why: Unrouted) -> McpError {
+    tracing::warn!("refused a sampling request from upstream `{server}`: {why}");
     McpError::invalid_request(
         format!(
-            "codemode refused this sampling request: it can tie a request from `{server}` to a client only while the calls in flight on `{server}` are one script's, and that script's client can sample"
+            "codemode refused this sampling request: it could not tie it to one script's call on `{server}` whose client can sample: {why}"
         ),
         None,
     )

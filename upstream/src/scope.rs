@@ -2,12 +2,15 @@
 
 use std::sync::Arc;
 
+use super::client::UpstreamElicitation;
+use super::isolated::EvalSessions;
 use super::media::Media;
 use super::relay::CallRelay;
 use super::sampling::CallSampler;
 
 /// Where the upstream servers' progress and log messages about an eval's calls go, who answers
-/// their sampling requests, and where the media of their results are kept. Cheap to clone.
+/// their sampling and elicitation requests, and where the media of their results are kept.
+/// Cheap to clone.
 #[derive(Clone, Default)]
 pub struct CallScope {
     /// The eval's relay. Default: none (the notifications are dropped).
@@ -18,6 +21,12 @@ pub struct CallScope {
     /// Who answers the upstream servers' sampling requests during the eval's calls. Default:
     /// none (they are refused).
     pub sampler: Option<Arc<dyn CallSampler>>,
+    /// Who answers the upstream servers' elicitation requests during the eval's calls (its
+    /// human). Default: none (they are declined).
+    pub elicitor: Option<Arc<dyn UpstreamElicitation>>,
+    /// The eval's own connections to the servers that isolate sessions (`isolateSessions`),
+    /// closed when the last clone of the scope drops. Default: none opened yet.
+    pub sessions: EvalSessions,
     /// The W3C `traceparent` of the call's `upstream_request` span, sent on as the request's
     /// `_meta.traceparent` and, to an HTTP server, as a `traceparent` header. Default: none.
     pub traceparent: Option<String>,

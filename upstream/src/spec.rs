@@ -20,6 +20,9 @@ pub struct UpstreamSpec {
     /// How long starting the server (spawn, `initialize`, the first `tools/list`) may take
     /// before the attempt counts as failed and is retried. By default 30 s.
     pub startup_timeout: Duration,
+    /// Whether each eval calls it over a connection of its own (`isolateSessions`; see
+    /// [`EvalSessions`](crate::EvalSessions)). By default false.
+    pub isolate_sessions: bool,
 }
 
 /// The transport of an [`UpstreamSpec`]: the config's own type (one definition of a server's
@@ -78,7 +81,14 @@ impl UpstreamSpec {
             transport,
             call_timeout: DEFAULT_CALL_TIMEOUT,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            isolate_sessions: false,
         }
+    }
+
+    /// Sets [`isolate_sessions`](Self::isolate_sessions).
+    pub fn isolate_sessions(mut self, isolate: bool) -> Self {
+        self.isolate_sessions = isolate;
+        self
     }
 
     /// Sets [`call_timeout`](Self::call_timeout).
@@ -157,7 +167,8 @@ pub fn upstream_specs(
         .map(|(name, server)| {
             let spec = UpstreamSpec::with_transport(server.transport.clone())
                 .call_timeout(server.timeout)
-                .startup_timeout(server.startup_timeout);
+                .startup_timeout(server.startup_timeout)
+                .isolate_sessions(server.isolate_sessions);
             (name.clone(), spec)
         })
         .collect()

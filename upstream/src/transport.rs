@@ -275,10 +275,9 @@ mod stderr_tests {
 
 #[cfg(test)]
 mod tls_tests {
-    use std::sync::{Arc, RwLock};
+    use std::sync::Arc;
 
     use super::{Logins, Refused, UpstreamClient, UpstreamTransport, connect};
-    use crate::client::{DeclineElicitation, UpstreamElicitation};
 
     /// An https:// upstream whose certificate no trusted root signed: the handshake is refused
     /// with an error (no panic for want of a TLS crypto provider).
@@ -286,10 +285,8 @@ mod tls_tests {
     async fn an_https_upstream_with_an_unknown_certificate_is_refused_with_why() {
         let port = codemode_test_support::tls::serve();
         let url = format!("https://127.0.0.1:{port}/mcp");
-        let decline: Arc<dyn UpstreamElicitation> = Arc::new(DeclineElicitation);
         let client = UpstreamClient {
             server: "tls".into(),
-            elicitation: Arc::new(RwLock::new(decline)),
             tools_changed: Default::default(),
             eliciting: Arc::new(tokio::sync::watch::channel(0).0),
             declares_sampling: Default::default(),

@@ -69,6 +69,10 @@ pub(crate) struct Server {
     pub(crate) timeout_seconds: Option<Seconds>,
     /// How long starting the server may take. Default: 30.
     pub(crate) start_timeout_seconds: Option<Seconds>,
+    /// `true` gives each eval a connection of its own (a child process, or an MCP session),
+    /// opened at its first call and closed when it ends, so that the server's requests to the
+    /// human over stdio always reach the eval whose call they came during. Default: false.
+    pub(crate) isolate_sessions: Option<bool>,
     /// `true` skips the entry.
     pub(crate) disabled: Option<bool>,
     /// Another MCP client's setting: accepted and ignored, with a warning (what runs without

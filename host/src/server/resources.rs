@@ -23,7 +23,6 @@ use serde_json::Value;
 
 use super::eval_tools::{EVAL_TOOL, missing_permissions};
 use super::handler::CodemodeServer;
-use crate::approvals::{Asker, NoAsker};
 
 /// The longest a client-chosen URI or name is shown in a message or the audit log.
 pub(super) const SHOWN_CHARS: usize = 300;
@@ -161,7 +160,6 @@ impl CodemodeServer {
             // As unknown as a resource that does not exist.
             return Err(not_found(&format!("no resource `{shown}`")));
         }
-        let _asking = nobody_asks(server);
         let read = self
             .state
             .upstreams
@@ -233,7 +231,6 @@ impl CodemodeServer {
             self.audit_access(&governed, record);
             return Err(unknown());
         }
-        let _asking = nobody_asks(server);
         let got = self
             .state
             .upstreams
@@ -292,7 +289,6 @@ impl CodemodeServer {
         let Some(server) = server else {
             return CompleteResult::default();
         };
-        let _asking = nobody_asks(&server);
         match self.state.upstreams.complete(&server, params).await {
             Ok(result) => result,
             Err(e) => {
@@ -301,14 +297,6 @@ impl CodemodeServer {
             }
         }
     }
-}
-
-/// While a client's own request is at `server`, that server's elicitations cannot be told
-/// from ones about an eval's call there: registering a request nobody can be asked for makes
-/// them ambiguous, so they are declined rather than put to the eval's human.
-fn nobody_asks(server: &str) -> (crate::tools::InFlightGuard, Arc<dyn Asker>) {
-    let asker: Arc<dyn Asker> = Arc::new(NoAsker);
-    (crate::tools::in_flight().enter(server, &asker), asker)
 }
 
 /// An upstream's failure as the client's error: not found stays not found; a failure is an

@@ -86,9 +86,6 @@ impl ServerState {
             traces: Default::default(),
             health: super::ops::health::Health::default(),
         });
-        state
-            .upstreams
-            .set_elicitation(Arc::new(crate::tools::ForwardElicitation));
         state.upstreams.set_logins(logins);
         // An eval's client may have a model: upstreams may ask for it (each eval's gate decides).
         state.upstreams.declare_sampling(true);

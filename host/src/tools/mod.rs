@@ -4,7 +4,6 @@
 //! both from [`codemode_upstream`].
 
 pub mod hitl;
-mod in_flight;
 mod observed;
 mod read_resource;
 mod sampling;
@@ -12,7 +11,6 @@ mod sampling_prompt;
 mod schemas;
 mod upstream_elicitation;
 
-pub use in_flight::{InFlightGuard, in_flight};
 pub use observed::ObservedTypes;
 pub use sampling::{SamplingGate, SamplingRoute};
 pub use schemas::CatalogSchemas;
@@ -407,14 +405,19 @@ pub struct ScriptTools {
 }
 
 impl ScriptTools {
-    /// Upstream tools plus built-ins; `hitl_request` asks through `asker`.
+    /// Upstream tools plus built-ins; `hitl_request`, and the upstreams' own elicitations
+    /// during this eval's calls, ask through `asker`.
     pub fn new(upstreams: UpstreamPool, asker: Arc<dyn Asker>) -> Self {
+        let scope = CallScope {
+            elicitor: Some(Arc::new(ForwardElicitation::new(asker.clone()))),
+            ..CallScope::default()
+        };
         ScriptTools {
             observed: ObservedTypes::new(upstreams.clone(), None, Arc::default()),
             upstreams,
             asker,
             profile: None,
-            scope: CallScope::default(),
+            scope,
             trace: None,
         }
     }
@@ -520,25 +523,15 @@ impl ToolHost for ScriptTools {
                 let request_id = format!("hitl-{}-{}", cx.eval_id, cx.call_id);
                 Ok(hitl::run(&args, self.asker.as_ref(), &request_id, cx).await)
             }),
+            // Like a call: an upstream's elicitation meanwhile may reach this eval's human.
             read_resource::TOOL_NAME => Box::pin(async move {
-                // Like a call: an upstream's elicitation meanwhile may reach this eval's human.
-                let server = args.get("server").and_then(Value::as_str).unwrap_or("");
-                let _in_flight = in_flight().enter(server, &self.asker);
-                let scope = (self.profile.as_deref(), self.scope.relay.clone());
+                let scope = (self.profile.as_deref(), &self.scope);
                 read_resource::run(&self.upstreams, scope, args.clone()).await
             }),
             _ if !name.contains("__") && self.upstreams.commands().contains(name) => {
                 Box::pin(async move { self.upstreams.commands().call(name, args).await })
             }
-            _ => match name.split_once("__") {
-                // An upstream's own elicitation during this call may reach this eval's human
-                // (see `in_flight`).
-                Some((server, _)) => Box::pin(async move {
-                    let _in_flight = in_flight().enter(server, &self.asker);
-                    self.call_upstream(name, args, cx).await
-                }),
-                None => Box::pin(self.upstreams.call_in(name, args, cx, &self.scope)),
-            },
+            _ => Box::pin(self.call_upstream(name, args, cx)),
         }
     }
 

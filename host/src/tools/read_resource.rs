@@ -8,10 +8,9 @@
 
 use codemode_policies::Profile;
 use codemode_runtime::ToolError;
-use std::sync::Arc;
 
 use codemode_upstream::resources::{URI_PREFIX, UpstreamRequestError, policy_name, unmap_uri};
-use codemode_upstream::{CallRelay, UpstreamPool};
+use codemode_upstream::{CallScope, UpstreamPool};
 use serde_json::{Value, json};
 
 /// The built-in's name.
@@ -40,7 +39,7 @@ fn text_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
 /// Reads the resource for a script.
 pub(super) async fn run(
     upstreams: &UpstreamPool,
-    (profile, relay): (Option<&Profile>, Option<Arc<dyn CallRelay>>),
+    (profile, scope): (Option<&Profile>, &CallScope),
     args: Value,
 ) -> Result<Value, ToolError> {
     let server = text_arg(&args, "server")?;
@@ -70,7 +69,7 @@ pub(super) async fn run(
         });
     }
     let result = upstreams
-        .read_resource(server, uri, relay)
+        .read_resource(server, uri, Some(scope))
         .await
         .map_err(|e| match e {
             UpstreamRequestError::NotFound(m) | UpstreamRequestError::Failed(m) => {

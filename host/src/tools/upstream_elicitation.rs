@@ -2,6 +2,7 @@
 //! triggered it ([`ForwardElicitation`]), and an `accept` that leaves fields out is completed
 //! from the form's defaults before it goes back (SEP-1034).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_runtime::BoxFuture;
@@ -9,18 +10,27 @@ use codemode_upstream::UpstreamElicitation;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
 
-use crate::approvals::{Answer, Ask, Question};
+use crate::approvals::{Answer, Ask, Asker, Question};
 
 /// How long the human has to answer an upstream's form.
 const ANSWER_WITHIN: Duration = Duration::from_secs(120);
 
-/// Routes an upstream's `elicitation/create` to the eval with a call in flight on that server.
+/// Puts an upstream's `elicitation/create` during one eval's call to that eval's human, through
+/// the eval's asker; the upstream pool routes each request to the eval whose call it came
+/// during (see [`codemode_upstream::UpstreamElicitation`]).
 ///
-/// MCP gives no way to tie the request to a call, so it is routed only when exactly one eval
-/// has a call in flight on that server ([`super::in_flight`]), and declined otherwise — and
-/// declined too when that eval cannot ask anyone (a `codemode run` without a terminal, a client
-/// without elicitation). Never to another session's human; every decline is logged (warn).
-pub struct ForwardElicitation;
+/// Declined when the eval cannot ask anyone (a `codemode run` without a terminal, a client
+/// without elicitation); every decline is logged (warn).
+pub struct ForwardElicitation {
+    asker: Arc<dyn Asker>,
+}
+
+impl ForwardElicitation {
+    /// Asks through `asker`, the eval's.
+    pub fn new(asker: Arc<dyn Asker>) -> Self {
+        ForwardElicitation { asker }
+    }
+}
 
 impl UpstreamElicitation for ForwardElicitation {
     fn elicit<'a>(
@@ -29,15 +39,13 @@ impl UpstreamElicitation for ForwardElicitation {
         params: ElicitRequestParams,
     ) -> BoxFuture<'a, Result<ElicitResult, String>> {
         Box::pin(async move {
-            let Some(asker) = super::in_flight()
-                .sole_asker(server)
-                .filter(|a| a.supports())
-            else {
+            let asker = &self.asker;
+            if !asker.supports() {
                 tracing::warn!(
-                    "declined an elicitation from upstream `{server}`: not exactly one eval with a call in flight on it that can ask its human"
+                    "declined an elicitation from upstream `{server}`: the script whose call it came during has nobody to ask (no terminal, or a client without elicitation)"
                 );
                 return Ok(ElicitResult::new(ElicitationAction::Decline));
-            };
+            }
             let (message, schema) = match params {
                 ElicitRequestParams::FormElicitationParams {
                     message,

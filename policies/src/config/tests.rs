@@ -10,7 +10,8 @@ use crate::{
 const EXAMPLE: &str = r#"{
   "mcpServers": {
     "name": { "command": "npx", "args": ["-y","x"], "env": {"K":"V"}, "cwd": "/x" },
-    "other": { "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer x"}, "timeoutSeconds": 5 }
+    "other": { "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer x"}, "timeoutSeconds": 5,
+               "isolateSessions": true }
   },
   "evaluation": {
     "defaultProfile": "supervised",
@@ -43,6 +44,7 @@ fn the_documented_example_parses() {
             },
             timeout: DEFAULT_SERVER_TIMEOUT,
             startup_timeout: crate::DEFAULT_SERVER_START_TIMEOUT,
+            isolate_sessions: false,
         }
     );
     assert_eq!(
@@ -55,6 +57,7 @@ fn the_documented_example_parses() {
             },
             timeout: Duration::from_secs(5),
             startup_timeout: crate::DEFAULT_SERVER_START_TIMEOUT,
+            isolate_sessions: true,
         }
     );
     // `0` in the file means unlimited.

@@ -34,19 +34,24 @@ impl Upstream {
         scope: &CallScope,
     ) -> Result<Value, ToolError> {
         let server = &*self.name;
-        let (peer, session) = self.connected_peer(qualified, tool)?;
+        let (shared, session) = self.connected_peer(qualified, tool)?;
         let arguments = convert::arguments(qualified, args)?;
+        // A server isolating sessions is called over the eval's own connection.
+        let (peer, relays, sequence) = if self.spec.isolate_sessions {
+            let lent = scope.sessions.lend(self).await?;
+            (lent.peer, lent.relays, lent.sequence)
+        } else {
+            (shared, self.relays.clone(), self.sequence.clone())
+        };
         let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         if let Some(traceparent) = &scope.traceparent {
             let mut meta = RequestMetaObject::default();
             meta.set_traceparent(traceparent.clone());
             params.meta = Some(meta);
         }
-        let in_flight = self
-            .relays
-            .enter(scope.relay.clone(), scope.sampler.clone());
+        let in_flight = relays.enter(Some(scope));
         let timeout = self.spec.call_timeout;
-        let call = call_tool((&peer, server, &self.sequence), params, &in_flight);
+        let call = call_tool((&peer, server, &sequence), params, &in_flight);
         let answer = deadline(call, timeout, &self.eliciting, cx).await;
         match answer {
             None => Err(ToolError::failed(format!(
@@ -60,8 +65,11 @@ impl Upstream {
                  not support (input_required or task)"
             ))),
             Some(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
-                // Calls made from now on fail fast, even before the supervisor notices.
-                self.mark_closed(session);
+                // Calls made from now on fail fast, even before the supervisor notices (an
+                // eval's own connection is opened again at its next call).
+                if !self.spec.isolate_sessions {
+                    self.mark_closed(session);
+                }
                 Err(ToolError::failed(format!(
                     "upstream server `{server}` closed the connection during `{tool}`"
                 )))
@@ -97,7 +105,7 @@ async fn call_tool(
     let handle = peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await?;
-    if let Some((relay, early)) = in_flight.set_token(handle.progress_token.clone()) {
+    if let Some((relay, early)) = in_flight.sent(handle.id.clone(), handle.progress_token.clone()) {
         for update in early {
             relay.progress(server, update).await;
         }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use codemode_runtime::{BoxFuture, ToolHost};
-use codemode_upstream::{UpstreamElicitation, UpstreamPool};
+use codemode_upstream::{CallScope, UpstreamElicitation, UpstreamPool};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::json;
 
@@ -74,7 +74,6 @@ async fn forwards_elicitation_and_pauses_the_call_timeout() {
         seen: AtomicUsize::new(0),
     });
     let pool = UpstreamPool::new();
-    pool.set_elicitation(handler.clone());
     let spec = everything().call_timeout(Duration::from_secs(2));
     pool.set_upstreams(HashMap::from([("everything".to_string(), spec)]))
         .await
@@ -85,8 +84,18 @@ async fn forwards_elicitation_and_pauses_the_call_timeout() {
             .any(|n| n == "everything__trigger-elicitation-request")
     })
     .await;
+    // The eval lends its human to its calls.
+    let scope = CallScope {
+        elicitor: Some(handler.clone()),
+        ..CallScope::default()
+    };
     let r = pool
-        .call("everything__trigger-elicitation-request", json!({}), &cx())
+        .call_in(
+            "everything__trigger-elicitation-request",
+            json!({}),
+            &cx(),
+            &scope,
+        )
         .await;
     let text = r.expect("elicitation call succeeds").to_string();
     assert!(text.contains("Ada Lovelace"), "{text}");
@@ -94,6 +103,7 @@ async fn forwards_elicitation_and_pauses_the_call_timeout() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+/// A call of an eval that lends no human (`call`'s own scope): the server's question is declined.
 async fn declines_elicitation_by_default() {
     let pool = pool(vec![("everything", everything())]).await;
     wait_until("the elicitation tool", Duration::from_secs(10), || {
