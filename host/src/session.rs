@@ -95,8 +95,8 @@ pub struct GovernedEval {
     /// [`lived_before`](Self::lived_before) plus the time of the last run or resume, once it
     /// ended.
     lived: std::sync::Mutex<Duration>,
-    /// The media its tool results carried, for its result to refer to: in memory only, so a
-    /// parked eval resumes without the media received before it was parked.
+    /// The media its tool results carried, for its result to refer to: saved with a parked eval
+    /// and kept again by its resume ([`GovernedEvalBuilder::media`]).
     media: Media,
     /// The eval's trace, when traces are on.
     trace: Option<crate::traces::EvalTrace>,

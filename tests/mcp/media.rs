@@ -38,7 +38,7 @@ fn id_of(value: &Value) -> String {
     id
 }
 
-const UNKNOWN: &str = "not attached: this eval holds no media of this id (media received before an eval is saved to the durable store do not survive it)";
+const UNKNOWN: &str = "not attached: this eval holds no media of this id with this value (another eval's id, a value the script changed or an outputs rule masked, or media over limits.maxMediaBytes of the eval resumed from the durable store)";
 
 #[test]
 fn upstream_media_reach_the_client_as_content_blocks() {

@@ -68,7 +68,7 @@ pub use schemas::SchemaCache;
 pub use client::UpstreamElicitation;
 pub use connection::UpstreamStatus;
 pub use isolated::EvalSessions;
-pub use media::{Attachment, DEFAULT_MAX_MEDIA_BYTES, Media};
+pub use media::{Attachment, DEFAULT_MAX_MEDIA_BYTES, KeptMedia, Media};
 pub use pool::UpstreamPool;
 pub use relay::{CallRelay, LogMessage};
 pub use sampling::CallSampler;

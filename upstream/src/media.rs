@@ -46,6 +46,18 @@ struct Shelf {
     kept: HashMap<String, (ContentBlock, Value)>,
 }
 
+/// One block an eval kept, as saved with a parked eval ([`Media::saved`], [`Media::restore`]):
+/// the eval resumed elsewhere can still attach what its calls received before it was parked.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KeptMedia {
+    /// The `id` the script's value names it by.
+    pub id: String,
+    /// The block as the upstream sent it.
+    pub block: ContentBlock,
+    /// The value the script was given for it.
+    pub value: Value,
+}
+
 /// One block of media a result refers to, to go beside the eval result's text block.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Attachment {
@@ -126,6 +138,41 @@ impl Media {
         fields.insert("id".into(), Value::String(id.clone()));
         shelf.kept.insert(id, (block, value.clone()));
         value
+    }
+
+    /// Every block kept, to be saved with the eval when it parks.
+    pub fn saved(&self) -> Vec<KeptMedia> {
+        let shelf = self.shelf();
+        let mut kept: Vec<KeptMedia> = shelf
+            .kept
+            .iter()
+            .map(|(id, (block, value))| KeptMedia {
+                id: id.clone(),
+                block: block.clone(),
+                value: value.clone(),
+            })
+            .collect();
+        kept.sort_by(|a, b| a.id.cmp(&b.id));
+        kept
+    }
+
+    /// Keeps again the blocks a parked eval saved ([`saved`](Self::saved)), under their ids,
+    /// within this store's budget (the config in force may have lowered it since: a block past
+    /// it is left out, and a result naming it gets the usual `not attached` note). Returns how
+    /// many were left out.
+    pub fn restore(&self, saved: Vec<KeptMedia>) -> usize {
+        let mut shelf = self.shelf();
+        let mut left_out = 0;
+        for media in saved {
+            let cost = serde_json::to_vec(&media.block).map_or(u64::MAX, |b| b.len() as u64);
+            if shelf.used.saturating_add(cost) > shelf.max_bytes || !is_media_id(&media.id) {
+                left_out += 1;
+                continue;
+            }
+            shelf.used += cost;
+            shelf.kept.insert(media.id, (media.block, media.value));
+        }
+        left_out
     }
 
     /// The blocks `result` refers to, in order of first reference, each once, and the ids of

@@ -114,6 +114,10 @@ pub struct ParkedMeta {
     /// Its trace (traces on where it started): the resumed eval goes on in it.
     #[serde(default)]
     pub trace: Option<crate::traces::SavedTrace>,
+    /// The media its calls received (within `limits.maxMediaBytes`): its result may still name
+    /// them after the resume.
+    #[serde(default)]
+    pub media: Vec<codemode_upstream::KeptMedia>,
 }
 
 /// One open ask of a parked eval.
@@ -579,6 +583,7 @@ impl Durable {
             session_approvals,
             lived_ms: u64::try_from(eval.lived().as_millis()).unwrap_or(u64::MAX),
             trace: eval.trace().map(crate::traces::EvalTrace::saved),
+            media: eval.media().saved(),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Media across a park: an eval that received an image, parked waiting for an approval and was
-//! resumed in a new governed eval (as on another node) no longer holds that image; its result
-//! naming it gets the note, while an image received after the resume is attached.
+//! resumed in a new governed eval (as on another node) with the media saved with it, still
+//! attaches that image, and one received after the resume.
 
 use crate::approvals::given::Given;
 use std::collections::HashMap;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use codemode_policies::{ApprovalAnswer, ApprovalDecision, Channel, Config};
 use codemode_runtime::{BoxFuture, CancellationToken, EvalId, ParkRequest, Runtime, RuntimeConfig};
 use codemode_test_support::peers;
-use codemode_upstream::{UpstreamPool, UpstreamSpec};
+use codemode_upstream::{DEFAULT_MAX_MEDIA_BYTES, KeptMedia, UpstreamPool, UpstreamSpec};
 use serde_json::json;
 
 use super::*;
@@ -33,7 +33,9 @@ impl Asker for Undecided {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn media_received_before_a_park_come_back_as_a_note() {
+/// Media a parked eval's calls received are saved with it and attached by its result after the
+/// resume; past the resumed eval's budget (lowered since), a reference to one gets a note.
+async fn media_received_before_a_park_are_attached_after_the_resume() {
     peers::ensure_installed();
     let (program, args) = peers::everything_server_cmd();
     let mut specs = HashMap::new();
@@ -51,15 +53,17 @@ async fn media_received_before_a_park_come_back_as_a_note() {
     runtime_config.max_concurrent_evals(2);
     let runtime = Runtime::new(&runtime_config).unwrap();
     let decisions = Arc::new(Given::default());
-    let governed = |park: Option<ParkRequest>, asks: Arc<OpenAsks>, id: Option<EvalId>| {
+    // The resumed eval: its id, the media saved with it, and its budget.
+    type Resumed = (EvalId, Vec<KeptMedia>, u64);
+    let governed = |park: Option<ParkRequest>, asks: Arc<OpenAsks>, resumed: Option<Resumed>| {
         let mut builder = GovernedEval::builder(runtime.clone())
             .tools(pool.clone())
             .profile(profile.clone())
             .asker(Arc::new(Undecided))
             .park(park)
             .open_asks(Some(asks));
-        if let Some(id) = id {
-            builder = builder.id(id);
+        if let Some((id, media, budget)) = resumed {
+            builder = builder.id(id).max_media_bytes(budget).media(media);
         }
         builder.build()
     };
@@ -80,36 +84,75 @@ async fn media_received_before_a_park_come_back_as_a_note() {
     let loaded = codemode_runtime::Suspended::load(&parked.save()).unwrap();
     let approval = asks.snapshot()[0].id.clone();
     decisions.0.lock().unwrap().push((
-        approval,
+        approval.clone(),
         Decided::Approval(ApprovalAnswer::new(
             ApprovalDecision::ApproveOnce,
             Channel::Http,
         )),
     ));
-    let second = governed(
-        None,
-        Arc::new(OpenAsks::new(Some(decisions.clone()))),
-        Some(first.id()),
-    );
-    let GovernedStep::Finished(outcome) = second
-        .resume(code, &loaded, &CancellationToken::new())
-        .await
-        .unwrap()
-    else {
-        panic!("the resumed eval should finish");
+    // Resumed with the media saved, within the default budget: both images attached.
+    // Through JSON, as the parked eval's record holds them.
+    let saved: Vec<KeptMedia> =
+        serde_json::from_slice(&serde_json::to_vec(&first.media().saved()).unwrap()).unwrap();
+    assert_eq!(saved.len(), 1);
+    let resume = |budget: u64| {
+        let second = governed(
+            None,
+            Arc::new(OpenAsks::new(Some(decisions.clone()))),
+            Some((first.id(), saved.clone(), budget)),
+        );
+        let loaded = &loaded;
+        async move {
+            let GovernedStep::Finished(outcome) = second
+                .resume(code, loaded, &CancellationToken::new())
+                .await
+                .unwrap()
+            else {
+                panic!("the resumed eval should finish");
+            };
+            assert!(outcome.ok, "{:?}", outcome.error);
+            let values = outcome.result.clone();
+            (Finished::new(outcome, second.media()), values)
+        }
     };
-    assert!(outcome.ok, "{:?}", outcome.error);
-    let before = outcome.result["before"]["id"].as_str().unwrap().to_string();
-    let after = outcome.result["after"]["id"].as_str().unwrap().to_string();
-    let finished = Finished::new(outcome, second.media());
-    assert_eq!(finished.unknown_media, std::slice::from_ref(&before));
+    let id = |value: &serde_json::Value| value["id"].as_str().unwrap_or_default().to_string();
+    let (finished, values) = resume(DEFAULT_MAX_MEDIA_BYTES).await;
+    let (before, after) = (id(&values["before"]), id(&values["after"]));
+    assert_eq!(before, saved[0].id);
+    assert!(
+        finished.unknown_media.is_empty(),
+        "{:?}",
+        finished.unknown_media
+    );
     let result = eval_result(&finished, 24 * 1024);
-    assert_eq!(result.content.len(), 2);
-    assert!(result.content[1].as_image().is_some());
+    assert_eq!(result.content.len(), 3);
     assert_eq!(
         result.structured_content.unwrap()["media"],
+        // In the order the result names them (its keys in order: `after`, `before`).
         json!([{"id": after, "type": "image", "content": 1},
-               {"id": before, "note": UNKNOWN_MEDIA}])
+               {"id": before, "type": "image", "content": 2}])
+    );
+    // Resumed under a budget the image does not fit (the config lowered it meanwhile): the
+    // saved one is left out, and its reference told so (the new one is dropped at once).
+    decisions.0.lock().unwrap().push((
+        approval.clone(),
+        Decided::Approval(ApprovalAnswer::new(
+            ApprovalDecision::ApproveOnce,
+            Channel::Http,
+        )),
+    ));
+    let (finished, values) = resume(5000).await;
+    assert_eq!(id(&values["before"]), before);
+    assert_eq!(
+        values["after"]["omitted"],
+        "image of 5429 bytes from `everything` is over limits.maxMediaBytes (5000 bytes) of this eval, 0 of which are used: it was dropped"
+    );
+    assert_eq!(finished.unknown_media, std::slice::from_ref(&before));
+    let result = eval_result(&finished, 24 * 1024);
+    assert_eq!(result.content.len(), 1);
+    assert_eq!(
+        result.structured_content.unwrap()["media"],
+        json!([{"id": before, "note": UNKNOWN_MEDIA}])
     );
     pool.shutdown().await;
 }

@@ -36,7 +36,7 @@ const SUMMARY_LINES: usize = 20;
 const REASON_CHARS: usize = 300;
 
 /// What an unknown media reference is told (see the module docs).
-pub const UNKNOWN_MEDIA: &str = "not attached: this eval holds no media of this id (media received before an eval is saved to the durable store do not survive it)";
+pub const UNKNOWN_MEDIA: &str = "not attached: this eval holds no media of this id with this value (another eval's id, a value the script changed or an outputs rule masked, or media over limits.maxMediaBytes of the eval resumed from the durable store)";
 
 /// The `CallToolResult` of an eval: one text block ([`render`], the result within
 /// `text_budget` bytes), then the media blocks its result refers to, `structuredContent` with

@@ -8,7 +8,7 @@ use codemode_policies::{
     Alternative, Caller, OutputPolicy, PendingAsks, Profile, SessionApprovals,
 };
 use codemode_runtime::{EvalId, EvalOptions, ParkRequest, Runtime};
-use codemode_upstream::{CallRelay, Media, UpstreamPool};
+use codemode_upstream::{CallRelay, KeptMedia, Media, UpstreamPool};
 
 use super::{AuditTarget, GovernedEval};
 use crate::approvals::{ApprovalBroker, Asker, HumanWaits, NoAsker, OpenAsks};
@@ -17,6 +17,8 @@ use crate::tools::SamplingRoute;
 /// Builds a [`GovernedEval`]. Every setting has a default that grants nothing.
 pub struct GovernedEvalBuilder {
     eval: GovernedEval,
+    /// Media a parked eval saved, kept again by [`build`](Self::build).
+    restored: Vec<KeptMedia>,
 }
 
 impl GovernedEvalBuilder {
@@ -184,8 +186,23 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// The media a parked eval's calls had received ([`Media::saved`]), kept again within the
+    /// budget of [`max_media_bytes`](Self::max_media_bytes) so that its result can still attach
+    /// them. Default: none (a fresh eval).
+    pub fn media(mut self, saved: Vec<KeptMedia>) -> Self {
+        self.restored = saved;
+        self
+    }
+
     /// The eval, with its id allocated.
     pub fn build(mut self) -> GovernedEval {
+        let left_out = self.eval.media.restore(std::mem::take(&mut self.restored));
+        if left_out > 0 {
+            tracing::warn!(
+                eval = self.eval.id.0,
+                "{left_out} media block(s) saved with the parked eval are over limits.maxMediaBytes now: a result naming them is told they are not attached"
+            );
+        }
         // Traced: every record passes the span maker, on to the audit log if there is one.
         if let Some(trace) = &self.eval.trace {
             let (inner, include_args) = match self.eval.audit.take() {
@@ -244,6 +261,7 @@ impl GovernedEval {
                 media: Media::default(),
                 trace: None,
             },
+            restored: Vec::new(),
         }
     }
 }

@@ -72,6 +72,7 @@ fn meta(token: &str) -> ParkedMeta {
         session_approvals: SessionApprovals::new(),
         lived_ms: 0,
         trace: None,
+        media: Vec::new(),
     }
 }
 

@@ -191,6 +191,7 @@ pub(super) fn resumed_eval(
         )
         .lived(std::time::Duration::from_millis(meta.lived_ms))
         .eval_approvals(meta.eval_approvals.clone())
+        .media(meta.media.clone())
         .trace(
             state
                 .traces
