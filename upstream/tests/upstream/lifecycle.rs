@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use codemode_runtime::{ToolError, ToolHost};
-use codemode_upstream::{UpstreamPool, UpstreamSpec};
+use codemode_upstream::{CallScope, UpstreamPool, UpstreamSpec};
 use serde_json::json;
 
 use codemode_test_support::scratch_dir;
@@ -209,4 +209,52 @@ fn read_pid(file: &std::path::Path) -> u32 {
     text.trim()
         .parse()
         .unwrap_or_else(|e| panic!("pid file {}: {text:?}: {e}", file.display()))
+}
+
+/// `isolateSessions`: an eval's calls go over a server process of its own, started at its first
+/// call, shared by its later calls, and ended with the eval (its scope dropped); another eval
+/// gets another process.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_isolated_servers_evals_each_have_a_process_that_ends_with_the_eval() {
+    peers::ensure_installed();
+    let dir = scratch_dir("upstream", "isolated");
+    let (requests, server_pid_file) = (dir.join("requests.jsonl"), dir.join("server.pid"));
+    let tapped = peers::tapped(peers::everything_server_cmd(), &requests, &server_pid_file);
+    let pool = pool(vec![("everything", stdio(tapped).isolate_sessions(true))]).await;
+    let shared = read_pid(&server_pid_file);
+    let echo = async |scope: &CallScope| {
+        pool.call_in("everything__echo", json!({"message": "a"}), &cx(), scope)
+            .await
+    };
+    let first = CallScope::default();
+    assert_eq!(echo(&first).await.unwrap(), json!("Echo: a"));
+    let own = read_pid(&server_pid_file);
+    assert_ne!(own, shared, "the eval's own process");
+    assert_eq!(echo(&first).await.unwrap(), json!("Echo: a"));
+    assert_eq!(read_pid(&server_pid_file), own, "its second call reuses it");
+    let second = CallScope::default();
+    assert_eq!(echo(&second).await.unwrap(), json!("Echo: a"));
+    let other = read_pid(&server_pid_file);
+    assert!(
+        other != own && other != shared,
+        "another eval, another process"
+    );
+    let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    drop(first);
+    wait_until(
+        "the first eval's process to end",
+        Duration::from_secs(20),
+        || !alive(own),
+    )
+    .await;
+    assert!(alive(other) && alive(shared));
+    drop(second);
+    wait_until(
+        "the second eval's process to end",
+        Duration::from_secs(20),
+        || !alive(other),
+    )
+    .await;
+    assert!(alive(shared), "the shared connection stays");
+    pool.shutdown().await;
 }
