@@ -89,12 +89,13 @@ fn sampling_reaches_the_eval_client_as_its_profile_says() {
             "evals": evals,
             "model_a": without_meta(&obs["model_a"]),
             "model_b": without_meta(&obs["model_b"]),
-            "model_d": obs["model_d"],
+            "model_d": without_meta(&obs["model_d"]),
             "modern_protocol": obs["modern_protocol"],
             "model_a_after_everything": obs["model_a_after_everything"],
             "asked_a": obs["asked_a"],
             "asked_b": obs["asked_b"],
             "asked_c": obs["asked_c"],
+            "asked_d": obs["asked_d"],
         }),
         &json!({
             "evals": {
@@ -105,7 +106,9 @@ fn sampling_reaches_the_eval_client_as_its_profile_says() {
                 "declined": refused("it was declined by the user"),
                 "denied": refused("profile `closed` denies sampling"),
                 "no_model": refused("this script's client did not declare `sampling`"),
-                "modern": refused("this script's client speaks MCP 2026-07-28, where a server sends its client no requests; codemode forwards sampling to clients of 2025-11-25 and older"),
+                // A 2026-07-28 client's model answers in the retry of an input-required result.
+                "modern": answered("model-d", "d heard Resource trigger-sampling-request context: hi"),
+                "modern_asked": answered("model-d", "d heard Resource trigger-sampling-request context: hi"),
                 "held": {"is_error": false, "ok": true, "calls": [["chatty__hold", "ok", null]], "result": {"result": "a"}},
                 "crowded": {"is_error": true, "ok": false, "calls": [["chatty__sample", "error", unattributed]],
                     "error": ["exception", format!("ToolError: {unattributed}")]},
@@ -136,7 +139,8 @@ fn sampling_reaches_the_eval_client_as_its_profile_says() {
                 Messages (2):\n1. user, text:\n    ping\n2. user, image (image/png, 68 bytes)\n\n\
                 No answer within 30 s refuses the request."],
             "asked_c": [],
-            "model_d": [],
+            "asked_d": [everything_prompt()],
+            "model_d": [everything_request, everything_request],
             "modern_protocol": Mode::Auto.protocol(),
         }),
     );
@@ -177,17 +181,25 @@ fn assert_audit(records: &[Value]) {
         })
         .collect();
     // A 2026-07-28 request has a handler of its own, numbered among the server's sessions.
-    let modern_session = rows
-        .get(5)
-        .and_then(|r| r.split(" | ").nth(2))
-        .unwrap_or_default()
-        .to_string();
-    assert!(
-        modern_session.starts_with('s') && !["s1", "s2", "s3"].contains(&modern_session.as_str()),
-        "{modern_session}"
-    );
+    let session_of = |row: usize| {
+        let session = rows
+            .get(row)
+            .and_then(|r| r.split(" | ").nth(2))
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            session.starts_with('s') && !["s1", "s2", "s3"].contains(&session.as_str()),
+            "{session}"
+        );
+        session
+    };
     let modern = format!(
-        "everything | open | {modern_session} | denied | null | denied | this script's client speaks MCP 2026-07-28, where a server sends its client no requests; codemode forwards sampling to clients of 2025-11-25 and older | null | 1 | 5"
+        "everything | open | {} | allowed | null | ok | null | model-d | 1 | 5",
+        session_of(5)
+    );
+    let modern_asked = format!(
+        "everything | guarded | {} | approved | elicitation | ok | null | model-d | 1 | 5",
+        session_of(6)
     );
     assert_eq!(
         rows,
@@ -198,6 +210,7 @@ fn assert_audit(records: &[Value]) {
             "everything | closed | s1 | denied | null | denied | profile `closed` denies sampling | null | 1 | 5",
             "everything | open | s3 | denied | null | denied | this script's client did not declare `sampling` | null | 1 | 5",
             &modern,
+            &modern_asked,
             "chatty | guarded | s2 | approved | elicitation | ok | null | model-b | 2 | 32",
         ]
     );
@@ -207,7 +220,7 @@ fn assert_audit(records: &[Value]) {
         .filter(|r| r["event"] == "sampling" && r["server"] == "everything")
         .filter_map(|r| r["request_sha256"].as_str())
         .collect();
-    assert_eq!(hashes.len(), 6);
+    assert_eq!(hashes.len(), 7);
     assert!(
         hashes.iter().all(|h| h.len() == 64 && *h == hashes[0]),
         "{hashes:?}"

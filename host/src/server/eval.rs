@@ -89,6 +89,11 @@ impl CodemodeServer {
             }
         };
         let wait = self.wait_for(&ctx, (&tool, &caller.name), modern);
+        // A 2026-07-28 client's model is reached through the eval's input-required results.
+        let model = wait
+            .suspended
+            .clone()
+            .map(|s| s as Arc<dyn crate::tools::ClientModel>);
         // One progress for the request: the eval's running time and its upstream calls' own
         // progress share its increasing values.
         let progress = Arc::new(Progress::new(&ctx));
@@ -117,7 +122,7 @@ impl CodemodeServer {
             code,
             (caller, profile, slot),
             &wait,
-            (&cancel, &relay, SamplingRoute::of_request(&ctx)),
+            (&cancel, &relay, SamplingRoute::of_request(&ctx, model)),
             (done_tx, trace),
         );
         if let Err(e) = task.spawn(self.state.drain.enter()) {

@@ -23,6 +23,8 @@ use crate::approvals::{Answer, Ask, AskKind, Asker, Question, Reply, chosen_opti
 use crate::server::finished::Finished;
 use crate::server::owner::Owner;
 
+mod model;
+
 /// A finished eval whose outcome nobody fetched is forgotten after this long.
 const UNCLAIMED_TTL: Duration = Duration::from_secs(600);
 
@@ -209,6 +211,8 @@ pub(super) fn random_token() -> String {
 #[derive(Default)]
 struct State {
     pending: BTreeMap<String, Pending>,
+    /// Upstreams' sampling requests for the client's model ([`model`]).
+    messages: BTreeMap<String, model::PendingMessage>,
     outcome: Option<Finished>,
     finished_at: Option<Instant>,
     /// Requests waiting for this eval now: the request that registered it counts from the
@@ -367,10 +371,11 @@ impl Suspended {
                 if let Some(parked) = &state.parked {
                     return Event::Parked(input_requests(parked.iter().map(|(k, q)| (k, q))));
                 }
-                if !state.pending.is_empty() {
-                    return Event::Input(input_requests(
-                        state.pending.iter().map(|(k, p)| (k, &p.question)),
-                    ));
+                if !state.pending.is_empty() || !state.messages.is_empty() {
+                    let mut requests =
+                        input_requests(state.pending.iter().map(|(k, p)| (k, &p.question)));
+                    model::add_requests(&mut requests, state.messages.iter());
+                    return Event::Input(requests);
                 }
             }
             notified.await;
@@ -382,18 +387,25 @@ impl Suspended {
     /// later, and its key is returned.
     pub fn answer(&self, responses: &InputResponses) -> Vec<String> {
         let mut delivered = Vec::new();
+        let mut messages = Vec::new();
         let mut refused = Vec::new();
         {
             let mut state = self.lock();
             for (key, response) in responses {
-                match state.pending.remove(key) {
-                    Some(pending) => delivered.push((pending.reply, parse_response(response))),
-                    None => refused.push(key.clone()),
+                if let Some(pending) = state.pending.remove(key) {
+                    delivered.push((pending.reply, parse_response(response)));
+                } else if let Some(message) = state.messages.remove(key) {
+                    messages.push((message, response));
+                } else {
+                    refused.push(key.clone());
                 }
             }
         }
         for (reply, answer) in delivered {
             let _ = reply.send(answer);
+        }
+        for (message, response) in messages {
+            message.answer(response);
         }
         refused
     }

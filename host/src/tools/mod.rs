@@ -12,7 +12,7 @@ mod schemas;
 mod upstream_elicitation;
 
 pub use observed::ObservedTypes;
-pub use sampling::{SamplingGate, SamplingRoute};
+pub use sampling::{ClientModel, SamplingGate, SamplingRoute};
 pub use schemas::CatalogSchemas;
 pub use upstream_elicitation::ForwardElicitation;
 

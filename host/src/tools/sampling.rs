@@ -2,7 +2,9 @@
 //! is the eval's [`CallSampler`] — its profile's `sampling` decides (`allow`, `ask`, `deny`;
 //! default `ask`, put to a human through the eval's usual channels), one `sampling` audit record
 //! says what became of each request, and an allowed request goes to the eval's client's model
-//! ([`SamplingRoute`]) — or is refused with the reason when there is none.
+//! ([`SamplingRoute`], [`ClientModel`]: a request on its connection, or on 2026-07-28 an input
+//! request of the eval's input-required result) — or is refused with the reason when there is
+//! none.
 
 #![expect(
     deprecated,
@@ -27,11 +29,31 @@ use serde_json::Value;
 use super::sampling_prompt::{APPROVE, Asking, FIELD, sampling_question};
 use crate::approvals::Asker;
 
+/// The model of an eval's MCP client, as its protocol reaches it: a `sampling/createMessage`
+/// request on its connection (2025-11-25 and older), or an input request of the eval's
+/// input-required result, answered by the client's retry (2026-07-28).
+pub trait ClientModel: Send + Sync {
+    /// Has the client's model answer `params`.
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, ServiceError>>;
+}
+
+impl ClientModel for Peer<RoleServer> {
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, ServiceError>> {
+        Box::pin(Peer::create_message(self, params))
+    }
+}
+
 /// Where an eval's allowed sampling requests go.
 #[derive(Clone)]
 pub enum SamplingRoute {
-    /// The MCP client of the eval's request, which declared `sampling`.
-    Client(Peer<RoleServer>),
+    /// The model of the eval's MCP client, which declared `sampling`.
+    Client(Arc<dyn ClientModel>),
     /// Nowhere: why, in words (the upstream is told).
     Refused(String),
 }
@@ -46,25 +68,30 @@ impl Default for SamplingRoute {
 }
 
 impl SamplingRoute {
-    /// The route of an eval requested with `ctx`: its client, when it declared `sampling` on a
-    /// protocol where a server may send it requests (2025-11-25 and older).
-    pub fn of_request(ctx: &RequestContext<RoleServer>) -> Self {
+    /// The route of an eval requested with `ctx`, when its client declared `sampling`: on
+    /// 2025-11-25 and older its connection; on 2026-07-28, where a server sends its client no
+    /// requests, `input_required` (the eval's input-required results).
+    pub fn of_request(
+        ctx: &RequestContext<RoleServer>,
+        input_required: Option<Arc<dyn ClientModel>>,
+    ) -> Self {
+        if ctx
+            .client_capabilities()
+            .is_none_or(|c| c.sampling.is_none())
+        {
+            return SamplingRoute::Refused(
+                "this script's client did not declare `sampling`".into(),
+            );
+        }
         let modern = ctx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        if modern {
-            return SamplingRoute::Refused(
-                "this script's client speaks MCP 2026-07-28, where a server sends its client no requests; codemode forwards sampling to clients of 2025-11-25 and older".into(),
-            );
-        }
-        match ctx
-            .client_capabilities()
-            .is_some_and(|c| c.sampling.is_some())
-        {
-            true => SamplingRoute::Client(ctx.peer.clone()),
-            false => {
-                SamplingRoute::Refused("this script's client did not declare `sampling`".into())
-            }
+        match (modern, input_required) {
+            (false, _) => SamplingRoute::Client(Arc::new(ctx.peer.clone())),
+            (true, Some(model)) => SamplingRoute::Client(model),
+            (true, None) => SamplingRoute::Refused(
+                "this script's 2026-07-28 request cannot return input-required results".into(),
+            ),
         }
     }
 }
@@ -164,7 +191,7 @@ impl SamplingGate {
         server: &str,
         params: &Value,
         record: &mut SamplingAuditRecord,
-    ) -> Result<&Peer<RoleServer>, String> {
+    ) -> Result<&Arc<dyn ClientModel>, String> {
         let peer = match &self.route {
             SamplingRoute::Client(peer) => peer,
             SamplingRoute::Refused(why) => return Err(why.clone()),
@@ -261,7 +288,7 @@ fn timed_out(record: &mut SamplingAuditRecord, timeout: Duration) -> Result<(), 
 
 /// Sends an allowed request to the client; its answer (or its own error) goes back upstream.
 async fn forward(
-    peer: &Peer<RoleServer>,
+    peer: &Arc<dyn ClientModel>,
     params: CreateMessageRequestParams,
     record: &mut SamplingAuditRecord,
 ) -> Result<CreateMessageResult, McpError> {

@@ -6,8 +6,9 @@ A and B with a model (a `sampling_callback`) and a human, C with a human only.
 2. profile `guarded` (the default, ask): A's human is asked, approves, A's model answers;
 3. the same, declined: A's model is not asked, the script gets the refusal;
 4. profile `closed` (deny): nobody is asked;
-5. C, whose client declared no sampling: refused; so is D, whose client speaks 2026-07-28 (a
-   server sends it no requests);
+5. C, whose client declared no sampling: refused; D, whose client speaks 2026-07-28 (a server
+   sends it no requests): its model answers in the retry of an input-required result, under
+   `open` at once, under `guarded` after D's human approved in an earlier round;
 6. while A's eval holds a call on `chatty`, B's eval there asks for sampling: two evals have
    calls there, so it is refused and no model sees it; then B alone, asked under `guarded`:
    B's human sees the messages (an image by its size), B's model answers."""
@@ -65,8 +66,12 @@ async def main() -> dict:
         denied = await evaluate(a, EVERYTHING, tool="codemode_eval_closed")
         no_model = await evaluate(c, EVERYTHING, tool="codemode_eval_open")
         model_d = Model("d")
-        async with Ready(Client(target(), mode="auto", sampling_callback=model_d)) as d:
+        human_d = Human(approve("approve"), name="D")
+        async with Ready(
+            Client(target(), mode="auto", sampling_callback=model_d, elicitation_callback=human_d)
+        ) as d:
             modern = await evaluate(d, EVERYTHING, tool="codemode_eval_open")
+            modern_asked = await evaluate(d, EVERYTHING, tool="codemode_eval_guarded")
             modern_protocol = d.protocol_version
         asked_a = len(model_a.asked)
 
@@ -87,6 +92,7 @@ async def main() -> dict:
             "denied": denied,
             "no_model": no_model,
             "modern": modern,
+            "modern_asked": modern_asked,
             "held": held,
             "crowded": crowded,
             "alone": alone,
@@ -98,6 +104,7 @@ async def main() -> dict:
         "modern_protocol": modern_protocol,
         "asked_a": [q["message"] for q in human_a.asked],
         "asked_b": [q["message"] for q in human_b.asked],
+        "asked_d": [q["message"] for q in human_d.asked],
         "asked_c": [q["message"] for q in human_c.asked],
     }
 
