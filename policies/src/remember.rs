@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use codemode_runtime::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -93,41 +93,67 @@ pub trait RuleStore: Send + Sync {
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>>;
 }
 
-/// Rules in memory, for one process (when there is no durable store).
+/// Rules in memory, for one process (when there is no durable store). Like the durable store,
+/// it keeps a rule only for the time it was put for: one past it is dropped at the next write,
+/// so that the rules of a long-running process do not pile up.
 #[derive(Debug, Default)]
 pub struct MemoryRuleStore {
-    rules: Mutex<HashMap<String, RememberedRule>>,
+    rules: Mutex<HashMap<String, (RememberedRule, Option<Instant>)>>,
 }
 
 impl MemoryRuleStore {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RememberedRule>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (RememberedRule, Option<Instant>)>> {
         // A map of plain values: a panic cannot leave it inconsistent.
         self.rules.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
+/// Whether a rule kept until `until` is still kept (`None`: a time beyond what the clock
+/// counts).
+fn kept(until: Option<Instant>) -> bool {
+    until.is_none_or(|until| until > Instant::now())
+}
+
 impl RuleStore for MemoryRuleStore {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RememberedRule>, String>> {
-        let rule = self.lock().get(id).cloned();
+        let rule = self
+            .lock()
+            .get(id)
+            .filter(|(_, until)| kept(*until))
+            .map(|(rule, _)| rule.clone());
         Box::pin(async move { Ok(rule) })
     }
 
     fn put<'a>(
         &'a self,
         rule: &'a RememberedRule,
-        _ttl: Duration,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<(), String>> {
-        self.lock().insert(rule.id.clone(), rule.clone());
+        let until = Instant::now().checked_add(ttl);
+        let mut rules = self.lock();
+        rules.retain(|_, (_, until)| kept(*until));
+        if kept(until) {
+            rules.insert(rule.id.clone(), (rule.clone(), until));
+        } else {
+            rules.remove(&rule.id);
+        }
         Box::pin(async { Ok(()) })
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, String>> {
-        let rules = self.lock().values().cloned().collect();
+        let rules = self
+            .lock()
+            .values()
+            .filter(|(_, until)| kept(*until))
+            .map(|(rule, _)| rule.clone())
+            .collect();
         Box::pin(async move { Ok(rules) })
     }
 
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
-        let removed = self.lock().remove(id).is_some();
+        let removed = self.lock().remove(id).is_some_and(|(_, until)| kept(until));
         Box::pin(async move { Ok(removed) })
     }
 }
