@@ -43,6 +43,11 @@ pub struct RememberedRule {
     pub expires_at_ms: u64,
     /// Who approved, when the channel knows.
     pub approved_by: Option<String>,
+    /// The permission of the risk level's `approvers` by which they approved (`None`: the
+    /// level named none then). While the level names approvers, only a rule given with one of
+    /// them covers a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_with: Option<String>,
     /// Through which channel.
     pub channel: Channel,
 }
@@ -180,6 +185,8 @@ pub struct Approved<'a> {
     pub risk: Risk,
     /// Who approved, when known.
     pub approved_by: Option<String>,
+    /// The `approvers` permission by which they approved, if the level names approvers.
+    pub approved_with: Option<String>,
     /// Through which channel.
     pub channel: Channel,
 }
@@ -280,6 +287,7 @@ impl RememberedRules {
             created_at: crate::rfc3339_utc(UNIX_EPOCH + Duration::from_millis(now)),
             expires_at_ms: now.saturating_add(period_ms),
             approved_by: approved.approved_by.clone(),
+            approved_with: approved.approved_with,
             channel: approved.channel,
         };
         self.store.put(&rule, period).await?;

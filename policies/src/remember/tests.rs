@@ -48,6 +48,7 @@ async fn a_rule_whose_content_does_not_match_its_id_covers_nothing() {
         args: &json!({"a": 1}),
         risk: Risk::Medium,
         approved_by: None,
+        approved_with: None,
         channel: Channel::Http,
     };
     let mut rule = rules
@@ -84,6 +85,7 @@ fn stored_rule(caller: &str) -> RememberedRule {
         created_at: "2027-01-15T08:00:00Z".into(),
         expires_at_ms: u64::MAX,
         approved_by: None,
+        approved_with: None,
         channel: Channel::Http,
     }
 }
