@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use codemode_runtime::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -43,6 +43,11 @@ pub struct RememberedRule {
     pub expires_at_ms: u64,
     /// Who approved, when the channel knows.
     pub approved_by: Option<String>,
+    /// The permission of the risk level's `approvers` by which they approved (`None`: the
+    /// level named none then). While the level names approvers, only a rule given with one of
+    /// them covers a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_with: Option<String>,
     /// Through which channel.
     pub channel: Channel,
 }
@@ -93,41 +98,67 @@ pub trait RuleStore: Send + Sync {
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>>;
 }
 
-/// Rules in memory, for one process (when there is no durable store).
+/// Rules in memory, for one process (when there is no durable store). Like the durable store,
+/// it keeps a rule only for the time it was put for: one past it is dropped at the next write,
+/// so that the rules of a long-running process do not pile up.
 #[derive(Debug, Default)]
 pub struct MemoryRuleStore {
-    rules: Mutex<HashMap<String, RememberedRule>>,
+    rules: Mutex<HashMap<String, (RememberedRule, Option<Instant>)>>,
 }
 
 impl MemoryRuleStore {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RememberedRule>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (RememberedRule, Option<Instant>)>> {
         // A map of plain values: a panic cannot leave it inconsistent.
         self.rules.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
+/// Whether a rule kept until `until` is still kept (`None`: a time beyond what the clock
+/// counts).
+fn kept(until: Option<Instant>) -> bool {
+    until.is_none_or(|until| until > Instant::now())
+}
+
 impl RuleStore for MemoryRuleStore {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RememberedRule>, String>> {
-        let rule = self.lock().get(id).cloned();
+        let rule = self
+            .lock()
+            .get(id)
+            .filter(|(_, until)| kept(*until))
+            .map(|(rule, _)| rule.clone());
         Box::pin(async move { Ok(rule) })
     }
 
     fn put<'a>(
         &'a self,
         rule: &'a RememberedRule,
-        _ttl: Duration,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<(), String>> {
-        self.lock().insert(rule.id.clone(), rule.clone());
+        let until = Instant::now().checked_add(ttl);
+        let mut rules = self.lock();
+        rules.retain(|_, (_, until)| kept(*until));
+        if kept(until) {
+            rules.insert(rule.id.clone(), (rule.clone(), until));
+        } else {
+            rules.remove(&rule.id);
+        }
         Box::pin(async { Ok(()) })
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, String>> {
-        let rules = self.lock().values().cloned().collect();
+        let rules = self
+            .lock()
+            .values()
+            .filter(|(_, until)| kept(*until))
+            .map(|(rule, _)| rule.clone())
+            .collect();
         Box::pin(async move { Ok(rules) })
     }
 
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
-        let removed = self.lock().remove(id).is_some();
+        let removed = self.lock().remove(id).is_some_and(|(_, until)| kept(until));
         Box::pin(async move { Ok(removed) })
     }
 }
@@ -154,6 +185,8 @@ pub struct Approved<'a> {
     pub risk: Risk,
     /// Who approved, when known.
     pub approved_by: Option<String>,
+    /// The `approvers` permission by which they approved, if the level names approvers.
+    pub approved_with: Option<String>,
     /// Through which channel.
     pub channel: Channel,
 }
@@ -254,6 +287,7 @@ impl RememberedRules {
             created_at: crate::rfc3339_utc(UNIX_EPOCH + Duration::from_millis(now)),
             expires_at_ms: now.saturating_add(period_ms),
             approved_by: approved.approved_by.clone(),
+            approved_with: approved.approved_with,
             channel: approved.channel,
         };
         self.store.put(&rule, period).await?;

@@ -106,7 +106,14 @@ impl PolicyToolHost {
         let leading = if ParkedAsk::of(cx).is_some() {
             None
         } else {
-            let join_key = JoinKey::new(cx.eval_id, &self.caller, profile.name(), tool, args);
+            let join_key = JoinKey::new(
+                self.join_scope,
+                cx.eval_id,
+                &self.caller,
+                profile.name(),
+                tool,
+                args,
+            );
             let _paused = cx.pause_timeout();
             match self.joins.join_or_lead(join_key).await {
                 Role::Lead(leading) => Some(leading),

@@ -21,13 +21,17 @@ use crate::{ApprovalAnswer, Caller};
 /// (the approval timeout around it decides).
 pub(super) type SharedPrompt = Shared<BoxFuture<'static, Option<ApprovalAnswer>>>;
 
-/// What identifies identical asks: the caller (name and permissions), the profile, the tool
-/// and the hash of the arguments' canonical JSON.
+/// What identifies identical asks: the policy host and eval, the caller (name and
+/// permissions), the profile, the tool and the hash of the arguments' canonical JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct JoinKey {
     /// Calls of one eval only: an eval waiting on another eval's prompt could not tell its own
     /// client (no input-required result, no elicitation of its own), so it would wait unseen
-    /// on a question its client never sees — and that may be abandoned.
+    /// on a question its client never sees — and that may be abandoned. The runtime's eval id
+    /// alone does not say which eval: one resumed from another process keeps the id it was
+    /// given there, which an eval of this process may hold too. So the key also names the
+    /// policy host ([`JoinScope`]), of which each eval has its own.
+    host: u64,
     eval: u64,
     caller: String,
     permissions: Vec<String>,
@@ -36,8 +40,21 @@ pub(super) struct JoinKey {
     args_sha256: String,
 }
 
+/// Which policy host's calls may join each other's asks: unique in the process.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct JoinScope(u64);
+
+impl JoinScope {
+    /// A scope no other host of this process has.
+    pub(super) fn fresh() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        JoinScope(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 impl JoinKey {
     pub(super) fn new(
+        scope: JoinScope,
         eval: codemode_runtime::EvalId,
         caller: &Caller,
         profile: &str,
@@ -45,6 +62,7 @@ impl JoinKey {
         args: &Value,
     ) -> Self {
         JoinKey {
+            host: scope.0,
             eval: eval.0,
             caller: caller.name.clone(),
             permissions: caller.permissions.iter().cloned().collect(),

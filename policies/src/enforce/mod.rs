@@ -120,6 +120,8 @@ pub struct PolicyToolHost {
     pending: PendingSlots,
     /// The asks pending now that identical calls join.
     joins: PendingAsks,
+    /// Whose asks this host's calls join: its own, whatever registry `joins` is.
+    join_scope: joined::JoinScope,
     /// One queue per approval key: asks about the same thing take turns.
     queues: Mutex<HashMap<ApprovalKey, Arc<tokio::sync::Mutex<()>>>>,
     /// Approvals remembered "from now on"; `None`: that answer is not offered.
@@ -294,6 +296,7 @@ impl PolicyToolHost {
                 observer: None,
                 pending: PendingSlots::new(),
                 joins: PendingAsks::default(),
+                join_scope: joined::JoinScope::fresh(),
                 queues: Mutex::new(HashMap::new()),
                 remembered: None,
             },

@@ -30,7 +30,8 @@ impl PolicyToolHost {
 
     /// The approval a remembered rule gives `call`, if one covers it: the call goes ahead
     /// without asking, audited with channel `policy`, the approver of the rule, and a reason
-    /// naming the rule. Only while the call's risk level still allows remembering (`policy`);
+    /// naming the rule. Only while the call's risk level still allows remembering (`policy`),
+    /// and, when it names `approvers`, for a rule given by one of them;
     /// a store that cannot be read covers nothing (the human is asked as before).
     pub(super) async fn remembered_approval(
         &self,
@@ -57,6 +58,14 @@ impl PolicyToolHost {
                 return None;
             }
         };
+        // A level that names approvers now is covered only by a rule one of them gave.
+        let given_by_approver = rule
+            .approved_with
+            .as_ref()
+            .is_some_and(|right| policy.approvers.contains(right));
+        if !policy.approvers.is_empty() && !given_by_approver {
+            return None;
+        }
         audit.channel = Some(Channel::Policy);
         audit.decided_by.clone_from(&rule.approved_by);
         audit.decision_reason = Some(format!(
@@ -95,6 +104,7 @@ impl PolicyToolHost {
             args: call.args,
             risk: call.risk,
             approved_by: audit.decided_by.clone(),
+            approved_with: audit.approver_right.clone(),
             channel: answer.channel,
         };
         let note = match rules.remember(approved, period).await {

@@ -48,6 +48,7 @@ async fn a_rule_whose_content_does_not_match_its_id_covers_nothing() {
         args: &json!({"a": 1}),
         risk: Risk::Medium,
         approved_by: None,
+        approved_with: None,
         channel: Channel::Http,
     };
     let mut rule = rules
@@ -71,4 +72,33 @@ async fn a_rule_whose_content_does_not_match_its_id_covers_nothing() {
             .unwrap(),
         None
     );
+}
+
+fn stored_rule(caller: &str) -> RememberedRule {
+    RememberedRule {
+        id: RememberedRule::id_of(caller, "p", "fs__write", "ab"),
+        caller: caller.into(),
+        profile: "p".into(),
+        tool: "fs__write".into(),
+        args_sha256: "ab".into(),
+        risk: Risk::Medium,
+        created_at: "2027-01-15T08:00:00Z".into(),
+        expires_at_ms: u64::MAX,
+        approved_by: None,
+        approved_with: None,
+        channel: Channel::Http,
+    }
+}
+
+/// The process's rules do not pile up: a rule past the time it was kept for is gone from the
+/// memory store (not merely filtered out when listed), as from the durable one.
+#[tokio::test]
+async fn the_memory_store_forgets_a_rule_once_its_time_is_up() {
+    let store = MemoryRuleStore::default();
+    let (old, new) = (stored_rule("alice"), stored_rule("bob"));
+    store.put(&old, Duration::ZERO).await.unwrap();
+    store.put(&new, Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(store.get(&old.id).await.unwrap(), None);
+    assert_eq!(store.list().await.unwrap(), [new]);
+    assert_eq!(store.lock().len(), 1);
 }

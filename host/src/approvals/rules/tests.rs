@@ -23,6 +23,7 @@ fn approved(args: &serde_json::Value) -> Approved<'_> {
         args,
         risk: Risk::High,
         approved_by: Some("lead".into()),
+        approved_with: None,
         channel: Channel::Http,
     }
 }

@@ -227,6 +227,27 @@ async fn an_identical_call_of_another_eval_is_asked_about_separately() {
     assert!(e.audit.tool_calls().iter().all(|r| r.joined_ask.is_none()));
 }
 
+/// Two evals that carry the same runtime id (one resumed here from another process keeps the
+/// id it was first given there, which a fresh eval of this process may hold too) still ask on
+/// their own: an eval never waits on a question its own client is not shown.
+#[tokio::test]
+async fn an_identical_call_of_another_eval_with_the_same_eval_id_is_asked_about_separately() {
+    let e = env();
+    let (fresh, resumed) = (e.host(), e.host());
+    let both = tokio::join!(
+        call_in(&fresh, 3, 1, json!({"path": "/x"})),
+        call_in(&resumed, 3, 1, json!({"path": "/x"})),
+        async {
+            e.until(2, 0).await;
+            e.approver.answer_asked(ApprovalDecision::ApproveOnce);
+        }
+    );
+    both.0.unwrap();
+    both.1.unwrap();
+    assert_eq!((e.approver.asked(), e.asks.joined()), (2, 0));
+    assert!(e.audit.tool_calls().iter().all(|r| r.joined_ask.is_none()));
+}
+
 #[tokio::test]
 async fn a_waiter_that_leaves_does_not_withdraw_the_ask_and_the_last_one_does() {
     let e = env();

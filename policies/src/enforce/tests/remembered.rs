@@ -302,3 +302,50 @@ async fn from_now_on_is_offered_only_with_remember_for_and_a_place_to_keep_rules
     assert!(rules.list().await.unwrap().is_empty());
     assert!(rule_records(&audit).is_empty());
 }
+
+/// A rule remembered while the call's risk level named no `approvers` covers nothing once it
+/// does (a config reload): the answer was not given by one of them, so an approver is asked.
+#[tokio::test]
+async fn a_rule_not_given_by_an_approver_covers_nothing_once_the_level_names_approvers() {
+    let audit = Arc::new(MemoryAuditSink::new());
+    let (rules, _) = rules(&audit);
+    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
+    let (first, _) = host(
+        remembering(json!({})),
+        "alice",
+        human.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    write(&first, "/x").await.unwrap();
+    assert_eq!(rules.list().await.unwrap().len(), 1);
+    let supervised = remembering(json!({"riskPolicies": {"medium": {
+        "rememberFor": "1h",
+        "approvers": ["approve:medium"]
+    }}}));
+    let (second, calls) = host(
+        supervised.clone(),
+        "alice",
+        human.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    assert_eq!(reason_of(&write(&second, "/x").await), Some("permission"));
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+    // Given again by alice holding the right: that rule covers the call, whoever asks.
+    let (calls, inner) = inner();
+    let approver = PolicyToolHost::builder(inner)
+        .profile(Some(supervised.clone()))
+        .asker(human.clone())
+        .caller(Caller::new("alice", ["approve:medium"]))
+        .remembered(Some(rules.clone()))
+        .build();
+    write(&approver, "/x").await.unwrap();
+    assert_eq!((human.asked(), calls.load(Ordering::SeqCst)), (2, 1));
+    let rule = rules.list().await.unwrap().remove(0);
+    assert_eq!(rule.approved_with.as_deref(), Some("approve:medium"));
+    let (third, calls) = host(supervised, "alice", human.clone(), Some(rules), &audit);
+    write(&third, "/x").await.unwrap();
+    assert_eq!((human.asked(), calls.load(Ordering::SeqCst)), (2, 1));
+}
