@@ -56,13 +56,16 @@ mod tests {
         assert_ne!(rust_block(readme, "Embedding"), Some("fn main() { }\n"));
     }
 
-    /// The paths README's architecture picture names, resolved as a reader would: a line that
+    /// The paths the picture under `heading` names (README's flows, docs/ARCHITECTURE.md's
+    /// modules), resolved as a reader would: a line that
     /// starts at column 0 with `dir/` sets the crate directory; a line indented by two spaces
     /// starts an entry of it, and when that entry is `dir/`, the entry's paths and those of the
     /// lines continuing it (indented deeper) are looked up in that directory first; every path is
     /// then looked up in the crate directory, then at the repository's root.
-    fn architecture_paths(readme: &str) -> Vec<(String, Vec<std::path::PathBuf>)> {
-        let section = &readme[readme.find("\n## Architecture\n").expect("the section")..];
+    fn architecture_paths(text: &str, heading: &str) -> Vec<(String, Vec<std::path::PathBuf>)> {
+        let section = &text[text
+            .find(&format!("\n## {heading}\n"))
+            .expect("the section")..];
         let block = &section[section.find("```text\n").expect("the picture") + 8..];
         let block = &block[..block.find("```").expect("its end")];
         let is_path = |token: &str| {
@@ -114,7 +117,9 @@ mod tests {
     #[test]
     fn the_architecture_picture_names_real_paths_and_every_module() {
         let readme = include_str!("../README.md");
-        let named = architecture_paths(readme);
+        let modules = include_str!("../docs/ARCHITECTURE.md");
+        let mut named = architecture_paths(readme, "Architecture");
+        named.extend(architecture_paths(modules, "Modules"));
         let mut found = std::collections::BTreeSet::new();
         let mut missing = Vec::new();
         for (token, candidates) in &named {
@@ -128,7 +133,7 @@ mod tests {
         assert_eq!(
             missing,
             Vec::<String>::new(),
-            "named in README's picture but missing"
+            "named in README's flows or docs/ARCHITECTURE.md but missing"
         );
 
         // Every module a newcomer must find: each directory and file directly under the
@@ -157,14 +162,14 @@ mod tests {
         assert_eq!(
             unnamed,
             Vec::<String>::new(),
-            "missing from README's picture"
+            "missing from docs/ARCHITECTURE.md"
         );
     }
 
     #[test]
     fn architecture_paths_follow_the_picture_s_bases() {
         let readme = "# R\n\n## Architecture\n\n```text\nhost/src/  wiring\n  cli/  run.rs\n        check.rs\n  session.rs  (guest/ABI.md)\n```\n";
-        let named: Vec<(String, Vec<String>)> = architecture_paths(readme)
+        let named: Vec<(String, Vec<String>)> = architecture_paths(readme, "Architecture")
             .into_iter()
             .map(|(t, c)| {
                 let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
