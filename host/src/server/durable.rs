@@ -95,27 +95,23 @@ pub struct ParkedMeta {
     /// The client it counts against (`limits.perClient`), see [`super::fair::client_key`].
     #[serde(default)]
     pub client: String,
-    /// The session it ran in (a 2026-07-28 request is a session of its own), for its audit
-    /// records.
+    /// The session it ran in, for its audit records (a 2026-07-28 request is a session).
     #[serde(default)]
     pub session_id: Option<String>,
     /// Tools approved "for the rest of the script" so far.
     #[serde(default)]
     pub eval_approvals: SessionApprovals,
-    /// Tools approved "for the rest of the session" so far: for a 2026-07-28 eval, whose
-    /// request is its session, also the rest of the eval.
+    /// Tools approved "for the rest of the session" so far (a 2026-07-28 request's session).
     #[serde(default)]
     pub session_approvals: SessionApprovals,
-    /// Milliseconds it spent in memory before this park (earlier runs included): counted
-    /// against `limits.maxEvalLifetime` when it resumes. Time spent parked is bounded by the
-    /// approval timeout instead (the records expire; the sweep ends the call at the deadline).
+    /// Milliseconds it spent in memory before this park (earlier runs included), counted against
+    /// `limits.maxEvalLifetime` when it resumes (time parked is bounded by the approval timeout).
     #[serde(default)]
     pub lived_ms: u64,
     /// Its trace (traces on where it started): the resumed eval goes on in it.
     #[serde(default)]
     pub trace: Option<crate::traces::SavedTrace>,
-    /// The media its calls received (within `limits.maxMediaBytes`): its result may still name
-    /// them after the resume.
+    /// The media its calls received: its result may still attach them after the resume.
     #[serde(default)]
     pub media: Vec<codemode_upstream::KeptMedia>,
 }

@@ -211,8 +211,9 @@ pub(super) fn random_token() -> String {
 #[derive(Default)]
 struct State {
     pending: BTreeMap<String, Pending>,
-    /// Upstreams' sampling requests for the client's model ([`model`]).
-    messages: BTreeMap<String, model::PendingMessage>,
+    /// Upstreams' sampling requests for the client's model ([`model`]): each input request, and
+    /// where the client's response goes.
+    messages: BTreeMap<String, (InputRequest, oneshot::Sender<Value>)>,
     outcome: Option<Finished>,
     finished_at: Option<Instant>,
     /// Requests waiting for this eval now: the request that registered it counts from the
@@ -374,7 +375,9 @@ impl Suspended {
                 if !state.pending.is_empty() || !state.messages.is_empty() {
                     let mut requests =
                         input_requests(state.pending.iter().map(|(k, p)| (k, &p.question)));
-                    model::add_requests(&mut requests, state.messages.iter());
+                    for (key, (request, _)) in &state.messages {
+                        requests.insert(key.clone(), request.clone());
+                    }
                     return Event::Input(requests);
                 }
             }
@@ -394,8 +397,8 @@ impl Suspended {
             for (key, response) in responses {
                 if let Some(pending) = state.pending.remove(key) {
                     delivered.push((pending.reply, parse_response(response)));
-                } else if let Some(message) = state.messages.remove(key) {
-                    messages.push((message, response));
+                } else if let Some((_, reply)) = state.messages.remove(key) {
+                    messages.push((reply, response.clone()));
                 } else {
                     refused.push(key.clone());
                 }
@@ -404,8 +407,8 @@ impl Suspended {
         for (reply, answer) in delivered {
             let _ = reply.send(answer);
         }
-        for (message, response) in messages {
-            message.answer(response);
+        for (reply, response) in messages {
+            let _ = reply.send(response);
         }
         refused
     }

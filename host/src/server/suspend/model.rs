@@ -13,7 +13,6 @@
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, InputRequest,
-    InputRequests,
 };
 use rmcp::service::ServiceError;
 use serde_json::Value;
@@ -24,30 +23,6 @@ use codemode_runtime::BoxFuture;
 use super::{Suspended, random_token};
 use crate::tools::ClientModel;
 
-/// A sampling request waiting for the client's retry.
-pub(super) struct PendingMessage {
-    params: CreateMessageRequestParams,
-    reply: oneshot::Sender<Value>,
-}
-
-impl PendingMessage {
-    /// Hands the client's response on.
-    pub(super) fn answer(self, response: &Value) {
-        let _ = self.reply.send(response.clone());
-    }
-}
-
-/// Adds the waiting sampling requests to `requests`.
-pub(super) fn add_requests<'a>(
-    requests: &mut InputRequests,
-    messages: impl Iterator<Item = (&'a String, &'a PendingMessage)>,
-) {
-    for (key, message) in messages {
-        let request = CreateMessageRequest::new(message.params.clone());
-        requests.insert(key.clone(), InputRequest::CreateMessage(request));
-    }
-}
-
 impl ClientModel for Suspended {
     fn create_message(
         &self,
@@ -57,9 +32,8 @@ impl ClientModel for Suspended {
             // A random key per request: a client cannot answer one before it is asked.
             let key = format!("codemode-sampling-{}", random_token());
             let (reply, response) = oneshot::channel();
-            self.lock()
-                .messages
-                .insert(key.clone(), PendingMessage { params, reply });
+            let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
+            self.lock().messages.insert(key.clone(), (request, reply));
             self.changed.notify_waiters();
             let _withdraw = Withdraw {
                 suspended: self,
