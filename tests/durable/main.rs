@@ -23,6 +23,7 @@ mod node;
 mod container;
 mod failures;
 mod health;
+mod joined;
 mod kubernetes;
 mod legacy;
 mod limits;

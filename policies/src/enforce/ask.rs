@@ -177,7 +177,7 @@ impl PolicyToolHost {
                 if let Some(leading) = leading {
                     leading.publish(&id, &prompt);
                 }
-                tokio::time::timeout(timeout, answer_of(prompt)).await
+                tokio::time::timeout(timeout, answer_of(prompt.shared)).await
             }
         };
         // A human was asked (now, or before the eval was parked): the time they had.
@@ -204,6 +204,11 @@ impl PolicyToolHost {
         audit.timeout_seconds = Some(had.as_secs_f64());
         let answered = {
             let _paused = a.cx.pause_timeout();
+            // A wait for a human like the leading call's, so the eval may park: the join ends
+            // there, and made again on resume this call asks on its own, under an id reserved
+            // for it now (an answer to the joined ask is taken by the call that led it).
+            let own = ParkedAsk::approval(new_request_id(), had);
+            let _human = a.cx.awaiting_human(own.to_note());
             tokio::time::timeout(had, answer_of(prompt)).await
         };
         let Ok(answer) = answered else {

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared, WeakShared};
@@ -73,11 +73,25 @@ impl JoinKey {
     }
 }
 
-/// A published prompt: the id of its approval request, and a handle that does not keep it
-/// alive (the prompt is withdrawn when the last call waiting on it leaves).
+/// A prompt's answer once it came, kept for the calls that waited for the prompt to go up:
+/// one woken by its publication may first run after the answer came and the last handle was
+/// dropped (an answer given within one scheduling step of the prompt going up).
+type Answered = Arc<OnceLock<Option<ApprovalAnswer>>>;
+
+/// The prompt an asking call makes: shared by the calls that join it, its answer kept in
+/// `answered` as it comes.
+pub(super) struct Prompt {
+    pub(super) shared: SharedPrompt,
+    answered: Answered,
+}
+
+/// A published prompt: the id of its approval request, a handle that does not keep it alive
+/// (the prompt is withdrawn when the last call waiting on it leaves), and its answer once
+/// given.
 type Published = Option<(
     String,
     WeakShared<BoxFuture<'static, Option<ApprovalAnswer>>>,
+    Answered,
 )>;
 
 /// The asks pending now, by [`JoinKey`]. Share one across the evals whose identical asks
@@ -112,12 +126,14 @@ pub(super) struct Leading(watch::Sender<Published>);
 impl Leading {
     /// Makes `prompt` (of request `id`) the one identical calls join, for as long as some
     /// call waits on it.
-    pub(super) fn publish(self, id: &str, prompt: &SharedPrompt) {
-        let Some(weak) = prompt.downgrade() else {
+    pub(super) fn publish(self, id: &str, prompt: &Prompt) {
+        let Some(weak) = prompt.shared.downgrade() else {
             return; // Already answered: nothing left to join.
         };
         // Joiners hold receivers until they see it; none left is no error.
-        let _ = self.0.send(Some((id.to_string(), weak)));
+        let _ = self
+            .0
+            .send(Some((id.to_string(), weak, prompt.answered.clone())));
     }
 }
 
@@ -149,17 +165,23 @@ impl PendingAsks {
                     }
                 }
             };
-            // Published: join it (or, answered already, look again); the leader left without
-            // a prompt (decided otherwise, or ended): look again, and maybe lead.
+            // Published: join it — or, answered and dropped before this call ran again, take
+            // its answer (this call waited while it was pending). The leader left without a
+            // prompt (decided otherwise, or ended), or its prompt was withdrawn unanswered:
+            // look again, and maybe lead.
             let published = forming
                 .wait_for(Option::is_some)
                 .await
                 .ok()
                 .and_then(|p| p.clone());
-            if let Some((id, weak)) = published
-                && let Some(prompt) = weak.upgrade()
-            {
-                return self.join(id, prompt);
+            if let Some((id, weak, answered)) = published {
+                if let Some(prompt) = weak.upgrade() {
+                    return self.join(id, prompt);
+                }
+                if let Some(answer) = answered.get() {
+                    let prompt = futures::future::ready(answer.clone()).boxed().shared();
+                    return self.join(id, prompt);
+                }
             }
         }
     }
@@ -174,7 +196,7 @@ enum State {
 fn entry_state(rx: &watch::Receiver<Published>) -> State {
     let published = rx.borrow().clone();
     match published {
-        Some((id, weak)) => match weak.upgrade() {
+        Some((id, weak, _)) => match weak.upgrade() {
             Some(prompt) => State::Live(id, prompt),
             None => State::Gone,
         },
@@ -184,13 +206,94 @@ fn entry_state(rx: &watch::Receiver<Published>) -> State {
 }
 
 /// The prompt of `ask` through `asker`, shareable by the calls that join it.
-pub(super) fn shared_prompt(asker: Arc<dyn crate::Asker>, ask: crate::Ask) -> SharedPrompt {
-    async move { crate::approval_of(&asker.ask(ask).await) }
-        .boxed()
-        .shared()
+pub(super) fn shared_prompt(asker: Arc<dyn crate::Asker>, ask: crate::Ask) -> Prompt {
+    prompt_of(async move { crate::approval_of(&asker.ask(ask).await) }.boxed())
+}
+
+/// `answer` as a [`Prompt`], its outcome kept as it comes.
+fn prompt_of(answer: BoxFuture<'static, Option<ApprovalAnswer>>) -> Prompt {
+    let answered = Answered::default();
+    let keep = answered.clone();
+    let shared = async move {
+        let answer = answer.await;
+        // Set once: the shared future runs once.
+        let _ = keep.set(answer.clone());
+        answer
+    }
+    .boxed()
+    .shared();
+    Prompt { shared, answered }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A map of plain keys and channel ends: a panic cannot leave it inconsistent.
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ApprovalDecision, Channel};
+
+    fn key() -> JoinKey {
+        JoinKey {
+            eval: 1,
+            caller: "local".into(),
+            permissions: Vec::new(),
+            profile: "gate".into(),
+            tool: "fs__write".into(),
+            args_sha256: args_sha256(&serde_json::json!({"path": "/x"})),
+        }
+    }
+
+    fn declined() -> Option<ApprovalAnswer> {
+        Some(ApprovalAnswer::new(
+            ApprovalDecision::Decline,
+            Channel::Terminal,
+        ))
+    }
+
+    async fn lead(asks: &PendingAsks) -> Leading {
+        match asks.join_or_lead(key()).await {
+            Role::Lead(leading) => leading,
+            Role::Join { id, .. } => panic!("joined {id} with nobody asking"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_waiting_for_the_prompt_takes_an_answer_given_before_it_ran_again() {
+        let asks = PendingAsks::default();
+        let leading = lead(&asks).await;
+        let waiting = asks.join_or_lead(key());
+        tokio::pin!(waiting);
+        assert!(futures::poll!(waiting.as_mut()).is_pending(), "waits");
+        // The prompt goes up, is answered at once, and its last handle is dropped, all before
+        // the waiting call runs again.
+        let prompt = prompt_of(futures::future::ready(declined()).boxed());
+        leading.publish("r1", &prompt);
+        assert_eq!(prompt.shared.await, declined());
+        match waiting.await {
+            Role::Join { id, prompt } => {
+                assert_eq!((id.as_str(), prompt.await), ("r1", declined()));
+            }
+            Role::Lead(_) => panic!("asked again about a call its human answered"),
+        }
+        assert_eq!(asks.joined(), 1);
+        // A call made after the answer was not waiting on it: it asks.
+        lead(&asks).await;
+    }
+
+    #[tokio::test]
+    async fn a_call_waiting_for_a_prompt_withdrawn_unanswered_asks_on_its_own() {
+        let asks = PendingAsks::default();
+        let leading = lead(&asks).await;
+        let waiting = asks.join_or_lead(key());
+        tokio::pin!(waiting);
+        assert!(futures::poll!(waiting.as_mut()).is_pending(), "waits");
+        let prompt = prompt_of(futures::future::pending().boxed());
+        leading.publish("r1", &prompt);
+        drop(prompt); // The leading call left (its eval ended) before anyone answered.
+        assert!(matches!(waiting.await, Role::Lead(_)), "asks on its own");
+        assert_eq!(asks.joined(), 0);
+    }
 }
