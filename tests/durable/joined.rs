@@ -100,3 +100,66 @@ fn a_joined_call_lets_its_eval_park_and_each_call_is_answered_once_after_the_res
         .collect();
     assert_eq!(parked_on_a, Vec::<Value>::new());
 }
+
+/// The red team's form of the case (local store, a 2025-11-25-style single retry answering the
+/// one question): the eval parks with its joined ask, and one approval given to the saved eval
+/// lets both identical writes run.
+#[test]
+fn an_eval_with_a_joined_ask_parks_and_its_answer_decides_every_joined_call() {
+    use crate::client::{approve_all, input_keys, request_state};
+    let dir = codemode_test_support::scratch_dir("durable", "joined_park");
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let state = dir.join("state");
+    let config = dir.join("codemode.json");
+    let durable = json!({"store": "local", "dir": state, "suspendToStoreAfterSeconds": 0});
+    write_json(&config, &node_config(&files, &dir.join("audit"), durable));
+    let node = Node::start("joined_park", &config, &[]);
+    let path = json!(files.join("twice.txt").display().to_string());
+    let code = format!(
+        "const w = () => codemode.fs__write_file({{path: {path}, content: 'same'}});\n\
+         await Promise.all([w(), w()]);\n\
+         return 'written';"
+    );
+    let args = json!({"code": code});
+    let gate = GATE;
+    let asked = block_on(client::call_tool(&node.mcp_url(), gate, &args, None))
+        .unwrap()
+        .result;
+    assert_eq!(input_keys(&asked).len(), 1, "one question: {asked}");
+    await_local_parked(&state.join("records"), 1, &node.log());
+    let mut reply = block_on(client::call_tool(
+        &node.mcp_url(),
+        gate,
+        &args,
+        Some((&request_state(&asked), approve_all(&asked))),
+    ))
+    .unwrap()
+    .result;
+    // Made again on resume, the second call may ask on its own: answered the same way.
+    for _ in 0..3 {
+        if reply["structuredContent"]["result"] == "written" || input_keys(&reply).is_empty() {
+            break;
+        }
+        reply = block_on(client::call_tool(
+            &node.mcp_url(),
+            gate,
+            &args,
+            Some((&request_state(&reply), approve_all(&reply))),
+        ))
+        .unwrap()
+        .result;
+    }
+    assert_eq!(
+        reply["structuredContent"]["result"],
+        "written",
+        "{reply}\n{}",
+        node.log()
+    );
+    let writes: Vec<_> = audit_records(&dir.join("audit"))
+        .into_iter()
+        .filter(|r| r["event"] == "tool_call" && r["tool"] == "fs__write_file")
+        .filter(|r| r["status"] == "ok")
+        .collect();
+    assert_eq!(writes.len(), 2, "{writes:?}");
+}

@@ -237,6 +237,7 @@ mod tests {
 
     fn key() -> JoinKey {
         JoinKey {
+            host: 1,
             eval: 1,
             caller: "local".into(),
             permissions: Vec::new(),
