@@ -21,6 +21,26 @@ fn setup(name: &str) -> Setup {
 
 const DOC: &str = "codemode://everything/demo://resource/static/document/architecture.md";
 
+/// The `fields` of each `access` record of the audit log, in order.
+fn access(setup: &Setup, fields: &[&str]) -> Vec<serde_json::Value> {
+    setup
+        .audit()
+        .into_iter()
+        .filter(|r| r["event"] == "access")
+        .map(|r| fields.iter().map(|f| r[*f].clone()).collect())
+        .collect()
+}
+
+/// What subscriptions.py observes in `scenario`, with the tapped `victim` upstream.
+fn victim_scenario(name: &str, scenario: &str) -> serde_json::Value {
+    let setup = Setup::new(name, Transport::Http, crate::upstream::with_victim);
+    setup.python(
+        "subscriptions.py",
+        Mode::Legacy,
+        &[("SCENARIO", std::path::Path::new(scenario))],
+    )
+}
+
 #[test]
 fn a_client_hears_an_upstream_resources_updates_on_2025_11_25() {
     let setup = setup("subscriptions_legacy");
@@ -40,13 +60,18 @@ fn a_client_hears_an_upstream_resources_updates_on_2025_11_25() {
             "too_long": "a resource URI of 9029 bytes is longer than the 8192 codemode subscribes to",
         }),
     );
-    let access: Vec<_> = setup
-        .audit()
-        .into_iter()
-        .filter(|r| r["event"] == "access")
-        .map(|r| json!([r["method"], r["name"], r["decision"], r["reason"]]))
-        .collect();
-    assert_eq!(access.len(), 3 + 256 + 1 + 1 + 1, "{access:?}");
+    let access = access(&setup, &["method", "name", "decision", "reason"]);
+    assert_eq!(access.len(), 3 + 256 + 1 + 1 + 1 + 1, "{access:?}");
+    // The unsubscribe of DOC is audited too (before, it was not; red-team finding).
+    assert_eq!(
+        access[3 + 256 + 1],
+        json!([
+            "resources/unsubscribe",
+            "everything__demo://resource/static/document/architecture.md",
+            "allowed",
+            null
+        ])
+    );
     assert_eq!(
         access.last().map(|r| (r[2].clone(), r[3].clone())),
         Some((
@@ -88,22 +113,35 @@ fn a_listen_stream_hears_an_upstream_resources_updates_on_2026_07_28() {
         &obs,
         &json!({"toggled": true, "heard": [DOC, DOC]}),
     );
+    // Each URI of the stream's `resourceSubscriptions` is audited like a subscribe (before,
+    // none was; red-team finding).
+    let access = access(&setup, &["method", "name", "decision", "status", "reason"]);
+    assert_eq!(
+        access,
+        [
+            json!([
+                "subscriptions/listen",
+                "everything__demo://resource/static/document/architecture.md",
+                "allowed",
+                "ok",
+                null
+            ]),
+            json!([
+                "subscriptions/listen",
+                "everything__demo://resource/static/document/extension.md",
+                "denied",
+                "denied",
+                "the profile does not let this resource through"
+            ]),
+        ]
+    );
 }
 
 /// The upstream killed while a client is subscribed: codemode restarts it and subscribes its new
 /// session again (a new session knows none), so the client goes on hearing its updates.
 #[test]
 fn a_restarted_upstream_is_subscribed_again() {
-    let setup = Setup::new(
-        "subscriptions_restart",
-        Transport::Http,
-        crate::upstream::with_victim,
-    );
-    let obs = setup.python(
-        "subscriptions.py",
-        Mode::Legacy,
-        &[("SCENARIO", std::path::Path::new("restart"))],
-    );
+    let obs = victim_scenario("subscriptions_restart", "restart");
     assert_json(
         "a subscription across an upstream restart",
         &obs,
@@ -117,21 +155,26 @@ fn a_restarted_upstream_is_subscribed_again() {
 /// holding the upstream's subscription; red-team finding of the subscriptions change).
 #[test]
 fn an_abandoned_subscription_is_let_go_upstream() {
-    let setup = Setup::new(
-        "subscriptions_abandoned",
-        Transport::Http,
-        crate::upstream::with_victim,
-    );
-    let obs = setup.python(
-        "subscriptions.py",
-        Mode::Legacy,
-        &[("SCENARIO", std::path::Path::new("abandoned"))],
-    );
+    let obs = victim_scenario("subscriptions_abandoned", "abandoned");
     // Whether the first session's close is seen before or after the second subscribes, every
     // upstream subscription is ended.
     let subscribes = obs["subscribes"].as_u64();
     assert!(matches!(subscribes, Some(1 | 2)), "{obs}");
     assert_eq!(obs["unsubscribes"].as_u64(), subscribes, "{obs}");
+}
+
+/// A session that closes without unsubscribing has its upstream subscription ended at once,
+/// with no other client doing anything (before, it lingered until another client's subscribe,
+/// unsubscribe or an update came; red-team finding): rmcp drops a session's handler when the
+/// session closes, and that ends its watches.
+#[test]
+fn a_closed_sessions_subscription_is_let_go_upstream() {
+    let obs = victim_scenario("subscriptions_closed", "closed");
+    assert_json(
+        "a closed session's subscription",
+        &obs,
+        &json!({"subscribes": 1, "unsubscribes": 1}),
+    );
 }
 
 /// A reload whose profile hides a subscribed resource silences it: each update is decided again

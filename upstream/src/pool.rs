@@ -180,6 +180,11 @@ impl UpstreamPool {
         }
     }
 
+    /// Whether `server` is configured now.
+    pub fn has_server(&self, server: &str) -> bool {
+        self.upstream(server).is_some()
+    }
+
     /// Whether `server` is configured and still in its first connection attempt.
     pub fn is_starting(&self, server: &str) -> bool {
         self.upstream(server).is_some_and(|up| up.is_starting())

@@ -24,17 +24,24 @@ pub struct CodemodeServer {
     pub(super) approvals: SessionApprovals,
     /// The level of upstream log messages the session's client wants (`logging/setLevel`).
     pub(super) log_level: SessionLogLevel,
+    /// Ends the session's resource watches when the last clone of this handler goes.
+    _end: Arc<super::subscriptions::SessionEnd>,
 }
 
 impl CodemodeServer {
     /// A handler for a new session.
     pub fn new(state: Arc<ServerState>) -> Self {
         let session_id = state.new_session_id();
+        let end = super::subscriptions::SessionEnd {
+            state: state.clone(),
+            session_id: session_id.clone(),
+        };
         CodemodeServer {
             state,
             session_id,
             approvals: SessionApprovals::new(),
             log_level: SessionLogLevel::default(),
+            _end: Arc::new(end),
         }
     }
 }
@@ -133,9 +140,9 @@ impl ServerHandler for CodemodeServer {
     async fn unsubscribe(
         &self,
         req: UnsubscribeRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.resource_unsubscribe(&req.uri).await;
+        self.resource_unsubscribe(&req.uri, &ctx).await;
         Ok(())
     }
 

@@ -13,6 +13,7 @@
 
 pub(crate) mod body;
 mod builder;
+mod delivery;
 mod descriptors;
 pub mod drain;
 pub mod durable;

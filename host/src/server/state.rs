@@ -186,6 +186,10 @@ impl ServerState {
         );
         *self.audit.write().unwrap_or_else(|e| e.into_inner()) = audit;
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = config;
+        let dropped = self.resource_watchers.drop_removed(&self.upstreams).await;
+        if dropped > 0 {
+            tracing::info!("{dropped} watched resources of removed upstream servers let go");
+        }
         self.notify_tools_changed().await;
     }
 

@@ -4,12 +4,14 @@
 //! `notifications/resources/updated` (the URI mapped) whenever the upstream says the resource
 //! changed. Decided like a read: a resource the session's profile does not let through is
 //! refused as not found (in a listen stream: never subscribed, so never heard of); every
-//! `resources/subscribe` is audited (`event: "access"`).
+//! `resources/subscribe`, every URI of a listen stream's `resourceSubscriptions` and every
+//! `resources/unsubscribe` is audited (`event: "access"`).
 //!
 //! The upstream is subscribed once per URI, when the first client wants it, and unsubscribed
-//! when the last one leaves: by `resources/unsubscribe`, by the end of its listen stream, or —
-//! for a session that went away without a word — at the next update, or the next subscribe or
-//! unsubscribe of any client, which finds its transport closed.
+//! when the last one leaves: by `resources/unsubscribe`, by the end of its listen stream, by the
+//! end of its session (closed or expired: [`SessionEnd`]), or when an update finds it gone.
+
+use std::sync::Arc;
 
 use codemode_policies::{AccessAuditRecord, Caller, Decision, bounded};
 use codemode_runtime::CallStatus;
@@ -17,9 +19,11 @@ use codemode_upstream::resources::{policy_name, unmap_uri};
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer};
 
+use super::delivery::{Listener, SessionListener, StreamListener};
 use super::handler::CodemodeServer;
-use super::resources::{SHOWN_CHARS, not_found, upstream_error};
-use super::watchers::{MAX_WATCHES, Target};
+use super::resources::{Governed, SHOWN_CHARS, not_found, upstream_error};
+use super::state::ServerState;
+use super::watchers::{MAX_WATCHES, WatchError};
 
 /// The longest mapped URI (in bytes) codemode subscribes to: each watched URI is held here and
 /// on the upstream for as long as the watch lasts, so a request body full of one URI, times
@@ -36,6 +40,65 @@ fn too_long(uri: &str) -> Option<String> {
     })
 }
 
+/// Ends a session's watches when the session ends: rmcp drops a session's handler (the last
+/// clone of its [`CodemodeServer`]) once the session closes — a `DELETE`, its keep-alive
+/// running out, its transport gone — and offers no other word of it.
+pub(crate) struct SessionEnd {
+    pub(crate) state: Arc<ServerState>,
+    pub(crate) session_id: String,
+}
+
+impl Drop for SessionEnd {
+    fn drop(&mut self) {
+        let watchers = self.state.resource_watchers.clone();
+        if watchers.watch_count(&self.session_id) == 0 {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (state, key) = (self.state.clone(), std::mem::take(&mut self.session_id));
+        runtime.spawn(async move { watchers.forget_client(&state.upstreams, &key).await });
+    }
+}
+
+/// Why the mapped `uri` may not be watched by `governed`, as (name audited, reason, error).
+fn refusal(governed: &Governed, uri: &str) -> Option<(String, String, McpError)> {
+    let shown = bounded(uri, SHOWN_CHARS);
+    if let Some(reason) = too_long(uri) {
+        return Some((
+            shown,
+            reason.clone(),
+            McpError::invalid_params(reason, None),
+        ));
+    }
+    let Some((server, original)) = unmap_uri(uri) else {
+        let error = not_found(&format!(
+            "`{shown}` is not a resource of codemode: its resources are `codemode://<server>/<the upstream's URI>` (see resources/list)"
+        ));
+        return Some((shown, "not a resource of codemode".into(), error));
+    };
+    let name = policy_name(server, original);
+    if !governed.lets_resource(&name) {
+        let error = not_found(&format!("no resource `{shown}`"));
+        return Some((
+            name,
+            "the profile does not let this resource through".into(),
+            error,
+        ));
+    }
+    None
+}
+
+/// The name a mapped URI is audited under: its policy name, or the URI itself (shortened)
+/// when it is not codemode's.
+fn audited_name(uri: &str) -> String {
+    match unmap_uri(uri) {
+        Some((server, original)) if too_long(uri).is_none() => policy_name(server, original),
+        _ => bounded(uri, SHOWN_CHARS),
+    }
+}
+
 impl CodemodeServer {
     /// `resources/subscribe` of a mapped URI (protocol 2025-11-25 and older).
     pub(super) async fn resource_subscribe(
@@ -44,40 +107,42 @@ impl CodemodeServer {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let governed = self.governed(ctx);
-        let shown = bounded(uri, SHOWN_CHARS);
-        let refuse = |name: &str, reason: &str| {
-            let mut record = AccessAuditRecord::now("", "resources/subscribe", name);
+        let listener: Arc<dyn Listener> = Arc::new(SessionListener(ctx.peer.clone()));
+        self.subscribe_audited(
+            "resources/subscribe",
+            &governed,
+            uri,
+            (&self.session_id, listener),
+        )
+        .await
+    }
+
+    /// Decides, watches and audits (as `method`) `key`'s subscription to the mapped `uri`.
+    async fn subscribe_audited(
+        &self,
+        method: &str,
+        governed: &Governed,
+        uri: &str,
+        (key, listener): (&str, Arc<dyn Listener>),
+    ) -> Result<(), McpError> {
+        if let Some((name, reason, error)) = refusal(governed, uri) {
+            let mut record = AccessAuditRecord::now("", method, &name);
             record.decision = Decision::Denied;
             record.status = CallStatus::Denied;
-            record.reason = Some(reason.into());
-            self.audit_access(&governed, record);
-        };
-        if let Some(reason) = too_long(uri) {
-            refuse(&shown, &reason);
-            return Err(McpError::invalid_params(reason, None));
+            record.reason = Some(reason);
+            self.audit_access(governed, record);
+            return Err(error);
         }
-        let Some((server, original)) = unmap_uri(uri) else {
-            refuse(&shown, "not a resource of codemode");
-            return Err(not_found(&format!(
-                "`{shown}` is not a resource of codemode: its resources are `codemode://<server>/<the upstream's URI>` (see resources/list)"
-            )));
-        };
-        let name = policy_name(server, original);
-        if !governed.lets_resource(&name) {
-            refuse(&name, "the profile does not let this resource through");
-            return Err(not_found(&format!("no resource `{shown}`")));
-        }
-        let mut record = AccessAuditRecord::now("", "resources/subscribe", &name);
-        let target = Target::Session(ctx.peer.clone());
-        let caller = governed.caller.clone();
-        if let Err(e) = self.watch(uri, &self.session_id, (target, caller)).await {
+        let mut record = AccessAuditRecord::now("", method, &audited_name(uri));
+        let watched = self
+            .watch(uri, key, (listener, governed.caller.clone()))
+            .await;
+        if let Err(e) = &watched {
             record.status = CallStatus::Error;
             record.reason = Some(e.message.to_string());
-            self.audit_access(&governed, record);
-            return Err(e);
         }
-        self.audit_access(&governed, record);
-        Ok(())
+        self.audit_access(governed, record);
+        watched
     }
 
     /// Adds `key`'s watch of the mapped `uri`, subscribing the upstream when it is the first;
@@ -86,47 +151,40 @@ impl CodemodeServer {
         &self,
         uri: &str,
         key: &str,
-        (target, caller): (Target, Caller),
+        watcher: (Arc<dyn Listener>, Caller),
     ) -> Result<(), McpError> {
         let watchers = &self.state.resource_watchers;
-        let Some((server, original)) = unmap_uri(uri) else {
-            return Ok(());
-        };
-        watchers.forget_gone(&self.state.upstreams).await;
-        let Some(first) = watchers.add(uri, key, target, caller) else {
-            return Err(McpError::invalid_request(
+        match watchers
+            .watch(&self.state.upstreams, uri, key, watcher)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(WatchError::TooMany) => Err(McpError::invalid_request(
                 format!(
                     "this session already watches {MAX_WATCHES} resources, the most codemode keeps for one; unsubscribe from one first"
                 ),
                 None,
-            ));
-        };
-        if first {
-            let subscribed = self
-                .state
-                .upstreams
-                .subscribe_resource(server, original)
-                .await;
-            if subscribed.is_err() {
-                watchers.remove(uri, key);
-            }
-            return subscribed.map_err(upstream_error);
+            )),
+            Err(WatchError::Upstream(e)) => Err(upstream_error(e)),
         }
-        Ok(())
     }
 
     /// `resources/unsubscribe`: this session no longer hears about `uri` (nothing to say when it
-    /// never did).
-    pub(super) async fn resource_unsubscribe(&self, uri: &str) {
+    /// never did). Audited, the reason saying when the session did not watch it.
+    pub(super) async fn resource_unsubscribe(&self, uri: &str, ctx: &RequestContext<RoleServer>) {
         let watchers = &self.state.resource_watchers;
-        watchers.forget_gone(&self.state.upstreams).await;
-        watchers
+        let watched = watchers
             .forget(&self.state.upstreams, uri, &self.session_id)
             .await;
+        let mut record = AccessAuditRecord::now("", "resources/unsubscribe", &audited_name(uri));
+        if !watched {
+            record.reason = Some("this session did not watch it".into());
+        }
+        self.audit_access(&self.governed(ctx), record);
     }
 
     /// A 2026-07-28 listen stream's `resourceSubscriptions`: each resource the profile lets
-    /// through is watched until the stream ends.
+    /// through is watched until the stream ends; each is audited (`subscriptions/listen`).
     pub(super) async fn watch_stream_resources(
         &self,
         ctx: &SubscriptionContext,
@@ -141,27 +199,24 @@ impl CodemodeServer {
         }
         let governed = self.governed(ctx.request_context());
         let key = format!("listen-{}", self.state.new_session_id());
+        let listener: Arc<dyn Listener> = Arc::new(StreamListener(ctx.sink().clone()));
         let mut watched = Vec::new();
         for uri in uris {
-            if let Some(reason) = too_long(&uri) {
-                tracing::info!("subscriptions/listen: {reason}");
-                continue;
+            let subscribed = self
+                .subscribe_audited(
+                    "subscriptions/listen",
+                    &governed,
+                    &uri,
+                    (&key, listener.clone()),
+                )
+                .await;
+            match subscribed {
+                Ok(()) => watched.push((key.clone(), uri)),
+                Err(e) => tracing::info!(
+                    "subscriptions/listen: {}",
+                    codemode_policies::neutralize(&e.message)
+                ),
             }
-            let Some((server, original)) = unmap_uri(&uri) else {
-                continue;
-            };
-            if !governed.lets_resource(&policy_name(server, original)) {
-                continue;
-            }
-            let target = Target::Stream(ctx.sink().clone());
-            if let Err(e) = self
-                .watch(&uri, &key, (target, governed.caller.clone()))
-                .await
-            {
-                tracing::info!("subscriptions/listen: {}", e.message);
-                continue;
-            }
-            watched.push((key.clone(), uri));
         }
         watched
     }

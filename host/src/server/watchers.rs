@@ -1,147 +1,348 @@
 //! Who listens to which upstream resource (see [`super::subscriptions`]): the clients watching
-//! each mapped URI, and the task that passes the upstreams' updates on to them.
+//! each mapped URI, how many each watches, and the task that passes the upstreams' updates on
+//! (each client's own mailbox, [`super::delivery`]).
+//!
+//! Each URI's upstream subscription follows its watchers: subscribed when the first client
+//! watches it, unsubscribed when the last leaves. The two steps of a change (the watchers here,
+//! the request upstream) run under the URI's own gate, one change at a time, so that a new
+//! watcher never counts on a subscription that a failing first subscribe or a last unsubscribe
+//! is ending meanwhile: the upstream ends subscribed exactly when some client watches the URI.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use codemode_policies::Caller;
-use codemode_upstream::resources::{map_uri, policy_name, unmap_uri};
+use codemode_upstream::resources::{UpstreamRequestError, map_uri, policy_name, unmap_uri};
 use codemode_upstream::{ResourceUpdate, UpstreamPool};
-use rmcp::service::SubscriptionSink;
-use rmcp::{Peer, RoleServer};
+use futures::future::BoxFuture;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+
+use super::delivery::{Listener, Mailbox, deliver};
 
 /// The most resources one session (or listen stream) watches: each may hold a subscription on
 /// an upstream.
 pub(crate) const MAX_WATCHES: usize = 256;
 
-/// Where one client hears about a resource.
-#[derive(Clone)]
-pub(crate) enum Target {
-    /// A session of protocol 2025-11-25 or older (`resources/subscribe`).
-    Session(Peer<RoleServer>),
-    /// A 2026-07-28 `subscriptions/listen` stream.
-    Stream(SubscriptionSink),
+/// The upstreams' side of subscriptions, as the watchers use it.
+pub(crate) trait UpstreamSubscriptions: Send + Sync {
+    /// Subscribes to `uri` (the upstream's own) on `server`.
+    fn subscribe<'a>(
+        &'a self,
+        server: &'a str,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<(), UpstreamRequestError>>;
+    /// Ends the subscription to `uri` on `server` (a failure is the upstream's to log).
+    fn unsubscribe<'a>(&'a self, server: &'a str, uri: &'a str) -> BoxFuture<'a, ()>;
+    /// Whether `server` is configured now.
+    fn has_server(&self, server: &str) -> bool;
 }
 
-impl Target {
-    /// Whether the client is gone: a session whose transport closed (a listen stream's watches
-    /// end with the stream itself).
-    fn is_gone(&self) -> bool {
-        matches!(self, Target::Session(peer) if peer.is_transport_closed())
+impl UpstreamSubscriptions for UpstreamPool {
+    fn subscribe<'a>(
+        &'a self,
+        server: &'a str,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<(), UpstreamRequestError>> {
+        Box::pin(self.subscribe_resource(server, uri))
     }
 
-    /// Sends the update; `false` when the client is gone.
-    async fn notify(&self, mapped: &str) -> bool {
-        match self {
-            Target::Session(peer) => {
-                !peer.is_transport_closed()
-                    && peer
-                        .notify_resource_updated(
-                            rmcp::model::ResourceUpdatedNotificationParam::new(mapped),
-                        )
-                        .await
-                        .is_ok()
-            }
-            Target::Stream(sink) => sink.notify_resource_updated(mapped).await.is_ok(),
-        }
+    fn unsubscribe<'a>(&'a self, server: &'a str, uri: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(self.unsubscribe_resource(server, uri))
+    }
+
+    fn has_server(&self, server: &str) -> bool {
+        UpstreamPool::has_server(self, server)
     }
 }
 
-struct Watcher {
+/// Why a watch was not added.
+#[derive(Debug)]
+pub(crate) enum WatchError {
+    /// The client already watches [`MAX_WATCHES`] other resources.
+    TooMany,
+    /// The upstream refused the subscription (or is unknown, down, offering none).
+    Upstream(UpstreamRequestError),
+}
+
+struct Watch {
     /// The session's id, or the listen stream's own.
     key: String,
-    target: Target,
     /// Who asked: each update is decided again for them under the config in force then, so a
     /// reload that hides the resource silences it.
     caller: Caller,
 }
 
-/// Who listens to which mapped URI.
+/// One client's watches and mailbox.
+struct Client {
+    uris: HashSet<String>,
+    mailbox: Arc<Mailbox>,
+}
+
+type Gate = Arc<tokio::sync::Mutex<()>>;
+
 #[derive(Default)]
+struct Registry {
+    by_uri: HashMap<String, Vec<Watch>>,
+    /// Each client's watched URIs: its count for the cap without a scan, and what ends when
+    /// it goes.
+    clients: HashMap<String, Client>,
+    /// The gates of the URIs being changed now (or waited for).
+    gates: HashMap<String, Gate>,
+}
+
+/// Who listens to which mapped URI.
 pub(crate) struct ResourceWatchers {
-    by_uri: Mutex<HashMap<String, Vec<Watcher>>>,
+    registry: Mutex<Registry>,
+    /// Where delivery tasks report a client gone.
+    gone: mpsc::UnboundedSender<String>,
+    gone_reports: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+}
+
+impl Default for ResourceWatchers {
+    fn default() -> Self {
+        let (gone, reports) = mpsc::unbounded_channel();
+        ResourceWatchers {
+            registry: Mutex::default(),
+            gone,
+            gone_reports: Mutex::new(Some(reports)),
+        }
+    }
+}
+
+/// Holds a URI's gate entry while a change waits for it or runs; the entry goes with the last.
+struct Ticket<'a> {
+    watchers: &'a ResourceWatchers,
+    mapped: &'a str,
+    gate: Gate,
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        let mut registry = self.watchers.lock();
+        // Clones are made only under this lock: a count of two is the map's and this one's.
+        let ours = registry
+            .gates
+            .get(self.mapped)
+            .is_some_and(|g| Arc::ptr_eq(g, &self.gate));
+        if ours && Arc::strong_count(&self.gate) == 2 {
+            registry.gates.remove(self.mapped);
+        }
+    }
 }
 
 impl ResourceWatchers {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Watcher>>> {
-        self.by_uri.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn ticket<'a>(&'a self, mapped: &'a str) -> Ticket<'a> {
+        let gate = self
+            .lock()
+            .gates
+            .entry(mapped.to_string())
+            .or_default()
+            .clone();
+        Ticket {
+            watchers: self,
+            mapped,
+            gate,
+        }
+    }
+
+    /// How many resources `key` watches.
+    pub(crate) fn watch_count(&self, key: &str) -> usize {
+        self.lock().clients.get(key).map_or(0, |c| c.uris.len())
     }
 
     /// Adds `key`'s watch of `mapped` (once): `Some(true)` when nobody watched it before;
     /// `None`, adding nothing, when `key` already watches [`MAX_WATCHES`] other resources.
-    pub(crate) fn add(
+    fn add(
         &self,
         mapped: &str,
         key: &str,
-        target: Target,
+        listener: &Arc<dyn Listener>,
         caller: Caller,
     ) -> Option<bool> {
-        let mut by_uri = self.lock();
-        let held = by_uri
-            .values()
-            .filter(|ws| ws.iter().any(|w| w.key == key))
-            .count();
-        let watchers = by_uri.entry(mapped.to_string()).or_default();
-        let first = watchers.is_empty();
-        if !watchers.iter().any(|w| w.key == key) {
-            if held >= MAX_WATCHES {
-                if watchers.is_empty() {
-                    by_uri.remove(mapped);
-                }
-                return None;
+        let mut registry = self.lock();
+        let registry = &mut *registry;
+        let client = registry.clients.entry(key.to_string()).or_insert_with(|| {
+            let mailbox = Arc::new(Mailbox::default());
+            tokio::spawn(deliver(
+                key.to_string(),
+                mailbox.clone(),
+                listener.clone(),
+                self.gone.clone(),
+            ));
+            Client {
+                uris: HashSet::new(),
+                mailbox,
             }
-            watchers.push(Watcher {
-                key: key.to_string(),
-                target,
-                caller,
-            });
+        });
+        if client.uris.contains(mapped) {
+            return Some(false);
         }
-        Some(first)
+        if client.uris.len() >= MAX_WATCHES {
+            return None;
+        }
+        client.uris.insert(mapped.to_string());
+        let watches = registry.by_uri.entry(mapped.to_string()).or_default();
+        watches.push(Watch {
+            key: key.to_string(),
+            caller,
+        });
+        Some(watches.len() == 1)
     }
 
     /// Removes `key`'s watch of `mapped`; `true` when it was the last one.
-    pub(crate) fn remove(&self, mapped: &str, key: &str) -> bool {
-        let mut by_uri = self.lock();
-        let Some(watchers) = by_uri.get_mut(mapped) else {
+    fn remove(&self, mapped: &str, key: &str) -> bool {
+        let mut registry = self.lock();
+        if let Some(client) = registry.clients.get_mut(key)
+            && client.uris.remove(mapped)
+            && client.uris.is_empty()
+        {
+            client.mailbox.close();
+            registry.clients.remove(key);
+        }
+        let Some(watches) = registry.by_uri.get_mut(mapped) else {
             return false;
         };
-        let before = watchers.len();
-        watchers.retain(|w| w.key != key);
-        let last = before > 0 && watchers.is_empty();
-        if watchers.is_empty() {
-            by_uri.remove(mapped);
+        let before = watches.len();
+        watches.retain(|w| w.key != key);
+        let last = before > 0 && watches.is_empty();
+        if watches.is_empty() {
+            registry.by_uri.remove(mapped);
         }
         last
     }
 
-    /// Drops the watches of sessions that went away without unsubscribing (closed or cut
-    /// off); returns the mapped URIs nobody watches any more, whose upstream subscriptions the
-    /// caller ends. Without this, a session that leaves without a word would hold its watches
-    /// (and the upstream's subscriptions) until an update came, possibly never.
-    pub(crate) fn remove_gone(&self) -> Vec<String> {
-        let mut by_uri = self.lock();
-        let mut emptied = Vec::new();
-        by_uri.retain(|mapped, watchers| {
-            watchers.retain(|w| !w.target.is_gone());
-            if watchers.is_empty() {
-                emptied.push(mapped.clone());
+    /// Adds `key`'s watch of the mapped `uri`, subscribing the upstream when it is the first;
+    /// when the upstream refuses, nothing is left watched.
+    pub(crate) async fn watch(
+        &self,
+        upstreams: &dyn UpstreamSubscriptions,
+        mapped: &str,
+        key: &str,
+        (listener, caller): (Arc<dyn Listener>, Caller),
+    ) -> Result<(), WatchError> {
+        let Some((server, original)) = unmap_uri(mapped) else {
+            return Ok(());
+        };
+        let ticket = self.ticket(mapped);
+        let _changing = ticket.gate.lock().await;
+        match self.add(mapped, key, &listener, caller) {
+            None => Err(WatchError::TooMany),
+            Some(false) => Ok(()),
+            Some(true) => {
+                let subscribed = upstreams.subscribe(server, original).await;
+                if subscribed.is_err() {
+                    self.remove(mapped, key);
+                }
+                subscribed.map_err(WatchError::Upstream)
             }
-            !watchers.is_empty()
-        });
-        emptied
+        }
     }
 
-    fn targets(&self, mapped: &str) -> Vec<(String, Target, Caller)> {
-        self.lock()
-            .get(mapped)
-            .map(|ws| {
-                ws.iter()
-                    .map(|w| (w.key.clone(), w.target.clone(), w.caller.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// Ends `key`'s watch of `mapped`, and the upstream's subscription when it was the last;
+    /// `false` when `key` did not watch it.
+    pub(crate) async fn forget(
+        &self,
+        upstreams: &dyn UpstreamSubscriptions,
+        mapped: &str,
+        key: &str,
+    ) -> bool {
+        let watched = self
+            .lock()
+            .clients
+            .get(key)
+            .is_some_and(|c| c.uris.contains(mapped));
+        if !watched {
+            return false;
+        }
+        let ticket = self.ticket(mapped);
+        let _changing = ticket.gate.lock().await;
+        if self.remove(mapped, key)
+            && let Some((server, original)) = unmap_uri(mapped)
+        {
+            upstreams.unsubscribe(server, original).await;
+        }
+        true
     }
+
+    /// Ends every watch of `key` (a session closed, a client found gone).
+    pub(crate) async fn forget_client(&self, upstreams: &dyn UpstreamSubscriptions, key: &str) {
+        let uris: Vec<String> = self
+            .lock()
+            .clients
+            .get(key)
+            .map(|c| c.uris.iter().cloned().collect())
+            .unwrap_or_default();
+        for mapped in uris {
+            self.forget(upstreams, &mapped, key).await;
+        }
+    }
+
+    /// Drops the watches of resources whose server is no longer configured (a reload removed
+    /// it): their subscriptions went with the server. Clients are told nothing more than the
+    /// `list_changed` every removal of a server sends; returns how many URIs were let go.
+    pub(crate) async fn drop_removed(&self, upstreams: &dyn UpstreamSubscriptions) -> usize {
+        let orphans: Vec<String> = self
+            .lock()
+            .by_uri
+            .keys()
+            .filter(|mapped| unmap_uri(mapped).is_some_and(|(s, _)| !upstreams.has_server(s)))
+            .cloned()
+            .collect();
+        for mapped in &orphans {
+            let ticket = self.ticket(mapped);
+            let _changing = ticket.gate.lock().await;
+            let keys: Vec<String> = self
+                .lock()
+                .by_uri
+                .get(mapped.as_str())
+                .map(|ws| ws.iter().map(|w| w.key.clone()).collect())
+                .unwrap_or_default();
+            for key in keys {
+                self.remove(mapped, &key);
+            }
+        }
+        orphans.len()
+    }
+
+    /// Posts the update of `uri` on `server` to each watcher whose profile (in the config in force now) still lets
+    /// the resource through; the others stop watching it. Returns at once: each client's task
+    /// sends at its own pace.
+    pub(crate) async fn updated(
+        &self,
+        upstreams: &dyn UpstreamSubscriptions,
+        judge: &dyn Judge,
+        (server, uri): (&str, &str),
+    ) {
+        let mapped = map_uri(server, uri);
+        let name = policy_name(server, uri);
+        let hidden: Vec<String> = {
+            let registry = self.lock();
+            let Some(watches) = registry.by_uri.get(&mapped) else {
+                return;
+            };
+            let mut hidden = Vec::new();
+            for watch in watches {
+                if !judge.lets_resource(&watch.caller, &name) {
+                    hidden.push(watch.key.clone());
+                } else if let Some(client) = registry.clients.get(&watch.key) {
+                    client.mailbox.post(&watch.key, &mapped);
+                }
+            }
+            hidden
+        };
+        for key in hidden {
+            self.forget(upstreams, &mapped, &key).await;
+        }
+    }
+}
+
+fn update_of(update: &ResourceUpdate) -> (&str, &str) {
+    (&update.server, &update.uri)
 }
 
 /// Whether a caller may hear of a resource (its policy name) under the config in force now.
@@ -150,60 +351,40 @@ pub(crate) trait Judge: Send + Sync {
     fn lets_resource(&self, caller: &Caller, name: &str) -> bool;
 }
 
-/// Passes every upstream resource update to the clients watching it, until the pool goes.
+/// Passes every upstream resource update to the clients watching it, and ends the watches of
+/// clients found gone, until the pool goes.
 pub(crate) async fn forward_updates(
     watchers: Arc<ResourceWatchers>,
     upstreams: UpstreamPool,
     judge: Arc<dyn Judge>,
 ) {
     let mut updates = upstreams.resource_updates();
+    let reports = watchers
+        .gone_reports
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    let Some(mut gone) = reports else {
+        return;
+    };
     loop {
-        match updates.recv().await {
-            Ok(update) => watchers.updated(&upstreams, &*judge, update).await,
-            Err(RecvError::Lagged(missed)) => {
-                tracing::warn!(
-                    "{missed} resource updates of upstreams were dropped: clients were too slow to take them"
-                );
+        tokio::select! {
+            update = updates.recv() => match update {
+                Ok(update) => watchers.updated(&upstreams, &*judge, update_of(&update)).await,
+                Err(RecvError::Lagged(missed)) => tracing::warn!(
+                    "{missed} resource updates of upstreams were dropped: they came faster than codemode passes them on"
+                ),
+                Err(RecvError::Closed) => return,
+            },
+            // Off this loop: ending the upstream subscriptions waits on the upstreams.
+            Some(key) = gone.recv() => {
+                let (watchers, upstreams) = (watchers.clone(), upstreams.clone());
+                tokio::spawn(async move { watchers.forget_client(&upstreams, &key).await });
             }
-            Err(RecvError::Closed) => return,
         }
     }
 }
 
-impl ResourceWatchers {
-    /// Tells each watcher whose profile (in the config in force now) still lets the resource
-    /// through; the others, and the clients gone, stop watching it.
-    async fn updated(&self, upstreams: &UpstreamPool, judge: &dyn Judge, update: ResourceUpdate) {
-        let mapped = map_uri(&update.server, &update.uri);
-        let name = policy_name(&update.server, &update.uri);
-        let mut gone = Vec::new();
-        for (key, target, caller) in self.targets(&mapped) {
-            let lets = judge.lets_resource(&caller, &name);
-            if !lets || !target.notify(&mapped).await {
-                gone.push(key);
-            }
-        }
-        for key in gone {
-            self.forget(upstreams, &mapped, &key).await;
-        }
-    }
-
-    /// Ends the watches of sessions that are gone, and the upstream subscriptions nobody else
-    /// holds (before a new watch is counted, so that abandoned ones neither count nor linger).
-    pub(crate) async fn forget_gone(&self, upstreams: &UpstreamPool) {
-        for mapped in self.remove_gone() {
-            if let Some((server, original)) = unmap_uri(&mapped) {
-                upstreams.unsubscribe_resource(server, original).await;
-            }
-        }
-    }
-
-    /// Ends `key`'s watch of `mapped`, and the upstream's subscription when it was the last.
-    pub(crate) async fn forget(&self, upstreams: &UpstreamPool, mapped: &str, key: &str) {
-        if self.remove(mapped, key)
-            && let Some((server, original)) = unmap_uri(mapped)
-        {
-            upstreams.unsubscribe_resource(server, original).await;
-        }
-    }
-}
+#[cfg(test)]
+#[path = "watchers_tests.rs"]
+mod tests;

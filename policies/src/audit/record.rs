@@ -197,7 +197,8 @@ pub struct EvalAuditRecord {
 }
 
 /// `event: "access"`: a client's `resources/read` or `prompts/get` of an upstream's resource or
-/// prompt through codemode (a script's read is a `tool_call` of `read_resource`).
+/// prompt through codemode, or its subscription to or unsubscription from a resource (a
+/// script's read is a `tool_call` of `read_resource`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccessAuditRecord {
     /// When the request ended, RFC 3339 UTC.
@@ -208,7 +209,8 @@ pub struct AccessAuditRecord {
     pub session_id: Option<String>,
     /// The profile that decided it (the base `eval` tool's); `null` when unprofiled.
     pub profile: Option<String>,
-    /// `resources/read` or `prompts/get`.
+    /// `resources/read`, `prompts/get`, `resources/subscribe`, `resources/unsubscribe`, or
+    /// `subscriptions/listen` (one URI of a listen stream's `resourceSubscriptions`).
     pub method: String,
     /// What was asked for: `<server>__<original URI>` or `<server>__<prompt name>`.
     pub name: String,

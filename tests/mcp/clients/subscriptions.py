@@ -13,6 +13,9 @@ With SCENARIO=abandoned (2025-11-25): a session subscribes to a `victim` resourc
 without unsubscribing; a second session subscribes to it and lets it go. Nobody is left, so the
 upstream (whose tap logs its requests) must have been unsubscribed as often as subscribed.
 
+With SCENARIO=closed (2025-11-25): a session subscribes to a `victim` resource and closes
+without unsubscribing; nobody else does anything, and the upstream must be unsubscribed.
+
 With SCENARIO=reload (2025-11-25): the session subscribes to DOC and HIDDEN (both visible at
 first); the config file is then replaced by CODEMODE_CONFIG_V2, whose profile hides DOC. Once
 resources/list no longer shows it, the updates are turned on: only HIDDEN's are heard (two rounds
@@ -121,6 +124,17 @@ async def abandoned() -> dict:
     return {"subscribes": requests_of("resources/subscribe"), "unsubscribes": requests_of("resources/unsubscribe")}
 
 
+async def closed() -> dict:
+    victim = DOC.replace("codemode://everything/", "codemode://victim/")
+    async with connect() as client:
+        await client.subscribe_resource(victim)
+    await wait_until(
+        lambda: requests_of("resources/unsubscribe") == 1,
+        "the closed session's subscription ended upstream",
+    )
+    return {"subscribes": requests_of("resources/subscribe"), "unsubscribes": requests_of("resources/unsubscribe")}
+
+
 async def reloaded() -> dict:
     heard: list[str] = []
     seconds: asyncio.Event = asyncio.Event()
@@ -156,6 +170,8 @@ async def main() -> dict:
         return await restart()
     if os.environ.get("SCENARIO") == "reload":
         return await reloaded()
+    if os.environ.get("SCENARIO") == "closed":
+        return await closed()
     if os.environ.get("SCENARIO") == "abandoned":
         return await abandoned()
     return await (legacy() if MODE == "legacy" else modern())
