@@ -1,6 +1,8 @@
 //! `/metrics` scraped by a real Prometheus (Debian's `prometheus`, started by the test) while a
 //! short load runs: once a scrape that started after the load is in, Prometheus's HTTP API
-//! gives the eval and tool-call counters the load made, exactly. The endpoint demands the
+//! gives the eval, tool-call and approval counters the load made, exactly (one eval's two
+//! identical asked calls share one question: `codemode_approvals_joined_total` counts the
+//! call that joined). The endpoint demands the
 //! `server.admin.metricsAuth` token (Prometheus sends it), and names no argument value.
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -9,7 +11,7 @@ use codemode_test_support::scratch_dir;
 use codemode_test_support::services::Prometheus;
 use serde_json::{Value, json};
 
-use crate::client::{block_on, call_tool, get};
+use crate::client::{approve_all, block_on, call_tool, get, input_keys, request_state};
 use crate::harness::{KEY, KEY_ENV, Node, await_some, write_json};
 
 /// The bearer token `/metrics` demands.
@@ -18,13 +20,15 @@ const TOKEN: &str = "metrics-test-token";
 const SECRET_ARG: &str = "s3cr3t-argument-value";
 
 /// The metrics this load gives a series, as their `# TYPE` line's name. A labelled family is
-/// written from its first series on (prometheus-client leaves an empty one out): this load asks
-/// no human, runs no upstream server and refuses no client, so `codemode_approvals`,
-/// `codemode_upstream_up`, `codemode_upstream_restarts` and `codemode_refusals` are not here.
-const METRICS: [&str; 7] = [
+/// written from its first series on (prometheus-client leaves an empty one out): this load runs
+/// no upstream server and refuses no client, so `codemode_upstream_up`,
+/// `codemode_upstream_restarts` and `codemode_refusals` are not here.
+const METRICS: [&str; 9] = [
     "codemode_evals",
     "codemode_eval_duration_seconds",
     "codemode_tool_calls",
+    "codemode_approvals",
+    "codemode_approvals_joined",
     "codemode_approvals_pending",
     "codemode_parked_evals",
     "codemode_http_responses",
@@ -104,11 +108,20 @@ fn prometheus_scrapes_the_counters_the_load_made() {
         &json!({
             "commands": {
                 "today": {"command": "date", "args": ["-u", "+%F"]},
-                "wipe": {"command": "true"}
+                "wipe": {"command": "true"},
+                "stamp": {"command": "true"}
             },
-            "evaluation": {"profiles": {"metered": {"denylist": ["wipe"]}}},
+            "evaluation": {"profiles": {
+                "metered": {"denylist": ["wipe"]},
+                "asked": {"asklist": ["stamp"], "approvalTimeoutSeconds": 600}
+            }},
             "server": {"admin": {"metricsAuth": {"env": "METRICS_TEST_TOKEN"}}},
-            "durable": {"dir": dir.join("state"), "keyEnv": KEY_ENV}
+            // Answered in memory: a saved eval would ask its joined call again on resume.
+            "durable": {
+                "dir": dir.join("state"),
+                "keyEnv": KEY_ENV,
+                "suspendToStoreAfterSeconds": 3600
+            }
         }),
     );
     let node = Node::start(
@@ -161,6 +174,20 @@ fn prometheus_scrapes_the_counters_the_load_made() {
             });
         }
     });
+    // One eval of the `asked` profile: its two identical calls of `stamp` put one question,
+    // approved once for both.
+    let twin =
+        json!({"code": "await Promise.all([codemode.stamp({}), codemode.stamp({})]); return 3"});
+    let asked = block_on(call_tool(&url, "codemode_eval_asked", &twin, None))
+        .expect("an eval")
+        .result;
+    assert_eq!(input_keys(&asked).len(), 1, "{asked}");
+    let retry = Some((request_state(&asked), approve_all(&asked)));
+    let retry = retry.as_ref().map(|(s, a)| (s.as_str(), a.clone()));
+    let done = block_on(call_tool(&url, "codemode_eval_asked", &twin, retry))
+        .expect("the answered eval")
+        .result;
+    assert_eq!(done["structuredContent"]["result"], 3, "{done}");
     let ended = now_seconds();
     await_scrape_after(&prometheus, ended);
 
@@ -170,7 +197,7 @@ fn prometheus_scrapes_the_counters_the_load_made() {
     );
     let evals = series(&evals, &["profile", "outcome"]);
     let total: f64 = evals.iter().map(|(_, v)| v).sum();
-    assert_eq!(total, 19.0, "{evals:?}");
+    assert_eq!(total, 20.0, "{evals:?}");
     let ok: Vec<_> = evals
         .iter()
         .filter(|(l, _)| l[1] == "ok")
@@ -178,22 +205,37 @@ fn prometheus_scrapes_the_counters_the_load_made() {
         .collect();
     assert_eq!(
         ok,
-        vec![(vec!["metered".to_string(), "ok".to_string()], 16.0)],
+        vec![
+            (vec!["asked".to_string(), "ok".to_string()], 1.0),
+            (vec!["metered".to_string(), "ok".to_string()], 16.0)
+        ],
         "{evals:?}"
     );
-    assert!(evals.iter().all(|(l, _)| l[0] == "metered"), "{evals:?}");
+    assert!(
+        evals.iter().all(|(l, _)| l[0] == "metered" || l[1] == "ok"),
+        "{evals:?}"
+    );
 
     let calls = query(&prometheus, "codemode_tool_calls_total");
     assert_eq!(
         series(&calls, &["tool", "decision"]),
         vec![
             (vec!["other".to_string(), "denied".to_string()], 3.0),
+            (vec!["stamp".to_string(), "approved".to_string()], 2.0),
             (vec!["today".to_string(), "allowed".to_string()], 24.0),
             (vec!["wipe".to_string(), "denied".to_string()], 4.0),
         ]
     );
     let duration = query(&prometheus, "codemode_eval_duration_seconds_count");
-    assert_eq!(series(&duration, &[]), vec![(vec![], 19.0)]);
+    assert_eq!(series(&duration, &[]), vec![(vec![], 20.0)]);
+    // Both calls approved through the client's answer; the second by joining the first's ask.
+    let approvals = query(&prometheus, "codemode_approvals_total");
+    assert_eq!(
+        series(&approvals, &["channel", "decision"]),
+        vec![(vec!["elicitation".to_string(), "approved".to_string()], 2.0)]
+    );
+    let joined = query(&prometheus, "codemode_approvals_joined_total");
+    assert_eq!(series(&joined, &[]), vec![(vec![], 1.0)]);
 
     let (status, text) = block_on(get(&metrics_url, None, Some(TOKEN))).expect("GET /metrics");
     assert_eq!(status, 200);

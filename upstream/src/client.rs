@@ -25,7 +25,8 @@ use crate::server_requests;
 /// Answers the `elicitation/create` requests upstream servers send during one eval's calls
 /// (form mode: "please confirm", "which account?"): the eval's human. An eval lends it to its
 /// calls in its [`CallScope`](crate::CallScope); a request is put to the eval whose call it
-/// came during, and to no other ([`crate::server_requests`]).
+/// came during, and to no other (by the HTTP stream it came on, or, over stdio, only while one
+/// eval alone has calls on the connection: see `isolate_sessions` of [`UpstreamSpec`](crate::UpstreamSpec)).
 ///
 /// The pool declares form elicitation to every upstream, so servers that offer tools only to
 /// clients able to ask a human (e.g. server-everything's `trigger-elicitation-request`) show

@@ -5,8 +5,7 @@
 //! A mailbox holds each URI once: an update of a URI already waiting there is merged with it.
 //! Updates only say "it changed" (the client reads the resource to learn how), so one waiting
 //! ping is as good as two; this bounds a mailbox by the URIs its client watches
-//! ([`MAX_WATCHES`](super::watchers::MAX_WATCHES)). A client that falls behind is named in a
-//! warning once per backlog.
+//! ([`MAX_WATCHES`]). A client that falls behind is named in a warning once per backlog.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
@@ -17,7 +16,9 @@ use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::{Notify, mpsc};
 
-use super::watchers::MAX_WATCHES;
+/// The most resources one session (or listen stream) watches: each may hold a subscription on
+/// an upstream.
+pub(crate) const MAX_WATCHES: usize = 256;
 
 /// Where one client hears about resources.
 pub(crate) trait Listener: Send + Sync {

@@ -25,15 +25,16 @@ pub struct CodemodeServer {
     /// The level of upstream log messages the session's client wants (`logging/setLevel`).
     pub(super) log_level: SessionLogLevel,
     /// Ends the session's resource watches when the last clone of this handler goes.
-    _end: Arc<super::subscriptions::SessionEnd>,
+    _end: Arc<super::watchers::SessionEnd>,
 }
 
 impl CodemodeServer {
     /// A handler for a new session.
     pub fn new(state: Arc<ServerState>) -> Self {
         let session_id = state.new_session_id();
-        let end = super::subscriptions::SessionEnd {
-            state: state.clone(),
+        let end = super::watchers::SessionEnd {
+            watchers: state.resource_watchers.clone(),
+            upstreams: Arc::new(state.upstreams.clone()),
             session_id: session_id.clone(),
         };
         CodemodeServer {

@@ -9,7 +9,7 @@
 //!
 //! The upstream is subscribed once per URI, when the first client wants it, and unsubscribed
 //! when the last one leaves: by `resources/unsubscribe`, by the end of its listen stream, by the
-//! end of its session (closed or expired: [`SessionEnd`]), or when an update finds it gone.
+//! end of its session (closed or expired: [`super::watchers::SessionEnd`]), or when an update finds it gone.
 
 use std::sync::Arc;
 
@@ -22,7 +22,6 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use super::delivery::{Listener, SessionListener, StreamListener};
 use super::handler::CodemodeServer;
 use super::resources::{Governed, SHOWN_CHARS, not_found, upstream_error};
-use super::state::ServerState;
 use super::watchers::{MAX_WATCHES, WatchError};
 
 /// The longest mapped URI (in bytes) codemode subscribes to: each watched URI is held here and
@@ -38,28 +37,6 @@ fn too_long(uri: &str) -> Option<String> {
             uri.len()
         )
     })
-}
-
-/// Ends a session's watches when the session ends: rmcp drops a session's handler (the last
-/// clone of its [`CodemodeServer`]) once the session closes — a `DELETE`, its keep-alive
-/// running out, its transport gone — and offers no other word of it.
-pub(crate) struct SessionEnd {
-    pub(crate) state: Arc<ServerState>,
-    pub(crate) session_id: String,
-}
-
-impl Drop for SessionEnd {
-    fn drop(&mut self) {
-        let watchers = self.state.resource_watchers.clone();
-        if watchers.watch_count(&self.session_id) == 0 {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let (state, key) = (self.state.clone(), std::mem::take(&mut self.session_id));
-        runtime.spawn(async move { watchers.forget_client(&state.upstreams, &key).await });
-    }
 }
 
 /// Why the mapped `uri` may not be watched by `governed`, as (name audited, reason, error).

@@ -18,11 +18,8 @@ use futures::future::BoxFuture;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
+pub(crate) use super::delivery::MAX_WATCHES;
 use super::delivery::{Listener, Mailbox, deliver};
-
-/// The most resources one session (or listen stream) watches: each may hold a subscription on
-/// an upstream.
-pub(crate) const MAX_WATCHES: usize = 256;
 
 /// The upstreams' side of subscriptions, as the watchers use it.
 pub(crate) trait UpstreamSubscriptions: Send + Sync {
@@ -382,6 +379,29 @@ pub(crate) async fn forward_updates(
                 tokio::spawn(async move { watchers.forget_client(&upstreams, &key).await });
             }
         }
+    }
+}
+
+/// Ends a session's watches when the session ends: rmcp drops a session's handler (the last
+/// clone of its `CodemodeServer`) once the session closes — a `DELETE`, its keep-alive running
+/// out, its transport gone — and offers no other word of it.
+pub(crate) struct SessionEnd {
+    pub(crate) watchers: Arc<ResourceWatchers>,
+    pub(crate) upstreams: Arc<dyn UpstreamSubscriptions>,
+    pub(crate) session_id: String,
+}
+
+impl Drop for SessionEnd {
+    fn drop(&mut self) {
+        if self.watchers.watch_count(&self.session_id) == 0 {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (watchers, upstreams) = (self.watchers.clone(), self.upstreams.clone());
+        let key = std::mem::take(&mut self.session_id);
+        runtime.spawn(async move { watchers.forget_client(upstreams.as_ref(), &key).await });
     }
 }
 
