@@ -13,7 +13,7 @@ import re
 
 import httpx2 as httpx  # the HTTP client the Python SDK itself uses
 
-from harness import audit_records, connect, evaluate, log, run
+from harness import audit_records, connect, evaluate, log, run, wait_until
 
 BASE = os.environ["CODEMODE_URL"].rsplit("/mcp", 1)[0]
 CODE = """const same = () => codemode.everything__echo({message: "same"});
@@ -45,7 +45,10 @@ async def main() -> dict:
         r = await http.post(f"/approvals/{request_id}", json={"decision": "approve_once"}, headers={"Origin": BASE})
         obs["approve"] = r.status_code
         obs["result"] = await task
-        records = [r for r in audit_records() if r.get("tool") == "everything__echo"]
+        # The audit writer thread may write the calls' records after the eval's response.
+        echoes = lambda: [r for r in audit_records() if r.get("tool") == "everything__echo"]
+        await wait_until(lambda: len(echoes()) >= 3, "the three calls' audit records")
+        records = echoes()
         obs["audit"] = sorted(
             [r["decision"], r["status"], r.get("joined_ask") == request_id, "joined_ask" in r] for r in records
         )
