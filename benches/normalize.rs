@@ -1,4 +1,4 @@
-//! The cost of reading code as models write it ([`codemode_policies::normalize`]) on a typical
+//! The cost of reading code as models write it ([`codemode_script::normalize`]) on a typical
 //! 20-line script, paid once per eval before the sandbox starts: plain JavaScript (passed on
 //! unchanged) and the same script as fenced TypeScript (types blanked in place). The thread
 //! the parse runs on (a large stack, for deeply nested code) is part of the figure, and is most
@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use codemode_policies::{extract_tool_calls, normalize, normalize_with_preview};
+use codemode_script::{extract_tool_calls, normalize, normalize_with_preview};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const JS: &str = r#"const found = await codemode.search_tools({ query: "issues" });

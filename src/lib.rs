@@ -7,7 +7,8 @@
 //! This crate re-exports the library API of the workspace:
 //! - [`runtime`]: the sandbox ([`Runtime`], [`EvalOptions`], [`ToolHost`], [`EvalOutcome`]);
 //! - [`config`]: the configuration file's settings, its reader and its JSON Schema;
-//! - [`policies`]: the whole configuration, profiles, dispositions, static preview, audit records;
+//! - [`script`]: JavaScript as models write it (fences, TypeScript) and its call sites, unrun;
+//! - [`policies`]: the whole configuration, profiles, dispositions, approvals, audit records;
 //! - [`host`]: the MCP server ([`host::Server`]), upstream clients, approval channels.
 
 pub use codemode_config as config;
@@ -18,6 +19,7 @@ pub use codemode_runtime::{
     CallContext, ErrorKind, EvalError, EvalOptions, EvalOutcome, FnTools, NoTools, Runtime,
     RuntimeConfig, ToolError, ToolHost,
 };
+pub use codemode_script as script;
 
 /// README.md's Rust blocks, compiled and run as doc-tests.
 #[cfg(doctest)]
@@ -143,6 +145,7 @@ mod tests {
         for krate in [
             "runtime/src",
             "config/src",
+            "script/src",
             "policies/src",
             "store/src",
             "upstream/src",

@@ -36,14 +36,14 @@ use std::time::Duration;
 pub use codemode_policies::Caller;
 use codemode_policies::{
     Alternative, AuditRecord, AuditSink, EvalAuditContext, EvalAuditRecord, OutputPolicy,
-    PolicyToolHost, Preview, Profile, SessionApprovals, locate_syntax_error, neutralize,
-    normalize_with_preview, result_use,
+    PolicyToolHost, Profile, SessionApprovals, neutralize,
 };
 use codemode_runtime::{
     CancellationToken, ErrorKind, EvalControl, EvalError, EvalId, EvalOptions, EvalOutcome,
     EvalStats, EvalStep, LargestUnit, NoTools, ParkRequest, ResumeError, Runtime, Suspended,
     ToolHost, spell_duration,
 };
+use codemode_script::{Preview, locate_syntax_error, normalize_with_preview, result_use};
 
 use crate::approvals::{ApprovalBroker, Asker, Channels, HumanWaits, OpenAsks, WaitingAsker};
 use crate::tools::{CatalogSchemas, ObservedTypes, SamplingGate, SamplingRoute, ScriptTools};

@@ -11,7 +11,8 @@ use codemode_runtime::{CallContext, EvalId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ApprovalDecision, Caller, MatchedBy, Preview, Risk, RiskPolicy};
+use crate::{ApprovalDecision, Caller, MatchedBy, Risk, RiskPolicy};
+use codemode_script::Preview;
 
 /// What a human is asked about one call.
 #[derive(Debug, Clone)]

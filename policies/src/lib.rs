@@ -1,5 +1,4 @@
-//! codemode's policies: profiles and per-call dispositions, human approval, the static
-//! call-site preview and the audit log — and the whole [`Config`]: the file's settings, read by
+//! codemode's policies: profiles and per-call dispositions, human approval and the audit log — and the whole [`Config`]: the file's settings, read by
 //! `codemode_config` (re-exported here), plus its policy sections (profiles, output rules),
 //! which this crate reads into its decision types.
 //!
@@ -7,7 +6,7 @@
 //! provides the [`PolicyToolHost`] that sits in front of the real one and decides each call —
 //! allow, deny, or ask a human — from a [`Profile`], and records every attempt in an audit log.
 //! Everything that decides is pure and synchronous ([`Config::from_json_str`],
-//! [`Profile::disposition`], [`extract_tool_calls`]); the only async part is waiting for a
+//! [`Profile::disposition`]); the only async part is waiting for a
 //! human, an [`Ask`] put to the [`Asker`] trait that the host implements (terminal prompt, MCP
 //! elicitation, the HTTP approval API).
 //!
@@ -136,9 +135,8 @@
 //!
 //! # Static preview
 //!
-//! [`extract_tool_calls`] lists the `codemode.<tool>(…)` call sites of a script without
-//! running it, for approval prompts and `codemode check`. It is a preview, never enforcement:
-//! names computed at run time are only flagged as dynamic.
+//! An [`ApprovalRequest`] carries the script's call sites, a [`codemode_script::Preview`]
+//! found without running it (the `codemode-script` crate, the one that parses JavaScript).
 
 #![doc(test(attr(deny(warnings))))]
 
@@ -153,12 +151,10 @@ mod decision;
 mod display;
 mod enforce;
 mod outputs;
-mod preview;
 mod profile;
 mod remember;
 mod risk;
 mod schemas;
-mod script;
 
 pub use approval::{
     ApprovalAnswer, ApprovalRequest, Channel, ParkedAsk, ParkedQuestion, SessionApprovals,
@@ -216,10 +212,6 @@ pub use outputs::{
     InvalidPathPattern, MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule,
     PathPattern, mask_value,
 };
-pub use preview::{
-    MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, PreviewCall, ResultUse, extract_tool_calls,
-    locate_syntax_error, normalize_with_preview, result_use,
-};
 pub use profile::{
     ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
     DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
@@ -234,4 +226,3 @@ pub use schemas::{
     MAX_VIOLATIONS, MEDIA_KEY, SchemaKind, SchemaProblem, SchemaSource, ToolSchemaSpec,
     ToolSchemas, Violation,
 };
-pub use script::{Language, MAX_NORMALIZE_BYTES, ScriptError, normalize};

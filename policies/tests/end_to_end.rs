@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use codemode_policies::{
     ApprovalAnswer, ApprovalDecision, Ask, AskKind, Asker, Channel, Decision, DispositionKind,
-    MemoryAuditSink, PolicyToolHost, Profile, Reply, extract_tool_calls, form_answer,
+    MemoryAuditSink, PolicyToolHost, Profile, Reply, form_answer,
 };
 use codemode_runtime::{
     BoxFuture, CallStatus, ErrorKind, EvalOptions, FnTools, Runtime, RuntimeConfig, ToolHost,
 };
+use codemode_script::extract_tool_calls;
 use serde_json::{Value, json};
 
 /// Says yes, after thinking for a while.

@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use codemode_policies::{
-    Config, DispositionKind, Preview, Profile, extract_tool_calls, neutralize,
-};
+use codemode_policies::{Config, DispositionKind, Profile, neutralize};
+use codemode_script::{Preview, extract_tool_calls};
 use serde::Serialize;
 
 use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};

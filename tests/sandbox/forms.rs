@@ -247,7 +247,7 @@ const SYNTAX_WITH_RETURN: &[(&str, &str, u32)] = &[
 ];
 
 /// Checks the line; the sandbox leaves the column out (QuickJS places it at a token of its
-/// choosing), and `codemode_policies::locate_syntax_error` (oxc) then puts it inside that line.
+/// choosing), and `codemode_script::locate_syntax_error` (oxc) then puts it inside that line.
 async fn check_syntax_errors(cases: &[(&str, &str, u32)]) {
     for (what, code, line) in cases {
         let outcome = eval(code).await;
@@ -260,7 +260,7 @@ async fn check_syntax_errors(cases: &[(&str, &str, u32)]) {
         assert_eq!(error.line, Some(*line), "{what}: {}", show(&outcome));
         assert_eq!(error.column, None, "{what}: {}", show(&outcome));
         let mut located = error.clone();
-        codemode_policies::locate_syntax_error(code, &mut located);
+        codemode_script::locate_syntax_error(code, &mut located);
         assert_eq!(located.line, Some(*line), "{what}: {located:?}");
         // A redeclaration is an early error QuickJS reports but oxc's parser does not: no column.
         if what.starts_with("redeclaration") {

@@ -16,30 +16,19 @@ use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, Ro
 use rmcp::{ClientHandler, ErrorData as McpError};
 use tokio::sync::{Notify, watch};
 
-use codemode_runtime::BoxFuture;
-
-use crate::relay::{CallRelays, LogMessage};
+use crate::lent::LogMessage;
+use crate::relay::CallRelays;
 use crate::sequence::{Sequence, Stamp};
 use crate::server_requests;
 
-/// Answers the `elicitation/create` requests upstream servers send during one eval's calls
-/// (form mode: "please confirm", "which account?"): the eval's human. An eval lends it to its
-/// calls in its [`CallScope`](crate::CallScope); a request is put to the eval whose call it
-/// came during, and to no other (by the HTTP stream it came on, or, over stdio, only while one
-/// eval alone has calls on the connection: see `isolate_sessions` of [`UpstreamSpec`](crate::UpstreamSpec)).
-///
-/// The pool declares form elicitation to every upstream, so servers that offer tools only to
-/// clients able to ask a human (e.g. server-everything's `trigger-elicitation-request`) show
-/// them. Time the handler takes does not count against the call's timeout.
-pub trait UpstreamElicitation: Send + Sync {
-    /// Asks the human on behalf of upstream `server`. `Err` reaches the server as a JSON-RPC
-    /// internal error carrying the message; prefer `Ok` with
-    /// [`ElicitationAction::Decline`] or [`ElicitationAction::Cancel`] for "no answer".
-    fn elicit<'a>(
-        &'a self,
-        server: &'a str,
-        params: ElicitRequestParams,
-    ) -> BoxFuture<'a, Result<ElicitResult, String>>;
+/// An upstream said one of its resources changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResourceUpdate {
+    /// The upstream server's name.
+    pub server: String,
+    /// The resource's URI as the upstream knows it (not mapped).
+    pub uri: String,
 }
 
 /// The rmcp client handler of one connection attempt to one upstream.
@@ -144,7 +133,7 @@ impl ClientHandler for UpstreamClient {
         let origin = context.extensions.get::<InboundStreamOrigin>();
         let sampler = match self.relays.route(origin, server_requests::sampler).await {
             Ok(sampler) => sampler,
-            Err(why) => return Err(crate::sampling::unattributed(&self.server, why)),
+            Err(why) => return Err(server_requests::unattributed_sampling(&self.server, why)),
         };
         let _counted = Eliciting::start(&self.eliciting);
         // Nobody is left asking about a request whose script stopped waiting (its call timed

@@ -16,12 +16,13 @@ use codemode_runtime::ToolError;
 
 mod call;
 
+use super::client::ResourceUpdate;
 use super::client::UpstreamClient;
 use super::oauth::{Logins, login_hint};
 use super::relay::CallRelays;
 use super::sequence::Sequence;
 use super::spec::UpstreamSpec;
-use super::subscriptions::{ResourceUpdate, Subscribed, renew};
+use super::subscribed::{Subscribed, renew};
 use super::transport::{self, Refused, Session};
 
 /// First wait before a restart; doubles per failure up to [`MAX_BACKOFF`].

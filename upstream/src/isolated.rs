@@ -9,6 +9,7 @@
 //! tools, resources and prompts and serves clients' own requests.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use rmcp::Peer;
@@ -17,7 +18,6 @@ use tokio::sync::Mutex;
 
 use codemode_runtime::ToolError;
 
-use crate::connection::Upstream;
 use crate::relay::CallRelays;
 use crate::sequence::Sequence;
 use crate::transport::Session;
@@ -48,25 +48,30 @@ pub(crate) struct Lent {
 }
 
 impl EvalSessions {
-    /// The eval's connection to `up`, opened now when it has none (or its last one closed).
-    /// The eval's concurrent first calls wait for one opening.
-    pub(crate) async fn lend(&self, up: &Upstream) -> Result<Lent, ToolError> {
+    /// The eval's connection to `server`, opened now by `open` (its calls recorded in the
+    /// relays given, its notifications ordered by the sequence given) when it has none, or its
+    /// last one closed. The eval's concurrent first calls wait for one opening.
+    pub(crate) async fn lend<F, Fut>(&self, server: &str, open: F) -> Result<Lent, ToolError>
+    where
+        F: FnOnce(Arc<CallRelays>, Arc<Sequence>) -> Fut,
+        Fut: Future<Output = Result<Session, ToolError>>,
+    {
         let mut sessions = self.0.lock().await;
-        let open = sessions
-            .get(&*up.name)
+        let is_open = sessions
+            .get(server)
             .is_some_and(|p| !p.session.peer().is_transport_closed());
-        if !open {
+        if !is_open {
             let relays = Arc::new(CallRelays::default());
             let sequence = Arc::new(Sequence::default());
-            let session = up.open_private(relays.clone(), sequence.clone()).await?;
+            let session = open(relays.clone(), sequence.clone()).await?;
             let private = Private {
                 session,
                 relays,
                 sequence,
             };
-            sessions.insert(up.name.to_string(), private);
+            sessions.insert(server.to_string(), private);
         }
-        let private = &sessions[&*up.name];
+        let private = &sessions[server];
         Ok(Lent {
             peer: private.session.peer().clone(),
             relays: private.relays.clone(),

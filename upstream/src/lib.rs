@@ -48,33 +48,33 @@ mod connection;
 mod convert;
 pub mod crypto;
 mod isolated;
+mod lent;
 pub mod media;
 pub mod oauth;
 mod pool;
 mod relay;
 pub mod resources;
-mod sampling;
 mod schemas;
 mod scope;
 mod sequence;
 mod server_requests;
 mod spec;
+mod subscribed;
 mod subscriptions;
 mod transport;
+mod url_secrets;
 
 pub use commands::CommandTools;
 pub use schemas::SchemaCache;
 
-pub use client::UpstreamElicitation;
+pub use client::ResourceUpdate;
 pub use connection::UpstreamStatus;
 pub use isolated::EvalSessions;
+pub use lent::{CallRelay, CallSampler, LogMessage, UpstreamElicitation};
 pub use media::{Attachment, DEFAULT_MAX_MEDIA_BYTES, KeptMedia, Media};
 pub use pool::UpstreamPool;
-pub use relay::{CallRelay, LogMessage};
-pub use sampling::CallSampler;
 pub use scope::CallScope;
 pub use spec::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, UpstreamError, UpstreamSpec, UpstreamTransport,
     upstream_specs, validate_server_name,
 };
-pub use subscriptions::ResourceUpdate;

@@ -93,7 +93,7 @@ impl UpstreamPool {
                 declares_sampling: Arc::default(),
                 changed: Arc::new(watch::Sender::new(0)),
                 listings: Arc::new(watch::Sender::new(0)),
-                updates: tokio::sync::broadcast::Sender::new(crate::subscriptions::UPDATES_KEPT),
+                updates: tokio::sync::broadcast::Sender::new(crate::subscribed::UPDATES_KEPT),
                 shutdown: CancellationToken::new(),
                 reconfigure: tokio::sync::Mutex::new(()),
                 schemas: Default::default(),

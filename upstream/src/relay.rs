@@ -22,42 +22,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 
-use codemode_runtime::BoxFuture;
-
-use crate::client::UpstreamElicitation;
-use crate::sampling::CallSampler;
-use crate::scope::CallScope;
-
-/// The parameters of MCP's `notifications/message`.
-#[expect(
-    deprecated,
-    reason = "SEP-2577 deprecates MCP logging from protocol 2026-07-28 on, but servers and clients of 2025-11-25 and older use it, and a proxy forwards what they say"
-)]
-pub type LogMessage = rmcp::model::LoggingMessageNotificationParam;
-
-/// Receives an upstream's notifications about the calls of one eval (see the module docs).
-///
-/// Implementations forward them to the eval's client; time spent here delays the upstream
-/// connection's other messages, so send and return.
-pub trait CallRelay: Send + Sync {
-    /// Upstream `server` reported progress on one of this eval's calls: `update` as the server
-    /// sent it.
-    fn progress<'a>(
-        &'a self,
-        server: &'a str,
-        update: ProgressNotificationParam,
-    ) -> BoxFuture<'a, ()>;
-
-    /// Upstream `server` sent a log message while only this eval had calls in flight on it.
-    fn log<'a>(&'a self, server: &'a str, message: LogMessage) -> BoxFuture<'a, ()>;
-
-    /// Whether anything sent here can still reach someone.
-    fn is_open(&self) -> bool;
-
-    /// Who hears this relay: calls of relays with one audience may share a log message (they
-    /// are one client's), calls of different audiences make it ambiguous.
-    fn audience(&self) -> &str;
-}
+use crate::lent::{Answerers, CallRelay, CallSampler, UpstreamElicitation};
 
 /// How long a call stays counted as in flight after its result arrived (see the module docs).
 pub const LATE_NOTIFICATIONS: Duration = Duration::from_millis(250);
@@ -119,17 +84,18 @@ impl CallRelays {
         f(&self.lock().list)
     }
 
-    /// Records a call of the eval lending `scope` (none: a call nobody listens to or answers
+    /// Records a call of the eval lending `lent` (none: a call nobody listens to or answers
     /// for) until the guard drops (and [`LATE_NOTIFICATIONS`] after).
-    pub(crate) fn enter(self: &Arc<Self>, scope: Option<&CallScope>) -> InFlight {
+    pub(crate) fn enter(self: &Arc<Self>, lent: Option<Answerers>) -> InFlight {
         let number = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
+        let lent = lent.unwrap_or_default();
         self.lock().list.push(Call {
             number,
             token: None,
             request: None,
-            relay: scope.and_then(|s| s.relay.clone()),
-            sampler: scope.and_then(|s| s.sampler.clone()),
-            elicitor: scope.and_then(|s| s.elicitor.clone()),
+            relay: lent.relay,
+            sampler: lent.sampler,
+            elicitor: lent.elicitor,
             ended: false,
         });
         InFlight {
@@ -255,7 +221,10 @@ impl Drop for InFlight {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use codemode_runtime::BoxFuture;
     use rmcp::model::NumberOrString;
+
+    use crate::lent::LogMessage;
     use std::sync::atomic::AtomicBool;
 
     #[derive(Default)]
@@ -283,11 +252,11 @@ mod tests {
         ProgressToken(NumberOrString::Number(n))
     }
 
-    /// The scope of an eval whose notifications go to `relay`.
-    fn listening(relay: Arc<dyn CallRelay>) -> CallScope {
-        CallScope {
+    /// What an eval whose notifications go to `relay` lends its calls.
+    fn listening(relay: Arc<dyn CallRelay>) -> Answerers {
+        Answerers {
             relay: Some(relay),
-            ..CallScope::default()
+            ..Answerers::default()
         }
     }
 
@@ -297,11 +266,11 @@ mod tests {
         let a: Arc<dyn CallRelay> = relay("session A");
         let b: Arc<dyn CallRelay> = relay("session B");
         assert!(relays.sole().is_none(), "no call in flight");
-        let a1 = relays.enter(Some(&listening(a.clone())));
+        let a1 = relays.enter(Some(listening(a.clone())));
         a1.sent(RequestId::Number(1), token(1));
-        let a2 = relays.enter(Some(&listening(a.clone())));
+        let a2 = relays.enter(Some(listening(a.clone())));
         assert!(relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a)));
-        let b1 = relays.enter(Some(&listening(b.clone())));
+        let b1 = relays.enter(Some(listening(b.clone())));
         b1.sent(RequestId::Number(2), token(2));
         assert!(relays.sole().is_none(), "two evals");
         assert!(
@@ -328,7 +297,7 @@ mod tests {
     fn progress_before_the_token_is_known_waits_for_its_call() {
         let relays = Arc::new(CallRelays::default());
         let a: Arc<dyn CallRelay> = relay("session A");
-        let call = relays.enter(Some(&listening(a.clone())));
+        let call = relays.enter(Some(listening(a.clone())));
         let early = |n: f64| ProgressNotificationParam::new(token(7), n);
         assert!(
             relays.route_progress(early(1.0)).is_none(),
@@ -354,7 +323,7 @@ mod tests {
         let a1 = relay("session A");
         let a1_dyn: Arc<dyn CallRelay> = a1.clone();
         let b: Arc<dyn CallRelay> = relay("session B");
-        let call = relays.enter(Some(&listening(a1_dyn.clone())));
+        let call = relays.enter(Some(listening(a1_dyn.clone())));
         call.sent(RequestId::Number(1), token(1));
         drop(call);
         // Late progress and log messages of a's call still find it.
@@ -362,13 +331,13 @@ mod tests {
         assert!(relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a1_dyn)));
         // Another client's call while a's may still be talking: ambiguous, even once a's
         // request has its answer.
-        let b1 = relays.enter(Some(&listening(b.clone())));
+        let b1 = relays.enter(Some(listening(b.clone())));
         a1.0.store(true, Ordering::Relaxed);
         assert!(relays.sole().is_none(), "another audience");
         drop(b1);
         // The same client's next eval: its log messages are its own at once.
         let a2: Arc<dyn CallRelay> = relay("session A");
-        let a2_call = relays.enter(Some(&listening(a2.clone())));
+        let a2_call = relays.enter(Some(listening(a2.clone())));
         let waited = tokio::time::timeout(std::time::Duration::from_secs(30), async {
             // b's ended call counts until it is forgotten.
             while !relays.sole().is_some_and(|r| Arc::ptr_eq(&r, &a2)) {

@@ -164,7 +164,7 @@ pub(crate) async fn ask<T, F>(
 where
     F: Future<Output = Result<T, ServiceError>>,
 {
-    let _in_flight = up.relays().enter(scope);
+    let _in_flight = up.relays().enter(scope.map(CallScope::answerers));
     let server = &*up.name;
     let Some(peer) = up.peer() else {
         return Err(UpstreamRequestError::Failed(format!(

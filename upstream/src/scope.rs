@@ -2,11 +2,9 @@
 
 use std::sync::Arc;
 
-use super::client::UpstreamElicitation;
 use super::isolated::EvalSessions;
+use super::lent::{Answerers, CallRelay, CallSampler, UpstreamElicitation};
 use super::media::Media;
-use super::relay::CallRelay;
-use super::sampling::CallSampler;
 
 /// Where the upstream servers' progress and log messages about an eval's calls go, who answers
 /// their sampling and elicitation requests, and where the media of their results are kept.
@@ -30,4 +28,15 @@ pub struct CallScope {
     /// The W3C `traceparent` of the call's `upstream_request` span, sent on as the request's
     /// `_meta.traceparent` and, to an HTTP server, as a `traceparent` header. Default: none.
     pub traceparent: Option<String>,
+}
+
+impl CallScope {
+    /// What one call borrows of the scope while it runs.
+    pub(crate) fn answerers(&self) -> Answerers {
+        Answerers {
+            relay: self.relay.clone(),
+            sampler: self.sampler.clone(),
+            elicitor: self.elicitor.clone(),
+        }
+    }
 }

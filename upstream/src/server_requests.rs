@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use rmcp::ErrorData as McpError;
 use rmcp::model::RequestId;
 use rmcp::service::InboundStreamOrigin;
 
@@ -159,6 +160,17 @@ pub(crate) fn sampler(call: &Call) -> Option<&Arc<dyn crate::CallSampler>> {
     call.sampler.as_ref()
 }
 
+/// The error an upstream gets for a sampling request no eval can be found for.
+pub(crate) fn unattributed_sampling(server: &str, why: Unrouted) -> McpError {
+    tracing::warn!("refused a sampling request from upstream `{server}`: {why}");
+    McpError::invalid_request(
+        format!(
+            "codemode refused this sampling request: it could not tie it to one script's call on `{server}` whose client can sample: {why}"
+        ),
+        None,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,9 +228,9 @@ mod tests {
     async fn over_http_a_request_goes_to_the_call_whose_stream_it_came_on() {
         let relays = Arc::new(CallRelays::default());
         let ((a, a_scope), (b, b_scope)) = (eval(), eval());
-        let a1 = relays.enter(Some(&a_scope));
+        let a1 = relays.enter(Some(a_scope.answerers()));
         a1.sent(id(1), token(1));
-        let b1 = relays.enter(Some(&b_scope));
+        let b1 = relays.enter(Some(b_scope.answerers()));
         b1.sent(id(2), token(2));
         // Two evals' calls at once: each request still finds its own.
         assert!(same(&routed(&relays, Some(&on_stream_of(1))).await, &a));
@@ -254,10 +266,10 @@ mod tests {
         let relays = Arc::new(CallRelays::default());
         let ((a, a_scope), (_, b_scope)) = (eval(), eval());
         let standalone = InboundStreamOrigin::Unassociated;
-        let a1 = relays.enter(Some(&a_scope));
+        let a1 = relays.enter(Some(a_scope.answerers()));
         a1.sent(id(1), token(1));
         assert!(same(&routed(&relays, Some(&standalone)).await, &a));
-        let b1 = relays.enter(Some(&b_scope));
+        let b1 = relays.enter(Some(b_scope.answerers()));
         assert_eq!(
             routed(&relays, Some(&standalone)).await.err(),
             Some(Unrouted::Several)
@@ -276,7 +288,7 @@ mod tests {
     async fn a_request_read_before_its_call_knows_its_id_waits_for_it() {
         let relays = Arc::new(CallRelays::default());
         let (a, a_scope) = eval();
-        let call = relays.enter(Some(&a_scope));
+        let call = relays.enter(Some(a_scope.answerers()));
         let origin = on_stream_of(9);
         let route = routed(&relays, Some(&origin));
         tokio::pin!(route);
@@ -299,10 +311,10 @@ mod tests {
         let relays = Arc::new(CallRelays::default());
         let ((a, a_scope), (_, b_scope)) = (eval(), eval());
         assert_eq!(routed(&relays, None).await.err(), Some(Unrouted::NoCall));
-        let a1 = relays.enter(Some(&a_scope));
-        let a2 = relays.enter(Some(&a_scope));
+        let a1 = relays.enter(Some(a_scope.answerers()));
+        let a2 = relays.enter(Some(a_scope.answerers()));
         assert!(same(&routed(&relays, None).await, &a));
-        let b1 = relays.enter(Some(&b_scope));
+        let b1 = relays.enter(Some(b_scope.answerers()));
         assert_eq!(routed(&relays, None).await.err(), Some(Unrouted::Several));
         // An ended call no longer counts, although its late notifications still find it,
         // nor does it hold its eval's answerer.

@@ -4,64 +4,12 @@
 //! session knows none), and every `notifications/resources/updated` the upstreams send handed
 //! to whoever listens ([`UpstreamPool::resource_updates`]), the server named.
 
-use std::collections::BTreeSet;
-use std::sync::Mutex;
-
 use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
-use rmcp::{Peer, RoleClient};
 use tokio::sync::broadcast;
 
+use super::client::ResourceUpdate;
 use super::pool::UpstreamPool;
 use super::resources::{UpstreamRequestError, ask};
-
-/// An upstream said one of its resources changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ResourceUpdate {
-    /// The upstream server's name.
-    pub server: String,
-    /// The resource's URI as the upstream knows it (not mapped).
-    pub uri: String,
-}
-
-/// How many updates wait for a slow listener before the oldest are dropped (a listener that
-/// lags learns how many it missed).
-pub(crate) const UPDATES_KEPT: usize = 256;
-
-/// The URIs codemode holds subscribed on one upstream.
-#[derive(Default)]
-pub(crate) struct Subscribed(Mutex<BTreeSet<String>>);
-
-impl Subscribed {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Every URI held, for a new session to subscribe to again.
-    pub(crate) fn all(&self) -> Vec<String> {
-        self.lock().iter().cloned().collect()
-    }
-}
-
-/// Subscribes `peer`, a new session of `server`, to `uris` again; a refusal is logged (the
-/// resource may be gone), the others still renewed.
-pub(crate) async fn renew(server: &str, peer: Peer<RoleClient>, uris: Vec<String>) {
-    for uri in uris {
-        #[expect(
-            deprecated,
-            reason = "resources/subscribe is how upstreams of 2025-11-25 and older take subscriptions"
-        )]
-        let renewed = peer
-            .subscribe(SubscribeRequestParams::new(uri.clone()))
-            .await;
-        if let Err(e) = renewed {
-            tracing::warn!(
-                "upstream `{server}` refused to renew the subscription to `{}`: {e}",
-                codemode_policies::neutralize(&uri)
-            );
-        }
-    }
-}
 
 impl UpstreamPool {
     /// Subscribes to `uri` (the upstream's own URI) on `server`, unless already subscribed;
@@ -89,7 +37,7 @@ impl UpstreamPool {
                 codemode_policies::neutralize(server)
             )));
         }
-        if !up.subscribed().lock().insert(uri.to_string()) {
+        if !up.subscribed().insert(uri) {
             return Ok(());
         }
         let params = SubscribeRequestParams::new(uri.to_string());
@@ -102,7 +50,7 @@ impl UpstreamPool {
         })
         .await;
         if subscribed.is_err() {
-            up.subscribed().lock().remove(uri);
+            up.subscribed().remove(uri);
         }
         subscribed
     }
@@ -113,7 +61,7 @@ impl UpstreamPool {
         let Some(up) = self.upstream(server) else {
             return;
         };
-        if !up.subscribed().lock().remove(uri) {
+        if !up.subscribed().remove(uri) {
             return;
         }
         let params = UnsubscribeRequestParams::new(uri.to_string());

@@ -18,6 +18,7 @@ use super::client::UpstreamClient;
 use super::oauth::{Authorizing, Challenges, Logins};
 use super::sequence::Sequenced;
 use super::spec::{INHERITED_ENV, UpstreamTransport, http_headers};
+use super::url_secrets::without_url_secrets;
 
 /// A live session with one upstream.
 pub(crate) type Session = RunningService<RoleClient, UpstreamClient>;
@@ -52,108 +53,121 @@ pub(crate) async fn connect(
             args,
             env,
             cwd,
-        } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).env_clear();
-            for key in INHERITED_ENV {
-                if let Some(value) = std::env::var_os(key) {
-                    cmd.env(key, value);
-                }
-            }
-            cmd.envs(env);
-            if let Some(dir) = cwd {
-                cmd.current_dir(dir);
-            }
-            let mut wrapped = CommandWrap::from(cmd);
-            // Its own process group, so that killing it also kills what it spawned (`npx`,
-            // shell wrappers); and killed when the transport is dropped.
-            wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-            // Its stdout read within a bound per message, a larger answer failing its call.
-            let (child, pid, stderr) =
-                ChildTransport::spawn(wrapped, &client.server, Stdio::piped())
-                    .map_err(|e| Refused::Failed(format!("could not start `{command}`: {e}")))?;
-            let copier = stderr
-                .map(|stderr| tokio::spawn(copy_stderr(format!("[{}] ", client.server), stderr)));
-            let child = Sequenced::new(child, client.sequence.clone());
-            match client.serve(child).await {
-                Ok(session) => Ok((session, pid)),
-                Err(e) => {
-                    // The child is gone (killed with the transport), so its stderr ends: its
-                    // last line usually says why it did not start.
-                    let last = match copier {
-                        Some(copier) => tokio::time::timeout(STDERR_GRACE, copier)
-                            .await
-                            .ok()
-                            .and_then(Result::ok)
-                            .flatten(),
-                        None => None,
-                    };
-                    let said = last
-                        .map(|line| format!("; its last stderr line: {line}"))
-                        .unwrap_or_default();
-                    Err(Refused::Failed(format!(
-                        "`{command}` started but the MCP handshake failed: {e}{said}"
-                    )))
-                }
-            }
-        }
+        } => spawn(client, command, args, env, cwd.as_deref()).await,
         UpstreamTransport::Http {
             url,
             headers,
             oauth,
         } => {
-            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                .custom_headers(http_headers(headers).map_err(Refused::Failed)?);
-            // The reqwest client is built here: it needs rustls's provider.
-            crate::crypto::install();
-            // rmcp's client, an answer too large to read failing its call, not the session.
-            let http = BoundedHttp::new().map_err(Refused::Failed)?;
-            let handshake_failed = |e: &dyn std::fmt::Display| {
-                without_url_secrets(&format!("the MCP handshake with {url} failed: {e}"), url)
-            };
-            // A token of the operator's own is sent as it is; else OAuth, if the server asks.
-            if headers
-                .keys()
-                .any(|k| k.eq_ignore_ascii_case("authorization"))
-            {
-                let transport = StreamableHttpClientTransport::with_client(http, config);
-                let transport = Sequenced::new(transport, client.sequence.clone());
-                let session = client
-                    .serve(transport)
-                    .await
-                    .map_err(|e| Refused::Failed(handshake_failed(&e)))?;
-                return Ok((session, None));
-            }
-            let server = client.server.clone();
-            let challenges = Challenges::default();
-            let headless = oauth
-                .as_ref()
-                .is_some_and(|o| o.grant == codemode_config::OAuthGrant::ClientCredentials);
-            let http = Authorizing::new(
-                logins,
-                (&server, url),
-                oauth.as_ref(),
-                http,
-                challenges.clone(),
-            )
-            .await
-            .map_err(|e| Refused::Failed(e.message))?;
-            let transport = StreamableHttpClientTransport::with_client(http, config);
-            let transport = Sequenced::new(transport, client.sequence.clone());
-            match client.serve(transport).await {
-                Ok(session) => Ok((session, None)),
-                // Nobody logs in for the client-credentials grant: its refused token is an
-                // error like any other, retried with backoff.
-                Err(_) if challenges.pending() && headless => {
-                    Err(Refused::Failed(without_url_secrets(
-                        &format!("{url} refused the token of the client-credentials grant"),
-                        url,
-                    )))
-                }
-                Err(_) if challenges.pending() => Err(Refused::NeedsLogin),
-                Err(e) => Err(Refused::Failed(handshake_failed(&e))),
-            }
+            let session = reach(client, url, headers, oauth.as_ref(), logins).await?;
+            Ok((session, None))
         }
+    }
+}
+
+/// Starts `command` and shakes hands with it over its stdin and stdout.
+async fn spawn(
+    client: UpstreamClient,
+    command: &str,
+    args: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    cwd: Option<&std::path::Path>,
+) -> Result<(Session, Option<u32>), Refused> {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args).env_clear();
+    for key in INHERITED_ENV {
+        if let Some(value) = std::env::var_os(key) {
+            cmd.env(key, value);
+        }
+    }
+    cmd.envs(env);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let mut wrapped = CommandWrap::from(cmd);
+    // Its own process group, so that killing it also kills what it spawned (`npx`,
+    // shell wrappers); and killed when the transport is dropped.
+    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    // Its stdout read within a bound per message, a larger answer failing its call.
+    let (child, pid, stderr) = ChildTransport::spawn(wrapped, &client.server, Stdio::piped())
+        .map_err(|e| Refused::Failed(format!("could not start `{command}`: {e}")))?;
+    let copier =
+        stderr.map(|stderr| tokio::spawn(copy_stderr(format!("[{}] ", client.server), stderr)));
+    let child = Sequenced::new(child, client.sequence.clone());
+    match client.serve(child).await {
+        Ok(session) => Ok((session, pid)),
+        Err(e) => {
+            // The child is gone (killed with the transport), so its stderr ends: its
+            // last line usually says why it did not start.
+            let last = match copier {
+                Some(copier) => tokio::time::timeout(STDERR_GRACE, copier)
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .flatten(),
+                None => None,
+            };
+            let said = last
+                .map(|line| format!("; its last stderr line: {line}"))
+                .unwrap_or_default();
+            Err(Refused::Failed(format!(
+                "`{command}` started but the MCP handshake failed: {e}{said}"
+            )))
+        }
+    }
+}
+
+/// Shakes hands with the streamable-HTTP server at `url`, logging in with OAuth when it asks
+/// and no `authorization` header of the operator's is given.
+async fn reach(
+    client: UpstreamClient,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    oauth: Option<&codemode_config::UpstreamOAuth>,
+    logins: &Logins,
+) -> Result<Session, Refused> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url)
+        .custom_headers(http_headers(headers).map_err(Refused::Failed)?);
+    // The reqwest client is built here: it needs rustls's provider.
+    crate::crypto::install();
+    // rmcp's client, an answer too large to read failing its call, not the session.
+    let http = BoundedHttp::new().map_err(Refused::Failed)?;
+    let handshake_failed = |e: &dyn std::fmt::Display| {
+        without_url_secrets(&format!("the MCP handshake with {url} failed: {e}"), url)
+    };
+    // A token of the operator's own is sent as it is; else OAuth, if the server asks.
+    if headers
+        .keys()
+        .any(|k| k.eq_ignore_ascii_case("authorization"))
+    {
+        let transport = StreamableHttpClientTransport::with_client(http, config);
+        let transport = Sequenced::new(transport, client.sequence.clone());
+        let session = client
+            .serve(transport)
+            .await
+            .map_err(|e| Refused::Failed(handshake_failed(&e)))?;
+        return Ok(session);
+    }
+    let server = client.server.clone();
+    let challenges = Challenges::default();
+    let headless = oauth
+        .as_ref()
+        .is_some_and(|o| o.grant == codemode_config::OAuthGrant::ClientCredentials);
+    let http = Authorizing::new(logins, (&server, url), oauth, http, challenges.clone())
+        .await
+        .map_err(|e| Refused::Failed(e.message))?;
+    let transport = StreamableHttpClientTransport::with_client(http, config);
+    let transport = Sequenced::new(transport, client.sequence.clone());
+    match client.serve(transport).await {
+        Ok(session) => Ok(session),
+        // Nobody logs in for the client-credentials grant: its refused token is an
+        // error like any other, retried with backoff.
+        Err(_) if challenges.pending() && headless => Err(Refused::Failed(without_url_secrets(
+            &format!("{url} refused the token of the client-credentials grant"),
+            url,
+        ))),
+        Err(_) if challenges.pending() => Err(Refused::NeedsLogin),
+        Err(e) => Err(Refused::Failed(handshake_failed(&e))),
     }
 }
 
@@ -203,27 +217,6 @@ async fn emit(out: &mut tokio::io::Stderr, prefix: &str, line: &[u8]) {
     let _ = out.write_all(stderr_line(prefix, line).as_bytes()).await;
 }
 
-/// `message` with the secret-bearing parts of `url` — user info, query and fragment, where
-/// `${VAR}` substitutions usually put tokens — replaced by `…`: the message reaches logs, the
-/// eval tools' descriptions and `search_tools` answers.
-pub(crate) fn without_url_secrets(message: &str, url: &str) -> String {
-    let mut out = message.to_string();
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if let Some((userinfo, _)) = authority.rsplit_once('@')
-        && !userinfo.is_empty()
-    {
-        out = out.replace(userinfo, "…");
-    }
-    if let Some(i) = url.find(['?', '#']) {
-        let tail = &url[i + 1..];
-        if !tail.is_empty() {
-            out = out.replace(tail, "…");
-        }
-    }
-    out
-}
-
 /// One line of an upstream's stderr as the operator's terminal shows it: prefixed, invalid UTF-8
 /// replaced, and [`neutralize`]d, so an upstream cannot send escape sequences to the terminal or
 /// start a line that looks like codemode's own.
@@ -231,27 +224,6 @@ fn stderr_line(prefix: &str, line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
     let text = text.strip_suffix('\r').unwrap_or(&text);
     format!("{prefix}{}\n", neutralize(text))
-}
-
-#[cfg(test)]
-mod url_tests {
-    use super::without_url_secrets;
-
-    #[test]
-    fn user_info_query_and_fragment_never_reach_a_message() {
-        let url = "https://user:pa55@api.example/mcp?key=sk-live-1#frag";
-        let message =
-            format!("the MCP handshake with {url} failed: error sending request for url ({url})");
-        let shown = without_url_secrets(&message, url);
-        assert_eq!(
-            shown,
-            "the MCP handshake with https://…@api.example/mcp?… failed: error sending request for url (https://…@api.example/mcp?…)"
-        );
-        assert_eq!(
-            without_url_secrets("failed: http://h/mcp", "http://h/mcp"),
-            "failed: http://h/mcp"
-        );
-    }
 }
 
 #[cfg(test)]

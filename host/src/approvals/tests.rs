@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_policies::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Caller, Channel, MatchedBy, Preview, Risk,
+    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Caller, Channel, MatchedBy, Risk,
     RiskPolicy, new_request_id, summarize_args,
 };
 use codemode_runtime::{BoxFuture, EvalId};
+use codemode_script::Preview;
 use serde_json::{Value, json};
 
 use super::broker::{ApprovalBroker, BrokerEvent, Choice};
@@ -442,7 +443,7 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
         ..RiskPolicy::default()
     });
     req.reason = Some("backup\u{1b}[2K\nApproved by admin\u{202e}".into());
-    req.preview = Arc::new(codemode_policies::extract_tool_calls(
+    req.preview = Arc::new(codemode_script::extract_tool_calls(
         "await codemode.fs__write({path: '/etc/passwd'});",
     ));
     let q = codemode_policies::approval_question(&req);

@@ -23,10 +23,11 @@ use serde_json::Value;
 use crate::approval::ApprovalKey;
 use crate::audit::{AuditSink, Decision, Stage};
 use crate::{
-    Asker, Caller, Classification, Disposition, DispositionKind, NoAsker, OutputPolicy, Preview,
-    Profile, RememberedRules, SchemaSource, SessionApprovals,
+    Asker, Caller, Classification, Disposition, DispositionKind, NoAsker, OutputPolicy, Profile,
+    RememberedRules, SchemaSource, SessionApprovals,
 };
 use audit_guard::{AuditGuard, Recorder};
+use codemode_script::Preview;
 
 /// Wraps a [`ToolHost`] with a profile: each call is allowed, denied (the inner host is never
 /// reached) or put to a human through an [`Asker`], and audited exactly once.

@@ -37,7 +37,7 @@ pub fn preview(data: &[u8]) {
     let Ok(code) = std::str::from_utf8(data) else {
         return;
     };
-    let preview = codemode_policies::extract_tool_calls(code);
+    let preview = codemode_script::extract_tool_calls(code);
     // Lines as JavaScript counts them: `\r\n`, `\n`, `\r`, U+2028 and U+2029 each end one.
     let lines = 1 + code
         .replace("\r\n", "\n")

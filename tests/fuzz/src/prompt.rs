@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use codemode_policies::approval_question;
 use codemode_policies::{
-    ApprovalRequest, Caller, MatchedBy, Preview, Risk, RiskPolicy, neutralize, summarize_args,
+    ApprovalRequest, Caller, MatchedBy, Risk, RiskPolicy, neutralize, summarize_args,
 };
 use codemode_runtime::EvalId;
+use codemode_script::Preview;
 use serde_json::Value;
 
 /// Input: the tool name, a NUL byte, then the arguments (JSON if they parse, else a string).

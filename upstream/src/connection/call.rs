@@ -38,7 +38,8 @@ impl Upstream {
         let arguments = convert::arguments(qualified, args)?;
         // A server isolating sessions is called over the eval's own connection.
         let (peer, relays, sequence) = if self.spec.isolate_sessions {
-            let lent = scope.sessions.lend(self).await?;
+            let open = |relays, sequence| self.open_private(relays, sequence);
+            let lent = scope.sessions.lend(server, open).await?;
             (lent.peer, lent.relays, lent.sequence)
         } else {
             (shared, self.relays.clone(), self.sequence.clone())
@@ -49,7 +50,7 @@ impl Upstream {
             meta.set_traceparent(traceparent.clone());
             params.meta = Some(meta);
         }
-        let in_flight = relays.enter(Some(scope));
+        let in_flight = relays.enter(Some(scope.answerers()));
         let timeout = self.spec.call_timeout;
         let call = call_tool((&peer, server, &sequence), params, &in_flight);
         let answer = deadline(call, timeout, &self.eliciting, cx).await;

@@ -7,9 +7,11 @@ use rmcp::transport::auth::{
     AuthorizationSession,
 };
 
+use super::Logins;
 use super::browser::{self, Browser};
+use super::error::{OAuthError, describe};
+use super::http::bounded;
 use super::record::Registered;
-use super::{Logins, OAuthError, bounded, describe};
 
 impl Logins {
     /// The authorization-code flow with PKCE and a loopback redirect.

@@ -19,11 +19,9 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::{Browser, Logins, OAuthError};
+use super::error::{OAuthError, describe};
+use super::{Browser, Logins, MAX_LOGINS};
 use crate::bounded_http::BoundedHttp;
-
-/// Logins started by requests, in a row, none of which let a request through.
-pub(crate) const MAX_LOGINS: u32 = 3;
 
 /// The last challenge the server answered with, until a request goes through.
 #[derive(Clone, Default)]
@@ -288,7 +286,7 @@ fn scrubbed<T>(
 ) -> Result<T, StreamableHttpError<reqwest::Error>> {
     result.map_err(|e| match e {
         StreamableHttpError::Auth(e) => {
-            StreamableHttpError::Auth(AuthError::OAuthError(super::describe(&e)))
+            StreamableHttpError::Auth(AuthError::OAuthError(describe(&e)))
         }
         other => other,
     })
@@ -301,33 +299,4 @@ fn client_refused(why: &str) -> bool {
     ["invalid_client", "unauthorized_client"]
         .iter()
         .any(|code| why.contains(&format!("error response: {code}")))
-}
-
-/// The server's challenge to a request without a token (`None` when it took the request):
-/// how `codemode auth login` learns where to log in.
-pub(crate) async fn probe(server: &str, url: &str) -> Result<Option<String>, OAuthError> {
-    let http = super::oauth_http(server)?;
-    let initialize = serde_json::json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "codemode", "version": env!("CARGO_PKG_VERSION")}}
-    });
-    let response = http
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .json(&initialize)
-        .send()
-        .await
-        .map_err(|e| {
-            let message = format!("could not reach {url}: {e}");
-            OAuthError::new(server, crate::transport::without_url_secrets(&message, url))
-        })?;
-    if response.status() != reqwest::StatusCode::UNAUTHORIZED {
-        return Ok(None);
-    }
-    Ok(response
-        .headers()
-        .get(reqwest::header::WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string))
 }

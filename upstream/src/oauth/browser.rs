@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::OAuthError;
+use super::error::{OAuthError, safe_code};
 
 /// How long a login waits for the browser to come back.
 pub const LOGIN_WAIT: Duration = Duration::from_secs(5 * 60);
@@ -218,7 +218,7 @@ fn judge(target: &str, path: &str, state: &str) -> Verdict {
     }
     match param("error") {
         Some(error) => {
-            let code = super::safe_code(&error);
+            let code = safe_code(&error);
             Verdict::Refused(format!(
                 "the authorization server refused the login (`{code}`)"
             ))

@@ -3,7 +3,8 @@
 
 use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetadata};
 
-use super::{OAuthError, describe};
+use super::error::{OAuthError, describe};
+use super::http::{oauth_http, read_bounded};
 
 /// Discovers the authorization server of `url` (from `challenge` when there is one) and gives
 /// its metadata to `manager`.
@@ -64,7 +65,7 @@ async fn root_metadata(
     let Some(origin) = origin_of(url) else {
         return Ok(None);
     };
-    let response = super::oauth_http(server)?
+    let response = oauth_http(server)?
         .get(format!("{origin}/.well-known/oauth-authorization-server"))
         .send()
         .await
@@ -72,7 +73,7 @@ async fn root_metadata(
     if !response.status().is_success() {
         return Ok(None);
     }
-    let body = super::read_bounded(response).await.map_err(|why| {
+    let body = read_bounded(response).await.map_err(|why| {
         OAuthError::new(
             server,
             format!("OAuth discovery failed: the metadata: {why}"),
@@ -81,13 +82,45 @@ async fn root_metadata(
     Ok(serde_json::from_slice(&body).ok())
 }
 
+/// The server's challenge to a request without a token (`None` when it took the request):
+/// how `codemode auth login` learns where to log in.
+pub(crate) async fn probe(server: &str, url: &str) -> Result<Option<String>, OAuthError> {
+    let http = oauth_http(server)?;
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "codemode", "version": env!("CARGO_PKG_VERSION")}}
+    });
+    let response = http
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize)
+        .send()
+        .await
+        .map_err(|e| {
+            let message = format!("could not reach {url}: {e}");
+            OAuthError::new(
+                server,
+                crate::url_secrets::without_url_secrets(&message, url),
+            )
+        })?;
+    if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return Ok(None);
+    }
+    Ok(response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string))
+}
+
 #[cfg(test)]
 mod tests {
     /// Red-team finding (high): the metadata read here had no bound; a server answering without
     /// end took gigabytes.
     #[tokio::test]
     async fn root_metadata_is_read_within_a_bound() {
-        let base = super::super::answering("200 OK", vec![b' '; 1 << 20]).await;
+        let base = super::super::http::answering("200 OK", vec![b' '; 1 << 20]).await;
         let error = super::root_metadata("api", &format!("{base}/mcp"))
             .await
             .expect_err("too large");

@@ -9,7 +9,8 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use rmcp::transport::auth::{AuthorizationMetadata, OAuthTokenResponse, StoredCredentials};
 use serde_json::{Value, json};
 
-use super::OAuthError;
+use super::error::{OAuthError, safe_code};
+use super::http::{oauth_http, read_bounded};
 use super::record::now_secs;
 
 /// How long a client assertion is valid.
@@ -34,27 +35,7 @@ pub(crate) async fn client_credentials(
         .client_id
         .as_deref()
         .ok_or_else(|| fail("the client-credentials grant needs `clientId`".into()))?;
-    let auth = match (&oauth.client_secret, &oauth.private_key) {
-        (Some(secret), _)
-            if supports(metadata, "client_secret_post")
-                && !supports(metadata, "client_secret_basic") =>
-        {
-            ClientAuth::Post(secret)
-        }
-        (Some(secret), _) => ClientAuth::Basic(secret),
-        (None, Some(pem)) => ClientAuth::Jwt(assertion(
-            server,
-            client_id,
-            pem,
-            oauth.signing_algorithm,
-            metadata,
-        )?),
-        (None, None) => {
-            return Err(fail(
-                "the client-credentials grant needs `clientSecret` or `privateKey`".into(),
-            ));
-        }
-    };
+    let auth = client_auth(server, client_id, oauth, metadata)?;
     let mut form: Vec<(&str, String)> = vec![
         ("grant_type", "client_credentials".into()),
         ("resource", resource.to_string()),
@@ -67,7 +48,7 @@ pub(crate) async fn client_credentials(
     if !scopes.is_empty() {
         form.push(("scope", scopes.join(" ")));
     }
-    let http = super::oauth_http(server)?;
+    let http = oauth_http(server)?;
     let mut request = http.post(&metadata.token_endpoint);
     match &auth {
         ClientAuth::Basic(secret) => {
@@ -99,13 +80,13 @@ pub(crate) async fn client_credentials(
         .await
         .map_err(|e| {
             let message = format!("the token endpoint could not be reached: {e}");
-            fail(crate::transport::without_url_secrets(
+            fail(crate::url_secrets::without_url_secrets(
                 &message,
                 &metadata.token_endpoint,
             ))
         })?;
     let status = response.status();
-    let bytes = super::read_bounded(response).await.map_err(|e| {
+    let bytes = read_bounded(response).await.map_err(|e| {
         fail(format!(
             "the token endpoint's answer could not be read: {e}"
         ))
@@ -131,13 +112,45 @@ pub(crate) async fn client_credentials(
     .with_issuer(metadata.issuer.clone()))
 }
 
+/// How the client authenticates at the token endpoint: a secret in the form when the server
+/// takes only that, else HTTP Basic; a JWT signed with its private key when it has no secret.
+fn client_auth<'a>(
+    server: &str,
+    client_id: &str,
+    oauth: &'a UpstreamOAuth,
+    metadata: &AuthorizationMetadata,
+) -> Result<ClientAuth<'a>, OAuthError> {
+    Ok(match (&oauth.client_secret, &oauth.private_key) {
+        (Some(secret), _)
+            if supports(metadata, "client_secret_post")
+                && !supports(metadata, "client_secret_basic") =>
+        {
+            ClientAuth::Post(secret)
+        }
+        (Some(secret), _) => ClientAuth::Basic(secret),
+        (None, Some(pem)) => ClientAuth::Jwt(assertion(
+            server,
+            client_id,
+            pem,
+            oauth.signing_algorithm,
+            metadata,
+        )?),
+        (None, None) => {
+            return Err(OAuthError::new(
+                server,
+                "the client-credentials grant needs `clientSecret` or `privateKey`",
+            ));
+        }
+    })
+}
+
 /// The token response's JSON, or why it is not one: an OAuth error by its code only (its
 /// description, or any other body, is the server's to choose and could echo the secret sent).
 fn token_response(bytes: &[u8]) -> Result<Value, String> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|_| format!("{} bytes that are not JSON", bytes.len()))?;
     if let Some(code) = value.get("error").and_then(Value::as_str) {
-        let code = super::safe_code(code);
+        let code = safe_code(code);
         return Err(format!("the OAuth error `{code}`"));
     }
     if value.get("access_token").and_then(Value::as_str).is_none() {
@@ -225,7 +238,10 @@ mod tests {
 
     async fn grant(status: &'static str, body: Vec<u8>) -> String {
         let mut metadata = AuthorizationMetadata::default();
-        metadata.token_endpoint = format!("{}/token", super::super::answering(status, body).await);
+        metadata.token_endpoint = format!(
+            "{}/token",
+            super::super::http::answering(status, body).await
+        );
         let oauth = UpstreamOAuth {
             client_id: Some("me".into()),
             client_secret: Some("s3cret-value".into()),

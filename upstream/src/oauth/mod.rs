@@ -15,7 +15,9 @@ mod authorize;
 mod authorizing;
 mod browser;
 mod discovery;
+mod error;
 mod grant;
+mod http;
 mod record;
 mod status;
 
@@ -31,130 +33,16 @@ use tokio::sync::watch;
 pub(crate) use authorizing::{Authorizing, Challenges};
 pub use browser::{Browser, LOGIN_WAIT, ShowUrl};
 use discovery::discover;
+pub use error::OAuthError;
+use error::describe;
+use http::bounded;
+pub use http::{MAX_OAUTH_RESPONSE, OAUTH_REQUEST_TIMEOUT, oauth_http, read_bounded};
 use record::{Backend, LoginRecord, SavedLogin, now_secs};
 use status::status_of;
 pub use status::{LoginState, LoginStatus};
 
-/// What went wrong logging in to an upstream; the message names the upstream and never holds a
-/// secret.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("upstream server `{server}`: {message}")]
-pub struct OAuthError {
-    /// The upstream.
-    pub server: String,
-    /// What happened.
-    pub message: String,
-}
-
-impl OAuthError {
-    pub(crate) fn new(server: &str, message: impl Into<String>) -> Self {
-        OAuthError {
-            server: server.to_string(),
-            message: message.into(),
-        }
-    }
-
-    fn auth(server: &str, e: &AuthError) -> Self {
-        OAuthError::new(server, describe(e))
-    }
-}
-
-/// rmcp's error, said for people (its texts already leave secrets out).
-///
-/// Errors that carry what the authorization server said (its `error_description`, a body) are
-/// said in codemode's words with the server's OAuth error code only: a hostile server could
-/// echo a secret sent to it (a client secret, a refresh token, a PKCE verifier) into its words,
-/// and these messages reach scripts, tool descriptions and logs.
-pub(crate) fn describe(e: &AuthError) -> String {
-    let code = error_code(&e.to_string())
-        .map(|c| format!(" (`{c}`)"))
-        .unwrap_or_default();
-    let what = match e {
-        AuthError::TokenExchangeFailed(_) => "the token endpoint refused the authorization code",
-        AuthError::TokenRefreshFailed(_) => "refreshing the access token failed",
-        AuthError::TokenRefreshRejected(_) => "the authorization server refused the refresh token",
-        AuthError::RegistrationFailed(_) => "the authorization server refused the registration",
-        AuthError::AuthorizationFailed(_) => "the authorization failed",
-        AuthError::ClientCredentialsError(_) => "the client-credentials grant failed",
-        AuthError::OAuthError(_) | AuthError::InternalError(_) | AuthError::InvalidScope(_) => {
-            "the OAuth exchange failed"
-        }
-        AuthError::MetadataError(_) => "the authorization server's metadata is not usable",
-        AuthError::InvalidTokenType(_) => "the token endpoint gave a token of another type",
-        AuthError::CredentialStoreError(message) => {
-            return format!(
-                "the login store failed: {}",
-                codemode_policies::neutralize(message)
-            );
-        }
-        other => return codemode_policies::neutralize(&other.to_string()),
-    };
-    format!("{what}{code}")
-}
-
-/// The OAuth error code in a text such as `Server returned error response: invalid_client: …`
-/// (only the code: lower-case letters and `_`).
-pub(crate) fn error_code(text: &str) -> Option<&str> {
-    let rest = &text[text.find("error response: ")? + "error response: ".len()..];
-    let code = rest
-        .split(|c: char| !(c.is_ascii_lowercase() || c == '_'))
-        .next()?;
-    (!code.is_empty()).then_some(code)
-}
-
-/// An OAuth error code as a server sent it, if it is one (lower-case letters and `_`), else
-/// `unknown`: nothing else of the server's words is repeated.
-pub(crate) fn safe_code(code: &str) -> &str {
-    let plain = !code.is_empty() && code.chars().all(|c| c.is_ascii_lowercase() || c == '_');
-    if plain { code } else { "unknown" }
-}
-
-/// How long one OAuth HTTP request (discovery, the challenge probe, a token request) may take.
-pub const OAUTH_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-/// How long one step of a login driven by rmcp (discovery, registration, the code exchange)
-/// may take: rmcp's own HTTP client has no time limit.
-pub(crate) const OAUTH_STEP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-/// The largest answer read from an authorization server.
-pub const MAX_OAUTH_RESPONSE: usize = 64 * 1024;
-
-/// The HTTP client of codemode's own OAuth requests: no redirects, [`OAUTH_REQUEST_TIMEOUT`].
-pub fn oauth_http(server: &str) -> Result<reqwest::Client, OAuthError> {
-    crate::crypto::install();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(OAUTH_REQUEST_TIMEOUT)
-        .timeout(OAUTH_REQUEST_TIMEOUT)
-        .build()
-        .map_err(|e| OAuthError::new(server, format!("cannot build an HTTP client: {e}")))
-}
-
-/// A response's body, at most [`MAX_OAUTH_RESPONSE`] bytes.
-pub async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
-        if out.len() + chunk.len() > MAX_OAUTH_RESPONSE {
-            return Err(format!("it is over {MAX_OAUTH_RESPONSE} bytes"));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
-}
-
-/// `step`, failing with a message naming `what` after [`OAUTH_STEP_TIMEOUT`].
-pub(crate) async fn bounded<T>(
-    server: &str,
-    what: &str,
-    step: impl std::future::Future<Output = Result<T, OAuthError>>,
-) -> Result<T, OAuthError> {
-    tokio::time::timeout(OAUTH_STEP_TIMEOUT, step)
-        .await
-        .unwrap_or_else(|_| {
-            Err(OAuthError::new(
-                server,
-                format!("{what} took over {} s", OAUTH_STEP_TIMEOUT.as_secs()),
-            ))
-        })
-}
+/// Logins started by requests, in a row, none of which let a request through.
+pub(crate) const MAX_LOGINS: u32 = 3;
 
 /// The hint every "needs login" message carries.
 pub fn login_hint(server: &str) -> String {
@@ -226,7 +114,7 @@ impl Logins {
         self.inner.browser.as_ref()
     }
 
-    /// Counts a login a request is about to start; false when [`authorizing::MAX_LOGINS`] in a
+    /// Counts a login a request is about to start; false when [`MAX_LOGINS`] in a
     /// row have not helped.
     pub(crate) fn count_login(&self, server: &str) -> bool {
         let mut counts = self
@@ -236,7 +124,7 @@ impl Logins {
             .unwrap_or_else(|e| e.into_inner());
         let count = counts.entry(server.to_string()).or_default();
         *count += 1;
-        *count <= authorizing::MAX_LOGINS
+        *count <= MAX_LOGINS
     }
 
     /// A request went through after a login.
@@ -288,7 +176,7 @@ impl Logins {
         let oauth = oauth.unwrap_or(&default);
         let challenge = match challenge {
             Some(c) => Some(c.to_string()),
-            None => authorizing::probe(server, url).await?,
+            None => discovery::probe(server, url).await?,
         };
         let discovered = self.manager(server, url, challenge.as_deref());
         let (manager, metadata) = bounded(server, "OAuth discovery", discovered).await?;
@@ -438,59 +326,4 @@ fn configure_saved_client(
     }
     config.scopes = creds.granted_scopes.clone();
     manager.configure_client(config)
-}
-
-/// An HTTP server on loopback answering every request with `status` and `body`; its base URL.
-#[cfg(test)]
-pub(crate) async fn answering(status: &'static str, body: Vec<u8>) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let mut head = [0u8; 4096];
-            let _ = stream.read(&mut head).await;
-            let reply = format!(
-                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(reply.as_bytes()).await;
-            let _ = stream.write_all(&body).await;
-        }
-    });
-    format!("http://127.0.0.1:{port}")
-}
-
-#[cfg(test)]
-mod tests {
-    use rmcp::transport::auth::AuthError;
-
-    use super::describe;
-
-    /// Red-team finding: what the authorization server said (which may echo a secret sent to
-    /// it) reached scripts and tool descriptions through rmcp's error texts.
-    #[test]
-    fn the_servers_words_are_not_repeated_only_its_error_code() {
-        let echoed = "Server returned error response: invalid_grant: refresh_token=REFRESH-1&client_secret=S";
-        for (error, said) in [
-            (
-                AuthError::TokenRefreshFailed(echoed.into()),
-                "refreshing the access token failed (`invalid_grant`)",
-            ),
-            (
-                AuthError::TokenExchangeFailed(echoed.into()),
-                "the token endpoint refused the authorization code (`invalid_grant`)",
-            ),
-            (
-                AuthError::RegistrationFailed("Dynamic registration failed: body S".into()),
-                "the authorization server refused the registration",
-            ),
-            (
-                AuthError::InternalError("Authorization state not found".into()),
-                "the OAuth exchange failed",
-            ),
-        ] {
-            assert_eq!(describe(&error), said);
-        }
-    }
 }

@@ -26,9 +26,9 @@ use gated::GatedApprover;
 use crate::audit::{Decision, MemoryAuditSink, ToolCallAuditRecord, args_sha256};
 use crate::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, AskKind, Asker, Channel,
-    DispositionKind, MatchedBy, PolicyToolHost, Preview, Profile, Reply, SessionApprovals,
-    extract_tool_calls, form_answer,
+    DispositionKind, MatchedBy, PolicyToolHost, Profile, Reply, SessionApprovals, form_answer,
 };
+use codemode_script::{Preview, extract_tool_calls};
 
 const TOOLS: &[&str] = &[
     "fs__read",

@@ -33,7 +33,7 @@ pub struct ResultUse {
 /// # Example
 ///
 /// ```
-/// use codemode_policies::result_use;
+/// use codemode_script::result_use;
 /// let code = "const r = await codemode.fs__read({path: 'a'});\nreturn r.split('\\n');";
 /// let used = result_use(code, 2, 10).unwrap();
 /// assert_eq!((used.expression.as_str(), used.name.as_str(), used.tool.as_str()),

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use super::{MAX_PREVIEW_CODE_BYTES, ParseErrorInfo, Preview, find_calls, on_parse_stack};
 use crate::ScriptError;
-use crate::script::{MAX_NORMALIZE_BYTES, changed, normalize_on_this_thread};
+use crate::forms::{MAX_NORMALIZE_BYTES, changed, normalize_on_this_thread};
 
 /// Finds the `codemode.<tool>(…)` call sites of a script, without running it.
 ///
@@ -59,7 +59,7 @@ use crate::script::{MAX_NORMALIZE_BYTES, changed, normalize_on_this_thread};
 /// # Example
 ///
 /// ```
-/// use codemode_policies::extract_tool_calls;
+/// use codemode_script::extract_tool_calls;
 /// let p = extract_tool_calls("const r = await codemode.github__search({q: 'x'});\nreturn codemode[name](r);");
 /// assert_eq!(p.tools(), ["github__search"]);
 /// assert!(p.has_dynamic());

@@ -55,7 +55,7 @@ pub const MAX_NORMALIZE_BYTES: usize = crate::preview::MAX_PREVIEW_CODE_BYTES;
 /// # Example
 ///
 /// ```
-/// use codemode_policies::normalize;
+/// use codemode_script::normalize;
 /// let code = "```ts\nconst n: number = 1;\nreturn n as number;\n```\n";
 /// assert_eq!(normalize(code).unwrap(), "\nconst n         = 1;\nreturn n          ;\n\n");
 /// let plain = "return 1 + 1;";
@@ -87,7 +87,7 @@ pub(crate) fn changed(script: Cow<'_, str>) -> Option<String> {
 
 /// The most `<` a script may have to be parsed as TypeScript (see [`normalize_on_this_thread`]):
 /// a bound on oxc's worst case (about 10 MB at this count), not on real scripts' generics.
-pub const MAX_TS_ANGLE_BRACKETS: usize = 24;
+pub(crate) const MAX_TS_ANGLE_BRACKETS: usize = 24;
 
 /// [`normalize`] on the calling thread (whose stack must fit the code's nesting).
 pub(crate) fn normalize_on_this_thread(code: &str) -> Result<Cow<'_, str>, ScriptError> {
