@@ -2,7 +2,7 @@
 //!
 //! `codemode agent-eval`: a tool-using model drives codemode as an agent would, and YAML cases
 //! judge what it did. For each case, codemode's MCP server runs in this process with the
-//! case's own audit directory ([`session`]); the model — an OpenAI-compatible chat-completions
+//! case's own audit directory (`session`); the model — an OpenAI-compatible chat-completions
 //! endpoint or the Anthropic messages API ([`Api`]) — gets the case's prompt and exactly the
 //! tools `tools/list` gives for the case's profile (its eval tool, `search_tools`,
 //! `get_tools`); its calls go to the server until it answers, runs out of turns or time. The

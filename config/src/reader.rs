@@ -262,7 +262,11 @@ impl Reader {
     }
 
     /// An object whose values are all strings (`env`, `headers`).
-    pub fn string_map(&mut self, v: &Value, path: &JsonPath) -> Option<BTreeMap<String, String>> {
+    pub(crate) fn string_map(
+        &mut self,
+        v: &Value,
+        path: &JsonPath,
+    ) -> Option<BTreeMap<String, String>> {
         let map = self.any_object(v, path)?;
         let mut out = BTreeMap::new();
         for (k, v) in map {

@@ -60,7 +60,7 @@ pub struct HttpSettings {
     /// (`scheme://host:port`, `:*` for any port). Default: none (no Origin check).
     pub allowed_origins: Vec<String>,
     /// Session caps, read timeouts and the body size limit of the listener. Default:
-    /// [`ListenerLimits::default`].
+    /// [`ListenerLimits::default`](super::ListenerLimits::default).
     pub limits: super::ListenerLimits,
 }
 

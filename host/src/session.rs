@@ -109,7 +109,7 @@ pub enum GovernedStep {
     Finished(EvalOutcome),
     /// The eval parked: its sandbox slot is free, no `eval` record is written yet (the run
     /// that finishes it writes it), and the asks it waits on are in its
-    /// [`GovernedEvalBuilder::open_asks`].
+    /// `GovernedEvalBuilder::open_asks`.
     Parked(Suspended),
 }
 

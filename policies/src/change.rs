@@ -15,12 +15,12 @@ pub const MAX_DIFF_BYTES: usize = 256 * 1024;
 const MAX_DIFF_LINES: usize = 60;
 /// Unchanged lines shown around each change.
 const CONTEXT_LINES: usize = 3;
-/// How many hunks (separate changes) share [`MAX_DIFF_LINES`] at least: each gets a twelfth of
+/// How many hunks (separate changes) share `MAX_DIFF_LINES` at least: each gets a twelfth of
 /// the lines, so one long change cannot crowd out the others.
 const MAX_DIFF_HUNKS: usize = 12;
 /// The most hunks shown; the rest are counted, with where they start.
 const MAX_SHOWN_HUNKS: usize = 30;
-/// The fewest lines each shown hunk keeps, however many hunks share [`MAX_DIFF_LINES`].
+/// The fewest lines each shown hunk keeps, however many hunks share `MAX_DIFF_LINES`.
 const MIN_HUNK_LINES: usize = 4;
 
 /// The change from `current` to `new` as a human reads it in a prompt:
@@ -39,7 +39,7 @@ const MIN_HUNK_LINES: usize = 4;
 /// it replaces —, trailing white space visible (`␠` for a space, an escape for any other) and a
 /// missing last line break said, so no content can fake a line of the prompt or hide a change;
 /// hunk headers and what is left out follow `    ┆`. A diff longer
-/// than [`MAX_DIFF_LINES`] lines drops its context lines, then gives each hunk its share of the
+/// than `MAX_DIFF_LINES` lines drops its context lines, then gives each hunk its share of the
 /// lines (both ends of a long one) and counts the hunks past the budget with where they start, so
 /// a change late in a file is never hidden behind a long one before it.
 ///

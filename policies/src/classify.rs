@@ -144,7 +144,7 @@ impl Classification {
     /// The permissions of `caller` that count, sorted: its own, without [`ALLOW_DESTRUCTIVE`]
     /// when [`permits`](Self::permits) does not honour it (the local caller under
     /// `localAllowDestructive: false`). What the audit records as `caller_permissions`.
-    pub fn permissions_of(&self, caller: &Caller) -> Vec<String> {
+    pub(crate) fn permissions_of(&self, caller: &Caller) -> Vec<String> {
         let withdrawn = !self.permits(caller, Class::Destructive);
         caller
             .permissions

@@ -152,7 +152,7 @@ const ARGS_NESTED_PATHS: usize = 20;
 /// [`ARGS_VALUE_PREVIEW_CHARS`] characters — a longer one is elided in the middle, with the
 /// number of characters left out — so no key can be pushed out of view by a long sibling; any
 /// other value is one bounded line. A path-like string (a separator, no line break) is never
-/// elided in the middle: it is shown whole up to [`ARGS_PATH_PREVIEW_CHARS`], with its
+/// elided in the middle: it is shown whole up to `ARGS_PATH_PREVIEW_CHARS`, with its
 /// normalised form when it is absolute and reads otherwise; an elided array or object is
 /// followed by a line for each path-like string inside it. A string with line breaks (a file's
 /// new content) is a framed block: its size on the key's line, then each of its lines after
@@ -217,7 +217,7 @@ fn is_path_like(s: &str) -> bool {
     s.contains(['/', '\\']) && !s.contains(['\n', '\r'])
 }
 
-/// One value of a summary: a path-like string whole (up to [`ARGS_PATH_PREVIEW_CHARS`]) with
+/// One value of a summary: a path-like string whole (up to `ARGS_PATH_PREVIEW_CHARS`) with
 /// its normalised form when that differs; anything else as compact JSON, bounded.
 fn preview(value: &Value) -> String {
     match value {

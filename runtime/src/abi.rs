@@ -17,7 +17,7 @@ pub use codemode_abi::{
 use codemode_abi::{exports, imports};
 
 /// Adds the `codemode` imports to `linker`.
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.func_wrap(imports::MODULE, imports::CALL_START, call_start)?;
     linker.func_wrap(imports::MODULE, imports::LOG, log)?;
     linker.func_wrap(imports::MODULE, imports::FINISH, finish)?;
@@ -192,7 +192,7 @@ fn finish(mut caller: Caller<'_, HostState>, ptr: u32, len: u32) -> wasmtime::Re
 
 /// Where the guest's exports are, resolved once per module: binding an instance is then an index
 /// lookup per export instead of a search by name.
-pub struct GuestLayout {
+pub(crate) struct GuestLayout {
     version: Option<ModuleExport>,
     initialize: Option<ModuleExport>,
     init: Option<ModuleExport>,
@@ -232,7 +232,7 @@ fn func(
 }
 
 /// Typed handles to the guest's exports.
-pub struct GuestExports {
+pub(crate) struct GuestExports {
     pub memory: Memory,
     pub alloc: TypedFunc<u32, u32>,
     pub run: TypedFunc<(u32, u32, u32), u32>,

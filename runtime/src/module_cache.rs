@@ -40,7 +40,7 @@ pub fn load(
 /// Like [`load`] for a module derived from `wasm` by `prepare` (the snapshot): the cache entry
 /// is keyed by `wasm`'s hash, the engine and `variant`, so a hit skips `prepare` entirely.
 /// `Ok(None)` when `prepare` gave up (then nothing is cached).
-pub fn load_prepared<'w>(
+pub(crate) fn load_prepared<'w>(
     engine: &Engine,
     wasm: &'w [u8],
     cache_dir: Option<&Path>,
@@ -88,7 +88,7 @@ pub fn load_prepared<'w>(
 }
 
 /// Entries not used for this long are removed when the cache next writes one.
-pub const MAX_UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
+pub(crate) const MAX_UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// At most this many entries are kept (the most recently used).
 pub const MAX_ENTRIES: usize = 16;

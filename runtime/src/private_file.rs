@@ -33,7 +33,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-/// What [`open`] and [`write`] do when the file exists already.
+/// What [`open`] and [`write()`] do when the file exists already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Existing {
@@ -46,7 +46,7 @@ pub enum Existing {
     Append,
 }
 
-/// How much of a [`write`] is synced to disk before it returns.
+/// How much of a [`write()`] is synced to disk before it returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Synced {

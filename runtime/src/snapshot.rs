@@ -19,7 +19,7 @@ use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 use crate::state::HostState;
 
 /// Bumped when the way snapshots are made changes, so that cached ones are not reused.
-pub const RECIPE: u32 = 2;
+pub(crate) const RECIPE: u32 = 2;
 
 /// Snapshots made in this process, by guest hash: runtimes built without a cache directory
 /// (tests, mostly) take the snapshot once per process, not once per runtime.

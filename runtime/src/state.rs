@@ -7,7 +7,7 @@ use crate::outcome::{ErrorKind, EvalError, LogEntry};
 
 /// A tool call the guest started and the host has not picked up yet.
 #[derive(Debug)]
-pub struct StartedCall {
+pub(crate) struct StartedCall {
     pub id: u64,
     pub name: String,
     pub args_json: String,
@@ -17,7 +17,7 @@ pub struct StartedCall {
 }
 
 /// Per-eval host state, reached from host imports through `Caller`.
-pub struct HostState {
+pub(crate) struct HostState {
     /// wasmtime-wasi's context, built the first time the guest calls a WASI function that
     /// [`crate::wasi`] does not implement (codemode's guest never does).
     pub wasi: Option<WasiP1Ctx>,
@@ -74,7 +74,7 @@ impl HostState {
     }
 
     /// Counts `bytes` of output against the limit.
-    pub fn charge_output(&mut self, bytes: u64) -> Result<(), EvalError> {
+    pub(crate) fn charge_output(&mut self, bytes: u64) -> Result<(), EvalError> {
         self.output_used = self.output_used.saturating_add(bytes);
         if self.output_used > self.max_output {
             return Err(EvalError::new(
@@ -91,7 +91,7 @@ impl HostState {
 
 /// Caps linear memory and remembers the peak and whether growth was refused.
 #[derive(Debug)]
-pub struct MemoryLimiter {
+pub(crate) struct MemoryLimiter {
     pub limit: usize,
     pub peak: usize,
     pub refused: bool,

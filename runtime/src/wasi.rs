@@ -45,7 +45,7 @@ const RIGHT_FD_WRITE: u64 = 1 << 6;
 static MONOTONIC_ORIGIN: LazyLock<Instant> = LazyLock::new(Instant::now);
 
 /// Defines the guest's WASI imports in `linker`, over any already there.
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     linker.func_wrap(MODULE, "random_get", random_get)?;
     linker.func_wrap(MODULE, "clock_time_get", clock_time_get)?;

@@ -108,7 +108,7 @@ impl StateKey {
     ///
     /// [`StoreErrorKind::SealingKey`]: the variable is set but empty, not UTF-8 or not a key;
     /// it is unset and `key_dir` is `None`; the key file is unsafe or unreadable (see
-    /// [`StateKey::load_or_create`]).
+    /// `StateKey::load_or_create`).
     pub fn resolve(env_var: &str, key_dir: Option<&Path>) -> Result<Self, StoreError> {
         Self::resolve_from(env_var, std::env::var(env_var), key_dir)
     }
@@ -152,7 +152,7 @@ impl StateKey {
     /// [`StoreErrorKind::SealingKey`] when the file is not a regular file of the effective
     /// user, is readable or writable by group or others, does not hold a key, or cannot be
     /// read or written.
-    pub fn load_or_create(path: &Path) -> Result<Self, StoreError> {
+    pub(crate) fn load_or_create(path: &Path) -> Result<Self, StoreError> {
         match read_key_file(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_key_file(path),
             other => other.map_err(|e| key_error(path, e)),

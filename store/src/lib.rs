@@ -43,7 +43,7 @@ pub use redis::{REDIS_KEY_PREFIX, RedisStore};
 pub use seal::{MIN_SEALED_LEN, SEAL_OVERHEAD, Seal, SealError};
 
 /// The local store's directory inside the state directory.
-pub const RECORDS_DIR: &str = "records";
+pub(crate) const RECORDS_DIR: &str = "records";
 
 /// One live record.
 #[derive(Debug, Clone, PartialEq, Eq)]

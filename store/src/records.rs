@@ -106,7 +106,7 @@ pub fn check_prefix(prefix: &str) -> Result<(), StoreError> {
 /// # Errors
 ///
 /// [`StoreErrorKind::InvalidArgument`].
-pub fn check_ttl(key: &str, ttl: Duration) -> Result<u64, StoreError> {
+pub(crate) fn check_ttl(key: &str, ttl: Duration) -> Result<u64, StoreError> {
     match u64::try_from(ttl.as_millis()) {
         Ok(0) => Err(StoreError::new(
             StoreErrorKind::InvalidArgument,

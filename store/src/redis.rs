@@ -19,7 +19,7 @@ use super::records::{RecordStore, check_key, check_prefix, check_ttl};
 /// What every codemode key in Redis starts with.
 pub const REDIS_KEY_PREFIX: &str = "codemode:";
 /// How long connecting, and each command, may take.
-pub const REDIS_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const REDIS_TIMEOUT: Duration = Duration::from_secs(5);
 /// Keys read per `MGET` when listing.
 const MGET_BATCH: usize = 256;
 

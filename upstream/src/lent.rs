@@ -76,7 +76,7 @@ pub use sampling::CallSampler;
 pub trait UpstreamElicitation: Send + Sync {
     /// Asks the human on behalf of upstream `server`. `Err` reaches the server as a JSON-RPC
     /// internal error carrying the message; prefer `Ok` with
-    /// [`ElicitationAction::Decline`] or [`ElicitationAction::Cancel`] for "no answer".
+    /// [`ElicitationAction::Decline`](rmcp::model::ElicitationAction::Decline) or [`ElicitationAction::Cancel`](rmcp::model::ElicitationAction::Cancel) for "no answer".
     fn elicit<'a>(
         &'a self,
         server: &'a str,

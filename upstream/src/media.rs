@@ -240,7 +240,7 @@ fn references_in(value: &Value) -> Vec<(&Value, String)> {
 const MEDIA_TYPES: [&str; 4] = ["image", "audio", "resource", "resource_link"];
 
 /// Whether `text` has the form of an id [`Media::keep`] gives.
-pub fn is_media_id(text: &str) -> bool {
+pub(crate) fn is_media_id(text: &str) -> bool {
     text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -288,7 +288,7 @@ pub fn decoded_len(base64: &str) -> u64 {
 }
 
 /// `4 MiB`, `512 KiB` or `100 bytes`.
-pub fn spell_size(bytes: u64) -> String {
+pub(crate) fn spell_size(bytes: u64) -> String {
     const KIB: u64 = 1024;
     match bytes {
         b if b >= KIB * KIB && b % (KIB * KIB) == 0 => format!("{} MiB", b / (KIB * KIB)),

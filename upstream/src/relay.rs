@@ -25,7 +25,7 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 use crate::lent::{Answerers, CallRelay, CallSampler, UpstreamElicitation};
 
 /// How long a call stays counted as in flight after its result arrived (see the module docs).
-pub const LATE_NOTIFICATIONS: Duration = Duration::from_millis(250);
+pub(crate) const LATE_NOTIFICATIONS: Duration = Duration::from_millis(250);
 
 /// One call on the upstream.
 pub(crate) struct Call {

@@ -22,7 +22,7 @@ use rmcp::transport::Transport;
 use tokio::sync::watch;
 
 /// The longest a notification waits for the one before it, or a result for those before it.
-pub const WAIT_AT_MOST: Duration = Duration::from_secs(1);
+pub(crate) const WAIT_AT_MOST: Duration = Duration::from_secs(1);
 
 /// A notification's number in its server's order (from 1).
 #[derive(Debug, Clone, Copy)]

@@ -28,12 +28,12 @@ pub use super::view::{
 };
 
 /// How many decisions the broker remembers by default (`GET /approvals?state=decided`).
-pub const DEFAULT_DECISION_HISTORY: usize = 100;
+pub(crate) const DEFAULT_DECISION_HISTORY: usize = 100;
 
 /// The permission a decider needs.
-pub const APPROVE_PERMISSION: &str = "approve";
+pub(crate) const APPROVE_PERMISSION: &str = "approve";
 /// The permission a decider needs, besides [`APPROVE_PERMISSION`], to decide its own asks.
-pub const APPROVE_SELF_PERMISSION: &str = "approve_self";
+pub(crate) const APPROVE_SELF_PERMISSION: &str = "approve_self";
 
 /// What a pending ask accepts.
 enum Accepts {
@@ -127,12 +127,12 @@ impl ApprovalBroker {
     }
 
     /// Lists and decides the asks of parked evals too (set once).
-    pub fn set_parked(&self, parked: Arc<dyn ParkedAsks>) {
+    pub(crate) fn set_parked(&self, parked: Arc<dyn ParkedAsks>) {
         let _ = self.parked.set(parked);
     }
 
     /// Where approvals "from now on" are remembered, for the evals and the API (set once).
-    pub fn set_rules(&self, rules: Arc<codemode_policies::RememberedRules>) {
+    pub(crate) fn set_rules(&self, rules: Arc<codemode_policies::RememberedRules>) {
         let _ = self.rules.set(rules);
     }
 
@@ -163,7 +163,7 @@ impl ApprovalBroker {
     }
 
     /// Marks the API as served (or not).
-    pub fn set_served(&self, served: bool) {
+    pub(crate) fn set_served(&self, served: bool) {
         self.served.store(served, Ordering::SeqCst);
     }
 
@@ -388,7 +388,7 @@ impl PendingAsk {
     /// Exactly one answer wins: when the broker had already taken a decision through
     /// [`ApprovalBroker::decide`] (which answered its caller `200`), that decision is returned
     /// and must be used instead of the other channel's.
-    pub async fn answered_elsewhere(mut self, outcome: &Outcome) -> Option<Reply> {
+    pub(crate) async fn answered_elsewhere(mut self, outcome: &Outcome) -> Option<Reply> {
         if self.broker.close(&self.id, Some(outcome)) {
             return None;
         }
@@ -480,7 +480,7 @@ pub(crate) fn approver_of_view(
 /// Marks an ask as the API shows it (`view`) with whether `reader` may decide it
 /// (`"decidable"`), and when not, why (`"cannot_decide"`: what a decision would be refused
 /// with). A reader without the right still sees the ask.
-pub fn mark_decidable(view: &mut serde_json::Value, reader: &Caller) {
+pub(crate) fn mark_decidable(view: &mut serde_json::Value, reader: &Caller) {
     let asker = view
         .get("caller")
         .and_then(serde_json::Value::as_str)

@@ -47,7 +47,7 @@ impl Channels {
 
     /// Keeps each ask of a script's call in `asks` while it waits (see [`OpenAsks`]); an ask
     /// made again after a resume takes an answer given meanwhile from there first.
-    pub fn with_open_asks(mut self, asks: Option<Arc<OpenAsks>>) -> Self {
+    pub(crate) fn with_open_asks(mut self, asks: Option<Arc<OpenAsks>>) -> Self {
         self.open_asks = asks;
         self
     }

@@ -58,7 +58,7 @@ impl PeerAsker {
 ///
 /// # Errors
 /// In words, when its schema is not a form MCP allows (a flat object of primitives).
-pub fn form_params(question: &Question) -> Result<ElicitRequestParams, String> {
+pub(crate) fn form_params(question: &Question) -> Result<ElicitRequestParams, String> {
     let schema =
         ElicitationSchema::from_json_schema(question.schema.clone()).map_err(|e| e.to_string())?;
     Ok(ElicitRequestParams::FormElicitationParams {
@@ -69,7 +69,7 @@ pub fn form_params(question: &Question) -> Result<ElicitRequestParams, String> {
 }
 
 /// Maps an elicitation result to an [`Answer`].
-pub fn from_elicit_result(action: ElicitationAction, content: Option<Value>) -> Answer {
+pub(crate) fn from_elicit_result(action: ElicitationAction, content: Option<Value>) -> Answer {
     match action {
         ElicitationAction::Accept => Answer::Accept(content.unwrap_or(Value::Null)),
         ElicitationAction::Decline => Answer::Decline,

@@ -61,7 +61,7 @@ const PAGE: &str = include_str!("page.html");
 
 /// Which `Host` and `Origin` headers the API accepts, besides its own origin.
 #[derive(Debug, Clone, Default)]
-pub struct Origins {
+pub(crate) struct Origins {
     /// Extra host names (without port) accepted in `Host`; loopback names always are.
     pub allowed_hosts: Vec<String>,
     /// Extra origins (`https://ops.example.com`) accepted in `Origin`.
@@ -91,7 +91,7 @@ pub fn router(broker: Arc<ApprovalBroker>, auth: Arc<dyn Authenticate>, limits: 
 }
 
 /// The approval API and page, accepting `origins` too. Marks `broker` as served.
-pub fn router_with(
+pub(crate) fn router_with(
     broker: Arc<ApprovalBroker>,
     auth: Arc<dyn Authenticate>,
     origins: Origins,
@@ -488,7 +488,7 @@ async fn page() -> Response {
 /// Why the approval API's own listener was not bound; the message names the address and why.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct BindError(String);
+pub(crate) struct BindError(String);
 
 /// Binds the approval API's own listener (`serve --approvals-http ADDR`, with `/mcp`'s listen
 /// backlog) and prints

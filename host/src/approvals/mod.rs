@@ -47,7 +47,7 @@ pub use waits::{HumanWaits, WaitingAsker};
 /// # Errors
 /// In words, when it names no option or one the step does not offer (the text neutralised), or
 /// is not an answer at all (a timeout, a failure).
-pub fn chosen_option(
+pub(crate) fn chosen_option(
     field: &str,
     options: &[&str],
     answer: &Answer,

@@ -38,7 +38,7 @@ pub trait ParkedAsks: Send + Sync {
 
 /// How often the store is read while a stream is open: an ask any node lists reaches every
 /// stream within this (and one read of the store).
-pub const POLL: Duration = Duration::from_secs(1);
+pub(crate) const POLL: Duration = Duration::from_secs(1);
 
 /// One change to the parked asks, as the stream sends it.
 #[derive(Debug, Clone)]

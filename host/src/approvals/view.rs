@@ -261,7 +261,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The outcome of an approval answered on any channel.
-    pub fn of_approval(a: &ApprovalAnswer) -> Self {
+    pub(crate) fn of_approval(a: &ApprovalAnswer) -> Self {
         Outcome {
             decision: decision_name(a.decision),
             decided_by: a.decided_by.clone(),

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::jwt::{KeyMap, key_map};
 
 /// The least time between two fetches caused by a token naming an unknown key.
-pub const REFETCH_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const REFETCH_EVERY: Duration = Duration::from_secs(60);
 /// The least time between two attempts while no key has ever been fetched (the authorization
 /// server is down or misconfigured): requests meanwhile are refused at once.
 const RETRY_UNAVAILABLE: Duration = Duration::from_secs(5);

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::authenticate::{AuthError, AuthSetupError, Authenticate, Credential, bearer};
 
 /// Seconds of clock skew tolerated on `exp` and `nbf`.
-pub const LEEWAY_SECONDS: u64 = 30;
+pub(crate) const LEEWAY_SECONDS: u64 = 30;
 
 /// Callers identified by JWTs.
 pub struct JwtAuth {

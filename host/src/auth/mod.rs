@@ -29,7 +29,9 @@ pub use tokens::StaticTokens;
 ///
 /// # Errors
 /// [`AuthSetupError`] when a variable is missing or the JWKS file is unusable.
-pub fn from_settings(auth: Option<&AuthSettings>) -> Result<Arc<dyn Authenticate>, AuthSetupError> {
+pub(crate) fn from_settings(
+    auth: Option<&AuthSettings>,
+) -> Result<Arc<dyn Authenticate>, AuthSetupError> {
     let getenv = |var: &str| std::env::var(var).ok();
     Ok(match auth {
         None => Arc::new(NoAuth),

@@ -11,7 +11,7 @@ use codemode_runtime::CancellationToken;
 use tokio::sync::Notify;
 
 /// How long in-flight evals may still run after a shutdown signal before they are cancelled.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long cancelled evals may take to end (write their audit records) before the server
 /// closes anyway.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
@@ -21,7 +21,7 @@ const SETTLE: Duration = Duration::from_millis(100);
 
 /// The evals in flight, and the token that cancels them all.
 #[derive(Debug, Default)]
-pub struct Drain {
+pub(crate) struct Drain {
     running: AtomicUsize,
     idle: Notify,
     cancel_all: CancellationToken,
@@ -43,7 +43,7 @@ impl Drain {
     }
 
     /// The cancellation token of a new eval: cancelled when the server gives up waiting.
-    pub fn eval_token(&self) -> CancellationToken {
+    pub(crate) fn eval_token(&self) -> CancellationToken {
         self.cancel_all.child_token()
     }
 
@@ -53,12 +53,12 @@ impl Drain {
     }
 
     /// Cancels every eval in flight and every eval started from now on.
-    pub fn cancel_all(&self) {
+    pub(crate) fn cancel_all(&self) {
         self.cancel_all.cancel();
     }
 
     /// Waits until no eval runs, at most `limit`; `true` when none runs.
-    pub async fn wait_idle(&self, limit: Duration) -> bool {
+    pub(crate) async fn wait_idle(&self, limit: Duration) -> bool {
         let idle = async {
             loop {
                 let notified = self.idle.notified();
@@ -107,7 +107,7 @@ impl Drop for Running {
 
 /// Resolves on the first `SIGTERM` or `SIGINT` (Ctrl-C); a second one cancels every eval at
 /// once (through `drain`), for an operator who will not wait.
-pub async fn shutdown_signal(drain: Arc<Drain>) {
+pub(crate) async fn shutdown_signal(drain: Arc<Drain>) {
     use tokio::signal::unix::{SignalKind, signal};
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     for kind in [SignalKind::terminate(), SignalKind::interrupt()] {

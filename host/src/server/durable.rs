@@ -59,7 +59,7 @@ const RESULT_TTL: Duration = Duration::from_secs(600);
 /// resume it and time its call out.
 const EXPIRY_GRACE: Duration = Duration::from_secs(120);
 /// How often each node looks for parked evals whose approval time is up.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a guest module is kept for the states that name it.
 const GUEST_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -73,7 +73,7 @@ struct ResultRecord {
 
 /// What is saved with a parked eval besides its sandbox.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ParkedMeta {
+pub(crate) struct ParkedMeta {
     /// The client's `requestState`.
     pub token: String,
     /// The eval tool called (`eval` or `codemode_eval_<profile>`).
@@ -118,7 +118,7 @@ pub struct ParkedMeta {
 
 /// One open ask of a parked eval.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SavedAsk {
+pub(crate) struct SavedAsk {
     /// The approval request's id.
     pub id: String,
     /// What the approval API shows.
@@ -188,7 +188,7 @@ struct AskRecord {
 }
 
 /// A parked eval taken from the store to be resumed.
-pub struct Claimed {
+pub(crate) struct Claimed {
     /// Who, which profile, the code, the asks.
     pub meta: ParkedMeta,
     /// The sandbox's state.
@@ -241,7 +241,7 @@ impl Durable {
     }
 
     /// Keeps this runtime's guest in the store, for the states it saves.
-    pub async fn keep_guest(&self, runtime: &Runtime) -> Result<(), StoreError> {
+    pub(crate) async fn keep_guest(&self, runtime: &Runtime) -> Result<(), StoreError> {
         let key = format!("guest:{}", runtime.guest_hash());
         self.store
             .put_if_absent(&key, &runtime.guest_wasm(), GUEST_TTL)
@@ -250,7 +250,7 @@ impl Durable {
     }
 
     /// Sets who resumes an eval on this node when an answer for it arrives here.
-    pub fn set_resumer(&self, resume: Arc<dyn Fn(String) + Send + Sync>) {
+    pub(crate) fn set_resumer(&self, resume: Arc<dyn Fn(String) + Send + Sync>) {
         let _ = self.resumer.set(resume);
     }
 
@@ -474,7 +474,7 @@ impl Durable {
     }
 
     /// Starts resuming `token` on this node (an answer for it arrived here).
-    pub fn resume_here(&self, token: &str) {
+    pub(crate) fn resume_here(&self, token: &str) {
         if let Some(resume) = self.resumer.get() {
             resume(token.to_string());
         }
@@ -483,7 +483,7 @@ impl Durable {
     /// Resumes, on this node, every parked eval whose approval time is up: its call then ends
     /// as timed out (a timeout never approves), which the script sees and the audit records.
     /// Nodes sweeping at once race for each eval; exactly one takes it.
-    pub async fn sweep_expired(&self) {
+    pub(crate) async fn sweep_expired(&self) {
         let Ok(listing) = self.store.list("ask:").await else {
             return;
         };
@@ -504,7 +504,7 @@ impl Durable {
 
     /// Keeps the outcome of a resumed eval for its client's next retry, on any node; only its
     /// `owner` gets it. Its `owner:` record lives as long.
-    pub async fn put_result(&self, token: &str, owner: &Owner, outcome: &Finished) {
+    pub(crate) async fn put_result(&self, token: &str, owner: &Owner, outcome: &Finished) {
         let record = ResultRecord {
             owner: owner.clone(),
             outcome: outcome.clone(),
@@ -544,7 +544,7 @@ impl Durable {
     /// Drops the kept outcome of `token`'s eval, and with it the eval's last trace in the
     /// store: for a legacy request that got it, the only one that could ask for it (a legacy
     /// eval has no `requestState` to retry with).
-    pub async fn forget_result(&self, token: &str) {
+    pub(crate) async fn forget_result(&self, token: &str) {
         let _ = self.store.delete(&format!("result:{token}")).await;
         let _ = self.store.delete(&format!("owner:{token}")).await;
     }

@@ -12,7 +12,7 @@ use codemode_policies::neutralize;
 use serde_json::{Map, Value};
 
 /// The smallest budget [`fit`] can always meet: enough for any value elided to its markers.
-pub const MIN_BUDGET: usize = 64;
+pub(crate) const MIN_BUDGET: usize = 64;
 
 /// Characters a string keeps per level (items an array or object keeps: one per level).
 const CHARS_PER_LEVEL: usize = 8;

@@ -9,7 +9,7 @@ use rmcp::ErrorData as McpError;
 /// Name of the eval tool of `evaluation.defaultProfile` (unrestricted without one).
 pub const EVAL_TOOL: &str = "eval";
 /// Prefix of the per-profile eval tools: `codemode_eval_<profile>`.
-pub const PROFILE_TOOL_PREFIX: &str = "codemode_eval_";
+pub(crate) const PROFILE_TOOL_PREFIX: &str = "codemode_eval_";
 
 /// The permissions of `required` that `caller` lacks for eval tool `tool` (`eval` or
 /// `codemode_eval_<profile>`): the profile's `requirePermissions`, and for `eval` also

@@ -52,7 +52,7 @@ const MARK: char = '~';
 
 /// The JSON-RPC error code of a request whose node is gone: in JSON-RPC's server-error range,
 /// the code the MCP SDKs give a closed connection.
-pub const NODE_LOST: i64 = -32000;
+pub(crate) const NODE_LOST: i64 = -32000;
 
 /// The layer's state: the store, this node's id, the next request number.
 #[derive(Clone)]
@@ -336,7 +336,7 @@ impl Failover {
 
 /// What a client is told when the node serving its request is gone; `saved` when the
 /// request's eval is in the durable store.
-pub fn node_lost_message(request: &InFlightRequest, saved: bool) -> String {
+pub(crate) fn node_lost_message(request: &InFlightRequest, saved: bool) -> String {
     let what = match &request.tool {
         Some(tool) => format!("`{}` of `{}`", request.method, tool),
         None => format!("`{}`", request.method),

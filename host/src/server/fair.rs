@@ -18,7 +18,7 @@ use crate::approvals::HumanWaits;
 /// Who an eval request counts against: `caller:<name>` when the request was authenticated,
 /// else `session:<id>` for a legacy MCP session (and stdio), else `address:<ip>` for a stateless
 /// 2026-07-28 request (every request is its own session there).
-pub fn client_key(
+pub(crate) fn client_key(
     ctx: &RequestContext<RoleServer>,
     caller: &Caller,
     modern: bool,
@@ -51,11 +51,11 @@ struct Counts {
 /// An eval refused by a per-client cap: the cap (its config key in snake case, the metrics'
 /// `cap` label) and the message for the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal(pub &'static str, pub String);
+pub(crate) struct Refusal(pub &'static str, pub String);
 
 /// Every client's running and waiting evals (shared by the whole server).
 #[derive(Default)]
-pub struct ClientLoad {
+pub(crate) struct ClientLoad {
     clients: Mutex<HashMap<String, Counts>>,
 }
 
@@ -67,7 +67,7 @@ impl ClientLoad {
     /// Counts a new eval of `client`, or refuses it (the message names the cap) when the client
     /// already has `max_concurrent_evals` running or `max_suspended_evals` waiting on a human.
     /// The eval counts until the returned slot is dropped.
-    pub fn try_start(
+    pub(crate) fn try_start(
         self: &Arc<Self>,
         client: String,
         limits: PerClientLimits,
@@ -112,7 +112,7 @@ impl ClientLoad {
 
 /// One counted eval; also its [`HumanWaits`]: while any of its questions is open it counts as
 /// waiting, and a first question beyond the client's `maxSuspendedEvals` is not asked.
-pub struct EvalSlot {
+pub(crate) struct EvalSlot {
     load: Arc<ClientLoad>,
     client: String,
     max_suspended: usize,

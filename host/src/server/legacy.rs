@@ -26,10 +26,10 @@ use crate::approvals::{Answer, Ask, AskKind, Asker, PeerAsker, Reply};
 /// `requestState`-like token its eval parks under, also written in the request's in-flight
 /// record so that another node can tell whether the eval was saved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LegacyEvalToken(pub String);
+pub(crate) struct LegacyEvalToken(pub String);
 
 /// The asker of a legacy eval that may park. See the module docs.
-pub struct LegacyAsker {
+pub(crate) struct LegacyAsker {
     /// The client's elicitation; `None` when the client cannot be asked.
     peer: Option<PeerAsker>,
     token: String,
@@ -136,7 +136,7 @@ impl LegacyAsker {
 /// The legacy requests open on this node that wait on a parked eval, by its token: an eval
 /// resumed here asks through the request's client.
 #[derive(Default)]
-pub struct LegacyRequests(Mutex<HashMap<String, Arc<LegacyAsker>>>);
+pub(crate) struct LegacyRequests(Mutex<HashMap<String, Arc<LegacyAsker>>>);
 
 impl LegacyRequests {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LegacyAsker>>> {
@@ -160,7 +160,7 @@ impl LegacyRequests {
 }
 
 /// See [`LegacyRequests::waits`]: the request's questions still open are dropped with it.
-pub struct LegacyWait {
+pub(crate) struct LegacyWait {
     requests: Arc<LegacyRequests>,
     token: String,
 }

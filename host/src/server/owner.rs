@@ -18,7 +18,7 @@ pub struct Owner {
 
 /// Why a request naming an eval's `requestState` is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum NotOwner {
+pub(crate) enum NotOwner {
     /// The request calls another eval tool than the eval's.
     #[error("requestState belongs to another tool")]
     OtherTool,

@@ -29,19 +29,19 @@ use super::elide::{self, count, group};
 use super::finished::Finished;
 
 /// The most tool calls the text block lists one per line; past it, they are summarised.
-pub const LEDGER_LISTED: usize = 10;
+pub(crate) const LEDGER_LISTED: usize = 10;
 /// The most tools, and groups of failed calls, a ledger summary names.
 const SUMMARY_LINES: usize = 20;
 /// The longest reason (of a failed call) shown in the text, in characters.
 const REASON_CHARS: usize = 300;
 
 /// What an unknown media reference is told (see the module docs).
-pub const UNKNOWN_MEDIA: &str = "not attached: this eval holds no media of this id with this value (another eval's id, a value the script changed or an outputs rule masked, or media over limits.maxMediaBytes of the eval resumed from the durable store)";
+pub(crate) const UNKNOWN_MEDIA: &str = "not attached: this eval holds no media of this id with this value (another eval's id, a value the script changed or an outputs rule masked, or media over limits.maxMediaBytes of the eval resumed from the durable store)";
 
 /// The `CallToolResult` of an eval: one text block ([`render`], the result within
 /// `text_budget` bytes), then the media blocks its result refers to, `structuredContent` with
 /// the same facts as compact JSON ([`compact`]), and `isError` when the script failed.
-pub fn eval_result(finished: &Finished, text_budget: usize) -> CallToolResult {
+pub(crate) fn eval_result(finished: &Finished, text_budget: usize) -> CallToolResult {
     let outcome = &finished.outcome;
     let mut structured = compact(outcome, text_budget);
     let mut text = render(outcome, text_budget);

@@ -77,12 +77,12 @@ impl Default for HttpOptions {
 }
 
 /// The loopback `Host` names always accepted (rmcp's default list).
-pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// The router of `/mcp`: rmcp's streamable HTTP service behind the authentication layer; the
 /// HTTP approval API and its page when the config turns them on (`"approvals": {"http": true}`,
 /// with the same authenticator, hosts and origins); plus `options.extra`.
-pub fn http_router(
+pub(crate) fn http_router(
     state: Arc<ServerState>,
     options: HttpOptions,
     shutdown: &CancellationToken,

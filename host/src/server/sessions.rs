@@ -26,21 +26,21 @@ use sha2::{Digest, Sha256};
 use codemode_store::{Store, StoreError, StoreErrorKind, hex};
 
 /// How long a legacy session's record lives after it was written or last restored.
-pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The key prefix of session records.
-pub const SESSION_KEY_PREFIX: &str = "mcp-session:";
+pub(crate) const SESSION_KEY_PREFIX: &str = "mcp-session:";
 
 /// The key prefix of the records of requests in flight.
-pub const REQUEST_KEY_PREFIX: &str = "mcp-request:";
+pub(crate) const REQUEST_KEY_PREFIX: &str = "mcp-request:";
 
 /// The key prefix of the records naming the authenticated caller that opened each session.
-pub const OWNER_KEY_PREFIX: &str = "mcp-owner:";
+pub(crate) const OWNER_KEY_PREFIX: &str = "mcp-owner:";
 
 /// A request of a legacy session in flight on one node: what another node needs to end it with
 /// an error once that node is gone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InFlightRequest {
+pub(crate) struct InFlightRequest {
     /// The session's [`SealedSessionStore::record_key`] (a hash, never the id itself).
     pub session: String,
     /// The request's JSON-RPC id.
@@ -73,24 +73,24 @@ impl SealedSessionStore {
 
     /// Keeps each session's record `ttl` after its last write or restore (at least 1 ms).
     #[cfg(test)]
-    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+    pub(crate) fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl.max(Duration::from_millis(1));
         self
     }
 
     /// This store as rmcp wants it in `StreamableHttpServerConfig::session_store`.
-    pub fn into_rmcp(self) -> Arc<dyn SessionStore> {
+    pub(crate) fn into_rmcp(self) -> Arc<dyn SessionStore> {
         Arc::new(self)
     }
 
     /// The record key of a session id.
-    pub fn record_key(session_id: &str) -> String {
+    pub(crate) fn record_key(session_id: &str) -> String {
         let digest = Sha256::digest(session_id.as_bytes());
         format!("{SESSION_KEY_PREFIX}{}", hex(&digest[..16]))
     }
 
     /// The record key of the owner of a session id.
-    pub fn owner_key(session_id: &str) -> String {
+    pub(crate) fn owner_key(session_id: &str) -> String {
         let digest = Sha256::digest(session_id.as_bytes());
         format!("{OWNER_KEY_PREFIX}{}", hex(&digest[..16]))
     }
@@ -101,7 +101,7 @@ impl SealedSessionStore {
     /// # Errors
     ///
     /// As [`Store::put`].
-    pub async fn put_owner(&self, session_id: &str, owner: &str) -> Result<(), StoreError> {
+    pub(crate) async fn put_owner(&self, session_id: &str, owner: &str) -> Result<(), StoreError> {
         self.store
             .put(&Self::owner_key(session_id), owner.as_bytes(), self.ttl)
             .await
@@ -123,7 +123,7 @@ impl SealedSessionStore {
     }
 
     /// The record key of request `number` of the node (process) `node`.
-    pub fn request_key(node: &str, number: u64) -> String {
+    pub(crate) fn request_key(node: &str, number: u64) -> String {
         format!("{REQUEST_KEY_PREFIX}{node}:{number}")
     }
 
@@ -132,7 +132,7 @@ impl SealedSessionStore {
     /// # Errors
     ///
     /// As [`Store::put`]; `InvalidArgument` when `node` holds characters a key cannot.
-    pub async fn put_request(
+    pub(crate) async fn put_request(
         &self,
         node: &str,
         number: u64,
@@ -168,7 +168,7 @@ impl SealedSessionStore {
     /// # Errors
     ///
     /// As [`Store::take`]; `Unreadable` when the record holds no request.
-    pub async fn take_request(
+    pub(crate) async fn take_request(
         &self,
         node: &str,
         number: u64,
@@ -197,7 +197,7 @@ impl SealedSessionStore {
     /// # Errors
     ///
     /// As [`Store::delete`].
-    pub async fn forget_request(&self, node: &str, number: u64) -> Result<(), StoreError> {
+    pub(crate) async fn forget_request(&self, node: &str, number: u64) -> Result<(), StoreError> {
         self.store
             .delete(&Self::request_key(node, number))
             .await

@@ -61,7 +61,7 @@ impl ServerState {
     }
 
     /// [`new`](Self::new), the upstreams' OAuth logins kept in `logins`.
-    pub async fn with_logins(runtime: Runtime, config: Config, logins: Logins) -> Arc<Self> {
+    pub(crate) async fn with_logins(runtime: Runtime, config: Config, logins: Logins) -> Arc<Self> {
         let state = Arc::new(ServerState {
             runtime,
             config: RwLock::new(Arc::new(Config::default())),
@@ -120,7 +120,7 @@ impl ServerState {
 
     /// Stops the upstream servers (their child processes exit): the last step of a shutdown,
     /// after the evals that use them have ended.
-    pub async fn shutdown_upstreams(&self) {
+    pub(crate) async fn shutdown_upstreams(&self) {
         self.upstreams.shutdown().await;
     }
 
@@ -146,7 +146,7 @@ impl ServerState {
     /// New or changed upstreams get their first connection attempt before the config is
     /// swapped, so a profile or namespace never shows up before its server's tools. Evals
     /// already running keep the profile they started with.
-    pub async fn apply_config(&self, config: Config) {
+    pub(crate) async fn apply_config(&self, config: Config) {
         self.apply(config, true).await;
     }
 
@@ -210,12 +210,12 @@ impl ServerState {
     }
 
     /// A new session id (`s1`, `s2`, …).
-    pub fn new_session_id(&self) -> String {
+    pub(crate) fn new_session_id(&self) -> String {
         format!("s{}", self.next_session.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Remembers a legacy session's peer for `notifications/tools/list_changed`.
-    pub fn add_legacy_peer(&self, peer: Peer<RoleServer>) {
+    pub(crate) fn add_legacy_peer(&self, peer: Peer<RoleServer>) {
         self.legacy_peers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -223,7 +223,7 @@ impl ServerState {
     }
 
     /// Remembers a 2026-07-28 subscription stream.
-    pub fn add_subscriber(&self, sink: SubscriptionSink) {
+    pub(crate) fn add_subscriber(&self, sink: SubscriptionSink) {
         self.subscribers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -256,7 +256,7 @@ impl ServerState {
     }
 
     /// Tells every client that the tool list changed; forgets the ones that are gone.
-    pub async fn notify_tools_changed(&self) {
+    pub(crate) async fn notify_tools_changed(&self) {
         let peers: Vec<Peer<RoleServer>> = self
             .legacy_peers
             .lock()

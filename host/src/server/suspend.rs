@@ -33,7 +33,7 @@ const DROPPED_REMEMBERED: usize = 1024;
 
 /// All suspended evals of a server (shared by every session and request).
 #[derive(Default)]
-pub struct Suspensions {
+pub(crate) struct Suspensions {
     map: Mutex<HashMap<String, Arc<Suspended>>>,
     retained: Mutex<Retained>,
 }
@@ -61,7 +61,7 @@ impl Suspensions {
 
     /// [`register`](Self::register) under an existing `requestState` (an eval resumed from
     /// the durable store keeps its client's token).
-    pub fn register_as(
+    pub(crate) fn register_as(
         &self,
         token: String,
         tool: &str,
@@ -113,7 +113,7 @@ impl Suspensions {
 
     /// Forgets a parked entry, unless its token names another entry by now (a resume of the
     /// eval on this node registers one under the same token).
-    pub fn remove_entry(&self, entry: &Arc<Suspended>) {
+    pub(crate) fn remove_entry(&self, entry: &Arc<Suspended>) {
         let mut map = self.lock();
         if map
             .get(entry.token())
@@ -177,7 +177,7 @@ impl Suspensions {
     }
 
     /// Whether `token` named a result dropped unfetched (among the last 1024 dropped).
-    pub fn was_dropped(&self, token: &str) -> bool {
+    pub(crate) fn was_dropped(&self, token: &str) -> bool {
         self.retained().dropped.iter().any(|t| t == token)
     }
 
@@ -191,7 +191,7 @@ impl Suspensions {
 
 /// Whether `text` has the form of a `requestState` this server makes (32 lowercase hex
 /// digits): anything else is not looked up anywhere, the store included.
-pub fn is_token(text: &str) -> bool {
+pub(crate) fn is_token(text: &str) -> bool {
     text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -246,7 +246,7 @@ pub struct Suspended {
 }
 
 /// The registering request's claim on an eval's outcome (see [`Suspensions::register`]).
-pub struct CreatorClaim(Arc<Suspended>);
+pub(crate) struct CreatorClaim(Arc<Suspended>);
 
 impl Drop for CreatorClaim {
     fn drop(&mut self) {
@@ -295,7 +295,7 @@ impl Suspended {
     }
 
     /// Keeps the eval's cancellation, so that the client's cancellation can stop it.
-    pub fn set_cancel(&self, cancel: codemode_runtime::CancellationToken) {
+    pub(crate) fn set_cancel(&self, cancel: codemode_runtime::CancellationToken) {
         *self.cancel.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel);
     }
 
@@ -339,7 +339,7 @@ impl Suspended {
     }
 
     /// Whether a request is waiting for this eval's next event now.
-    pub fn is_awaited(&self) -> bool {
+    pub(crate) fn is_awaited(&self) -> bool {
         self.lock().waiters > 0
     }
 
@@ -465,7 +465,7 @@ pub fn refused_answer(key: &str, why: &str) -> String {
 }
 
 /// `{"action": "accept", "content": {…}}` (an `ElicitResult`) → [`Answer`].
-pub fn parse_response(response: &Value) -> Answer {
+pub(crate) fn parse_response(response: &Value) -> Answer {
     match serde_json::from_value::<rmcp::model::ElicitResult>(response.clone()) {
         Ok(result) => from_elicit_result(result.action, result.content),
         Err(e) => Answer::Failed(format!(
@@ -475,7 +475,7 @@ pub fn parse_response(response: &Value) -> Answer {
 }
 
 /// See [`Suspended::asker`].
-pub struct SuspendedAsker {
+pub(crate) struct SuspendedAsker {
     suspended: Arc<Suspended>,
 }
 

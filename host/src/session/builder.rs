@@ -66,7 +66,7 @@ impl GovernedEvalBuilder {
 
     /// Where the approval requests open in this eval are kept while they wait (what a parked
     /// eval waits on). Default: not kept.
-    pub fn open_asks(mut self, asks: Option<Arc<OpenAsks>>) -> Self {
+    pub(crate) fn open_asks(mut self, asks: Option<Arc<OpenAsks>>) -> Self {
         self.eval.open_asks = asks;
         self
     }

@@ -34,18 +34,18 @@ use serde_json::{Map, Value, json};
 use crate::approvals::{Answer, Ask, Asker, Question};
 
 /// Name of the built-in tool.
-pub const TOOL_NAME: &str = codemode_policies::HITL_REQUEST;
+pub(crate) const TOOL_NAME: &str = codemode_policies::HITL_REQUEST;
 /// The same tool under the name of the approval-gateway design.
-pub const ALIAS: &str = "human_intervention_request";
+pub(crate) const ALIAS: &str = "human_intervention_request";
 /// Default time the human has, per question (the audit records it: one constant for both).
 pub const DEFAULT_TIMEOUT: Duration = codemode_policies::HITL_DEFAULT_TIMEOUT;
 /// Longest time a script may ask for.
-pub const MAX_TIMEOUT: Duration = codemode_policies::HITL_MAX_TIMEOUT;
+pub(crate) const MAX_TIMEOUT: Duration = codemode_policies::HITL_MAX_TIMEOUT;
 const MAX_OPTIONS: usize = 50;
 const MAX_TEXT: usize = 4000;
 
 /// The tool's description for catalogs.
-pub const DESCRIPTION: &str = "Ask the human a multiple-choice question and wait for the answer. \
+pub(crate) const DESCRIPTION: &str = "Ask the human a multiple-choice question and wait for the answer. \
 Options only (no free text); optionally a confirm/cancel step. Resolves to \
 {ok, status: confirmed|canceled|timeout|error, confirmed, selectedOption, source: user|timeout|system, requestId, message?, metadata?}; \
 never confirms implicitly (on timeout, selectedOption is defaultOption with confirmed: false). `metadata` is echoed back.";

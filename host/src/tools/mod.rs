@@ -28,22 +28,22 @@ use codemode_upstream::catalog::{self, ToolInfo};
 use codemode_upstream::{CallRelay, CallSampler, CallScope, Media, UpstreamPool};
 
 /// `search_tools`'s name.
-pub const SEARCH_TOOLS: &str = "search_tools";
+pub(crate) const SEARCH_TOOLS: &str = "search_tools";
 /// `get_tools`'s name.
-pub const GET_TOOLS: &str = "get_tools";
+pub(crate) const GET_TOOLS: &str = "get_tools";
 /// Results `search_tools` returns by default, and at most.
 const DEFAULT_LIMIT: usize = 10;
 const MAX_LIMIT: usize = 50;
 /// Longest `search_tools` query, in bytes: a few keywords, not a document (ranking cost grows
 /// with the query's words).
-pub const MAX_QUERY_BYTES: usize = 1000;
+pub(crate) const MAX_QUERY_BYTES: usize = 1000;
 /// Most names one `get_tools` call may ask about.
-pub const MAX_GET_NAMES: usize = 100;
+pub(crate) const MAX_GET_NAMES: usize = 100;
 /// Longest name `get_tools` looks up, in bytes (an unknown name is searched for suggestions).
-pub const MAX_NAME_BYTES: usize = 256;
+pub(crate) const MAX_NAME_BYTES: usize = 256;
 
 /// The built-in tools' catalog entries.
-pub fn builtin_infos() -> Vec<ToolInfo> {
+pub(crate) fn builtin_infos() -> Vec<ToolInfo> {
     vec![
         ToolInfo {
             name: SEARCH_TOOLS.into(),
@@ -79,7 +79,7 @@ pub fn builtin_infos() -> Vec<ToolInfo> {
 }
 
 /// JSON Schema of `search_tools`'s arguments.
-pub fn search_schema() -> Value {
+pub(crate) fn search_schema() -> Value {
     json!({"type": "object", "properties": {
         "query": {"type": "string", "description": "Keywords, e.g. \"read file\""},
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results (default 10)"},
@@ -88,7 +88,7 @@ pub fn search_schema() -> Value {
 }
 
 /// JSON Schema of `get_tools`'s arguments.
-pub fn get_schema() -> Value {
+pub(crate) fn get_schema() -> Value {
     json!({"type": "object", "properties": {
         "names": {"type": "array", "items": {"type": "string"}, "description": "Tool names as scripts call them"},
         "profile": {"type": "string", "description": "MCP only: declare for this profile (default: `eval`'s); scripts see their own"}},
@@ -117,7 +117,10 @@ pub fn catalog(upstreams: &UpstreamPool) -> Vec<ToolInfo> {
 /// descriptions and schemas are not shown), and the names of those it asks about. A tool denied
 /// only by a rule with `when` or `whenPath` conditions depends on the arguments and stays visible. Without a
 /// profile, everything is visible and nothing is asked.
-pub fn visible_to(tools: Vec<ToolInfo>, profile: Option<&Profile>) -> (Vec<ToolInfo>, Vec<String>) {
+pub(crate) fn visible_to(
+    tools: Vec<ToolInfo>,
+    profile: Option<&Profile>,
+) -> (Vec<ToolInfo>, Vec<String>) {
     let Some(profile) = profile else {
         return (tools, Vec::new());
     };
@@ -150,7 +153,7 @@ fn may_see(profile: Option<&Profile>, name: &str) -> bool {
 
 /// The upstream servers a caller under any of `profiles` may learn of (see [`may_see_server`]),
 /// by name.
-pub fn servers_seen(
+pub(crate) fn servers_seen(
     upstreams: &UpstreamPool,
     profiles: &[Option<&Profile>],
 ) -> std::collections::BTreeSet<String> {
@@ -177,7 +180,7 @@ fn may_see_server(profile: Option<&Profile>, server: &str, known: &[String]) -> 
 
 /// Marks the results of [`search_tools`] / [`get_tools`] the profile asks about:
 /// `needsApproval: true` on each search hit, `needsApproval: [names]` on a `get_tools` result.
-pub fn mark_asked(mut result: Value, asked: &[String]) -> Value {
+pub(crate) fn mark_asked(mut result: Value, asked: &[String]) -> Value {
     if let Some(hits) = result.get_mut("results").and_then(Value::as_array_mut) {
         for hit in hits {
             let name = hit["name"].as_str().unwrap_or_default().to_string();
@@ -206,7 +209,7 @@ pub fn mark_asked(mut result: Value, asked: &[String]) -> Value {
 /// `get_tools` did not find whose server is one of them, that server's entry (`server_state`), so
 /// that a tool asked for while its server starts is not called unknown. Other results are
 /// returned as they are.
-pub fn mark_unavailable(
+pub(crate) fn mark_unavailable(
     mut result: Value,
     upstreams: &UpstreamPool,
     profile: Option<&Profile>,
@@ -256,7 +259,7 @@ pub fn mark_unavailable(
 /// starting, each at most its startup timeout: a model that asks for a tool right after
 /// connecting gets its declaration, not a note that the server is starting. Names `profile`
 /// denies are not waited for: the wait would tell the script that their server exists.
-pub async fn wait_for_named_servers(
+pub(crate) async fn wait_for_named_servers(
     upstreams: &UpstreamPool,
     args: &Value,
     profile: Option<&Profile>,
@@ -350,7 +353,7 @@ pub fn get_tools(
 /// What a model reads of a `get_tools` result: the declarations, then one comment line per
 /// unknown name with its suggestions (clients often show the text only, not the structured
 /// content). Names are [`neutralize`]d: the caller chose them.
-pub fn get_tools_text(value: &Value) -> String {
+pub(crate) fn get_tools_text(value: &Value) -> String {
     let mut text = value["declarations"]
         .as_str()
         .unwrap_or_default()
@@ -424,21 +427,21 @@ impl ScriptTools {
 
     /// Where the upstreams' progress and log messages about this eval's calls go. Default:
     /// none (dropped).
-    pub fn with_relay(mut self, relay: Option<Arc<dyn CallRelay>>) -> Self {
+    pub(crate) fn with_relay(mut self, relay: Option<Arc<dyn CallRelay>>) -> Self {
         self.scope.relay = relay;
         self
     }
 
     /// Where the media of upstream results go (the eval's store). Default: a store of this
     /// host's own, of [`codemode_upstream::DEFAULT_MAX_MEDIA_BYTES`].
-    pub fn with_media(mut self, media: Media) -> Self {
+    pub(crate) fn with_media(mut self, media: Media) -> Self {
         self.scope.media = media;
         self
     }
 
     /// Who answers the upstreams' sampling requests during this eval's calls. Default: none
     /// (refused).
-    pub fn with_sampler(mut self, sampler: Option<Arc<dyn CallSampler>>) -> Self {
+    pub(crate) fn with_sampler(mut self, sampler: Option<Arc<dyn CallSampler>>) -> Self {
         self.scope.sampler = sampler;
         self
     }
@@ -472,7 +475,11 @@ impl ScriptTools {
     /// The eval's profile: `search_tools` and `get_tools` show only what it lets the script
     /// call (see [`visible_to`]), typing results as `observed` (the profile's view of them).
     /// Default: none (everything, results as unrestricted scripts received them).
-    pub fn with_profile(mut self, profile: Option<Arc<Profile>>, observed: ObservedTypes) -> Self {
+    pub(crate) fn with_profile(
+        mut self,
+        profile: Option<Arc<Profile>>,
+        observed: ObservedTypes,
+    ) -> Self {
         self.profile = profile;
         self.observed = observed;
         self

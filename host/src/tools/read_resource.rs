@@ -14,10 +14,10 @@ use codemode_upstream::{CallScope, UpstreamPool};
 use serde_json::{Value, json};
 
 /// The built-in's name.
-pub const TOOL_NAME: &str = "read_resource";
+pub(crate) const TOOL_NAME: &str = "read_resource";
 
 /// What the model reads about it.
-pub const DESCRIPTION: &str = "Read a resource of an upstream server: `{server, uri}` (the server's own URI); returns `{contents: [{uri, mimeType, text | blob}]}`.";
+pub(crate) const DESCRIPTION: &str = "Read a resource of an upstream server: `{server, uri}` (the server's own URI); returns `{contents: [{uri, mimeType, text | blob}]}`.";
 
 /// JSON Schema of its arguments.
 pub fn input_schema() -> Value {

@@ -71,7 +71,7 @@ impl SamplingRoute {
     /// The route of an eval requested with `ctx`, when its client declared `sampling`: on
     /// 2025-11-25 and older its connection; on 2026-07-28, where a server sends its client no
     /// requests, `input_required` (the eval's input-required results).
-    pub fn of_request(
+    pub(crate) fn of_request(
         ctx: &RequestContext<RoleServer>,
         input_required: Option<Arc<dyn ClientModel>>,
     ) -> Self {

@@ -169,7 +169,7 @@ impl Traces {
 
 /// An eval's trace as a parked eval keeps it in the store: hex ids.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SavedTrace {
+pub(crate) struct SavedTrace {
     /// The trace.
     pub trace_id: String,
     /// The eval's own span.

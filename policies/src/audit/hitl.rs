@@ -100,7 +100,7 @@ impl HitlAudit {
 }
 
 /// `metadata` as the audit keeps it: every string and key neutralised and bounded to
-/// [`METADATA_TEXT_CHARS`], at most [`METADATA_VALUES`] values and [`METADATA_DEPTH`] levels;
+/// `METADATA_TEXT_CHARS`, at most `METADATA_VALUES` values and `METADATA_DEPTH` levels;
 /// what is left out is counted in a note string where it was.
 pub fn bounded_metadata(metadata: &Value) -> Value {
     let mut budget = METADATA_VALUES;

@@ -140,7 +140,7 @@ pub struct ToolCallAuditRecord {
     /// its answer decided this call too. Absent for a call that asked, or was not asked about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub joined_ask: Option<String>,
-    /// A `hitl_request`'s question, neutralised and bounded ([`super::hitl`]); absent for
+    /// A `hitl_request`'s question, neutralised and bounded (`super::hitl`); absent for
     /// other tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<String>,
@@ -152,7 +152,7 @@ pub struct ToolCallAuditRecord {
     /// `defaultOption` —, failed, or not run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
-    /// A `hitl_request`'s `metadata`, bounded and neutralised ([`super::hitl`]).
+    /// A `hitl_request`'s `metadata`, bounded and neutralised (`super::hitl`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
 }

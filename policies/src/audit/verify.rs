@@ -39,7 +39,7 @@ pub enum Verified {
 }
 
 /// Checks every `*.jsonl` file of `dir` (not its subdirectories), in name order: each line
-/// must be sealed (end with `"prev_hash"` and `"hash"`, see [`chain`](super::chain)), its
+/// must be sealed (end with `"prev_hash"` and `"hash"`, see `chain`), its
 /// `hash` must be the hash of its body under `key` (SHA-256 when `None`), and its `prev_hash`
 /// the previous line's `hash` (the genesis hash of the file's name for the first line).
 ///

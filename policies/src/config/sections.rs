@@ -81,7 +81,7 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// An I/O error (one [`ConfigError`] of kind [`ConfigErrorKind::Io`] whose path is the
+    /// An I/O error (one [`ConfigError`](codemode_config::ConfigError) of kind [`ConfigErrorKind::Io`](codemode_config::ConfigErrorKind::Io) whose path is the
     /// file name), or what
     /// [`Config::from_json_str`] reports.
     pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigErrors> {

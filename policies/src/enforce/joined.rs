@@ -94,7 +94,7 @@ type Published = Option<(
     Answered,
 )>;
 
-/// The asks pending now, by [`JoinKey`]. Share one across the evals whose identical asks
+/// The asks pending now, by `JoinKey`. Share one across the evals whose identical asks
 /// should be joined (a server shares one across all its evals; the keys hold the caller).
 /// Default for a [`super::PolicyToolHost`]: one of its own (the calls of its eval).
 #[derive(Clone, Default)]

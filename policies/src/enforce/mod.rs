@@ -48,7 +48,7 @@ use codemode_script::Preview;
 /// 3. `deny`: [`ToolError::Denied`] with reason `denied`.
 /// 4. Arguments that fail the tool's `inputSchema` ([`PolicyToolHostBuilder::schemas`]):
 ///    [`ToolError::Failed`] whose message starts with `invalid_arguments:` and whose `.data` is
-///    `{"errors": [{"path", "message"}]}` ([`crate::InvalidArguments::to_tool_error`]); nobody
+///    `{"errors": [{"path", "message"}]}` (`crate::InvalidArguments::to_tool_error`); nobody
 ///    is asked and the inner host is never reached. (A tool the inner host does not know is
 ///    not checked: it fails as unknown.)
 /// 5. `ask`: if approved earlier for this eval or session (see [`SessionApprovals`] for what

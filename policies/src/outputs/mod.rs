@@ -184,7 +184,7 @@ impl OutputPolicy {
     }
 
     /// Whether a rule with `allow` names `tool`: its results keep only the allowed fields.
-    pub fn allows_only(&self, tool: &str) -> bool {
+    pub(crate) fn allows_only(&self, tool: &str) -> bool {
         self.rules
             .iter()
             .any(|r| r.allow.is_some() && r.tools.first_index(tool).is_some())

@@ -33,7 +33,7 @@ impl Profile {
     /// ([`crate::PolicyToolHost`]).
     ///
     /// A tool with two names (the built-in `hitl_request` is also `human_intervention_request`,
-    /// [`TOOL_ALIASES`]) is decided as one tool: a list entry or rule matches a call when it
+    /// `TOOL_ALIASES`) is decided as one tool: a list entry or rule matches a call when it
     /// matches either name, so a deny, ask or allow written for one covers both.
     pub fn disposition(&self, tool: &str, args: &Value) -> Disposition {
         let names = names_of(tool);
@@ -121,7 +121,7 @@ impl Profile {
 mod tests;
 
 /// Tools with two names, each pair `(alias, name)`: one tool, decided as such.
-pub const TOOL_ALIASES: &[(&str, &str)] = &[("human_intervention_request", "hitl_request")];
+pub(crate) const TOOL_ALIASES: &[(&str, &str)] = &[("human_intervention_request", "hitl_request")];
 
 /// The names `tool` is decided under: its own, then its other name if it has two.
 fn names_of(tool: &str) -> Vec<&str> {

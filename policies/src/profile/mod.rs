@@ -203,7 +203,7 @@ impl Profile {
 
     /// How long a human has to answer an ask of `risk`: the risk policy's
     /// `approvalTimeoutSeconds` when it sets one, else [`Profile::approval_timeout`].
-    pub fn approval_timeout_for(&self, risk: Risk) -> Duration {
+    pub(crate) fn approval_timeout_for(&self, risk: Risk) -> Duration {
         self.risk_policy(risk)
             .approval_timeout
             .unwrap_or(self.approval_timeout)

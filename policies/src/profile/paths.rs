@@ -88,7 +88,7 @@ impl PathCondition {
 }
 
 /// The argument as a rule sees it: see [`PathValue`].
-pub fn path_value(value: Option<&Value>, base: Option<&str>) -> PathValue {
+pub(crate) fn path_value(value: Option<&Value>, base: Option<&str>) -> PathValue {
     let Some(Value::String(s)) = value else {
         return PathValue::Unjudgeable;
     };

@@ -39,7 +39,7 @@ use crate::display::neutralize;
 
 /// The member of a tool result's structured content (an object) that holds the values of the
 /// media blocks the upstream sent beside it: added by codemode, not part of the tool's
-/// `outputSchema` (see [`ToolSchemas::check_output`]).
+/// `outputSchema` (see `ToolSchemas::check_output`).
 pub const MEDIA_KEY: &str = "_media";
 
 /// The `reason` of a call refused for its arguments: the ledger's reason and the audit
@@ -204,7 +204,7 @@ impl InvalidArguments {
     }
 
     /// The same with the given values left out: for the audit log.
-    pub fn masked_summary(&self) -> String {
+    pub(crate) fn masked_summary(&self) -> String {
         summary(&self.masked, self.more)
     }
 
@@ -213,7 +213,7 @@ impl InvalidArguments {
     /// and the keys expected (`unknown key `filePath`; expected `path` (optional: `head`)`),
     /// then the other violations, and points to `get_tools` for the types. Its `.data` is
     /// `{"errors": [{"path", "message"}], "unknown": [..], "missing": [..]}`.
-    pub fn to_tool_error(&self) -> ToolError {
+    pub(crate) fn to_tool_error(&self) -> ToolError {
         let mut parts: Vec<String> = Vec::new();
         if !self.unknown.is_empty() {
             let s = if self.unknown.len() == 1 { "" } else { "s" };
@@ -428,7 +428,7 @@ impl ToolSchemas {
     }
 
     /// Whether `tool` has an `outputSchema` that [`check_output`](Self::check_output) checks.
-    pub fn checks_output_of(&self, tool: &str) -> bool {
+    pub(crate) fn checks_output_of(&self, tool: &str) -> bool {
         self.tools.get(tool).is_some_and(|c| c.output.is_some())
     }
 
@@ -443,7 +443,12 @@ impl ToolSchemas {
     /// A [`MEDIA_KEY`] member of an object result is left out: codemode adds it (the media
     /// blocks an upstream sent beside its structured content), the tool's schema does not
     /// describe it.
-    pub fn check_output(&self, tool: &str, result: &Value, hidden: &[String]) -> Option<String> {
+    pub(crate) fn check_output(
+        &self,
+        tool: &str,
+        result: &Value,
+        hidden: &[String],
+    ) -> Option<String> {
         let validator = self.tools.get(tool)?.output.as_ref()?;
         let without_media;
         let result = match result {

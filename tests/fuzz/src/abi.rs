@@ -80,7 +80,7 @@ fn module(data: &[u8]) -> String {
     )
 }
 
-/// Input: the ops and memory of a guest module (see [`module`]).
+/// Input: the ops and memory of a guest module (see `module`).
 pub fn abi(data: &[u8]) {
     let wasm = wat::parse_str(module(data)).expect("the generated module is valid WAT");
     let mut config = RuntimeConfig::default();

@@ -102,7 +102,7 @@ pub fn declarations_with(
         .join("\n")
 }
 
-/// A schema's TypeScript type on one line, without doc comments, at most [`MAX_COMPACT`]
+/// A schema's TypeScript type on one line, without doc comments, at most `MAX_COMPACT`
 /// characters (then cut with `…`): for an error message naming a value's shape, e.g.
 /// `{ content: string }`. Upstream-chosen names are [`neutralize`](codemode_policies::neutralize)d.
 pub fn compact_type(schema: &Value) -> String {

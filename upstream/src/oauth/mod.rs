@@ -3,7 +3,7 @@
 //! OpenID authorization-server metadata), client registration (pre-registered, client ID
 //! metadata document, or dynamic, RFC 7591), PKCE S256, resource indicators (RFC 8707), scopes
 //! from the challenge or `scopes_supported`, step-up on `403 insufficient_scope`, refresh
-//! tokens — most of it rmcp's `auth` — and the client-credentials grant ([`grant`]).
+//! tokens — most of it rmcp's `auth` — and the client-credentials grant (`grant`).
 //!
 //! One login per upstream, kept by [`Logins`] (sealed in the durable store: every caller of
 //! this codemode, and every node of a cluster, uses it). An upstream without a login answers
@@ -45,7 +45,7 @@ pub use status::{LoginState, LoginStatus};
 pub(crate) const MAX_LOGINS: u32 = 3;
 
 /// The hint every "needs login" message carries.
-pub fn login_hint(server: &str) -> String {
+pub(crate) fn login_hint(server: &str) -> String {
     format!("needs login: codemode auth login {server}")
 }
 

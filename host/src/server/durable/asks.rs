@@ -39,7 +39,7 @@ pub enum AnswerRefused {
 
 /// A client's answer to one ask of a parked eval, checked and not yet recorded
 /// ([`Durable::prepare`], [`Durable::record`]).
-pub struct PreparedAnswer {
+pub(crate) struct PreparedAnswer {
     id: String,
     decision: DecisionRecord,
     ttl: Duration,
@@ -269,7 +269,7 @@ impl Durable {
     ///
     /// # Errors
     /// When the store cannot be read, in words.
-    pub async fn parked_asks(&self) -> Result<Vec<Value>, String> {
+    pub(crate) async fn parked_asks(&self) -> Result<Vec<Value>, String> {
         let listing = self.store.list("ask:").await.map_err(unreachable_store)?;
         Ok(listing
             .records
@@ -285,7 +285,7 @@ impl Durable {
     ///
     /// # Errors
     /// When the store cannot be read, in words.
-    pub async fn decided_asks(&self) -> Result<Vec<Value>, String> {
+    pub(crate) async fn decided_asks(&self) -> Result<Vec<Value>, String> {
         let listing = self
             .store
             .list("decision:")

@@ -17,7 +17,7 @@ struct Entry {
 
 /// The byte caps of parked state: per client and for the whole node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ByteCaps {
+pub(crate) struct ByteCaps {
     /// `limits.perClient.maxParkedBytes`.
     pub per_client: u64,
     /// `durable.maxParkedBytes`.
@@ -26,7 +26,7 @@ pub struct ByteCaps {
 
 /// The evals this node parked, by `requestState` (see the module docs).
 #[derive(Default)]
-pub struct ParkedCounts {
+pub(crate) struct ParkedCounts {
     entries: Mutex<HashMap<String, Entry>>,
 }
 
@@ -61,7 +61,7 @@ impl ParkedCounts {
     /// Counts `bytes` of parked state for `token` of `client`, unless that would take the
     /// client or the node past `caps` (those whose time is up as of `now_ms` no longer count):
     /// then `Err` says which cap, with the bytes already held.
-    pub fn admit_bytes(
+    pub(crate) fn admit_bytes(
         &self,
         (client, token): (&str, &str),
         bytes: u64,
@@ -126,7 +126,7 @@ impl ParkedCounts {
 
     /// The tokens counted for `client` whose evals were saved (not those being saved now:
     /// their `eval:` record is written last, so the store cannot tell yet whether they left).
-    pub fn saved_tokens_of(&self, client: &str) -> Vec<String> {
+    pub(crate) fn saved_tokens_of(&self, client: &str) -> Vec<String> {
         self.lock()
             .iter()
             .filter(|(_, e)| e.client == client && e.until_ms != u64::MAX)

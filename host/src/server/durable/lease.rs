@@ -30,7 +30,7 @@ impl Durable {
     /// that a retry elsewhere waits for the result instead of saying the eval is gone. The mark
     /// holds a lease renewed every [`RUNNING_RENEW`] while this node runs the eval: when the
     /// node dies, the lease runs out within [`RUNNING_LEASE`], and a retry says so.
-    pub async fn mark_running(self: &Arc<Self>, token: &str, ttl: Duration) {
+    pub(crate) async fn mark_running(self: &Arc<Self>, token: &str, ttl: Duration) {
         self.put_running(token, ttl).await;
         let durable = self.clone();
         let key = token.to_string();
@@ -67,7 +67,7 @@ impl Durable {
     }
 
     /// Ends [`mark_running`](Self::mark_running).
-    pub async fn unmark_running(&self, token: &str) {
+    pub(crate) async fn unmark_running(&self, token: &str) {
         if let Some(lease) = self.renewing().remove(token) {
             lease.renew.abort();
         }

@@ -20,11 +20,11 @@ use super::counts::ByteCaps;
 use super::{Durable, ParkedMeta};
 
 /// How often an eval kept in memory by `maxParkedEvals` tries again to park.
-pub const PARK_RETRY: Duration = Duration::from_secs(2);
+pub(crate) const PARK_RETRY: Duration = Duration::from_secs(2);
 
 /// Who may park an eval after its wait: the eval's client and `requestState`, and the client's
 /// `limits.perClient.maxParkedEvals`.
-pub struct ParkGate {
+pub(crate) struct ParkGate {
     /// The client ([`crate::server::fair::client_key`]).
     pub client: String,
     /// The eval's `requestState`.
@@ -35,18 +35,18 @@ pub struct ParkGate {
 
 impl Durable {
     /// A park request for one eval: made by [`Durable::watch`] or when the server stops.
-    pub fn park_request(&self) -> ParkRequest {
+    pub(crate) fn park_request(&self) -> ParkRequest {
         self.root.child()
     }
 
     /// Parks every eval waiting for a human (the server is stopping).
-    pub fn park_all(&self) {
+    pub(crate) fn park_all(&self) {
         self.root.request();
     }
 
     /// Sets the byte caps of parked state (from the config in force): `per_client`
     /// (`limits.perClient.maxParkedBytes`) and `per_node` (`durable.maxParkedBytes`).
-    pub fn cap_parked_bytes(&self, per_client: u64, per_node: u64) {
+    pub(crate) fn cap_parked_bytes(&self, per_client: u64, per_node: u64) {
         *self.byte_caps.lock().unwrap_or_else(|e| e.into_inner()) = ByteCaps {
             per_client,
             per_node,
@@ -145,13 +145,13 @@ impl Durable {
 
     /// How many evals this node parked that still wait (those whose approval time is up no
     /// longer count).
-    pub fn parked_count(&self) -> usize {
+    pub(crate) fn parked_count(&self) -> usize {
         self.parked.waiting(codemode_store::now_ms())
     }
 
     /// `token`'s eval does not (or no longer) count as parked from this node: it finished, was
     /// resumed, or could not be saved.
-    pub fn not_parked(&self, token: &str) {
+    pub(crate) fn not_parked(&self, token: &str) {
         self.parked.release(token);
     }
 }
