@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use codemode_policies::{AuditWriter, Config, neutralize};
+use codemode_policies::{AuditWriter, Config, RememberedRules, neutralize};
 use codemode_runtime::{CancellationToken, EvalOptions, EvalOutcome, Runtime, RuntimeConfig};
 
 use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script, saved_logins};
 use codemode_host::TerminalAsker;
-use codemode_host::{AuditTarget, GovernedEval};
+use codemode_host::{AuditTarget, GovernedEval, StoredRules};
 use codemode_policies::Caller;
 use codemode_policies::{Asker, NoAsker};
 use codemode_upstream::oauth::{Browser, Logins};
@@ -180,10 +180,12 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
         pool.set_commands(codemode_upstream::CommandTools::from_config(config));
+        let remembered = remembered_rules(config, audit.as_ref()).await;
         eval = eval
             .tools(pool.clone())
             .profile(profile)
             .asker(asker)
+            .remembered(Some(remembered))
             .audit(audit)
             .outputs(config.outputs.clone())
             .classification(config.evaluation.classification.clone())
@@ -217,6 +219,27 @@ async fn logins(config: &Config, browser: Option<&str>) -> Result<Logins, ExitCo
     Ok(match browser {
         Some(browser) => logins.interactive(browser),
         None => logins,
+    })
+}
+
+/// Where approvals "from now on" given at the terminal are kept: the config's durable store,
+/// as for `codemode serve` (so later runs, the servers sharing it and `codemode rules` see
+/// them), else — when it does not open — this process's memory, with a warning. Their creation
+/// is audited to the run's audit log.
+async fn remembered_rules(config: &Config, audit: Option<&AuditTarget>) -> Arc<RememberedRules> {
+    let rules = match codemode_store::Store::open(&config.durable).await {
+        Ok(store) => StoredRules::remembered(store),
+        Err(e) => {
+            tracing::warn!(error = %e, "the durable store did not open; approvals from now on last for this process only");
+            RememberedRules::in_memory()
+        }
+    };
+    Arc::new(match audit {
+        Some(audit) => {
+            let sink = audit.sink.clone();
+            rules.with_audit(Arc::new(move || Some(sink.clone())))
+        }
+        None => rules,
     })
 }
 

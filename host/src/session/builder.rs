@@ -126,6 +126,14 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// Where approvals "from now on" are kept and looked up, for an eval without a broker that
+    /// has them (`codemode run`). Default: the broker's; with neither, that answer is not
+    /// offered.
+    pub fn remembered(mut self, rules: Option<Arc<codemode_policies::RememberedRules>>) -> Self {
+        self.eval.remembered = rules;
+        self
+    }
+
     /// The audit log. Default: none.
     pub fn audit(mut self, audit: Option<AuditTarget>) -> Self {
         self.eval.audit = audit;
@@ -245,6 +253,7 @@ impl GovernedEval {
                 relay: None,
                 sampling: SamplingRoute::default(),
                 broker: None,
+                remembered: None,
                 audit: None,
                 outputs: Arc::default(),
                 classes: Arc::default(),
