@@ -186,6 +186,10 @@ pub async fn run(args: RunArgs) -> ExitCode {
             .profile(profile)
             .asker(asker)
             .remembered(Some(remembered))
+            .upstream_identity(Some(Arc::new({
+                let config = config.clone();
+                move |tool: &str| codemode_policies::upstream_identity(&config, tool)
+            })))
             .audit(audit)
             .outputs(config.outputs.clone())
             .classification(config.evaluation.classification.clone())

@@ -134,6 +134,15 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// What identifies a tool's upstream now, for the remembered rules. Default: none.
+    pub fn upstream_identity(
+        mut self,
+        identity: Option<codemode_policies::UpstreamIdentity>,
+    ) -> Self {
+        self.eval.upstream_identity = identity;
+        self
+    }
+
     /// The audit log. Default: none.
     pub fn audit(mut self, audit: Option<AuditTarget>) -> Self {
         self.eval.audit = audit;
@@ -254,6 +263,7 @@ impl GovernedEval {
                 sampling: SamplingRoute::default(),
                 broker: None,
                 remembered: None,
+                upstream_identity: None,
                 audit: None,
                 outputs: Arc::default(),
                 classes: Arc::default(),
