@@ -13,7 +13,7 @@ use codemode_runtime::{CancellationToken, EvalOptions, EvalOutcome, Runtime, Run
 
 use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script, saved_logins};
 use codemode_host::TerminalAsker;
-use codemode_host::{AuditTarget, GovernedEval, StoredRules};
+use codemode_host::{AuditTarget, GovernedEval, GovernedEvalBuilder, StoredRules};
 use codemode_policies::Caller;
 use codemode_policies::{Asker, NoAsker};
 use codemode_upstream::oauth::{Browser, Logins};
@@ -180,16 +180,11 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
         pool.set_commands(codemode_upstream::CommandTools::from_config(config));
-        let remembered = remembered_rules(config, audit.as_ref()).await;
-        eval = eval
+        eval = remembering(eval, config, audit.as_ref())
+            .await
             .tools(pool.clone())
             .profile(profile)
             .asker(asker)
-            .remembered(Some(remembered))
-            .upstream_identity(Some(Arc::new({
-                let config = config.clone();
-                move |tool: &str| codemode_policies::upstream_identity(&config, tool)
-            })))
             .audit(audit)
             .outputs(config.outputs.clone())
             .classification(config.evaluation.classification.clone())
@@ -224,6 +219,20 @@ async fn logins(config: &Config, browser: Option<&str>) -> Result<Logins, ExitCo
         Some(browser) => logins.interactive(browser),
         None => logins,
     })
+}
+
+/// `eval` keeping approvals "from now on" ([`remembered_rules`]), each rule naming the upstream
+/// of its tool as `config` has it.
+async fn remembering(
+    eval: GovernedEvalBuilder,
+    config: &Config,
+    audit: Option<&AuditTarget>,
+) -> GovernedEvalBuilder {
+    let servers = config.clone();
+    eval.remembered(Some(remembered_rules(config, audit).await))
+        .upstream_identity(Some(Arc::new(move |tool: &str| {
+            codemode_policies::upstream_identity(&servers, tool)
+        })))
 }
 
 /// Where approvals "from now on" given at the terminal are kept: the config's durable store,
