@@ -77,6 +77,11 @@ pub struct GovernedEval {
     relay: Option<Arc<dyn CallRelay>>,
     sampling: SamplingRoute,
     broker: Option<Arc<ApprovalBroker>>,
+    /// The rules approvals "from now on" are kept as, when not the broker's
+    /// ([`GovernedEvalBuilder::remembered`]).
+    remembered: Option<Arc<codemode_policies::RememberedRules>>,
+    /// What identifies a tool's upstream now ([`GovernedEvalBuilder::upstream_identity`]).
+    upstream_identity: Option<codemode_policies::UpstreamIdentity>,
     audit: Option<AuditTarget>,
     outputs: Arc<OutputPolicy>,
     classes: Arc<codemode_policies::Classification>,
@@ -467,7 +472,12 @@ impl GovernedEval {
             .outputs(self.outputs.clone())
             .classification(self.classes.clone())
             .alternatives(self.alternatives.clone())
-            .remembered(self.broker.as_ref().and_then(|b| b.rules()));
+            .remembered(
+                self.remembered
+                    .clone()
+                    .or_else(|| self.broker.as_ref().and_then(|b| b.rules())),
+            )
+            .upstream_identity(self.upstream_identity.clone());
         if let Some(upstreams) = &self.upstreams {
             builder = builder
                 .schemas(Arc::new(CatalogSchemas::new(upstreams.clone())))

@@ -39,8 +39,17 @@ pub struct RememberedRule {
     pub risk: Risk,
     /// When it was created, RFC 3339 UTC.
     pub created_at: String,
+    /// When it was created, in milliseconds since the Unix epoch (0 in a rule recorded before
+    /// the field existed: such a rule covers nothing).
+    #[serde(default)]
+    pub created_at_ms: u64,
     /// When it expires, in milliseconds since the Unix epoch.
     pub expires_at_ms: u64,
+    /// What identified the upstream server of the tool when it was approved (a digest of its
+    /// command or URL, see [`UpstreamIdentity`]); `None` for a tool of no upstream. A rule
+    /// covers a call only while its tool's upstream is still the same one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
     /// Who approved, when the channel knows.
     pub approved_by: Option<String>,
     /// The permission of the risk level's `approvers` by which they approved (`None`: the
@@ -58,6 +67,19 @@ impl RememberedRule {
     pub fn id_of(caller: &str, profile: &str, tool: &str, args_sha256: &str) -> String {
         let scope = json!([caller, profile, tool, args_sha256]);
         sha256_hex(canonical_json(&scope).as_bytes())[..32].to_string()
+    }
+
+    /// Whether it covers a call at `now_ms` whose risk level remembers approvals for
+    /// `period` now and whose tool's upstream is identified by `upstream` now: only within
+    /// the current period of its creation (a shortened `rememberFor` shortens the rules already
+    /// recorded) and only for the same upstream (a reload that gives the server's name to
+    /// another command or URL ends it).
+    pub fn covers(&self, now_ms: u64, period: Duration, upstream: Option<&str>) -> bool {
+        let period_ms = u64::try_from(period.as_millis()).unwrap_or(u64::MAX);
+        let until = self
+            .expires_at_ms
+            .min(self.created_at_ms.saturating_add(period_ms));
+        until > now_ms && self.upstream.as_deref() == upstream
     }
 
     /// When it expires, RFC 3339 UTC.
@@ -170,6 +192,11 @@ pub type AuditSource = Arc<dyn Fn() -> Option<Arc<dyn AuditSink>> + Send + Sync>
 /// Milliseconds since the Unix epoch: the clock expiries are read against.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
+/// What identifies the upstream server of a tool (`server__tool`) now, from the current
+/// config: `None` for a tool of no upstream. Looked up at each call, so that a config reload
+/// is seen.
+pub type UpstreamIdentity = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// What a human approved "from now on": the call, and who approved it through which channel.
 #[derive(Debug, Clone)]
 pub struct Approved<'a> {
@@ -183,6 +210,8 @@ pub struct Approved<'a> {
     pub args: &'a Value,
     /// The call's risk.
     pub risk: Risk,
+    /// What identifies the tool's upstream server ([`UpstreamIdentity`]).
+    pub upstream: Option<String>,
     /// Who approved, when known.
     pub approved_by: Option<String>,
     /// The `approvers` permission by which they approved, if the level names approvers.
@@ -285,7 +314,9 @@ impl RememberedRules {
             args_sha256: hash,
             risk: approved.risk,
             created_at: crate::rfc3339_utc(UNIX_EPOCH + Duration::from_millis(now)),
+            created_at_ms: now,
             expires_at_ms: now.saturating_add(period_ms),
+            upstream: approved.upstream,
             approved_by: approved.approved_by.clone(),
             approved_with: approved.approved_with,
             channel: approved.channel,
@@ -297,6 +328,27 @@ impl RememberedRules {
             approved.channel.as_str(),
         ));
         Ok(rule)
+    }
+
+    /// The time now on the clock rules are read against, in milliseconds since the Unix epoch.
+    pub fn now_ms(&self) -> u64 {
+        (self.clock)()
+    }
+
+    /// The live rule `id`, if any.
+    ///
+    /// # Errors
+    /// The store could not be read (in words).
+    pub async fn get(&self, id: &str) -> Result<Option<RememberedRule>, String> {
+        if !is_rule_id(id) {
+            return Ok(None);
+        }
+        let now = (self.clock)();
+        Ok(self
+            .store
+            .get(id)
+            .await?
+            .filter(|rule| rule.expires_at_ms > now))
     }
 
     /// The rules not yet expired, oldest first.
@@ -339,6 +391,22 @@ impl RememberedRules {
         self.audit(rule.audit_record(RuleAction::Revoked, by, channel));
         Ok(Some(rule))
     }
+}
+
+/// What identifies the upstream server of `tool` (`server__tool`) in `config`: the SHA-256 of
+/// how it is reached — a stdio server's command, arguments and working directory, an HTTP
+/// server's URL — so that a reload giving the name to another upstream changes it, while one
+/// that only rotates its environment or headers (credentials) does not. `None` for a tool of
+/// no configured server.
+pub fn upstream_identity(config: &crate::Config, tool: &str) -> Option<String> {
+    let (server, _) = tool.split_once("__")?;
+    let spec = match &config.servers.get(server)?.transport {
+        crate::ServerTransport::Stdio {
+            command, args, cwd, ..
+        } => json!({"command": command, "args": args, "cwd": cwd}),
+        crate::ServerTransport::Http { url, .. } => json!({"url": url}),
+    };
+    Some(sha256_hex(canonical_json(&spec).as_bytes())[..32].to_string())
 }
 
 /// Whether `id` has the form of a rule id (32 lowercase hex digits): anything else names no

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use codemode_policies::{AuditWriter, Config, neutralize};
+use codemode_policies::{AuditWriter, Config, RememberedRules, neutralize};
 use codemode_runtime::{CancellationToken, EvalOptions, EvalOutcome, Runtime, RuntimeConfig};
 
 use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script, saved_logins};
 use codemode_host::TerminalAsker;
-use codemode_host::{AuditTarget, GovernedEval};
+use codemode_host::{AuditTarget, GovernedEval, GovernedEvalBuilder, StoredRules};
 use codemode_policies::Caller;
 use codemode_policies::{Asker, NoAsker};
 use codemode_upstream::oauth::{Browser, Logins};
@@ -180,7 +180,8 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
         pool.set_commands(codemode_upstream::CommandTools::from_config(config));
-        eval = eval
+        eval = remembering(eval, config, audit.as_ref())
+            .await
             .tools(pool.clone())
             .profile(profile)
             .asker(asker)
@@ -217,6 +218,41 @@ async fn logins(config: &Config, browser: Option<&str>) -> Result<Logins, ExitCo
     Ok(match browser {
         Some(browser) => logins.interactive(browser),
         None => logins,
+    })
+}
+
+/// `eval` keeping approvals "from now on" ([`remembered_rules`]), each rule naming the upstream
+/// of its tool as `config` has it.
+async fn remembering(
+    eval: GovernedEvalBuilder,
+    config: &Config,
+    audit: Option<&AuditTarget>,
+) -> GovernedEvalBuilder {
+    let servers = config.clone();
+    eval.remembered(Some(remembered_rules(config, audit).await))
+        .upstream_identity(Some(Arc::new(move |tool: &str| {
+            codemode_policies::upstream_identity(&servers, tool)
+        })))
+}
+
+/// Where approvals "from now on" given at the terminal are kept: the config's durable store,
+/// as for `codemode serve` (so later runs, the servers sharing it and `codemode rules` see
+/// them), else — when it does not open — this process's memory, with a warning. Their creation
+/// is audited to the run's audit log.
+async fn remembered_rules(config: &Config, audit: Option<&AuditTarget>) -> Arc<RememberedRules> {
+    let rules = match codemode_store::Store::open(&config.durable).await {
+        Ok(store) => StoredRules::remembered(store),
+        Err(e) => {
+            tracing::warn!(error = %e, "the durable store did not open; approvals from now on last for this process only");
+            RememberedRules::in_memory()
+        }
+    };
+    Arc::new(match audit {
+        Some(audit) => {
+            let sink = audit.sink.clone();
+            rules.with_audit(Arc::new(move || Some(sink.clone())))
+        }
+        None => rules,
     })
 }
 

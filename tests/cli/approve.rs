@@ -2,6 +2,7 @@
 //! `--approvals-http` by a Python SDK client that cannot elicit.
 
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,16 +16,10 @@ const CODE: &str = "// the second call site\nif (false) { await codemode.get_too
     const asked = await codemode.hitl_request({question: \"Proceed?\\u001b[1A\", options: [\"go\", \"stop\"]});\n\
     return [found.results.length, asked.selectedOption];";
 
-#[test]
-fn approve_answers_an_ask_in_a_terminal() {
-    peers::ensure_installed();
-    let dir = temp_dir("approve");
-    let config = dir.join("config.json");
-    std::fs::write(
-        &config,
-        r#"{"evaluation": {"profiles": {"p": {"asklist": ["search_tools"], "approvalTimeoutSeconds": 300}}}}"#,
-    )
-    .unwrap();
+/// Runs `code` with `codemode_eval_p` on a stdio server of `config` serving the approval API,
+/// and `codemode approve` on a pseudo-terminal playing `dialogue` (WAIT, TYPE pairs, see
+/// approve_driver.py): what the approver's screen showed, and the eval's structured result.
+fn approve_dialogue(config: &Path, code: &str, dialogue: &[(&str, &str)]) -> (String, Value) {
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .unwrap()
@@ -34,9 +29,9 @@ fn approve_answers_an_ask_in_a_terminal() {
     let eval = Command::new(peers::python())
         .arg(format!("{here}/tests/cli/approve_eval.py"))
         .arg(env!("CARGO_BIN_EXE_codemode"))
-        .arg(&config)
+        .arg(config)
         .arg(&addr)
-        .arg(CODE)
+        .arg(code)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -49,13 +44,12 @@ fn approve_answers_an_ask_in_a_terminal() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let screen = Command::new(peers::python())
-        .arg(format!("{here}/tests/cli/approve_driver.py"))
-        .args(["[v]iew full args", "x"])
-        .args(["type one of a, e, s, d or v", "v"])
-        .args(["Full arguments:", "a"])
-        .args(["[1-2] answer [d]ecline", "2"])
-        .args(["answer by local via http", "^D"])
+    let mut driver = Command::new(peers::python());
+    driver.arg(format!("{here}/tests/cli/approve_driver.py"));
+    for (wait, typed) in dialogue {
+        driver.args([wait, typed]);
+    }
+    let screen = driver
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_codemode"))
         .args(["approve", "--url"])
@@ -67,6 +61,30 @@ fn approve_answers_an_ask_in_a_terminal() {
     assert_eq!(screen.status.code(), Some(0), "{shown}");
     assert!(eval.status.success(), "{}", text(&eval.stderr));
     let outcome: Value = serde_json::from_slice(&eval.stdout).expect("the eval's outcome");
+    (shown, outcome)
+}
+
+#[test]
+fn approve_answers_an_ask_in_a_terminal() {
+    peers::ensure_installed();
+    let dir = temp_dir("approve");
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"evaluation": {"profiles": {"p": {"asklist": ["search_tools"], "approvalTimeoutSeconds": 300}}}}"#,
+    )
+    .unwrap();
+    let (shown, outcome) = approve_dialogue(
+        &config,
+        CODE,
+        &[
+            ("[v]iew full args", "x"),
+            ("type one of a, e, s, d or v", "v"),
+            ("Full arguments:", "a"),
+            ("[1-2] answer [d]ecline", "2"),
+            ("answer by local via http", "^D"),
+        ],
+    );
     assert_eq!(outcome["ok"], Value::Bool(true), "{outcome}");
     assert!(outcome["result"][0].is_u64(), "{outcome}");
     assert_eq!(outcome["result"][1], "stop", "{outcome}");
@@ -115,6 +133,234 @@ fn approve_answers_an_ask_in_a_terminal() {
         !lines.iter().any(|l| l.starts_with("fake: approved")),
         "a script-made line:\n{shown}"
     );
+}
+
+/// Three calls of `search_tools`: twice the same, then with other arguments (declined: its
+/// reason is the result).
+const TWICE_THEN_OTHER: &str = "const q = {query: 'time', limit: 1};\n\
+    await codemode.search_tools(q);\n\
+    await codemode.search_tools(q);\n\
+    try { await codemode.search_tools({query: 'date', limit: 1}); return 'approved'; }\n\
+    catch (e) { return e.reason; }";
+
+/// A config asking about `search_tools` (risk medium) in profile `p`, remembering approvals
+/// at that level for an hour, and in profile `plain`, not remembering them; with its store and
+/// audit log in `dir`.
+fn remembering_config(dir: &Path) -> std::path::PathBuf {
+    let config = dir.join("config.json");
+    let value = serde_json::json!({
+        "durable": {"store": "local", "dir": dir.join("state")},
+        "audit": {"dir": dir.join("audit")},
+        "evaluation": {"profiles": {
+            "p": {
+                "asklist": ["search_tools"],
+                "approvalTimeoutSeconds": 300,
+                "riskPolicies": {"medium": {"rememberFor": "1h"}}
+            },
+            "plain": {"asklist": ["search_tools"], "approvalTimeoutSeconds": 300}
+        }}
+    });
+    std::fs::write(&config, value.to_string()).unwrap();
+    config
+}
+
+/// `[r]` in `codemode approve`, offered with its period where the level has `rememberFor`:
+/// the identical call after it is not asked about (the audit names the rule), one with other
+/// arguments is.
+#[test]
+fn approve_remembers_a_call_from_now_on_with_r() {
+    peers::ensure_installed();
+    let dir = temp_dir("approve-remember");
+    let config = remembering_config(&dir);
+    let (shown, outcome) = approve_dialogue(
+        &config,
+        TWICE_THEN_OTHER,
+        &[
+            ("[r]emember (for 1 hour) [d]ecline [v]iew full args", "r"),
+            ("\"query\": \"date\"", "d"),
+            ("search_tools", "^D"),
+        ],
+    );
+    assert_eq!(outcome["ok"], Value::Bool(true), "{outcome}");
+    assert_eq!(
+        outcome["result"], "elicitation_declined",
+        "{outcome}\n{shown}"
+    );
+    assert!(shown.contains("approve_remember: sent"), "{shown}");
+    // Two asks: the first call's and the other arguments'; the identical call was not asked.
+    assert_eq!(
+        shown.matches("`search_tools` wants approval").count(),
+        2,
+        "{shown}"
+    );
+    assert!(
+        shown.contains(
+            "[a]pprove [e]val [s]ession [r]emember (for 1 hour) [d]ecline [v]iew full args"
+        ),
+        "{shown}"
+    );
+    let audit = codemode_test_support::audit_records(&dir.join("audit"));
+    let rules: Vec<&Value> = audit.iter().filter(|r| r["event"] == "rule").collect();
+    assert_eq!(rules.len(), 1, "{audit:?}");
+    assert_eq!(
+        (&rules[0]["action"], &rules[0]["channel"]),
+        (&"created".into(), &"http".into())
+    );
+    let calls: Vec<(&Value, &Value)> = audit
+        .iter()
+        .filter(|r| r["event"] == "tool_call")
+        .map(|r| (&r["decision"], &r["channel"]))
+        .collect();
+    let (approved, policy, declined) = (
+        Value::from("approved"),
+        Value::from("policy"),
+        Value::from("declined"),
+    );
+    assert_eq!(
+        calls,
+        [
+            (&approved, &Value::from("http")),
+            (&approved, &policy),
+            (&declined, &Value::from("http"))
+        ],
+        "{audit:?}"
+    );
+    let reason = audit
+        .iter()
+        .find(|r| r["event"] == "tool_call" && r["channel"] == "policy")
+        .and_then(|r| r["decision_reason"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let id = rules[0]["rule_id"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!("remembered rule {id} (approved via http, until ")),
+        "{reason}"
+    );
+}
+
+/// `codemode run --profile P SCRIPT` on a pseudo-terminal playing `dialogue` (see
+/// approve_driver.py): its exit code and screen.
+fn run_dialogue(
+    config: &Path,
+    profile: &str,
+    script: &Path,
+    dialogue: &[(&str, &str)],
+) -> (i32, String) {
+    let mut driver = Command::new(peers::python());
+    driver.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/cli/approve_driver.py"
+    ));
+    for (wait, typed) in dialogue {
+        driver.args([wait, typed]);
+    }
+    let out = driver
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_codemode"))
+        .args(["run", "--config"])
+        .arg(config)
+        .args(["--profile", profile])
+        .arg(script)
+        .env_remove("CODEMODE_CONFIG")
+        .output()
+        .expect("run the pty driver");
+    (out.status.code().unwrap_or(-1), text(&out.stdout))
+}
+
+/// `codemode run`'s terminal prompt offers "from now on" with the key of `codemode approve`
+/// where the level has `rememberFor` (only there): the rule, kept in the config's durable
+/// store, lets the identical call through unasked in this run and the next, not other
+/// arguments; `codemode rules list` shows it.
+#[test]
+fn run_remembers_a_call_from_now_on_with_r() {
+    peers::ensure_installed();
+    let dir = temp_dir("run-remember");
+    let config = remembering_config(&dir);
+    let script = dir.join("calls.js");
+    std::fs::write(&script, TWICE_THEN_OTHER).unwrap();
+    let (code, screen) = run_dialogue(
+        &config,
+        "p",
+        &script,
+        &[
+            ("[r] Approve this call from now on (for 1 hour)", "r"),
+            ("\"query\": \"date\"", "d"),
+        ],
+    );
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.trim_end().ends_with("\"elicitation_declined\""),
+        "{screen}"
+    );
+    assert_eq!(
+        screen.matches("wants to call `search_tools`").count(),
+        2,
+        "{screen}"
+    );
+    for want in [
+        "  1) [a] Approve this call\r\n",
+        "  4) [r] Approve this call from now on (for 1 hour)\r\n",
+        "  5) [d] Decline\r\n",
+        "  6) Cancel\r\n",
+    ] {
+        assert!(screen.contains(want), "missing {want:?} in:\n{screen}");
+    }
+    // The next run, with nobody at the terminal, makes the identical call unasked.
+    let once = dir.join("once.js");
+    std::fs::write(&once, "const r = await codemode.search_tools({query: 'time', limit: 1}); return typeof r.results;").unwrap();
+    let out = super::codemode()
+        .args(["run", "--config"])
+        .arg(&config)
+        .args(["--profile", "p"])
+        .arg(&once)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "\"object\"\n", "{}", text(&out.stderr));
+    let listed = super::codemode()
+        .args(["rules", "list", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let listed = text(&listed.stdout);
+    assert!(
+        listed.contains("caller=local profile=p tool=search_tools")
+            && listed.contains("via terminal"),
+        "{listed}"
+    );
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    let audit = codemode_test_support::audit_records(&dir.join("audit"));
+    let calls: Vec<Value> = audit
+        .iter()
+        .filter(|r| matches!(r["event"].as_str(), Some("tool_call" | "rule")))
+        .map(|r| {
+            serde_json::json!([
+                r["event"],
+                r["decision"].as_str().or(r["action"].as_str()),
+                r["channel"]
+            ])
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            serde_json::json!(["rule", "created", "terminal"]),
+            serde_json::json!(["tool_call", "approved", "terminal"]),
+            serde_json::json!(["tool_call", "approved", "policy"]),
+            serde_json::json!(["tool_call", "declined", "terminal"]),
+            serde_json::json!(["tool_call", "approved", "policy"]),
+        ],
+        "{audit:?}"
+    );
+
+    // A level without rememberFor: the prompt has no such choice.
+    let (code, screen) = run_dialogue(&config, "plain", &once, &[("Type a number", "d")]);
+    assert_eq!(code, 1, "{screen}");
+    assert!(
+        screen.contains("  1) [a] Approve this call\r\n"),
+        "{screen}"
+    );
+    assert!(!screen.contains("from now on"), "{screen}");
 }
 
 /// `codemode run`'s human output cannot be forged by the script: log lines, the error line and

@@ -1,5 +1,5 @@
 //! Approvals "from now on" (`riskPolicies.<level>.rememberFor`) across two processes sharing
-//! one local store directory: the rule one node records applies on the other; other arguments
+//! one store (a local store directory, or one real Redis server): the rule one node records applies on the other; other arguments
 //! are still asked about; a revocation through the approval API or `codemode rules revoke`
 //! makes every node ask again; a level without `rememberFor` does not offer the answer; and the
 //! audit logs record each rule's creation, use and revocation.
@@ -9,8 +9,12 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
+use codemode_test_support::services::RedisServer;
+
 use crate::client::{self, block_on, input_keys, request_state};
-use crate::harness::{CODEMODE, Node, audit_records, await_some, node_config, write_json};
+use crate::harness::{
+    CODEMODE, KEY, KEY_ENV, Node, audit_records, await_some, node_config, write_json,
+};
 
 const GATE: &str = "codemode_eval_gate";
 const PLAIN: &str = "codemode_eval_plain";
@@ -55,7 +59,7 @@ fn result_of(reply: &Value) -> &Value {
     &reply["structuredContent"]["result"]
 }
 
-/// `codemode rules ARGS --config CONFIG`: exit code and stdout.
+/// `codemode rules ARGS --config CONFIG` with the cluster's sealing key: exit code and stdout.
 fn rules_cli(args: &[&str], config: &Path) -> (i32, String) {
     let out = Command::new(CODEMODE)
         .args(["rules"])
@@ -63,6 +67,7 @@ fn rules_cli(args: &[&str], config: &Path) -> (i32, String) {
         .arg("--config")
         .arg(config)
         .env_remove("CODEMODE_CONFIG")
+        .env(KEY_ENV, KEY)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -91,10 +96,25 @@ fn api(method: reqwest::Method, base: &str, path: &str) -> (u16, Value) {
 #[test]
 fn an_approval_from_now_on_is_a_rule_every_node_applies_until_revoked() {
     let dir = codemode_test_support::scratch_dir("durable", "remember");
-    let files = dir.join("files");
-    std::fs::create_dir_all(&files).unwrap();
     let durable =
         json!({"store": "local", "dir": dir.join("state"), "suspendToStoreAfterSeconds": 3600});
+    a_rule_applies_on_both_nodes_until_revoked(&dir, durable);
+}
+
+#[test]
+fn on_one_redis_server_a_rule_of_one_node_applies_on_the_other_until_revoked() {
+    let dir = codemode_test_support::scratch_dir("durable", "remember_redis");
+    let redis = RedisServer::start(&dir.join("redis"));
+    let durable =
+        json!({"store": redis.url(0), "keyEnv": KEY_ENV, "suspendToStoreAfterSeconds": 3600});
+    a_rule_applies_on_both_nodes_until_revoked(&dir, durable);
+}
+
+/// Two nodes sharing the store `durable`, in the scratch directory `dir`: a rule recorded on
+/// one applies on the other, and a revocation on either stops it on both.
+fn a_rule_applies_on_both_nodes_until_revoked(dir: &Path, durable: Value) {
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
     let configs: Vec<_> = ["a", "b"]
         .iter()
         .map(|name| {
@@ -108,8 +128,8 @@ fn an_approval_from_now_on_is_a_rule_every_node_applies_until_revoked() {
             config
         })
         .collect();
-    let a = Node::start("a", &configs[0], &[]);
-    let b = Node::start("b", &configs[1], &[]);
+    let a = Node::start("a", &configs[0], &[(KEY_ENV, KEY)]);
+    let b = Node::start("b", &configs[1], &[(KEY_ENV, KEY)]);
     let file = files.join("ledger.txt");
     let logs = || format!("{}\n{}", a.log(), b.log());
 

@@ -2,7 +2,8 @@
 //! playwright-core (installed by tests/mcp/browser/setup.sh). A Python SDK client that cannot
 //! elicit runs a script whose ask waits; the page shows it (hostile text escaped, never
 //! interpreted), a click approves it; the script's `hitl_request` question appears next, a click
-//! answers it, and the suspended script finishes. An operator without the approver right the
+//! answers it, and the suspended script finishes. "Approve from now on" records a rule that
+//! lets the identical call through unasked. An operator without the approver right the
 //! ask's risk level names sees it marked as not decidable, its buttons disabled.
 
 use std::path::Path;
@@ -124,6 +125,66 @@ fn the_approval_page_approves_a_waiting_script() {
         &eval_summary(&client["result"]),
         &json!({"is_error": false, "ok": true, "result": [format!("Echo: {hostile}"), "confirmed", "ship"],
             "calls": [["everything__echo", "ok", null], ["hitl_request", "ok", null]]}),
+    );
+}
+
+/// "Approve from now on" on the approval page, offered with its period where the ask's level
+/// has `rememberFor`: the click approves, the identical call after it runs without an ask (its
+/// note and the audit name the rule), the call with other arguments is asked about (declined).
+#[test]
+fn the_approval_page_approves_a_call_from_now_on() {
+    let setup = Setup::new("approval_page_remember", Transport::Http, |scratch| {
+        let mut config = base_config(scratch);
+        config["evaluation"]["profiles"]["gate"] = json!({"asklist": ["everything__echo"],
+            "approvalTimeoutSeconds": 60, "riskPolicies": {"medium": {"rememberFor": "2h"}}});
+        config["approvals"] = json!({"http": true});
+        config
+    });
+    let page = setup
+        .url()
+        .expect("an HTTP setup")
+        .replace("/mcp", "/approvals/ui");
+    let (client, obs) = with_page(
+        &setup,
+        "remember_page.cjs",
+        &[("APPROVALS_URL", page.as_str())],
+        || setup.python("approvals_remember.py", Mode::Legacy, &[]),
+    );
+    assert_json(
+        "the approval page, answered from now on",
+        &obs,
+        &json!({
+            "buttons": ["Approve once", "Approve for this script", "Approve for this session",
+                "Approve from now on (for 2 hours)", "Decline"],
+            "first_args": "{\n  \"message\": \"same\"\n}",
+            "next_cards": 1,
+            "next_args": "{\n  \"message\": \"other\"\n}",
+            "decisions": [
+                "decline  everything__echo (medium) by local via http",
+                "approve_remember  everything__echo (medium) by local via http",
+            ],
+        }),
+    );
+    assert_eq!(
+        client["result"],
+        json!(["Echo: same", "Echo: same", "elicitation_declined"]),
+        "{client}"
+    );
+    let notes = client["notes"].as_array().expect("the calls' notes");
+    let again = notes[1].as_str().unwrap_or_default();
+    assert!(
+        again.starts_with("approved by local from now on (rule "),
+        "{client}"
+    );
+    assert_eq!(
+        client["audit"],
+        json!([
+            ["rule", "created", "http"],
+            ["tool_call", "approved", "http"],
+            ["tool_call", "approved", "policy"],
+            ["tool_call", "declined", "http"],
+        ]),
+        "{client}"
     );
 }
 

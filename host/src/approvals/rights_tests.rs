@@ -74,6 +74,7 @@ async fn send(
         "POST" => client
             .post(format!("{base}{path}"))
             .json(&body.unwrap_or_default()),
+        "DELETE" => client.delete(format!("{base}{path}")),
         _ => client.get(format!("{base}{path}")),
     };
     req = req.bearer_auth(token);
@@ -191,4 +192,64 @@ async fn an_approver_without_the_right_sees_the_ask_but_cannot_decide_it() {
         ),
         (&json!("lead"), &json!("approve:critical"))
     );
+}
+
+/// Listing remembered rules needs `approve`; revoking one another approver gave at a level
+/// naming approvers needs the permission it was given with.
+#[tokio::test]
+async fn revoking_a_rule_given_with_an_approver_right_needs_that_right() {
+    use codemode_policies::{Approved, RememberedRules, Risk};
+    let broker = Arc::new(ApprovalBroker::default());
+    let rules = Arc::new(RememberedRules::in_memory());
+    broker.set_rules(rules.clone());
+    let base = start_with_auth(
+        broker.clone(),
+        Arc::new(Rights),
+        codemode_policies::ListenerLimits::default(),
+    )
+    .await;
+    let give = |args: Value, by: &str, with: Option<&str>| {
+        let rules = rules.clone();
+        let (by, with) = (by.to_string(), with.map(str::to_string));
+        async move {
+            let approved = Approved {
+                caller: "agent",
+                profile: "p",
+                tool: "fs__write",
+                args: &args,
+                risk: Risk::Critical,
+                upstream: None,
+                approved_by: Some(by),
+                approved_with: with,
+                channel: Channel::Http,
+            };
+            let rule = rules.remember(approved, std::time::Duration::from_secs(3600));
+            rule.await.unwrap().id
+        }
+    };
+    let critical = give(json!({"a": 1}), "lead", Some("approve:critical")).await;
+    let plain = give(json!({"a": 2}), "lead", None).await;
+    let (status, listed) = send(&base, "GET", "/approvals/rules", "op", None).await;
+    assert_eq!(
+        (status, listed["rules"].as_array().map(Vec::len)),
+        (200, Some(2))
+    );
+    let path = format!("/approvals/rules/{critical}");
+    assert_eq!(
+        send(&base, "DELETE", &path, "op", None).await,
+        (
+            403,
+            json!({"error": format!("`op` cannot revoke rule {critical}: it was given by `lead` with the permission `approve:critical`, which `op` lacks")})
+        )
+    );
+    let plain_path = format!("/approvals/rules/{plain}");
+    assert_eq!(
+        send(&base, "DELETE", &plain_path, "op", None).await,
+        (200, json!({"status": "revoked"}))
+    );
+    assert_eq!(
+        send(&base, "DELETE", &path, "lead", None).await,
+        (200, json!({"status": "revoked"}))
+    );
+    assert!(rules.list().await.unwrap().is_empty());
 }

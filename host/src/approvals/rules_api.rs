@@ -1,5 +1,7 @@
 //! `GET /approvals/rules` and `DELETE /approvals/rules/{id}`: the remembered approvals listed
-//! and revoked on the approval API, with the permission deciding needs (`approve`).
+//! and revoked on the approval API, with the permission deciding needs (`approve`); revoking a
+//! rule someone else gave at a level that named approvers also needs the approver permission
+//! it was given with (a lesser approver cannot undo a higher one's decision).
 
 use std::sync::Arc;
 
@@ -65,6 +67,15 @@ pub(super) async fn revoke(
     let Some(rules) = broker.rules() else {
         return unknown();
     };
+    match rules.get(&id).await {
+        Ok(Some(rule)) => {
+            if let Err(e) = revoker(&caller, &rule) {
+                return e.into_response();
+            }
+        }
+        Ok(None) => return unknown(),
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, neutralize(&e)),
+    }
     match rules.revoke(&id, Some(caller.name.clone()), "http").await {
         Ok(Some(_)) => axum::Json(json!({"status": "revoked"})).into_response(),
         Ok(None) => unknown(),
@@ -84,4 +95,23 @@ pub(super) fn reader(caller: &Caller) -> Result<(), ApiError> {
         ));
     }
     Ok(())
+}
+
+/// Revoking a rule someone else gave needs the approver permission it was given with, if any.
+fn revoker(caller: &Caller, rule: &RememberedRule) -> Result<(), ApiError> {
+    let own = rule.approved_by.as_deref() == Some(caller.name.as_str());
+    match &rule.approved_with {
+        Some(right) if !own && !caller.has_permission(right) => Err(ApiError(
+            StatusCode::FORBIDDEN,
+            format!(
+                "`{}` cannot revoke rule {}: it was given by `{}` with the permission `{}`, which `{}` lacks",
+                neutralize(&caller.name),
+                rule.id,
+                neutralize(rule.approved_by.as_deref().unwrap_or("-")),
+                neutralize(right),
+                neutralize(&caller.name)
+            ),
+        )),
+        _ => Ok(()),
+    }
 }

@@ -73,6 +73,38 @@ fn full_arguments(args: &Value) -> String {
     format!("Full arguments:\n{}\n", lines.join("\n"))
 }
 
+/// The keys of an approval's decisions, as `codemode approve` has them: a decision is typed
+/// by its number or its key.
+const DECISION_KEYS: [(&str, &str); 5] = [
+    ("approve_once", "a"),
+    ("approve_tool_for_eval", "e"),
+    ("approve_tool_for_session", "s"),
+    ("approve_remember", "r"),
+    ("decline", "d"),
+];
+
+/// The key of the approval decision `value`, if it has one.
+fn decision_key(value: &Value) -> Option<&'static str> {
+    DECISION_KEYS
+        .iter()
+        .find(|(decision, _)| value == decision)
+        .map(|(_, key)| *key)
+}
+
+/// The option `line` picks: its number, or (for an approval, `keyed`) its decision's key.
+fn picked<'a>(
+    options: &'a [(Value, String)],
+    line: &str,
+    keyed: bool,
+) -> Option<&'a (Value, String)> {
+    if keyed && let Some(option) = options.iter().find(|(v, _)| decision_key(v) == Some(line)) {
+        return Some(option);
+    }
+    line.parse::<usize>()
+        .ok()
+        .and_then(|n| options.get(n.wrapping_sub(1)))
+}
+
 /// Whether the form requires the field `name`.
 fn requires(question: &Question, name: &str) -> bool {
     question
@@ -127,8 +159,14 @@ impl TerminalAsker {
         // start an escape sequence is shown as an escape.
         let message: Vec<String> = question.message.split('\n').map(neutralize).collect();
         let mut text = format!("\n{}\n", message.join("\n"));
-        for (i, (_, title)) in options.iter().enumerate() {
-            text.push_str(&format!("  {}) {}\n", i + 1, neutralize(title)));
+        // An approval's decisions also have the keys of `codemode approve`.
+        let keyed = full.is_some();
+        for (i, (value, title)) in options.iter().enumerate() {
+            let key = match decision_key(value).filter(|_| keyed) {
+                Some(key) => format!("[{key}] "),
+                None => String::new(),
+            };
+            text.push_str(&format!("  {}) {key}{}\n", i + 1, neutralize(title)));
         }
         if full.is_some() {
             text.push_str("  v) view the full arguments\n");
@@ -152,11 +190,7 @@ impl TerminalAsker {
                 let _ = std::io::stderr().flush();
                 continue;
             }
-            match line
-                .parse::<usize>()
-                .ok()
-                .and_then(|n| options.get(n.wrapping_sub(1)))
-            {
+            match picked(&options, line, keyed) {
                 Some((value, _)) => {
                     let mut answer = json!({ field.clone(): value });
                     if requires(question, "reason") {

@@ -126,6 +126,23 @@ impl GovernedEvalBuilder {
         self
     }
 
+    /// Where approvals "from now on" are kept and looked up, for an eval without a broker that
+    /// has them (`codemode run`). Default: the broker's; with neither, that answer is not
+    /// offered.
+    pub fn remembered(mut self, rules: Option<Arc<codemode_policies::RememberedRules>>) -> Self {
+        self.eval.remembered = rules;
+        self
+    }
+
+    /// What identifies a tool's upstream now, for the remembered rules. Default: none.
+    pub fn upstream_identity(
+        mut self,
+        identity: Option<codemode_policies::UpstreamIdentity>,
+    ) -> Self {
+        self.eval.upstream_identity = identity;
+        self
+    }
+
     /// The audit log. Default: none.
     pub fn audit(mut self, audit: Option<AuditTarget>) -> Self {
         self.eval.audit = audit;
@@ -245,6 +262,8 @@ impl GovernedEval {
                 relay: None,
                 sampling: SamplingRoute::default(),
                 broker: None,
+                remembered: None,
+                upstream_identity: None,
                 audit: None,
                 outputs: Arc::default(),
                 classes: Arc::default(),

@@ -127,6 +127,8 @@ pub struct PolicyToolHost {
     queues: Mutex<HashMap<ApprovalKey, Arc<tokio::sync::Mutex<()>>>>,
     /// Approvals remembered "from now on"; `None`: that answer is not offered.
     remembered: Option<Arc<RememberedRules>>,
+    /// What identifies a tool's upstream now, for remembered rules; `None`: no tool has one.
+    upstream_identity: Option<crate::UpstreamIdentity>,
 }
 
 impl std::fmt::Debug for PolicyToolHost {
@@ -267,6 +269,14 @@ impl PolicyToolHostBuilder {
         self
     }
 
+    /// What identifies a tool's upstream server now (from the current config): a remembered
+    /// rule covers a call only while it is the one approved. Default: none (no tool has an
+    /// upstream identity).
+    pub fn upstream_identity(mut self, identity: Option<crate::UpstreamIdentity>) -> Self {
+        self.host.upstream_identity = identity;
+        self
+    }
+
     /// The host.
     pub fn build(self) -> PolicyToolHost {
         self.host
@@ -300,6 +310,7 @@ impl PolicyToolHost {
                 join_scope: joined::JoinScope::fresh(),
                 queues: Mutex::new(HashMap::new()),
                 remembered: None,
+                upstream_identity: None,
             },
         }
     }

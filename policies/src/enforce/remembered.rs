@@ -28,11 +28,19 @@ impl PolicyToolHost {
         policy
     }
 
+    /// What identifies the upstream of `tool` now.
+    fn upstream_of(&self, tool: &str) -> Option<String> {
+        self.upstream_identity
+            .as_ref()
+            .and_then(|identity| identity(tool))
+    }
+
     /// The approval a remembered rule gives `call`, if one covers it: the call goes ahead
     /// without asking, audited with channel `policy`, the approver of the rule, and a reason
-    /// naming the rule. Only while the call's risk level still allows remembering (`policy`),
-    /// and, when it names `approvers`, for a rule given by one of them;
-    /// a store that cannot be read covers nothing (the human is asked as before).
+    /// naming the rule. Only while the call's risk level still allows remembering (`policy`)
+    /// and within its current `rememberFor` of the rule's creation, while the tool's upstream
+    /// is the one approved, and, when the level names `approvers`, for a rule given by one of
+    /// them; a store that cannot be read covers nothing (the human is asked as before).
     pub(super) async fn remembered_approval(
         &self,
         call: &AskedCall<'_>,
@@ -41,7 +49,7 @@ impl PolicyToolHost {
         audit: &mut AuditGuard<'_>,
     ) -> Option<(Decision, Result<(), ToolError>)> {
         let rules = self.remembered.as_ref()?;
-        policy.remember_for?;
+        let period = policy.remember_for?;
         let found = rules
             .matching(
                 &self.caller.name,
@@ -58,6 +66,13 @@ impl PolicyToolHost {
                 return None;
             }
         };
+        if !rule.covers(
+            rules.now_ms(),
+            period,
+            self.upstream_of(call.tool).as_deref(),
+        ) {
+            return None;
+        }
         // A level that names approvers now is covered only by a rule one of them gave.
         let given_by_approver = rule
             .approved_with
@@ -103,6 +118,7 @@ impl PolicyToolHost {
             tool: call.tool,
             args: call.args,
             risk: call.risk,
+            upstream: self.upstream_of(call.tool),
             approved_by: audit.decided_by.clone(),
             approved_with: audit.approver_right.clone(),
             channel: answer.channel,

@@ -47,6 +47,7 @@ async fn a_rule_whose_content_does_not_match_its_id_covers_nothing() {
         tool: "t",
         args: &json!({"a": 1}),
         risk: Risk::Medium,
+        upstream: None,
         approved_by: None,
         approved_with: None,
         channel: Channel::Http,
@@ -83,7 +84,9 @@ fn stored_rule(caller: &str) -> RememberedRule {
         args_sha256: "ab".into(),
         risk: Risk::Medium,
         created_at: "2027-01-15T08:00:00Z".into(),
+        created_at_ms: 0,
         expires_at_ms: u64::MAX,
+        upstream: None,
         approved_by: None,
         approved_with: None,
         channel: Channel::Http,
@@ -101,4 +104,23 @@ async fn the_memory_store_forgets_a_rule_once_its_time_is_up() {
     assert_eq!(store.get(&old.id).await.unwrap(), None);
     assert_eq!(store.list().await.unwrap(), [new]);
     assert_eq!(store.lock().len(), 1);
+}
+
+/// A server's identity follows its command (or URL), not its environment or headers (which
+/// rotate credentials); a tool of no configured server has none.
+#[test]
+fn an_upstream_is_identified_by_its_command_or_url() {
+    let config = |servers: &str| {
+        crate::Config::from_json_str(&format!(r#"{{"mcpServers": {servers}}}"#)).unwrap()
+    };
+    let a = config(r#"{"fs": {"command": "npx", "args": ["server-a"]}}"#);
+    let a_env = config(r#"{"fs": {"command": "npx", "args": ["server-a"], "env": {"T": "2"}}}"#);
+    let b = config(r#"{"fs": {"command": "npx", "args": ["server-b"]}}"#);
+    let http = config(r#"{"fs": {"url": "https://a.example/mcp", "headers": {"X": "1"}}}"#);
+    let id = |c: &crate::Config, tool: &str| upstream_identity(c, tool);
+    assert!(id(&a, "fs__write").is_some());
+    assert_eq!(id(&a, "fs__write"), id(&a_env, "fs__read"));
+    assert_ne!(id(&a, "fs__write"), id(&b, "fs__write"));
+    assert_ne!(id(&a, "fs__write"), id(&http, "fs__write"));
+    assert_eq!((id(&a, "git__log"), id(&a, "search_tools")), (None, None));
 }

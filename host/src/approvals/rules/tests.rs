@@ -22,6 +22,7 @@ fn approved(args: &serde_json::Value) -> Approved<'_> {
         tool: "fs__write",
         args,
         risk: Risk::High,
+        upstream: None,
         approved_by: Some("lead".into()),
         approved_with: None,
         channel: Channel::Http,

@@ -143,7 +143,7 @@ pub(super) struct EvalTask {
 /// The governed eval's settings every task shares — the server's tools, broker, audit, limits
 /// and the config's output policy — asking through `asker`, parked through `parking`.
 pub(super) fn governed(
-    state: &ServerState,
+    state: &Arc<ServerState>,
     asker: Arc<dyn Asker>,
     parking: Option<&Parking>,
 ) -> GovernedEvalBuilder {
@@ -156,6 +156,7 @@ pub(super) fn governed(
         .tools(state.upstreams.clone())
         .asker(asker)
         .broker(Some(state.approvals.clone()))
+        .upstream_identity(Some(upstream_identity(state)))
         .pending_asks(state.pending_asks.clone())
         .audit(audit)
         .outputs(config.outputs.clone())
@@ -165,6 +166,14 @@ pub(super) fn governed(
         .lifetime(Some(config.limits.max_eval_lifetime))
         .park(parking.map(|p| p.park.clone()))
         .open_asks(parking.map(|p| p.open_asks.clone()))
+}
+
+/// What identifies a tool's upstream in the config in force at the call (a reload is seen).
+fn upstream_identity(state: &Arc<ServerState>) -> codemode_policies::UpstreamIdentity {
+    let state = Arc::downgrade(state);
+    Arc::new(move |tool: &str| {
+        codemode_policies::upstream_identity(&state.upgrade()?.config(), tool)
+    })
 }
 
 /// The governed eval that continues a parked one: its caller, profile (by name, from the

@@ -349,3 +349,77 @@ async fn a_rule_not_given_by_an_approver_covers_nothing_once_the_level_names_app
     write(&third, "/x").await.unwrap();
     assert_eq!((human.asked(), calls.load(Ordering::SeqCst)), (2, 1));
 }
+
+/// A config reload that shortens `rememberFor` shortens the rules already recorded: a rule
+/// covers a call only within the level's current period of its creation.
+#[tokio::test]
+async fn a_shortened_remember_for_shortens_the_rules_already_recorded() {
+    let audit = Arc::new(MemoryAuditSink::new());
+    let (rules, now) = rules(&audit);
+    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
+    let (before, _) = host(
+        remembering(json!({})),
+        "alice",
+        human.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    write(&before, "/x").await.unwrap();
+    let shortened = remembering(json!({"riskPolicies": {"medium": {"rememberFor": "10m"}}}));
+    let (after, _) = host(shortened, "alice", human.clone(), Some(rules), &audit);
+    let minute = HOUR_MS / 60;
+    now.fetch_add(9 * minute, Ordering::SeqCst);
+    write(&after, "/x").await.unwrap();
+    assert_eq!(human.asked(), 1, "within the new period: covered");
+    now.fetch_add(2 * minute, Ordering::SeqCst);
+    write(&after, "/x").await.unwrap();
+    assert_eq!(
+        human.asked(),
+        2,
+        "past the new period, within the old: asked"
+    );
+    // The earlier (longer) period still holds where the level still has it.
+    write(&before, "/x").await.unwrap();
+    assert_eq!(human.asked(), 2);
+}
+
+/// A rule records what identified the tool's upstream: once a reload gives the server's name
+/// to another upstream, the rule covers nothing (the call is asked about, and a new answer
+/// "from now on" records the new upstream).
+#[tokio::test]
+async fn a_rule_covers_nothing_once_its_server_name_means_another_upstream() {
+    let audit = Arc::new(MemoryAuditSink::new());
+    let (rules, _) = rules(&audit);
+    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
+    let upstream = Arc::new(Mutex::new("command-a".to_string()));
+    let current = upstream.clone();
+    let identity: crate::UpstreamIdentity = Arc::new(move |tool: &str| {
+        tool.starts_with("fs__")
+            .then(|| current.lock().unwrap().clone())
+    });
+    let (_, inner) = inner();
+    let h = PolicyToolHost::builder(inner)
+        .profile(Some(remembering(json!({}))))
+        .asker(human.clone())
+        .caller(Caller::new("alice", Vec::<String>::new()))
+        .audit(audit.clone(), false)
+        .remembered(Some(rules.clone()))
+        .upstream_identity(Some(identity))
+        .build();
+    write(&h, "/x").await.unwrap();
+    write(&h, "/x").await.unwrap();
+    assert_eq!(human.asked(), 1);
+    assert_eq!(
+        rules.list().await.unwrap()[0].upstream.as_deref(),
+        Some("command-a")
+    );
+    *upstream.lock().unwrap() = "command-b".to_string();
+    write(&h, "/x").await.unwrap();
+    assert_eq!(human.asked(), 2);
+    assert_eq!(
+        rules.list().await.unwrap()[0].upstream.as_deref(),
+        Some("command-b")
+    );
+    write(&h, "/x").await.unwrap();
+    assert_eq!(human.asked(), 2);
+}
