@@ -36,9 +36,6 @@ pub(crate) struct UpstreamClient {
     pub(crate) server: Arc<str>,
     /// Signalled on `notifications/tools/list_changed`.
     pub(crate) tools_changed: Arc<Notify>,
-    /// Number of this server's requests to a human or the client's model (elicitations,
-    /// sampling) being answered now: time the call's timeout does not count.
-    pub(crate) eliciting: Arc<watch::Sender<usize>>,
     /// Whether the `sampling` capability is declared (see [`crate::UpstreamPool::declare_sampling`]).
     pub(crate) declares_sampling: Arc<AtomicBool>,
     /// The calls in flight on this server, and where their notifications go.
@@ -57,21 +54,6 @@ fn stamp_of(context: &NotificationContext<RoleClient>) -> Option<Stamp> {
 }
 
 /// Counts one elicitation in progress while alive.
-struct Eliciting<'a>(&'a watch::Sender<usize>);
-
-impl<'a> Eliciting<'a> {
-    fn start(count: &'a watch::Sender<usize>) -> Self {
-        count.send_modify(|n| *n += 1);
-        Eliciting(count)
-    }
-}
-
-impl Drop for Eliciting<'_> {
-    fn drop(&mut self) {
-        self.0.send_modify(|n| *n -= 1);
-    }
-}
-
 impl ClientHandler for UpstreamClient {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
@@ -94,8 +76,9 @@ impl ClientHandler for UpstreamClient {
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
         let origin = context.extensions.get::<InboundStreamOrigin>();
-        let elicitor = match self.relays.route(origin, server_requests::elicitor).await {
-            Ok(elicitor) => elicitor,
+        let (elicitor, answering) = match self.relays.route(origin, server_requests::elicitor).await
+        {
+            Ok(routed) => routed,
             Err(why) => {
                 tracing::warn!(
                     "declined an elicitation from upstream `{}`: {why}",
@@ -104,7 +87,7 @@ impl ClientHandler for UpstreamClient {
                 return Ok(ElicitResult::new(ElicitationAction::Decline));
             }
         };
-        let _counted = Eliciting::start(&self.eliciting);
+        let _counted = answering.start();
         // The server may cancel its request, the connection may end, or the script may stop
         // waiting on the call: then the handler's future is dropped, which withdraws the
         // question from the human.
@@ -131,11 +114,11 @@ impl ClientHandler for UpstreamClient {
         context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, McpError> {
         let origin = context.extensions.get::<InboundStreamOrigin>();
-        let sampler = match self.relays.route(origin, server_requests::sampler).await {
-            Ok(sampler) => sampler,
+        let (sampler, answering) = match self.relays.route(origin, server_requests::sampler).await {
+            Ok(routed) => routed,
             Err(why) => return Err(server_requests::unattributed_sampling(&self.server, why)),
         };
-        let _counted = Eliciting::start(&self.eliciting);
+        let _counted = answering.start();
         // Nobody is left asking about a request whose script stopped waiting (its call timed
         // out, its eval was cancelled): the human's question is withdrawn with the future.
         tokio::select! {

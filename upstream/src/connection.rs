@@ -55,8 +55,6 @@ pub(crate) struct Upstream {
     pub(crate) name: Arc<str>,
     pub(crate) spec: UpstreamSpec,
     state: RwLock<State>,
-    /// Elicitations of this server being answered now (calls pause their timeouts meanwhile).
-    eliciting: Arc<watch::Sender<usize>>,
     /// The calls in flight, and where the server's notifications about them go.
     relays: Arc<CallRelays>,
     /// The order the server sent its progress and log messages in.
@@ -172,7 +170,6 @@ impl Upstream {
             name: name.into(),
             spec,
             state: RwLock::default(),
-            eliciting: Arc::new(watch::Sender::new(0)),
             relays: Arc::default(),
             sequence: Arc::default(),
             pool_changed,
@@ -282,7 +279,6 @@ impl Upstream {
             let client = UpstreamClient {
                 server: self.name.clone(),
                 tools_changed: tools_changed.clone(),
-                eliciting: self.eliciting.clone(),
                 declares_sampling: self.declares_sampling.clone(),
                 relays: self.relays.clone(),
                 listings_changed: self.listings_changed.clone(),
@@ -467,7 +463,6 @@ impl Upstream {
             server: self.name.clone(),
             // Its tool list is the shared connection's; what it says of its own goes nowhere.
             tools_changed: Arc::new(Notify::new()),
-            eliciting: self.eliciting.clone(),
             declares_sampling: self.declares_sampling.clone(),
             relays,
             listings_changed: Arc::new(watch::Sender::new(0)),

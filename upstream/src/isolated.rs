@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use rmcp::Peer;
 use rmcp::service::RoleClient;
-use tokio::sync::Mutex;
 
 use codemode_runtime::ToolError;
 
@@ -25,7 +24,12 @@ use crate::transport::Session;
 /// The connections of one eval to the servers that isolate their sessions, by server name.
 /// Closed when the last clone drops (with the eval's [`CallScope`](crate::CallScope)).
 #[derive(Clone, Default)]
-pub struct EvalSessions(Arc<Mutex<HashMap<String, Private>>>);
+pub struct EvalSessions(Arc<std::sync::Mutex<HashMap<String, Slot>>>);
+
+/// One server's place among an eval's connections: locked while the connection opens, so that
+/// the eval's concurrent first calls there wait for one opening — and only calls there (a
+/// server slow to start holds up no other server's calls).
+type Slot = Arc<tokio::sync::Mutex<Option<Private>>>;
 
 impl std::fmt::Debug for EvalSessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -50,32 +54,44 @@ pub(crate) struct Lent {
 impl EvalSessions {
     /// The eval's connection to `server`, opened now by `open` (its calls recorded in the
     /// relays given, its notifications ordered by the sequence given) when it has none, or its
-    /// last one closed. The eval's concurrent first calls wait for one opening.
+    /// last one closed. The eval's concurrent first calls there wait for one opening; its calls to
+    /// other servers do not.
     pub(crate) async fn lend<F, Fut>(&self, server: &str, open: F) -> Result<Lent, ToolError>
     where
         F: FnOnce(Arc<CallRelays>, Arc<Sequence>) -> Fut,
         Fut: Future<Output = Result<Session, ToolError>>,
     {
-        let mut sessions = self.0.lock().await;
-        let is_open = sessions
-            .get(server)
-            .is_some_and(|p| !p.session.peer().is_transport_closed());
-        if !is_open {
-            let relays = Arc::new(CallRelays::default());
-            let sequence = Arc::new(Sequence::default());
-            let session = open(relays.clone(), sequence.clone()).await?;
-            let private = Private {
-                session,
-                relays,
-                sequence,
-            };
-            sessions.insert(server.to_string(), private);
-        }
-        let private = &sessions[server];
-        Ok(Lent {
+        let slot = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(server.to_string())
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().await;
+        // A closed connection is dropped here, its process ending before another starts.
+        let private = match slot
+            .take()
+            .filter(|p| !p.session.peer().is_transport_closed())
+        {
+            Some(open) => open,
+            None => {
+                let relays = Arc::new(CallRelays::default());
+                let sequence = Arc::new(Sequence::default());
+                let session = open(relays.clone(), sequence.clone()).await?;
+                Private {
+                    session,
+                    relays,
+                    sequence,
+                }
+            }
+        };
+        let lent = Lent {
             peer: private.session.peer().clone(),
             relays: private.relays.clone(),
             sequence: private.sequence.clone(),
-        })
+        };
+        *slot = Some(private);
+        Ok(lent)
     }
 }

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use tokio::sync::watch;
+
 use rmcp::model::{ElicitRequestParams, ElicitResult, ProgressNotificationParam};
 
 use codemode_runtime::BoxFuture;
@@ -90,4 +92,46 @@ pub(crate) struct Answerers {
     pub(crate) relay: Option<Arc<dyn CallRelay>>,
     pub(crate) sampler: Option<Arc<dyn CallSampler>>,
     pub(crate) elicitor: Option<Arc<dyn UpstreamElicitation>>,
+    pub(crate) answering: Answering,
+}
+
+/// How many of the upstream servers' requests (elicitations, sampling) one eval's human or
+/// model is answering now: that time does not count against the timeouts of the eval's calls,
+/// nor the eval's own. One per eval — the clones of its [`CallScope`](crate::CallScope) share
+/// it — so that another eval's question never stops the clock of this eval's calls.
+#[derive(Clone)]
+pub struct Answering(Arc<watch::Sender<usize>>);
+
+impl Default for Answering {
+    fn default() -> Self {
+        Answering(Arc::new(watch::Sender::new(0)))
+    }
+}
+
+impl std::fmt::Debug for Answering {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Answering({})", *self.0.borrow())
+    }
+}
+
+impl Answering {
+    /// Counts one request being answered until the guard drops.
+    pub(crate) fn start(&self) -> AnsweringOne<'_> {
+        self.0.send_modify(|n| *n += 1);
+        AnsweringOne(self)
+    }
+
+    /// Watches the count (a call's deadline pauses while it is above zero).
+    pub(crate) fn subscribe(&self) -> watch::Receiver<usize> {
+        self.0.subscribe()
+    }
+}
+
+/// One request being answered (see [`Answering::start`]).
+pub(crate) struct AnsweringOne<'a>(&'a Answering);
+
+impl Drop for AnsweringOne<'_> {
+    fn drop(&mut self) {
+        self.0.0.send_modify(|n| *n -= 1);
+    }
 }

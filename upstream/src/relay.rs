@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 
-use crate::lent::{Answerers, CallRelay, CallSampler, UpstreamElicitation};
+use crate::lent::{Answerers, Answering, CallRelay, CallSampler, UpstreamElicitation};
 
 /// How long a call stays counted as in flight after its result arrived (see the module docs).
 pub(crate) const LATE_NOTIFICATIONS: Duration = Duration::from_millis(250);
@@ -42,6 +42,8 @@ pub(crate) struct Call {
     /// Who answers the server's elicitation requests during the call (its eval's), until the
     /// call ends.
     pub(crate) elicitor: Option<Arc<dyn UpstreamElicitation>>,
+    /// Its eval's count of requests being answered: a request routed to the call counts there.
+    pub(crate) answering: Answering,
     /// Whether its result arrived: a server's request (unlike a notification) is sent before
     /// the result it waits on, so an ended call is no longer one a request can be about.
     pub(crate) ended: bool,
@@ -96,6 +98,7 @@ impl CallRelays {
             relay: lent.relay,
             sampler: lent.sampler,
             elicitor: lent.elicitor,
+            answering: lent.answering,
             ended: false,
         });
         InFlight {

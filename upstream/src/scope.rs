@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::isolated::EvalSessions;
-use super::lent::{Answerers, CallRelay, CallSampler, UpstreamElicitation};
+use super::lent::{Answerers, Answering, CallRelay, CallSampler, UpstreamElicitation};
 use super::media::Media;
 
 /// Where the upstream servers' progress and log messages about an eval's calls go, who answers
@@ -28,6 +28,9 @@ pub struct CallScope {
     /// The W3C `traceparent` of the call's `upstream_request` span, sent on as the request's
     /// `_meta.traceparent` and, to an HTTP server, as a `traceparent` header. Default: none.
     pub traceparent: Option<String>,
+    /// How many of the servers' requests the eval's human or model is answering now (its
+    /// calls' timeouts pause meanwhile). Default: a count of its own; a scope's clones share it.
+    pub answering: Answering,
 }
 
 impl CallScope {
@@ -37,6 +40,7 @@ impl CallScope {
             relay: self.relay.clone(),
             sampler: self.sampler.clone(),
             elicitor: self.elicitor.clone(),
+            answering: self.answering.clone(),
         }
     }
 }

@@ -29,6 +29,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::RequestId;
 use rmcp::service::InboundStreamOrigin;
 
+use crate::lent::Answering;
 use crate::relay::{Call, CallRelays};
 
 /// How long a server's request naming a request id no call has yet waits for its call.
@@ -70,6 +71,15 @@ impl std::fmt::Display for Unrouted {
 /// Which of a call's answerers a request wants (its elicitor, its sampler).
 pub(crate) type Pick<T> = fn(&Call) -> Option<&Arc<T>>;
 
+/// The answerer a request goes to, with its eval's count of requests being answered (where
+/// the request counts while it is answered).
+pub(crate) type Routed<T> = (Arc<T>, Answering);
+
+/// `pick` of `call`, with the call's count.
+fn picked<T: ?Sized>(call: &Call, pick: Pick<T>) -> Option<Routed<T>> {
+    Some((pick(call)?.clone(), call.answering.clone()))
+}
+
 impl CallRelays {
     /// The answerer (`pick` of the call) of the eval a server's request arriving from `origin`
     /// is about (see the module docs).
@@ -77,7 +87,7 @@ impl CallRelays {
         &self,
         origin: Option<&InboundStreamOrigin>,
         pick: Pick<T>,
-    ) -> Result<Arc<T>, Unrouted> {
+    ) -> Result<Routed<T>, Unrouted> {
         match origin {
             Some(InboundStreamOrigin::OutboundRequest(id)) => {
                 self.associates.store(true, Ordering::Relaxed);
@@ -92,7 +102,11 @@ impl CallRelays {
 
     /// The answerer of the call that sent request `id`, waiting up to [`CLAIM_WAIT`] for the
     /// call to learn its id.
-    async fn claimed<T: ?Sized>(&self, id: &RequestId, pick: Pick<T>) -> Result<Arc<T>, Unrouted> {
+    async fn claimed<T: ?Sized>(
+        &self,
+        id: &RequestId,
+        pick: Pick<T>,
+    ) -> Result<Routed<T>, Unrouted> {
         let mut changes = self.changes.subscribe();
         let find = || {
             self.with_calls(|calls| {
@@ -100,7 +114,7 @@ impl CallRelays {
                 Some(if call.ended {
                     Err(Unrouted::Ended)
                 } else {
-                    pick(call).cloned().ok_or(Unrouted::NobodyToAnswer)
+                    picked(call, pick).ok_or(Unrouted::NobodyToAnswer)
                 })
             })
         };
@@ -119,13 +133,13 @@ impl CallRelays {
     }
 
     /// The answerer of the one eval every call still running here belongs to.
-    fn sole_answerer<T: ?Sized>(&self, pick: Pick<T>) -> Result<Arc<T>, Unrouted> {
+    fn sole_answerer<T: ?Sized>(&self, pick: Pick<T>) -> Result<Routed<T>, Unrouted> {
         self.with_calls(|calls| {
             let mut running = calls.iter().filter(|c| !c.ended);
             let first = running.next().ok_or(Unrouted::NoCall)?;
-            let first = pick(first).ok_or(Unrouted::NobodyToAnswer)?;
-            if running.all(|c| pick(c).is_some_and(|a| Arc::ptr_eq(a, first))) {
-                Ok(first.clone())
+            let first = picked(first, pick).ok_or(Unrouted::NobodyToAnswer)?;
+            if running.all(|c| pick(c).is_some_and(|a| Arc::ptr_eq(a, &first.0))) {
+                Ok(first)
             } else {
                 Err(Unrouted::Several)
             }
@@ -217,7 +231,7 @@ mod tests {
         relays: &CallRelays,
         origin: Option<&InboundStreamOrigin>,
     ) -> Result<Elicitor, Unrouted> {
-        relays.route(origin, elicitor).await
+        relays.route(origin, elicitor).await.map(|(to, _)| to)
     }
 
     fn same(a: &Result<Elicitor, Unrouted>, b: &Elicitor) -> bool {

@@ -260,7 +260,6 @@ mod tls_tests {
         let client = UpstreamClient {
             server: "tls".into(),
             tools_changed: Default::default(),
-            eliciting: Arc::new(tokio::sync::watch::channel(0).0),
             declares_sampling: Default::default(),
             relays: Default::default(),
             listings_changed: Arc::new(tokio::sync::watch::channel(0).0),

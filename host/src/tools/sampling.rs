@@ -137,7 +137,11 @@ impl CallSampler for SamplingGate {
                 Ok(peer) => {
                     // From here on it reached the client (withdrawn midway: an error).
                     record.status = CallStatus::Error;
-                    forward(peer, params, record).await
+                    let within = self
+                        .profile
+                        .as_deref()
+                        .map_or(DEFAULT_APPROVAL_TIMEOUT, Profile::approval_timeout);
+                    forward(peer, params, within, record).await
                 }
                 Err(why) => {
                     tracing::warn!("refused a sampling request from upstream `{server}`: {why}");
@@ -287,12 +291,28 @@ fn timed_out(record: &mut SamplingAuditRecord, timeout: Duration) -> Result<(), 
 }
 
 /// Sends an allowed request to the client; its answer (or its own error) goes back upstream.
+/// The client's model gets `within` (the profile's approval timeout: a client may put the
+/// request to its own human first). Unbounded, a model that never answers — a 2026-07-28
+/// client that never retries — would hold the eval until its lifetime ends, since the call
+/// the request came during does not count the time against its timeout.
 async fn forward(
     peer: &Arc<dyn ClientModel>,
     params: CreateMessageRequestParams,
+    within: Duration,
     record: &mut SamplingAuditRecord,
 ) -> Result<CreateMessageResult, McpError> {
-    match peer.create_message(params).await {
+    let Ok(answer) = tokio::time::timeout(within, peer.create_message(params)).await else {
+        let why = format!(
+            "the client's model did not answer within {} s",
+            within.as_secs()
+        );
+        record.reason = Some(why.clone());
+        return Err(McpError::invalid_request(
+            format!("codemode withdrew this sampling request: {why}"),
+            None,
+        ));
+    };
+    match answer {
         Ok(result) => {
             record.status = CallStatus::Ok;
             record.reason = None;
@@ -310,5 +330,70 @@ async fn forward(
             record.reason = Some(why.clone());
             Err(McpError::internal_error(why, None))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use codemode_policies::{Config, MemoryAuditSink};
+    use rmcp::model::SamplingMessage;
+
+    use super::*;
+    use crate::approvals::NoAsker;
+
+    /// A client's model that never answers (a 2026-07-28 client that never retries, or an
+    /// older one that leaves the request open).
+    struct Silent;
+    impl ClientModel for Silent {
+        fn create_message(
+            &self,
+            _: CreateMessageRequestParams,
+        ) -> BoxFuture<'_, Result<CreateMessageResult, ServiceError>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    /// Red team (rt11): an allowed request waited for the client's model with no bound; the
+    /// call it came during stopped its clock meanwhile (a request being answered pauses the
+    /// call's timeout and the eval's), so the eval hung until `maxEvalLifetime`, holding its
+    /// slot. The model now has the profile's approval timeout, as a human would.
+    #[tokio::test]
+    async fn a_model_that_never_answers_is_given_up_on_after_the_approval_timeout() {
+        let config = Config::from_json_str(
+            r#"{"evaluation": {"profiles": {"open": {"sampling": "allow", "approvalTimeoutSeconds": 1}}}}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let audit = Arc::new(MemoryAuditSink::default());
+        let gate = SamplingGate {
+            route: SamplingRoute::Client(Arc::new(Silent)),
+            asker: Arc::new(NoAsker),
+            profile: config.profile("open").cloned(),
+            audit: Some(audit.clone()),
+            eval: "e1".into(),
+            caller: "local".into(),
+            session: None,
+            waiting: PendingSlots::default(),
+        };
+        let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text("hi")], 5);
+        let answer =
+            tokio::time::timeout(Duration::from_secs(120), gate.create_message("up", params))
+                .await
+                .expect("given up on long before the eval's lifetime would end");
+        let e = answer.expect_err("no model answered");
+        assert_eq!(
+            e.message,
+            "codemode withdrew this sampling request: the client's model did not answer within 1 s"
+        );
+        drop(gate);
+        let records = audit.records();
+        let [AuditRecord::Sampling(record)] = records.as_slice() else {
+            panic!("one sampling record: {records:?}");
+        };
+        assert_eq!(record.decision, Decision::Allowed);
+        assert_eq!(record.status, CallStatus::Error);
+        assert_eq!(
+            record.reason.as_deref(),
+            Some("the client's model did not answer within 1 s")
+        );
     }
 }

@@ -12,7 +12,6 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 use codemode_runtime::{CallContext, ToolError};
 
@@ -53,7 +52,7 @@ impl Upstream {
         let in_flight = relays.enter(Some(scope.answerers()));
         let timeout = self.spec.call_timeout;
         let call = call_tool((&peer, server, &sequence), params, &in_flight);
-        let answer = deadline(call, timeout, &self.eliciting, cx).await;
+        let answer = deadline(call, timeout, &scope.answering, cx).await;
         match answer {
             None => Err(ToolError::failed(format!(
                 "upstream server `{server}` did not answer `{tool}` within {timeout:?}"
@@ -144,17 +143,17 @@ impl Drop for Abandoned {
     }
 }
 
-/// Runs `fut` for at most `timeout`, not counting time while `eliciting` is non-zero (the
-/// server waits on a human then); the eval's own timeout is paused for that time too.
+/// Runs `fut` for at most `timeout`, not counting time while the eval is `answering` the
+/// server (its human or model); the eval's own timeout is paused for that time too.
 /// `None` when the time ran out (`fut` is dropped, which cancels the request upstream).
 async fn deadline<F: Future>(
     fut: F,
     timeout: Duration,
-    eliciting: &watch::Sender<usize>,
+    answering: &crate::lent::Answering,
     cx: &CallContext,
 ) -> Option<F::Output> {
     tokio::pin!(fut);
-    let mut rx = eliciting.subscribe();
+    let mut rx = answering.subscribe();
     let mut left = timeout;
     loop {
         let since = Instant::now();

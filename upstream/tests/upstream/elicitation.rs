@@ -66,15 +66,10 @@ impl UpstreamElicitation for Accept {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn forwards_elicitation_and_pauses_the_call_timeout() {
-    // The handler takes longer than the call timeout: that time must not count.
-    let handler = Arc::new(Accept {
-        delay: Duration::from_millis(3000),
-        seen: AtomicUsize::new(0),
-    });
+/// server-everything with calls timing out after `timeout`, once it lists its elicitation tool.
+async fn eliciting_everything(timeout: Duration) -> UpstreamPool {
     let pool = UpstreamPool::new();
-    let spec = everything().call_timeout(Duration::from_secs(2));
+    let spec = everything().call_timeout(timeout);
     pool.set_upstreams(HashMap::from([("everything".to_string(), spec)]))
         .await
         .unwrap();
@@ -84,6 +79,17 @@ async fn forwards_elicitation_and_pauses_the_call_timeout() {
             .any(|n| n == "everything__trigger-elicitation-request")
     })
     .await;
+    pool
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forwards_elicitation_and_pauses_the_call_timeout() {
+    // The handler takes longer than the call timeout: that time must not count.
+    let handler = Arc::new(Accept {
+        delay: Duration::from_millis(3000),
+        seen: AtomicUsize::new(0),
+    });
+    let pool = eliciting_everything(Duration::from_secs(2)).await;
     // The eval lends its human to its calls.
     let scope = CallScope {
         elicitor: Some(handler.clone()),
@@ -119,4 +125,77 @@ async fn declines_elicitation_by_default() {
         .expect("a declined elicitation is still a result")
         .to_string();
     assert!(text.to_lowercase().contains("decline"), "{text}");
+}
+
+/// Holds every elicitation open until released, saying when one arrived.
+struct Deliberating {
+    asked: tokio::sync::Notify,
+    released: tokio::sync::Notify,
+}
+
+impl UpstreamElicitation for Deliberating {
+    fn elicit<'a>(
+        &'a self,
+        _: &'a str,
+        _: ElicitRequestParams,
+    ) -> BoxFuture<'a, Result<ElicitResult, String>> {
+        Box::pin(async move {
+            let released = self.released.notified();
+            self.asked.notify_one();
+            released.await;
+            Ok(ElicitResult::new(ElicitationAction::Decline))
+        })
+    }
+}
+
+/// Red team (rt11): while one eval's human was answering a server's question, every call on
+/// that server — other evals' included — had its timeout (and its eval's) paused: another
+/// eval's call to a server that never answered waited as long as that human took. Only the
+/// asked eval's own calls pause now.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_evals_question_does_not_pause_a_calls_timeout() {
+    let pool = eliciting_everything(Duration::from_secs(2)).await;
+    let human = Arc::new(Deliberating {
+        asked: tokio::sync::Notify::new(),
+        released: tokio::sync::Notify::new(),
+    });
+    let asked_eval = CallScope {
+        elicitor: Some(human.clone()),
+        ..CallScope::default()
+    };
+    let asking = tokio::spawn({
+        let (pool, scope) = (pool.clone(), asked_eval.clone());
+        async move {
+            pool.call_in(
+                "everything__trigger-elicitation-request",
+                json!({}),
+                &cx(),
+                &scope,
+            )
+            .await
+        }
+    });
+    human.asked.notified().await;
+    // Another eval's call that the server answers only after 30 s: it times out at 2 s.
+    let other = pool
+        .call_in(
+            "everything__trigger-long-running-operation",
+            json!({"duration": 30, "steps": 1}),
+            &cx(),
+            &CallScope::default(),
+        )
+        .await;
+    human.released.notify_one();
+    assert_eq!(
+        crate::failed_message(other),
+        "upstream server `everything` did not answer `trigger-long-running-operation` within 2s"
+    );
+    let declined = asking
+        .await
+        .unwrap()
+        .expect("a declined question is a result");
+    assert!(
+        declined.to_string().to_lowercase().contains("decline"),
+        "{declined}"
+    );
 }

@@ -258,3 +258,54 @@ async fn an_isolated_servers_evals_each_have_a_process_that_ends_with_the_eval()
     assert!(alive(shared), "the shared connection stays");
     pool.shutdown().await;
 }
+
+/// Red team (rt11): an eval's own connections were opened under one lock for all servers, so a
+/// server slow to start for the eval (up to its `startTimeoutSeconds`) held up the eval's calls
+/// to every other isolated server, open ones included. Each server now has its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_isolated_server_slow_to_open_holds_up_no_other_servers_calls() {
+    peers::ensure_installed();
+    let dir = scratch_dir("upstream", "isolated-slow");
+    let (first, started) = (dir.join("first"), dir.join("started"));
+    let (program, args) = peers::everything_server_cmd();
+    let everything_cmd: Vec<String> = std::iter::once(program.display().to_string())
+        .chain(args)
+        .collect();
+    // The shared connection (the first process) is server-everything; an eval's own never
+    // answers `initialize`.
+    let script = format!(
+        "if mkdir {first} 2>/dev/null; then exec {everything}; else touch {started}; exec sleep 60; fi",
+        first = shlex::try_quote(&first.display().to_string()).unwrap(),
+        started = shlex::try_quote(&started.display().to_string()).unwrap(),
+        everything = shlex::try_join(everything_cmd.iter().map(String::as_str)).unwrap(),
+    );
+    let slow = UpstreamSpec::stdio("sh", vec!["-c".to_string(), script])
+        .isolate_sessions(true)
+        .startup_timeout(Duration::from_secs(30));
+    let fast = everything().isolate_sessions(true);
+    let pool = pool(vec![("slow", slow), ("fast", fast)]).await;
+    let scope = CallScope::default();
+    let opening = tokio::spawn({
+        let (pool, scope) = (pool.clone(), scope.clone());
+        async move {
+            pool.call_in("slow__echo", json!({"message": "s"}), &cx(), &scope)
+                .await
+        }
+    });
+    wait_until(
+        "the slow server's own process",
+        Duration::from_secs(20),
+        || started.exists(),
+    )
+    .await;
+    let echoed = pool
+        .call_in("fast__echo", json!({"message": "f"}), &cx(), &scope)
+        .await;
+    assert_eq!(echoed, Ok(json!("Echo: f")));
+    assert!(
+        !opening.is_finished(),
+        "the fast server's call did not wait for the slow server's opening"
+    );
+    opening.abort();
+    pool.shutdown().await;
+}
