@@ -20,6 +20,7 @@ use codemode_runtime::ToolError;
 use crate::connection::Upstream;
 use crate::relay::CallRelays;
 use crate::sequence::Sequence;
+use crate::spec::UpstreamSpec;
 use crate::transport::Session;
 
 /// The connections of one eval to the servers that isolate their sessions, by server name.
@@ -35,6 +36,9 @@ impl std::fmt::Debug for EvalSessions {
 
 /// One eval's connection to one server, with its own calls and notification order.
 struct Private {
+    /// The server's spec it was opened with: after a reload that changed it, the eval's next
+    /// call opens a connection of the new spec (this one closes), as the shared one does.
+    spec: UpstreamSpec,
     session: Session,
     relays: Arc<CallRelays>,
     sequence: Arc<Sequence>,
@@ -48,18 +52,20 @@ pub(crate) struct Lent {
 }
 
 impl EvalSessions {
-    /// The eval's connection to `up`, opened now when it has none (or its last one closed).
+    /// The eval's connection to `up`, opened now when it has none (or its last one closed, or
+    /// was opened with a spec a reload has changed since).
     /// The eval's concurrent first calls wait for one opening.
     pub(crate) async fn lend(&self, up: &Upstream) -> Result<Lent, ToolError> {
         let mut sessions = self.0.lock().await;
         let open = sessions
             .get(&*up.name)
-            .is_some_and(|p| !p.session.peer().is_transport_closed());
+            .is_some_and(|p| p.spec == up.spec && !p.session.peer().is_transport_closed());
         if !open {
             let relays = Arc::new(CallRelays::default());
             let sequence = Arc::new(Sequence::default());
             let session = up.open_private(relays.clone(), sequence.clone()).await?;
             let private = Private {
+                spec: up.spec.clone(),
                 session,
                 relays,
                 sequence,
