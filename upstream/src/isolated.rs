@@ -19,6 +19,7 @@ use codemode_runtime::ToolError;
 
 use crate::relay::CallRelays;
 use crate::sequence::Sequence;
+use crate::spec::UpstreamSpec;
 use crate::transport::Session;
 
 /// The connections of one eval to the servers that isolate their sessions, by server name.
@@ -39,6 +40,9 @@ impl std::fmt::Debug for EvalSessions {
 
 /// One eval's connection to one server, with its own calls and notification order.
 struct Private {
+    /// The server's spec it was opened with: after a reload that changed it, the eval's next
+    /// call opens a connection of the new spec (this one closes), as the shared one does.
+    spec: UpstreamSpec,
     session: Session,
     relays: Arc<CallRelays>,
     sequence: Arc<Sequence>,
@@ -53,10 +57,14 @@ pub(crate) struct Lent {
 
 impl EvalSessions {
     /// The eval's connection to `server`, opened now by `open` (its calls recorded in the
-    /// relays given, its notifications ordered by the sequence given) when it has none, or its
-    /// last one closed. The eval's concurrent first calls there wait for one opening; its calls to
+    /// relays given, its notifications ordered by the sequence given) when it has none, its
+    /// last one closed, or it was opened with a spec other than `spec` (a reload changed it). The eval's concurrent first calls there wait for one opening; its calls to
     /// other servers do not.
-    pub(crate) async fn lend<F, Fut>(&self, server: &str, open: F) -> Result<Lent, ToolError>
+    pub(crate) async fn lend<F, Fut>(
+        &self,
+        (server, spec): (&str, &UpstreamSpec),
+        open: F,
+    ) -> Result<Lent, ToolError>
     where
         F: FnOnce(Arc<CallRelays>, Arc<Sequence>) -> Fut,
         Fut: Future<Output = Result<Session, ToolError>>,
@@ -69,10 +77,11 @@ impl EvalSessions {
             .or_default()
             .clone();
         let mut slot = slot.lock().await;
-        // A closed connection is dropped here, its process ending before another starts.
+        // A closed or outdated connection is dropped here, its process ending before another
+        // starts.
         let private = match slot
             .take()
-            .filter(|p| !p.session.peer().is_transport_closed())
+            .filter(|p| p.spec == *spec && !p.session.peer().is_transport_closed())
         {
             Some(open) => open,
             None => {
@@ -80,6 +89,7 @@ impl EvalSessions {
                 let sequence = Arc::new(Sequence::default());
                 let session = open(relays.clone(), sequence.clone()).await?;
                 Private {
+                    spec: spec.clone(),
                     session,
                     relays,
                     sequence,

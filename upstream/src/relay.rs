@@ -179,6 +179,17 @@ impl InFlight {
         token: ProgressToken,
     ) -> Option<(Arc<dyn CallRelay>, Vec<ProgressNotificationParam>)> {
         let mut calls = self.relays.lock();
+        // A session numbers its requests and tokens uniquely, but a reconnected server's next
+        // session numbers them from the start again: an earlier call holding the same id or
+        // token (ended, or winding down on the closed session) names them no more.
+        for other in calls.list.iter_mut().filter(|c| c.number != self.number) {
+            if other.request.as_ref() == Some(&request) {
+                other.request = None;
+            }
+            if other.token.as_ref() == Some(&token) {
+                other.token = None;
+            }
+        }
         let call = calls.list.iter_mut().find(|c| c.number == self.number)?;
         call.token = Some(token.clone());
         call.request = Some(request);
@@ -261,6 +272,27 @@ mod tests {
             relay: Some(relay),
             ..Answerers::default()
         }
+    }
+
+    /// A reconnected server's session numbers its progress tokens from the start again: a
+    /// progress report naming a token goes to the new session's call that has it, not to the
+    /// eval of an earlier session's call (ended within [`LATE_NOTIFICATIONS`]) that had it.
+    #[tokio::test]
+    async fn a_progress_token_reused_by_a_new_session_names_the_new_call() {
+        let relays = Arc::new(CallRelays::default());
+        let a: Arc<dyn CallRelay> = relay("session A");
+        let b: Arc<dyn CallRelay> = relay("session B");
+        let old = relays.enter(Some(listening(a.clone())));
+        old.sent(RequestId::Number(3), token(3));
+        drop(old);
+        let new = relays.enter(Some(listening(b.clone())));
+        new.sent(RequestId::Number(3), token(3));
+        let to = relays.by_token(&token(3)).expect("a call has token 3");
+        assert!(
+            Arc::ptr_eq(&to, &b),
+            "the new call's eval, not the old one's"
+        );
+        drop(new);
     }
 
     #[test]

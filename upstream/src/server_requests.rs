@@ -320,6 +320,30 @@ mod tests {
         drop(call);
     }
 
+    /// A reconnected server's session numbers its requests from the start again: a request on
+    /// the stream of the new session's call goes to that call's eval, not to an earlier
+    /// session's call that had the same id (ended within the late-notification window, or
+    /// still winding down).
+    #[tokio::test]
+    async fn a_request_id_reused_by_a_new_session_names_the_new_call() {
+        let relays = Arc::new(CallRelays::default());
+        let ((a, a_scope), (b, b_scope), (c, c_scope)) = (eval(), eval(), eval());
+        let old_ended = relays.enter(Some(a_scope.answerers()));
+        old_ended.sent(id(3), token(3));
+        drop(old_ended);
+        let old_running = relays.enter(Some(a_scope.answerers()));
+        old_running.sent(id(4), token(4));
+        // The session closed and was opened again: its calls have ids 3 and 4 again.
+        let new3 = relays.enter(Some(b_scope.answerers()));
+        new3.sent(id(3), token(3));
+        let new4 = relays.enter(Some(c_scope.answerers()));
+        new4.sent(id(4), token(4));
+        assert!(same(&routed(&relays, Some(&on_stream_of(3))).await, &b));
+        assert!(same(&routed(&relays, Some(&on_stream_of(4))).await, &c));
+        assert!(!same(&routed(&relays, Some(&on_stream_of(4))).await, &a));
+        drop((old_running, new3, new4));
+    }
+
     #[tokio::test]
     async fn over_stdio_a_request_goes_to_the_one_eval_with_calls_running() {
         let relays = Arc::new(CallRelays::default());

@@ -38,7 +38,7 @@ impl Upstream {
         // A server isolating sessions is called over the eval's own connection.
         let (peer, relays, sequence) = if self.spec.isolate_sessions {
             let open = |relays, sequence| self.open_private(relays, sequence);
-            let lent = scope.sessions.lend(server, open).await?;
+            let lent = scope.sessions.lend((server, &self.spec), open).await?;
             (lent.peer, lent.relays, lent.sequence)
         } else {
             (shared, self.relays.clone(), self.sequence.clone())

@@ -309,3 +309,50 @@ async fn an_isolated_server_slow_to_open_holds_up_no_other_servers_calls() {
     opening.abort();
     pool.shutdown().await;
 }
+
+/// `isolateSessions` across a reload that changes the server's spec: an eval that already has
+/// a connection of its own to the old server makes its next call over a connection to the new
+/// one (the config in force), and its old process ends then rather than with the eval.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_isolated_servers_changed_spec_reaches_an_eval_that_has_a_connection_already() {
+    peers::ensure_installed();
+    let dir = scratch_dir("upstream", "isolated-reload");
+    let tapped_as = |n: &str| {
+        let (requests, pid_file) = (dir.join(format!("{n}.jsonl")), dir.join(format!("{n}.pid")));
+        (
+            peers::tapped(peers::everything_server_cmd(), &requests, &pid_file),
+            pid_file,
+        )
+    };
+    let (old_cmd, old_pid_file) = tapped_as("old");
+    let pool = pool(vec![("everything", stdio(old_cmd).isolate_sessions(true))]).await;
+    let echo = async |scope: &CallScope| {
+        pool.call_in("everything__echo", json!({"message": "a"}), &cx(), scope)
+            .await
+    };
+    let eval = CallScope::default();
+    assert_eq!(echo(&eval).await.unwrap(), json!("Echo: a"));
+    let old_own = read_pid(&old_pid_file);
+
+    let (new_cmd, new_pid_file) = tapped_as("new");
+    let changed = stdio(new_cmd).isolate_sessions(true);
+    pool.set_upstreams(HashMap::from([("everything".to_string(), changed)]))
+        .await
+        .unwrap();
+    let new_shared = read_pid(&new_pid_file);
+    assert_eq!(echo(&eval).await.unwrap(), json!("Echo: a"));
+    let new_own = read_pid(&new_pid_file);
+    assert_ne!(
+        new_own, new_shared,
+        "the eval's call went to a process of the new spec of its own"
+    );
+    let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    wait_until(
+        "the eval's process of the old spec to end",
+        Duration::from_secs(20),
+        || !alive(old_own),
+    )
+    .await;
+    drop(eval);
+    pool.shutdown().await;
+}
