@@ -150,6 +150,35 @@ fn a_restarted_upstream_is_subscribed_again() {
     );
 }
 
+/// A reload that keeps the upstream's name but changes its spec starts it anew, and subscribes
+/// the new server to the resources its clients still watch (before, it started with none, and
+/// the clients, still watching, heard nothing more).
+#[test]
+fn a_reload_that_changes_a_servers_spec_keeps_its_subscriptions() {
+    let setup = Setup::new(
+        "subscriptions_respec",
+        Transport::Http,
+        crate::upstream::with_victim,
+    );
+    let mut respec = crate::upstream::with_victim(&setup.scratch);
+    respec["mcpServers"]["victim"]["env"] = json!({"CODEMODE_TEST_RESPEC": "1"});
+    let v2 = setup.config_version("v2.json", &respec);
+    let obs = setup.python(
+        "subscriptions.py",
+        Mode::Legacy,
+        &[
+            ("SCENARIO", std::path::Path::new("respec")),
+            ("CODEMODE_CONFIG_V2", v2.as_path()),
+        ],
+    );
+    assert_json(
+        "a subscription across a reload that changes the server's spec",
+        &obs,
+        &json!({"subscribes": 2, "toggled": true,
+            "heard": "codemode://victim/demo://resource/static/document/architecture.md"}),
+    );
+}
+
 /// A session that closes without unsubscribing leaves nothing subscribed upstream once the
 /// last other client lets the resource go (before, its watch lingered until an update came,
 /// holding the upstream's subscription; red-team finding of the subscriptions change).

@@ -65,8 +65,9 @@ pub(crate) struct Upstream {
     listings_changed: Arc<watch::Sender<u64>>,
     /// Where the server's `notifications/resources/updated` go (the pool's).
     updates: broadcast::Sender<ResourceUpdate>,
-    /// The resources codemode holds subscribed here.
-    subscribed: Subscribed,
+    /// The resources codemode holds subscribed here (shared with the upstream this one
+    /// replaced, when a reload changed the server's spec: see [`Upstream::start`]).
+    subscribed: Arc<Subscribed>,
     shutdown: CancellationToken,
     /// Becomes true when the first connection attempt has finished, either way.
     attempted: watch::Sender<bool>,
@@ -158,13 +159,16 @@ impl UpstreamStatus {
 }
 
 impl Upstream {
-    /// Creates the upstream and starts its supervisor under `shutdown`.
+    /// Creates the upstream and starts its supervisor under `shutdown`. `subscribed` is what
+    /// it holds subscribed: new, or the set of the upstream of the same name it replaces (a
+    /// reload changed the spec), which its first session then subscribes to, as after a
+    /// restart: the clients watching them keep hearing their updates.
     pub(crate) fn start(
         name: &str,
         spec: UpstreamSpec,
         (declares_sampling, logins): (Arc<AtomicBool>, Logins),
         (pool_changed, listings_changed, updates): Notifiers,
-        shutdown: CancellationToken,
+        (shutdown, subscribed): (CancellationToken, Arc<Subscribed>),
     ) -> Arc<Self> {
         let up = Arc::new(Upstream {
             name: name.into(),
@@ -175,7 +179,7 @@ impl Upstream {
             pool_changed,
             listings_changed,
             updates,
-            subscribed: Subscribed::default(),
+            subscribed,
             shutdown,
             attempted: watch::Sender::new(false),
             logins,
@@ -227,7 +231,7 @@ impl Upstream {
     }
 
     /// The resources codemode holds subscribed here.
-    pub(crate) fn subscribed(&self) -> &Subscribed {
+    pub(crate) fn subscribed(&self) -> &Arc<Subscribed> {
         &self.subscribed
     }
 

@@ -208,11 +208,14 @@ impl UpstreamPool {
                 .servers
                 .write()
                 .unwrap_or_else(|e| e.into_inner());
+            // A server whose spec changed keeps its subscriptions: its clients still watch them.
+            let mut subscribed = HashMap::new();
             servers.retain(|name, up| {
                 let keep = upstreams.get(name) == Some(&up.spec);
                 if !keep {
                     up.stop();
                     changed = true;
+                    subscribed.insert(name.clone(), up.subscribed().clone());
                 }
                 keep
             });
@@ -229,7 +232,10 @@ impl UpstreamPool {
                         self.inner.listings.clone(),
                         self.inner.updates.clone(),
                     ),
-                    self.inner.shutdown.child_token(),
+                    (
+                        self.inner.shutdown.child_token(),
+                        subscribed.remove(&name).unwrap_or_default(),
+                    ),
                 );
                 started.push(up.clone());
                 servers.insert(name, up);

@@ -22,7 +22,7 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use super::delivery::{Listener, SessionListener, StreamListener};
 use super::handler::CodemodeServer;
 use super::resources::{Governed, SHOWN_CHARS, not_found, upstream_error};
-use super::watchers::{MAX_WATCHES, WatchError};
+use super::watchers::{MAX_WATCHES, SharedUpstreams, WatchError};
 
 /// The longest mapped URI (in bytes) codemode subscribes to: each watched URI is held here and
 /// on the upstream for as long as the watch lasts, so a request body full of one URI, times
@@ -77,6 +77,11 @@ fn audited_name(uri: &str) -> String {
 }
 
 impl CodemodeServer {
+    /// The upstreams, as the watchers' tasks hold them.
+    fn shared_upstreams(&self) -> SharedUpstreams {
+        Arc::new(self.state.upstreams.clone())
+    }
+
     /// `resources/subscribe` of a mapped URI (protocol 2025-11-25 and older).
     pub(super) async fn resource_subscribe(
         &self,
@@ -132,7 +137,7 @@ impl CodemodeServer {
     ) -> Result<(), McpError> {
         let watchers = &self.state.resource_watchers;
         match watchers
-            .watch(&self.state.upstreams, uri, key, watcher)
+            .watch(&self.shared_upstreams(), uri, key, watcher)
             .await
         {
             Ok(()) => Ok(()),
@@ -151,7 +156,7 @@ impl CodemodeServer {
     pub(super) async fn resource_unsubscribe(&self, uri: &str, ctx: &RequestContext<RoleServer>) {
         let watchers = &self.state.resource_watchers;
         let watched = watchers
-            .forget(&self.state.upstreams, uri, &self.session_id)
+            .forget(&self.shared_upstreams(), uri, &self.session_id)
             .await;
         let mut record = AccessAuditRecord::now("", "resources/unsubscribe", &audited_name(uri));
         if !watched {
@@ -203,7 +208,7 @@ impl CodemodeServer {
         for (key, uri) in watched {
             self.state
                 .resource_watchers
-                .forget(&self.state.upstreams, &uri, &key)
+                .forget(&self.shared_upstreams(), &uri, &key)
                 .await;
         }
     }

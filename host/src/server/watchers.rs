@@ -7,8 +7,11 @@
 //! the request upstream) run under the URI's own gate, one change at a time, so that a new
 //! watcher never counts on a subscription that a failing first subscribe or a last unsubscribe
 //! is ending meanwhile: the upstream ends subscribed exactly when some client watches the URI.
+//! Each change runs to its end in a task of its own ([`whole`]), so a request dropped midway (its
+//! client cancelled it) leaves no watch without its subscription nor the reverse.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use codemode_policies::Caller;
@@ -50,6 +53,20 @@ impl UpstreamSubscriptions for UpstreamPool {
 
     fn has_server(&self, server: &str) -> bool {
         UpstreamPool::has_server(self, server)
+    }
+}
+
+/// The upstreams' side as the watchers' tasks hold it.
+pub(crate) type SharedUpstreams = Arc<dyn UpstreamSubscriptions>;
+
+/// Runs `change` to its end in a task of its own, even when the caller's future is dropped
+/// midway (a request cancelled): a watch and its upstream subscription then change together or
+/// not at all. `None` when the runtime is stopping.
+async fn whole<T: Send + 'static>(change: impl Future<Output = T> + Send + 'static) -> Option<T> {
+    match tokio::spawn(change).await {
+        Ok(done) => Some(done),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => None,
     }
 }
 
@@ -214,8 +231,31 @@ impl ResourceWatchers {
     }
 
     /// Adds `key`'s watch of the mapped `uri`, subscribing the upstream when it is the first;
-    /// when the upstream refuses, nothing is left watched.
+    /// when the upstream refuses, nothing is left watched. Completes even when this future is
+    /// dropped midway ([`whole`]).
     pub(crate) async fn watch(
+        self: &Arc<Self>,
+        upstreams: &SharedUpstreams,
+        mapped: &str,
+        key: &str,
+        watcher: (Arc<dyn Listener>, Caller),
+    ) -> Result<(), WatchError> {
+        let (watchers, upstreams) = (self.clone(), upstreams.clone());
+        let (mapped, key) = (mapped.to_string(), key.to_string());
+        let change = async move {
+            watchers
+                .watch_now(upstreams.as_ref(), &mapped, &key, watcher)
+                .await
+        };
+        whole(change).await.unwrap_or_else(|| {
+            Err(WatchError::Upstream(UpstreamRequestError::Failed(
+                "codemode is stopping".into(),
+            )))
+        })
+    }
+
+    /// [`watch`](Self::watch), in the task that runs it to its end.
+    async fn watch_now(
         &self,
         upstreams: &dyn UpstreamSubscriptions,
         mapped: &str,
@@ -241,8 +281,22 @@ impl ResourceWatchers {
     }
 
     /// Ends `key`'s watch of `mapped`, and the upstream's subscription when it was the last;
-    /// `false` when `key` did not watch it.
+    /// `false` when `key` did not watch it. Completes even when this future is dropped midway
+    /// ([`whole`]).
     pub(crate) async fn forget(
+        self: &Arc<Self>,
+        upstreams: &SharedUpstreams,
+        mapped: &str,
+        key: &str,
+    ) -> bool {
+        let (watchers, upstreams) = (self.clone(), upstreams.clone());
+        let (mapped, key) = (mapped.to_string(), key.to_string());
+        let change = async move { watchers.forget_now(upstreams.as_ref(), &mapped, &key).await };
+        whole(change).await.unwrap_or(false)
+    }
+
+    /// [`forget`](Self::forget), in the task that runs it to its end.
+    async fn forget_now(
         &self,
         upstreams: &dyn UpstreamSubscriptions,
         mapped: &str,
@@ -267,7 +321,7 @@ impl ResourceWatchers {
     }
 
     /// Ends every watch of `key` (a session closed, a client found gone).
-    pub(crate) async fn forget_client(&self, upstreams: &dyn UpstreamSubscriptions, key: &str) {
+    pub(crate) async fn forget_client(self: &Arc<Self>, upstreams: &SharedUpstreams, key: &str) {
         let uris: Vec<String> = self
             .lock()
             .clients
@@ -306,12 +360,13 @@ impl ResourceWatchers {
         orphans.len()
     }
 
-    /// Posts the update of `uri` on `server` to each watcher whose profile (in the config in force now) still lets
-    /// the resource through; the others stop watching it. Returns at once: each client's task
-    /// sends at its own pace.
+    /// Posts the update of `uri` on `server` to each watcher whose profile (in the config in
+    /// force now) still lets the resource through; the others stop watching it, in a task of
+    /// their own (ending the upstream's subscription waits on the upstream). Returns at once:
+    /// each client's task sends at its own pace.
     pub(crate) async fn updated(
-        &self,
-        upstreams: &dyn UpstreamSubscriptions,
+        self: &Arc<Self>,
+        upstreams: &SharedUpstreams,
         judge: &dyn Judge,
         (server, uri): (&str, &str),
     ) {
@@ -332,9 +387,15 @@ impl ResourceWatchers {
             }
             hidden
         };
-        for key in hidden {
-            self.forget(upstreams, &mapped, &key).await;
+        if hidden.is_empty() {
+            return;
         }
+        let (watchers, upstreams) = (self.clone(), upstreams.clone());
+        tokio::spawn(async move {
+            for key in hidden {
+                watchers.forget(&upstreams, &mapped, &key).await;
+            }
+        });
     }
 }
 
@@ -364,10 +425,11 @@ pub(crate) async fn forward_updates(
     let Some(mut gone) = reports else {
         return;
     };
+    let shared: SharedUpstreams = Arc::new(upstreams.clone());
     loop {
         tokio::select! {
             update = updates.recv() => match update {
-                Ok(update) => watchers.updated(&upstreams, &*judge, update_of(&update)).await,
+                Ok(update) => watchers.updated(&shared, &*judge, update_of(&update)).await,
                 Err(RecvError::Lagged(missed)) => tracing::warn!(
                     "{missed} resource updates of upstreams were dropped: they came faster than codemode passes them on"
                 ),
@@ -375,7 +437,7 @@ pub(crate) async fn forward_updates(
             },
             // Off this loop: ending the upstream subscriptions waits on the upstreams.
             Some(key) = gone.recv() => {
-                let (watchers, upstreams) = (watchers.clone(), upstreams.clone());
+                let (watchers, upstreams) = (watchers.clone(), shared.clone());
                 tokio::spawn(async move { watchers.forget_client(&upstreams, &key).await });
             }
         }
@@ -387,7 +449,7 @@ pub(crate) async fn forward_updates(
 /// out, its transport gone — and offers no other word of it.
 pub(crate) struct SessionEnd {
     pub(crate) watchers: Arc<ResourceWatchers>,
-    pub(crate) upstreams: Arc<dyn UpstreamSubscriptions>,
+    pub(crate) upstreams: SharedUpstreams,
     pub(crate) session_id: String,
 }
 
@@ -401,7 +463,7 @@ impl Drop for SessionEnd {
         };
         let (watchers, upstreams) = (self.watchers.clone(), self.upstreams.clone());
         let key = std::mem::take(&mut self.session_id);
-        runtime.spawn(async move { watchers.forget_client(upstreams.as_ref(), &key).await });
+        runtime.spawn(async move { watchers.forget_client(&upstreams, &key).await });
     }
 }
 

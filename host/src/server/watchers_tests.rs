@@ -12,7 +12,9 @@ use futures::poll;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::super::delivery::{Listener, Mailbox, Posted};
-use super::{Judge, MAX_WATCHES, ResourceWatchers, UpstreamSubscriptions, WatchError};
+use super::{
+    Judge, MAX_WATCHES, ResourceWatchers, SharedUpstreams, UpstreamSubscriptions, WatchError,
+};
 
 const ORIGINAL: &str = "demo://resource/1";
 const MAPPED: &str = "codemode://srv/demo://resource/1";
@@ -144,6 +146,21 @@ impl Listener for TestListener {
     }
 }
 
+/// The fake upstream with `servers`, and the same as the watchers hold it.
+fn fake(servers: &[&str]) -> (Arc<FakeUpstream>, SharedUpstreams) {
+    let up = Arc::new(FakeUpstream::with_servers(servers));
+    (up.clone(), up)
+}
+
+/// A config under which nobody may hear of any resource (a reload hid them).
+struct HidesAll;
+
+impl Judge for HidesAll {
+    fn lets_resource(&self, _caller: &Caller, _name: &str) -> bool {
+        false
+    }
+}
+
 struct LetsAll;
 
 impl Judge for LetsAll {
@@ -165,15 +182,15 @@ fn set(uris: &[&str]) -> BTreeSet<String> {
 /// held upstream).
 #[tokio::test]
 async fn a_new_watcher_is_subscribed_after_a_failing_first_subscribe() {
-    let up = FakeUpstream::with_servers(&["srv"]);
-    let watchers = ResourceWatchers::default();
+    let (up, ups) = fake(&["srv"]);
+    let watchers = Arc::new(ResourceWatchers::default());
     let held = up.hold_next_subscribe();
-    let mut first = pin!(watchers.watch(&up, MAPPED, "a", watcher()));
+    let mut first = pin!(watchers.watch(&ups, MAPPED, "a", watcher()));
     assert!(poll!(&mut first).is_pending());
     held.entered
         .await
         .expect("the first subscribe reaches the upstream");
-    let mut second = pin!(watchers.watch(&up, MAPPED, "b", watcher()));
+    let mut second = pin!(watchers.watch(&ups, MAPPED, "b", watcher()));
     assert!(
         poll!(&mut second).is_pending(),
         "the second waits for the first's subscribe"
@@ -195,16 +212,16 @@ async fn a_new_watcher_is_subscribed_after_a_failing_first_subscribe() {
 /// again after (before, the late unsubscribe undid the new subscription).
 #[tokio::test]
 async fn a_new_watcher_is_subscribed_after_a_last_unsubscribe() {
-    let up = FakeUpstream::with_servers(&["srv"]);
-    let watchers = ResourceWatchers::default();
-    assert!(watchers.watch(&up, MAPPED, "a", watcher()).await.is_ok());
+    let (up, ups) = fake(&["srv"]);
+    let watchers = Arc::new(ResourceWatchers::default());
+    assert!(watchers.watch(&ups, MAPPED, "a", watcher()).await.is_ok());
     let held = up.hold_next_unsubscribe();
-    let mut leaving = pin!(watchers.forget(&up, MAPPED, "a"));
+    let mut leaving = pin!(watchers.forget(&ups, MAPPED, "a"));
     assert!(poll!(&mut leaving).is_pending());
     held.entered
         .await
         .expect("the unsubscribe reaches the upstream");
-    let mut joining = pin!(watchers.watch(&up, MAPPED, "b", watcher()));
+    let mut joining = pin!(watchers.watch(&ups, MAPPED, "b", watcher()));
     assert!(
         poll!(&mut joining).is_pending(),
         "the new watcher waits for the unsubscribe"
@@ -227,26 +244,28 @@ async fn a_new_watcher_is_subscribed_after_a_last_unsubscribe() {
 /// go (one, or all of a client's) frees its place.
 #[tokio::test]
 async fn each_client_counts_its_own_watches_up_to_the_cap() {
-    let up = FakeUpstream::with_servers(&["srv"]);
-    let watchers = ResourceWatchers::default();
+    let (up, ups) = fake(&["srv"]);
+    let watchers = Arc::new(ResourceWatchers::default());
     let uri = |i: usize| format!("codemode://srv/demo://cap/{i}");
     for i in 0..MAX_WATCHES {
-        assert!(watchers.watch(&up, &uri(i), "a", watcher()).await.is_ok());
+        assert!(watchers.watch(&ups, &uri(i), "a", watcher()).await.is_ok());
     }
-    let past = watchers.watch(&up, &uri(MAX_WATCHES), "a", watcher()).await;
+    let past = watchers
+        .watch(&ups, &uri(MAX_WATCHES), "a", watcher())
+        .await;
     assert!(matches!(past, Err(WatchError::TooMany)), "{past:?}");
-    assert!(watchers.watch(&up, &uri(0), "a", watcher()).await.is_ok());
-    assert!(watchers.watch(&up, &uri(0), "b", watcher()).await.is_ok());
-    assert!(watchers.forget(&up, &uri(1), "a").await);
-    assert!(!watchers.forget(&up, &uri(1), "a").await);
+    assert!(watchers.watch(&ups, &uri(0), "a", watcher()).await.is_ok());
+    assert!(watchers.watch(&ups, &uri(0), "b", watcher()).await.is_ok());
+    assert!(watchers.forget(&ups, &uri(1), "a").await);
+    assert!(!watchers.forget(&ups, &uri(1), "a").await);
     assert!(
         watchers
-            .watch(&up, &uri(MAX_WATCHES), "a", watcher())
+            .watch(&ups, &uri(MAX_WATCHES), "a", watcher())
             .await
             .is_ok()
     );
     assert_eq!(watchers.watch_count("a"), MAX_WATCHES);
-    watchers.forget_client(&up, "a").await;
+    watchers.forget_client(&ups, "a").await;
     assert_eq!(
         (watchers.watch_count("a"), watchers.watch_count("b")),
         (0, 1)
@@ -258,17 +277,17 @@ async fn each_client_counts_its_own_watches_up_to_the_cap() {
 /// gone); the same URI watched once the server is back is subscribed again.
 #[tokio::test]
 async fn a_reload_that_removes_a_server_drops_its_watchers() {
-    let up = FakeUpstream::with_servers(&["srv", "kept"]);
-    let watchers = ResourceWatchers::default();
+    let (up, ups) = fake(&["srv", "kept"]);
+    let watchers = Arc::new(ResourceWatchers::default());
     let kept = "codemode://kept/demo://resource/1";
-    assert!(watchers.watch(&up, MAPPED, "a", watcher()).await.is_ok());
-    assert!(watchers.watch(&up, kept, "a", watcher()).await.is_ok());
+    assert!(watchers.watch(&ups, MAPPED, "a", watcher()).await.is_ok());
+    assert!(watchers.watch(&ups, kept, "a", watcher()).await.is_ok());
     up.lock().servers.remove("srv");
-    assert_eq!(watchers.drop_removed(&up).await, 1);
+    assert_eq!(watchers.drop_removed(up.as_ref()).await, 1);
     assert_eq!(watchers.watch_count("a"), 1);
     assert!(!up.calls().iter().any(|c| c.starts_with("unsubscribe")));
     up.lock().servers.insert("srv".into());
-    assert!(watchers.watch(&up, MAPPED, "b", watcher()).await.is_ok());
+    assert!(watchers.watch(&ups, MAPPED, "b", watcher()).await.is_ok());
     assert_eq!(
         up.calls().last().map(String::as_str),
         Some(format!("subscribe srv {ORIGINAL}").as_str())
@@ -279,27 +298,27 @@ async fn a_reload_that_removes_a_server_drops_its_watchers() {
 /// waits for nobody (before, each client's send was awaited in turn).
 #[tokio::test]
 async fn a_slow_client_delays_no_other_clients_updates() {
-    let up = FakeUpstream::with_servers(&["srv"]);
-    let watchers = ResourceWatchers::default();
+    let (up, ups) = fake(&["srv"]);
+    let watchers = Arc::new(ResourceWatchers::default());
     let (slow, mut slow_heard) = TestListener::new(0);
     let (fast, mut fast_heard) = TestListener::new(8);
     let caller = Caller::local();
     let slow_watch = (slow.clone() as Arc<dyn Listener>, caller.clone());
     assert!(
         watchers
-            .watch(&up, MAPPED, "slow", slow_watch)
+            .watch(&ups, MAPPED, "slow", slow_watch)
             .await
             .is_ok()
     );
     let fast_watch = (fast as Arc<dyn Listener>, caller);
     assert!(
         watchers
-            .watch(&up, MAPPED, "fast", fast_watch)
+            .watch(&ups, MAPPED, "fast", fast_watch)
             .await
             .is_ok()
     );
     for _ in 0..2 {
-        let passed = poll!(pin!(watchers.updated(&up, &LetsAll, ("srv", ORIGINAL))));
+        let passed = poll!(pin!(watchers.updated(&ups, &LetsAll, ("srv", ORIGINAL))));
         assert!(
             passed.is_ready(),
             "passing an update on waits for no client"
@@ -327,4 +346,71 @@ async fn a_mailbox_merges_an_update_of_a_uri_already_waiting() {
     mailbox.close();
     assert_eq!(mailbox.post("s1", "u1"), Posted::Dropped);
     assert_eq!(mailbox.next().await, None);
+}
+
+/// A subscribe whose request is dropped while the upstream's subscribe is under way (its client
+/// cancelled it) still completes, its watch and the upstream's subscription together (before,
+/// the watch stayed while the subscribe was dropped, and the next watcher counted on a
+/// subscription nobody held upstream).
+#[tokio::test]
+async fn a_subscribe_dropped_midway_completes_with_its_watch() {
+    let (up, ups) = fake(&["srv"]);
+    let watchers = Arc::new(ResourceWatchers::default());
+    let held = up.hold_next_subscribe();
+    let mut cancelled = Box::pin(watchers.watch(&ups, MAPPED, "a", watcher()));
+    assert!(poll!(&mut cancelled).is_pending());
+    held.entered
+        .await
+        .expect("the subscribe reaches the upstream");
+    drop(cancelled);
+    let _ = held.release.send(Ok(()));
+    // The next watcher waits for the first change of the URI to end, then counts on it.
+    assert!(watchers.watch(&ups, MAPPED, "b", watcher()).await.is_ok());
+    assert_eq!(up.subscribed(), set(&[ORIGINAL]));
+    assert_eq!(
+        (watchers.watch_count("a"), watchers.watch_count("b")),
+        (1, 1)
+    );
+    assert_eq!(up.calls(), [format!("subscribe srv {ORIGINAL}")]);
+}
+
+/// An update that ends a watch (a reload hid the resource) is passed on without waiting for
+/// the upstream's unsubscribe, and later updates reach their clients meanwhile (before, the
+/// forwarding loop waited for the unsubscribe).
+#[tokio::test]
+async fn ending_a_hidden_watch_holds_up_no_update() {
+    let (up, ups) = fake(&["srv"]);
+    let watchers = Arc::new(ResourceWatchers::default());
+    let (other, other_original) = ("codemode://srv/demo://resource/2", "demo://resource/2");
+    let (listener, mut heard) = TestListener::new(8);
+    let other_watch = (listener as Arc<dyn Listener>, Caller::local());
+    assert!(watchers.watch(&ups, MAPPED, "a", watcher()).await.is_ok());
+    assert!(watchers.watch(&ups, other, "b", other_watch).await.is_ok());
+    let held = up.hold_next_unsubscribe();
+    let hiding = poll!(pin!(watchers.updated(&ups, &HidesAll, ("srv", ORIGINAL))));
+    assert!(hiding.is_ready(), "ending a watch waits for no upstream");
+    held.entered
+        .await
+        .expect("the hidden watch's unsubscribe reaches the upstream");
+    let next = poll!(pin!(watchers.updated(
+        &ups,
+        &LetsAll,
+        ("srv", other_original)
+    )));
+    assert!(next.is_ready());
+    assert_eq!(heard.recv().await.as_deref(), Some(other));
+    held.release.send(Ok(())).expect("the call waits");
+    // A new watcher waits for the unsubscribe to end, then subscribes again.
+    assert!(watchers.watch(&ups, MAPPED, "c", watcher()).await.is_ok());
+    assert_eq!(watchers.watch_count("a"), 0);
+    assert_eq!(up.subscribed(), set(&[ORIGINAL, other_original]));
+    assert_eq!(
+        up.calls(),
+        [
+            format!("subscribe srv {ORIGINAL}"),
+            format!("subscribe srv {other_original}"),
+            format!("unsubscribe srv {ORIGINAL}"),
+            format!("subscribe srv {ORIGINAL}"),
+        ]
+    );
 }

@@ -9,6 +9,11 @@ With SCENARIO=restart (2025-11-25): the upstream `victim` (server-everything beh
 tests/support/tap.py) is killed after the subscription; codemode restarts it and subscribes the
 new session again, and the updates of the restarted server are heard.
 
+With SCENARIO=respec (2025-11-25): after the subscription to a `victim` resource, the config file
+is replaced by CODEMODE_CONFIG_V2, where `victim` keeps its name but not its spec (an env var
+more): codemode starts it anew, subscribes the new server to what its clients still watch, and
+the updates of the new server are heard.
+
 With SCENARIO=abandoned (2025-11-25): a session subscribes to a `victim` resource and closes
 without unsubscribing; a second session subscribes to it and lets it go. Nobody is left, so the
 upstream (whose tap logs its requests) must have been unsubscribed as often as subscribed.
@@ -110,6 +115,32 @@ async def restart() -> dict:
     return {"subscribes": requests_of("resources/subscribe"), "toggled": toggled["structured"]["ok"], "heard": heard}
 
 
+async def respec() -> dict:
+    victim = DOC.replace("codemode://everything/", "codemode://victim/")
+    updates: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_message(message) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            await updates.put(message.params.uri)
+
+    async with connect(message_handler=on_message) as client:
+        await client.subscribe_resource(victim)
+        with open(os.path.join(os.environ["CODEMODE_DIR"], "victim.pid")) as f:
+            first = f.read().strip()
+        install_config("CODEMODE_CONFIG_V2")
+
+        def started_anew() -> bool:
+            with open(os.path.join(os.environ["CODEMODE_DIR"], "victim.pid")) as f:
+                return f.read().strip() != first
+
+        await wait_until(started_anew, "the victim started with its new spec")
+        # The new server is subscribed (the tap, logging both servers, shows a second request).
+        await wait_until(lambda: requests_of("resources/subscribe") == 2, "the new server subscribed")
+        toggled = await evaluate(client, TOGGLE.replace("everything__", "victim__"))
+        heard = await asyncio.wait_for(updates.get(), 60)
+    return {"subscribes": requests_of("resources/subscribe"), "toggled": toggled["structured"]["ok"], "heard": heard}
+
+
 async def abandoned() -> dict:
     victim = DOC.replace("codemode://everything/", "codemode://victim/")
     async with connect() as client:
@@ -168,6 +199,8 @@ async def reloaded() -> dict:
 async def main() -> dict:
     if os.environ.get("SCENARIO") == "restart":
         return await restart()
+    if os.environ.get("SCENARIO") == "respec":
+        return await respec()
     if os.environ.get("SCENARIO") == "reload":
         return await reloaded()
     if os.environ.get("SCENARIO") == "closed":
