@@ -80,6 +80,7 @@ fn every_publishable_crate_packages_with_its_license_and_the_guest_where_needed(
             "codemode-abi",
             "codemode-runtime",
             "codemode-config",
+            "codemode-script",
             "codemode-policies",
             "codemode-store",
             "codemode-upstream",

@@ -11,16 +11,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, MetaObject,
-    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents,
-    ResourceTemplate, ResultType,
+    ClientRequest, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
+    MetaObject, Prompt, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, ResultType, ServerResult,
 };
-use rmcp::service::ServiceError;
+use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
 use super::connection::Upstream;
 use super::pool::UpstreamPool;
+use super::relay::InFlight;
 use super::scope::CallScope;
 
 /// The scheme and authority prefix of a mapped URI.
@@ -164,7 +165,20 @@ pub(crate) async fn ask<T, F>(
 where
     F: Future<Output = Result<T, ServiceError>>,
 {
-    let _in_flight = up.relays().enter(scope.map(CallScope::answerers));
+    ask_as_call(up, (what, scope), |peer, _| request(peer)).await
+}
+
+/// [`ask`], the request given the call it is (to send it with [`send_as_call`], so that the
+/// server's requests on its HTTP stream reach the eval lending `scope`).
+async fn ask_as_call<T, F>(
+    up: &Upstream,
+    (what, scope): (&str, Option<&CallScope>),
+    request: impl FnOnce(Peer<RoleClient>, Arc<InFlight>) -> F,
+) -> Result<T, UpstreamRequestError>
+where
+    F: Future<Output = Result<T, ServiceError>>,
+{
+    let in_flight = Arc::new(up.relays().enter(scope.map(CallScope::answerers)));
     let server = &*up.name;
     let Some(peer) = up.peer() else {
         return Err(UpstreamRequestError::Failed(format!(
@@ -173,7 +187,7 @@ where
         )));
     };
     let timeout: Duration = up.spec.call_timeout;
-    match tokio::time::timeout(timeout, request(peer)).await {
+    match tokio::time::timeout(timeout, request(peer, in_flight)).await {
         Err(_) => Err(UpstreamRequestError::Failed(format!(
             "upstream server `{server}` did not answer {what} within {timeout:?}"
         ))),
@@ -188,6 +202,24 @@ where
         ))),
         Ok(Ok(value)) => Ok(value),
     }
+}
+
+/// Sends `request` as `call`: its id and progress token recorded once rmcp gives them, so the
+/// server's requests on its HTTP response stream go to the call's eval, its progress to its relay.
+async fn send_as_call(
+    (peer, server): (&Peer<RoleClient>, &str),
+    request: ClientRequest,
+    call: &InFlight,
+) -> Result<ServerResult, ServiceError> {
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await?;
+    if let Some((relay, early)) = call.sent(handle.id.clone(), handle.progress_token.clone()) {
+        for update in early {
+            relay.progress(server, update).await;
+        }
+    }
+    handle.await_response().await
 }
 
 impl UpstreamPool {
@@ -285,8 +317,13 @@ impl UpstreamPool {
     ) -> Result<ReadResourceResult, UpstreamRequestError> {
         let up = self.server_for(server, "resources/read")?;
         let params = ReadResourceRequestParams::new(uri.to_string());
-        let result = ask(&up, ("resources/read", scope), |p| async move {
-            p.read_resource(params).await
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+        let name = up.name.clone();
+        let result = ask_as_call(&up, ("resources/read", scope), |p, call| async move {
+            match send_as_call((&p, &name), request, &call).await? {
+                ServerResult::ReadResourceResult(result) => Ok(result),
+                _ => Err(ServiceError::UnexpectedResponse),
+            }
         })
         .await?;
         let mut result = result;
