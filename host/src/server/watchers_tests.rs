@@ -298,7 +298,7 @@ async fn a_reload_that_removes_a_server_drops_its_watchers() {
 /// waits for nobody (before, each client's send was awaited in turn).
 #[tokio::test]
 async fn a_slow_client_delays_no_other_clients_updates() {
-    let (up, ups) = fake(&["srv"]);
+    let (_, ups) = fake(&["srv"]);
     let watchers = Arc::new(ResourceWatchers::default());
     let (slow, mut slow_heard) = TestListener::new(0);
     let (fast, mut fast_heard) = TestListener::new(8);
