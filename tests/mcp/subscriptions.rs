@@ -206,6 +206,35 @@ fn a_closed_sessions_subscription_is_let_go_upstream() {
     );
 }
 
+/// A session closed while one of its evals runs has its upstream subscription ended without
+/// waiting for the eval: rmcp cancels the session's requests when it closes (after at most
+/// 5 s for their responses), the eval request stops on that, and the session's handler goes
+/// with it. The eval runs for minutes otherwise (its victim call lasts 10 minutes; the eval
+/// timeout and the call timeout are 300 s, far past the client's 60 s wait).
+#[test]
+fn a_session_closed_mid_eval_lets_its_subscription_go() {
+    let setup = Setup::new(
+        "subscriptions_closed_mid_eval",
+        Transport::Http,
+        |scratch| {
+            let mut config = crate::upstream::with_victim(scratch);
+            config["limits"] = json!({ "timeout": "300s" });
+            config["mcpServers"]["victim"]["timeoutSeconds"] = json!(300);
+            config
+        },
+    );
+    let obs = setup.python(
+        "subscriptions.py",
+        Mode::Legacy,
+        &[("SCENARIO", std::path::Path::new("closed_mid_eval"))],
+    );
+    assert_json(
+        "a session closed mid-eval",
+        &obs,
+        &json!({"closed": 202, "subscribes": 1, "unsubscribes": 1, "calls": 1}),
+    );
+}
+
 /// A reload whose profile hides a subscribed resource silences it: each update is decided again
 /// under the config in force (before, the client went on hearing it; red-team finding).
 #[test]

@@ -1,8 +1,9 @@
 //! Resource subscriptions on upstreams (`resources/subscribe`), held for codemode's own
 //! clients: each URI subscribed once per upstream however many clients want it (counting them
 //! is the server's business), renewed when the upstream's session is re-established (a new
-//! session knows none) or a reload starts the server anew with another spec, and every `notifications/resources/updated` the upstreams send handed
-//! to whoever listens ([`UpstreamPool::resource_updates`]), the server named.
+//! session knows none) or a reload starts the server anew with another spec, and every
+//! `notifications/resources/updated` the upstreams send handed to whoever listens
+//! ([`UpstreamPool::resource_updates`]), the server named.
 
 use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
 use tokio::sync::broadcast;

@@ -446,7 +446,12 @@ pub(crate) async fn forward_updates(
 
 /// Ends a session's watches when the session ends: rmcp drops a session's handler (the last
 /// clone of its `CodemodeServer`) once the session closes — a `DELETE`, its keep-alive running
-/// out, its transport gone — and offers no other word of it.
+/// out, its transport gone — and offers no other word of it (rmcp 3.9's session manager ends
+/// an expired session inside its worker; `Peer::is_transport_closed` can only be polled).
+/// Only the session's requests hold the handler besides rmcp: an eval's own task holds the
+/// server state, not the handler, and rmcp cancels the requests still running at most 5 s
+/// after the session ends (its drain of their responses), so an eval in flight delays this
+/// by no more than that.
 pub(crate) struct SessionEnd {
     pub(crate) watchers: Arc<ResourceWatchers>,
     pub(crate) upstreams: SharedUpstreams,

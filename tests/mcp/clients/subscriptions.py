@@ -21,6 +21,11 @@ upstream (whose tap logs its requests) must have been unsubscribed as often as s
 With SCENARIO=closed (2025-11-25): a session subscribes to a `victim` resource and closes
 without unsubscribing; nobody else does anything, and the upstream must be unsubscribed.
 
+With SCENARIO=closed_mid_eval (2025-11-25): a session subscribes to a `victim` resource, starts
+an eval whose call to the victim runs for minutes, and is closed (a DELETE of its own, so that no
+cancellation of the call is sent first) while the call runs; the upstream must be unsubscribed
+without waiting for the eval to end (rmcp cancels the session's requests when it closes).
+
 With SCENARIO=reload (2025-11-25): the session subscribes to DOC and HIDDEN (both visible at
 first); the config file is then replaced by CODEMODE_CONFIG_V2, whose profile hides DOC. Once
 resources/list no longer shows it, the updates are turned on: only HIDDEN's are heard (two rounds
@@ -32,14 +37,20 @@ import os
 import signal
 import warnings
 
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import ResourceUpdatedNotification
 
-from harness import MODE, connect, error_of, evaluate, install_config, log, run, wait_until
+from harness import MODE, Ready, connect, error_of, evaluate, install_config, log, run, wait_until
 
 warnings.simplefilter("ignore")
 
 DOC = "codemode://everything/demo://resource/static/document/architecture.md"
 HIDDEN = "codemode://everything/demo://resource/static/document/extension.md"
+# Runs for 10 minutes: past the test's eval timeout and the victim's call timeout (300 s).
+LONG_ON_VICTIM = 'return await codemode["victim__trigger-long-running-operation"]({ duration: 600, steps: 600 });'
 TOGGLE = 'return await codemode["everything__toggle-subscriber-updates"]({});'
 
 
@@ -96,7 +107,16 @@ def requests_of(method: str) -> int:
         return 0
 
 
-async def restart() -> dict:
+def victim_pid() -> str:
+    """The pid of the victim's server now (its tap writes it at each start)."""
+    with open(os.path.join(os.environ["CODEMODE_DIR"], "victim.pid")) as f:
+        return f.read().strip()
+
+
+async def renewed(end_first, what: str) -> dict:
+    """Subscribes to a `victim` resource, lets `end_first()` end the victim's first server, waits
+    until the next one is subscribed (the tap, logging both servers, shows a second request), and
+    hears the update the next one sends."""
     victim = DOC.replace("codemode://everything/", "codemode://victim/")
     updates: asyncio.Queue[str] = asyncio.Queue()
 
@@ -106,39 +126,27 @@ async def restart() -> dict:
 
     async with connect(message_handler=on_message) as client:
         await client.subscribe_resource(victim)
-        with open(os.path.join(os.environ["CODEMODE_DIR"], "victim.pid")) as f:
-            os.kill(int(f.read().strip()), signal.SIGKILL)
-        # The restarted server is subscribed again (the tap logs the second request).
-        await wait_until(lambda: requests_of("resources/subscribe") == 2, "the subscription renewed")
+        await end_first()
+        await wait_until(lambda: requests_of("resources/subscribe") == 2, what)
         toggled = await evaluate(client, TOGGLE.replace("everything__", "victim__"))
         heard = await asyncio.wait_for(updates.get(), 60)
     return {"subscribes": requests_of("resources/subscribe"), "toggled": toggled["structured"]["ok"], "heard": heard}
+
+
+async def restart() -> dict:
+    async def kill() -> None:
+        os.kill(int(victim_pid()), signal.SIGKILL)
+
+    return await renewed(kill, "the subscription renewed")
 
 
 async def respec() -> dict:
-    victim = DOC.replace("codemode://everything/", "codemode://victim/")
-    updates: asyncio.Queue[str] = asyncio.Queue()
-
-    async def on_message(message) -> None:
-        if isinstance(message, ResourceUpdatedNotification):
-            await updates.put(message.params.uri)
-
-    async with connect(message_handler=on_message) as client:
-        await client.subscribe_resource(victim)
-        with open(os.path.join(os.environ["CODEMODE_DIR"], "victim.pid")) as f:
-            first = f.read().strip()
+    async def replace_config() -> None:
+        first = victim_pid()
         install_config("CODEMODE_CONFIG_V2")
+        await wait_until(lambda: victim_pid() != first, "the victim started with its new spec")
 
-        def started_anew() -> bool:
-            with open(os.path.join(os.environ["CODEMODE_DIR"], "victim.pid")) as f:
-                return f.read().strip() != first
-
-        await wait_until(started_anew, "the victim started with its new spec")
-        # The new server is subscribed (the tap, logging both servers, shows a second request).
-        await wait_until(lambda: requests_of("resources/subscribe") == 2, "the new server subscribed")
-        toggled = await evaluate(client, TOGGLE.replace("everything__", "victim__"))
-        heard = await asyncio.wait_for(updates.get(), 60)
-    return {"subscribes": requests_of("resources/subscribe"), "toggled": toggled["structured"]["ok"], "heard": heard}
+    return await renewed(replace_config, "the new server subscribed")
 
 
 async def abandoned() -> dict:
@@ -164,6 +172,40 @@ async def closed() -> dict:
         "the closed session's subscription ended upstream",
     )
     return {"subscribes": requests_of("resources/subscribe"), "unsubscribes": requests_of("resources/unsubscribe")}
+
+
+async def closed_mid_eval() -> dict:
+    victim = DOC.replace("codemode://everything/", "codemode://victim/")
+    sessions: list[str] = []
+
+    async def session_of(response: httpx2.Response) -> None:
+        if "mcp-session-id" in response.headers:
+            sessions.append(response.headers["mcp-session-id"])
+
+    url = os.environ["CODEMODE_URL"]
+    http = create_mcp_http_client()
+    http.event_hooks["response"].append(session_of)
+    transport = streamable_http_client(url, http_client=http, terminate_on_close=False)
+    async with http, Ready(Client(transport, mode=MODE)) as client:
+        await client.subscribe_resource(victim)
+        running = asyncio.create_task(evaluate(client, LONG_ON_VICTIM))
+        await wait_until(lambda: requests_of("tools/call") == 1, "the eval's call reached the victim")
+        async with httpx2.AsyncClient() as other:
+            closed = await other.delete(
+                url, headers={"mcp-session-id": sessions[-1], "mcp-protocol-version": "2025-11-25"}
+            )
+        await wait_until(
+            lambda: requests_of("resources/unsubscribe") == 1,
+            "the closed session's subscription ended upstream while its eval ran",
+        )
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    return {
+        "closed": closed.status_code,
+        "subscribes": requests_of("resources/subscribe"),
+        "unsubscribes": requests_of("resources/unsubscribe"),
+        "calls": requests_of("tools/call"),
+    }
 
 
 async def reloaded() -> dict:
@@ -203,6 +245,8 @@ async def main() -> dict:
         return await respec()
     if os.environ.get("SCENARIO") == "reload":
         return await reloaded()
+    if os.environ.get("SCENARIO") == "closed_mid_eval":
+        return await closed_mid_eval()
     if os.environ.get("SCENARIO") == "closed":
         return await closed()
     if os.environ.get("SCENARIO") == "abandoned":
