@@ -7,6 +7,8 @@ for tests/mcp/upstream_elicitation.rs. Over stdio with no arguments, over stream
 - `ask_later(who)` answers `later` at once; once a `hold` call is in flight, it asks
   `Late question for <who>` with no call to tie it to (over HTTP on the standalone stream) — as
   a server does when it asks after its call returned;
+- reading `asking://question/<who>` asks `Question for <who>` as `ask` does, on the read's
+  own stream, and reads `<action>: <answer>`;
 - `hold()` lets that late question go, waits for its outcome and answers it
   (`<action>: <answer>`).
 """
@@ -31,6 +33,15 @@ def said(result) -> str:
 @server.tool()
 async def ask(who: str, ctx: Context) -> str:
     """Asks the client's human a question during the call."""
+    result = await ctx.request_context.session.elicit_form(
+        f"Question for {who}", SCHEMA, related_request_id=ctx.request_context.request_id
+    )
+    return said(result)
+
+
+@server.resource("asking://question/{who}")
+async def question(who: str, ctx: Context) -> str:
+    """Asks the client's human a question while the resource is read."""
     result = await ctx.request_context.session.elicit_form(
         f"Question for {who}", SCHEMA, related_request_id=ctx.request_context.request_id
     )

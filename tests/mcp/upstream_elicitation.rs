@@ -78,6 +78,27 @@ fn asking_server() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/asking_server.py")
 }
 
+/// codemode over HTTP in front of asking_server.py, itself served over streamable HTTP (the
+/// helper is returned to be dropped once the test is done with it).
+fn served_over_http(name: &str) -> (Setup, PythonHelper) {
+    let port = services::free_port();
+    let mut upstream = None;
+    let setup = Setup::new(name, Transport::Http, |scratch| {
+        upstream = Some(PythonHelper::start(
+            &asking_server(),
+            port,
+            &scratch.path("unused"),
+        ));
+        let mut config = base_config(scratch);
+        config["mcpServers"] = json!({"asking": {"url": format!("http://127.0.0.1:{port}/mcp")}});
+        config
+    });
+    (
+        setup,
+        upstream.expect("the upstream started with the setup"),
+    )
+}
+
 /// What clients/routed_elicitation.py saw, with `held` the outcome of the late question (the
 /// upstream's tools answer `{"result": text}` as structured content).
 fn routed(obs: &Value, held: &str) {
@@ -112,18 +133,7 @@ fn routed(obs: &Value, held: &str) {
 /// never put to the human of whichever eval has a call there now (issue 28 A.17).
 #[test]
 fn an_http_upstreams_questions_reach_the_eval_whose_call_asked() {
-    let port = services::free_port();
-    let mut upstream = None;
-    let setup = Setup::new("routed_elicitation_http", Transport::Http, |scratch| {
-        upstream = Some(PythonHelper::start(
-            &asking_server(),
-            port,
-            &scratch.path("unused"),
-        ));
-        let mut config = base_config(scratch);
-        config["mcpServers"] = json!({"asking": {"url": format!("http://127.0.0.1:{port}/mcp")}});
-        config
-    });
+    let (setup, upstream) = served_over_http("routed_elicitation_http");
     let obs = setup.python("routed_elicitation.py", Mode::Legacy, &[]);
     routed(&obs, "decline: ");
     drop(upstream);
@@ -145,4 +155,24 @@ fn an_isolated_stdio_upstreams_questions_reach_the_eval_whose_call_asked() {
     });
     let obs = setup.python("routed_elicitation.py", Mode::Legacy, &[]);
     routed(&obs, "nothing asked later");
+}
+
+/// A script's `read_resource` is sent as a call of its eval: an HTTP upstream's question on the
+/// read's own stream reaches that eval's human (before, the read's request id was never
+/// recorded, and the question was declined unclaimed).
+#[test]
+fn an_http_upstreams_question_during_a_resource_read_reaches_the_reading_eval() {
+    let (setup, upstream) = served_over_http("resource_elicitation_http");
+    let obs = setup.python("resource_elicitation.py", Mode::Legacy, &[]);
+    assert_json(
+        "an upstream's question during a script's resource read",
+        &json!({"read": eval_summary(&obs["read"]), "asked": obs["asked"]}),
+        &json!({
+            "read": {"is_error": false, "ok": true, "calls": [["read_resource", "ok", null]],
+                "result": {"contents": [{"mimeType": "text/plain", "text": "accept: from R",
+                    "uri": "asking://question/R"}]}},
+            "asked": ["[upstream server `asking` asks]\n    Question for R"],
+        }),
+    );
+    drop(upstream);
 }

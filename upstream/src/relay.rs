@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
+use rmcp::Peer;
+use rmcp::model::{ClientRequest, ProgressNotificationParam, ProgressToken, RequestId};
+use rmcp::service::{PeerRequestOptions, RequestHandle, RoleClient, ServiceError};
 
 use crate::lent::{Answerers, Answering, CallRelay, CallSampler, UpstreamElicitation};
 
@@ -170,6 +172,25 @@ pub(crate) struct InFlight {
 }
 
 impl InFlight {
+    /// Sends `request` as this call: its id and progress token recorded once rmcp gives them
+    /// ([`InFlight::sent`]), so that the server's requests on its HTTP response stream reach
+    /// the call's eval and its progress the call's relay (reports that came first replayed).
+    pub(crate) async fn send(
+        &self,
+        (peer, server): (&Peer<RoleClient>, &str),
+        request: ClientRequest,
+    ) -> Result<RequestHandle<RoleClient>, ServiceError> {
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await?;
+        if let Some((relay, early)) = self.sent(handle.id.clone(), handle.progress_token.clone()) {
+            for update in early {
+                relay.progress(server, update).await;
+            }
+        }
+        Ok(handle)
+    }
+
     /// The id and progress token rmcp gave the call's request (the server's requests about it
     /// arrive on that id's stream, its progress names the token); returns the call's relay with
     /// the reports that named the token before it was known, in order.

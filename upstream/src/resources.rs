@@ -15,7 +15,7 @@ use rmcp::model::{
     MetaObject, Prompt, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResult,
     Resource, ResourceContents, ResourceTemplate, ResultType, ServerResult,
 };
-use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
@@ -168,7 +168,7 @@ where
     ask_as_call(up, (what, scope), |peer, _| request(peer)).await
 }
 
-/// [`ask`], the request given the call it is (to send it with [`send_as_call`], so that the
+/// [`ask`], the request given the call it is (to send it with [`InFlight::send`], so that the
 /// server's requests on its HTTP stream reach the eval lending `scope`).
 async fn ask_as_call<T, F>(
     up: &Upstream,
@@ -202,24 +202,6 @@ where
         ))),
         Ok(Ok(value)) => Ok(value),
     }
-}
-
-/// Sends `request` as `call`: its id and progress token recorded once rmcp gives them, so the
-/// server's requests on its HTTP response stream go to the call's eval, its progress to its relay.
-async fn send_as_call(
-    (peer, server): (&Peer<RoleClient>, &str),
-    request: ClientRequest,
-    call: &InFlight,
-) -> Result<ServerResult, ServiceError> {
-    let handle = peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await?;
-    if let Some((relay, early)) = call.sent(handle.id.clone(), handle.progress_token.clone()) {
-        for update in early {
-            relay.progress(server, update).await;
-        }
-    }
-    handle.await_response().await
 }
 
 impl UpstreamPool {
@@ -320,7 +302,12 @@ impl UpstreamPool {
         let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
         let name = up.name.clone();
         let result = ask_as_call(&up, ("resources/read", scope), |p, call| async move {
-            match send_as_call((&p, &name), request, &call).await? {
+            match call
+                .send((&p, &name), request)
+                .await?
+                .await_response()
+                .await?
+            {
                 ServerResult::ReadResourceResult(result) => Ok(result),
                 _ => Err(ServiceError::UnexpectedResponse),
             }

@@ -10,7 +10,7 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
     ClientRequest, RequestId, RequestMetaObject, ServerResult,
 };
-use rmcp::service::{PeerRequestOptions, RoleClient, ServiceError};
+use rmcp::service::{RoleClient, ServiceError};
 use serde_json::{Value, json};
 
 use codemode_runtime::{CallContext, ToolError};
@@ -102,14 +102,7 @@ async fn call_tool(
     in_flight: &InFlight,
 ) -> Result<CallToolResponse, ServiceError> {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let handle = peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await?;
-    if let Some((relay, early)) = in_flight.sent(handle.id.clone(), handle.progress_token.clone()) {
-        for update in early {
-            relay.progress(server, update).await;
-        }
-    }
+    let handle = in_flight.send((peer, server), request).await?;
     let mut abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
     let id = handle.id.clone();
     let result = handle.await_response().await;
