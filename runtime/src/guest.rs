@@ -172,11 +172,10 @@ pub(crate) fn check_saveable(wasm: &[u8]) -> Result<(), String> {
     }
 }
 
-/// A linker with everything the guest imports: WASI (the sandbox's own definitions over
-/// wasmtime-wasi's) and the `codemode` ABI.
+/// A linker with everything the guest imports: the sandbox's WASI ([`crate::wasi`]) and the
+/// `codemode` ABI. A guest importing anything else fails to link, naming the import.
 pub(crate) fn guest_linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     let mut linker: Linker<HostState> = Linker::new(engine);
-    wasmtime_wasi::p1::add_to_linker_sync(&mut linker, HostState::wasi)?;
     wasi::add_to_linker(&mut linker)?;
     abi::add_to_linker(&mut linker)?;
     Ok(linker)

@@ -340,11 +340,11 @@ fn engine_config(config: &RuntimeConfig) -> wasmtime::Config {
         let n = config.max_concurrent_evals.saturating_add(1);
         let mut pool = PoolingAllocationConfig::default();
         // One core instance, memory and table per eval; nothing else is ever instantiated (the
-        // store is synchronous, so no fiber stacks; no components; no GC heaps).
+        // store is synchronous and wasmtime is built without `async`, so there are no fiber
+        // stacks to pool; no components; no GC heaps).
         pool.total_core_instances(n)
             .total_memories(n)
             .total_tables(n)
-            .total_stacks(0)
             .total_component_instances(0)
             .max_memories_per_module(1)
             .max_tables_per_module(1)

@@ -1,7 +1,6 @@
 //! What one eval's `Store` holds.
 
 use wasmtime::ResourceLimiter;
-use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::outcome::{ErrorKind, EvalError, LogEntry};
 
@@ -18,9 +17,6 @@ pub(crate) struct StartedCall {
 
 /// Per-eval host state, reached from host imports through `Caller`.
 pub(crate) struct HostState {
-    /// wasmtime-wasi's context, built the first time the guest calls a WASI function that
-    /// [`crate::wasi`] does not implement (codemode's guest never does).
-    pub wasi: Option<WasiP1Ctx>,
     /// Standard descriptors (bit = fd) the guest closed, for [`crate::wasi`].
     pub closed_stdio: u8,
     pub memory: MemoryLimiter,
@@ -41,17 +37,9 @@ pub(crate) struct HostState {
 }
 
 impl HostState {
-    /// wasmtime-wasi's context: no preopens, no env, no args, no stdin; stdout/stderr go nowhere
-    /// (console is an import). Built on first use.
-    pub fn wasi(&mut self) -> &mut WasiP1Ctx {
-        self.wasi
-            .get_or_insert_with(|| wasmtime_wasi::WasiCtxBuilder::new().build_p1())
-    }
-
     /// A fresh state: no calls, no logs, memory capped at `memory_limit` bytes.
     pub fn new(memory_limit: usize, max_tool_calls: Option<u64>, max_output: u64) -> Self {
         HostState {
-            wasi: None,
             closed_stdio: 0,
             memory: MemoryLimiter {
                 limit: memory_limit,

@@ -1,16 +1,15 @@
-//! The WASI preview 1 functions the guest imports, implemented for the sandbox's empty context
-//! without a per-eval WASI context.
+//! The WASI preview 1 functions the guest imports, implemented for the sandbox's empty context:
+//! the only WASI the guest gets.
 //!
-//! wasmtime-wasi's `WasiCtx` costs every eval an allocation-heavy build (tables, clocks, a
-//! seeded ChaCha generator) for functions a script almost never reaches; and its synchronous
-//! p1 descriptor functions (`fd_write`…) panic when called inside a tokio runtime (they start
-//! one of their own), which is where every eval runs. These definitions
-//! shadow wasmtime-wasi's for exactly the imports of codemode's guest, with the same results
-//! wasmtime-wasi gives for `WasiCtxBuilder::new()` (no preopens, environment or arguments; stdin
-//! empty; stdout and stderr discarded): random bytes from the host, the host's clocks, zero
-//! environment variables, writes to stdout/stderr accepted and dropped, `EBADF` for any other
-//! descriptor. Any other WASI import still goes to wasmtime-wasi, whose context is then built on
-//! first use ([`crate::state::HostState::wasi`]).
+//! They give what wasmtime-wasi gives for `WasiCtxBuilder::new()` (no preopens, environment or
+//! arguments; stdin empty; stdout and stderr discarded): random bytes from the host, the host's
+//! clocks, zero environment variables, writes to stdout/stderr accepted and dropped, `EBADF` for
+//! any other descriptor. wasmtime-wasi is not used: its `WasiCtx` costs every eval an
+//! allocation-heavy build (tables, clocks, a seeded ChaCha generator), its synchronous p1
+//! descriptor functions (`fd_write`…) panic inside a tokio runtime (they start one of their
+//! own), where every eval runs, and it builds the whole component model into codemode for nine
+//! functions. A guest importing any other WASI function is refused when it is linked, naming
+//! the import.
 
 use std::sync::LazyLock;
 use std::time::{Instant, SystemTime};
@@ -44,9 +43,8 @@ const RIGHT_FD_WRITE: u64 = 1 << 6;
 /// Origin of the monotonic clock (an arbitrary instant, as WASI allows).
 static MONOTONIC_ORIGIN: LazyLock<Instant> = LazyLock::new(Instant::now);
 
-/// Defines the guest's WASI imports in `linker`, over any already there.
+/// Defines the guest's WASI imports in `linker`.
 pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    linker.allow_shadowing(true);
     linker.func_wrap(MODULE, "random_get", random_get)?;
     linker.func_wrap(MODULE, "clock_time_get", clock_time_get)?;
     linker.func_wrap(MODULE, "environ_sizes_get", environ_sizes_get)?;
@@ -56,7 +54,6 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
     linker.func_wrap(MODULE, "fd_fdstat_get", fd_fdstat_get)?;
     linker.func_wrap(MODULE, "fd_seek", fd_seek)?;
     linker.func_wrap(MODULE, "proc_exit", proc_exit)?;
-    linker.allow_shadowing(false);
     Ok(())
 }
 
@@ -210,9 +207,14 @@ fn fd_seek(caller: Caller<'_, HostState>, fd: i32, _offset: i64, _whence: i32, _
 }
 
 fn proc_exit(_caller: Caller<'_, HostState>, status: i32) -> wasmtime::Result<()> {
-    // As wasmtime-wasi: an exit status WASI allows ends the instance with `I32Exit`.
+    // As wasmtime-wasi: an exit status WASI allows ends the instance with an error naming it.
     Err(match u32::try_from(status) {
-        Ok(status) if status < 126 => wasmtime_wasi::I32Exit(status as i32).into(),
+        Ok(status) if status < 126 => GuestExit(status).into(),
         _ => wasmtime::Error::msg("exit with invalid exit status outside of [0..126)"),
     })
 }
+
+/// The guest called `proc_exit` with this status (wasmtime-wasi's `I32Exit`).
+#[derive(Debug, thiserror::Error)]
+#[error("Exited with i32 exit status {0}")]
+struct GuestExit(u32);

@@ -6,10 +6,8 @@
 use codemode_runtime::GUEST_WASM;
 use serde_json::{Value, json};
 use wasmtime::{Caller, Engine, Instance, Linker, Memory, Module, Store, TypedFunc};
-use wasmtime_wasi::p1::WasiP1Ctx;
 
 struct Host {
-    wasi: WasiP1Ctx,
     calls: u32,
     envelope: Option<Value>,
 }
@@ -19,6 +17,64 @@ fn memory(caller: &mut Caller<'_, Host>) -> Memory {
         .get_export("memory")
         .and_then(wasmtime::Extern::into_memory)
         .expect("the guest exports its memory")
+}
+
+/// The guest's WASI imports as an empty context gives them: no environment, writes to
+/// stdout/stderr accepted and dropped, a clock, bytes for randomness.
+fn add_wasi(linker: &mut Linker<Host>) {
+    const WASI: &str = "wasi_snapshot_preview1";
+    let put = |caller: &mut Caller<'_, Host>, at: u32, bytes: &[u8]| {
+        let memory = memory(caller);
+        memory.data_mut(caller)[at as usize..][..bytes.len()].copy_from_slice(bytes);
+    };
+    let sizes = move |mut caller: Caller<'_, Host>, count: u32, size: u32| -> i32 {
+        put(&mut caller, count, &0u32.to_le_bytes());
+        put(&mut caller, size, &0u32.to_le_bytes());
+        0
+    };
+    let clock = move |mut caller: Caller<'_, Host>, _: i32, _: i64, out: u32| -> i32 {
+        put(&mut caller, out, &1u64.to_le_bytes());
+        0
+    };
+    let random = move |mut caller: Caller<'_, Host>, at: u32, len: u32| -> i32 {
+        put(&mut caller, at, &vec![0x2a; len as usize]);
+        0
+    };
+    let write = move |mut caller: Caller<'_, Host>, _: i32, iovs: u32, n: u32, out: u32| -> i32 {
+        let memory = memory(&mut caller);
+        let data = memory.data(&caller);
+        let written: u32 = (0..n)
+            .map(|i| {
+                let len = &data[(iovs + i * 8 + 4) as usize..][..4];
+                u32::from_le_bytes(len.try_into().expect("4 bytes"))
+            })
+            .sum();
+        put(&mut caller, out, &written.to_le_bytes());
+        0
+    };
+    let fdstat = move |mut caller: Caller<'_, Host>, _: i32, out: u32| -> i32 {
+        put(&mut caller, out, &[0; 24]);
+        0
+    };
+    linker.func_wrap(WASI, "environ_sizes_get", sizes).unwrap();
+    linker
+        .func_wrap(WASI, "environ_get", |_: i32, _: i32| 0)
+        .unwrap();
+    linker.func_wrap(WASI, "clock_time_get", clock).unwrap();
+    linker.func_wrap(WASI, "random_get", random).unwrap();
+    linker.func_wrap(WASI, "fd_write", write).unwrap();
+    linker.func_wrap(WASI, "fd_fdstat_get", fdstat).unwrap();
+    linker.func_wrap(WASI, "fd_close", |_: i32| 0).unwrap();
+    linker
+        .func_wrap(WASI, "fd_seek", |_: i32, _: i64, _: i32, _: i32| 70)
+        .unwrap();
+    linker
+        .func_wrap(WASI, "proc_exit", |status: i32| -> wasmtime::Result<()> {
+            Err(wasmtime::Error::msg(format!(
+                "the guest exited with {status}"
+            )))
+        })
+        .unwrap();
 }
 
 /// A guest that has started one call (id 1) to `t` and waits for it.
@@ -32,7 +88,7 @@ struct Waiting {
 impl Waiting {
     fn start(engine: &Engine, module: &Module) -> Waiting {
         let mut linker = Linker::<Host>::new(engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |host| &mut host.wasi).unwrap();
+        add_wasi(&mut linker);
         linker
             .func_wrap(
                 "codemode",
@@ -69,7 +125,6 @@ impl Waiting {
             )
             .unwrap();
         let host = Host {
-            wasi: wasmtime_wasi::WasiCtxBuilder::new().build_p1(),
             calls: 0,
             envelope: None,
         };

@@ -6,7 +6,9 @@
 //! out; its fd_* functions cannot be: inside a tokio runtime they panic the host, trying to
 //! start a runtime of their own — which codemode's own definitions also put an end to.)
 
-use codemode_runtime::{ErrorKind, EvalOptions, EvalOutcome, NoTools, Runtime, RuntimeConfig};
+use codemode_runtime::{
+    ErrorKind, EvalOptions, EvalOutcome, NoTools, Runtime, RuntimeConfig, RuntimeError,
+};
 use serde_json::json;
 
 /// A guest whose `cm_run` calls WASI functions and reports each result as a two-digit string.
@@ -130,4 +132,32 @@ fn the_sandboxs_own_wasi_functions() {
         "08", // fd_write(stdout) once closed: EBADF
     ]);
     assert_eq!(outcome.result, want);
+}
+
+/// WASI is only what the guest imports: a guest importing any other WASI function (here, one
+/// that opens files) is refused when it is linked, with the import named.
+#[test]
+fn a_guest_importing_other_wasi_functions_is_refused_naming_the_import() {
+    let guest = r#"(module
+      (import "wasi_snapshot_preview1" "path_open"
+        (func (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))
+      (memory (export "memory") 1)
+      (func (export "cm_abi_version") (result i32) i32.const 2)
+      (func (export "cm_alloc") (param i32) (result i32) i32.const 4096)
+      (func (export "cm_resume") (param i32 i32 i32 i32) (result i32) i32.const 0)
+      (func (export "cm_run") (param i32 i32 i32) (result i32) i32.const 0))"#;
+    let mut config = RuntimeConfig::default();
+    config.cache_dir(None);
+    let Err(error) = Runtime::with_guest(&config, guest.as_bytes()) else {
+        panic!("a guest importing path_open was linked");
+    };
+    assert!(matches!(error, RuntimeError::Link(_)), "{error:?}");
+    // The link error's chain, as `codemode` prints it.
+    let mut said = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        said.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    assert!(said.contains("wasi_snapshot_preview1::path_open"), "{said}");
 }

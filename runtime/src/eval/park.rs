@@ -112,7 +112,6 @@ impl<'a, T: ToolHost + ?Sized> Eval<'a, T> {
     pub(super) fn can_park(&self, store: &Store<HostState>) -> bool {
         let state = store.data();
         self.image.is_some()
-            && state.wasi.is_none()
             && !state.memory.table_grew
             && self.done.is_empty()
             && self.queued.iter().all(|(_, args, _)| args.is_ok())
