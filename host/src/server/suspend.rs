@@ -546,6 +546,7 @@ impl SuspendedAsker {
             let _withdraw = Withdraw {
                 suspended: &self.suspended,
                 key: &key,
+                from: |state, key| drop(state.pending.remove(key)),
             };
             match tokio::time::timeout(timeout, answer).await {
                 Ok(Ok(answer)) => answer,
@@ -556,14 +557,18 @@ impl SuspendedAsker {
     }
 }
 
+/// Takes back what an eval asked under `key` however its asking ends (answered, timed out, or
+/// dropped), so that no later input-required result carries it: a question from `pending`, a
+/// sampling request from `messages`.
 struct Withdraw<'a> {
     suspended: &'a Suspended,
     key: &'a str,
+    from: fn(&mut State, &str),
 }
 
 impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
-        self.suspended.lock().pending.remove(self.key);
+        (self.from)(&mut self.suspended.lock(), self.key);
     }
 }
 

@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 
 use codemode_runtime::BoxFuture;
 
-use super::{Suspended, random_token};
+use super::{Suspended, Withdraw, random_token};
 use crate::tools::ClientModel;
 
 impl ClientModel for Suspended {
@@ -38,6 +38,7 @@ impl ClientModel for Suspended {
             let _withdraw = Withdraw {
                 suspended: self,
                 key: &key,
+                from: |state, key| drop(state.messages.remove(key)),
             };
             match response.await {
                 Ok(response) => parse(response),
@@ -62,17 +63,6 @@ fn parse(response: Value) -> Result<CreateMessageResult, ServiceError> {
                 )
             }),
         )),
-    }
-}
-
-struct Withdraw<'a> {
-    suspended: &'a Suspended,
-    key: &'a str,
-}
-
-impl Drop for Withdraw<'_> {
-    fn drop(&mut self) {
-        self.suspended.lock().messages.remove(self.key);
     }
 }
 
