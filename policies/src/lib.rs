@@ -218,7 +218,7 @@ pub use profile::{
 };
 pub use remember::{
     Approved, AuditSource, Clock, MemoryRuleStore, RememberedRule, RememberedRules, RuleStore,
-    UpstreamIdentity, is_rule_id, spell_period, upstream_identity,
+    RuleStoreError, UpstreamIdentity, is_rule_id, spell_period, upstream_identity,
 };
 pub use risk::{DecisionRefused, NotAnApprover, Risk, RiskPolicy, needed_permissions};
 pub use schemas::{

@@ -82,10 +82,10 @@ impl CommandTools {
             tool: name.to_string(),
         })?;
         let args = if args.is_null() { json!({}) } else { args };
-        if let Err(problems) = command.validate_args(&args) {
+        if let Err(invalid) = command.validate_args(&args) {
             return Err(ToolError::Failed {
-                message: format!("invalid arguments for `{name}`: {}", problems.join("; ")),
-                data: Some(json!({ "errors": problems })),
+                message: format!("invalid arguments for `{name}`: {invalid}"),
+                data: Some(json!({ "errors": invalid.problems })),
             });
         }
         let argv = argv::argv(command, &args)
