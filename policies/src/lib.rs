@@ -1,6 +1,6 @@
 //! codemode's policies: profiles and per-call dispositions, human approval and the audit log — and the whole [`Config`]: the file's settings, read by
-//! `codemode_config` (re-exported here), plus its policy sections (profiles, output rules),
-//! which this crate reads into its decision types.
+//! [`codemode_config`] (whose types its fields are: import them from there), plus its policy
+//! sections (profiles, output rules), which this crate reads into its decision types.
 //!
 //! A script's `codemode.<tool>(args)` reaches a [`codemode_runtime::ToolHost`]. This crate
 //! provides the [`PolicyToolHost`] that sits in front of the real one and decides each call —
@@ -100,6 +100,17 @@
 //! [`Config::default`] (no file) has no servers, no profiles, default limits and no audit log;
 //! [`DEFAULT_CONFIG_JSON`] is the same as a file.
 //!
+//! [`ConfigErrors`]: codemode_config::ConfigErrors
+//! [`ConfigWarning`]: codemode_config::ConfigWarning
+//! [`ServerConfig`]: codemode_config::ServerConfig
+//! [`parse_size`]: codemode_config::parse_size
+//! [`parse_duration`]: codemode_config::parse_duration
+//! [`Limits`]: codemode_config::Limits
+//! [`AuditConfig`]: codemode_config::AuditConfig
+//! [`default_state_dir`]: codemode_config::default_state_dir
+//! [`DurableConfig`]: codemode_config::DurableConfig
+//! [`DEFAULT_CONFIG_JSON`]: codemode_config::DEFAULT_CONFIG_JSON
+//!
 //! # Profiles
 //!
 //! A call's disposition is decided on the called name (and, for rules, its arguments), in this
@@ -183,22 +194,9 @@ pub use caller::{ALLOW_DESTRUCTIVE, Caller};
 pub use change::{MAX_DIFF_BYTES, change_summary};
 pub use classify::{Class, Classification};
 pub use config::{Config, EvaluationConfig, UnknownProfile};
-// The file's settings sections and errors are `codemode_config`'s; re-exported so that one
-// import serves those who read a file and decide with it.
-pub use codemode_config::{
-    AdminSettings, ApprovalsConfig, AuditConfig, AuthSettings, BUILTIN_TOOL_NAMES, COMMAND_PATH,
-    CommandArg, CommandConfig, CommandOutput, ConfigError, ConfigErrorKind, ConfigErrors,
-    ConfigWarning, DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONFIG_JSON,
-    DEFAULT_MAX_EVAL_LIFETIME, DEFAULT_MAX_MEDIA_BYTES, DEFAULT_MAX_PARKED_BYTES,
-    DEFAULT_MAX_PARKED_BYTES_PER_CLIENT, DEFAULT_REDIS_PORT, DEFAULT_RESULT_TEXT,
-    DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, DEFAULT_STATE_KEY_ENV,
-    DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, HttpSettings, InvalidRedisUrl, JwtKeySource,
-    JwtSettings, Limits, ListenerLimits, LogFormat, LoggingConfig, MIN_RESULT_TEXT,
-    OAuthResourceSettings, ParseUnitError, PerClientLimits, RedisUrl, RetentionLimits,
-    ServerConfig, ServerSettings, ServerTransport, StoreLocation, TokenSecret, TokenSettings,
-    UnresolvedCommand, default_state_dir, explicit_default_ports, origin_allowed, parse_duration,
-    parse_size, resolve_command, valid_allowed_origin,
-};
+// The file's settings and errors are `codemode_config`'s (embedders import them from there);
+// these are the ones this crate's readers use.
+pub(crate) use codemode_config::{ConfigErrorKind, ConfigErrors, ServerTransport, parse_duration};
 pub use decision::ApprovalDecision;
 pub use display::{
     ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, bounded, invisible_ranges, is_blank,

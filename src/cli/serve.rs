@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use codemode_host::Server;
-use codemode_policies::LogFormat;
+use codemode_config::LogFormat;
 
 use super::common::{EXIT_USAGE, load_config};
 

@@ -289,7 +289,7 @@ impl Fixture {
                 outcome,
                 text: codemode_host::result_text(
                     outcome,
-                    codemode_policies::DEFAULT_RESULT_TEXT as usize,
+                    codemode_config::DEFAULT_RESULT_TEXT as usize,
                 ),
                 asked,
                 audit_calls: &calls,

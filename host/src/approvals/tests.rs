@@ -93,13 +93,13 @@ pub(super) fn approver_over(asker: Arc<dyn Asker>, broker: &Arc<ApprovalBroker>)
 }
 
 async fn start(broker: Arc<ApprovalBroker>) -> String {
-    start_with(broker, codemode_policies::ListenerLimits::default()).await
+    start_with(broker, codemode_config::ListenerLimits::default()).await
 }
 
 /// The API on its own listener, under `limits`.
 pub(super) async fn start_with(
     broker: Arc<ApprovalBroker>,
-    limits: codemode_policies::ListenerLimits,
+    limits: codemode_config::ListenerLimits,
 ) -> String {
     start_with_auth(broker, Arc::new(Tokens), limits).await
 }
@@ -108,7 +108,7 @@ pub(super) async fn start_with(
 pub(super) async fn start_with_auth(
     broker: Arc<ApprovalBroker>,
     auth: Arc<dyn Authenticate>,
-    limits: codemode_policies::ListenerLimits,
+    limits: codemode_config::ListenerLimits,
 ) -> String {
     let listener = http::bind("127.0.0.1:0".parse().unwrap(), auth.as_ref())
         .await
