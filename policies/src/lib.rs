@@ -173,54 +173,55 @@ pub use approval::{
 };
 pub use ask::{
     Answer, Ask, AskKind, Asker, NoAsker, Question, Reply, approval_answer, approval_of,
-    approval_question, call_sites, call_sites_of, decision_from, form_answer, reason_from,
+    approval_question, call_sites, call_sites_of, form_answer,
 };
+
 pub use audit::{
-    AccessAuditRecord, AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision,
-    EvalAuditRecord, MemoryAuditSink, RuleAction, RuleAuditRecord, SamplingAuditRecord, Stage,
-    ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
+    AccessAuditRecord, AuditRecord, AuditSink, AuditWriter, Decision, EvalAuditRecord,
+    MemoryAuditSink, RuleAction, RuleAuditRecord, SamplingAuditRecord, Stage, ToolCallAuditRecord,
+    args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
 };
 // The audit chain, its verification and queries (issue 15 §7).
 // What a `tool_call` record keeps of a `hitl_request` (issue 28 B.2).
 pub use audit::{
     AUDIT_CSV_COLUMNS, AuditEvent, AuditFormat, AuditKey, AuditQuery, AuditQueryError, ChainBreak,
-    ChainHead, EvalAuditContext, QueriedRecord, QueryResult, Verified, audit_eval_id, chain_hash,
-    format_records, genesis, parse_time_bound, query_audit_dir, verify_audit_dir,
+    ChainHead, EvalAuditContext, QueriedRecord, QueryResult, Verified, audit_eval_id,
+    format_records, parse_time_bound, query_audit_dir, verify_audit_dir,
 };
-pub use audit::{
-    HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST, bounded_metadata, is_hitl_request,
-};
-pub use caller::{ALLOW_DESTRUCTIVE, Caller};
-pub use change::{MAX_DIFF_BYTES, change_summary};
+pub use audit::{HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST};
+
+pub(crate) use caller::ALLOW_DESTRUCTIVE;
+pub use caller::Caller;
+pub(crate) use change::change_summary;
 pub use classify::{Class, Classification};
 pub use config::{Config, EvaluationConfig, UnknownProfile};
 // The file's settings and errors are `codemode_config`'s (embedders import them from there);
 // these are the ones this crate's readers use.
 pub(crate) use codemode_config::{ConfigErrorKind, ConfigErrors, ServerTransport, parse_duration};
 pub use decision::ApprovalDecision;
+
 pub use display::{
-    ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, bounded, invisible_ranges, is_blank,
-    is_invisible, neutralize, quoted, summarize_args,
+    bounded, invisible_ranges, is_blank, is_invisible, neutralize, quoted, summarize_args,
 };
 pub use enforce::{
     Alternative, PendingAsks, PendingSlot, PendingSlots, PolicyToolHost, PolicyToolHostBuilder,
     ResultObserver,
 };
-pub use outputs::{
-    InvalidPathPattern, MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule,
-    PathPattern, mask_value,
-};
+pub use outputs::{InvalidPathPattern, OutputPolicy, OutputRule, PathPattern};
+
 pub use profile::{
     ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
-    DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
+    DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule,
 };
 pub use remember::{
-    Approved, AuditSource, Clock, MemoryRuleStore, RememberedRule, RememberedRules, RuleStore,
-    RuleStoreError, UpstreamIdentity, is_rule_id, spell_period, upstream_identity,
+    Approved, AuditSource, Clock, RememberedRule, RememberedRules, RuleStore, RuleStoreError,
+    UpstreamIdentity, spell_period, upstream_identity,
 };
-pub use risk::{DecisionRefused, NotAnApprover, Risk, RiskPolicy, needed_permissions};
+
+pub(crate) use risk::needed_permissions;
+pub use risk::{DecisionRefused, NotAnApprover, Risk, RiskPolicy};
+
 pub use schemas::{
-    INVALID_ARGUMENTS, InvalidArguments, Keys, MAX_ARGUMENTS_MESSAGE, MAX_VIOLATION_CHARS,
-    MAX_VIOLATIONS, MEDIA_KEY, SchemaKind, SchemaProblem, SchemaSource, ToolSchemaSpec,
+    InvalidArguments, Keys, MEDIA_KEY, SchemaKind, SchemaProblem, SchemaSource, ToolSchemaSpec,
     ToolSchemas, Violation,
 };

@@ -6,8 +6,8 @@
 
 use std::fmt;
 
+use codemode_config::LogFormat;
 use codemode_policies::{neutralize, now_rfc3339};
-use codemode_config::{LogFormat};
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};

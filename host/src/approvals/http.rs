@@ -41,8 +41,8 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
+use codemode_config::ListenerLimits;
 use codemode_policies::{Caller, neutralize};
-use codemode_config::{ListenerLimits};
 use serde::Deserialize;
 use serde_json::json;
 

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
-use codemode_policies::{Caller};
 use codemode_config::{JwtKeySource, JwtSettings};
+use codemode_policies::Caller;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;

@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use codemode_policies::{Caller};
-use codemode_config::{OAuthResourceSettings};
+use codemode_config::OAuthResourceSettings;
+use codemode_policies::Caller;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 

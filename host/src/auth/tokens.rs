@@ -1,8 +1,8 @@
 //! Static bearer tokens (`server.auth.tokens`): each known only by its SHA-256, compared in
 //! constant time.
 
-use codemode_policies::{Caller};
 use codemode_config::{TokenSecret, TokenSettings};
+use codemode_policies::Caller;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 

@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use codemode_policies::{Config};
 use codemode_config::{AdminSettings, StoreLocation, TokenSecret};
+use codemode_policies::Config;
 use codemode_runtime::{Runtime, RuntimeConfig};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

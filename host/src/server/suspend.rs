@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use codemode_policies::{Channel};
-use codemode_config::{RetentionLimits};
+use codemode_config::RetentionLimits;
+use codemode_policies::Channel;
 use codemode_runtime::BoxFuture;
 use rmcp::model::{ElicitRequest, InputRequest, InputRequests, InputResponses};
 use serde_json::Value;

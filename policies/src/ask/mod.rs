@@ -15,6 +15,5 @@ mod form;
 
 pub use asker::{Answer, Ask, AskKind, Asker, NoAsker, Question, Reply};
 pub use form::{
-    approval_answer, approval_of, approval_question, call_sites, call_sites_of, decision_from,
-    form_answer, reason_from,
+    approval_answer, approval_of, approval_question, call_sites, call_sites_of, form_answer,
 };

@@ -21,12 +21,10 @@ mod writer;
 
 use std::sync::Mutex;
 
-pub use chain::{AuditKey, chain_hash, genesis};
+pub use chain::AuditKey;
 pub use csv::AUDIT_CSV_COLUMNS;
 pub use eval_id::audit_eval_id;
-pub use hitl::{
-    HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST, bounded_metadata, is_hitl_request,
-};
+pub use hitl::{HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST};
 pub use query::{
     AuditEvent, AuditFormat, AuditQuery, AuditQueryError, QueriedRecord, QueryResult,
     format_records, parse_time_bound, query_audit_dir,
@@ -38,7 +36,7 @@ pub use record::{
 pub use rule::{RuleAction, RuleAuditRecord};
 pub use time::{now_rfc3339, rfc3339_utc};
 pub use verify::{ChainBreak, ChainHead, Verified, verify_audit_dir};
-pub use writer::{AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES};
+pub use writer::AuditWriter;
 
 /// Where audit records go. Recording never fails from the caller's point of view: a sink
 /// handles (and reports) its own errors.

@@ -15,7 +15,7 @@ use super::{AuditRecord, AuditSink};
 
 /// How many bytes of serialised records may wait for the writer thread at once (16 MiB), by
 /// default. Past it, records are dropped and counted: see [`AuditWriter`].
-pub const DEFAULT_AUDIT_QUEUE_BYTES: usize = 16 << 20;
+pub(crate) const DEFAULT_AUDIT_QUEUE_BYTES: usize = 16 << 20;
 
 /// Appends records to `<dir>/YYYY-MM-DD.jsonl` (the UTC day of each record's `ts`), one JSON
 /// object per line, each ending with `prev_hash` and `hash` (the chain: see
@@ -48,7 +48,7 @@ pub const DEFAULT_AUDIT_QUEUE_BYTES: usize = 16 << 20;
 ///
 /// Never fails a caller: a record that cannot be written is reported with `tracing::warn!`
 /// and counted ([`AuditWriter::failures`]). The queue is bounded in bytes
-/// ([`DEFAULT_AUDIT_QUEUE_BYTES`]): when the disk stalls and the queue is full, further
+/// ([`AuditWriter::DEFAULT_QUEUE_BYTES`]): when the disk stalls and the queue is full, further
 /// records are dropped, counted as failures and warned about, rather than blocking every tool
 /// call of every eval behind the disk or growing memory without bound. (A record larger than
 /// the whole bound is still queued when the queue is empty, so one big record is not lost to
@@ -114,8 +114,12 @@ enum Job {
 }
 
 impl AuditWriter {
+    /// How many bytes of serialised records may wait for the writer thread at once by default
+    /// (16 MiB); past it, records are dropped and counted.
+    pub const DEFAULT_QUEUE_BYTES: usize = DEFAULT_AUDIT_QUEUE_BYTES;
+
     /// A writer into `dir`, which is created (with its parents) if missing, with a queue of
-    /// at most [`DEFAULT_AUDIT_QUEUE_BYTES`].
+    /// at most [`AuditWriter::DEFAULT_QUEUE_BYTES`].
     ///
     /// # Errors
     ///

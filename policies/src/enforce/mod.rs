@@ -40,7 +40,7 @@ use codemode_script::Preview;
 /// 1. The disposition comes from [`Profile::disposition`] on the called name and arguments
 ///    (no profile: allowed).
 /// 2. A tool whose class ([`Classification`]) is destructive, called by a caller without
-///    [`crate::ALLOW_DESTRUCTIVE`]: [`ToolError::Denied`] with reason `permission`, whatever
+///    [`Caller::ALLOW_DESTRUCTIVE`](crate::Caller::ALLOW_DESTRUCTIVE): [`ToolError::Denied`] with reason `permission`, whatever
 ///    the profile says (no profile too), and nobody is asked.
 /// 2. If the deciding rule requires permissions (`requirePermissions`) the caller
 ///    ([`PolicyToolHostBuilder::caller`]) lacks: [`ToolError::Denied`] with reason

@@ -18,8 +18,8 @@ mod reaper;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use codemode_policies::{Config};
 use codemode_config::{CommandConfig, CommandOutput, resolve_command};
+use codemode_policies::Config;
 use codemode_runtime::ToolError;
 use serde_json::{Value, json};
 
