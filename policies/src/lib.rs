@@ -92,7 +92,7 @@
 //!   `500ms`, `2m`, `1h` ([`parse_duration`]); `0` fuel or tool calls means unlimited. See
 //!   [`Limits`] for the defaults.
 //! - `audit`: a directory for JSON Lines files, whether to log arguments, and `keyEnv` (HMAC chains)
-//!   ([`AuditConfig`]; [`verify_audit_dir`], [`query_audit_dir`]).
+//!   ([`AuditConfig`]; [`Verified::of_dir`], [`AuditQuery::run`]).
 //! - `durable`: where evals waiting for a human are kept, `"local"` (the default, in
 //!   [`default_state_dir`]) or `"redis://HOST:PORT/DB"`, and the variable holding the key that
 //!   seals them ([`DurableConfig`]).
@@ -184,9 +184,8 @@ pub use audit::{
 // The audit chain, its verification and queries (issue 15 §7).
 // What a `tool_call` record keeps of a `hitl_request` (issue 28 B.2).
 pub use audit::{
-    AUDIT_CSV_COLUMNS, AuditEvent, AuditFormat, AuditKey, AuditQuery, AuditQueryError, ChainBreak,
-    ChainHead, EvalAuditContext, QueriedRecord, QueryResult, Verified, audit_eval_id,
-    format_records, parse_time_bound, query_audit_dir, verify_audit_dir,
+    AuditEvent, AuditFormat, AuditKey, AuditQuery, AuditQueryError, ChainBreak, ChainHead,
+    EvalAuditContext, QueriedRecord, QueryResult, Verified, audit_eval_id,
 };
 pub use audit::{HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST};
 

@@ -4,7 +4,7 @@
 //! attempt; the host records one [`EvalAuditRecord`] per eval
 //! ([`EvalAuditRecord::from_outcome`]). Records go to an [`AuditSink`]: an [`AuditWriter`]
 //! (JSON Lines files) or a [`MemoryAuditSink`]. The files are hash chains
-//! ([`verify_audit_dir`] checks them) and can be searched ([`query_audit_dir`]).
+//! ([`Verified::of_dir`] checks them) and can be searched ([`AuditQuery::run`]).
 
 mod chain;
 mod csv;
@@ -22,20 +22,16 @@ mod writer;
 use std::sync::Mutex;
 
 pub use chain::AuditKey;
-pub use csv::AUDIT_CSV_COLUMNS;
 pub use eval_id::audit_eval_id;
 pub use hitl::{HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST};
-pub use query::{
-    AuditEvent, AuditFormat, AuditQuery, AuditQueryError, QueriedRecord, QueryResult,
-    format_records, parse_time_bound, query_audit_dir,
-};
+pub use query::{AuditEvent, AuditFormat, AuditQuery, AuditQueryError, QueriedRecord, QueryResult};
 pub use record::{
     AccessAuditRecord, AuditRecord, Decision, EvalAuditContext, EvalAuditRecord,
     SamplingAuditRecord, Stage, ToolCallAuditRecord, args_sha256, canonical_json, sha256_hex,
 };
 pub use rule::{RuleAction, RuleAuditRecord};
 pub use time::{now_rfc3339, rfc3339_utc};
-pub use verify::{ChainBreak, ChainHead, Verified, verify_audit_dir};
+pub use verify::{ChainBreak, ChainHead, Verified};
 pub use writer::AuditWriter;
 
 /// Where audit records go. Recording never fails from the caller's point of view: a sink

@@ -19,7 +19,7 @@ pub(crate) const DEFAULT_AUDIT_QUEUE_BYTES: usize = 16 << 20;
 
 /// Appends records to `<dir>/YYYY-MM-DD.jsonl` (the UTC day of each record's `ts`), one JSON
 /// object per line, each ending with `prev_hash` and `hash` (the chain: see
-/// [`verify_audit_dir`](crate::verify_audit_dir) for what it proves).
+/// [`Verified::of_dir`](crate::Verified::of_dir) for what it proves).
 ///
 /// # Files, locks and the chain
 ///
@@ -511,7 +511,7 @@ mod tests {
         let text = std::fs::read_to_string(dir.join("2024-05-01.jsonl")).unwrap();
         assert_eq!(text.lines().count(), 8 * 25 + 2);
         // One chain per file, continued by the second writer.
-        let crate::Verified::Ok(heads) = crate::verify_audit_dir(&dir, None).unwrap() else {
+        let crate::Verified::Ok(heads) = crate::Verified::of_dir(&dir, None).unwrap() else {
             panic!("a broken chain")
         };
         let counts: Vec<u64> = heads.iter().map(|h| h.records).collect();
@@ -548,11 +548,11 @@ mod tests {
             "{first}"
         );
         assert!(matches!(
-            crate::verify_audit_dir(&dir, Some(&key)).unwrap(),
+            crate::Verified::of_dir(&dir, Some(&key)).unwrap(),
             crate::Verified::Ok(h) if h[0].records == 7
         ));
         assert!(matches!(
-            crate::verify_audit_dir(&dir, None).unwrap(),
+            crate::Verified::of_dir(&dir, None).unwrap(),
             crate::Verified::Broken(crate::ChainBreak { line: 1, .. })
         ));
         #[cfg(unix)]
@@ -574,7 +574,7 @@ mod tests {
         let text = std::fs::read_to_string(&file).unwrap();
         assert_eq!(text.lines().count(), 9);
         assert!(matches!(
-            crate::verify_audit_dir(&dir, Some(&key)).unwrap(),
+            crate::Verified::of_dir(&dir, Some(&key)).unwrap(),
             crate::Verified::Broken(crate::ChainBreak { line: 8, .. })
         ));
         std::fs::remove_dir_all(&dir).unwrap();
