@@ -21,7 +21,7 @@ pub(crate) const ALLOW_DESTRUCTIVE: &str = "allow_destructive";
 /// assert!(ci.has_permission("payments"));
 /// assert!(!Caller::local().has_permission("payments"));
 /// assert_eq!(Caller::local().name, "local");
-/// assert!(Caller::local().has_permission(codemode_policies::ALLOW_DESTRUCTIVE));
+/// assert!(Caller::local().has_permission(Caller::ALLOW_DESTRUCTIVE));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Caller {

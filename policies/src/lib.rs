@@ -167,25 +167,22 @@ mod remember;
 mod risk;
 mod schemas;
 
+pub(crate) use approval::new_request_id;
 pub use approval::{
     ApprovalAnswer, ApprovalRequest, Channel, ParkedAsk, ParkedQuestion, SessionApprovals,
-    new_request_id,
 };
-pub use ask::{
-    Answer, Ask, AskKind, Asker, NoAsker, Question, Reply, approval_answer, approval_of,
-    approval_question, call_sites, call_sites_of, form_answer,
-};
+pub use ask::{Answer, Ask, AskKind, Asker, NoAsker, Question, Reply};
 
 pub use audit::{
     AccessAuditRecord, AuditRecord, AuditSink, AuditWriter, Decision, EvalAuditRecord,
     MemoryAuditSink, RuleAction, RuleAuditRecord, SamplingAuditRecord, Stage, ToolCallAuditRecord,
-    args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
 };
+pub(crate) use audit::{args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex};
 // The audit chain, its verification and queries (issue 15 §7).
 // What a `tool_call` record keeps of a `hitl_request` (issue 28 B.2).
 pub use audit::{
     AuditEvent, AuditFormat, AuditKey, AuditQuery, AuditQueryError, ChainBreak, ChainHead,
-    EvalAuditContext, QueriedRecord, QueryResult, Verified, audit_eval_id,
+    EvalAuditContext, QueriedRecord, QueryResult, Verified,
 };
 pub use audit::{HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST};
 
@@ -209,12 +206,13 @@ pub use enforce::{
 pub use outputs::{InvalidPathPattern, OutputPolicy, OutputRule, PathPattern};
 
 pub use profile::{
-    ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
-    DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule,
+    ApprovalDiff, Condition, Disposition, DispositionKind, Fallback, MatchedBy, PathCondition,
+    PathValue, Profile, Rule,
 };
+pub(crate) use remember::spell_period;
 pub use remember::{
     Approved, AuditSource, Clock, RememberedRule, RememberedRules, RuleStore, RuleStoreError,
-    UpstreamIdentity, spell_period, upstream_identity,
+    UpstreamIdentity,
 };
 
 pub(crate) use risk::needed_permissions;

@@ -424,7 +424,7 @@ impl RememberedRules {
 /// server's URL — so that a reload giving the name to another upstream changes it, while one
 /// that only rotates its environment or headers (credentials) does not. `None` for a tool of
 /// no configured server.
-pub fn upstream_identity(config: &crate::Config, tool: &str) -> Option<String> {
+pub(crate) fn upstream_identity(config: &crate::Config, tool: &str) -> Option<String> {
     let (server, _) = tool.split_once("__")?;
     let spec = match &config.servers.get(server)?.transport {
         crate::ServerTransport::Stdio {
@@ -441,9 +441,29 @@ pub fn is_rule_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+impl crate::Config {
+    /// What identifies the upstream server of `tool` (`server__tool`): the SHA-256 of how it
+    /// is reached — a stdio server's command, arguments and working directory, an HTTP
+    /// server's URL — so that a reload giving the name to another upstream changes it, while
+    /// one that only rotates its environment or headers (credentials) does not. `None` for a
+    /// tool of no configured server. Remembered approvals cover a call only while it is the
+    /// same ([`RememberedRule::covers`]).
+    pub fn upstream_identity(&self, tool: &str) -> Option<String> {
+        upstream_identity(self, tool)
+    }
+}
+
+impl crate::RiskPolicy {
+    /// Its `rememberFor` as the approval form states it, in its largest whole unit (`7 days`,
+    /// `1 hour`, `90 seconds`); `None` when the level remembers no approval.
+    pub fn remember_for_spelled(&self) -> Option<String> {
+        self.remember_for.map(spell_period)
+    }
+}
+
 /// A period as the approval form states it, in its largest whole unit: `7 days`, `1 hour`,
 /// `90 seconds`.
-pub fn spell_period(period: Duration) -> String {
+pub(crate) fn spell_period(period: Duration) -> String {
     let s = period.as_secs();
     let (n, unit) = match s {
         0 => return format!("{} ms", period.as_millis()),

@@ -231,7 +231,7 @@ async fn remembering(
     let servers = config.clone();
     eval.remembered(Some(remembered_rules(config, audit).await))
         .upstream_identity(Some(Arc::new(move |tool: &str| {
-            codemode_policies::upstream_identity(&servers, tool)
+            servers.upstream_identity(tool)
         })))
 }
 

@@ -238,7 +238,7 @@ pub struct QueriedRecord {
     pub fields: Map<String, Value>,
 }
 
-/// What [`query_audit_dir`] found.
+/// What [`AuditQuery::run`] found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QueryResult {
     /// The matching records, by `ts` (records of equal `ts` in file order).
@@ -299,7 +299,7 @@ impl AuditQuery {
     }
 }
 
-/// How [`format_records`] renders records (`--format`).
+/// How [`AuditFormat::render`] renders records (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AuditFormat {
     /// Each record's line as written, one per line (the default).

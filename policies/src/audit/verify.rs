@@ -29,7 +29,7 @@ pub struct ChainBreak {
     pub why: &'static str,
 }
 
-/// What [`verify_audit_dir`] found.
+/// What [`Verified::of_dir`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verified {
     /// Every chain holds: each file's head, by file name.

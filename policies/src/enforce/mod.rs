@@ -199,7 +199,7 @@ impl PolicyToolHostBuilder {
 
     /// The `eval_id` its audit records carry, when not the one of the runtime's id: an eval
     /// resumed in another process keeps the id its first records were written under.
-    /// Default: [`crate::audit_eval_id`] of each call's eval.
+    /// Default: [`AuditRecord::eval_id`](crate::AuditRecord::eval_id) of each call's eval.
     pub fn audit_id(mut self, id: Option<String>) -> Self {
         self.host.audit_id = id;
         self
