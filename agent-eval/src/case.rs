@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use codemode_policies::{AUDIT_CSV_COLUMNS, Decision};
+use codemode_policies::{AuditFormat, Decision};
 use codemode_runtime::CallStatus;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -146,13 +146,13 @@ fn check_pattern(pattern: &Map<String, Value>) -> Result<(), String> {
         );
     }
     for (field, value) in pattern {
-        if !AUDIT_CSV_COLUMNS.contains(&field.as_str())
+        if !AuditFormat::CSV_COLUMNS.contains(&field.as_str())
             && !MORE_AUDIT_FIELDS.contains(&field.as_str())
         {
             return Err(format!(
                 "has `{}`, which no audit record has; the fields are {}, {}",
                 codemode_policies::quoted(field),
-                AUDIT_CSV_COLUMNS.join(", "),
+                AuditFormat::CSV_COLUMNS.join(", "),
                 MORE_AUDIT_FIELDS.join(", ")
             ));
         }

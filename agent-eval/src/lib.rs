@@ -19,7 +19,7 @@ mod verdict;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use codemode_policies::{AuditQuery, Config, query_audit_dir};
+use codemode_policies::{AuditQuery, Config};
 use codemode_runtime::Runtime;
 use serde_json::{Map, Value};
 
@@ -250,7 +250,8 @@ fn read_audit(dir: &Path) -> Result<Vec<Map<String, Value>>, String> {
     if !dir.exists() {
         return Ok(Vec::new());
     }
-    let result = query_audit_dir(dir, &AuditQuery::default())
+    let result = AuditQuery::default()
+        .run(dir)
         .map_err(|e| format!("reading the case's audit log: {e}"))?;
     Ok(result.records.into_iter().map(|r| r.fields).collect())
 }

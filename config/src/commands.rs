@@ -100,9 +100,12 @@ pub enum CommandOutput {
 }
 
 impl CommandConfig {
-    /// Checks `args` against the `inputSchema`: `Err` with one line per problem,
-    /// `/pointer: message` (`(root)` for the arguments object itself), at most 10.
-    pub fn validate_args(&self, args: &Value) -> Result<(), Vec<String>> {
+    /// Checks `args` against the `inputSchema`.
+    ///
+    /// # Errors
+    /// [`InvalidCommandArgs`]: at most 10 problems, each `/pointer: message` (`(root)` for the
+    /// arguments object itself).
+    pub fn validate_args(&self, args: &Value) -> Result<(), InvalidCommandArgs> {
         let problems: Vec<String> = self
             .validator
             .iter_errors(args)
@@ -116,9 +119,18 @@ impl CommandConfig {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(problems)
+            Err(InvalidCommandArgs { problems })
         }
     }
+}
+
+/// Arguments a command tool's `inputSchema` refuses: each problem with the JSON Pointer of the
+/// value it is about, shown as one line joined by `; `.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", problems.join("; "))]
+pub struct InvalidCommandArgs {
+    /// `/pointer: message` per problem (`(root)` for the arguments object), at most 10.
+    pub problems: Vec<String>,
 }
 
 /// The program `command` names: itself when absolute, else the first executable file of that

@@ -53,7 +53,9 @@ fn a_full_command_reads_every_key() {
     assert_eq!(cmd.validate_args(&json!({"limit": 3})), Ok(()));
     assert_eq!(
         cmd.validate_args(&json!({"limit": "3"})),
-        Err(vec![r#"/limit: "3" is not of type "integer""#.to_string()])
+        Err(InvalidCommandArgs {
+            problems: vec![r#"/limit: "3" is not of type "integer""#.to_string()]
+        })
     );
 }
 

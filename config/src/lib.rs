@@ -78,7 +78,8 @@ pub use approvals::ApprovalsConfig;
 pub use audit::{AuditConfig, AuditKey};
 pub use commands::{
     BUILTIN_TOOL_NAMES, COMMAND_PATH, CommandArg, CommandConfig, CommandOutput,
-    DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, UnresolvedCommand, resolve_command,
+    DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, InvalidCommandArgs, UnresolvedCommand,
+    resolve_command,
 };
 pub use durable::{
     DEFAULT_MAX_PARKED_BYTES, DEFAULT_REDIS_PORT, DEFAULT_STATE_KEY_ENV,

@@ -143,7 +143,7 @@ impl GovernedEval {
     pub fn audit_id(&self) -> String {
         self.audit_id
             .clone()
-            .unwrap_or_else(|| codemode_policies::audit_eval_id(self.id))
+            .unwrap_or_else(|| codemode_policies::AuditRecord::eval_id(self.id))
     }
 
     /// The session it belongs to and that session's remembered approvals, if any.
@@ -428,7 +428,7 @@ impl GovernedEval {
             Channels::new(
                 self.asker.clone(),
                 self.broker.clone(),
-                codemode_policies::audit_eval_id(self.id),
+                codemode_policies::AuditRecord::eval_id(self.id),
                 self.caller.name.clone(),
             )
             .with_open_asks(self.open_asks.clone()),
@@ -792,7 +792,10 @@ mod tests {
             .tool_calls()
             .into_iter()
             .map(|r: ToolCallAuditRecord| {
-                assert_eq!(r.eval_id, codemode_policies::audit_eval_id(eval.id()));
+                assert_eq!(
+                    r.eval_id,
+                    codemode_policies::AuditRecord::eval_id(eval.id())
+                );
                 assert_eq!(r.session_id.as_deref(), Some("s7"));
                 assert_eq!(r.profile.as_deref(), Some("p"));
                 (r.tool, r.disposition, r.decision)
@@ -827,7 +830,7 @@ mod tests {
         assert_eq!(evals.len(), 1);
         assert_eq!(
             evals[0].eval_id,
-            codemode_policies::audit_eval_id(eval.id())
+            codemode_policies::AuditRecord::eval_id(eval.id())
         );
         assert_eq!(evals[0].caller, "local");
         assert!(evals[0].ok);
@@ -899,14 +902,17 @@ mod tests {
         let AuditRecord::Eval(rec) = &records[1] else {
             panic!("{records:?}")
         };
-        assert_eq!(rec.eval_id, codemode_policies::audit_eval_id(eval.id()));
+        assert_eq!(
+            rec.eval_id,
+            codemode_policies::AuditRecord::eval_id(eval.id())
+        );
         assert_eq!(rec.eval_id, call.eval_id);
         assert_eq!(rec.caller, "ci");
         assert!(!rec.ok);
         assert_eq!(rec.error_kind, Some(ErrorKind::Cancelled));
         assert_eq!(
             rec.code_sha256,
-            codemode_policies::sha256_hex(code.as_bytes())
+            codemode_policies::AuditRecord::sha256_hex(code.as_bytes())
         );
 
         // Cancelled through the token, the outcome's own record is the only one.
@@ -990,7 +996,7 @@ mod tests {
         assert_eq!(rec.error_kind, Some(ErrorKind::Syntax));
         assert_eq!(
             rec.code_sha256,
-            codemode_policies::sha256_hex(code.as_bytes())
+            codemode_policies::AuditRecord::sha256_hex(code.as_bytes())
         );
     }
 }

@@ -139,8 +139,15 @@ fn deadline_ms(timeout: Duration) -> u64 {
     now_ms().saturating_add(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
 }
 
+impl ApprovalRequest {
+    /// A fresh [`ApprovalRequest::id`]: 128 random bits as 32 hex digits.
+    pub fn new_id() -> String {
+        new_request_id()
+    }
+}
+
 /// A fresh [`ApprovalRequest::id`]: 128 random bits as 32 hex digits.
-pub fn new_request_id() -> String {
+pub(crate) fn new_request_id() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         // No OS randomness: hash what differs between calls (still unguessable in practice;

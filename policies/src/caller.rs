@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 /// local caller (stdio, `codemode run`, unauthenticated loopback HTTP) holds it unless
 /// `evaluation.localAllowDestructive` is `false`; an HTTP caller only when its token or JWT
 /// grants it.
-pub const ALLOW_DESTRUCTIVE: &str = "allow_destructive";
+pub(crate) const ALLOW_DESTRUCTIVE: &str = "allow_destructive";
 
 /// Who an eval runs for: a name and the permissions it was granted.
 ///
@@ -21,7 +21,7 @@ pub const ALLOW_DESTRUCTIVE: &str = "allow_destructive";
 /// assert!(ci.has_permission("payments"));
 /// assert!(!Caller::local().has_permission("payments"));
 /// assert_eq!(Caller::local().name, "local");
-/// assert!(Caller::local().has_permission(codemode_policies::ALLOW_DESTRUCTIVE));
+/// assert!(Caller::local().has_permission(Caller::ALLOW_DESTRUCTIVE));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Caller {
@@ -32,6 +32,10 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The permission a caller needs for a destructive call (`allow_destructive`): see
+    /// [`Caller::local`] for who holds it.
+    pub const ALLOW_DESTRUCTIVE: &str = ALLOW_DESTRUCTIVE;
+
     /// The name of [`Caller::local`].
     pub const LOCAL: &'static str = "local";
 
@@ -48,7 +52,7 @@ impl Caller {
     }
 
     /// The user of this machine: `"local"`, with one permission,
-    /// [`ALLOW_DESTRUCTIVE`]: whoever runs codemode on their own
+    /// [`Caller::ALLOW_DESTRUCTIVE`]: whoever runs codemode on their own
     /// machine can run the tools by hand anyway, so destructive calls are theirs to make
     /// (unless `evaluation.localAllowDestructive` is `false`). An HTTP caller gets only what
     /// its token or JWT grants.

@@ -42,14 +42,7 @@ const MIN_HUNK_LINES: usize = 4;
 /// than `MAX_DIFF_LINES` lines drops its context lines, then gives each hunk its share of the
 /// lines (both ends of a long one) and counts the hunks past the budget with where they start, so
 /// a change late in a file is never hidden behind a long one before it.
-///
-///
-/// ```
-/// use codemode_policies::change_summary;
-/// let shown = change_summary("a\nb\n", "a\nc\n");
-/// assert_eq!(shown, "Changes to the current content (2 lines → 2 lines):\n    ┆ @@ -1,2 +1,2 @@\n    │ a\n    │-b\n    │+c\n");
-/// ```
-pub fn change_summary(current: &str, new: &str) -> String {
+pub(crate) fn change_summary(current: &str, new: &str) -> String {
     if current == new {
         return "No change to the current content.\n".to_string();
     }
@@ -239,6 +232,15 @@ fn lines(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_one_line_change_is_shown_as_a_hunk() {
+        let shown = change_summary("a\nb\n", "a\nc\n");
+        assert_eq!(
+            shown,
+            "Changes to the current content (2 lines → 2 lines):\n    ┆ @@ -1,2 +1,2 @@\n    │ a\n    │-b\n    │+c\n"
+        );
+    }
 
     #[test]
     fn a_change_is_framed_and_neutralised() {

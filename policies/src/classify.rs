@@ -44,7 +44,7 @@ pub enum Class {
     /// Changes something; what a tool nobody classified is taken for.
     #[default]
     Write,
-    /// Changes something irreversibly: needs [`ALLOW_DESTRUCTIVE`].
+    /// Changes something irreversibly: needs [`Caller::ALLOW_DESTRUCTIVE`](crate::Caller::ALLOW_DESTRUCTIVE).
     Destructive,
 }
 
@@ -129,7 +129,7 @@ impl Classification {
     }
 
     /// Whether `caller` may make a call of `class`: anything but a destructive call, which
-    /// needs [`ALLOW_DESTRUCTIVE`]. With `localAllowDestructive: false` the local caller's
+    /// needs [`Caller::ALLOW_DESTRUCTIVE`](crate::Caller::ALLOW_DESTRUCTIVE). With `localAllowDestructive: false` the local caller's
     /// grant (see [`Caller::local`]) is not honoured.
     pub fn permits(&self, caller: &Caller, class: Class) -> bool {
         if class != Class::Destructive {

@@ -149,7 +149,7 @@ const ARGS_NESTED_PATHS: usize = 20;
 
 /// A call's arguments as a human first sees them: for an object, one line per top-level key
 /// (`"key": value`, in key order), each key and each value as compact JSON bounded to
-/// [`ARGS_VALUE_PREVIEW_CHARS`] characters — a longer one is elided in the middle, with the
+/// `ARGS_VALUE_PREVIEW_CHARS` (200) characters — a longer one is elided in the middle, with the
 /// number of characters left out — so no key can be pushed out of view by a long sibling; any
 /// other value is one bounded line. A path-like string (a separator, no line break) is never
 /// elided in the middle: it is shown whole up to `ARGS_PATH_PREVIEW_CHARS`, with its
@@ -158,7 +158,7 @@ const ARGS_NESTED_PATHS: usize = 20;
 /// new content) is a framed block: its size on the key's line, then each of its lines after
 /// `    │ ` (the first 12 and the last 6 of a longer one, the rest counted), so that no line
 /// of a value can read as a line of the prompt; one inside an array or object gets such a
-/// block too, under its JSON Pointer. Past [`ARGS_SUMMARY_MAX_KEYS`] keys, a last line counts
+/// block too, under its JSON Pointer. Past `ARGS_SUMMARY_MAX_KEYS` (100) keys, a last line counts
 /// the others. The result is [`neutralize`]d (JSON already escapes control characters; this also
 /// catches bidi and zero-width ones). The full arguments are one step away in every prompt.
 ///

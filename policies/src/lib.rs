@@ -1,6 +1,6 @@
 //! codemode's policies: profiles and per-call dispositions, human approval and the audit log — and the whole [`Config`]: the file's settings, read by
-//! `codemode_config` (re-exported here), plus its policy sections (profiles, output rules),
-//! which this crate reads into its decision types.
+//! [`codemode_config`] (whose types its fields are: import them from there), plus its policy
+//! sections (profiles, output rules), which this crate reads into its decision types.
 //!
 //! A script's `codemode.<tool>(args)` reaches a [`codemode_runtime::ToolHost`]. This crate
 //! provides the [`PolicyToolHost`] that sits in front of the real one and decides each call —
@@ -92,13 +92,24 @@
 //!   `500ms`, `2m`, `1h` ([`parse_duration`]); `0` fuel or tool calls means unlimited. See
 //!   [`Limits`] for the defaults.
 //! - `audit`: a directory for JSON Lines files, whether to log arguments, and `keyEnv` (HMAC chains)
-//!   ([`AuditConfig`]; [`verify_audit_dir`], [`query_audit_dir`]).
+//!   ([`AuditConfig`]; [`Verified::of_dir`], [`AuditQuery::run`]).
 //! - `durable`: where evals waiting for a human are kept, `"local"` (the default, in
 //!   [`default_state_dir`]) or `"redis://HOST:PORT/DB"`, and the variable holding the key that
 //!   seals them ([`DurableConfig`]).
 //!
 //! [`Config::default`] (no file) has no servers, no profiles, default limits and no audit log;
 //! [`DEFAULT_CONFIG_JSON`] is the same as a file.
+//!
+//! [`ConfigErrors`]: codemode_config::ConfigErrors
+//! [`ConfigWarning`]: codemode_config::ConfigWarning
+//! [`ServerConfig`]: codemode_config::ServerConfig
+//! [`parse_size`]: codemode_config::parse_size
+//! [`parse_duration`]: codemode_config::parse_duration
+//! [`Limits`]: codemode_config::Limits
+//! [`AuditConfig`]: codemode_config::AuditConfig
+//! [`default_state_dir`]: codemode_config::default_state_dir
+//! [`DurableConfig`]: codemode_config::DurableConfig
+//! [`DEFAULT_CONFIG_JSON`]: codemode_config::DEFAULT_CONFIG_JSON
 //!
 //! # Profiles
 //!
@@ -156,73 +167,58 @@ mod remember;
 mod risk;
 mod schemas;
 
+pub(crate) use approval::new_request_id;
 pub use approval::{
     ApprovalAnswer, ApprovalRequest, Channel, ParkedAsk, ParkedQuestion, SessionApprovals,
-    new_request_id,
 };
-pub use ask::{
-    Answer, Ask, AskKind, Asker, NoAsker, Question, Reply, approval_answer, approval_of,
-    approval_question, call_sites, call_sites_of, decision_from, form_answer, reason_from,
-};
+pub use ask::{Answer, Ask, AskKind, Asker, NoAsker, Question, Reply};
+
 pub use audit::{
-    AccessAuditRecord, AuditRecord, AuditSink, AuditWriter, DEFAULT_AUDIT_QUEUE_BYTES, Decision,
-    EvalAuditRecord, MemoryAuditSink, RuleAction, RuleAuditRecord, SamplingAuditRecord, Stage,
-    ToolCallAuditRecord, args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex,
+    AccessAuditRecord, AuditRecord, AuditSink, AuditWriter, Decision, EvalAuditRecord,
+    MemoryAuditSink, RuleAction, RuleAuditRecord, SamplingAuditRecord, Stage, ToolCallAuditRecord,
 };
+pub(crate) use audit::{args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sha256_hex};
 // The audit chain, its verification and queries (issue 15 §7).
 // What a `tool_call` record keeps of a `hitl_request` (issue 28 B.2).
 pub use audit::{
-    AUDIT_CSV_COLUMNS, AuditEvent, AuditFormat, AuditKey, AuditQuery, AuditQueryError, ChainBreak,
-    ChainHead, EvalAuditContext, QueriedRecord, QueryResult, Verified, audit_eval_id, chain_hash,
-    format_records, genesis, parse_time_bound, query_audit_dir, verify_audit_dir,
+    AuditEvent, AuditFormat, AuditKey, AuditQuery, AuditQueryError, ChainBreak, ChainHead,
+    EvalAuditContext, QueriedRecord, QueryResult, Verified,
 };
-pub use audit::{
-    HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST, bounded_metadata, is_hitl_request,
-};
-pub use caller::{ALLOW_DESTRUCTIVE, Caller};
-pub use change::{MAX_DIFF_BYTES, change_summary};
+pub use audit::{HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST};
+
+pub(crate) use caller::ALLOW_DESTRUCTIVE;
+pub use caller::Caller;
+pub(crate) use change::change_summary;
 pub use classify::{Class, Classification};
 pub use config::{Config, EvaluationConfig, UnknownProfile};
-// The file's settings sections and errors are `codemode_config`'s; re-exported so that one
-// import serves those who read a file and decide with it.
-pub use codemode_config::{
-    AdminSettings, ApprovalsConfig, AuditConfig, AuthSettings, BUILTIN_TOOL_NAMES, COMMAND_PATH,
-    CommandArg, CommandConfig, CommandOutput, ConfigError, ConfigErrorKind, ConfigErrors,
-    ConfigWarning, DEFAULT_COMMAND_MAX_OUTPUT, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONFIG_JSON,
-    DEFAULT_MAX_EVAL_LIFETIME, DEFAULT_MAX_MEDIA_BYTES, DEFAULT_MAX_PARKED_BYTES,
-    DEFAULT_MAX_PARKED_BYTES_PER_CLIENT, DEFAULT_REDIS_PORT, DEFAULT_RESULT_TEXT,
-    DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT, DEFAULT_STATE_KEY_ENV,
-    DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, HttpSettings, InvalidRedisUrl, JwtKeySource,
-    JwtSettings, Limits, ListenerLimits, LogFormat, LoggingConfig, MIN_RESULT_TEXT,
-    OAuthResourceSettings, ParseUnitError, PerClientLimits, RedisUrl, RetentionLimits,
-    ServerConfig, ServerSettings, ServerTransport, StoreLocation, TokenSecret, TokenSettings,
-    UnresolvedCommand, default_state_dir, explicit_default_ports, origin_allowed, parse_duration,
-    parse_size, resolve_command, valid_allowed_origin,
-};
+// The file's settings and errors are `codemode_config`'s (embedders import them from there);
+// these are the ones this crate's readers use.
+pub(crate) use codemode_config::{ConfigErrorKind, ConfigErrors, ServerTransport, parse_duration};
 pub use decision::ApprovalDecision;
+
 pub use display::{
-    ARGS_SUMMARY_MAX_KEYS, ARGS_VALUE_PREVIEW_CHARS, bounded, invisible_ranges, is_blank,
-    is_invisible, neutralize, quoted, summarize_args,
+    bounded, invisible_ranges, is_blank, is_invisible, neutralize, quoted, summarize_args,
 };
 pub use enforce::{
     Alternative, PendingAsks, PendingSlot, PendingSlots, PolicyToolHost, PolicyToolHostBuilder,
     ResultObserver,
 };
-pub use outputs::{
-    InvalidPathPattern, MASK, MASK_KEEP_TAIL, MASK_KEEP_TAIL_ABOVE, OutputPolicy, OutputRule,
-    PathPattern, mask_value,
-};
+pub use outputs::{InvalidPathPattern, OutputPolicy, OutputRule, PathPattern};
+
 pub use profile::{
-    ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS, Disposition,
-    DispositionKind, Fallback, MatchedBy, PathCondition, PathValue, Profile, Rule, normalize_path,
+    ApprovalDiff, Condition, Disposition, DispositionKind, Fallback, MatchedBy, PathCondition,
+    PathValue, Profile, Rule,
 };
+pub(crate) use remember::spell_period;
 pub use remember::{
-    Approved, AuditSource, Clock, MemoryRuleStore, RememberedRule, RememberedRules, RuleStore,
-    UpstreamIdentity, is_rule_id, spell_period, upstream_identity,
+    Approved, AuditSource, Clock, RememberedRule, RememberedRules, RuleStore, RuleStoreError,
+    UpstreamIdentity,
 };
-pub use risk::{DecisionRefused, NotAnApprover, Risk, RiskPolicy, needed_permissions};
+
+pub(crate) use risk::needed_permissions;
+pub use risk::{DecisionRefused, NotAnApprover, Risk, RiskPolicy};
+
 pub use schemas::{
-    INVALID_ARGUMENTS, InvalidArguments, Keys, MAX_ARGUMENTS_MESSAGE, MAX_VIOLATION_CHARS,
-    MAX_VIOLATIONS, MEDIA_KEY, SchemaKind, SchemaProblem, SchemaSource, ToolSchemaSpec,
+    InvalidArguments, Keys, MEDIA_KEY, SchemaKind, SchemaProblem, SchemaSource, ToolSchemaSpec,
     ToolSchemas, Violation,
 };

@@ -104,20 +104,43 @@ impl RememberedRule {
     }
 }
 
-/// Where rules are kept. Errors are in words, naming the store.
+/// A [`RuleStore`] that could not be read or written: which store, and what failed there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the remembered approvals in {store}: {problem}")]
+pub struct RuleStoreError {
+    /// The store, as its owner describes it (`Redis at …`, a directory).
+    pub store: String,
+    /// What failed, in words.
+    pub problem: String,
+}
+
+impl RuleStoreError {
+    /// `problem` in the store described as `store`.
+    pub fn new(store: impl Into<String>, problem: impl std::fmt::Display) -> Self {
+        RuleStoreError {
+            store: store.into(),
+            problem: problem.to_string(),
+        }
+    }
+}
+
+/// Where rules are kept.
 pub trait RuleStore: Send + Sync {
     /// The rule `id`, if there (expired or not: [`RememberedRules`] checks).
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RememberedRule>, String>>;
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RememberedRule>, RuleStoreError>>;
     /// Keeps `rule` (replacing one with its id) for at least `ttl`.
     fn put<'a>(
         &'a self,
         rule: &'a RememberedRule,
         ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), String>>;
+    ) -> BoxFuture<'a, Result<(), RuleStoreError>>;
     /// Every rule kept.
-    fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, String>>;
+    fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, RuleStoreError>>;
     /// Removes the rule `id`; whether it was there.
-    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>>;
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, RuleStoreError>>;
 }
 
 /// Rules in memory, for one process (when there is no durable store). Like the durable store,
@@ -144,7 +167,10 @@ fn kept(until: Option<Instant>) -> bool {
 }
 
 impl RuleStore for MemoryRuleStore {
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RememberedRule>, String>> {
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RememberedRule>, RuleStoreError>> {
         let rule = self
             .lock()
             .get(id)
@@ -157,7 +183,7 @@ impl RuleStore for MemoryRuleStore {
         &'a self,
         rule: &'a RememberedRule,
         ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), RuleStoreError>> {
         let until = Instant::now().checked_add(ttl);
         let mut rules = self.lock();
         rules.retain(|_, (_, until)| kept(*until));
@@ -169,7 +195,7 @@ impl RuleStore for MemoryRuleStore {
         Box::pin(async { Ok(()) })
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, String>> {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, RuleStoreError>> {
         let rules = self
             .lock()
             .values()
@@ -179,7 +205,7 @@ impl RuleStore for MemoryRuleStore {
         Box::pin(async move { Ok(rules) })
     }
 
-    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, RuleStoreError>> {
         let removed = self.lock().remove(id).is_some_and(|(_, until)| kept(until));
         Box::pin(async move { Ok(removed) })
     }
@@ -272,7 +298,7 @@ impl RememberedRules {
     /// if any.
     ///
     /// # Errors
-    /// The store could not be read (in words).
+    /// The store could not be read.
     pub async fn matching(
         &self,
         caller: &str,
@@ -280,7 +306,7 @@ impl RememberedRules {
         tool: &str,
         args: &Value,
         risk: Risk,
-    ) -> Result<Option<RememberedRule>, String> {
+    ) -> Result<Option<RememberedRule>, RuleStoreError> {
         let hash = args_sha256(args);
         let id = RememberedRule::id_of(caller, profile, tool, &hash);
         let Some(rule) = self.store.get(&id).await? else {
@@ -297,12 +323,12 @@ impl RememberedRules {
     /// Records `approved` as a rule lasting `period`, and audits it.
     ///
     /// # Errors
-    /// The store could not be written (in words); nothing was audited.
+    /// The store could not be written; nothing was audited.
     pub async fn remember(
         &self,
         approved: Approved<'_>,
         period: Duration,
-    ) -> Result<RememberedRule, String> {
+    ) -> Result<RememberedRule, RuleStoreError> {
         let hash = args_sha256(approved.args);
         let now = (self.clock)();
         let period_ms = u64::try_from(period.as_millis()).unwrap_or(u64::MAX);
@@ -338,8 +364,8 @@ impl RememberedRules {
     /// The live rule `id`, if any.
     ///
     /// # Errors
-    /// The store could not be read (in words).
-    pub async fn get(&self, id: &str) -> Result<Option<RememberedRule>, String> {
+    /// The store could not be read.
+    pub async fn get(&self, id: &str) -> Result<Option<RememberedRule>, RuleStoreError> {
         if !is_rule_id(id) {
             return Ok(None);
         }
@@ -354,8 +380,8 @@ impl RememberedRules {
     /// The rules not yet expired, oldest first.
     ///
     /// # Errors
-    /// The store could not be read (in words).
-    pub async fn list(&self) -> Result<Vec<RememberedRule>, String> {
+    /// The store could not be read.
+    pub async fn list(&self) -> Result<Vec<RememberedRule>, RuleStoreError> {
         let now = (self.clock)();
         let mut rules: Vec<RememberedRule> = self
             .store
@@ -372,13 +398,13 @@ impl RememberedRules {
     /// when there is no such live rule.
     ///
     /// # Errors
-    /// The store could not be read or written (in words).
+    /// The store could not be read or written.
     pub async fn revoke(
         &self,
         id: &str,
         by: Option<String>,
         channel: &str,
-    ) -> Result<Option<RememberedRule>, String> {
+    ) -> Result<Option<RememberedRule>, RuleStoreError> {
         if !is_rule_id(id) {
             return Ok(None);
         }
@@ -398,7 +424,7 @@ impl RememberedRules {
 /// server's URL — so that a reload giving the name to another upstream changes it, while one
 /// that only rotates its environment or headers (credentials) does not. `None` for a tool of
 /// no configured server.
-pub fn upstream_identity(config: &crate::Config, tool: &str) -> Option<String> {
+pub(crate) fn upstream_identity(config: &crate::Config, tool: &str) -> Option<String> {
     let (server, _) = tool.split_once("__")?;
     let spec = match &config.servers.get(server)?.transport {
         crate::ServerTransport::Stdio {
@@ -415,9 +441,29 @@ pub fn is_rule_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+impl crate::Config {
+    /// What identifies the upstream server of `tool` (`server__tool`): the SHA-256 of how it
+    /// is reached — a stdio server's command, arguments and working directory, an HTTP
+    /// server's URL — so that a reload giving the name to another upstream changes it, while
+    /// one that only rotates its environment or headers (credentials) does not. `None` for a
+    /// tool of no configured server. Remembered approvals cover a call only while it is the
+    /// same ([`RememberedRule::covers`]).
+    pub fn upstream_identity(&self, tool: &str) -> Option<String> {
+        upstream_identity(self, tool)
+    }
+}
+
+impl crate::RiskPolicy {
+    /// Its `rememberFor` as the approval form states it, in its largest whole unit (`7 days`,
+    /// `1 hour`, `90 seconds`); `None` when the level remembers no approval.
+    pub fn remember_for_spelled(&self) -> Option<String> {
+        self.remember_for.map(spell_period)
+    }
+}
+
 /// A period as the approval form states it, in its largest whole unit: `7 days`, `1 hour`,
 /// `90 seconds`.
-pub fn spell_period(period: Duration) -> String {
+pub(crate) fn spell_period(period: Duration) -> String {
     let s = period.as_secs();
     let (n, unit) = match s {
         0 => return format!("{} ms", period.as_millis()),

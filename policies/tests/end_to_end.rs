@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use codemode_policies::{
     ApprovalAnswer, ApprovalDecision, Ask, AskKind, Asker, Channel, Decision, DispositionKind,
-    MemoryAuditSink, PolicyToolHost, Profile, Reply, form_answer,
+    MemoryAuditSink, PolicyToolHost, Profile, Reply,
 };
 use codemode_runtime::{
     BoxFuture, CallStatus, ErrorKind, EvalOptions, FnTools, Runtime, RuntimeConfig, ToolHost,
@@ -27,10 +27,7 @@ impl Asker for SlowYes {
     fn ask(&self, _ask: Ask) -> BoxFuture<'_, Reply> {
         Box::pin(async move {
             tokio::time::sleep(self.0).await;
-            form_answer(&ApprovalAnswer::new(
-                ApprovalDecision::ApproveOnce,
-                Channel::Elicitation,
-            ))
+            ApprovalAnswer::new(ApprovalDecision::ApproveOnce, Channel::Elicitation).to_reply()
         })
     }
 }
@@ -201,7 +198,7 @@ impl Asker for ByTool {
                 .with_reason(Some("not on a Friday".into()))
                 .decided_by("alice")
         };
-        Box::pin(async move { form_answer(&answer) })
+        Box::pin(async move { answer.to_reply() })
     }
 }
 

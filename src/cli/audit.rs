@@ -7,10 +7,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::{Args, Subcommand, ValueEnum};
-use codemode_policies::{
-    AuditEvent, AuditFormat, AuditKey, AuditQuery, Verified, format_records, parse_time_bound,
-    query_audit_dir, verify_audit_dir,
-};
+use codemode_policies::{AuditEvent, AuditFormat, AuditKey, AuditQuery, Verified};
 
 use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE};
 
@@ -110,7 +107,7 @@ fn verify(args: VerifyArgs) -> ExitCode {
             }
         },
     };
-    let verified = match verify_audit_dir(&args.dir, key.as_ref()) {
+    let verified = match Verified::of_dir(&args.dir, key.as_ref()) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("codemode: cannot read {}: {e}", args.dir.display());
@@ -158,7 +155,7 @@ fn query(args: QueryArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let result = match query_audit_dir(&args.dir, &query) {
+    let result = match query.run(&args.dir) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("codemode: {e}");
@@ -176,7 +173,7 @@ fn query(args: QueryArgs) -> ExitCode {
         FormatArg::Json => AuditFormat::Json,
         FormatArg::Csv => AuditFormat::Csv,
     };
-    let _ = std::io::stdout().write_all(format_records(&result.records, format).as_bytes());
+    let _ = std::io::stdout().write_all(format.render(&result.records).as_bytes());
     ExitCode::SUCCESS
 }
 
@@ -190,7 +187,7 @@ fn build_query(args: &QueryArgs) -> Result<AuditQuery, Vec<String>> {
         ("--until", &args.until, &mut query.until),
     ] {
         if let Some(value) = value {
-            match parse_time_bound(value, now) {
+            match AuditQuery::parse_time_bound(value, now) {
                 Ok(t) => *slot = Some(t),
                 Err(e) => problems.push(format!("{flag}: {e}")),
             }

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+use codemode_config::ServerTransport;
 use codemode_config::UpstreamOAuth;
-use codemode_policies::{Config, ServerTransport};
+use codemode_policies::Config;
 use codemode_store::Store;
 use codemode_upstream::oauth::{Browser, Logins};
 

@@ -55,9 +55,9 @@ pub struct BenchArgs {
     /// Also measure what parking (`put`) and resuming (`take`) a typical saved eval cost on
     /// this Redis or Valkey (`redis://HOST:PORT/DB`, 6.2 or later) against the local store;
     /// the figures join the `suspend` section. Its records are removed as they are measured.
-    #[arg(long, value_name = "URL", value_parser = codemode_policies::RedisUrl::parse,
+    #[arg(long, value_name = "URL", value_parser = codemode_config::RedisUrl::parse,
           conflicts_with = "http")]
-    redis: Option<codemode_policies::RedisUrl>,
+    redis: Option<codemode_config::RedisUrl>,
 
     #[command(flatten)]
     http: HttpArgs,

@@ -4,7 +4,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use codemode_policies::{Config, ConfigErrorKind};
+use codemode_config::ConfigErrorKind;
+use codemode_policies::Config;
 
 /// Exit code of a script that failed (threw, hit a limit, did not parse).
 pub const EXIT_SCRIPT_FAILED: u8 = 1;

@@ -6,7 +6,9 @@
 
 use std::fmt;
 
-use codemode_policies::{LogFormat, neutralize, now_rfc3339};
+use codemode_config::LogFormat;
+use codemode_policies::AuditRecord;
+use codemode_policies::neutralize;
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
@@ -117,7 +119,7 @@ where
         event.record(&mut fields);
         let meta = event.metadata();
         let mut line = Map::new();
-        line.insert("ts".into(), Value::String(now_rfc3339()));
+        line.insert("ts".into(), Value::String(AuditRecord::now_rfc3339()));
         line.insert(
             "level".into(),
             Value::String(meta.level().as_str().to_ascii_lowercase()),

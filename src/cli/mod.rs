@@ -85,7 +85,7 @@ pub fn main() -> ExitCode {
     };
     // `serve` starts logging once it has read its config (`logging.format`).
     if !matches!(cli.command, Command::Serve(_)) {
-        logs::init(codemode_policies::LogFormat::Text);
+        logs::init(codemode_config::LogFormat::Text);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

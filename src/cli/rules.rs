@@ -110,7 +110,7 @@ async fn list(args: ConfigArg) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("codemode: {}", neutralize(&e));
+            eprintln!("codemode: {}", neutralize(&e.to_string()));
             ExitCode::from(EXIT_FAILED)
         }
     }
@@ -139,7 +139,7 @@ async fn revoke(args: RevokeArgs) -> ExitCode {
             ExitCode::from(EXIT_FAILED)
         }
         Err(e) => {
-            eprintln!("codemode: {}", neutralize(&e));
+            eprintln!("codemode: {}", neutralize(&e.to_string()));
             ExitCode::from(EXIT_FAILED)
         }
     }

@@ -73,11 +73,11 @@ pub struct RunArgs {
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
-    codemode_policies::parse_size(s).map_err(|e| e.to_string())
+    codemode_config::parse_size(s).map_err(|e| e.to_string())
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    codemode_policies::parse_duration(s).map_err(|e| e.to_string())
+    codemode_config::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// The config's limits (or the defaults), overridden by the flags given.
@@ -146,7 +146,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
         .lifetime(Some(
             config
                 .as_ref()
-                .map_or(codemode_policies::DEFAULT_MAX_EVAL_LIFETIME, |c| {
+                .map_or(codemode_config::DEFAULT_MAX_EVAL_LIFETIME, |c| {
                     c.limits.max_eval_lifetime
                 }),
         ));
@@ -231,7 +231,7 @@ async fn remembering(
     let servers = config.clone();
     eval.remembered(Some(remembered_rules(config, audit).await))
         .upstream_identity(Some(Arc::new(move |tool: &str| {
-            codemode_policies::upstream_identity(&servers, tool)
+            servers.upstream_identity(tool)
         })))
 }
 

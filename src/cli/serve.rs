@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use codemode_config::LogFormat;
 use codemode_host::Server;
-use codemode_policies::LogFormat;
 
 use super::common::{EXIT_USAGE, load_config};
 

@@ -6,13 +6,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use codemode_policies::AuditRecord;
 use codemode_policies::Channel;
 use codemode_policies::{Answer, Ask, Asker, Reply};
 use codemode_runtime::BoxFuture;
 
 use codemode_host::{AuditTarget, GovernedEval};
 use codemode_policies::Caller;
-use codemode_policies::{AuditWriter, Config, audit_eval_id};
+use codemode_policies::{AuditWriter, Config};
 use codemode_runtime::{
     CallStatus, CancellationToken, ErrorKind, EvalOptions, EvalOutcome, Runtime, RuntimeConfig,
 };
@@ -205,7 +206,7 @@ impl Fixture {
             }))
             .options(options)
             .build();
-        let id = audit_eval_id(eval.id());
+        let id = AuditRecord::eval_id(eval.id());
         let outcome = eval.run(code, &CancellationToken::new()).await;
         (id, outcome)
     }
@@ -289,7 +290,7 @@ impl Fixture {
                 outcome,
                 text: codemode_host::result_text(
                     outcome,
-                    codemode_policies::DEFAULT_RESULT_TEXT as usize,
+                    codemode_config::DEFAULT_RESULT_TEXT as usize,
                 ),
                 asked,
                 audit_calls: &calls,

@@ -180,7 +180,7 @@ return {{ bad, asked, account, weather, echo }};"#,
         "keys": [{"id": 1, "token": "tok_live_0123456789abcd"}, {"id": 2, "token": "short"}]});
     assert_eq!(
         account["output_sha256"],
-        json!(codemode_policies::args_sha256(&returned))
+        json!(codemode_policies::AuditRecord::args_sha256(&returned))
     );
     assert_eq!(call(4)["redacted_paths"], json!([]));
     assert_eq!(call(5)["redacted_paths"], json!([""]));

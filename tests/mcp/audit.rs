@@ -25,7 +25,7 @@ fn setup(name: &str, transport: Transport) -> Setup {
         });
         if matches!(transport, Transport::Http) {
             config["server"] = json!({"auth": {"tokens": [{"name": "ci",
-                "sha256": codemode_policies::sha256_hex(TOKEN.as_bytes()),
+                "sha256": codemode_policies::AuditRecord::sha256_hex(TOKEN.as_bytes()),
                 "permissions": ["refunds", "deploy"]}]}});
         }
         config

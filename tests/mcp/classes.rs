@@ -28,7 +28,7 @@ fn setup(name: &str, transport: Transport) -> Setup {
         config["mcpServers"]["drift"] = stdio_server(peers::drifting_server_cmd());
         if matches!(transport, Transport::Http) {
             config["server"] = json!({"auth": {"tokens": [{"name": "ci",
-                "sha256": codemode_policies::sha256_hex(TOKEN.as_bytes()), "permissions": ["deploy"]}]}});
+                "sha256": codemode_policies::AuditRecord::sha256_hex(TOKEN.as_bytes()), "permissions": ["deploy"]}]}});
         }
         config
     })

@@ -34,7 +34,7 @@ fn everything_says(level: &str) -> String {
 /// The config with two callers, `a` and `b`, whose bearer tokens are `a-token` and `b-token`.
 fn config_with_callers(scratch: &crate::harness::Scratch) -> Value {
     let mut config = config(scratch);
-    let sha256 = |text: &str| codemode_policies::sha256_hex(text.as_bytes());
+    let sha256 = |text: &str| codemode_policies::AuditRecord::sha256_hex(text.as_bytes());
     config["server"] = json!({"auth": {"tokens": [
         {"name": "a", "sha256": sha256("a-token")},
         {"name": "b", "sha256": sha256("b-token")},

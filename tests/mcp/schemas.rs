@@ -111,7 +111,7 @@ fn schemas(mode: Mode) {
         "keys": [{"id": 1, "token": "tok_live_0123456789abcd"}, {"id": 2, "token": "short"}]});
     assert_eq!(
         account[0]["output_sha256"],
-        json!(codemode_policies::args_sha256(&returned))
+        json!(codemode_policies::AuditRecord::args_sha256(&returned))
     );
 }
 

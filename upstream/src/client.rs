@@ -93,7 +93,7 @@ impl ClientHandler for UpstreamClient {
         // question from the human.
         tokio::select! {
             answer = elicitor.elicit(&self.server, request) => {
-                answer.map_err(|e| McpError::internal_error(e, None))
+                answer.map_err(|e| McpError::internal_error(e.message, None))
             }
             _ = context.ct.cancelled() => {
                 Err(McpError::internal_error("the elicitation request was cancelled", None))

@@ -388,17 +388,17 @@ impl Upstream {
     /// The login this upstream has now (see [`Logins::login_stamp`]).
     async fn refused_login(&self) -> Option<String> {
         match &self.spec.transport {
-            codemode_policies::ServerTransport::Http { url, .. } => {
+            codemode_config::ServerTransport::Http { url, .. } => {
                 self.logins.login_stamp(&self.name, url).await
             }
-            codemode_policies::ServerTransport::Stdio { .. } => None,
+            codemode_config::ServerTransport::Stdio { .. } => None,
         }
     }
 
     /// Waits until this upstream has a login other than `refused` (made here, or found in the
     /// store: another process or node made it); false when the upstream was stopped first.
     async fn wait_for_login(&self, refused: Option<String>) -> bool {
-        let codemode_policies::ServerTransport::Http { url, .. } = &self.spec.transport else {
+        let codemode_config::ServerTransport::Http { url, .. } = &self.spec.transport else {
             return true;
         };
         let mut changes = self.logins.changes();
@@ -426,7 +426,7 @@ impl Upstream {
         // the login, which a process on its way out can no longer read.
         let http = matches!(
             self.spec.transport,
-            codemode_policies::ServerTransport::Http { .. }
+            codemode_config::ServerTransport::Http { .. }
         );
         let stopped = async move |ended| {
             if http {

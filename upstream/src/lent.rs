@@ -77,13 +77,31 @@ pub use sampling::CallSampler;
 /// them. Time the handler takes does not count against the call's timeout.
 pub trait UpstreamElicitation: Send + Sync {
     /// Asks the human on behalf of upstream `server`. `Err` reaches the server as a JSON-RPC
-    /// internal error carrying the message; prefer `Ok` with
+    /// internal error carrying its message; prefer `Ok` with
     /// [`ElicitationAction::Decline`](rmcp::model::ElicitationAction::Decline) or [`ElicitationAction::Cancel`](rmcp::model::ElicitationAction::Cancel) for "no answer".
     fn elicit<'a>(
         &'a self,
         server: &'a str,
         params: ElicitRequestParams,
-    ) -> BoxFuture<'a, Result<ElicitResult, String>>;
+    ) -> BoxFuture<'a, Result<ElicitResult, ElicitationFailed>>;
+}
+
+/// Why an [`UpstreamElicitation`] could not put an upstream's question to the human (not "no
+/// answer", which is an `Ok` decline or cancel): the message the upstream gets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ElicitationFailed {
+    /// What failed, in words the upstream may read (no secrets).
+    pub message: String,
+}
+
+impl ElicitationFailed {
+    /// Failed for `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        ElicitationFailed {
+            message: message.into(),
+        }
+    }
 }
 
 /// What one call borrows of its eval's [`CallScope`](crate::CallScope) while it runs.

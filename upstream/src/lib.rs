@@ -70,7 +70,9 @@ pub use schemas::SchemaCache;
 pub use client::ResourceUpdate;
 pub use connection::UpstreamStatus;
 pub use isolated::EvalSessions;
-pub use lent::{Answering, CallRelay, CallSampler, LogMessage, UpstreamElicitation};
+pub use lent::{
+    Answering, CallRelay, CallSampler, ElicitationFailed, LogMessage, UpstreamElicitation,
+};
 pub use media::{Attachment, DEFAULT_MAX_MEDIA_BYTES, KeptMedia, Media};
 pub use pool::UpstreamPool;
 pub use scope::CallScope;

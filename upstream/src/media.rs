@@ -32,7 +32,7 @@ use codemode_policies::neutralize;
 use rmcp::model::{ContentBlock, ResourceContents};
 use serde_json::{Map, Value, json};
 
-pub use codemode_policies::DEFAULT_MAX_MEDIA_BYTES;
+pub use codemode_config::DEFAULT_MAX_MEDIA_BYTES;
 
 /// The media one eval received (see the module docs). A cheap handle: clones share the store,
 /// which lives as long as the last of them.

@@ -199,8 +199,8 @@ mod tests {
             &'a self,
             _: &'a str,
             _: ElicitRequestParams,
-        ) -> BoxFuture<'a, Result<ElicitResult, String>> {
-            Box::pin(async { Err("unused".to_string()) })
+        ) -> BoxFuture<'a, Result<ElicitResult, crate::ElicitationFailed>> {
+            Box::pin(async { Err(crate::ElicitationFailed::new("unused")) })
         }
     }
 

@@ -33,7 +33,7 @@ pub struct UpstreamSpec {
 /// stderr is copied to ours, each line prefixed with `[<server>] `. An HTTP endpoint's `headers`
 /// may not set `Accept`, `Mcp-Session-Id`, `Mcp-Protocol-Version` or `Last-Event-Id` (the
 /// transport's own).
-pub use codemode_policies::ServerTransport as UpstreamTransport;
+pub use codemode_config::ServerTransport as UpstreamTransport;
 
 /// The default [`UpstreamSpec::call_timeout`].
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use codemode_policies::AuditRecord;
 use codemode_policies::{
-    ApprovalAnswer, ApprovalDecision, Caller, Channel, Risk, RiskPolicy, form_answer, is_blank,
-    neutralize, rfc3339_utc,
+    ApprovalAnswer, ApprovalDecision, Caller, Channel, Risk, RiskPolicy, is_blank, neutralize,
 };
 use tokio::sync::{broadcast, oneshot};
 
@@ -292,7 +292,9 @@ impl ApprovalBroker {
         let mut reply = match &pending.accepts {
             Accepts::Approval(..) => {
                 let decision = parse_decision(outcome).unwrap_or(ApprovalDecision::Decline);
-                form_answer(&ApprovalAnswer::new(decision, Channel::Http).with_reason(reason))
+                ApprovalAnswer::new(decision, Channel::Http)
+                    .with_reason(reason)
+                    .to_reply()
             }
             Accepts::Question { field, .. } => Reply::new(
                 match answer {
@@ -337,7 +339,7 @@ impl ApprovalBroker {
                 done.channel = Some(Channel::Policy.as_str());
             }
         }
-        done.decided_at = Some(rfc3339_utc(SystemTime::now()));
+        done.decided_at = Some(AuditRecord::rfc3339_utc(SystemTime::now()));
         let done = Arc::new(done);
         inner.decided.push_back(done.clone());
         while inner.decided.len() > self.history.max(1) {

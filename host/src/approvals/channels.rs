@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use codemode_policies::{ApprovalAnswer, ApprovalDecision, Channel, approval_of, form_answer};
+use codemode_policies::{ApprovalAnswer, ApprovalDecision, Channel};
 use codemode_runtime::BoxFuture;
 use serde_json::{Value, json};
 
@@ -96,7 +96,7 @@ impl Channels {
             _ => false,
         };
         let reply = self.asker.ask(ask).await;
-        let withdrawn = approval_of(&reply)
+        let withdrawn = ApprovalAnswer::from_reply(&reply)
             .is_some_and(|a| a.decision == ApprovalDecision::Decline && a.not_offered.is_none());
         match reply.answer {
             Answer::Failed(_) | Answer::Timeout if has_broker => std::future::pending().await,
@@ -164,7 +164,7 @@ impl Asker for Channels {
         Box::pin(async move {
             let asks = self.open_asks.as_ref().filter(|_| ask.resumed)?;
             match (asks.taken(&ask.id).await?, &ask.kind) {
-                (Decided::Approval(answer), AskKind::Approval(_)) => Some(form_answer(&answer)),
+                (Decided::Approval(answer), AskKind::Approval(_)) => Some(answer.to_reply()),
                 (
                     Decided::Question {
                         answer,
@@ -196,7 +196,7 @@ impl Asker for Channels {
 /// counts as a decline), a question as the option chosen in form `field`.
 fn outcome(kind: &AskKind, field: Option<&str>, reply: &Reply) -> Outcome {
     if let AskKind::Approval(req) = kind {
-        let mut answer = approval_of(reply)
+        let mut answer = ApprovalAnswer::from_reply(reply)
             .unwrap_or_else(|| ApprovalAnswer::new(ApprovalDecision::Decline, reply.channel));
         if req
             .risk_policy

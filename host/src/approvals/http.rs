@@ -41,7 +41,8 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use codemode_policies::{Caller, ListenerLimits, neutralize};
+use codemode_config::ListenerLimits;
+use codemode_policies::{Caller, neutralize};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -181,7 +182,7 @@ async fn guard(State(api): State<Api>, mut request: Request, next: Next) -> Resp
     });
     if let Some(origin) = origin
         && !same_origin
-        && !codemode_policies::origin_allowed(origin, &api.origins.allowed_origins)
+        && !codemode_config::origin_allowed(origin, &api.origins.allowed_origins)
     {
         return refuse(
             StatusCode::FORBIDDEN,

@@ -90,7 +90,7 @@ async fn an_approver_without_the_right_sees_the_ask_but_cannot_decide_it() {
     let base = start_with_auth(
         broker.clone(),
         Arc::new(Rights),
-        codemode_policies::ListenerLimits::default(),
+        codemode_config::ListenerLimits::default(),
     )
     .await;
     let req = request(RiskPolicy {
@@ -205,7 +205,7 @@ async fn revoking_a_rule_given_with_an_approver_right_needs_that_right() {
     let base = start_with_auth(
         broker.clone(),
         Arc::new(Rights),
-        codemode_policies::ListenerLimits::default(),
+        codemode_config::ListenerLimits::default(),
     )
     .await;
     let give = |args: Value, by: &str, with: Option<&str>| {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode_policies::{RememberedRule, RememberedRules, RuleStore};
+use codemode_policies::{RememberedRule, RememberedRules, RuleStore, RuleStoreError};
 use codemode_runtime::BoxFuture;
 use codemode_store::Store;
 
@@ -29,17 +29,20 @@ impl StoredRules {
         RememberedRules::new(Arc::new(Self::new(store)))
     }
 
-    fn failed(&self, e: impl std::fmt::Display) -> String {
-        format!("the remembered approvals in {}: {e}", self.store.describe())
+    fn failed(&self, e: impl std::fmt::Display) -> RuleStoreError {
+        RuleStoreError::new(self.store.describe(), e)
     }
 
-    fn parse(&self, bytes: &[u8]) -> Result<RememberedRule, String> {
+    fn parse(&self, bytes: &[u8]) -> Result<RememberedRule, RuleStoreError> {
         serde_json::from_slice(bytes).map_err(|e| self.failed(format!("a rule is unreadable: {e}")))
     }
 }
 
 impl RuleStore for StoredRules {
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RememberedRule>, String>> {
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RememberedRule>, RuleStoreError>> {
         Box::pin(async move {
             match self.store.get(&format!("{PREFIX}{id}")).await {
                 Ok(Some(record)) => self.parse(&record.value).map(Some),
@@ -53,7 +56,7 @@ impl RuleStore for StoredRules {
         &'a self,
         rule: &'a RememberedRule,
         ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), RuleStoreError>> {
         Box::pin(async move {
             let value = serde_json::to_vec(rule).map_err(|e| self.failed(e))?;
             self.store
@@ -63,7 +66,7 @@ impl RuleStore for StoredRules {
         })
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, String>> {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, RuleStoreError>> {
         Box::pin(async move {
             let listing = self.store.list(PREFIX).await.map_err(|e| self.failed(e))?;
             for e in &listing.unreadable {
@@ -77,7 +80,7 @@ impl RuleStore for StoredRules {
         })
     }
 
-    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, RuleStoreError>> {
         Box::pin(async move {
             self.store
                 .delete(&format!("{PREFIX}{id}"))

@@ -46,7 +46,7 @@ pub(super) async fn list(
             let views: Vec<Value> = rules.iter().map(rule_view).collect();
             axum::Json(json!({"rules": views})).into_response()
         }
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, neutralize(&e)),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, neutralize(&e.to_string())),
     }
 }
 
@@ -74,12 +74,12 @@ pub(super) async fn revoke(
             }
         }
         Ok(None) => return unknown(),
-        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, neutralize(&e)),
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, neutralize(&e.to_string())),
     }
     match rules.revoke(&id, Some(caller.name.clone()), "http").await {
         Ok(Some(_)) => axum::Json(json!({"status": "revoked"})).into_response(),
         Ok(None) => unknown(),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, neutralize(&e)),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, neutralize(&e.to_string())),
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use codemode_policies::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Caller, Channel, MatchedBy, Risk,
-    RiskPolicy, new_request_id, summarize_args,
+    RiskPolicy, summarize_args,
 };
 use codemode_runtime::{BoxFuture, EvalId};
 use codemode_script::Preview;
@@ -44,7 +44,7 @@ impl Authenticate for Tokens {
 pub(super) fn request(policy: RiskPolicy) -> ApprovalRequest {
     let args = json!({"path": "/etc/passwd"});
     ApprovalRequest {
-        id: new_request_id(),
+        id: ApprovalRequest::new_id(),
         tool: "fs__write".into(),
         args_summary: summarize_args(&args),
         args,
@@ -75,7 +75,7 @@ impl Approver {
 
     pub(super) async fn approve(&self, req: ApprovalRequest) -> ApprovalAnswer {
         let reply = self.0.ask(Ask::approval(&req)).await;
-        match codemode_policies::approval_of(&reply) {
+        match ApprovalAnswer::from_reply(&reply) {
             Some(answer) => answer,
             None => std::future::pending().await,
         }
@@ -93,13 +93,13 @@ pub(super) fn approver_over(asker: Arc<dyn Asker>, broker: &Arc<ApprovalBroker>)
 }
 
 async fn start(broker: Arc<ApprovalBroker>) -> String {
-    start_with(broker, codemode_policies::ListenerLimits::default()).await
+    start_with(broker, codemode_config::ListenerLimits::default()).await
 }
 
 /// The API on its own listener, under `limits`.
 pub(super) async fn start_with(
     broker: Arc<ApprovalBroker>,
-    limits: codemode_policies::ListenerLimits,
+    limits: codemode_config::ListenerLimits,
 ) -> String {
     start_with_auth(broker, Arc::new(Tokens), limits).await
 }
@@ -108,7 +108,7 @@ pub(super) async fn start_with(
 pub(super) async fn start_with_auth(
     broker: Arc<ApprovalBroker>,
     auth: Arc<dyn Authenticate>,
-    limits: codemode_policies::ListenerLimits,
+    limits: codemode_config::ListenerLimits,
 ) -> String {
     let listener = http::bind("127.0.0.1:0".parse().unwrap(), auth.as_ref())
         .await
@@ -278,7 +278,7 @@ async fn the_api_checks_token_permission_self_approval_risk_and_state() {
     // The id the audit log writes, so `codemode audit query --eval ID` finds the eval's records.
     assert_eq!(
         listed["approvals"][0]["eval_id"],
-        json!(codemode_policies::audit_eval_id(EvalId(7)))
+        json!(codemode_policies::AuditRecord::eval_id(EvalId(7)))
     );
     assert_eq!(listed["approvals"][0]["risk"], json!("critical"));
     assert_eq!(
@@ -446,7 +446,7 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
     req.preview = Arc::new(codemode_script::extract_tool_calls(
         "await codemode.fs__write({path: '/etc/passwd'});",
     ));
-    let q = codemode_policies::approval_question(&req);
+    let q = req.question();
     assert_eq!(
         q.message,
         "A script of caller `agent` wants to call `fs__write` (profile `p`, asklist glob `fs__*`).\n\
@@ -471,7 +471,7 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
     // A caller's name (a token's `sub`) holding a backtick cannot close the quote.
     let mut forged = request(RiskPolicy::default());
     forged.caller = Caller::new("agent` (verified admin) and `ci", Vec::<String>::new());
-    let q = codemode_policies::approval_question(&forged);
+    let q = forged.question();
     assert!(
         q.message.starts_with(
             "A script of caller `agent\\` (verified admin) and \\`ci` wants to call `fs__write`"
@@ -481,7 +481,7 @@ fn the_form_states_the_risk_and_shows_no_raw_control_characters() {
     );
 
     // Without a required reason: one field, every decision.
-    let q = codemode_policies::approval_question(&request(RiskPolicy::default()));
+    let q = request(RiskPolicy::default()).question();
     let schema = Value::Object(q.schema);
     assert_eq!(schema["required"], json!(["decision"]));
     assert_eq!(

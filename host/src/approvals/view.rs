@@ -5,16 +5,15 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use codemode_policies::AuditRecord;
 use codemode_policies::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Channel, DecisionRefused, neutralize,
-    rfc3339_utc,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use codemode_policies::call_sites_of;
 
 /// One call site of the script, as the API shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -140,7 +139,7 @@ impl ApprovalView {
             .collect();
         ApprovalView {
             id: req.id.clone(),
-            eval_id: codemode_policies::audit_eval_id(req.eval_id),
+            eval_id: codemode_policies::AuditRecord::eval_id(req.eval_id),
             caller: req.caller.name.clone(),
             profile: req.profile.clone(),
             tool: req.tool.clone(),
@@ -149,16 +148,14 @@ impl ApprovalView {
             classification: Some(req.classification.as_str()),
             options: None,
             allowed_decisions: allowed,
-            remember_for: req
-                .risk_policy
-                .remember_for
-                .map(codemode_policies::spell_period),
+            remember_for: req.risk_policy.remember_for_spelled(),
             reason_required: req.risk_policy.require_reason,
             approvers: req.risk_policy.approvers.clone(),
             rule_reason: req.reason.clone(),
             args: req.args.clone(),
             args_summary: req.args_summary.clone(),
-            call_sites: call_sites_of(req)
+            call_sites: req
+                .call_site_list()
                 .into_iter()
                 .map(|(tool, line, column)| CallSiteView {
                     dynamic: tool.is_none(),
@@ -167,8 +164,8 @@ impl ApprovalView {
                     column,
                 })
                 .collect(),
-            requested_at: rfc3339_utc(now),
-            expires_at: rfc3339_utc(now + req.timeout),
+            requested_at: AuditRecord::rfc3339_utc(now),
+            expires_at: AuditRecord::rfc3339_utc(now + req.timeout),
             timeout_ms: u64::try_from(req.timeout.as_millis()).unwrap_or(u64::MAX),
             decision: None,
             decided_by: None,
@@ -204,8 +201,8 @@ impl ApprovalView {
                 .collect::<Vec<_>>()
                 .join("\n"),
             call_sites: Vec::new(),
-            requested_at: rfc3339_utc(now),
-            expires_at: rfc3339_utc(now + q.timeout),
+            requested_at: AuditRecord::rfc3339_utc(now),
+            expires_at: AuditRecord::rfc3339_utc(now + q.timeout),
             timeout_ms: u64::try_from(q.timeout.as_millis()).unwrap_or(u64::MAX),
             decision: None,
             decided_by: None,

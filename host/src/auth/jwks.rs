@@ -164,7 +164,9 @@ async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {
     if !response.status().is_success() {
         return Err(format!("HTTP {}", response.status().as_u16()));
     }
-    let body = codemode_upstream::oauth::read_bounded(response).await?;
+    let body = codemode_upstream::oauth::read_bounded(response)
+        .await
+        .map_err(|e| e.to_string())?;
     serde_json::from_slice(&body).map_err(|e| format!("not JSON: {e}"))
 }
 

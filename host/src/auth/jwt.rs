@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
-use codemode_policies::{Caller, JwtKeySource, JwtSettings};
+use codemode_config::{JwtKeySource, JwtSettings};
+use codemode_policies::Caller;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
@@ -390,7 +391,7 @@ uxvejBLl3yh5EKEdx2t9epFdmfH7lkN68D8VIUMbZw00Nz1wSIqKeUP9
             .to_string(),
         )
         .unwrap();
-        let Some(codemode_policies::AuthSettings::Jwt(jwt)) = config.server.auth else {
+        let Some(codemode_config::AuthSettings::Jwt(jwt)) = config.server.auth else {
             panic!("jwt settings")
         };
         let auth = JwtAuth::new(&jwt, &|_| Some("s3cret".into())).unwrap();

@@ -13,7 +13,7 @@ mod tokens;
 
 use std::sync::Arc;
 
-use codemode_policies::AuthSettings;
+use codemode_config::AuthSettings;
 
 pub use authenticate::{AuthError, AuthSetupError, Authenticate, Credential, NoAuth};
 pub use jwt::JwtAuth;
@@ -43,7 +43,7 @@ pub(crate) fn from_settings(
 
 /// `server.auth.jwt` with issuer `iss`, audience `aud` and the other keys of `keys`.
 #[cfg(test)]
-pub(crate) fn jwt_settings(keys: serde_json::Value) -> codemode_policies::JwtSettings {
+pub(crate) fn jwt_settings(keys: serde_json::Value) -> codemode_config::JwtSettings {
     let mut jwt = serde_json::json!({"issuer": "iss", "audience": "aud"});
     if let (Some(jwt), serde_json::Value::Object(keys)) = (jwt.as_object_mut(), keys) {
         jwt.extend(keys);

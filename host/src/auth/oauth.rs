@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use codemode_policies::{Caller, OAuthResourceSettings};
+use codemode_config::OAuthResourceSettings;
+use codemode_policies::Caller;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
@@ -239,7 +240,7 @@ mod tests {
             "authorizationServers": ["https://id.example/realms/a"],
             "resource": "https://codemode.example/team/mcp", "scopePermissions": scopes}}}});
         let config = codemode_policies::Config::from_json_str(&config.to_string()).unwrap();
-        let Some(codemode_policies::AuthSettings::OAuth(settings)) = config.server.auth else {
+        let Some(codemode_config::AuthSettings::OAuth(settings)) = config.server.auth else {
             panic!("oauth settings")
         };
         OAuthResource::new(&settings)

@@ -1,7 +1,8 @@
 //! Static bearer tokens (`server.auth.tokens`): each known only by its SHA-256, compared in
 //! constant time.
 
-use codemode_policies::{Caller, TokenSecret, TokenSettings};
+use codemode_config::{TokenSecret, TokenSettings};
+use codemode_policies::Caller;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -99,7 +100,7 @@ mod tests {
         .server
         .auth
         .unwrap();
-        let codemode_policies::AuthSettings::Tokens(list) = settings else {
+        let codemode_config::AuthSettings::Tokens(list) = settings else {
             panic!()
         };
         let auth = StaticTokens::new(&list, &|v| (v == "DEV").then(|| "s3cret".into())).unwrap();

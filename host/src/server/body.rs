@@ -4,7 +4,7 @@
 //! body is read only for a request that may be served.
 
 use axum::body::{Body, Bytes};
-use codemode_policies::ListenerLimits;
+use codemode_config::ListenerLimits;
 use http::{HeaderMap, header};
 
 /// Why a body was not read. Every case leaves the connection unable to carry another request

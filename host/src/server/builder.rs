@@ -12,7 +12,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use codemode_policies::{AdminSettings, Config, StoreLocation, TokenSecret};
+use codemode_config::{AdminSettings, StoreLocation, TokenSecret};
+use codemode_policies::Config;
 use codemode_runtime::{Runtime, RuntimeConfig};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -313,7 +314,7 @@ impl ServerBuilder {
         if let Some(origin) = self
             .allowed_origins
             .iter()
-            .find(|o| !codemode_policies::valid_allowed_origin(o))
+            .find(|o| !codemode_config::valid_allowed_origin(o))
         {
             return Err(ServeError::Refused(format!(
                 "--allowed-origin: an origin is `null` or `scheme://host[:port|:*]` with no path (e.g. https://app.example.com), got `{origin}`"

@@ -228,8 +228,8 @@ impl Durable {
             resumer: std::sync::OnceLock::new(),
             parked: ParkedCounts::default(),
             byte_caps: std::sync::Mutex::new(counts::ByteCaps {
-                per_client: codemode_policies::DEFAULT_MAX_PARKED_BYTES_PER_CLIENT,
-                per_node: codemode_policies::DEFAULT_MAX_PARKED_BYTES,
+                per_client: codemode_config::DEFAULT_MAX_PARKED_BYTES_PER_CLIENT,
+                per_node: codemode_config::DEFAULT_MAX_PARKED_BYTES,
             }),
             renewing: std::sync::Mutex::default(),
         }

@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use codemode_policies::{Caller, PerClientLimits};
+use codemode_config::PerClientLimits;
+use codemode_policies::Caller;
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 

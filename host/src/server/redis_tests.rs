@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::sessions::SealedSessionStore;
-use codemode_policies::{DurableConfig, RedisUrl, StoreLocation};
+use codemode_config::{DurableConfig, RedisUrl, StoreLocation};
 use codemode_store::{REDIS_KEY_PREFIX, RecordStore, RedisStore, StateKey, Store, StoreErrorKind};
 use codemode_test_support::scratch_dir;
 use codemode_test_support::services::{RedisServer, free_port};

@@ -7,9 +7,8 @@
 
 use std::sync::Arc;
 
-use codemode_policies::{
-    AccessAuditRecord, Caller, Decision, Profile, bounded, canonical_json, neutralize, sha256_hex,
-};
+use codemode_policies::AuditRecord;
+use codemode_policies::{AccessAuditRecord, Caller, Decision, Profile, bounded, neutralize};
 use codemode_runtime::CallStatus;
 use codemode_upstream::resources::{UpstreamRequestError, map_contents, policy_name, unmap_uri};
 use rmcp::model::{
@@ -175,7 +174,9 @@ impl CodemodeServer {
             }
         };
         let mut value = serde_json::to_value(&result).unwrap_or(Value::Null);
-        record.output_sha256 = Some(sha256_hex(canonical_json(&value).as_bytes()));
+        record.output_sha256 = Some(AuditRecord::sha256_hex(
+            AuditRecord::canonical_json(&value).as_bytes(),
+        ));
         let outputs = self.state.config().outputs.clone();
         record.redacted_paths = outputs.apply(&name, &mut value);
         let masked = if record.redacted_paths.is_empty() {
@@ -239,7 +240,9 @@ impl CodemodeServer {
         match got {
             Ok(result) => {
                 let value = serde_json::to_value(&result).unwrap_or(Value::Null);
-                record.output_sha256 = Some(sha256_hex(canonical_json(&value).as_bytes()));
+                record.output_sha256 = Some(AuditRecord::sha256_hex(
+                    AuditRecord::canonical_json(&value).as_bytes(),
+                ));
                 self.audit_access(&governed, record);
                 Ok(result)
             }

@@ -50,7 +50,7 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// When non-empty, a request carrying `Origin` must match one of these
     /// (`scheme://host[:port]`, `:*` for any port; no port: the scheme's default), matched by
-    /// [`codemode_policies::origin_allowed`].
+    /// [`codemode_config::origin_allowed`].
     pub allowed_origins: Vec<String>,
     /// Who may call `/mcp` ([`crate::auth::NoAuth`]: everyone, as `local`).
     pub auth: Arc<dyn Authenticate>,
@@ -100,7 +100,7 @@ pub(crate) fn http_router(
         );
     if !options.allowed_origins.is_empty() {
         // rmcp matches a port-less origin against any port; ours means the default port only.
-        config = config.with_allowed_origins(codemode_policies::explicit_default_ports(
+        config = config.with_allowed_origins(codemode_config::explicit_default_ports(
             &options.allowed_origins,
         ));
     }

@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use codemode_policies::{Channel, RetentionLimits};
+use codemode_config::RetentionLimits;
+use codemode_policies::Channel;
 use codemode_runtime::BoxFuture;
 use rmcp::model::{ElicitRequest, InputRequest, InputRequests, InputResponses};
 use serde_json::Value;
@@ -417,9 +418,8 @@ impl Suspended {
     /// options), before any is delivered.
     ///
     /// # Errors
-    /// [`refused_answer`]'s message for the first answer that does not fit its step; the steps
-    /// stay open.
-    pub fn check(&self, responses: &InputResponses) -> Result<(), String> {
+    /// [`RefusedAnswer`] for the first answer that does not fit its step; the steps stay open.
+    pub fn check(&self, responses: &InputResponses) -> Result<(), RefusedAnswer> {
         let state = self.lock();
         for (key, response) in responses {
             let Some((field, options)) = state.pending.get(key).and_then(|p| p.options.as_ref())
@@ -428,7 +428,7 @@ impl Suspended {
             };
             let options: Vec<&str> = options.iter().map(String::as_str).collect();
             chosen_option(field, &options, &parse_response(response))
-                .map_err(|why| refused_answer(key, &why))?;
+                .map_err(|why| RefusedAnswer::new(key, why))?;
         }
         Ok(())
     }
@@ -457,11 +457,27 @@ fn input_requests<'a>(
     requests
 }
 
-/// What a client is told when its answer to question `key` does not fit it.
-pub fn refused_answer(key: &str, why: &str) -> String {
-    format!(
-        "the answer to `{key}` was refused: {why}; the question is still open: retry with the same requestState and one of the options"
-    )
+/// A client's answer that does not fit the question it answers (not one of its options): what
+/// the client is told, naming the question's key; the question stays open.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the answer to `{key}` was refused: {why}; the question is still open: retry with the same requestState and one of the options"
+)]
+pub struct RefusedAnswer {
+    /// The question's key in the input-required result.
+    pub key: String,
+    /// Why the answer does not fit.
+    pub why: String,
+}
+
+impl RefusedAnswer {
+    /// The answer to `key` refused for `why`.
+    pub fn new(key: &str, why: impl Into<String>) -> Self {
+        RefusedAnswer {
+            key: key.to_string(),
+            why: why.into(),
+        }
+    }
 }
 
 /// `{"action": "accept", "content": {…}}` (an `ElicitResult`) → [`Answer`].
@@ -832,7 +848,7 @@ mod tests {
         };
         assert_eq!(
             s.check(&answer("maybe")),
-            Err(refused_answer(
+            Err(RefusedAnswer::new(
                 "codemode-0123",
                 "`maybe` is not one of the options (ship, hold)"
             ))

@@ -71,7 +71,7 @@ impl GovernedEvalBuilder {
         self
     }
 
-    /// The `eval_id` of its audit records. Default: [`codemode_policies::audit_eval_id`] of
+    /// The `eval_id` of its audit records. Default: [`AuditRecord::eval_id`](codemode_policies::AuditRecord::eval_id) of
     /// its id; an eval resumed in another process keeps the one it was first audited under.
     pub fn audit_id(mut self, id: Option<String>) -> Self {
         self.eval.audit_id = id;

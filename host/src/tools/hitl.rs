@@ -27,7 +27,7 @@
 
 use std::time::Duration;
 
-use codemode_policies::{ParkedAsk, new_request_id};
+use codemode_policies::{ApprovalRequest, ParkedAsk};
 use codemode_runtime::CallContext;
 use serde_json::{Map, Value, json};
 
@@ -264,7 +264,7 @@ async fn step(
 ) -> Answer {
     let (id, timeout) = match resumed {
         Some(parked) => (parked.approval.clone(), parked.remaining()),
-        None => (new_request_id(), timeout),
+        None => (ApprovalRequest::new_id(), timeout),
     };
     let mut note = ParkedAsk::question(id.clone(), timeout, selected.map(str::to_string));
     if let Some(parked) = resumed {

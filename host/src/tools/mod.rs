@@ -559,6 +559,6 @@ mod builtin_names_tests {
     #[test]
     fn the_config_knows_every_builtin_name() {
         let ours: Vec<String> = super::builtin_infos().into_iter().map(|t| t.name).collect();
-        assert_eq!(ours, codemode_policies::BUILTIN_TOOL_NAMES);
+        assert_eq!(ours, codemode_config::BUILTIN_TOOL_NAMES);
     }
 }

@@ -15,9 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_policies::{
-    Answer, Ask, AuditRecord, AuditSink, Channel, DEFAULT_APPROVAL_TIMEOUT,
-    DEFAULT_MAX_PENDING_APPROVALS, Decision, DispositionKind, Fallback, PendingSlots, Profile,
-    SamplingAuditRecord, args_sha256, now_rfc3339,
+    Answer, Ask, AuditRecord, AuditSink, Channel, Decision, DispositionKind, Fallback,
+    PendingSlots, Profile, SamplingAuditRecord,
 };
 use codemode_runtime::{BoxFuture, CallStatus};
 use codemode_upstream::CallSampler;
@@ -132,7 +131,7 @@ impl CallSampler for SamplingGate {
             let record = &mut audit.record;
             record.messages = params.messages.len();
             record.max_tokens = params.max_tokens;
-            record.request_sha256 = args_sha256(&json);
+            record.request_sha256 = AuditRecord::args_sha256(&json);
             match self.decide(server, &json, record).await {
                 Ok(peer) => {
                     // From here on it reached the client (withdrawn midway: an error).
@@ -140,7 +139,7 @@ impl CallSampler for SamplingGate {
                     let within = self
                         .profile
                         .as_deref()
-                        .map_or(DEFAULT_APPROVAL_TIMEOUT, Profile::approval_timeout);
+                        .map_or(Profile::DEFAULT_APPROVAL_TIMEOUT, Profile::approval_timeout);
                     forward(peer, params, within, record).await
                 }
                 Err(why) => {
@@ -181,7 +180,7 @@ impl Drop for Audited {
     fn drop(&mut self) {
         if let Some(sink) = &self.sink {
             let mut record = self.record.clone();
-            record.ts = now_rfc3339();
+            record.ts = AuditRecord::now_rfc3339();
             sink.record(AuditRecord::Sampling(record));
         }
     }
@@ -233,10 +232,10 @@ impl SamplingGate {
             };
         }
         let max = profile.map_or(
-            DEFAULT_MAX_PENDING_APPROVALS,
+            Profile::DEFAULT_MAX_PENDING_APPROVALS,
             Profile::max_pending_approvals,
         );
-        let timeout = profile.map_or(DEFAULT_APPROVAL_TIMEOUT, Profile::approval_timeout);
+        let timeout = profile.map_or(Profile::DEFAULT_APPROVAL_TIMEOUT, Profile::approval_timeout);
         let Some(_slot) = self.waiting.wait(max, timeout).await else {
             record.decision = Decision::Timeout;
             record.channel = Some(Channel::Policy);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codemode_runtime::BoxFuture;
-use codemode_upstream::UpstreamElicitation;
+use codemode_upstream::{ElicitationFailed, UpstreamElicitation};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
 
@@ -37,7 +37,7 @@ impl UpstreamElicitation for ForwardElicitation {
         &'a self,
         server: &'a str,
         params: ElicitRequestParams,
-    ) -> BoxFuture<'a, Result<ElicitResult, String>> {
+    ) -> BoxFuture<'a, Result<ElicitResult, ElicitationFailed>> {
         Box::pin(async move {
             let asker = &self.asker;
             if !asker.supports() {
@@ -52,8 +52,8 @@ impl UpstreamElicitation for ForwardElicitation {
                     requested_schema,
                     ..
                 } => {
-                    let schema =
-                        serde_json::to_value(&requested_schema).map_err(|e| e.to_string())?;
+                    let schema = serde_json::to_value(&requested_schema)
+                        .map_err(|e| ElicitationFailed::new(e.to_string()))?;
                     (message, schema.as_object().cloned().unwrap_or_default())
                 }
                 _ => {

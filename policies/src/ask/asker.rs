@@ -55,7 +55,7 @@ pub struct Ask {
 #[derive(Debug, Clone)]
 pub enum AskKind {
     /// Whether a call may go ahead: the policy layer's request (its form is
-    /// [`super::approval_question`]).
+    /// [`ApprovalRequest::question`](crate::ApprovalRequest::question)).
     Approval(Box<ApprovalRequest>),
     /// One step of a `hitl_request` question (the choice, or its confirmation).
     Choice,

@@ -35,83 +35,86 @@ const DECISIONS: [(&str, &str, ApprovalDecision); 6] = [
     ("cancel", "Cancel", ApprovalDecision::Cancel),
 ];
 
-/// The approval form: one required `decision` field with the choices the request's risk policy
-/// allows (plus dismissing). The message names the caller the script runs for; every
-/// script-chosen text in it (tool name, rule reason, arguments, call sites) is neutralised, and
-/// the risk is stated.
-pub fn approval_question(req: &ApprovalRequest) -> Question {
-    // Who asks: a human approving for one caller must not be led to approve for another.
-    let mut message = format!(
-        "A script of caller `{}` wants to call `{}`",
-        quoted(&req.caller.name),
-        quoted(&req.tool)
-    );
-    if let Some(profile) = &req.profile {
-        let _ = write!(
-            message,
-            " (profile `{}`, {})",
-            neutralize(profile),
-            neutralize(&req.matched.to_string())
+impl ApprovalRequest {
+    /// The approval form: one required `decision` field with the choices the request's risk policy
+    /// allows (plus dismissing). The message names the caller the script runs for; every
+    /// script-chosen text in it (tool name, rule reason, arguments, call sites) is neutralised, and
+    /// the risk is stated.
+    pub fn question(&self) -> Question {
+        let req = self;
+        // Who asks: a human approving for one caller must not be led to approve for another.
+        let mut message = format!(
+            "A script of caller `{}` wants to call `{}`",
+            quoted(&req.caller.name),
+            quoted(&req.tool)
         );
-    }
-    let _ = write!(
-        message,
-        ".\nRisk: {}\nClass: {}",
-        req.risk.as_str(),
-        req.classification.as_str()
-    );
-    if let Some(reason) = &req.reason {
-        let _ = write!(message, "\nReason: {}", neutralize(reason));
-    }
-    let _ = write!(message, "\n\nArguments:\n{}", req.args_summary);
-    let others = call_sites(req);
-    if !others.is_empty() {
-        let _ = write!(message, "\n\nThe script's tool calls:\n{others}");
-    }
-    if req.risk_policy.require_reason {
-        message.push_str("\n\nA reason is required at this risk level.");
-    }
-    let _ = write!(
-        message,
-        "\n\nNo answer within {} s denies the call.",
-        req.timeout.as_secs()
-    );
-    // A caller without the right to decide sees the ask but may only withdraw it.
-    let allowed = match req.risk_policy.approver_right(&req.caller, req.risk) {
-        Ok(_) => req.risk_policy.allowed_decisions(),
-        Err(lacking) => {
+        if let Some(profile) = &req.profile {
             let _ = write!(
                 message,
-                "\n\nYou cannot approve it here: {lacking}. It waits for such an approver on the HTTP approval API (request {}). Decline withdraws the call; Cancel only closes this prompt.",
-                req.id
+                " (profile `{}`, {})",
+                neutralize(profile),
+                neutralize(&req.matched.to_string())
             );
-            vec![ApprovalDecision::Decline, ApprovalDecision::Cancel]
         }
-    };
-    let mut schema = json!({
-        "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Decision",
-                "oneOf": DECISIONS
-                    .iter()
-                    .filter(|(_, _, d)| allowed.contains(d))
-                    .map(|(value, title, d)| json!({"const": value, "title": decision_title(req, *d, title)}))
-                    .collect::<Vec<_>>(),
+        let _ = write!(
+            message,
+            ".\nRisk: {}\nClass: {}",
+            req.risk.as_str(),
+            req.classification.as_str()
+        );
+        if let Some(reason) = &req.reason {
+            let _ = write!(message, "\nReason: {}", neutralize(reason));
+        }
+        let _ = write!(message, "\n\nArguments:\n{}", req.args_summary);
+        let others = call_sites(req);
+        if !others.is_empty() {
+            let _ = write!(message, "\n\nThe script's tool calls:\n{others}");
+        }
+        if req.risk_policy.require_reason {
+            message.push_str("\n\nA reason is required at this risk level.");
+        }
+        let _ = write!(
+            message,
+            "\n\nNo answer within {} s denies the call.",
+            req.timeout.as_secs()
+        );
+        // A caller without the right to decide sees the ask but may only withdraw it.
+        let allowed = match req.risk_policy.approver_right(&req.caller, req.risk) {
+            Ok(_) => req.risk_policy.allowed_decisions(),
+            Err(lacking) => {
+                let _ = write!(
+                    message,
+                    "\n\nYou cannot approve it here: {lacking}. It waits for such an approver on the HTTP approval API (request {}). Decline withdraws the call; Cancel only closes this prompt.",
+                    req.id
+                );
+                vec![ApprovalDecision::Decline, ApprovalDecision::Cancel]
             }
-        },
-        "required": ["decision"]
-    });
-    // A reason field only where the risk policy requires one (the form stays one click
-    // otherwise; the HTTP API takes an optional reason with any decision).
-    if req.risk_policy.require_reason {
-        schema["properties"]["reason"] = json!({"type": "string", "title": "Reason"});
-        schema["required"] = json!(["decision", "reason"]);
-    }
-    Question {
-        message,
-        schema: schema.as_object().cloned().unwrap_or_default(),
+        };
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "decision": {
+                    "type": "string",
+                    "title": "Decision",
+                    "oneOf": DECISIONS
+                        .iter()
+                        .filter(|(_, _, d)| allowed.contains(d))
+                        .map(|(value, title, d)| json!({"const": value, "title": decision_title(req, *d, title)}))
+                        .collect::<Vec<_>>(),
+                }
+            },
+            "required": ["decision"]
+        });
+        // A reason field only where the risk policy requires one (the form stays one click
+        // otherwise; the HTTP API takes an optional reason with any decision).
+        if req.risk_policy.require_reason {
+            schema["properties"]["reason"] = json!({"type": "string", "title": "Reason"});
+            schema["required"] = json!(["decision", "reason"]);
+        }
+        Question {
+            message,
+            schema: schema.as_object().cloned().unwrap_or_default(),
+        }
     }
 }
 
@@ -130,7 +133,7 @@ impl Ask {
     pub fn approval(req: &ApprovalRequest) -> Self {
         Ask {
             id: req.id.clone(),
-            question: approval_question(req),
+            question: req.question(),
             // A little longer than the request's own time: the policy layer owns the approval
             // timeout (and reports it as `elicitation_timeout`), so no channel's timeout may
             // decide first.
@@ -143,7 +146,7 @@ impl Ask {
 }
 
 /// The script's call sites, one neutralised line each (`  line 3: fs__write`).
-pub fn call_sites(req: &ApprovalRequest) -> String {
+pub(crate) fn call_sites(req: &ApprovalRequest) -> String {
     req.preview
         .calls
         .iter()
@@ -173,13 +176,15 @@ pub fn decision_from(answer: &Answer) -> ApprovalDecision {
     }
 }
 
-/// A form answer as an approval answer through `channel` (its decision and reason). An
-/// accepted form whose `decision` is none the form offers is [`ApprovalAnswer::not_offered`].
-pub fn approval_answer(answer: &Answer, channel: Channel) -> ApprovalAnswer {
-    if let Some(choice) = unoffered_choice(answer) {
-        return ApprovalAnswer::not_offered(choice, channel).with_reason(reason_from(answer));
+impl ApprovalAnswer {
+    /// A form answer as an approval answer through `channel` (its decision and reason). An
+    /// accepted form whose `decision` is none the form offers is [`ApprovalAnswer::not_offered`].
+    pub fn from_form(answer: &Answer, channel: Channel) -> ApprovalAnswer {
+        if let Some(choice) = unoffered_choice(answer) {
+            return ApprovalAnswer::not_offered(choice, channel).with_reason(reason_from(answer));
+        }
+        ApprovalAnswer::new(decision_from(answer), channel).with_reason(reason_from(answer))
     }
-    ApprovalAnswer::new(decision_from(answer), channel).with_reason(reason_from(answer))
 }
 
 /// The `decision` of an accepted form when it names none of the form's decisions: as sent
@@ -209,53 +214,61 @@ pub fn reason_from(answer: &Answer) -> Option<String> {
     }
 }
 
-/// The approval `reply` gives, `None` on a timeout (which never decides anything). A channel
-/// that failed declines, with the refusal's words as the reason when a cap refused the wait
-/// ([`Channel::Policy`]). Whether the request's risk policy allows the decision (a client may
-/// submit a choice the form did not offer) is the caller's to check.
-pub fn approval_of(reply: &Reply) -> Option<ApprovalAnswer> {
-    let mut answer = match &reply.answer {
-        Answer::Timeout => return None,
-        Answer::Failed(why) => {
-            let reason = (reply.channel == Channel::Policy).then(|| why.clone());
-            ApprovalAnswer::new(ApprovalDecision::Decline, reply.channel).with_reason(reason)
+impl ApprovalAnswer {
+    /// The approval `reply` gives, `None` on a timeout (which never decides anything). A channel
+    /// that failed declines, with the refusal's words as the reason when a cap refused the wait
+    /// ([`Channel::Policy`]). Whether the request's risk policy allows the decision (a client may
+    /// submit a choice the form did not offer) is the caller's to check.
+    pub fn from_reply(reply: &Reply) -> Option<ApprovalAnswer> {
+        let mut answer = match &reply.answer {
+            Answer::Timeout => return None,
+            Answer::Failed(why) => {
+                let reason = (reply.channel == Channel::Policy).then(|| why.clone());
+                ApprovalAnswer::new(ApprovalDecision::Decline, reply.channel).with_reason(reason)
+            }
+            answer => ApprovalAnswer::from_form(answer, reply.channel),
+        };
+        answer.decided_by.clone_from(&reply.decided_by);
+        answer.decided_with.clone_from(&reply.decided_with);
+        Some(answer)
+    }
+}
+
+impl ApprovalAnswer {
+    /// `answer` as the approval form filled in (its decision and reason), through its channel.
+    pub fn to_reply(&self) -> Reply {
+        let answer = self;
+        let value = match &answer.not_offered {
+            // As it was sent, so that it reads back as not offered.
+            Some(choice) => choice.as_str(),
+            None => DECISIONS
+                .iter()
+                .find(|(_, _, d)| *d == answer.decision)
+                .map_or("decline", |(value, _, _)| *value),
+        };
+        let mut content = json!({ "decision": value });
+        if let Some(reason) = &answer.reason {
+            content["reason"] = json!(reason);
         }
-        answer => approval_answer(answer, reply.channel),
-    };
-    answer.decided_by.clone_from(&reply.decided_by);
-    answer.decided_with.clone_from(&reply.decided_with);
-    Some(answer)
+        Reply {
+            answer: Answer::Accept(content),
+            channel: answer.channel,
+            decided_by: answer.decided_by.clone(),
+            decided_with: answer.decided_with.clone(),
+        }
+    }
 }
 
-/// `answer` as the approval form filled in (its decision and reason), through its channel.
-pub fn form_answer(answer: &ApprovalAnswer) -> Reply {
-    let value = match &answer.not_offered {
-        // As it was sent, so that it reads back as not offered.
-        Some(choice) => choice.as_str(),
-        None => DECISIONS
+impl ApprovalRequest {
+    /// The script's call sites: `(tool or None when computed at run time, line, column)`.
+    pub fn call_site_list(&self) -> Vec<(Option<String>, u32, u32)> {
+        let req = self;
+        req.preview
+            .calls
             .iter()
-            .find(|(_, _, d)| *d == answer.decision)
-            .map_or("decline", |(value, _, _)| *value),
-    };
-    let mut content = json!({ "decision": value });
-    if let Some(reason) = &answer.reason {
-        content["reason"] = json!(reason);
+            .map(|c| (c.tool.clone(), c.line, c.column))
+            .collect()
     }
-    Reply {
-        answer: Answer::Accept(content),
-        channel: answer.channel,
-        decided_by: answer.decided_by.clone(),
-        decided_with: answer.decided_with.clone(),
-    }
-}
-
-/// The script's call sites: `(tool or None when computed at run time, line, column)`.
-pub fn call_sites_of(req: &ApprovalRequest) -> Vec<(Option<String>, u32, u32)> {
-    req.preview
-        .calls
-        .iter()
-        .map(|c| (c.tool.clone(), c.line, c.column))
-        .collect()
 }
 
 #[cfg(test)]
@@ -313,20 +326,21 @@ mod tests {
             (json!({"decision": "approve_once"}), None),
         ];
         for (content, want) in cases {
-            let answer = approval_answer(&Answer::Accept(content.clone()), Channel::Elicitation);
+            let answer =
+                ApprovalAnswer::from_form(&Answer::Accept(content.clone()), Channel::Elicitation);
             assert_eq!(answer.not_offered.as_deref(), want, "{content}");
             if want.is_some() {
                 assert_eq!(answer.decision, ApprovalDecision::Decline);
             }
             // Through a channel and back, it stays what it was.
             assert_eq!(
-                approval_of(&form_answer(&answer)),
+                ApprovalAnswer::from_reply(&answer.to_reply()),
                 Some(answer),
                 "{content}"
             );
         }
         assert_eq!(
-            approval_answer(&Answer::Decline, Channel::Http).not_offered,
+            ApprovalAnswer::from_form(&Answer::Decline, Channel::Http).not_offered,
             None
         );
     }

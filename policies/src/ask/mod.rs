@@ -14,7 +14,3 @@ mod asker;
 mod form;
 
 pub use asker::{Answer, Ask, AskKind, Asker, NoAsker, Question, Reply};
-pub use form::{
-    approval_answer, approval_of, approval_question, call_sites, call_sites_of, decision_from,
-    form_answer, reason_from,
-};

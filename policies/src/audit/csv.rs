@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 /// The CSV columns, in order: every field a record may carry (`tool_call` and `eval` fields
 /// together; a field a record lacks is an empty cell). Arrays and objects (`args`, `options`,
 /// `metadata`) are written as compact JSON.
-pub const AUDIT_CSV_COLUMNS: &[&str] = &[
+pub(crate) const AUDIT_CSV_COLUMNS: &[&str] = &[
     "ts",
     "event",
     "eval_id",

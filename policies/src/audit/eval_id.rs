@@ -24,14 +24,6 @@ fn process_prefix() -> &'static str {
 /// `id`: `<prefix>-<n>`, e.g. `7f3a9c01d2e4b5a6-1`, where the prefix is random per process and
 /// `n` is the runtime's number. The runtime's numbers restart at 1 in every process; the
 /// prefix keeps the ids of processes sharing an audit directory apart.
-///
-/// ```
-/// use codemode_policies::audit_eval_id;
-/// use codemode_runtime::EvalId;
-/// let id = audit_eval_id(EvalId(3));
-/// assert!(id.ends_with("-3") && id.len() == 16 + 2);
-/// assert_eq!(id, audit_eval_id(EvalId(3)));
-/// ```
 pub fn audit_eval_id(id: EvalId) -> String {
     format!("{}-{}", process_prefix(), id.0)
 }

@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 use globset::{Glob, GlobMatcher};
 use serde_json::{Map, Value};
 
-#[cfg(doc)]
 use super::csv::AUDIT_CSV_COLUMNS;
 use super::verify::audit_files;
 use crate::parse_duration;
@@ -204,25 +203,30 @@ pub enum AuditQueryError {
     },
 }
 
-/// `input` as a time: RFC 3339 (`2024-05-01T12:00:00Z`, any offset), or a duration back from
-/// `now` ([`parse_duration`]: `90m`, `1h`, `7d`).
-///
-/// # Errors
-///
-/// [`AuditQueryError::Time`] when it is neither.
-pub fn parse_time_bound(input: &str, now: SystemTime) -> Result<DateTime<Utc>, AuditQueryError> {
-    let bad = || AuditQueryError::Time {
-        input: input.to_string(),
-    };
-    if let Ok(t) = DateTime::parse_from_rfc3339(input.trim()) {
-        return Ok(t.with_timezone(&Utc));
+impl AuditQuery {
+    /// `input` as a time: RFC 3339 (`2024-05-01T12:00:00Z`, any offset), or a duration back from
+    /// `now` ([`parse_duration`]: `90m`, `1h`, `7d`).
+    ///
+    /// # Errors
+    ///
+    /// [`AuditQueryError::Time`] when it is neither.
+    pub fn parse_time_bound(
+        input: &str,
+        now: SystemTime,
+    ) -> Result<DateTime<Utc>, AuditQueryError> {
+        let bad = || AuditQueryError::Time {
+            input: input.to_string(),
+        };
+        if let Ok(t) = DateTime::parse_from_rfc3339(input.trim()) {
+            return Ok(t.with_timezone(&Utc));
+        }
+        let back: Duration = parse_duration(input).map_err(|_| bad())?;
+        // Through chrono's checked arithmetic: a duration past its range is an error, not a panic.
+        let back = chrono::TimeDelta::from_std(back).map_err(|_| bad())?;
+        DateTime::<Utc>::from(now.max(std::time::UNIX_EPOCH))
+            .checked_sub_signed(back)
+            .ok_or_else(bad)
     }
-    let back: Duration = parse_duration(input).map_err(|_| bad())?;
-    // Through chrono's checked arithmetic: a duration past its range is an error, not a panic.
-    let back = chrono::TimeDelta::from_std(back).map_err(|_| bad())?;
-    DateTime::<Utc>::from(now.max(std::time::UNIX_EPOCH))
-        .checked_sub_signed(back)
-        .ok_or_else(bad)
 }
 
 /// One selected record.
@@ -234,7 +238,7 @@ pub struct QueriedRecord {
     pub fields: Map<String, Value>,
 }
 
-/// What [`query_audit_dir`] found.
+/// What [`AuditQuery::run`] found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QueryResult {
     /// The matching records, by `ts` (records of equal `ts` in file order).
@@ -244,55 +248,58 @@ pub struct QueryResult {
     pub skipped: Vec<(PathBuf, u64)>,
 }
 
-/// The records of the `*.jsonl` files of `dir` that match `query`, in time order across
-/// files. Reads the files as they are: it does not verify the chains
-/// ([`verify_audit_dir`](crate::verify_audit_dir) does).
-///
-/// # Errors
-///
-/// [`AuditQueryError::Io`] when `dir` or a file cannot be read.
-pub fn query_audit_dir(dir: &Path, query: &AuditQuery) -> Result<QueryResult, AuditQueryError> {
-    let io_err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| AuditQueryError::Io { path, source }
-    };
-    let mut result = QueryResult::default();
-    let mut found: Vec<(Option<DateTime<Utc>>, QueriedRecord)> = Vec::new();
-    for file in audit_files(dir).map_err(io_err(dir))? {
-        let text = std::fs::read(&file).map_err(io_err(&file))?;
-        for (i, raw) in text.split(|&b| b == b'\n').enumerate() {
-            if raw.is_empty() {
-                continue;
-            }
-            let fields = match std::str::from_utf8(raw)
-                .ok()
-                .and_then(|l| serde_json::from_str::<Value>(l).ok())
-            {
-                Some(Value::Object(map)) => map,
-                _ => {
-                    result.skipped.push((file.clone(), i as u64 + 1));
+impl AuditQuery {
+    /// The records of the `*.jsonl` files of `dir` that match `query`, in time order across
+    /// files. Reads the files as they are: it does not verify the chains
+    /// ([`Verified::of_dir`](crate::Verified::of_dir) does).
+    ///
+    /// # Errors
+    ///
+    /// [`AuditQueryError::Io`] when `dir` or a file cannot be read.
+    pub fn run(&self, dir: &Path) -> Result<QueryResult, AuditQueryError> {
+        let query = self;
+        let io_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| AuditQueryError::Io { path, source }
+        };
+        let mut result = QueryResult::default();
+        let mut found: Vec<(Option<DateTime<Utc>>, QueriedRecord)> = Vec::new();
+        for file in audit_files(dir).map_err(io_err(dir))? {
+            let text = std::fs::read(&file).map_err(io_err(&file))?;
+            for (i, raw) in text.split(|&b| b == b'\n').enumerate() {
+                if raw.is_empty() {
                     continue;
                 }
-            };
-            let ts = fields
-                .get("ts")
-                .and_then(Value::as_str)
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| t.with_timezone(&Utc));
-            if query.matches(&fields, ts) {
-                let line = String::from_utf8_lossy(raw).into_owned();
-                found.push((ts, QueriedRecord { line, fields }));
+                let fields = match std::str::from_utf8(raw)
+                    .ok()
+                    .and_then(|l| serde_json::from_str::<Value>(l).ok())
+                {
+                    Some(Value::Object(map)) => map,
+                    _ => {
+                        result.skipped.push((file.clone(), i as u64 + 1));
+                        continue;
+                    }
+                };
+                let ts = fields
+                    .get("ts")
+                    .and_then(Value::as_str)
+                    .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                    .map(|t| t.with_timezone(&Utc));
+                if query.matches(&fields, ts) {
+                    let line = String::from_utf8_lossy(raw).into_owned();
+                    found.push((ts, QueriedRecord { line, fields }));
+                }
             }
         }
+        // Stable: equal times keep file order (files by name, lines in order); records without a
+        // readable time come first.
+        found.sort_by_key(|(ts, _)| *ts);
+        result.records = found.into_iter().map(|(_, r)| r).collect();
+        Ok(result)
     }
-    // Stable: equal times keep file order (files by name, lines in order); records without a
-    // readable time come first.
-    found.sort_by_key(|(ts, _)| *ts);
-    result.records = found.into_iter().map(|(_, r)| r).collect();
-    Ok(result)
 }
 
-/// How [`format_records`] renders records (`--format`).
+/// How [`AuditFormat::render`] renders records (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AuditFormat {
     /// Each record's line as written, one per line (the default).
@@ -300,7 +307,7 @@ pub enum AuditFormat {
     Jsonl,
     /// One JSON array of the records, pretty-printed.
     Json,
-    /// A header row of [`AUDIT_CSV_COLUMNS`], then one row per record (RFC 4180 quoting; every
+    /// A header row of [`AuditFormat::CSV_COLUMNS`], then one row per record (RFC 4180 quoting; every
     /// cell [`neutralize`](crate::neutralize)d — control and invisible characters written as
     /// visible `\n`, `\u001b`-style escapes —, so no value can start a line of its own, drive
     /// a terminal or hide text; a string cell a spreadsheet would run as a formula — starting
@@ -308,21 +315,27 @@ pub enum AuditFormat {
     Csv,
 }
 
-/// `records` rendered as `format`, ending with a newline (nothing at all for no JSON Lines
-/// records).
-pub fn format_records(records: &[QueriedRecord], format: AuditFormat) -> String {
-    match format {
-        AuditFormat::Jsonl => records.iter().map(|r| format!("{}\n", r.line)).collect(),
-        AuditFormat::Json => {
-            let all: Vec<Value> = records
-                .iter()
-                .map(|r| Value::Object(r.fields.clone()))
-                .collect();
-            let mut out = serde_json::to_string_pretty(&all).unwrap_or_else(|_| "[]".into());
-            out.push('\n');
-            out
+impl AuditFormat {
+    /// The columns of [`AuditFormat::Csv`], in order.
+    pub const CSV_COLUMNS: &[&str] = AUDIT_CSV_COLUMNS;
+
+    /// `records` rendered as `format`, ending with a newline (nothing at all for no JSON Lines
+    /// records).
+    pub fn render(self, records: &[QueriedRecord]) -> String {
+        let format = self;
+        match format {
+            AuditFormat::Jsonl => records.iter().map(|r| format!("{}\n", r.line)).collect(),
+            AuditFormat::Json => {
+                let all: Vec<Value> = records
+                    .iter()
+                    .map(|r| Value::Object(r.fields.clone()))
+                    .collect();
+                let mut out = serde_json::to_string_pretty(&all).unwrap_or_else(|_| "[]".into());
+                out.push('\n');
+                out
+            }
+            AuditFormat::Csv => super::csv::render(records.iter().map(|r| &r.fields)),
         }
-        AuditFormat::Csv => super::csv::render(records.iter().map(|r| &r.fields)),
     }
 }
 
@@ -353,14 +366,18 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(
-                parse_time_bound(input, now).unwrap().to_rfc3339(),
+                AuditQuery::parse_time_bound(input, now)
+                    .unwrap()
+                    .to_rfc3339(),
                 want,
                 "{input}"
             );
         }
         for bad in ["yesterday", "", "2024-05-01", "100000000000d"] {
             assert_eq!(
-                parse_time_bound(bad, now).unwrap_err().to_string(),
+                AuditQuery::parse_time_bound(bad, now)
+                    .unwrap_err()
+                    .to_string(),
                 format!(
                     "`{bad}` is neither an RFC 3339 time (2024-05-01T12:00:00Z) nor a duration back from now (90m, 1h, 7d)"
                 )
@@ -389,7 +406,7 @@ mod tests {
         let run = |f: &dyn Fn(&mut AuditQuery)| -> Vec<u64> {
             let mut q = AuditQuery::default();
             f(&mut q);
-            let found = query_audit_dir(&d, &q).unwrap().records;
+            let found = q.run(&d).unwrap().records;
             found
                 .iter()
                 .map(|r| r.fields["call_id"].as_u64().unwrap())
@@ -458,17 +475,17 @@ mod tests {
         )
         .unwrap();
         let run = |q: &AuditQuery| -> Vec<String> {
-            query_audit_dir(&d, q)
+            q.run(&d)
                 .unwrap()
                 .records
                 .iter()
                 .map(|r| r.fields["ts"].as_str().unwrap()[17..19].to_string())
                 .collect()
         };
-        let all = query_audit_dir(&d, &AuditQuery::default()).unwrap();
+        let all = AuditQuery::default().run(&d).unwrap();
         assert_eq!(all.skipped, [(d.join("2024-05-01.jsonl"), 2)]);
         assert_eq!(run(&AuditQuery::default()), ["01", "02", "03"]);
-        let t = |s: &str| Some(parse_time_bound(s, SystemTime::now()).unwrap());
+        let t = |s: &str| Some(AuditQuery::parse_time_bound(s, SystemTime::now()).unwrap());
         let mut q = AuditQuery {
             since: t("2024-05-01T10:00:02Z"),
             ..Default::default()
@@ -499,15 +516,15 @@ mod tests {
 
         let mut q = AuditQuery::default();
         q.tool_glob("fs__*").unwrap();
-        let recs = query_audit_dir(&d, &q).unwrap().records;
+        let recs = q.run(&d).unwrap().records;
         assert_eq!(
-            format_records(&recs, AuditFormat::Jsonl),
+            AuditFormat::Jsonl.render(&recs),
             format!("{}\n{}\n", recs[0].line, recs[1].line)
         );
-        let json: Value = serde_json::from_str(&format_records(&recs, AuditFormat::Json)).unwrap();
+        let json: Value = serde_json::from_str(&AuditFormat::Json.render(&recs)).unwrap();
         assert_eq!(json[1]["hash"], json!("h2"));
         assert_eq!(json.as_array().unwrap().len(), 2);
-        let csv = format_records(&recs, AuditFormat::Csv);
+        let csv = AuditFormat::Csv.render(&recs);
         let rows: Vec<&str> = csv.lines().collect();
         assert_eq!(rows[0], AUDIT_CSV_COLUMNS.join(","));
         assert_eq!(
@@ -519,7 +536,7 @@ mod tests {
             "2024-05-01T10:00:02.000Z,tool_call,a-1,,ci,,,fs__write,,,denied,,,,,,,,,,,,,,,,,,,,,,,,,,h2"
         );
         assert_eq!(rows.len(), 3);
-        assert!(query_audit_dir(&d.join("missing"), &AuditQuery::default()).is_err());
+        assert!(AuditQuery::default().run(&d.join("missing")).is_err());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

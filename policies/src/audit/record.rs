@@ -49,7 +49,7 @@ impl AuditRecord {
 pub struct ToolCallAuditRecord {
     /// When the attempt ended, RFC 3339 UTC.
     pub ts: String,
-    /// The eval ([`audit_eval_id`](super::audit_eval_id)); logs written before ids were strings
+    /// The eval ([`AuditRecord::eval_id`]); logs written before ids were strings
     /// hold a number, read as its decimal text.
     #[serde(deserialize_with = "eval_id_text")]
     pub eval_id: String,
@@ -61,7 +61,7 @@ pub struct ToolCallAuditRecord {
     pub profile: Option<String>,
     /// The name called.
     pub tool: String,
-    /// Hex SHA-256 of the arguments' canonical JSON ([`canonical_json`]).
+    /// Hex SHA-256 of the arguments' canonical JSON ([`AuditRecord::canonical_json`]).
     pub args_sha256: String,
     /// The arguments, only with `audit.includeArgs`; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,7 +171,7 @@ fn seconds_text<S: serde::Serializer>(seconds: &Option<f64>, out: S) -> Result<S
 pub struct EvalAuditRecord {
     /// When the record was made, RFC 3339 UTC.
     pub ts: String,
-    /// The eval ([`audit_eval_id`](super::audit_eval_id)); logs written before ids were strings
+    /// The eval ([`AuditRecord::eval_id`]); logs written before ids were strings
     /// hold a number, read as its decimal text.
     #[serde(deserialize_with = "eval_id_text")]
     pub eval_id: String,
@@ -249,7 +249,7 @@ impl AccessAuditRecord {
 /// Who ran an eval, where: what every `eval` record of it shares.
 #[derive(Debug, Clone, Copy)]
 pub struct EvalAuditContext<'a> {
-    /// The runtime's id of the eval (written as [`audit_eval_id`](super::audit_eval_id)).
+    /// The runtime's id of the eval (written as [`AuditRecord::eval_id`]).
     pub eval_id: EvalId,
     /// The code as submitted.
     pub code: &'a str,
@@ -259,7 +259,7 @@ pub struct EvalAuditContext<'a> {
     pub session_id: Option<&'a str>,
     /// The profile in force, if any.
     pub profile: Option<&'a str>,
-    /// The `eval_id` to write instead of [`audit_eval_id`](super::audit_eval_id)`(eval_id)`:
+    /// The `eval_id` to write instead of [`AuditRecord::eval_id`]`(eval_id)`:
     /// an eval resumed in another process keeps the id its first records were written under.
     pub audit_id: Option<&'a str>,
 }
@@ -543,7 +543,7 @@ mod tests {
         v.as_object_mut().unwrap().remove("ts");
         assert_eq!(
             v,
-            json!({"event": "eval", "eval_id": crate::audit_eval_id(EvalId(3)), "caller": "ci",
+            json!({"event": "eval", "eval_id": crate::AuditRecord::eval_id(EvalId(3)), "caller": "ci",
                    "session_id": "s1", "profile": null,
                    "code_sha256": sha256_hex(b"return 1"), "ok": false, "error_kind": "timeout",
                    "fuel_used": 42, "wall_ms": 12.5, "tool_calls": 1})
@@ -552,7 +552,7 @@ mod tests {
         v.as_object_mut().unwrap().remove("ts");
         assert_eq!(
             v,
-            json!({"event": "eval", "eval_id": crate::audit_eval_id(EvalId(3)), "caller": "ci",
+            json!({"event": "eval", "eval_id": crate::AuditRecord::eval_id(EvalId(3)), "caller": "ci",
                    "session_id": "s1", "profile": null,
                    "code_sha256": sha256_hex(b"return 1"), "ok": false, "error_kind": "cancelled",
                    "fuel_used": 0, "wall_ms": 7.5, "tool_calls": 0})

@@ -7,13 +7,6 @@ use chrono::{DateTime, SecondsFormat, Utc};
 /// `t` as RFC 3339 in UTC with milliseconds: `2024-05-01T12:34:56.789Z`. Times before 1970
 /// are written as the epoch, so that every record's `ts` (and the day file it names) sorts
 /// after the log's start.
-///
-/// ```
-/// use std::time::{Duration, UNIX_EPOCH};
-/// use codemode_policies::rfc3339_utc;
-/// let t = UNIX_EPOCH + Duration::from_millis(1_714_566_896_789);
-/// assert_eq!(rfc3339_utc(t), "2024-05-01T12:34:56.789Z");
-/// ```
 pub fn rfc3339_utc(t: SystemTime) -> String {
     DateTime::<Utc>::from(t.max(UNIX_EPOCH)).to_rfc3339_opts(SecondsFormat::Millis, true)
 }

@@ -29,7 +29,7 @@ pub struct ChainBreak {
     pub why: &'static str,
 }
 
-/// What [`verify_audit_dir`] found.
+/// What [`Verified::of_dir`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verified {
     /// Every chain holds: each file's head, by file name.
@@ -38,42 +38,44 @@ pub enum Verified {
     Broken(ChainBreak),
 }
 
-/// Checks every `*.jsonl` file of `dir` (not its subdirectories), in name order: each line
-/// must be sealed (end with `"prev_hash"` and `"hash"`, see `chain`), its
-/// `hash` must be the hash of its body under `key` (SHA-256 when `None`), and its `prev_hash`
-/// the previous line's `hash` (the genesis hash of the file's name for the first line).
-///
-/// # What it proves, and what not
-///
-/// - A record edited in place breaks at its own line (its hash no longer matches); a record
-///   removed, inserted or moved breaks at the line where it was or now is (the `prev_hash`
-///   no longer matches); a file renamed breaks at line 1.
-/// - Removing the *last* records of a file (or the whole file) leaves a valid, shorter chain:
-///   only a head hash kept elsewhere ([`ChainHead::head`]) shows it.
-/// - With SHA-256 anyone can recompute a whole chain after editing it; with HMAC only who
-///   holds the key can — and that includes every writer.
-///
-/// # Errors
-///
-/// When `dir` or one of its files cannot be read.
-pub fn verify_audit_dir(dir: &Path, key: Option<&AuditKey>) -> io::Result<Verified> {
-    let mut heads = Vec::new();
-    for file in audit_files(dir)? {
-        let text = std::fs::read(&file)?;
-        let name = file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        match verify_file(&text, &name, key) {
-            Ok((records, head)) => heads.push(ChainHead {
-                file,
-                records,
-                head,
-            }),
-            Err((line, why)) => return Ok(Verified::Broken(ChainBreak { file, line, why })),
+impl Verified {
+    /// Checks every `*.jsonl` file of `dir` (not its subdirectories), in name order: each line
+    /// must be sealed (end with `"prev_hash"` and `"hash"`, see `chain`), its
+    /// `hash` must be the hash of its body under `key` (SHA-256 when `None`), and its `prev_hash`
+    /// the previous line's `hash` (the genesis hash of the file's name for the first line).
+    ///
+    /// # What it proves, and what not
+    ///
+    /// - A record edited in place breaks at its own line (its hash no longer matches); a record
+    ///   removed, inserted or moved breaks at the line where it was or now is (the `prev_hash`
+    ///   no longer matches); a file renamed breaks at line 1.
+    /// - Removing the *last* records of a file (or the whole file) leaves a valid, shorter chain:
+    ///   only a head hash kept elsewhere ([`ChainHead::head`]) shows it.
+    /// - With SHA-256 anyone can recompute a whole chain after editing it; with HMAC only who
+    ///   holds the key can — and that includes every writer.
+    ///
+    /// # Errors
+    ///
+    /// When `dir` or one of its files cannot be read.
+    pub fn of_dir(dir: &Path, key: Option<&AuditKey>) -> io::Result<Verified> {
+        let mut heads = Vec::new();
+        for file in audit_files(dir)? {
+            let text = std::fs::read(&file)?;
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match verify_file(&text, &name, key) {
+                Ok((records, head)) => heads.push(ChainHead {
+                    file,
+                    records,
+                    head,
+                }),
+                Err((line, why)) => return Ok(Verified::Broken(ChainBreak { file, line, why })),
+            }
         }
+        Ok(Verified::Ok(heads))
     }
-    Ok(Verified::Ok(heads))
 }
 
 /// The `*.jsonl` regular files of `dir`, sorted by name (day files sort by day).
@@ -163,7 +165,7 @@ mod tests {
     }
 
     fn broken(dir: &Path, key: Option<&AuditKey>) -> (u64, &'static str) {
-        match verify_audit_dir(dir, key).unwrap() {
+        match Verified::of_dir(dir, key).unwrap() {
             Verified::Broken(b) => (b.line, b.why),
             Verified::Ok(heads) => panic!("verified: {heads:?}"),
         }
@@ -178,7 +180,7 @@ mod tests {
         // An empty second file verifies, with the genesis hash as its head.
         std::fs::write(d.join("2024-05-02.jsonl"), "").unwrap();
         std::fs::write(d.join("notes.txt"), "not a log").unwrap();
-        let Verified::Ok(heads) = verify_audit_dir(&d, None).unwrap() else {
+        let Verified::Ok(heads) = Verified::of_dir(&d, None).unwrap() else {
             panic!("broken")
         };
         let last_hash = unseal(&lines[3]).unwrap().1.to_string();
@@ -257,7 +259,7 @@ mod tests {
         std::fs::rename(d.join("2024-05-03.jsonl"), &file).unwrap();
         // Truncating the tail leaves a valid chain: only the anchored head shows it.
         std::fs::write(&file, lines_text(&lines[..2])).unwrap();
-        let Verified::Ok(heads) = verify_audit_dir(&d, None).unwrap() else {
+        let Verified::Ok(heads) = Verified::of_dir(&d, None).unwrap() else {
             panic!("broken")
         };
         assert_eq!(heads[0].records, 2);
@@ -271,7 +273,7 @@ mod tests {
         let key = AuditKey::new("s3cret");
         write_chain(&d, "2024-05-01.jsonl", 2, Some(&key));
         assert!(matches!(
-            verify_audit_dir(&d, Some(&key)).unwrap(),
+            Verified::of_dir(&d, Some(&key)).unwrap(),
             Verified::Ok(h) if h[0].records == 2
         ));
         let edited = "the record was edited: its hash does not match it";
@@ -281,7 +283,7 @@ mod tests {
         let d2 = dir("hmac-plain");
         write_chain(&d2, "2024-05-01.jsonl", 1, None);
         assert_eq!(broken(&d2, Some(&key)), (1, edited));
-        assert!(verify_audit_dir(&d.join("missing"), None).is_err());
+        assert!(Verified::of_dir(&d.join("missing"), None).is_err());
         std::fs::remove_dir_all(&d).unwrap();
         std::fs::remove_dir_all(&d2).unwrap();
     }

@@ -15,11 +15,11 @@ use super::{AuditRecord, AuditSink};
 
 /// How many bytes of serialised records may wait for the writer thread at once (16 MiB), by
 /// default. Past it, records are dropped and counted: see [`AuditWriter`].
-pub const DEFAULT_AUDIT_QUEUE_BYTES: usize = 16 << 20;
+pub(crate) const DEFAULT_AUDIT_QUEUE_BYTES: usize = 16 << 20;
 
 /// Appends records to `<dir>/YYYY-MM-DD.jsonl` (the UTC day of each record's `ts`), one JSON
 /// object per line, each ending with `prev_hash` and `hash` (the chain: see
-/// [`verify_audit_dir`](crate::verify_audit_dir) for what it proves).
+/// [`Verified::of_dir`](crate::Verified::of_dir) for what it proves).
 ///
 /// # Files, locks and the chain
 ///
@@ -48,7 +48,7 @@ pub const DEFAULT_AUDIT_QUEUE_BYTES: usize = 16 << 20;
 ///
 /// Never fails a caller: a record that cannot be written is reported with `tracing::warn!`
 /// and counted ([`AuditWriter::failures`]). The queue is bounded in bytes
-/// ([`DEFAULT_AUDIT_QUEUE_BYTES`]): when the disk stalls and the queue is full, further
+/// ([`AuditWriter::DEFAULT_QUEUE_BYTES`]): when the disk stalls and the queue is full, further
 /// records are dropped, counted as failures and warned about, rather than blocking every tool
 /// call of every eval behind the disk or growing memory without bound. (A record larger than
 /// the whole bound is still queued when the queue is empty, so one big record is not lost to
@@ -114,8 +114,12 @@ enum Job {
 }
 
 impl AuditWriter {
+    /// How many bytes of serialised records may wait for the writer thread at once by default
+    /// (16 MiB); past it, records are dropped and counted.
+    pub const DEFAULT_QUEUE_BYTES: usize = DEFAULT_AUDIT_QUEUE_BYTES;
+
     /// A writer into `dir`, which is created (with its parents) if missing, with a queue of
-    /// at most [`DEFAULT_AUDIT_QUEUE_BYTES`].
+    /// at most [`AuditWriter::DEFAULT_QUEUE_BYTES`].
     ///
     /// # Errors
     ///
@@ -507,7 +511,7 @@ mod tests {
         let text = std::fs::read_to_string(dir.join("2024-05-01.jsonl")).unwrap();
         assert_eq!(text.lines().count(), 8 * 25 + 2);
         // One chain per file, continued by the second writer.
-        let crate::Verified::Ok(heads) = crate::verify_audit_dir(&dir, None).unwrap() else {
+        let crate::Verified::Ok(heads) = crate::Verified::of_dir(&dir, None).unwrap() else {
             panic!("a broken chain")
         };
         let counts: Vec<u64> = heads.iter().map(|h| h.records).collect();
@@ -544,11 +548,11 @@ mod tests {
             "{first}"
         );
         assert!(matches!(
-            crate::verify_audit_dir(&dir, Some(&key)).unwrap(),
+            crate::Verified::of_dir(&dir, Some(&key)).unwrap(),
             crate::Verified::Ok(h) if h[0].records == 7
         ));
         assert!(matches!(
-            crate::verify_audit_dir(&dir, None).unwrap(),
+            crate::Verified::of_dir(&dir, None).unwrap(),
             crate::Verified::Broken(crate::ChainBreak { line: 1, .. })
         ));
         #[cfg(unix)]
@@ -570,7 +574,7 @@ mod tests {
         let text = std::fs::read_to_string(&file).unwrap();
         assert_eq!(text.lines().count(), 9);
         assert!(matches!(
-            crate::verify_audit_dir(&dir, Some(&key)).unwrap(),
+            crate::Verified::of_dir(&dir, Some(&key)).unwrap(),
             crate::Verified::Broken(crate::ChainBreak { line: 8, .. })
         ));
         std::fs::remove_dir_all(&dir).unwrap();

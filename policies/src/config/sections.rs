@@ -44,7 +44,8 @@ impl Config {
     /// instead of the process environment (`None`: unset).
     ///
     /// ```
-    /// use codemode_policies::{Config, ConfigErrorKind, ServerTransport};
+    /// use codemode_config::{ConfigErrorKind, ServerTransport};
+    /// use codemode_policies::Config;
     /// let json = r#"{"mcpServers": {"api": {"type": "http", "url": "${BASE:-http://localhost:3000}/mcp",
     ///     "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}}}}"#;
     /// let config = Config::from_json_str_with_env(json, |name| {

@@ -3,9 +3,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::{
-    ConfigErrorKind, DEFAULT_CONFIG_JSON, DEFAULT_SERVER_TIMEOUT, DispositionKind, ServerTransport,
-};
+use crate::{ConfigErrorKind, DispositionKind, ServerTransport};
+use codemode_config::{DEFAULT_CONFIG_JSON, DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT};
 
 const EXAMPLE: &str = r#"{
   "mcpServers": {
@@ -43,7 +42,7 @@ fn the_documented_example_parses() {
                 cwd: Some("/x".into()),
             },
             timeout: DEFAULT_SERVER_TIMEOUT,
-            startup_timeout: crate::DEFAULT_SERVER_START_TIMEOUT,
+            startup_timeout: DEFAULT_SERVER_START_TIMEOUT,
             isolate_sessions: false,
         }
     );
@@ -56,7 +55,7 @@ fn the_documented_example_parses() {
                 oauth: None,
             },
             timeout: Duration::from_secs(5),
-            startup_timeout: crate::DEFAULT_SERVER_START_TIMEOUT,
+            startup_timeout: DEFAULT_SERVER_START_TIMEOUT,
             isolate_sessions: true,
         }
     );

@@ -19,7 +19,7 @@ use crate::approval::ApprovalKey;
 use crate::audit::Decision;
 use crate::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, Channel, Disposition, NotAnApprover,
-    ParkedAsk, Profile, RiskPolicy, approval_of, bounded, new_request_id, summarize_args,
+    ParkedAsk, Profile, RiskPolicy, bounded, new_request_id, summarize_args,
 };
 
 impl PolicyToolHost {
@@ -282,7 +282,7 @@ impl PolicyToolHost {
         if !ask.resumed {
             return None;
         }
-        approval_of(&self.asker.taken_while_parked(ask).await?)
+        ApprovalAnswer::from_reply(&self.asker.taken_while_parked(ask).await?)
     }
 
     /// The request a human is shown about this call, and the note its wait leaves should the

@@ -207,7 +207,7 @@ fn entry_state(rx: &watch::Receiver<Published>) -> State {
 
 /// The prompt of `ask` through `asker`, shareable by the calls that join it.
 pub(super) fn shared_prompt(asker: Arc<dyn crate::Asker>, ask: crate::Ask) -> Prompt {
-    prompt_of(async move { crate::approval_of(&asker.ask(ask).await) }.boxed())
+    prompt_of(async move { ApprovalAnswer::from_reply(&asker.ask(ask).await) }.boxed())
 }
 
 /// `answer` as a [`Prompt`], its outcome kept as it comes.

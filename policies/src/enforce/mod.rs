@@ -40,7 +40,7 @@ use codemode_script::Preview;
 /// 1. The disposition comes from [`Profile::disposition`] on the called name and arguments
 ///    (no profile: allowed).
 /// 2. A tool whose class ([`Classification`]) is destructive, called by a caller without
-///    [`crate::ALLOW_DESTRUCTIVE`]: [`ToolError::Denied`] with reason `permission`, whatever
+///    [`Caller::ALLOW_DESTRUCTIVE`](crate::Caller::ALLOW_DESTRUCTIVE): [`ToolError::Denied`] with reason `permission`, whatever
 ///    the profile says (no profile too), and nobody is asked.
 /// 2. If the deciding rule requires permissions (`requirePermissions`) the caller
 ///    ([`PolicyToolHostBuilder::caller`]) lacks: [`ToolError::Denied`] with reason
@@ -199,7 +199,7 @@ impl PolicyToolHostBuilder {
 
     /// The `eval_id` its audit records carry, when not the one of the runtime's id: an eval
     /// resumed in another process keeps the id its first records were written under.
-    /// Default: [`crate::audit_eval_id`] of each call's eval.
+    /// Default: [`AuditRecord::eval_id`](crate::AuditRecord::eval_id) of each call's eval.
     pub fn audit_id(mut self, id: Option<String>) -> Self {
         self.host.audit_id = id;
         self

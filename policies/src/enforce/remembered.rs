@@ -126,7 +126,7 @@ impl PolicyToolHost {
         let note = match rules.remember(approved, period).await {
             Ok(rule) => format!("remembered as rule {} until {}", rule.id, rule.expires_at()),
             Err(e) => {
-                let e = neutralize(&e);
+                let e = neutralize(&e.to_string());
                 cx.warn(format!(
                     "the approval of `{}` from now on was not remembered: {e}",
                     call.tool

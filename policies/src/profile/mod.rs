@@ -34,9 +34,9 @@ pub enum Fallback {
 }
 
 /// The default of `approvalTimeoutSeconds`: 60 seconds.
-pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default of `maxPendingApprovals`: 4.
-pub const DEFAULT_MAX_PENDING_APPROVALS: usize = 4;
+pub(crate) const DEFAULT_MAX_PENDING_APPROVALS: usize = 4;
 
 /// A named policy, as configured under `evaluation.profiles.<name>`.
 ///
@@ -80,6 +80,11 @@ pub struct ApprovalDiff {
 }
 
 impl Profile {
+    /// The default of `approvalTimeoutSeconds`: 60 seconds.
+    pub const DEFAULT_APPROVAL_TIMEOUT: Duration = DEFAULT_APPROVAL_TIMEOUT;
+    /// The default of `maxPendingApprovals`: 4.
+    pub const DEFAULT_MAX_PENDING_APPROVALS: usize = DEFAULT_MAX_PENDING_APPROVALS;
+
     /// The profile's name (its key under `evaluation.profiles`).
     pub fn name(&self) -> &str {
         &self.name
@@ -143,13 +148,13 @@ impl Profile {
     }
 
     /// How long a human has to answer an approval prompt before the call is denied (default:
-    /// [`DEFAULT_APPROVAL_TIMEOUT`]).
+    /// [`Profile::DEFAULT_APPROVAL_TIMEOUT`]).
     pub fn approval_timeout(&self) -> Duration {
         self.approval_timeout
     }
 
     /// How many approvals may be pending at once in one eval before further asks are denied
-    /// (default: [`DEFAULT_MAX_PENDING_APPROVALS`]).
+    /// (default: [`Profile::DEFAULT_MAX_PENDING_APPROVALS`]).
     pub fn max_pending_approvals(&self) -> usize {
         self.max_pending_approvals
     }

@@ -180,7 +180,7 @@ pub struct Violation {
 pub struct InvalidArguments {
     /// The tool.
     pub tool: String,
-    /// The first [`MAX_VIOLATIONS`] violations, in the validator's order.
+    /// The first `MAX_VIOLATIONS` (20) violations, in the validator's order.
     pub errors: Vec<Violation>,
     /// How many more there were.
     pub more: usize,

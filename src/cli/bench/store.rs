@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_bench::{self as bench, Figure, Samples};
-use codemode_policies::RedisUrl;
+use codemode_config::RedisUrl;
 
 use codemode_store::{LocalStore, RedisStore, StateKey, Store};
 

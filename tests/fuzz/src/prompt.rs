@@ -1,16 +1,14 @@
 //! The approval prompt as a human reads it: whatever the tool name and arguments hold, the
 //! question shows no raw control, bidi or zero-width character.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use codemode_policies::approval_question;
 use codemode_policies::{
     ApprovalRequest, Caller, MatchedBy, Risk, RiskPolicy, neutralize, summarize_args,
 };
 use codemode_runtime::EvalId;
 use codemode_script::Preview;
 use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Input: the tool name, a NUL byte, then the arguments (JSON if they parse, else a string).
 pub fn prompt(data: &[u8]) {
@@ -41,7 +39,7 @@ pub fn prompt(data: &[u8]) {
         call: codemode_runtime::CallContext::detached(codemode_runtime::EvalId(1), 1),
         resumed: false,
     };
-    let question = approval_question(&request);
+    let question = request.question();
     assert_shown_safely(&question.message);
     assert_shown_safely(&request.args_summary);
     assert_shown_safely(&neutralize(&request.tool));

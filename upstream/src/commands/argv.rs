@@ -1,7 +1,7 @@
 //! A command tool's arguments → its argv: each placeholder becomes exactly one element, never
 //! split and never seen by a shell.
 
-use codemode_policies::{CommandArg, CommandConfig};
+use codemode_config::{CommandArg, CommandConfig};
 use serde_json::Value;
 
 /// The argv after the program, from `args` (already checked against the `inputSchema`).

@@ -18,7 +18,8 @@ mod reaper;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use codemode_policies::{CommandConfig, CommandOutput, Config, resolve_command};
+use codemode_config::{CommandConfig, CommandOutput, resolve_command};
+use codemode_policies::Config;
 use codemode_runtime::ToolError;
 use serde_json::{Value, json};
 
@@ -82,10 +83,10 @@ impl CommandTools {
             tool: name.to_string(),
         })?;
         let args = if args.is_null() { json!({}) } else { args };
-        if let Err(problems) = command.validate_args(&args) {
+        if let Err(invalid) = command.validate_args(&args) {
             return Err(ToolError::Failed {
-                message: format!("invalid arguments for `{name}`: {}", problems.join("; ")),
-                data: Some(json!({ "errors": problems })),
+                message: format!("invalid arguments for `{name}`: {invalid}"),
+                data: Some(json!({ "errors": invalid.problems })),
             });
         }
         let argv = argv::argv(command, &args)

@@ -12,7 +12,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use codemode_policies::CommandConfig;
+use codemode_config::CommandConfig;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// The most bytes of standard error kept (its last ones): enough for a usage message or a

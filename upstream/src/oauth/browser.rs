@@ -19,6 +19,17 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Shows a person the authorization URL of a login to an upstream: `(server, url)`.
 pub type ShowUrl = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
 
+/// Why a `--browser CMD` is not a command ([`Browser::command`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BrowserCommandError {
+    /// `CMD` has no words.
+    #[error("--browser: the command is empty")]
+    Empty,
+    /// A quote in `CMD` (given, neutralised) does not close.
+    #[error("--browser: `{0}` has a quote that does not close")]
+    UnclosedQuote(String),
+}
+
 /// How the authorization URL reaches a person.
 #[derive(Clone)]
 pub enum Browser {
@@ -42,13 +53,13 @@ impl Browser {
     /// run.
     ///
     /// # Errors
-    /// When `CMD` is empty or its quotes do not close.
-    pub fn command(line: &str) -> Result<Browser, String> {
+    /// [`BrowserCommandError`] when `CMD` is empty or its quotes do not close.
+    pub fn command(line: &str) -> Result<Browser, BrowserCommandError> {
         match shlex::split(line) {
             Some(words) if !words.is_empty() => Ok(Browser::Command(words)),
-            Some(_) => Err("--browser: the command is empty".into()),
-            None => Err(format!(
-                "--browser: `{line}` has a quote that does not close"
+            Some(_) => Err(BrowserCommandError::Empty),
+            None => Err(BrowserCommandError::UnclosedQuote(
+                codemode_policies::neutralize(line),
             )),
         }
     }

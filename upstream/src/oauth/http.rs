@@ -22,12 +22,26 @@ pub fn oauth_http(server: &str) -> Result<reqwest::Client, OAuthError> {
         .map_err(|e| OAuthError::new(server, format!("cannot build an HTTP client: {e}")))
 }
 
+/// Why an authorization server's answer was not read ([`read_bounded`]).
+#[derive(Debug, thiserror::Error)]
+pub enum UnreadResponse {
+    /// The connection failed while the body was read.
+    #[error(transparent)]
+    Read(reqwest::Error),
+    /// The body is longer than [`MAX_OAUTH_RESPONSE`].
+    #[error("it is over {MAX_OAUTH_RESPONSE} bytes")]
+    TooLong,
+}
+
 /// A response's body, at most [`MAX_OAUTH_RESPONSE`] bytes.
-pub async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+///
+/// # Errors
+/// [`UnreadResponse`] when the body cannot be read or is too long.
+pub async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, UnreadResponse> {
     let mut out = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+    while let Some(chunk) = response.chunk().await.map_err(UnreadResponse::Read)? {
         if out.len() + chunk.len() > MAX_OAUTH_RESPONSE {
-            return Err(format!("it is over {MAX_OAUTH_RESPONSE} bytes"));
+            return Err(UnreadResponse::TooLong);
         }
         out.extend_from_slice(&chunk);
     }

@@ -31,12 +31,14 @@ use rmcp::transport::auth::{
 use tokio::sync::watch;
 
 pub(crate) use authorizing::{Authorizing, Challenges};
-pub use browser::{Browser, LOGIN_WAIT, ShowUrl};
+pub use browser::{Browser, BrowserCommandError, LOGIN_WAIT, ShowUrl};
 use discovery::discover;
 pub use error::OAuthError;
 use error::describe;
 use http::bounded;
-pub use http::{MAX_OAUTH_RESPONSE, OAUTH_REQUEST_TIMEOUT, oauth_http, read_bounded};
+pub use http::{
+    MAX_OAUTH_RESPONSE, OAUTH_REQUEST_TIMEOUT, UnreadResponse, oauth_http, read_bounded,
+};
 use record::{Backend, LoginRecord, SavedLogin, now_secs};
 use status::status_of;
 pub use status::{LoginState, LoginStatus};

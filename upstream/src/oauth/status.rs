@@ -58,7 +58,7 @@ fn rfc3339(secs: u64) -> String {
         return "after the year 9999".into();
     }
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
-    codemode_policies::rfc3339_utc(at)
+    codemode_policies::AuditRecord::rfc3339_utc(at)
 }
 
 pub(crate) fn status_of(server: &str, saved: Option<&SavedLogin>) -> LoginStatus {

@@ -51,7 +51,7 @@ impl UpstreamElicitation for Accept {
         &'a self,
         server: &'a str,
         params: ElicitRequestParams,
-    ) -> BoxFuture<'a, Result<ElicitResult, String>> {
+    ) -> BoxFuture<'a, Result<ElicitResult, codemode_upstream::ElicitationFailed>> {
         Box::pin(async move {
             assert_eq!(server, "everything");
             assert!(matches!(
@@ -138,7 +138,7 @@ impl UpstreamElicitation for Deliberating {
         &'a self,
         _: &'a str,
         _: ElicitRequestParams,
-    ) -> BoxFuture<'a, Result<ElicitResult, String>> {
+    ) -> BoxFuture<'a, Result<ElicitResult, codemode_upstream::ElicitationFailed>> {
         Box::pin(async move {
             let released = self.released.notified();
             self.asked.notify_one();

@@ -13,7 +13,6 @@ use super::{AskRecord, Durable};
 use crate::approvals::broker::{Choice, DecideError, approver_of_view, may_decide};
 use crate::approvals::view::{decision_name, parse_decision};
 use crate::approvals::{Answer, Decided, Decisions, chosen_option};
-use codemode_policies::approval_answer;
 
 /// Why a client's answer to an ask of a parked eval was not recorded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -110,7 +109,7 @@ impl DecisionRecord {
             decided_by: answer.decided_by.clone(),
             channel: answer.channel,
             view,
-            decided_at: codemode_policies::rfc3339_utc(std::time::SystemTime::now()),
+            decided_at: codemode_policies::AuditRecord::rfc3339_utc(std::time::SystemTime::now()),
             used: false,
             answer: None,
             not_offered: answer.not_offered.clone(),
@@ -135,7 +134,7 @@ impl DecisionRecord {
             decided_by,
             channel,
             view,
-            decided_at: codemode_policies::rfc3339_utc(std::time::SystemTime::now()),
+            decided_at: codemode_policies::AuditRecord::rfc3339_utc(std::time::SystemTime::now()),
             used: false,
             answer,
             not_offered: None,
@@ -221,7 +220,7 @@ impl Durable {
             return Err(AnswerRefused::Expired(id.to_string()));
         }
         let decision = match ask.options() {
-            None => DecisionRecord::approval(&approval_answer(answer, channel), ask.view),
+            None => DecisionRecord::approval(&ApprovalAnswer::from_form(answer, channel), ask.view),
             Some(options) => {
                 let chosen = ask.chosen(&options, answer)?;
                 DecisionRecord::question(chosen, (channel, None, None), ask.view)

@@ -86,7 +86,7 @@ impl CodemodeServer {
             // An answer that does not fit its question is the client's mistake: it is told,
             // and the question stays open for a retry with a valid answer.
             if let Err(why) = suspended.check(responses) {
-                return Some(Err(McpError::invalid_params(why, None)));
+                return Some(Err(McpError::invalid_params(why.to_string(), None)));
             }
             refused = suspended.answer(responses);
             answered = responses.keys().cloned().collect();
@@ -232,7 +232,7 @@ async fn record_answers(
             // and the question stays open for a retry with a valid answer.
             Err(AnswerRefused::Invalid(why)) => {
                 return Err(Err(McpError::invalid_params(
-                    crate::server::suspend::refused_answer(key, &why),
+                    crate::server::suspend::RefusedAnswer::new(key, why).to_string(),
                     None,
                 )));
             }

@@ -171,9 +171,7 @@ pub(super) fn governed(
 /// What identifies a tool's upstream in the config in force at the call (a reload is seen).
 fn upstream_identity(state: &Arc<ServerState>) -> codemode_policies::UpstreamIdentity {
     let state = Arc::downgrade(state);
-    Arc::new(move |tool: &str| {
-        codemode_policies::upstream_identity(&state.upgrade()?.config(), tool)
-    })
+    Arc::new(move |tool: &str| state.upgrade()?.config().upstream_identity(tool))
 }
 
 /// The governed eval that continues a parked one: its caller, profile (by name, from the

@@ -323,7 +323,7 @@ impl Names {
     }
 
     fn tool(&self, tool: &str) -> String {
-        if codemode_policies::BUILTIN_TOOL_NAMES.contains(&tool) || self.tools.has_tool(tool) {
+        if codemode_config::BUILTIN_TOOL_NAMES.contains(&tool) || self.tools.has_tool(tool) {
             tool.to_string()
         } else {
             OTHER.to_string()

@@ -39,7 +39,7 @@ impl Asker for OneAnswer {
     fn ask(&self, ask: Ask) -> codemode_runtime::BoxFuture<'_, Reply> {
         Box::pin(async move {
             self.requests.lock().unwrap().push(approval_request(ask));
-            form_answer(&self.answer)
+            self.answer.to_reply()
         })
     }
 }
@@ -181,7 +181,7 @@ async fn an_approval_from_a_caller_without_the_right_never_takes_effect() {
     assert_eq!(s.calls.load(Ordering::SeqCst), 0);
     // The caller's prompt said so, and offered only to withdraw the call.
     let req = asker.requests.lock().unwrap()[0].clone();
-    let q = crate::approval_question(&req);
+    let q = req.question();
     assert!(
         q.message.contains(&format!(
             "You cannot approve it here: `agent` cannot decide a critical-risk ask: it needs one of the permissions `approve:critical`, `oncall` (riskPolicies.critical.approvers). It waits for such an approver on the HTTP approval API (request {}). Decline withdraws the call; Cancel only closes this prompt.",

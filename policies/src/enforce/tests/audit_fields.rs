@@ -17,7 +17,7 @@ impl Asker for Answers {
         self.0.channel
     }
     fn ask(&self, _ask: Ask) -> codemode_runtime::BoxFuture<'_, Reply> {
-        Box::pin(async move { form_answer(&self.0) })
+        Box::pin(async move { self.0.to_reply() })
     }
 }
 

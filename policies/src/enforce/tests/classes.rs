@@ -164,7 +164,7 @@ async fn config_globs_classify_over_annotations_and_asks_show_the_class() {
             ("web__get".into(), Class::Write)
         ]
     );
-    let q = crate::approval_question(&approver.requests.lock().unwrap()[0]);
+    let q = approver.requests.lock().unwrap()[0].question();
     assert!(
         q.message.contains("\nRisk: medium\nClass: read\n"),
         "{}",

@@ -136,7 +136,7 @@ async fn single_calls() {
         );
         assert_eq!(
             (rec.tool.as_str(), rec.call_id, rec.eval_id.clone()),
-            (tool, 7, crate::audit_eval_id(EvalId(1)))
+            (tool, 7, crate::AuditRecord::eval_id(EvalId(1)))
         );
         assert_eq!(rec.profile.as_deref(), Some("p"));
     }

@@ -6,9 +6,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
 use super::approval_request;
-use crate::{
-    ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, Asker, Channel, Reply, form_answer,
-};
+use crate::{ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, Asker, Channel, Reply};
 
 /// Holds every ask until the test answers the asks made so far; counts the asks and the
 /// prompts withdrawn (their future dropped unanswered).
@@ -84,7 +82,7 @@ impl Asker for GatedApprover {
             released.wait_for(|r| *r > n).await.unwrap();
             withdrawal.1 = false;
             let decision = *self.decision.lock().unwrap();
-            form_answer(&ApprovalAnswer::new(decision, Channel::Elicitation))
+            ApprovalAnswer::new(decision, Channel::Elicitation).to_reply()
         })
     }
 }

@@ -32,7 +32,7 @@ impl Asker for Scripted {
     fn ask(&self, ask: Ask) -> codemode_runtime::BoxFuture<'_, Reply> {
         Box::pin(async move {
             self.requests.lock().unwrap().push(approval_request(ask));
-            form_answer(&self.answer)
+            self.answer.to_reply()
         })
     }
 }

@@ -26,7 +26,7 @@ use gated::GatedApprover;
 use crate::audit::{Decision, MemoryAuditSink, ToolCallAuditRecord, args_sha256};
 use crate::{
     ApprovalAnswer, ApprovalDecision, ApprovalRequest, Ask, AskKind, Asker, Channel,
-    DispositionKind, MatchedBy, PolicyToolHost, Profile, Reply, SessionApprovals, form_answer,
+    DispositionKind, MatchedBy, PolicyToolHost, Profile, Reply, SessionApprovals,
 };
 use codemode_script::{Preview, extract_tool_calls};
 
@@ -102,7 +102,7 @@ impl Asker for FakeApprover {
         Box::pin(async move {
             self.requests.lock().unwrap().push(approval_request(ask));
             tokio::time::sleep(self.delay).await;
-            form_answer(&ApprovalAnswer::new(self.answer, Channel::Elicitation))
+            ApprovalAnswer::new(self.answer, Channel::Elicitation).to_reply()
         })
     }
 }

@@ -292,7 +292,7 @@ async fn from_now_on_is_offered_only_with_remember_for_and_a_place_to_keep_rules
         assert_eq!(calls.load(Ordering::SeqCst), 0);
         let request = human.requests.lock().unwrap()[0].clone();
         assert_eq!(request.risk_policy.remember_for, None);
-        let form = crate::approval_question(&request);
+        let form = request.question();
         assert!(
             !serde_json::to_string(&form.schema)
                 .unwrap()
