@@ -146,9 +146,25 @@ pub(crate) struct Telemetry {
 }
 
 /// How log lines are written.
+// (`crate::LogFormat` read by its name; the schema is the names' enum.)
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(try_from = "String")]
+#[schemars(with = "LogFormatName")]
+pub(crate) struct LogFormat(pub(crate) crate::LogFormat);
+
+impl TryFrom<String> for LogFormat {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, String> {
+        name.parse().map(LogFormat)
+    }
+}
+
+/// How log lines are written.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum LogFormat {
+#[schemars(rename = "LogFormat")]
+pub(crate) enum LogFormatName {
     /// For people.
     Text,
     /// One JSON object per line.
