@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::de;
 use crate::reader::{JsonPath, Reader};
 use crate::schema::sections;
 
@@ -17,16 +18,10 @@ pub struct ApprovalsConfig {
 
 /// Reads `approvals` at `path`.
 pub(crate) fn read_approvals(r: &mut Reader, v: &Value, path: &JsonPath) -> ApprovalsConfig {
-    let mut approvals = ApprovalsConfig::default();
-    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Approvals>()) else {
-        return approvals;
-    };
-    if let Some(v) = map.get("http")
-        && let Some(b) = r.bool(v, &path.key("http"))
-    {
-        approvals.http = b;
+    let read: Option<sections::Approvals> = de::read(r, v, path);
+    ApprovalsConfig {
+        http: read.and_then(|a| a.http).unwrap_or_default(),
     }
-    approvals
 }
 
 #[cfg(test)]

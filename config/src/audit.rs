@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::de;
 use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader};
 use crate::schema::sections;
@@ -50,61 +51,53 @@ pub struct AuditConfig {
     pub key: Option<AuditKey>,
 }
 
+/// Reads `audit` at `path`, and the HMAC key its `keyEnv` names.
 pub(crate) fn read_audit(r: &mut Reader, v: &Value, path: &JsonPath) -> AuditConfig {
     let mut audit = AuditConfig::default();
-    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Audit>()) else {
+    let Some(read) = de::read::<sections::Audit>(r, v, path) else {
         return audit;
     };
-    if let Some(v) = map.get("dir") {
-        let p = path.key("dir");
-        match r.string(v, &p) {
-            Some("") => r.error(
-                &p,
-                ConfigErrorKind::InvalidValue,
-                "the directory is empty; leave `dir` out to disable the audit log",
-            ),
-            Some(s) => audit.dir = Some(PathBuf::from(s)),
-            None => {}
-        }
+    audit.include_args = read.include_args.unwrap_or_default();
+    match read.dir.as_deref() {
+        Some("") => r.error(
+            &path.key("dir"),
+            ConfigErrorKind::InvalidValue,
+            "the directory is empty; leave `dir` out to disable the audit log",
+        ),
+        Some(dir) => audit.dir = Some(PathBuf::from(dir)),
+        None => {}
     }
-    if let Some(v) = map.get("includeArgs")
-        && let Some(b) = r.bool(v, &path.key("includeArgs"))
-    {
-        audit.include_args = b;
-    }
-    if let Some(v) = map.get("keyEnv") {
+    if let Some(name) = read.key_env {
         let p = path.key("keyEnv");
-        match r.string(v, &p) {
-            Some("") => r.error(
-                &p,
-                ConfigErrorKind::InvalidValue,
-                "the variable name is empty; leave `keyEnv` out for plain SHA-256 chains",
-            ),
-            // The key is read now, so that a missing one is a load error, not a surprise at
-            // the first record; its value is never part of a message.
-            Some(name) => match std::env::var(name) {
-                Ok(key) if !key.is_empty() => {
-                    audit.key_env = Some(name.to_string());
-                    audit.key = Some(AuditKey::new(key));
-                }
-                Ok(_) => r.error(
-                    &p,
-                    ConfigErrorKind::MissingEnv,
-                    format!("the environment variable `{name}` (the audit key) is empty"),
-                ),
-                Err(std::env::VarError::NotPresent) => r.error(
-                    &p,
-                    ConfigErrorKind::MissingEnv,
-                    format!("the environment variable `{name}` (the audit key) is not set"),
-                ),
-                Err(std::env::VarError::NotUnicode(_)) => r.error(
-                    &p,
-                    ConfigErrorKind::MissingEnv,
-                    format!("the environment variable `{name}` (the audit key) is not UTF-8"),
-                ),
-            },
-            None => {}
+        match audit_key(&name) {
+            Ok(key) => {
+                audit.key_env = Some(name);
+                audit.key = Some(key);
+            }
+            Err((kind, message)) => r.error(&p, kind, message),
         }
     }
     audit
+}
+
+/// The audit key held by the environment variable `name`. It is read when the file is, so
+/// that a missing one is a load error, not a surprise at the first record; its value is never
+/// part of a message.
+fn audit_key(name: &str) -> Result<AuditKey, (ConfigErrorKind, String)> {
+    let missing = |why: &str| {
+        let message = format!("the environment variable `{name}` (the audit key) {why}");
+        Err((ConfigErrorKind::MissingEnv, message))
+    };
+    if name.is_empty() {
+        return Err((
+            ConfigErrorKind::InvalidValue,
+            "the variable name is empty; leave `keyEnv` out for plain SHA-256 chains".into(),
+        ));
+    }
+    match std::env::var(name) {
+        Ok(key) if !key.is_empty() => Ok(AuditKey::new(key)),
+        Ok(_) => missing("is empty"),
+        Err(std::env::VarError::NotPresent) => missing("is not set"),
+        Err(std::env::VarError::NotUnicode(_)) => missing("is not UTF-8"),
+    }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::reader::{JsonPath, Reader};
-use crate::schema::{keys, sections};
+use crate::schema::sections;
 use crate::values::{duration, positive, size};
 
 /// `limits.perClient`: what one client may hold at once. A client is the authenticated caller,
@@ -118,52 +118,28 @@ impl Default for ListenerLimits {
     }
 }
 
-/// Reads `limits.perClient`.
-pub(crate) fn read_per_client(r: &mut Reader, v: &Value, path: &JsonPath) -> PerClientLimits {
-    let mut out = PerClientLimits::default();
-    let Some(map) = r.object(v, path, keys::of::<sections::PerClient>()) else {
-        return out;
-    };
-    if let Some(v) = map.get("maxConcurrentEvals")
-        && let Some(n) = positive(r, v, &path.key("maxConcurrentEvals"))
-    {
-        out.max_concurrent_evals = n;
+/// `limits.perClient` as read: each key left out keeps its default.
+pub(crate) fn per_client_limits(read: sections::PerClient) -> PerClientLimits {
+    let d = PerClientLimits::default();
+    PerClientLimits {
+        max_concurrent_evals: read
+            .max_concurrent_evals
+            .map_or(d.max_concurrent_evals, |n| n.0),
+        max_suspended_evals: read
+            .max_suspended_evals
+            .map_or(d.max_suspended_evals, |n| n.0),
+        max_parked_evals: read.max_parked_evals.map_or(d.max_parked_evals, |n| n.0),
+        max_parked_bytes: read.max_parked_bytes.map_or(d.max_parked_bytes, |n| n.0),
     }
-    if let Some(v) = map.get("maxSuspendedEvals")
-        && let Some(n) = positive(r, v, &path.key("maxSuspendedEvals"))
-    {
-        out.max_suspended_evals = n;
-    }
-    if let Some(v) = map.get("maxParkedEvals")
-        && let Some(n) = positive(r, v, &path.key("maxParkedEvals"))
-    {
-        out.max_parked_evals = n;
-    }
-    if let Some(v) = map.get("maxParkedBytes")
-        && let Some(n) = size(r, v, &path.key("maxParkedBytes"))
-    {
-        out.max_parked_bytes = n;
-    }
-    out
 }
 
-/// Reads `limits.unfetchedResults`.
-pub(crate) fn read_retention(r: &mut Reader, v: &Value, path: &JsonPath) -> RetentionLimits {
-    let mut out = RetentionLimits::default();
-    let Some(map) = r.object(v, path, keys::of::<sections::UnfetchedResults>()) else {
-        return out;
-    };
-    if let Some(v) = map.get("maxCount")
-        && let Some(n) = positive(r, v, &path.key("maxCount"))
-    {
-        out.max_count = n;
+/// `limits.unfetchedResults` as read: each key left out keeps its default.
+pub(crate) fn retention_limits(read: sections::UnfetchedResults) -> RetentionLimits {
+    let d = RetentionLimits::default();
+    RetentionLimits {
+        max_count: read.max_count.map_or(d.max_count, |n| n.0),
+        max_bytes: read.max_bytes.map_or(d.max_bytes, |n| n.0),
     }
-    if let Some(v) = map.get("maxBytes")
-        && let Some(n) = size(r, v, &path.key("maxBytes"))
-    {
-        out.max_bytes = n;
-    }
-    out
 }
 
 /// Reads the listener keys of the `server.http` object `map`.

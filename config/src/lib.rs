@@ -56,6 +56,7 @@
 mod approvals;
 mod audit;
 mod commands;
+mod de;
 mod document;
 mod durable;
 mod error;

@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::ConfigErrorKind;
-use crate::fairness::{DEFAULT_MAX_EVAL_LIFETIME, PerClientLimits, RetentionLimits};
-use crate::reader::{JsonPath, Reader, describe};
+use crate::de;
+use crate::fairness::{
+    DEFAULT_MAX_EVAL_LIFETIME, PerClientLimits, RetentionLimits, per_client_limits,
+    retention_limits,
+};
+use crate::reader::{JsonPath, Reader};
 use crate::schema::sections;
-use crate::units::parse_duration;
-use crate::values::{duration, size};
+use crate::schema::values::Whole;
 
 /// The default of `limits.maxResultText`: 24 KiB.
 pub const DEFAULT_RESULT_TEXT: u64 = 24 * 1024;
@@ -96,89 +98,27 @@ impl Limits {
     }
 }
 
+/// Reads `limits` at `path`: what the file leaves out (or gets wrong) keeps its default.
 pub(crate) fn read_limits(r: &mut Reader, v: &Value, path: &JsonPath) -> Limits {
-    let mut limits = Limits::default();
-    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Limits>()) else {
-        return limits;
-    };
-    if let Some(v) = map.get("fuel")
-        && let Some(n) = r.u64(v, &path.key("fuel"))
-    {
-        limits.fuel = (n > 0).then_some(n);
+    let read: sections::Limits = de::read(r, v, path).unwrap_or_default();
+    let d = Limits::default();
+    // `0` means unlimited for the budgets that the runtime can leave unbounded.
+    let unless_zero = |n: Whole| (n.0 > 0).then_some(n.0);
+    Limits {
+        fuel: read.fuel.map_or(d.fuel, unless_zero),
+        memory: read.memory.map_or(d.memory, |n| n.0),
+        timeout: read.timeout.map_or(d.timeout, |t| t.0),
+        max_output: read.max_output.map_or(d.max_output, |n| n.0),
+        max_result_text: read.max_result_text.map_or(d.max_result_text, |n| n.0),
+        max_media_bytes: read.max_media_bytes.map_or(d.max_media_bytes, |n| n.0),
+        max_tool_calls: read.max_tool_calls.map_or(d.max_tool_calls, unless_zero),
+        max_concurrent_tool_calls: read
+            .max_concurrent_tool_calls
+            .map_or(d.max_concurrent_tool_calls, |n| n.0),
+        max_eval_lifetime: read.max_eval_lifetime.map_or(d.max_eval_lifetime, |t| t.0),
+        per_client: read.per_client.map_or(d.per_client, per_client_limits),
+        unfetched_results: read
+            .unfetched_results
+            .map_or(d.unfetched_results, retention_limits),
     }
-    if let Some(v) = map.get("memory")
-        && let Some(n) = size(r, v, &path.key("memory"))
-    {
-        limits.memory = n;
-    }
-    if let Some(v) = map.get("timeout") {
-        let p = path.key("timeout");
-        let parsed = match v {
-            Value::String(s) => {
-                parse_duration(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
-            }
-            _ => Err((
-                ConfigErrorKind::WrongType,
-                format!("expected a duration such as \"30s\", found {}", describe(v)),
-            )),
-        };
-        match parsed {
-            Ok(d) if d.is_zero() => r.error(
-                &p,
-                ConfigErrorKind::InvalidValue,
-                "the timeout must be greater than zero",
-            ),
-            Ok(d) => limits.timeout = d,
-            Err((kind, msg)) => r.error(&p, kind, msg),
-        }
-    }
-    if let Some(v) = map.get("maxOutput")
-        && let Some(n) = size(r, v, &path.key("maxOutput"))
-    {
-        limits.max_output = n;
-    }
-    if let Some(v) = map.get("maxResultText") {
-        let p = path.key("maxResultText");
-        match size(r, v, &p) {
-            Some(n) if n < MIN_RESULT_TEXT => r.error(
-                &p,
-                ConfigErrorKind::InvalidValue,
-                format!("must be at least {MIN_RESULT_TEXT} bytes, found {n}"),
-            ),
-            Some(n) => limits.max_result_text = n,
-            None => {}
-        }
-    }
-    if let Some(v) = map.get("maxMediaBytes")
-        && let Some(n) = size(r, v, &path.key("maxMediaBytes"))
-    {
-        limits.max_media_bytes = n;
-    }
-    if let Some(v) = map.get("maxToolCalls")
-        && let Some(n) = r.u64(v, &path.key("maxToolCalls"))
-    {
-        limits.max_tool_calls = (n > 0).then_some(n);
-    }
-    if let Some(v) = map.get("maxConcurrentToolCalls") {
-        let p = path.key("maxConcurrentToolCalls");
-        match r.u64(v, &p).map(usize::try_from) {
-            Some(Ok(0)) => r.error(&p, ConfigErrorKind::InvalidValue, "must be at least 1"),
-            Some(Ok(n)) => limits.max_concurrent_tool_calls = n,
-            Some(Err(_)) => r.error(&p, ConfigErrorKind::InvalidValue, "too large"),
-            None => {}
-        }
-    }
-    if let Some(v) = map.get("maxEvalLifetime")
-        && let Some(d) = duration(r, v, &path.key("maxEvalLifetime"))
-    {
-        limits.max_eval_lifetime = d;
-    }
-    if let Some(v) = map.get("perClient") {
-        limits.per_client = crate::fairness::read_per_client(r, v, &path.key("perClient"));
-    }
-    if let Some(v) = map.get("unfetchedResults") {
-        limits.unfetched_results =
-            crate::fairness::read_retention(r, v, &path.key("unfetchedResults"));
-    }
-    limits
 }

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::error::ConfigErrorKind;
+use crate::de;
 use crate::reader::{JsonPath, Reader};
 use crate::schema::sections;
 
@@ -42,20 +42,12 @@ impl std::str::FromStr for LogFormat {
 
 /// Reads `logging` at `path`.
 pub(crate) fn read_logging(r: &mut Reader, v: &Value, path: &JsonPath) -> LoggingConfig {
-    let mut out = LoggingConfig::default();
-    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Logging>()) else {
-        return out;
-    };
-    if let Some(v) = map.get("format") {
-        let p = path.key("format");
-        if let Some(text) = r.string(v, &p) {
-            match text.parse() {
-                Ok(format) => out.format = format,
-                Err(message) => r.error(&p, ConfigErrorKind::InvalidValue, message),
-            }
-        }
+    let read: Option<sections::Logging> = de::read(r, v, path);
+    LoggingConfig {
+        format: read
+            .and_then(|l| l.format)
+            .map_or_else(LogFormat::default, |f| f.0),
     }
-    out
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::de;
 use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader};
 use crate::schema::sections;
@@ -36,20 +37,17 @@ fn check_endpoint(text: &str) -> Result<(), String> {
 
 /// Reads `telemetry` at `path`.
 pub(crate) fn read_telemetry(r: &mut Reader, v: &Value, path: &JsonPath) -> TelemetryConfig {
-    let mut out = TelemetryConfig::default();
-    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Telemetry>()) else {
-        return out;
-    };
-    if let Some(v) = map.get("otlpEndpoint") {
-        let p = path.key("otlpEndpoint");
-        if let Some(text) = r.string(v, &p) {
-            match check_endpoint(text) {
-                Ok(()) => out.otlp_endpoint = Some(text.to_string()),
-                Err(message) => r.error(&p, ConfigErrorKind::InvalidValue, message),
-            }
-        }
+    let read: Option<sections::Telemetry> = de::read(r, v, path);
+    let otlp_endpoint = read.and_then(|t| t.otlp_endpoint);
+    if let Some(Err(message)) = otlp_endpoint.as_deref().map(check_endpoint) {
+        r.error(
+            &path.key("otlpEndpoint"),
+            ConfigErrorKind::InvalidValue,
+            message,
+        );
+        return TelemetryConfig::default();
     }
-    out
+    TelemetryConfig { otlp_endpoint }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub(crate) mod keys;
 mod policies;
 pub(crate) mod sections;
 pub(crate) mod servers;
-mod values;
+pub(crate) mod values;
 
 use std::collections::BTreeMap;
 

@@ -6,32 +6,33 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::values::{Duration, Seconds, Size};
+use super::values::{Duration, Positive, Seconds, Size, SizeAtLeast, Timeout, Whole};
+use crate::limits::MIN_RESULT_TEXT;
 
 /// What one eval may use.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct Limits {
     /// WebAssembly fuel budget; `0` means unlimited. Default: 20000000000.
-    pub(crate) fuel: Option<u64>,
+    pub(crate) fuel: Option<Whole>,
     /// Most guest memory. Default: `"64MiB"`.
     pub(crate) memory: Option<Size>,
     /// Wall-clock timeout, not counting time spent waiting for a human. Default: `"30s"`.
-    pub(crate) timeout: Option<Duration>,
+    pub(crate) timeout: Option<Timeout>,
     /// Most bytes of logs plus result. Default: `"1MiB"`.
     pub(crate) max_output: Option<Size>,
     /// Most bytes the result takes in the text block of an MCP result (at least 256); the
     /// structured content keeps all of it. Default: `"24KiB"`.
-    pub(crate) max_result_text: Option<Size>,
+    pub(crate) max_result_text: Option<SizeAtLeast<MIN_RESULT_TEXT>>,
     /// Most bytes of media (images, audio, blobs of upstream tool results) one eval keeps for
     /// its MCP result, apart from `maxOutput`; past it a block is dropped with a note. Default:
     /// `"4MiB"`.
     pub(crate) max_media_bytes: Option<Size>,
     /// Most tool calls per eval; `0` means unlimited. Default: 1000.
-    pub(crate) max_tool_calls: Option<u64>,
+    pub(crate) max_tool_calls: Option<Whole>,
     /// Most tool calls in flight at once. Default: 16.
     #[schemars(range(min = 1))]
-    pub(crate) max_concurrent_tool_calls: Option<u64>,
+    pub(crate) max_concurrent_tool_calls: Option<Positive>,
     /// The longest an eval may live, time waiting for a human included. Default: `"15m"`.
     pub(crate) max_eval_lifetime: Option<Duration>,
     /// What one client may hold at once.
@@ -46,13 +47,13 @@ pub(crate) struct Limits {
 pub(crate) struct PerClient {
     /// Evals running at once. Default: 32.
     #[schemars(range(min = 1))]
-    pub(crate) max_concurrent_evals: Option<u64>,
+    pub(crate) max_concurrent_evals: Option<Positive>,
     /// Evals waiting for a human in memory. Default: 16.
     #[schemars(range(min = 1))]
-    pub(crate) max_suspended_evals: Option<u64>,
+    pub(crate) max_suspended_evals: Option<Positive>,
     /// Evals parked in the durable store. Default: 256.
     #[schemars(range(min = 1))]
-    pub(crate) max_parked_evals: Option<u64>,
+    pub(crate) max_parked_evals: Option<Positive>,
     /// Bytes of the evals parked in the durable store. Default: `"256MiB"`.
     pub(crate) max_parked_bytes: Option<Size>,
 }
@@ -63,7 +64,7 @@ pub(crate) struct PerClient {
 pub(crate) struct UnfetchedResults {
     /// Most results kept. Default: 64.
     #[schemars(range(min = 1))]
-    pub(crate) max_count: Option<u64>,
+    pub(crate) max_count: Option<Positive>,
     /// Most bytes kept. Default: `"32MiB"`.
     pub(crate) max_bytes: Option<Size>,
 }
@@ -145,9 +146,25 @@ pub(crate) struct Telemetry {
 }
 
 /// How log lines are written.
+// (`crate::LogFormat` read by its name; the schema is the names' enum.)
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(try_from = "String")]
+#[schemars(with = "LogFormatName")]
+pub(crate) struct LogFormat(pub(crate) crate::LogFormat);
+
+impl TryFrom<String> for LogFormat {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, String> {
+        name.parse().map(LogFormat)
+    }
+}
+
+/// How log lines are written.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum LogFormat {
+#[schemars(rename = "LogFormat")]
+pub(crate) enum LogFormatName {
     /// For people.
     Text,
     /// One JSON object per line.

@@ -1,21 +1,215 @@
-//! The value types several sections share, as the file writes them.
+//! The value types several sections share, as the file writes them. The typed ones (sizes,
+//! durations, counts) read their value with the reader's checks and wording; their schema is
+//! the shape the file writes (a `Size` is a string or a number).
 
-use schemars::JsonSchema;
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, Unexpected, Visitor};
+
+use crate::units::{parse_duration, parse_size};
+
+/// A size in bytes, never zero: a string with a unit (`"64MiB"`) or a whole number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Size(pub(crate) u64);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match d.deserialize_any(SizeVisitor)? {
+            0 => Err(de::Error::custom("must be greater than zero")),
+            n => Ok(Size(n)),
+        }
+    }
+}
+
+/// A [`Size`] of at least `MIN` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SizeAtLeast<const MIN: u64>(pub(crate) u64);
+
+impl<'de, const MIN: u64> Deserialize<'de> for SizeAtLeast<MIN> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Size::deserialize(d)? {
+            Size(n) if n < MIN => Err(de::Error::custom(format!(
+                "must be at least {MIN} bytes, found {n}"
+            ))),
+            Size(n) => Ok(SizeAtLeast(n)),
+        }
+    }
+}
+
+struct SizeVisitor;
+
+impl Visitor<'_> for SizeVisitor {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a size such as \"64MiB\" or a number of bytes")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<u64, E> {
+        parse_size(text).map_err(E::custom)
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<u64, E> {
+        Ok(n)
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<u64, E> {
+        u64::try_from(n).map_err(|_| not_whole_bytes(&n.to_string()))
+    }
+
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<u64, E> {
+        // Written as serde_json writes the number (`2.0`, `1e+20`), as in other messages.
+        let written =
+            serde_json::Number::from_f64(n).map_or_else(|| n.to_string(), |n| n.to_string());
+        Err(not_whole_bytes(&written))
+    }
+}
+
+fn not_whole_bytes<E: de::Error>(written: &str) -> E {
+    E::invalid_value(Unexpected::Other(written), &"a whole number of bytes")
+}
+
+/// A duration greater than zero: a number with a unit, `"500ms"`, `"30s"`, `"2m"`, `"1h"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Duration(pub(crate) std::time::Duration);
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        positive_duration(d, "must be greater than zero").map(Duration)
+    }
+}
+
+/// An eval's timeout: a [`Duration`] whose zero is refused as a timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Timeout(pub(crate) std::time::Duration);
+
+impl<'de> Deserialize<'de> for Timeout {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        positive_duration(d, "the timeout must be greater than zero").map(Timeout)
+    }
+}
+
+fn positive_duration<'de, D: Deserializer<'de>>(
+    d: D,
+    zero: &str,
+) -> Result<std::time::Duration, D::Error> {
+    match d.deserialize_str(DurationVisitor)? {
+        t if t.is_zero() => Err(de::Error::custom(zero)),
+        t => Ok(t),
+    }
+}
+
+struct DurationVisitor;
+
+impl Visitor<'_> for DurationVisitor {
+    type Value = std::time::Duration;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a duration such as \"30s\"")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        parse_duration(text).map_err(E::custom)
+    }
+}
+
+/// A non-negative whole number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Whole(pub(crate) u64);
+
+impl<'de> Deserialize<'de> for Whole {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_u64(WholeVisitor).map(Whole)
+    }
+}
+
+struct WholeVisitor;
+
+impl Visitor<'_> for WholeVisitor {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a non-negative whole number")
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<u64, E> {
+        Ok(n)
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<u64, E> {
+        u64::try_from(n).map_err(|_| E::invalid_type(Unexpected::Signed(n), &self))
+    }
+}
+
+/// A whole number of at least 1 (a count of things in memory: a `usize`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Positive(pub(crate) usize);
+
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match usize::try_from(Whole::deserialize(d)?.0) {
+            Ok(0) => Err(de::Error::custom("must be at least 1")),
+            Ok(n) => Ok(Positive(n)),
+            Err(_) => Err(de::Error::custom("too large")),
+        }
+    }
+}
+
+impl<const MIN: u64> JsonSchema for SizeAtLeast<MIN> {
+    fn schema_name() -> Cow<'static, str> {
+        Size::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        Size::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        Size::json_schema(generator)
+    }
+}
+
+/// Implements `JsonSchema` for a typed value as the schema of the shape the file writes.
+macro_rules! schema_as {
+    ($shape:ty => $($typed:ty),+) => {$(
+        impl JsonSchema for $typed {
+            fn inline_schema() -> bool {
+                <$shape>::inline_schema()
+            }
+
+            fn schema_name() -> Cow<'static, str> {
+                <$shape>::schema_name()
+            }
+
+            fn schema_id() -> Cow<'static, str> {
+                <$shape>::schema_id()
+            }
+
+            fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+                <$shape>::json_schema(generator)
+            }
+        }
+    )+};
+}
+
+schema_as!(SizeShape => Size);
+schema_as!(String => Duration, Timeout);
+schema_as!(u64 => Whole, Positive);
 
 /// A size: a string with a unit (`"64MiB"`, `"512KiB"`, `"10MB"`, `"1000"`) or a whole number
 /// of bytes. Never zero.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub(crate) enum Size {
+#[schemars(rename = "Size")]
+pub(crate) enum SizeShape {
     /// With a unit: `B`, `KB`/`KiB`, `MB`/`MiB`, `GB`/`GiB` (or none: bytes).
     Text(String),
     /// Bytes.
     Bytes(#[schemars(range(min = 1))] u64),
 }
-
-/// A duration: a number with a unit, `"500ms"`, `"30s"`, `"2m"`, `"1h"`.
-pub(crate) type Duration = String;
 
 /// A number of seconds (fractions allowed), greater than zero.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
