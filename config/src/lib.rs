@@ -62,6 +62,7 @@ mod durable;
 mod error;
 mod fairness;
 mod limits;
+mod log_format;
 mod logging;
 mod origin;
 mod reader;
@@ -93,7 +94,8 @@ pub use fairness::{
     PerClientLimits, RetentionLimits,
 };
 pub use limits::{DEFAULT_MAX_MEDIA_BYTES, DEFAULT_RESULT_TEXT, Limits, MIN_RESULT_TEXT};
-pub use logging::{LogFormat, LoggingConfig};
+pub use log_format::LogFormat;
+pub use logging::LoggingConfig;
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
 pub use reader::{JsonPath, Reader, describe};
 pub use schema::keys::policy as policy_keys;

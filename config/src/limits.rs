@@ -16,8 +16,7 @@ use crate::schema::values::Whole;
 
 /// The default of `limits.maxResultText`: 24 KiB.
 pub const DEFAULT_RESULT_TEXT: u64 = 24 * 1024;
-/// The smallest `limits.maxResultText`: room for any value elided to its markers.
-pub const MIN_RESULT_TEXT: u64 = 256;
+pub use crate::schema::sections::MIN_RESULT_TEXT;
 /// The default of `limits.maxMediaBytes`: 4 MiB of media per eval.
 pub const DEFAULT_MAX_MEDIA_BYTES: u64 = 4 * 1024 * 1024;
 

@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use crate::de;
+use crate::log_format::LogFormat;
 use crate::reader::{JsonPath, Reader};
 use crate::schema::sections;
 
@@ -12,32 +13,6 @@ use crate::schema::sections;
 pub struct LoggingConfig {
     /// `format`. Default: [`LogFormat::Text`].
     pub format: LogFormat,
-}
-
-/// How log lines are written.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum LogFormat {
-    /// `"text"`: one line for people per event.
-    #[default]
-    Text,
-    /// `"json"`: one JSON object per line (`ts`, `level`, `target`, `message`, and `eval_id` /
-    /// `caller` where known), for a log pipeline.
-    Json,
-}
-
-impl std::str::FromStr for LogFormat {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "text" => Ok(LogFormat::Text),
-            "json" => Ok(LogFormat::Json),
-            other => Err(format!(
-                "expected `text` or `json`, got {}",
-                crate::describe(&Value::String(other.to_string()))
-            )),
-        }
-    }
 }
 
 /// Reads `logging` at `path`.

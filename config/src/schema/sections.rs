@@ -7,7 +7,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::values::{Duration, Positive, Seconds, Size, SizeAtLeast, Timeout, Whole};
-use crate::limits::MIN_RESULT_TEXT;
+
+/// The smallest `limits.maxResultText`: room for any value elided to its markers.
+pub const MIN_RESULT_TEXT: u64 = 256;
 
 /// What one eval may use.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -150,7 +152,7 @@ pub(crate) struct Telemetry {
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(try_from = "String")]
 #[schemars(with = "LogFormatName")]
-pub(crate) struct LogFormat(pub(crate) crate::LogFormat);
+pub(crate) struct LogFormat(pub(crate) crate::log_format::LogFormat);
 
 impl TryFrom<String> for LogFormat {
     type Error = String;
