@@ -33,7 +33,7 @@ pub struct Caller {
 
 impl Caller {
     /// The name of [`Caller::local`].
-    pub const LOCAL: &'static str = "local";
+    pub const LOCAL: &'static str = codemode_config::LOCAL_CALLER;
 
     /// A caller named `name` with `permissions`.
     pub fn new<I, S>(name: impl Into<String>, permissions: I) -> Self

@@ -124,3 +124,25 @@ fn an_upstream_is_identified_by_its_command_or_url() {
     assert_ne!(id(&a, "fs__write"), id(&http, "fs__write"));
     assert_eq!((id(&a, "git__log"), id(&a, "search_tools")), (None, None));
 }
+
+/// A command tool's identity follows its program, argv template and working directory, so a
+/// reload that points the name at another program (or other fixed arguments) ends its rules;
+/// its environment does not count (as a server's).
+#[test]
+fn a_command_tool_is_identified_by_its_program_and_argv() {
+    let config = |command: &str| {
+        crate::Config::from_json_str(&format!(r#"{{"commands": {{"stamp": {command}}}}}"#)).unwrap()
+    };
+    let echo = config(r#"{"command": "echo", "args": ["ok"]}"#);
+    let echo_env = config(r#"{"command": "echo", "args": ["ok"], "env": {"T": "2"}}"#);
+    let other_args = config(r#"{"command": "echo", "args": ["--", "ok"]}"#);
+    let other_program = config(r#"{"command": "true", "args": ["ok"]}"#);
+    let in_tmp = config(r#"{"command": "echo", "args": ["ok"], "cwd": "/tmp"}"#);
+    let id = |c: &crate::Config| upstream_identity(c, "stamp");
+    assert!(id(&echo).is_some());
+    assert_eq!(id(&echo), id(&echo_env));
+    for changed in [&other_args, &other_program, &in_tmp] {
+        assert_ne!(id(&echo), id(changed));
+    }
+    assert_eq!(upstream_identity(&echo, "other"), None);
+}
