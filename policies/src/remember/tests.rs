@@ -146,3 +146,51 @@ fn a_command_tool_is_identified_by_its_program_and_argv() {
     }
     assert_eq!(upstream_identity(&echo, "other"), None);
 }
+
+/// A rule covers exactly the arguments whose canonical JSON was approved: the same object
+/// built in another key order is covered; values that differ however slightly — another
+/// Unicode normalisation, a float for an integer, `-0.0` for `0`, a JSON text with a duplicate
+/// key inside a string, an invisible character — are not.
+#[tokio::test]
+async fn a_rule_covers_only_arguments_of_the_same_canonical_json() {
+    let rules = RememberedRules::in_memory();
+    let shown = json!({"name": "caf\u{e9}", "n": 0, "doc": "{\"x\":2}"});
+    let approved = Approved {
+        caller: "alice",
+        profile: "p",
+        tool: "t",
+        args: &shown,
+        risk: Risk::Medium,
+        upstream: None,
+        approved_by: None,
+        approved_with: None,
+        channel: Channel::Http,
+    };
+    rules
+        .remember(approved, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let covered = |args: Value| {
+        let rules = rules.clone();
+        async move {
+            rules
+                .matching("alice", "p", "t", &args, Risk::Medium)
+                .await
+                .unwrap()
+                .is_some()
+        }
+    };
+    let reordered: Value =
+        serde_json::from_str(r#"{"doc": "{\"x\":2}", "n": 0, "name": "caf\u00e9"}"#).unwrap();
+    assert!(covered(reordered).await);
+    for other in [
+        json!({"name": "cafe\u{301}", "n": 0, "doc": "{\"x\":2}"}),
+        json!({"name": "caf\u{e9}", "n": 0.0, "doc": "{\"x\":2}"}),
+        json!({"name": "caf\u{e9}", "n": -0.0, "doc": "{\"x\":2}"}),
+        json!({"name": "caf\u{e9}", "n": 0, "doc": "{\"x\":1,\"x\":2}"}),
+        json!({"name": "caf\u{e9}\u{200b}", "n": 0, "doc": "{\"x\":2}"}),
+        json!({"name": "caf\u{e9}", "n": 0, "doc": "{\"x\":2}", "extra": null}),
+    ] {
+        assert!(!covered(other.clone()).await, "{other}");
+    }
+}
