@@ -194,3 +194,27 @@ async fn a_rule_covers_only_arguments_of_the_same_canonical_json() {
         assert!(!covered(other.clone()).await, "{other}");
     }
 }
+
+/// A `rememberFor` past the end of the calendar (`"100000000d"`, which the config accepts)
+/// records a rule that never expires in practice, and its expiry is written as the latest
+/// time there is: remembering, auditing and listing it never panic.
+#[tokio::test]
+async fn a_rule_remembered_past_the_calendars_end_is_kept_without_panicking() {
+    let rules = RememberedRules::in_memory();
+    let args = json!({});
+    let approved = Approved {
+        caller: "alice",
+        profile: "p",
+        tool: "t",
+        args: &args,
+        risk: Risk::Medium,
+        upstream: None,
+        approved_by: None,
+        approved_with: None,
+        channel: Channel::Http,
+    };
+    let forever = Duration::from_secs(100_000_000 * 86_400);
+    let rule = rules.remember(approved, forever).await.unwrap();
+    assert_eq!(rule.expires_at(), "+262142-12-31T23:59:59.999Z");
+    assert_eq!(rules.list().await.unwrap(), [rule]);
+}
