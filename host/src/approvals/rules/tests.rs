@@ -117,7 +117,10 @@ async fn a_foreign_key_or_an_altered_record_covers_nothing_and_loses_nothing() {
     );
     assert!(foreign.list().await.unwrap().is_empty());
     assert!(foreign.revoke(&rule.id, None, "cli").await.is_err());
-    assert_eq!(node(&dir).list().await.unwrap(), [rule.clone()]);
+    assert_eq!(
+        node(&dir).list().await.unwrap(),
+        std::slice::from_ref(&rule)
+    );
 
     let file = std::fs::read_dir(&dir)
         .unwrap()
