@@ -101,8 +101,8 @@ pub use reader::{JsonPath, Reader, describe};
 pub use schema::keys::policy as policy_keys;
 pub use schema::{SCHEMA_DRAFT, json_schema, json_schema_text, schema_problems};
 pub use server::{
-    AdminSettings, AuthSettings, HttpSettings, JwtKeySource, JwtSettings, ServerSettings,
-    TokenSecret, TokenSettings,
+    AdminSettings, AuthSettings, HttpSettings, JwtKeySource, JwtSettings, LOCAL_CALLER,
+    ServerSettings, TokenSecret, TokenSettings,
 };
 pub use server_oauth::OAuthResourceSettings;
 pub use settings::{Document, PolicySections, Settings};

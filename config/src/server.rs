@@ -76,6 +76,12 @@ pub enum AuthSettings {
     OAuth(crate::server_oauth::OAuthResourceSettings),
 }
 
+/// The name of the unauthenticated caller (stdio, `codemode run`, loopback HTTP without
+/// `auth`): no token or JWT may speak for it, since what is bound to a caller's name (its
+/// remembered approvals, its asks, its fairness share) would then be shared with the machine's
+/// own user.
+pub const LOCAL_CALLER: &str = "local";
+
 /// One static bearer token (`server.auth.tokens[i]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -268,6 +274,14 @@ fn read_tokens(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Vec<TokenSe
                     &p.key("name"),
                     ConfigErrorKind::InvalidValue,
                     "an empty name",
+                );
+            } else if n == LOCAL_CALLER {
+                r.error(
+                    &p.key("name"),
+                    ConfigErrorKind::InvalidValue,
+                    format!(
+                        "`{LOCAL_CALLER}` is the name of the unauthenticated local user; give the token another"
+                    ),
                 );
             } else if !names.insert(n.clone()) {
                 r.error(
@@ -468,6 +482,23 @@ mod tests {
         };
         assert_eq!(jwt.key, JwtKeySource::JwksFile("keys.json".into()));
         assert_eq!(jwt.permissions_claim, "permissions");
+    }
+
+    /// A token may not take the local user's name: its caller would share the local user's
+    /// remembered approvals (a rule `codemode run` recorded would cover its calls).
+    #[test]
+    fn a_token_named_local_is_refused() {
+        let errors = Config::from_json_str(
+            r#"{"server": {"auth": {"tokens": [{"name": "local", "env": "T"}]}}}"#,
+        )
+        .unwrap_err();
+        let msgs: Vec<String> = errors.errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            msgs,
+            [
+                "server.auth.tokens[0].name: `local` is the name of the unauthenticated local user; give the token another"
+            ]
+        );
     }
 
     #[test]

@@ -37,7 +37,7 @@ impl Caller {
     pub const ALLOW_DESTRUCTIVE: &str = ALLOW_DESTRUCTIVE;
 
     /// The name of [`Caller::local`].
-    pub const LOCAL: &'static str = "local";
+    pub const LOCAL: &'static str = codemode_config::LOCAL_CALLER;
 
     /// A caller named `name` with `permissions`.
     pub fn new<I, S>(name: impl Into<String>, permissions: I) -> Self

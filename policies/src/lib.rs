@@ -193,7 +193,7 @@ pub use classify::{Class, Classification};
 pub use config::{Config, EvaluationConfig, UnknownProfile};
 // The file's settings and errors are `codemode_config`'s (embedders import them from there);
 // these are the ones this crate's readers use.
-pub(crate) use codemode_config::{ConfigErrorKind, ConfigErrors, ServerTransport, parse_duration};
+pub(crate) use codemode_config::{ConfigErrorKind, ConfigErrors, parse_duration};
 pub use decision::ApprovalDecision;
 
 pub use display::{

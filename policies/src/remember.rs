@@ -419,20 +419,44 @@ impl RememberedRules {
     }
 }
 
-/// What identifies the upstream server of `tool` (`server__tool`) in `config`: the SHA-256 of
-/// how it is reached — a stdio server's command, arguments and working directory, an HTTP
-/// server's URL — so that a reload giving the name to another upstream changes it, while one
-/// that only rotates its environment or headers (credentials) does not. `None` for a tool of
-/// no configured server.
+/// What identifies the upstream of `tool` in `config`: the SHA-256 of how it is reached — for
+/// a server's tool (`server__tool`), a stdio server's command, arguments and working
+/// directory, or an HTTP server's URL; for a command tool (`commands`), its program, argv
+/// template and working directory — so that a reload giving the name to another upstream or
+/// program changes it, while one that only rotates its environment or headers (credentials)
+/// does not. `None` for a tool of neither (codemode's own).
 pub(crate) fn upstream_identity(config: &crate::Config, tool: &str) -> Option<String> {
+    if let Some(command) = config.commands.get(tool) {
+        return Some(command_identity(command));
+    }
     let (server, _) = tool.split_once("__")?;
     let spec = match &config.servers.get(server)?.transport {
-        crate::ServerTransport::Stdio {
+        codemode_config::ServerTransport::Stdio {
             command, args, cwd, ..
         } => json!({"command": command, "args": args, "cwd": cwd}),
-        crate::ServerTransport::Http { url, .. } => json!({"url": url}),
+        codemode_config::ServerTransport::Http { url, .. } => json!({"url": url}),
     };
     Some(sha256_hex(canonical_json(&spec).as_bytes())[..32].to_string())
+}
+
+/// What identifies a command tool: its program, argv template (each element a literal or a
+/// placeholder with its flags) and working directory.
+fn command_identity(command: &codemode_config::CommandConfig) -> String {
+    let args: Vec<Value> = command
+        .args
+        .iter()
+        .map(|arg| match arg {
+            codemode_config::CommandArg::Literal(text) => json!({"literal": text}),
+            codemode_config::CommandArg::Param {
+                name,
+                optional,
+                allow_option,
+            } => json!({"param": name, "optional": optional, "allowOption": allow_option}),
+        })
+        .collect();
+    let spec =
+        json!({"kind": "command", "command": command.command, "args": args, "cwd": command.cwd});
+    sha256_hex(canonical_json(&spec).as_bytes())[..32].to_string()
 }
 
 /// Whether `id` has the form of a rule id (32 lowercase hex digits): anything else names no

@@ -1,8 +1,9 @@
 //! Approvals "from now on" (`riskPolicies.<level>.rememberFor`) across two processes sharing
 //! one store (a local store directory, or one real Redis server): the rule one node records applies on the other; other arguments
 //! are still asked about; a revocation through the approval API or `codemode rules revoke`
-//! makes every node ask again; a level without `rememberFor` does not offer the answer; and the
-//! audit logs record each rule's creation, use and revocation.
+//! makes every node ask again; a level without `rememberFor` does not offer the answer; the
+//! audit logs record each rule's creation, use and revocation; and a reload that points a
+//! server's or a command tool's name at another command ends the rules given for it.
 
 use std::path::Path;
 use std::process::Command;
@@ -13,7 +14,7 @@ use codemode_test_support::services::RedisServer;
 
 use crate::client::{self, block_on, input_keys, request_state};
 use crate::harness::{
-    CODEMODE, KEY, KEY_ENV, Node, audit_records, await_some, node_config, write_json,
+    ASKED_TOOL, CODEMODE, KEY, KEY_ENV, Node, audit_records, await_some, node_config, write_json,
 };
 
 const GATE: &str = "codemode_eval_gate";
@@ -41,6 +42,12 @@ fn write(node: &Node, tool: &str, file: &Path, content: &str, answer: Option<&st
         json!(file.display().to_string()),
         json!(content)
     );
+    run(node, tool, &code, answer)
+}
+
+/// Runs `code` through the eval tool `tool` at `node`: the result when nobody was asked, else
+/// the input-required result, answered with `answer` when given (the answered result returned).
+fn run(node: &Node, tool: &str, code: &str, answer: Option<&str>) -> Value {
     let args = json!({"code": code});
     let first = block_on(client::call_tool(&node.mcp_url(), tool, &args, None))
         .unwrap_or_else(|e| panic!("{e}\n{}", node.log()))
@@ -247,5 +254,97 @@ fn a_rule_applies_on_both_nodes_until_revoked(dir: &Path, durable: Value) {
             "remembered rule {id} (approved via elicitation, until "
         )),
         "{reason}"
+    );
+}
+
+/// The call of the command tool `stamp` the reload test approves.
+const STAMP: &str = "return await codemode.stamp({text: 'hi'});";
+
+/// The command tool the reload test approves "from now on": `echo` of its one argument.
+fn stamp(args: &[&str]) -> Value {
+    json!({
+        "command": "echo",
+        "args": args,
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                        "required": ["text"]}
+    })
+}
+
+/// Writes `one` to `file` and calls `stamp` at `node`, each approved "from now on"; then makes
+/// both calls again, which run without asking.
+fn approve_both_from_now_on(node: &Node, file: &Path) {
+    write(node, GATE, file, "one", Some("approve_remember"));
+    run(node, GATE, STAMP, Some("approve_remember"));
+    let again = write(node, GATE, file, "one", None);
+    assert_eq!(result_of(&again), "written", "{again}\n{}", node.log());
+    let stamped = run(node, GATE, STAMP, None);
+    assert_eq!(stamped["isError"], false, "{stamped}\n{}", node.log());
+}
+
+/// A rule covers calls only to the upstream it was given for: a hot reload that changes the
+/// `fs` server's arguments (another process behind the same name) or the command tool
+/// `stamp`'s argv makes the same calls ask again, though caller, profile, tool and arguments
+/// are unchanged; approving them "from now on" again records rules for the new upstreams.
+#[test]
+fn a_reload_that_changes_an_upstreams_command_ends_its_rules() {
+    let dir = codemode_test_support::scratch_dir("durable", "remember_reload");
+    let (files, more) = (dir.join("files"), dir.join("more"));
+    for d in [&files, &more] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let durable = json!({"store": "local", "dir": dir.join("state")});
+    let mut value = node_config(&files, &dir.join("audit"), durable);
+    value["commands"]["stamp"] = stamp(&["{text}"]);
+    value["evaluation"]["profiles"]["gate"]["asklist"] = json!([ASKED_TOOL, "stamp"]);
+    value["evaluation"]["profiles"]["gate"]["riskPolicies"] =
+        json!({"medium": {"rememberFor": "1h"}});
+    let config = dir.join("node.json");
+    write_json(&config, &value);
+    let node = Node::start("reload", &config, &[]);
+    let file = files.join("ledger.txt");
+
+    // Both calls approved from now on, then made again without asking.
+    approve_both_from_now_on(&node, &file);
+
+    // The reload: `fs` gets one more allowed directory, `stamp` one more fixed argument, and
+    // the profile `after`, whose eval tool answering says the new config is in force.
+    let mut args = value["mcpServers"]["fs"]["args"]
+        .as_array()
+        .unwrap()
+        .clone();
+    args.push(json!(more.display().to_string()));
+    value["mcpServers"]["fs"]["args"] = json!(args);
+    value["commands"]["stamp"] = stamp(&["-n", "{text}"]);
+    value["evaluation"]["profiles"]["after"] = json!({});
+    write_json(&config, &value);
+    await_some("the reloaded config in force", || {
+        let reply = block_on(client::call_tool(
+            &node.mcp_url(),
+            "codemode_eval_after",
+            &json!({"code": "return 1;"}),
+            None,
+        ))
+        .ok()?;
+        (reply.result["structuredContent"]["result"] == 1).then_some(())
+    });
+
+    for (what, asked) in [
+        ("fs", write(&node, GATE, &file, "one", None)),
+        ("stamp", run(&node, GATE, STAMP, None)),
+    ] {
+        assert_eq!(
+            asked["resultType"],
+            "input_required",
+            "{what}: {asked}\n{}",
+            node.log()
+        );
+    }
+    // Approved from now on for the new upstreams: covered again.
+    approve_both_from_now_on(&node, &file);
+    let (status, listed) = api(reqwest::Method::GET, &node.base_url(), "/approvals/rules");
+    assert_eq!(
+        (status, listed["rules"].as_array().map(Vec::len)),
+        (200, Some(2)),
+        "{listed}"
     );
 }

@@ -66,17 +66,26 @@ impl RuleStore for StoredRules {
         })
     }
 
+    /// Every rule that opens and reads; one that does not (altered, sealed with another key,
+    /// not a rule) is left in the store and skipped with a warning, so that it hides no other.
     fn list(&self) -> BoxFuture<'_, Result<Vec<RememberedRule>, RuleStoreError>> {
         Box::pin(async move {
             let listing = self.store.list(PREFIX).await.map_err(|e| self.failed(e))?;
             for e in &listing.unreadable {
                 tracing::warn!(error = %e, "a remembered approval did not open; skipped");
             }
-            listing
-                .records
-                .iter()
-                .map(|record| self.parse(&record.value))
-                .collect()
+            let mut rules = Vec::with_capacity(listing.records.len());
+            for record in &listing.records {
+                match self.parse(&record.value) {
+                    Ok(rule) => rules.push(rule),
+                    Err(e) => tracing::warn!(
+                        error = %e,
+                        record = %record.key,
+                        "a remembered approval is unreadable; skipped"
+                    ),
+                }
+            }
+            Ok(rules)
         })
     }
 

@@ -148,6 +148,14 @@ pub(super) fn credential(
                 "`sub` is longer than {MAX_SUB_CHARS} characters"
             )));
         }
+        // The local user's name would give the caller what is bound to that name (its
+        // remembered approvals, its asks): an authenticated caller never takes it.
+        Some(Value::String(s)) if s == Caller::LOCAL => {
+            return Err(AuthError::Invalid(format!(
+                "`sub` `{}` is the name of the unauthenticated local user",
+                Caller::LOCAL
+            )));
+        }
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         _ => {
             return Err(AuthError::Invalid(
@@ -398,6 +406,12 @@ uxvejBLl3yh5EKEdx2t9epFdmfH7lkN68D8VIUMbZw00Nz1wSIqKeUP9
         (auth, EncodingKey::from_secret(b"s3cret"))
     }
 
+    /// A token of [`hs256`]'s issuer and audience for `sub`, valid for ten minutes.
+    fn token_for(key: &EncodingKey, sub: &str) -> String {
+        let claims = json!({"sub": sub, "iss": "iss", "aud": "aud", "exp": now() + 600});
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, key).unwrap()
+    }
+
     #[test]
     fn not_before_is_checked_with_the_expiry_leeway() {
         let (auth, key) = hs256();
@@ -429,10 +443,7 @@ uxvejBLl3yh5EKEdx2t9epFdmfH7lkN68D8VIUMbZw00Nz1wSIqKeUP9
     #[test]
     fn a_subject_longer_than_the_bound_is_refused() {
         let (auth, key) = hs256();
-        let token = |sub: &str| {
-            let claims = json!({"sub": sub, "iss": "iss", "aud": "aud", "exp": now() + 600});
-            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).unwrap()
-        };
+        let token = |sub: &str| token_for(&key, sub);
         let longest = "é".repeat(MAX_SUB_CHARS);
         assert_eq!(
             auth.authenticate(&bearer_headers(&token(&longest))),
@@ -443,6 +454,24 @@ uxvejBLl3yh5EKEdx2t9epFdmfH7lkN68D8VIUMbZw00Nz1wSIqKeUP9
             Err(AuthError::Invalid(
                 "`sub` is longer than 256 characters".into()
             ))
+        );
+    }
+
+    /// A JWT naming the local user is refused: its caller would get the remembered approvals
+    /// `codemode run` and the stdio server recorded for the machine's own user.
+    #[test]
+    fn a_subject_naming_the_local_user_is_refused() {
+        let (auth, key) = hs256();
+        let token = |sub: &str| token_for(&key, sub);
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token("local"))),
+            Err(AuthError::Invalid(
+                "`sub` `local` is the name of the unauthenticated local user".into()
+            ))
+        );
+        assert_eq!(
+            auth.authenticate(&bearer_headers(&token("Local"))),
+            Ok(Caller::new("Local", Vec::<String>::new()))
         );
     }
 

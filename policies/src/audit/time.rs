@@ -6,9 +6,16 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 /// `t` as RFC 3339 in UTC with milliseconds: `2024-05-01T12:34:56.789Z`. Times before 1970
 /// are written as the epoch, so that every record's `ts` (and the day file it names) sorts
-/// after the log's start.
+/// after the log's start; times past the calendar's end (year 262142, an expiry of a
+/// `rememberFor` such as `"100000000d"`) as its last instant.
 pub fn rfc3339_utc(t: SystemTime) -> String {
-    DateTime::<Utc>::from(t.max(UNIX_EPOCH)).to_rfc3339_opts(SecondsFormat::Millis, true)
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    // chrono's own conversion panics past its range.
+    i64::try_from(since.as_secs())
+        .ok()
+        .and_then(|secs| DateTime::<Utc>::from_timestamp(secs, since.subsec_nanos()))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// The current time, as [`rfc3339_utc`].

@@ -3,7 +3,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::{ConfigErrorKind, DispositionKind, ServerTransport};
+use crate::{ConfigErrorKind, DispositionKind};
+use codemode_config::ServerTransport;
 use codemode_config::{DEFAULT_CONFIG_JSON, DEFAULT_SERVER_START_TIMEOUT, DEFAULT_SERVER_TIMEOUT};
 
 const EXAMPLE: &str = r#"{

@@ -124,3 +124,97 @@ fn an_upstream_is_identified_by_its_command_or_url() {
     assert_ne!(id(&a, "fs__write"), id(&http, "fs__write"));
     assert_eq!((id(&a, "git__log"), id(&a, "search_tools")), (None, None));
 }
+
+/// A command tool's identity follows its program, argv template and working directory, so a
+/// reload that points the name at another program (or other fixed arguments) ends its rules;
+/// its environment does not count (as a server's).
+#[test]
+fn a_command_tool_is_identified_by_its_program_and_argv() {
+    let config = |command: &str| {
+        crate::Config::from_json_str(&format!(r#"{{"commands": {{"stamp": {command}}}}}"#)).unwrap()
+    };
+    let echo = config(r#"{"command": "echo", "args": ["ok"]}"#);
+    let echo_env = config(r#"{"command": "echo", "args": ["ok"], "env": {"T": "2"}}"#);
+    let other_args = config(r#"{"command": "echo", "args": ["--", "ok"]}"#);
+    let other_program = config(r#"{"command": "true", "args": ["ok"]}"#);
+    let in_tmp = config(r#"{"command": "echo", "args": ["ok"], "cwd": "/tmp"}"#);
+    let id = |c: &crate::Config| upstream_identity(c, "stamp");
+    assert!(id(&echo).is_some());
+    assert_eq!(id(&echo), id(&echo_env));
+    for changed in [&other_args, &other_program, &in_tmp] {
+        assert_ne!(id(&echo), id(changed));
+    }
+    assert_eq!(upstream_identity(&echo, "other"), None);
+}
+
+/// A rule covers exactly the arguments whose canonical JSON was approved: the same object
+/// built in another key order is covered; values that differ however slightly — another
+/// Unicode normalisation, a float for an integer, `-0.0` for `0`, a JSON text with a duplicate
+/// key inside a string, an invisible character — are not.
+#[tokio::test]
+async fn a_rule_covers_only_arguments_of_the_same_canonical_json() {
+    let rules = RememberedRules::in_memory();
+    let shown = json!({"name": "caf\u{e9}", "n": 0, "doc": "{\"x\":2}"});
+    let approved = Approved {
+        caller: "alice",
+        profile: "p",
+        tool: "t",
+        args: &shown,
+        risk: Risk::Medium,
+        upstream: None,
+        approved_by: None,
+        approved_with: None,
+        channel: Channel::Http,
+    };
+    rules
+        .remember(approved, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let covered = |args: Value| {
+        let rules = rules.clone();
+        async move {
+            rules
+                .matching("alice", "p", "t", &args, Risk::Medium)
+                .await
+                .unwrap()
+                .is_some()
+        }
+    };
+    let reordered: Value =
+        serde_json::from_str(r#"{"doc": "{\"x\":2}", "n": 0, "name": "caf\u00e9"}"#).unwrap();
+    assert!(covered(reordered).await);
+    for other in [
+        json!({"name": "cafe\u{301}", "n": 0, "doc": "{\"x\":2}"}),
+        json!({"name": "caf\u{e9}", "n": 0.0, "doc": "{\"x\":2}"}),
+        json!({"name": "caf\u{e9}", "n": -0.0, "doc": "{\"x\":2}"}),
+        json!({"name": "caf\u{e9}", "n": 0, "doc": "{\"x\":1,\"x\":2}"}),
+        json!({"name": "caf\u{e9}\u{200b}", "n": 0, "doc": "{\"x\":2}"}),
+        json!({"name": "caf\u{e9}", "n": 0, "doc": "{\"x\":2}", "extra": null}),
+    ] {
+        assert!(!covered(other.clone()).await, "{other}");
+    }
+}
+
+/// A `rememberFor` past the end of the calendar (`"100000000d"`, which the config accepts)
+/// records a rule that never expires in practice, and its expiry is written as the latest
+/// time there is: remembering, auditing and listing it never panic.
+#[tokio::test]
+async fn a_rule_remembered_past_the_calendars_end_is_kept_without_panicking() {
+    let rules = RememberedRules::in_memory();
+    let args = json!({});
+    let approved = Approved {
+        caller: "alice",
+        profile: "p",
+        tool: "t",
+        args: &args,
+        risk: Risk::Medium,
+        upstream: None,
+        approved_by: None,
+        approved_with: None,
+        channel: Channel::Http,
+    };
+    let forever = Duration::from_secs(100_000_000 * 86_400);
+    let rule = rules.remember(approved, forever).await.unwrap();
+    assert_eq!(rule.expires_at(), "+262142-12-31T23:59:59.999Z");
+    assert_eq!(rules.list().await.unwrap(), [rule]);
+}

@@ -9,10 +9,15 @@ use super::StoredRules;
 
 /// A node's view of the store in `dir` (nodes of a cluster share the directory and the key).
 fn node(dir: &std::path::Path) -> RememberedRules {
-    StoredRules::remembered(Store::new(
+    StoredRules::remembered(store(dir, 5))
+}
+
+/// The store in `dir`, sealed with the key of bytes `key`.
+fn store(dir: &std::path::Path, key: u8) -> Store {
+    Store::new(
         Arc::new(LocalStore::open(dir, false).unwrap()),
-        &StateKey::from_bytes([5; 32]),
-    ))
+        &StateKey::from_bytes([key; 32]),
+    )
 }
 
 fn approved(args: &serde_json::Value) -> Approved<'_> {
@@ -87,4 +92,79 @@ async fn a_rule_past_its_expiry_covers_nothing_though_its_record_lives() {
     );
     assert!(later.list().await.unwrap().is_empty());
     assert_eq!(later.revoke(&rule.id, None, "cli").await.unwrap(), None);
+}
+
+/// A record sealed with another key (another cluster's, a wrong `keyEnv`) or altered on disk
+/// covers nothing (the call is asked about), is not listed and cannot be revoked, with an
+/// error naming the store, never a panic; the rule stays for the nodes holding the key, and
+/// its file is the user's alone.
+#[tokio::test]
+async fn a_foreign_key_or_an_altered_record_covers_nothing_and_loses_nothing() {
+    let dir = codemode_test_support::scratch_dir("rules", "foreign_key");
+    let args = json!({"n": 1});
+    let rule = node(&dir)
+        .remember(approved(&args), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let foreign = StoredRules::remembered(store(&dir, 6));
+    let found = foreign
+        .matching("alice", "ops", "fs__write", &args, Risk::High)
+        .await;
+    let error = found.unwrap_err().to_string();
+    assert!(
+        error.starts_with("the remembered approvals in ") && error.contains("cannot be opened"),
+        "{error}"
+    );
+    assert!(foreign.list().await.unwrap().is_empty());
+    assert!(foreign.revoke(&rule.id, None, "cli").await.is_err());
+    assert_eq!(
+        node(&dir).list().await.unwrap(),
+        std::slice::from_ref(&rule)
+    );
+
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.to_string_lossy().contains(&rule.id))
+        .expect("the rule's record file");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&file.metadata().unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    let mut sealed = std::fs::read(&file).unwrap();
+    let last = sealed.len() - 1;
+    sealed[last] ^= 1;
+    std::fs::write(&file, sealed).unwrap();
+    let altered = node(&dir);
+    assert!(
+        altered
+            .matching("alice", "ops", "fs__write", &args, Risk::High)
+            .await
+            .is_err()
+    );
+    assert!(altered.list().await.unwrap().is_empty());
+}
+
+/// A record that opens but is no rule (written by a codemode of another format, or a bug)
+/// is skipped by the listing: it hides no other rule from `codemode rules list` and
+/// `GET /approvals/rules`, and covers nothing.
+#[tokio::test]
+async fn a_record_that_is_no_rule_hides_no_other_rule() {
+    let dir = codemode_test_support::scratch_dir("rules", "not_a_rule");
+    let args = json!({"n": 1});
+    let rules = node(&dir);
+    let rule = rules
+        .remember(approved(&args), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let bogus = "0123456789abcdef0123456789abcdef";
+    store(&dir, 5)
+        .put(
+            &format!("rule:{bogus}"),
+            b"{\"id\": 1}",
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rules.list().await.unwrap(), [rule]);
+    let unreadable = rules.get(bogus).await.unwrap_err().to_string();
+    assert!(unreadable.contains("a rule is unreadable"), "{unreadable}");
 }

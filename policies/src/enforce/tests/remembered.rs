@@ -383,6 +383,46 @@ async fn a_shortened_remember_for_shortens_the_rules_already_recorded() {
     assert_eq!(human.asked(), 2);
 }
 
+/// A rule a reload stops (here: the level's `rememberFor` removed) is not deleted: the reload
+/// undone, it covers the call again until its own expiry (revoking ends it for good).
+#[tokio::test]
+async fn a_rule_a_reload_stopped_applies_again_once_the_reload_is_undone() {
+    let audit = Arc::new(MemoryAuditSink::new());
+    let (rules, _) = rules(&audit);
+    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
+    let (first, _) = host(
+        remembering(json!({})),
+        "alice",
+        human.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    write(&first, "/x").await.unwrap();
+    let nobody = FakeApprover::new(ApprovalDecision::Decline, Duration::ZERO);
+    let stopped = remembering(json!({"riskPolicies": {"medium": {}}}));
+    let (stopped, _) = host(
+        stopped,
+        "alice",
+        nobody.clone(),
+        Some(rules.clone()),
+        &audit,
+    );
+    assert_eq!(
+        reason_of(&write(&stopped, "/x").await),
+        Some("elicitation_declined")
+    );
+    assert_eq!(rules.list().await.unwrap().len(), 1, "still listed");
+    let (undone, _) = host(
+        remembering(json!({})),
+        "alice",
+        nobody.clone(),
+        Some(rules),
+        &audit,
+    );
+    write(&undone, "/x").await.unwrap();
+    assert_eq!((human.asked(), nobody.asked()), (1, 1));
+}
+
 /// A rule records what identified the tool's upstream: once a reload gives the server's name
 /// to another upstream, the rule covers nothing (the call is asked about, and a new answer
 /// "from now on" records the new upstream).
