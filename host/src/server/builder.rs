@@ -232,13 +232,7 @@ impl ServerBuilder {
         // Approvals remembered "from now on" live there too, read by `codemode rules`.
         let store = match &durable {
             Some(durable) => Some(durable.store().clone()),
-            None => match Store::open(&self.config.durable).await {
-                Ok(store) => Some(store),
-                Err(e) => {
-                    tracing::warn!(error = %e, "the durable store did not open; OAuth logins to upstreams and remembered approvals last for this process only");
-                    None
-                }
-            },
+            None => local_store(&self.config).await,
         };
         let logins = store.clone().map_or_else(Logins::memory, Logins::sealed);
         let config = std::mem::take(&mut self.config);
@@ -259,20 +253,7 @@ impl ServerBuilder {
             durable.keep_guest(&state.runtime).await?;
             super::enable_durable(&state, durable);
         }
-        let watcher = self.config_path.clone().and_then(|path| {
-            reload::watch(state.clone(), path.clone())
-                .inspect_err(|e| tracing::warn!("not watching {} for changes: {e}", path.display()))
-                .ok()
-        });
-        if let Some(mut reloads) = self.reloads.take() {
-            let state = Arc::downgrade(&state);
-            tokio::spawn(async move {
-                while let Some(config) = reloads.recv().await {
-                    let Some(state) = state.upgrade() else { return };
-                    state.apply_config(config).await;
-                }
-            });
-        }
+        let watcher = self.follow_reloads(&state);
         if let Some(listener) = approvals_listener {
             tokio::spawn(approvals::http::serve(
                 listener,
@@ -286,6 +267,24 @@ impl ServerBuilder {
             on_signals(&state, self.shutdown.clone());
         }
         Ok((state, watcher))
+    }
+
+    /// Applies config changes to `state` from then on: the watched file's (the watcher is
+    /// returned, to be kept alive) and the [`Reloader`]'s.
+    fn follow_reloads(&mut self, state: &Arc<ServerState>) -> Option<notify::RecommendedWatcher> {
+        if let Some(mut reloads) = self.reloads.take() {
+            let state = Arc::downgrade(state);
+            tokio::spawn(async move {
+                while let Some(config) = reloads.recv().await {
+                    let Some(state) = state.upgrade() else { return };
+                    state.apply_config(config).await;
+                }
+            });
+        }
+        let path = self.config_path.clone()?;
+        reload::watch(state.clone(), path.clone())
+            .inspect_err(|e| tracing::warn!("not watching {} for changes: {e}", path.display()))
+            .ok()
     }
 
     /// The HTTP options of a server at `addr`: the config's `server` section plus the
@@ -346,6 +345,16 @@ impl ServerBuilder {
             durable.suspend_to_store_after,
         )))
     }
+}
+
+/// The store of a server without durable parking (stdio): upstream OAuth logins and remembered
+/// approvals are kept there; without it they last for this process only, which is worth a
+/// warning and not a refusal to start.
+async fn local_store(config: &Config) -> Option<Store> {
+    Store::open(&config.durable)
+        .await
+        .inspect_err(|e| tracing::warn!(error = %e, "the durable store did not open; OAuth logins to upstreams and remembered approvals last for this process only"))
+        .ok()
 }
 
 /// The remembered approvals: in `store` when there is one, else in memory; their creation and
