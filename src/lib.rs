@@ -9,7 +9,11 @@
 //! - [`config`]: the configuration file's settings, its reader and its JSON Schema;
 //! - [`script`]: JavaScript as models write it (fences, TypeScript) and its call sites, unrun;
 //! - [`policies`]: the whole configuration, profiles, dispositions, approvals, audit records;
-//! - [`host`]: the MCP server ([`host::Server`]), upstream clients, approval channels.
+//! - [`store`]: the sealed record store (local files or Redis) that parked evals, logins and
+//!   remembered approvals live in;
+//! - [`upstream`]: the tools behind `codemode.*`: upstream MCP servers' clients, command tools,
+//!   the catalog;
+//! - [`host`]: the MCP server ([`host::Server`]), durable parking, approval channels.
 
 pub use codemode_config as config;
 pub use codemode_host as host;
@@ -20,6 +24,8 @@ pub use codemode_runtime::{
     RuntimeConfig, ToolError, ToolHost,
 };
 pub use codemode_script as script;
+pub use codemode_store as store;
+pub use codemode_upstream as upstream;
 
 /// README.md's Rust blocks, compiled and run as doc-tests.
 #[cfg(doctest)]
@@ -307,11 +313,6 @@ mod tests {
         );
     }
 
-    /// Every complete config the documentation shows parses: each fenced `json` (or `jsonc`)
-    /// block of README.md, SECURITY.md and docs/*.md whose top-level object has `mcpServers`,
-    /// `servers` or `evaluation`. A block showing one section (`"durable": {…}`) is not a
-    /// whole file and is left out. `${VAR}` references are given a stand-in value: the docs
-    /// cannot know the reader's environment.
     /// The complete configs the documentation shows: each fenced `json` (or `jsonc`) block of
     /// README.md, SECURITY.md and docs/*.md whose top-level object has `mcpServers`, `servers`
     /// or `evaluation`, with its file and the line of its fence. A block showing one section

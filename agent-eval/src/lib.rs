@@ -10,6 +10,35 @@
 //!
 //! The harness's client answers no elicitation: a call that needs a human's approval is
 //! decided by the profile's `elicitationFallback`, as with any client that cannot be asked.
+//!
+//! ```no_run
+//! use std::path::PathBuf;
+//!
+//! use codemode_agent_eval::{Api, Options, check_profiles, load_cases, run_case};
+//! use codemode_host::DEFAULT_CONFIG;
+//! use codemode_policies::Config;
+//! use codemode_runtime::{Runtime, RuntimeConfig};
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = Config::from_json_str(DEFAULT_CONFIG)?;
+//! let cases = load_cases(&[PathBuf::from("evals/")])?;
+//! check_profiles(&cases, &config)?;
+//! let mut options = Options::new(
+//!     Api::OpenAi,
+//!     "http://127.0.0.1:8000/v1".into(),
+//!     "a-model".into(),
+//!     config,
+//!     PathBuf::from("eval-audit"),
+//! );
+//! options.api_key = std::env::var("MODEL_API_KEY").ok();
+//! let runtime = Runtime::new(&RuntimeConfig::default())?;
+//! for (index, case) in cases.iter().enumerate() {
+//!     let report = run_case(&options, &runtime, index, case).await;
+//!     println!("{}: {:?} {:?}", report.name, report.verdict, report.reasons);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 mod api;
 mod case;
