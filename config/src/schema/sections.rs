@@ -6,7 +6,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::values::{Duration, Positive, Seconds, Size, SizeAtLeast, Timeout, Whole};
+use super::values::{
+    Duration, Positive, Seconds, SecondsOrZero, Size, SizeAtLeast, Timeout, Whole,
+};
 
 /// The smallest `limits.maxResultText`: room for any value elided to its markers.
 pub const MIN_RESULT_TEXT: u64 = 256;
@@ -313,7 +315,7 @@ pub(crate) struct Durable {
     pub(crate) key_env: Option<String>,
     /// How long an eval waits for a human in memory before it is parked in the store.
     /// Default: 5.
-    pub(crate) suspend_to_store_after_seconds: Option<Seconds>,
+    pub(crate) suspend_to_store_after_seconds: Option<SecondsOrZero>,
     /// Whether local writes are flushed to disk. Default: `true`.
     pub(crate) fsync: Option<bool>,
     /// Bytes of the evals this node keeps parked in the store, all clients together. Default:

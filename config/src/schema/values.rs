@@ -144,6 +144,47 @@ impl Visitor<'_> for WholeVisitor {
     }
 }
 
+/// A number of seconds greater than zero (fractions allowed): a timeout. Anything else, of
+/// whatever JSON type, is the one [`de::Error::invalid_value`] "expected a positive number of
+/// seconds".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Seconds(pub(crate) std::time::Duration);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        let secs = value.as_f64().filter(|s| *s > 0.0);
+        match secs.and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()) {
+            Some(d) => Ok(Seconds(d)),
+            // Not `Other`: the value is described as it is written.
+            None => Err(de::Error::invalid_value(
+                Unexpected::Unit,
+                &"a positive number of seconds",
+            )),
+        }
+    }
+}
+
+/// A number of seconds of at least zero (fractions allowed): a wait that may be none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SecondsOrZero(pub(crate) std::time::Duration);
+
+impl<'de> Deserialize<'de> for SecondsOrZero {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let expected = "a number of seconds";
+        match serde_json::Value::deserialize(d)?.as_f64() {
+            Some(s) if s >= 0.0 => std::time::Duration::try_from_secs_f64(s)
+                .map(SecondsOrZero)
+                .map_err(|_| de::Error::custom("too large")),
+            Some(s) => Err(de::Error::invalid_value(
+                Unexpected::Float(s),
+                &"a number of seconds, at least 0",
+            )),
+            None => Err(de::Error::invalid_type(Unexpected::Unit, &expected)),
+        }
+    }
+}
+
 /// A whole number of at least 1 (a count of things in memory: a `usize`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Positive(pub(crate) usize);
@@ -197,6 +238,7 @@ macro_rules! schema_as {
 
 schema_as!(SizeShape => Size);
 schema_as!(String => Duration, Timeout);
+schema_as!(SecondsShape => Seconds, SecondsOrZero);
 schema_as!(u64 => Whole, Positive);
 
 /// A size: a string with a unit (`"64MiB"`, `"512KiB"`, `"10MB"`, `"1000"`) or a whole number
@@ -214,7 +256,8 @@ pub(crate) enum SizeShape {
 /// A number of seconds (fractions allowed), greater than zero.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub(crate) struct Seconds(#[schemars(range(min = 0))] pub(crate) f64);
+#[schemars(rename = "Seconds")]
+pub(crate) struct SecondsShape(#[schemars(range(min = 0))] pub(crate) f64);
 
 /// One of the risk levels, lowest first.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
