@@ -118,6 +118,8 @@ pub(crate) enum Error {
     },
     /// A message of its own.
     Message(ConfigErrorKind, String),
+    /// A struct's required field was not given.
+    Missing(&'static str),
 }
 
 impl fmt::Display for Error {
@@ -127,6 +129,7 @@ impl fmt::Display for Error {
             Error::WrongType { expected } => write!(f, "expected {expected}"),
             Error::Invalid { expected, .. } => write!(f, "expected {expected}"),
             Error::Message(_, message) => f.write_str(message),
+            Error::Missing(field) => write!(f, "`{field}` is required"),
         }
     }
 }
@@ -155,10 +158,7 @@ impl de::Error for Error {
     }
 
     fn missing_field(field: &'static str) -> Self {
-        Error::Message(
-            ConfigErrorKind::MissingField,
-            format!("`{field}` is required"),
-        )
+        Error::Missing(field)
     }
 }
 
@@ -180,8 +180,18 @@ impl<'de, 'w> Collecting<'de, 'w> {
     }
 
     fn report(&self, error: Error) -> Error {
+        if matches!(error, Error::Reported) {
+            return Error::Reported;
+        }
+        if self.consequence(&error) {
+            return self.fail();
+        }
         let (kind, message) = match error {
             Error::Reported => return Error::Reported,
+            Error::Missing(field) => (
+                ConfigErrorKind::MissingField,
+                format!("`{field}` is required"),
+            ),
             Error::WrongType { expected } => (
                 ConfigErrorKind::WrongType,
                 format!("expected {expected}, found {}", describe(self.value)),
@@ -198,6 +208,21 @@ impl<'de, 'w> Collecting<'de, 'w> {
         self.walk
             .record(ConfigError::new(self.path.to_string(), kind, message));
         self.fail()
+    }
+
+    /// Whether `error` only follows from parts of this value read as absent, reported
+    /// already: a required field whose value was wrong is not also missing, and a list whose
+    /// elements were all wrong is not also empty.
+    fn consequence(&self, error: &Error) -> bool {
+        if let Error::Missing(field) = error {
+            return self.walk.skips(&self.path.key(field));
+        }
+        let at = self.path.to_string();
+        self.walk.skipped.borrow().iter().any(|skipped| {
+            skipped
+                .strip_prefix(at.as_str())
+                .is_some_and(|rest| rest.starts_with(['.', '[']))
+        })
     }
 
     /// Marks this value as where the attempt failed.
@@ -327,9 +352,13 @@ impl<'de> de::MapAccess<'de> for Entries<'de, '_> {
         let Some((key, path, value)) = self.members.next() else {
             return Ok(None);
         };
+        // A key its type refuses (a malformed name) is that entry's error: its value is not
+        // read.
+        let key = seed
+            .deserialize(BorrowedStrDeserializer::new(key))
+            .map_err(|e| Collecting::new(value, path.clone(), self.walk).report(e))?;
         self.value = Some((path, value));
-        seed.deserialize(BorrowedStrDeserializer::new(key))
-            .map(Some)
+        Ok(Some(key))
     }
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Error> {
@@ -498,6 +527,82 @@ mod tests {
         );
         let names = read.and_then(|p| p.names).expect("the map is read");
         assert_eq!(names, BTreeMap::from([("b".to_string(), Positive(2))]));
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Named {
+        name: String,
+        count: Option<Positive>,
+    }
+
+    #[test]
+    fn a_required_field_whose_value_is_wrong_is_not_also_missing() {
+        let v = json!({"name": 5, "count": 0});
+        let (read, errors) = read_probe::<Named>(&v);
+        assert_eq!(read, None);
+        assert_eq!(
+            errors,
+            [
+                error(
+                    "probe.name",
+                    ConfigErrorKind::WrongType,
+                    "expected a string, found a number (5)"
+                ),
+                error(
+                    "probe.count",
+                    ConfigErrorKind::InvalidValue,
+                    "must be at least 1"
+                ),
+            ]
+        );
+        let v = json!({"count": 2});
+        let (read, errors) = read_probe::<Named>(&v);
+        assert_eq!(read, None);
+        assert_eq!(
+            errors,
+            [error(
+                "probe",
+                ConfigErrorKind::MissingField,
+                "`name` is required"
+            )]
+        );
+    }
+
+    /// A list that refuses to be empty, for the test below.
+    #[derive(Debug, PartialEq)]
+    struct Some1(Vec<Positive>);
+
+    impl<'de> Deserialize<'de> for Some1 {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            match Vec::<Positive>::deserialize(d)? {
+                list if list.is_empty() => Err(de::Error::custom("give at least one")),
+                list => Ok(Some1(list)),
+            }
+        }
+    }
+
+    #[test]
+    fn a_list_whose_elements_were_all_wrong_is_not_also_empty() {
+        let v = json!([0, "x"]);
+        let (read, errors) = read_probe::<Some1>(&v);
+        assert_eq!(read, None);
+        let wrong_type = "expected a non-negative whole number, found a string (\"x\")";
+        assert_eq!(
+            errors,
+            [
+                error(
+                    "probe[0]",
+                    ConfigErrorKind::InvalidValue,
+                    "must be at least 1"
+                ),
+                error("probe[1]", ConfigErrorKind::WrongType, wrong_type),
+            ]
+        );
+        let v = json!([]);
+        let (_, errors) = read_probe::<Some1>(&v);
+        let empty = error("probe", ConfigErrorKind::InvalidValue, "give at least one");
+        assert_eq!(errors, [empty]);
     }
 
     #[test]

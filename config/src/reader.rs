@@ -105,6 +105,17 @@ impl Reader {
         self.errors.len()
     }
 
+    /// Whether an error was recorded at `path` or inside it: a value read as absent because it
+    /// was wrong (not missing), or a list read without its wrong elements (not empty).
+    pub(crate) fn reported(&self, path: &JsonPath) -> bool {
+        let at = path.to_string();
+        self.errors.iter().any(|e| {
+            e.path()
+                .strip_prefix(at.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        })
+    }
+
     /// The errors recorded, in the order found.
     pub fn into_errors(self) -> Vec<ConfigError> {
         self.errors

@@ -185,6 +185,98 @@ impl<'de> Deserialize<'de> for SecondsOrZero {
     }
 }
 
+/// An array of strings: `Vec<String>`, refused as "an array of strings" when it is not one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Strings(pub(crate) Vec<String>);
+
+impl<'de> Deserialize<'de> for Strings {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        array_of(d, "an array of strings").map(Strings)
+    }
+}
+
+/// An array of strings none of which is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct NonEmptyStrings(pub(crate) Vec<String>);
+
+impl<'de> Deserialize<'de> for NonEmptyStrings {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let strings: Vec<NonEmpty> = array_of(d, "an array of strings")?;
+        Ok(NonEmptyStrings(strings.into_iter().map(|s| s.0).collect()))
+    }
+}
+
+/// A string that is not empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NonEmpty(pub(crate) String);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match String::deserialize(d)? {
+            s if s.is_empty() => Err(de::Error::custom("an empty string")),
+            s => Ok(NonEmpty(s)),
+        }
+    }
+}
+
+/// Reads an array of `T`, refused as `expecting` when the value is no array.
+pub(crate) fn array_of<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+    expecting: &'static str,
+) -> Result<Vec<T>, D::Error> {
+    d.deserialize_seq(ArrayVisitor {
+        expecting,
+        element: std::marker::PhantomData,
+    })
+}
+
+struct ArrayVisitor<T> {
+    expecting: &'static str,
+    element: std::marker::PhantomData<T>,
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ArrayVisitor<T> {
+    type Value = Vec<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element()? {
+            out.push(item);
+        }
+        Ok(out)
+    }
+}
+
+/// Why `url` is not an absolute `https` URL (`http` only on a loopback host) without a fragment
+/// or credentials, in words naming `what`; `None` when it is one.
+pub(crate) fn https_url_problem(url: &str, what: &str) -> Option<String> {
+    match url::Url::parse(url) {
+        Err(e) => Some(format!("expected {what}: {e}")),
+        Ok(u) if u.fragment().is_some() => Some(format!("{what} has no `#fragment`")),
+        Ok(u) if !u.username().is_empty() || u.password().is_some() => {
+            Some(format!("{what} carries no credentials"))
+        }
+        Ok(u) if u.scheme() == "https" => None,
+        Ok(u) if u.scheme() == "http" && is_loopback(&u) => None,
+        Ok(_) => Some(format!(
+            "expected {what} with `https://` (`http://` only on a loopback host)"
+        )),
+    }
+}
+
+fn is_loopback(u: &url::Url) -> bool {
+    match u.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// A whole number of at least 1 (a count of things in memory: a `usize`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Positive(pub(crate) usize);
@@ -216,30 +308,33 @@ impl<const MIN: u64> JsonSchema for SizeAtLeast<MIN> {
 /// Implements `JsonSchema` for a typed value as the schema of the shape the file writes.
 macro_rules! schema_as {
     ($shape:ty => $($typed:ty),+) => {$(
-        impl JsonSchema for $typed {
+        impl ::schemars::JsonSchema for $typed {
             fn inline_schema() -> bool {
-                <$shape>::inline_schema()
+                <$shape as ::schemars::JsonSchema>::inline_schema()
             }
 
-            fn schema_name() -> Cow<'static, str> {
-                <$shape>::schema_name()
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                <$shape as ::schemars::JsonSchema>::schema_name()
             }
 
-            fn schema_id() -> Cow<'static, str> {
-                <$shape>::schema_id()
+            fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                <$shape as ::schemars::JsonSchema>::schema_id()
             }
 
-            fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-                <$shape>::json_schema(generator)
+            fn json_schema(generator: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                <$shape as ::schemars::JsonSchema>::json_schema(generator)
             }
         }
     )+};
 }
 
+pub(crate) use schema_as;
+
 schema_as!(SizeShape => Size);
 schema_as!(String => Duration, Timeout);
 schema_as!(SecondsShape => Seconds, SecondsOrZero);
 schema_as!(u64 => Whole, Positive);
+schema_as!(Vec<String> => Strings, NonEmptyStrings);
 
 /// A size: a string with a unit (`"64MiB"`, `"512KiB"`, `"10MB"`, `"1000"`) or a whole number
 /// of bytes. Never zero.
