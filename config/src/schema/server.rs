@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 
 use super::values::{
-    Duration, NonEmpty, NonEmptyStrings, Positive, Size, Strings, array_of, https_url_problem,
-    schema_as,
+    Duration, NonEmpty, NonEmptyStrings, Positive, Retry, Size, Strings, array_of,
+    https_url_problem, schema_as,
 };
 
 /// How `codemode serve --http` accepts requests.
@@ -222,8 +222,10 @@ impl<'de> Visitor<'de> for ScopesVisitor {
     fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = BTreeMap::new();
         while let Some(Scope(scope)) = map.next_key()? {
-            let Strings(permissions) = map.next_value()?;
-            out.insert(scope, permissions);
+            // A wrong list of permissions leaves its scope out, not the others.
+            if let Retry(Some(Strings(permissions))) = map.next_value()? {
+                out.insert(scope, permissions);
+            }
         }
         Ok(ScopePermissions(out))
     }

@@ -219,7 +219,49 @@ impl<'de> Deserialize<'de> for NonEmpty {
     }
 }
 
-/// Reads an array of `T`, refused as `expecting` when the value is no array.
+/// The name by which a [`Retry`] asks `codemode_config`'s reader for its attempts.
+pub(crate) const RETRY: &str = "$codemode::Retry";
+
+/// A value read again until it reads, each attempt reading its parts that failed before as
+/// absent: `None` when it cannot be read. The config reader then reports every problem of the
+/// value, each once, without failing what holds it: an array of these is read once however many
+/// of its elements are wrong. Any other deserializer reads the value once, as a `T`.
+#[derive(Debug)]
+pub(crate) struct Retry<T>(pub(crate) Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Retry<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_newtype_struct(RETRY, RetryVisitor(std::marker::PhantomData))
+    }
+}
+
+struct RetryVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for RetryVisitor<T> {
+    type Value = Retry<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a value")
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Retry<T>, D::Error> {
+        T::deserialize(d).map(|value| Retry(Some(value)))
+    }
+
+    /// The reader's attempts: one key per attempt, the value under it read anew.
+    fn visit_map<A: de::MapAccess<'de>>(self, mut attempts: A) -> Result<Retry<T>, A::Error> {
+        while attempts.next_key::<()>()?.is_some() {
+            // A failed attempt is recorded by the reader, which says whether another helps.
+            if let Ok(value) = attempts.next_value::<T>() {
+                return Ok(Retry(Some(value)));
+            }
+        }
+        Ok(Retry(None))
+    }
+}
+
+/// Reads an array of `T`, refused as `expecting` when the value is no array; an element that
+/// cannot be read is left out (its problems reported), so the others are read all the same.
 pub(crate) fn array_of<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
     expecting: &'static str,
@@ -244,8 +286,8 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ArrayVisitor<T> {
 
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element()? {
-            out.push(item);
+        while let Some(Retry(item)) = seq.next_element()? {
+            out.extend(item);
         }
         Ok(out)
     }
