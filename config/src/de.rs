@@ -8,8 +8,16 @@
 //! value as absent (a key left out, an element or entry skipped), so that it gets past it and
 //! meets the next problem. The walk is the same up to each failure, so the errors come in the
 //! order one pass would find them; one recorded again by a later attempt (an unknown key seen
-//! before the failure) is kept once. A config has a handful of errors and a few hundred values:
-//! the attempts cost nothing that matters.
+//! before the failure) is kept once.
+//!
+//! The attempts are made by the nearest [`Retry`] holding the failure: the section itself, and
+//! each element of the lists the types read with `array_of`. A wrong element is so left out
+//! where it stands, without reading its list or section again: a section is read once plus
+//! once per problem of its own (a few fields), and each element once plus once per problem in
+//! it — linear in the document, however many of its elements are wrong.
+//!
+//! An error that only follows from parts read as absent is not recorded: a required field whose
+//! value was wrong is not also missing, a list whose elements were all wrong not also empty.
 //!
 //! Objects are read as [`Reader::object`] reads them: its unknown-key errors (with their hint
 //! and list of allowed keys), then the known keys in the order the type declares them, so
@@ -22,15 +30,15 @@
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
-use std::marker::PhantomData;
 
 use serde::Deserialize;
-use serde::de::value::BorrowedStrDeserializer;
+use serde::de::value::{BorrowedStrDeserializer, UnitDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, Expected, Unexpected, Visitor};
 use serde_json::Value;
 
 use crate::error::{ConfigError, ConfigErrorKind};
 use crate::reader::{JsonPath, Reader, describe};
+use crate::schema::values::{RETRY, Retry};
 
 /// Reads `v` (found at `path`) as a `T`, recording every problem in `r`: `None` when `v` itself
 /// is unusable (then its error is recorded); otherwise a `T` without the values that were wrong
@@ -40,27 +48,16 @@ pub(crate) fn read<'de, T: Deserialize<'de>>(
     v: &'de Value,
     path: &JsonPath,
 ) -> Option<T> {
-    let start = r.errors.len();
-    let root = path.to_string();
     let walk = Walk {
         reader: RefCell::new(std::mem::take(r)),
-        start,
+        recorded: RefCell::new(HashSet::new()),
         skipped: RefCell::new(HashSet::new()),
+        holes: RefCell::new(HashSet::new()),
         failed_at: RefCell::new(None),
     };
-    let read = loop {
-        if let Ok(value) = read_value(PhantomData::<T>, v, path.clone(), &walk) {
-            break Some(value);
-        }
-        let failed = walk.failed_at.borrow_mut().take();
-        // Reading on past the root (or past a value already skipped) cannot help.
-        let skip = failed.filter(|failed| *failed != root);
-        if !skip.is_some_and(|failed| walk.skipped.borrow_mut().insert(failed)) {
-            break None;
-        }
-    };
+    let read = Retry::<T>::deserialize(Collecting::new(v, path.clone(), &walk));
     *r = walk.reader.into_inner();
-    read
+    read.ok().and_then(|read| read.0)
 }
 
 /// Reads `value` (at `path`) with `seed`, recording what goes wrong there: also what the
@@ -79,25 +76,53 @@ fn read_value<'de, S: DeserializeSeed<'de>>(
 struct Walk {
     /// Where the errors go (taken out of the caller's `&mut Reader` while reading).
     reader: RefCell<Reader>,
-    /// How many errors the reader held before this read: errors from there on are this read's.
-    start: usize,
+    /// The errors this read recorded (path, kind, message), so that an attempt that meets one
+    /// again (an unknown key before the value that failed) does not record it twice.
+    recorded: RefCell<HashSet<(String, ConfigErrorKind, String)>>,
     /// The values read as absent: those that failed in earlier attempts, by path.
     skipped: RefCell<HashSet<String>>,
+    /// The values some of whose parts are read as absent, by path.
+    holes: RefCell<HashSet<String>>,
     /// Where the current attempt failed.
-    failed_at: RefCell<Option<String>>,
+    failed_at: RefCell<Option<JsonPath>>,
 }
 
 impl Walk {
     /// Records `error` unless an earlier attempt of this read recorded it.
     fn record(&self, error: ConfigError) {
-        let mut reader = self.reader.borrow_mut();
-        if !reader.errors[self.start..].contains(&error) {
-            reader.errors.push(error);
+        let key = (
+            error.path().to_string(),
+            error.kind(),
+            error.message().to_string(),
+        );
+        if self.recorded.borrow_mut().insert(key) {
+            self.reader.borrow_mut().push(error);
         }
     }
 
     fn skips(&self, path: &JsonPath) -> bool {
         self.skipped.borrow().contains(&path.to_string())
+    }
+
+    /// After an attempt at the value at `path` failed: whether another attempt can get further
+    /// (it failed inside the value, at a part not read as absent yet, which the next attempt
+    /// will). When not, the value itself is read as absent.
+    fn another_attempt(&self, path: &JsonPath) -> bool {
+        let failed = self.failed_at.borrow_mut().take();
+        let again = failed
+            .filter(|failed| failed != path)
+            .is_some_and(|failed| self.skip(&failed));
+        if !again {
+            self.skip(path);
+        }
+        again
+    }
+
+    /// Reads the value at `path` as absent from now on: false when it already was.
+    fn skip(&self, path: &JsonPath) -> bool {
+        let holes = path.parent_text().to_string();
+        self.holes.borrow_mut().insert(holes);
+        self.skipped.borrow_mut().insert(path.to_string())
     }
 }
 
@@ -118,6 +143,8 @@ pub(crate) enum Error {
     },
     /// A message of its own.
     Message(ConfigErrorKind, String),
+    /// A struct's required field was not given.
+    Missing(&'static str),
 }
 
 impl fmt::Display for Error {
@@ -127,6 +154,7 @@ impl fmt::Display for Error {
             Error::WrongType { expected } => write!(f, "expected {expected}"),
             Error::Invalid { expected, .. } => write!(f, "expected {expected}"),
             Error::Message(_, message) => f.write_str(message),
+            Error::Missing(field) => write!(f, "`{field}` is required"),
         }
     }
 }
@@ -155,10 +183,7 @@ impl de::Error for Error {
     }
 
     fn missing_field(field: &'static str) -> Self {
-        Error::Message(
-            ConfigErrorKind::MissingField,
-            format!("`{field}` is required"),
-        )
+        Error::Missing(field)
     }
 }
 
@@ -180,8 +205,18 @@ impl<'de, 'w> Collecting<'de, 'w> {
     }
 
     fn report(&self, error: Error) -> Error {
+        if matches!(error, Error::Reported) {
+            return Error::Reported;
+        }
+        if self.consequence(&error) {
+            return self.fail();
+        }
         let (kind, message) = match error {
             Error::Reported => return Error::Reported,
+            Error::Missing(field) => (
+                ConfigErrorKind::MissingField,
+                format!("`{field}` is required"),
+            ),
             Error::WrongType { expected } => (
                 ConfigErrorKind::WrongType,
                 format!("expected {expected}, found {}", describe(self.value)),
@@ -200,9 +235,19 @@ impl<'de, 'w> Collecting<'de, 'w> {
         self.fail()
     }
 
+    /// Whether `error` only follows from parts of this value read as absent, reported
+    /// already: a required field whose value was wrong is not also missing, and a list whose
+    /// elements were all wrong is not also empty.
+    fn consequence(&self, error: &Error) -> bool {
+        if let Error::Missing(field) = error {
+            return self.walk.skips(&self.path.key(field));
+        }
+        self.walk.holes.borrow().contains(self.path.as_text())
+    }
+
     /// Marks this value as where the attempt failed.
     fn fail(&self) -> Error {
-        *self.walk.failed_at.borrow_mut() = Some(self.path.to_string());
+        *self.walk.failed_at.borrow_mut() = Some(self.path.clone());
         Error::Reported
     }
 }
@@ -255,9 +300,16 @@ impl<'de> Deserializer<'de> for Collecting<'de, '_> {
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         visitor: V,
     ) -> Result<V::Value, Error> {
+        if name == RETRY {
+            // A [`Retry`]: its visitor reads the value once per attempt.
+            return visitor.visit_map(Attempts {
+                at: self,
+                started: false,
+            });
+        }
         visitor.visit_newtype_struct(self)
     }
 
@@ -327,9 +379,13 @@ impl<'de> de::MapAccess<'de> for Entries<'de, '_> {
         let Some((key, path, value)) = self.members.next() else {
             return Ok(None);
         };
+        // A key its type refuses (a malformed name) is that entry's error: its value is not
+        // read.
+        let key = seed
+            .deserialize(BorrowedStrDeserializer::new(key))
+            .map_err(|e| Collecting::new(value, path.clone(), self.walk).report(e))?;
         self.value = Some((path, value));
-        seed.deserialize(BorrowedStrDeserializer::new(key))
-            .map(Some)
+        Ok(Some(key))
     }
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Error> {
@@ -338,6 +394,33 @@ impl<'de> de::MapAccess<'de> for Entries<'de, '_> {
             // serde asks for a value only after its key.
             None => Err(de::Error::custom("a value asked for before its key")),
         }
+    }
+}
+
+/// The attempts at reading one value, offered to a [`Retry`]'s visitor as the entries of a
+/// map: a key for each attempt worth making, the value read anew each time.
+struct Attempts<'de, 'w> {
+    at: Collecting<'de, 'w>,
+    started: bool,
+}
+
+impl<'de> de::MapAccess<'de> for Attempts<'de, '_> {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        if self.started && !self.at.walk.another_attempt(&self.at.path) {
+            return Ok(None);
+        }
+        self.started = true;
+        seed.deserialize(UnitDeserializer::new()).map(Some)
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Error> {
+        let at = &self.at;
+        read_value(seed, at.value, at.path.clone(), at.walk)
     }
 }
 
@@ -372,7 +455,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::schema::values::{Duration, Positive, Size, Whole};
+    use crate::schema::values::{Duration, Positive, Size, Strings, Whole};
 
     #[derive(Debug, PartialEq, Deserialize)]
     #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -498,6 +581,122 @@ mod tests {
         );
         let names = read.and_then(|p| p.names).expect("the map is read");
         assert_eq!(names, BTreeMap::from([("b".to_string(), Positive(2))]));
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Named {
+        name: String,
+        count: Option<Positive>,
+    }
+
+    #[test]
+    fn a_required_field_whose_value_is_wrong_is_not_also_missing() {
+        let v = json!({"name": 5, "count": 0});
+        let (read, errors) = read_probe::<Named>(&v);
+        assert_eq!(read, None);
+        assert_eq!(
+            errors,
+            [
+                error(
+                    "probe.name",
+                    ConfigErrorKind::WrongType,
+                    "expected a string, found a number (5)"
+                ),
+                error(
+                    "probe.count",
+                    ConfigErrorKind::InvalidValue,
+                    "must be at least 1"
+                ),
+            ]
+        );
+        let v = json!({"count": 2});
+        let (read, errors) = read_probe::<Named>(&v);
+        assert_eq!(read, None);
+        assert_eq!(
+            errors,
+            [error(
+                "probe",
+                ConfigErrorKind::MissingField,
+                "`name` is required"
+            )]
+        );
+    }
+
+    /// A list that refuses to be empty, for the test below.
+    #[derive(Debug, PartialEq)]
+    struct Some1(Vec<Positive>);
+
+    impl<'de> Deserialize<'de> for Some1 {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            match Vec::<Positive>::deserialize(d)? {
+                list if list.is_empty() => Err(de::Error::custom("give at least one")),
+                list => Ok(Some1(list)),
+            }
+        }
+    }
+
+    #[test]
+    fn a_list_whose_elements_were_all_wrong_is_not_also_empty() {
+        let v = json!([0, "x"]);
+        let (read, errors) = read_probe::<Some1>(&v);
+        assert_eq!(read, None);
+        let wrong_type = "expected a non-negative whole number, found a string (\"x\")";
+        assert_eq!(
+            errors,
+            [
+                error(
+                    "probe[0]",
+                    ConfigErrorKind::InvalidValue,
+                    "must be at least 1"
+                ),
+                error("probe[1]", ConfigErrorKind::WrongType, wrong_type),
+            ]
+        );
+        let v = json!([]);
+        let (_, errors) = read_probe::<Some1>(&v);
+        let empty = error("probe", ConfigErrorKind::InvalidValue, "give at least one");
+        assert_eq!(errors, [empty]);
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Listed {
+        names: Option<Strings>,
+        flag: Option<bool>,
+    }
+
+    #[test]
+    fn a_wrong_element_of_an_array_is_left_out_where_it_stands() {
+        let v = json!({"names": ["a", 1, "b", true], "flag": "x"});
+        let (read, errors) = read_probe::<Listed>(&v);
+        use ConfigErrorKind::WrongType;
+        assert_eq!(
+            errors,
+            [
+                error(
+                    "probe.names[1]",
+                    WrongType,
+                    "expected a string, found a number (1)"
+                ),
+                error(
+                    "probe.names[3]",
+                    WrongType,
+                    "expected a string, found a boolean (true)"
+                ),
+                error(
+                    "probe.flag",
+                    WrongType,
+                    "expected a boolean, found a string (\"x\")"
+                ),
+            ]
+        );
+        let names = Strings(vec!["a".to_string(), "b".to_string()]);
+        let want = Listed {
+            names: Some(names),
+            flag: None,
+        };
+        assert_eq!(read, Some(want));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::de;
 use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader, describe};
 use crate::schema::sections;
@@ -217,102 +218,81 @@ pub fn default_state_dir() -> Option<PathBuf> {
     })
 }
 
-/// Reads `durable` at `path`.
+/// Reads `durable` at `path`: its values through its serde type, then the store's location
+/// (with its `${VAR}` references replaced from the reader's environment) and the names checked.
 pub(crate) fn read_durable(r: &mut Reader, v: &Value, path: &JsonPath) -> DurableConfig {
     let mut out = DurableConfig::default();
-    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Durable>()) else {
+    let Some(read) = de::read::<sections::Durable>(r, v, path) else {
         return out;
     };
-    if let Some(v) = map.get("store") {
-        let p = path.key("store");
-        if let Some(written) = r.string(v, &p) {
-            match written {
-                "local" => out.store = StoreLocation::Local,
-                _ if written.contains("://") => {
-                    // `${VAR}` references let the password stay out of the file.
-                    if let Some(text) = r.substituted(written, &p) {
-                        match RedisUrl::parse(&text) {
-                            Ok(url) => out.store = StoreLocation::Redis(url),
-                            // The written text, not the value: a variable may hold a secret.
-                            Err(e) => r.error(
-                                &p,
-                                ConfigErrorKind::InvalidValue,
-                                format!("`{written}`: {e}"),
-                            ),
-                        }
-                    }
-                }
-                _ => r.error(
-                    &p,
-                    ConfigErrorKind::InvalidValue,
-                    format!(
-                        "expected \"local\" or a URL such as \"redis://HOST:PORT/DB\", found {}",
-                        describe(v)
-                    ),
-                ),
-            }
-        }
+    if let Some(secs) = read.suspend_to_store_after_seconds {
+        out.suspend_to_store_after = secs.0;
     }
-    if let Some(v) = map.get("dir") {
-        let p = path.key("dir");
-        match r.string(v, &p) {
-            Some("") => r.error(
-                &p,
-                ConfigErrorKind::InvalidValue,
-                "the directory is empty; leave `dir` out for the default state directory",
-            ),
-            Some(s) => out.dir = Some(PathBuf::from(s)),
-            None => {}
-        }
+    out.fsync = read.fsync.unwrap_or(out.fsync);
+    if let Some(bytes) = read.max_parked_bytes {
+        out.max_parked_bytes = bytes.0;
     }
-    if let Some(v) = map.get("keyEnv") {
-        let p = path.key("keyEnv");
-        match r.string(v, &p) {
-            Some("") => r.error(
-                &p,
-                ConfigErrorKind::InvalidValue,
-                format!(
-                    "the variable name is empty; leave `keyEnv` out for `{DEFAULT_STATE_KEY_ENV}`"
-                ),
-            ),
-            Some(name) if name.contains('=') || name.contains('\0') => r.error(
-                &p,
-                ConfigErrorKind::InvalidValue,
-                format!("`{name}` cannot be an environment variable's name (it holds `=` or NUL)"),
-            ),
-            Some(name) => out.key_env = name.to_string(),
-            None => {}
-        }
-    }
-    if let Some(v) = map.get("suspendToStoreAfterSeconds") {
-        let p = path.key("suspendToStoreAfterSeconds");
-        match v.as_f64() {
-            Some(s) if s >= 0.0 && v.is_number() => match Duration::try_from_secs_f64(s) {
-                Ok(d) => out.suspend_to_store_after = d,
-                Err(_) => r.error(&p, ConfigErrorKind::InvalidValue, "too large"),
-            },
-            Some(_) => r.error(
-                &p,
-                ConfigErrorKind::InvalidValue,
-                format!(
-                    "expected a number of seconds, at least 0, found {}",
-                    describe(v)
-                ),
-            ),
-            None => r.expected(&p, "a number of seconds", v),
-        }
-    }
-    if let Some(v) = map.get("fsync")
-        && let Some(b) = r.bool(v, &path.key("fsync"))
+    if let Some(written) = read.store
+        && let Some(store) = store_location(r, &written, &path.key("store"))
     {
-        out.fsync = b;
+        out.store = store;
     }
-    if let Some(v) = map.get("maxParkedBytes")
-        && let Some(n) = crate::values::size(r, v, &path.key("maxParkedBytes"))
-    {
-        out.max_parked_bytes = n;
+    match read.dir.as_deref() {
+        Some("") => r.error(
+            &path.key("dir"),
+            ConfigErrorKind::InvalidValue,
+            "the directory is empty; leave `dir` out for the default state directory",
+        ),
+        Some(dir) => out.dir = Some(PathBuf::from(dir)),
+        None => {}
+    }
+    if let Some(name) = read.key_env {
+        match key_env_problem(&name) {
+            Some(problem) => r.error(&path.key("keyEnv"), ConfigErrorKind::InvalidValue, problem),
+            None => out.key_env = name,
+        }
     }
     out
+}
+
+/// `durable.store` as written (at `path`): `"local"` or a Redis URL, whose `${VAR}` references
+/// let the password stay out of the file.
+fn store_location(r: &mut Reader, written: &str, path: &JsonPath) -> Option<StoreLocation> {
+    if written == "local" {
+        return Some(StoreLocation::Local);
+    }
+    if !written.contains("://") {
+        let found = describe(&Value::String(written.to_string()));
+        let message =
+            format!("expected \"local\" or a URL such as \"redis://HOST:PORT/DB\", found {found}");
+        r.error(path, ConfigErrorKind::InvalidValue, message);
+        return None;
+    }
+    let text = r.substituted(written, path)?;
+    match RedisUrl::parse(&text) {
+        Ok(url) => Some(StoreLocation::Redis(url)),
+        // The written text, not the value: a variable may hold a secret.
+        Err(e) => {
+            let message = format!("`{written}`: {e}");
+            r.error(path, ConfigErrorKind::InvalidValue, message);
+            None
+        }
+    }
+}
+
+/// What is wrong with `name` as `durable.keyEnv`, if anything.
+fn key_env_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some(format!(
+            "the variable name is empty; leave `keyEnv` out for `{DEFAULT_STATE_KEY_ENV}`"
+        ))
+    } else if name.contains('=') || name.contains('\0') {
+        Some(format!(
+            "`{name}` cannot be an environment variable's name (it holds `=` or NUL)"
+        ))
+    } else {
+        None
+    }
 }
 
 /// Why a text is not a [`RedisUrl`] (never repeating a password).

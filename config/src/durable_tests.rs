@@ -202,3 +202,50 @@ fn bad_values_name_their_path_and_never_the_password() {
         .unwrap_err();
     assert!(!errors.to_string().contains("hunter2"), "{errors}");
 }
+
+#[test]
+fn every_problem_of_the_section_is_reported_at_once() {
+    let json = r#"{"durable": {"store": "memory", "dir": "", "keyEnv": "A=B",
+        "suspendToStoreAfterSeconds": -1, "fsync": "yes", "maxParkedBytes": 0}}"#;
+    let errors = Config::from_json_str(json).unwrap_err().errors;
+    let got: Vec<(&str, ConfigErrorKind, &str)> = errors
+        .iter()
+        .map(|e| (e.path(), e.kind(), e.message()))
+        .collect();
+    use ConfigErrorKind::*;
+    assert_eq!(
+        got,
+        [
+            (
+                "durable.suspendToStoreAfterSeconds",
+                InvalidValue,
+                "expected a number of seconds, at least 0, found a number (-1)"
+            ),
+            (
+                "durable.fsync",
+                WrongType,
+                "expected a boolean, found a string (\"yes\")"
+            ),
+            (
+                "durable.maxParkedBytes",
+                InvalidValue,
+                "must be greater than zero"
+            ),
+            (
+                "durable.store",
+                InvalidValue,
+                "expected \"local\" or a URL such as \"redis://HOST:PORT/DB\", found a string (\"memory\")"
+            ),
+            (
+                "durable.dir",
+                InvalidValue,
+                "the directory is empty; leave `dir` out for the default state directory"
+            ),
+            (
+                "durable.keyEnv",
+                InvalidValue,
+                "`A=B` cannot be an environment variable's name (it holds `=` or NUL)"
+            ),
+        ]
+    );
+}

@@ -5,11 +5,8 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::reader::{JsonPath, Reader};
-use crate::schema::sections;
-use crate::values::{duration, positive, size};
+use crate::schema::values::{Duration as TypedDuration, Positive};
+use crate::schema::{self, sections};
 
 /// `limits.perClient`: what one client may hold at once. A client is the authenticated caller,
 /// else the legacy MCP session, else the remote address.
@@ -142,59 +139,22 @@ pub(crate) fn retention_limits(read: sections::UnfetchedResults) -> RetentionLim
     }
 }
 
-/// Reads the listener keys of the `server.http` object `map`.
-pub(crate) fn read_listener(
-    r: &mut Reader,
-    map: &serde_json::Map<String, Value>,
-    path: &JsonPath,
-) -> ListenerLimits {
-    let mut out = ListenerLimits::default();
-    if let Some(v) = map.get("maxSessions")
-        && let Some(n) = positive(r, v, &path.key("maxSessions"))
-    {
-        out.max_sessions = n;
+/// The listener limits `server.http` gives: each key left out keeps its default.
+pub(crate) fn listener_limits(read: &schema::server::Http) -> ListenerLimits {
+    let d = ListenerLimits::default();
+    let count = |n: Option<Positive>, default| n.map_or(default, |n| n.0);
+    let time = |t: Option<TypedDuration>, default| t.map_or(default, |t| t.0);
+    ListenerLimits {
+        max_sessions: count(read.max_sessions, d.max_sessions),
+        max_sessions_per_client: count(read.max_sessions_per_client, d.max_sessions_per_client),
+        header_read_timeout: time(read.header_read_timeout, d.header_read_timeout),
+        body_read_timeout: time(read.body_read_timeout, d.body_read_timeout),
+        max_request_body: read.max_request_body.map_or(d.max_request_body, |n| n.0),
+        max_connections: read.max_connections.map(|n| n.0).or(d.max_connections),
+        max_connections_per_ip: count(read.max_connections_per_ip, d.max_connections_per_ip),
+        max_stream_lifetime: time(read.max_stream_lifetime, d.max_stream_lifetime),
+        max_streams_per_caller: count(read.max_streams_per_caller, d.max_streams_per_caller),
     }
-    if let Some(v) = map.get("maxSessionsPerClient")
-        && let Some(n) = positive(r, v, &path.key("maxSessionsPerClient"))
-    {
-        out.max_sessions_per_client = n;
-    }
-    if let Some(v) = map.get("headerReadTimeout")
-        && let Some(d) = duration(r, v, &path.key("headerReadTimeout"))
-    {
-        out.header_read_timeout = d;
-    }
-    if let Some(v) = map.get("bodyReadTimeout")
-        && let Some(d) = duration(r, v, &path.key("bodyReadTimeout"))
-    {
-        out.body_read_timeout = d;
-    }
-    if let Some(v) = map.get("maxRequestBody")
-        && let Some(n) = size(r, v, &path.key("maxRequestBody"))
-    {
-        out.max_request_body = n;
-    }
-    if let Some(v) = map.get("maxConnections")
-        && let Some(n) = positive(r, v, &path.key("maxConnections"))
-    {
-        out.max_connections = Some(n);
-    }
-    if let Some(v) = map.get("maxConnectionsPerIp")
-        && let Some(n) = positive(r, v, &path.key("maxConnectionsPerIp"))
-    {
-        out.max_connections_per_ip = n;
-    }
-    if let Some(v) = map.get("maxStreamLifetime")
-        && let Some(d) = duration(r, v, &path.key("maxStreamLifetime"))
-    {
-        out.max_stream_lifetime = d;
-    }
-    if let Some(v) = map.get("maxStreamsPerCaller")
-        && let Some(n) = positive(r, v, &path.key("maxStreamsPerCaller"))
-    {
-        out.max_streams_per_caller = n;
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! A checked walk over a `serde_json::Value`: type checks and unknown-key checks that record
 //! every problem with its JSON path, so that one pass reports all of them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -11,12 +11,16 @@ use crate::substitute::{EnvLookup, SubstituteError, substitute};
 
 /// A path into the document: `evaluation.profiles.safe.allowlist[2]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JsonPath(String);
+pub struct JsonPath {
+    text: String,
+    /// How much of `text` is the path of the value holding this one.
+    parent: usize,
+}
 
 impl JsonPath {
     /// The document itself, displayed `(root)`.
     pub fn root() -> Self {
-        JsonPath(String::new())
+        JsonPath::default()
     }
 
     /// The path of member `key`: `.key` for plain words, `["key"]` otherwise.
@@ -25,7 +29,7 @@ impl JsonPath {
             && key
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$');
-        let mut s = self.0.clone();
+        let mut s = self.text.clone();
         if plain {
             if !s.is_empty() {
                 s.push('.');
@@ -36,21 +40,38 @@ impl JsonPath {
             s.push_str(&Value::String(key.to_string()).to_string());
             s.push(']');
         }
-        JsonPath(s)
+        self.child(s)
     }
 
     /// The path of element `i`: `[i]`.
     pub fn index(&self, i: usize) -> Self {
-        JsonPath(format!("{}[{i}]", self.0))
+        self.child(format!("{}[{i}]", self.text))
+    }
+
+    fn child(&self, text: String) -> Self {
+        JsonPath {
+            text,
+            parent: self.text.len(),
+        }
+    }
+
+    /// The path as text (`""` for the root).
+    pub(crate) fn as_text(&self) -> &str {
+        &self.text
+    }
+
+    /// The path of the value holding this one, as text (`""` for the root's members).
+    pub(crate) fn parent_text(&self) -> &str {
+        &self.text[..self.parent]
     }
 }
 
 impl fmt::Display for JsonPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
+        if self.text.is_empty() {
             f.write_str("(root)")
         } else {
-            f.write_str(&self.0)
+            f.write_str(&self.text)
         }
     }
 }
@@ -84,6 +105,8 @@ pub(crate) type KeyOrder = HashMap<String, Vec<String>>;
 #[derive(Debug, Default)]
 pub struct Reader {
     pub(crate) errors: Vec<ConfigError>,
+    /// The path of each error and of each value holding one (see [`Reader::reported`]).
+    pub(crate) reported: HashSet<String>,
     /// Each object's keys in written order (empty when the document came as a `Value`).
     pub(crate) key_order: KeyOrder,
     /// Things accepted but worth telling (a client-only key that codemode ignores).
@@ -105,6 +128,12 @@ impl Reader {
         self.errors.len()
     }
 
+    /// Whether an error was recorded at `path` or inside it: a value read as absent because it
+    /// was wrong (not missing), or a list read without its wrong elements (not empty).
+    pub(crate) fn reported(&self, path: &JsonPath) -> bool {
+        self.reported.contains(&path.to_string())
+    }
+
     /// The errors recorded, in the order found.
     pub fn into_errors(self) -> Vec<ConfigError> {
         self.errors
@@ -112,8 +141,21 @@ impl Reader {
 
     /// An error of `kind` at `path`.
     pub fn error(&mut self, path: &JsonPath, kind: ConfigErrorKind, message: impl Into<String>) {
-        self.errors
-            .push(ConfigError::new(path.to_string(), kind, message));
+        self.push(ConfigError::new(path.to_string(), kind, message));
+    }
+
+    /// Records `error`.
+    pub(crate) fn push(&mut self, error: ConfigError) {
+        let path = error.path();
+        // Every prefix ending before a member or an element; one cut inside a quoted key is
+        // no path and never asked for.
+        for (i, c) in path.char_indices() {
+            if c == '.' || c == '[' {
+                self.reported.insert(path[..i].to_string());
+            }
+        }
+        self.reported.insert(path.to_string());
+        self.errors.push(error);
     }
 
     /// A warning at `path`.

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::de;
 use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader};
-use crate::schema::sections;
+use crate::schema;
 
 /// The `server` section. Default: loopback `Host`s only, no `Origin` check, no auth.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -127,106 +128,69 @@ pub enum JwtKeySource {
     JwksFile(PathBuf),
 }
 
+/// Reads `server` at `path`: its values through its serde type (each value's own checks: URLs,
+/// origins, non-empty strings), then what concerns several keys (one auth mode, one secret,
+/// required keys, unique token names) and the names of environment variables.
 pub(super) fn read_server_settings(r: &mut Reader, v: &Value, path: &JsonPath) -> ServerSettings {
     let mut out = ServerSettings::default();
-    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Server>()) else {
+    let Some(read) = de::read::<schema::server::Server>(r, v, path) else {
         return out;
     };
-    if let Some(v) = map.get("http") {
-        let p = path.key("http");
-        if let Some(http) = r.object(v, &p, crate::schema::keys::of::<sections::Http>()) {
-            out.http.limits = super::fairness::read_listener(r, http, &p);
-            if let Some(v) = http.get("allowedHosts") {
-                out.http.allowed_hosts = non_empty_strings(r, v, &p.key("allowedHosts"));
-            }
-            if let Some(v) = http.get("allowedOrigins") {
-                let op = p.key("allowedOrigins");
-                out.http.allowed_origins = non_empty_strings(r, v, &op);
-                for (i, origin) in out.http.allowed_origins.iter().enumerate() {
-                    if !crate::origin::valid_allowed_origin(origin) {
-                        r.error(
-                            &op.index(i),
-                            ConfigErrorKind::InvalidValue,
-                            format!(
-                                "an origin is `null` or `scheme://host[:port|:*]` with no path (e.g. `https://app.example.com`), got `{origin}`"
-                            ),
-                        );
-                    }
-                }
-            }
-        }
+    if let Some(http) = read.http {
+        out.http.limits = super::fairness::listener_limits(&http);
+        out.http.allowed_hosts = http.allowed_hosts.map(|h| h.0).unwrap_or_default();
+        out.http.allowed_origins = http.allowed_origins.map(|o| o.0).unwrap_or_default();
     }
-    if let Some(v) = map.get("auth") {
-        out.auth = read_auth(r, v, &path.key("auth"));
+    if let Some(auth) = read.auth {
+        out.auth = read_auth(r, auth, &path.key("auth"));
     }
-    if let Some(v) = map.get("admin") {
-        out.admin = read_admin(r, v, &path.key("admin"));
+    if let Some(admin) = read.admin {
+        out.admin = read_admin(r, admin, &path.key("admin"));
     }
     out
 }
 
-fn read_admin(r: &mut Reader, v: &Value, path: &JsonPath) -> AdminSettings {
+fn read_admin(r: &mut Reader, read: schema::server::Admin, path: &JsonPath) -> AdminSettings {
     let mut out = AdminSettings::default();
-    let Some(map) = r.object(v, path, crate::schema::keys::of::<sections::Admin>()) else {
-        return out;
-    };
-    if let Some(v) = map.get("listen") {
-        let p = path.key("listen");
-        if let Some(text) = r.string(v, &p) {
-            match text.parse() {
-                Ok(addr) => out.listen = Some(addr),
-                Err(_) => r.error(
-                    &p,
-                    ConfigErrorKind::InvalidValue,
-                    format!(
-                        "expected IP:PORT (e.g. `127.0.0.1:9090` or `[::]:9090`), got `{text}`"
-                    ),
-                ),
-            }
+    if let Some(text) = read.listen {
+        match text.parse() {
+            Ok(addr) => out.listen = Some(addr),
+            Err(_) => r.error(
+                &path.key("listen"),
+                ConfigErrorKind::InvalidValue,
+                format!("expected IP:PORT (e.g. `127.0.0.1:9090` or `[::]:9090`), got `{text}`"),
+            ),
         }
     }
-    if let Some(v) = map.get("metrics") {
-        out.metrics = r.bool(v, &path.key("metrics")).unwrap_or(true);
-    }
-    if let Some(v) = map.get("metricsAuth") {
+    out.metrics = read.metrics.unwrap_or(true);
+    if let Some(auth) = read.metrics_auth {
         let p = path.key("metricsAuth");
-        if let Some(auth) = r.object(v, &p, crate::schema::keys::of::<sections::MetricsAuth>()) {
-            out.metrics_auth = read_secret(r, auth, &p);
-        }
+        let secret = Secret::given(r, auth.sha256, auth.env, &p);
+        out.metrics_auth = read_secret(r, secret, &p);
     }
     out
 }
 
-fn non_empty_strings(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<String> {
-    let mut out = Vec::new();
-    for (p, s) in r.strings(v, path).unwrap_or_default() {
-        if s.is_empty() {
-            r.error(&p, ConfigErrorKind::InvalidValue, "an empty string");
-        } else {
-            out.push(s);
-        }
-    }
-    out
-}
-
-fn read_auth(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<AuthSettings> {
-    let map = r.object(v, path, crate::schema::keys::of::<sections::Auth>())?;
-    let given: Vec<&str> = ["tokens", "jwt", "oauth"]
-        .into_iter()
-        .filter(|k| map.contains_key(*k))
-        .collect();
+fn read_auth(r: &mut Reader, read: schema::server::Auth, path: &JsonPath) -> Option<AuthSettings> {
+    // A mode given with a wrong value counts as given: its error is reported already.
+    let given_at = |r: &Reader, given: bool, key: &str| given || r.reported(&path.key(key));
+    let given: Vec<&str> = [
+        ("tokens", given_at(r, read.tokens.is_some(), "tokens")),
+        ("jwt", given_at(r, read.jwt.is_some(), "jwt")),
+        ("oauth", given_at(r, read.oauth.is_some(), "oauth")),
+    ]
+    .into_iter()
+    .filter_map(|(key, given)| given.then_some(key))
+    .collect();
     match given.as_slice() {
-        ["tokens"] => read_tokens(r, &map["tokens"], &path.key("tokens")).map(AuthSettings::Tokens),
-        ["jwt"] => read_jwt(r, &map["jwt"], &path.key("jwt")).map(AuthSettings::Jwt),
-        ["oauth"] => crate::server_oauth::read_oauth(r, &map["oauth"], &path.key("oauth"))
-            .map(AuthSettings::OAuth),
+        [_] => {}
         [] => {
             r.error(
                 path,
                 ConfigErrorKind::MissingField,
                 "missing `tokens` (static bearer tokens), `jwt` or `oauth`",
             );
-            None
+            return None;
         }
         _ => {
             r.error(
@@ -237,17 +201,25 @@ fn read_auth(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<AuthSettings>
                     given.join(" and ")
                 ),
             );
-            None
+            return None;
         }
+    }
+    if let Some(tokens) = read.tokens {
+        read_tokens(r, tokens.0, &path.key("tokens")).map(AuthSettings::Tokens)
+    } else if let Some(jwt) = read.jwt {
+        read_jwt(r, jwt, &path.key("jwt")).map(AuthSettings::Jwt)
+    } else {
+        let oauth = read.oauth?;
+        crate::server_oauth::read_oauth(r, oauth, &path.key("oauth")).map(AuthSettings::OAuth)
     }
 }
 
-fn read_tokens(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Vec<TokenSettings>> {
-    let Value::Array(items) = v else {
-        r.expected(path, "an array of tokens", v);
-        return None;
-    };
-    if items.is_empty() {
+fn read_tokens(
+    r: &mut Reader,
+    tokens: Vec<schema::server::Token>,
+    path: &JsonPath,
+) -> Option<Vec<TokenSettings>> {
+    if tokens.is_empty() && !r.reported(path) {
         r.error(
             path,
             ConfigErrorKind::InvalidValue,
@@ -256,66 +228,75 @@ fn read_tokens(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Vec<TokenSe
     }
     let mut out = Vec::new();
     let mut names = std::collections::BTreeSet::new();
-    for (i, item) in items.iter().enumerate() {
+    for (i, token) in tokens.into_iter().enumerate() {
         let p = path.index(i);
-        let Some(map) = r.object(item, &p, crate::schema::keys::of::<sections::Token>()) else {
-            continue;
-        };
-        let name = match map.get("name") {
-            Some(v) => r.string(v, &p.key("name")).map(str::to_string),
-            None => {
-                r.error(&p, ConfigErrorKind::MissingField, "missing `name`");
-                None
-            }
-        };
-        if let Some(n) = &name {
-            if n.is_empty() {
-                r.error(
-                    &p.key("name"),
-                    ConfigErrorKind::InvalidValue,
-                    "an empty name",
-                );
-            } else if n == LOCAL_CALLER {
-                r.error(
-                    &p.key("name"),
-                    ConfigErrorKind::InvalidValue,
-                    format!(
-                        "`{LOCAL_CALLER}` is the name of the unauthenticated local user; give the token another"
-                    ),
-                );
-            } else if !names.insert(n.clone()) {
-                r.error(
-                    &p.key("name"),
-                    ConfigErrorKind::InvalidValue,
-                    format!(
-                        "a second token named `{n}`: names identify callers, give each its own"
-                    ),
-                );
-            }
-        }
-        let secret = read_secret(r, map, &p);
-        let permissions = match map.get("permissions") {
-            Some(v) => non_empty_strings(r, v, &p.key("permissions")),
-            None => Vec::new(),
-        };
+        let name = token_name(r, token.name, &mut names, &p);
+        let secret = Secret::given(r, token.sha256, token.env, &p);
+        let secret = read_secret(r, secret, &p);
         if let (Some(name), Some(secret)) = (name, secret) {
             out.push(TokenSettings {
                 name,
                 secret,
-                permissions,
+                permissions: token.permissions.map(|p| p.0).unwrap_or_default(),
             });
         }
     }
     Some(out)
 }
 
-/// A token given by `sha256` (its hash) or `env` (a variable holding it), exactly one.
-fn read_secret(
+/// The name of the token at `path`: given, not empty, not [`LOCAL_CALLER`], not one of `names`
+/// (the tokens before it), into which it goes.
+fn token_name(
     r: &mut Reader,
-    map: &serde_json::Map<String, Value>,
+    name: Option<String>,
+    names: &mut std::collections::BTreeSet<String>,
     path: &JsonPath,
-) -> Option<TokenSecret> {
-    match (map.get("sha256"), map.get("env")) {
+) -> Option<String> {
+    let p = path.key("name");
+    let Some(name) = name else {
+        if !r.reported(&p) {
+            r.error(path, ConfigErrorKind::MissingField, "missing `name`");
+        }
+        return None;
+    };
+    let problem = if name.is_empty() {
+        "an empty name".to_string()
+    } else if name == LOCAL_CALLER {
+        format!(
+            "`{LOCAL_CALLER}` is the name of the unauthenticated local user; give the token another"
+        )
+    } else if !names.insert(name.clone()) {
+        format!("a second token named `{name}`: names identify callers, give each its own")
+    } else {
+        return Some(name);
+    };
+    r.error(&p, ConfigErrorKind::InvalidValue, problem);
+    None
+}
+
+/// The keys of a token's secret as read: each `None` when left out, `Some(None)` when given
+/// with a value of the wrong type (reported already).
+struct Secret {
+    sha256: Option<Option<String>>,
+    env: Option<Option<String>>,
+}
+
+impl Secret {
+    fn given(r: &Reader, sha256: Option<String>, env: Option<String>, path: &JsonPath) -> Self {
+        let given = |value: Option<String>, key: &str| match value {
+            Some(v) => Some(Some(v)),
+            None => r.reported(&path.key(key)).then_some(None),
+        };
+        Secret {
+            sha256: given(sha256, "sha256"),
+            env: given(env, "env"),
+        }
+    }
+}
+
+/// A token given by `sha256` (its hash) or `env` (a variable holding it), exactly one.
+fn read_secret(r: &mut Reader, secret: Secret, path: &JsonPath) -> Option<TokenSecret> {
+    match (secret.sha256, secret.env) {
         (Some(_), Some(_)) => {
             r.error(
                 path,
@@ -332,39 +313,34 @@ fn read_secret(
             );
             None
         }
-        (Some(h), None) => {
-            let hp = path.key("sha256");
-            r.string(h, &hp).and_then(|s| match parse_sha256(s) {
-                Some(bytes) => Some(TokenSecret::Sha256(bytes)),
-                None => {
-                    r.error(
-                        &hp,
-                        ConfigErrorKind::InvalidValue,
-                        "expected 64 hex digits (e.g. from `printf %s TOKEN | sha256sum`)",
-                    );
-                    None
-                }
-            })
-        }
-        (None, Some(e)) => env_name(r, e, &path.key("env")).map(TokenSecret::Env),
+        (Some(hash), None) => match parse_sha256(&hash?) {
+            Some(bytes) => Some(TokenSecret::Sha256(bytes)),
+            None => {
+                r.error(
+                    &path.key("sha256"),
+                    ConfigErrorKind::InvalidValue,
+                    "expected 64 hex digits (e.g. from `printf %s TOKEN | sha256sum`)",
+                );
+                None
+            }
+        },
+        (None, Some(env)) => env_name(r, env?, &path.key("env")).map(TokenSecret::Env),
     }
 }
 
-fn env_name(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<String> {
-    let s = r.string(v, path)?;
-    let ok = !s.is_empty()
-        && !s.starts_with(|c: char| c.is_ascii_digit())
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+fn env_name(r: &mut Reader, name: String, path: &JsonPath) -> Option<String> {
+    let ok = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if ok {
-        Some(s.to_string())
-    } else {
-        r.error(
-            path,
-            ConfigErrorKind::InvalidValue,
-            format!("`{s}` is not an environment variable name (ASCII letters, digits and `_`)"),
-        );
-        None
+        return Some(name);
     }
+    r.error(
+        path,
+        ConfigErrorKind::InvalidValue,
+        format!("`{name}` is not an environment variable name (ASCII letters, digits and `_`)"),
+    );
+    None
 }
 
 fn parse_sha256(text: &str) -> Option<[u8; 32]> {
@@ -378,68 +354,29 @@ fn parse_sha256(text: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-fn read_jwt(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<JwtSettings> {
-    let map = r.object(v, path, crate::schema::keys::of::<sections::Jwt>())?;
-    let required = |r: &mut Reader, key: &str| match map.get(key) {
-        Some(v) => {
-            let s = r.string(v, &path.key(key))?;
-            if s.is_empty() {
-                r.error(
-                    &path.key(key),
-                    ConfigErrorKind::InvalidValue,
-                    "an empty string",
-                );
-                return None;
+fn read_jwt(r: &mut Reader, read: schema::server::Jwt, path: &JsonPath) -> Option<JwtSettings> {
+    let required = |r: &mut Reader, value: Option<String>, key: &str| {
+        let p = path.key(key);
+        match value {
+            Some(s) if s.is_empty() => {
+                r.error(&p, ConfigErrorKind::InvalidValue, "an empty string");
+                None
             }
-            Some(s.to_string())
-        }
-        None => {
-            r.error(
-                path,
-                ConfigErrorKind::MissingField,
-                format!("missing `{key}`"),
-            );
-            None
-        }
-    };
-    let issuer = required(r, "issuer");
-    let audience = required(r, "audience");
-    let key = match (map.get("hs256SecretEnv"), map.get("jwksFile")) {
-        (Some(_), Some(_)) => {
-            r.error(
-                path,
-                ConfigErrorKind::ConflictingKeys,
-                "give either `hs256SecretEnv` or `jwksFile`, not both",
-            );
-            None
-        }
-        (None, None) => {
-            r.error(
-                path,
-                ConfigErrorKind::MissingField,
-                "missing the key: `hs256SecretEnv` (a variable holding an HS256 secret) or `jwksFile` (a JWKS file)",
-            );
-            None
-        }
-        (Some(e), None) => {
-            env_name(r, e, &path.key("hs256SecretEnv")).map(JwtKeySource::Hs256SecretEnv)
-        }
-        (None, Some(f)) => {
-            let fp = path.key("jwksFile");
-            match r.string(f, &fp) {
-                Some("") => {
-                    r.error(&fp, ConfigErrorKind::InvalidValue, "an empty path");
-                    None
-                }
-                Some(s) => Some(JwtKeySource::JwksFile(PathBuf::from(s))),
-                None => None,
+            Some(s) => Some(s),
+            None if r.reported(&p) => None,
+            None => {
+                let message = format!("missing `{key}`");
+                r.error(path, ConfigErrorKind::MissingField, message);
+                None
             }
         }
     };
-    let permissions_claim = match map.get("permissionsClaim") {
-        Some(v) => r
-            .string(v, &path.key("permissionsClaim"))
-            .map(str::to_string),
+    let issuer = required(r, read.issuer, "issuer");
+    let audience = required(r, read.audience, "audience");
+    let key = jwt_key(r, read.hs256_secret_env, read.jwks_file, path);
+    let permissions_claim = match read.permissions_claim {
+        Some(claim) => Some(claim),
+        None if r.reported(&path.key("permissionsClaim")) => None,
         None => Some("permissions".to_string()),
     };
     Some(JwtSettings {
@@ -448,6 +385,49 @@ fn read_jwt(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<JwtSettings> {
         key: key?,
         permissions_claim: permissions_claim?,
     })
+}
+
+/// The JWT verification key: `hs256SecretEnv` or `jwksFile` (of the `jwt` object at `path`).
+fn jwt_key(
+    r: &mut Reader,
+    secret_env: Option<String>,
+    jwks_file: Option<String>,
+    path: &JsonPath,
+) -> Option<JwtKeySource> {
+    let given = |r: &Reader, value: &Option<String>, key: &str| {
+        value.is_some() || r.reported(&path.key(key))
+    };
+    let secret_given = given(r, &secret_env, "hs256SecretEnv");
+    let file_given = given(r, &jwks_file, "jwksFile");
+    match (secret_given, file_given) {
+        (true, true) => {
+            r.error(
+                path,
+                ConfigErrorKind::ConflictingKeys,
+                "give either `hs256SecretEnv` or `jwksFile`, not both",
+            );
+            None
+        }
+        (false, false) => {
+            r.error(
+                path,
+                ConfigErrorKind::MissingField,
+                "missing the key: `hs256SecretEnv` (a variable holding an HS256 secret) or `jwksFile` (a JWKS file)",
+            );
+            None
+        }
+        (true, false) => {
+            env_name(r, secret_env?, &path.key("hs256SecretEnv")).map(JwtKeySource::Hs256SecretEnv)
+        }
+        (false, true) => match jwks_file? {
+            file if file.is_empty() => {
+                let p = path.key("jwksFile");
+                r.error(&p, ConfigErrorKind::InvalidValue, "an empty path");
+                None
+            }
+            file => Some(JwtKeySource::JwksFile(PathBuf::from(file))),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -497,6 +477,94 @@ mod tests {
             msgs,
             [
                 "server.auth.tokens[0].name: `local` is the name of the unauthenticated local user; give the token another"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_problem_of_the_section_is_reported_at_once() {
+        let errors = Config::from_json_str(
+            r#"{"server": {"http": {"allowedOrigins": ["", "app.example.com"], "maxSessions": "many"},
+                "admin": {"listen": "nowhere", "metricsAuth": {}},
+                "auth": {"jwt": {"issuer": 5, "audience": "", "hs256SecretEnv": "1X"}}}}"#,
+        )
+        .unwrap_err();
+        let got: Vec<(&str, ConfigErrorKind, &str)> = errors
+            .errors
+            .iter()
+            .map(|e| (e.path(), e.kind(), e.message()))
+            .collect();
+        use ConfigErrorKind::*;
+        assert_eq!(
+            got,
+            [
+                (
+                    "server.http.allowedOrigins[0]",
+                    InvalidValue,
+                    "an empty string"
+                ),
+                (
+                    "server.http.allowedOrigins[1]",
+                    InvalidValue,
+                    "an origin is `null` or `scheme://host[:port|:*]` with no path (e.g. `https://app.example.com`), got `app.example.com`"
+                ),
+                (
+                    "server.http.maxSessions",
+                    WrongType,
+                    "expected a non-negative whole number, found a string (\"many\")"
+                ),
+                // A required key whose value is wrong is not also missing.
+                (
+                    "server.auth.jwt.issuer",
+                    WrongType,
+                    "expected a string, found a number (5)"
+                ),
+                ("server.auth.jwt.audience", InvalidValue, "an empty string"),
+                (
+                    "server.auth.jwt.hs256SecretEnv",
+                    InvalidValue,
+                    "`1X` is not an environment variable name (ASCII letters, digits and `_`)"
+                ),
+                (
+                    "server.admin.listen",
+                    InvalidValue,
+                    "expected IP:PORT (e.g. `127.0.0.1:9090` or `[::]:9090`), got `nowhere`"
+                ),
+                (
+                    "server.admin.metricsAuth",
+                    MissingField,
+                    "missing `sha256` (the token's SHA-256 in hex) or `env` (a variable holding the token)"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_mode_or_secret_given_with_a_wrong_value_is_neither_missing_nor_alone() {
+        let errors = Config::from_json_str(
+            r#"{"server": {"auth": {"tokens": 1, "jwt": {"issuer": "i", "audience": "a", "jwksFile": "k"}}}}"#,
+        )
+        .unwrap_err();
+        let msgs: Vec<String> = errors.errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            msgs,
+            [
+                "server.auth.tokens: expected an array of tokens, found a number (1)",
+                "server.auth: give one of `tokens` (static bearer tokens), `jwt` or `oauth`, not tokens and jwt",
+            ]
+        );
+        let errors = Config::from_json_str(
+            r#"{"server": {"auth": {"tokens": [{"name": 1, "sha256": 2}, {"name": "ok", "env": true, "sha256": "x"}]}}}"#,
+        )
+        .unwrap_err();
+        let msgs: Vec<String> = errors.errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            msgs,
+            [
+                "server.auth.tokens[0].name: expected a string, found a number (1)",
+                "server.auth.tokens[0].sha256: expected a string, found a number (2)",
+                "server.auth.tokens[1].env: expected a string, found a boolean (true)",
+                "server.auth.tokens[1]: give either `sha256` (the token's hash) or `env` (a variable holding the token), not both",
             ]
         );
     }

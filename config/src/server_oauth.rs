@@ -4,10 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::reader::{JsonPath, Reader};
-use crate::{ConfigErrorKind, schema::sections};
+use crate::{ConfigErrorKind, schema};
 
 /// `server.auth.oauth`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,135 +21,33 @@ pub struct OAuthResourceSettings {
     pub scope_permissions: BTreeMap<String, Vec<String>>,
 }
 
+/// `oauth` as read (the URLs and scopes checked by their types), with its required keys.
 pub(crate) fn read_oauth(
     r: &mut Reader,
-    v: &Value,
+    read: schema::server::OAuthResource,
     path: &JsonPath,
 ) -> Option<OAuthResourceSettings> {
-    let map = r.object(
-        v,
-        path,
-        crate::schema::keys::of::<sections::OAuthResource>(),
-    )?;
-    let servers = match map.get("authorizationServers") {
-        None => {
-            r.error(
-                path,
-                ConfigErrorKind::MissingField,
-                "missing `authorizationServers` (the issuer URLs of the accepted tokens)",
-            );
-            None
-        }
-        Some(v) => read_issuers(r, v, &path.key("authorizationServers")),
-    };
-    let resource = match map.get("resource") {
-        None => {
-            r.error(
-                path,
-                ConfigErrorKind::MissingField,
-                "missing `resource` (this server's canonical URL, e.g. https://codemode.example/mcp)",
-            );
-            None
-        }
-        Some(v) => {
-            let p = path.key("resource");
-            let s = r.string(v, &p)?.to_string();
-            check_url(r, &p, &s, "this server's canonical URL").then_some(s)
-        }
-    };
-    let scope_permissions = match map.get("scopePermissions") {
-        None => Some(BTreeMap::new()),
-        Some(v) => read_scopes(r, v, &path.key("scopePermissions")),
-    };
+    let servers = read.authorization_servers.map(|s| s.0);
+    if servers.is_none() && !r.reported(&path.key("authorizationServers")) {
+        r.error(
+            path,
+            ConfigErrorKind::MissingField,
+            "missing `authorizationServers` (the issuer URLs of the accepted tokens)",
+        );
+    }
+    let resource = read.resource.map(|u| u.0);
+    if resource.is_none() && !r.reported(&path.key("resource")) {
+        r.error(
+            path,
+            ConfigErrorKind::MissingField,
+            "missing `resource` (this server's canonical URL, e.g. https://codemode.example/mcp)",
+        );
+    }
     Some(OAuthResourceSettings {
         authorization_servers: servers?,
         resource: resource?,
-        scope_permissions: scope_permissions?,
+        scope_permissions: read.scope_permissions.map(|s| s.0).unwrap_or_default(),
     })
-}
-
-fn read_issuers(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Vec<String>> {
-    let list = r.strings(v, path)?;
-    if list.is_empty() {
-        r.error(
-            path,
-            ConfigErrorKind::InvalidValue,
-            "name at least one issuer URL",
-        );
-        return None;
-    }
-    let before = r.error_count();
-    for (p, issuer) in &list {
-        check_url(r, p, issuer, "an issuer URL");
-    }
-    (r.error_count() == before).then(|| list.into_iter().map(|(_, s)| s).collect())
-}
-
-fn read_scopes(
-    r: &mut Reader,
-    v: &Value,
-    path: &JsonPath,
-) -> Option<BTreeMap<String, Vec<String>>> {
-    let Value::Object(map) = v else {
-        r.error(
-            path,
-            ConfigErrorKind::InvalidValue,
-            "expected an object of scope → [permission, …]",
-        );
-        return None;
-    };
-    let before = r.error_count();
-    let mut out = BTreeMap::new();
-    for (scope, permissions) in map {
-        let p = path.key(scope);
-        if scope.is_empty()
-            || scope
-                .chars()
-                .any(|c| c == '"' || c == '\\' || !c.is_ascii_graphic())
-        {
-            // RFC 6749 §3.3: a scope token is printable ASCII without space, `"` or `\`.
-            r.error(
-                &p,
-                ConfigErrorKind::InvalidValue,
-                "a scope is printable ASCII without spaces, `\"` or `\\`",
-            );
-            continue;
-        }
-        if let Some(list) = r.strings(permissions, &p) {
-            out.insert(scope.clone(), list.into_iter().map(|(_, s)| s).collect());
-        }
-    }
-    (r.error_count() == before).then_some(out)
-}
-
-/// Whether `url` is an absolute `https` URL (`http` only on a loopback host) without a fragment
-/// or credentials; an error at `path` naming `what` otherwise.
-fn check_url(r: &mut Reader, path: &JsonPath, url: &str, what: &str) -> bool {
-    let problem = match url::Url::parse(url) {
-        Err(e) => Some(format!("expected {what}: {e}")),
-        Ok(u) if u.fragment().is_some() => Some(format!("{what} has no `#fragment`")),
-        Ok(u) if !u.username().is_empty() || u.password().is_some() => {
-            Some(format!("{what} carries no credentials"))
-        }
-        Ok(u) if u.scheme() == "https" => None,
-        Ok(u) if u.scheme() == "http" && is_loopback(&u) => None,
-        Ok(_) => Some(format!(
-            "expected {what} with `https://` (`http://` only on a loopback host)"
-        )),
-    };
-    if let Some(problem) = &problem {
-        r.error(path, ConfigErrorKind::InvalidValue, problem.as_str());
-    }
-    problem.is_none()
-}
-
-fn is_loopback(u: &url::Url) -> bool {
-    match u.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 pub(crate) mod keys;
 mod policies;
 pub(crate) mod sections;
+pub(crate) mod server;
 pub(crate) mod servers;
 pub(crate) mod values;
 
@@ -48,7 +49,7 @@ pub(crate) struct File {
     /// Where approvals can be answered besides the MCP client.
     pub(crate) approvals: Option<sections::Approvals>,
     /// How `codemode serve --http` accepts requests: hosts, origins, auth.
-    pub(crate) server: Option<sections::Server>,
+    pub(crate) server: Option<server::Server>,
     /// Local programs offered to scripts as tools, by tool name.
     pub(crate) commands: Option<BTreeMap<String, sections::Command>>,
     /// What is masked or removed from tool results before scripts see them.

@@ -1,4 +1,5 @@
-//! The settings sections: `limits`, `audit`, `approvals`, `server`, `commands`, `durable`.
+//! The settings sections: `limits`, `audit`, `approvals`, `commands`, `durable`, `logging`,
+//! `telemetry` (`server` is in [`super::server`]).
 
 use std::collections::BTreeMap;
 
@@ -6,7 +7,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::values::{Duration, Positive, Seconds, Size, SizeAtLeast, Timeout, Whole};
+use super::values::{
+    Duration, Positive, Seconds, SecondsOrZero, Size, SizeAtLeast, Timeout, Whole,
+};
 
 /// The smallest `limits.maxResultText`: room for any value elided to its markers.
 pub const MIN_RESULT_TEXT: u64 = 256;
@@ -93,42 +96,6 @@ pub(crate) struct Approvals {
     pub(crate) http: Option<bool>,
 }
 
-/// How `codemode serve --http` accepts requests.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Server {
-    /// Hosts, origins and the listener's limits.
-    pub(crate) http: Option<Http>,
-    /// Who may call: static tokens or JWTs, one of them. Default: none.
-    pub(crate) auth: Option<Auth>,
-    /// Health and metrics: `/healthz`, `/readyz`, `/metrics`.
-    pub(crate) admin: Option<Admin>,
-}
-
-/// Health and metrics, served on the `serve --http` listener and, with `listen`, on a listener
-/// of their own.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct Admin {
-    /// The admin listener's `IP:PORT` (health and metrics only). Default: none.
-    pub(crate) listen: Option<String>,
-    /// Whether metrics are kept and `/metrics` served. Default: `true`.
-    pub(crate) metrics: Option<bool>,
-    /// The bearer token `/metrics` demands: `sha256` (its hash) or `env` (a variable holding
-    /// it). Default: none, `/metrics` is open.
-    pub(crate) metrics_auth: Option<MetricsAuth>,
-}
-
-/// The token `/metrics` demands: `sha256` or `env`, one of them.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct MetricsAuth {
-    /// The token's SHA-256, 64 hex digits.
-    pub(crate) sha256: Option<String>,
-    /// The environment variable holding the token.
-    pub(crate) env: Option<String>,
-}
-
 /// The log lines on stderr.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -171,95 +138,6 @@ pub(crate) enum LogFormatName {
     Text,
     /// One JSON object per line.
     Json,
-}
-
-/// The HTTP listener's checks and limits.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct Http {
-    /// `Host` headers accepted besides the loopback ones.
-    pub(crate) allowed_hosts: Option<Vec<String>>,
-    /// Browser `Origin`s accepted (`https://app.example.com`, `https://*.example.com`).
-    pub(crate) allowed_origins: Option<Vec<String>>,
-    /// Most MCP sessions at once.
-    #[schemars(range(min = 1))]
-    pub(crate) max_sessions: Option<u64>,
-    /// Most MCP sessions of one client at once.
-    #[schemars(range(min = 1))]
-    pub(crate) max_sessions_per_client: Option<u64>,
-    /// How long a request's headers may take to arrive.
-    pub(crate) header_read_timeout: Option<Duration>,
-    /// How long a request's body may take to arrive.
-    pub(crate) body_read_timeout: Option<Duration>,
-    /// The largest request body.
-    pub(crate) max_request_body: Option<Size>,
-    /// Open connections of one listener in all (default: sized from the descriptor limit).
-    #[schemars(range(min = 1))]
-    pub(crate) max_connections: Option<u64>,
-    /// Open connections of one listener from one IPv4 address or IPv6 /64 (default 64).
-    #[serde(rename = "maxConnectionsPerIp")]
-    #[schemars(range(min = 1))]
-    pub(crate) max_connections_per_ip: Option<u64>,
-    /// How long an approval event stream stays open before the client reconnects (default 1h).
-    pub(crate) max_stream_lifetime: Option<Duration>,
-    /// Approval event streams one caller holds open at once (default 16).
-    #[schemars(range(min = 1))]
-    pub(crate) max_streams_per_caller: Option<u64>,
-}
-
-/// Who may call: `tokens`, `jwt` or `oauth`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Auth {
-    /// Static bearer tokens.
-    pub(crate) tokens: Option<Vec<Token>>,
-    /// JWT bearer tokens.
-    pub(crate) jwt: Option<Jwt>,
-    /// An OAuth 2.1 protected resource: access tokens from external authorization servers.
-    pub(crate) oauth: Option<OAuthResource>,
-}
-
-/// codemode as an OAuth 2.1 protected resource (MCP authorization, RFC 9728).
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct OAuthResource {
-    /// The issuer URLs whose JWT access tokens are accepted; keys found by RFC 8414 / OpenID
-    /// discovery.
-    pub(crate) authorization_servers: Vec<String>,
-    /// This server's canonical URL (e.g. `https://codemode.example/mcp`): the required `aud`.
-    pub(crate) resource: String,
-    /// The permissions each scope grants; a scope not listed grants none.
-    pub(crate) scope_permissions: Option<std::collections::BTreeMap<String, Vec<String>>>,
-}
-
-/// One static bearer token: `sha256` (its hash) or `env` (a variable holding it), not both.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Token {
-    /// The caller's name, in the audit log.
-    pub(crate) name: String,
-    /// The token's SHA-256, 64 hex digits; the file never holds the token.
-    pub(crate) sha256: Option<String>,
-    /// The environment variable holding the token.
-    pub(crate) env: Option<String>,
-    /// The caller's permissions.
-    pub(crate) permissions: Option<Vec<String>>,
-}
-
-/// JWT bearer tokens: `hs256SecretEnv` or `jwksFile`, one of them.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct Jwt {
-    /// The required `iss`.
-    pub(crate) issuer: String,
-    /// The required `aud`.
-    pub(crate) audience: String,
-    /// The environment variable holding the HS256 secret.
-    pub(crate) hs256_secret_env: Option<String>,
-    /// A JWKS file of public keys.
-    pub(crate) jwks_file: Option<String>,
-    /// The claim listing the caller's permissions. Default: `"permissions"`.
-    pub(crate) permissions_claim: Option<String>,
 }
 
 /// A local program offered to scripts as a tool.
@@ -313,7 +191,7 @@ pub(crate) struct Durable {
     pub(crate) key_env: Option<String>,
     /// How long an eval waits for a human in memory before it is parked in the store.
     /// Default: 5.
-    pub(crate) suspend_to_store_after_seconds: Option<Seconds>,
+    pub(crate) suspend_to_store_after_seconds: Option<SecondsOrZero>,
     /// Whether local writes are flushed to disk. Default: `true`.
     pub(crate) fsync: Option<bool>,
     /// Bytes of the evals this node keeps parked in the store, all clients together. Default:

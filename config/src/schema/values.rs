@@ -144,6 +144,181 @@ impl Visitor<'_> for WholeVisitor {
     }
 }
 
+/// A number of seconds greater than zero (fractions allowed): a timeout. Anything else, of
+/// whatever JSON type, is the one [`de::Error::invalid_value`] "expected a positive number of
+/// seconds".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Seconds(pub(crate) std::time::Duration);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        let secs = value.as_f64().filter(|s| *s > 0.0);
+        match secs.and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()) {
+            Some(d) => Ok(Seconds(d)),
+            // Not `Other`: the value is described as it is written.
+            None => Err(de::Error::invalid_value(
+                Unexpected::Unit,
+                &"a positive number of seconds",
+            )),
+        }
+    }
+}
+
+/// A number of seconds of at least zero (fractions allowed): a wait that may be none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SecondsOrZero(pub(crate) std::time::Duration);
+
+impl<'de> Deserialize<'de> for SecondsOrZero {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let expected = "a number of seconds";
+        match serde_json::Value::deserialize(d)?.as_f64() {
+            Some(s) if s >= 0.0 => std::time::Duration::try_from_secs_f64(s)
+                .map(SecondsOrZero)
+                .map_err(|_| de::Error::custom("too large")),
+            Some(s) => Err(de::Error::invalid_value(
+                Unexpected::Float(s),
+                &"a number of seconds, at least 0",
+            )),
+            None => Err(de::Error::invalid_type(Unexpected::Unit, &expected)),
+        }
+    }
+}
+
+/// An array of strings: `Vec<String>`, refused as "an array of strings" when it is not one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Strings(pub(crate) Vec<String>);
+
+impl<'de> Deserialize<'de> for Strings {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        array_of(d, "an array of strings").map(Strings)
+    }
+}
+
+/// An array of strings none of which is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct NonEmptyStrings(pub(crate) Vec<String>);
+
+impl<'de> Deserialize<'de> for NonEmptyStrings {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let strings: Vec<NonEmpty> = array_of(d, "an array of strings")?;
+        Ok(NonEmptyStrings(strings.into_iter().map(|s| s.0).collect()))
+    }
+}
+
+/// A string that is not empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NonEmpty(pub(crate) String);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match String::deserialize(d)? {
+            s if s.is_empty() => Err(de::Error::custom("an empty string")),
+            s => Ok(NonEmpty(s)),
+        }
+    }
+}
+
+/// The name by which a [`Retry`] asks `codemode_config`'s reader for its attempts.
+pub(crate) const RETRY: &str = "$codemode::Retry";
+
+/// A value read again until it reads, each attempt reading its parts that failed before as
+/// absent: `None` when it cannot be read. The config reader then reports every problem of the
+/// value, each once, without failing what holds it: an array of these is read once however many
+/// of its elements are wrong. Any other deserializer reads the value once, as a `T`.
+#[derive(Debug)]
+pub(crate) struct Retry<T>(pub(crate) Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Retry<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_newtype_struct(RETRY, RetryVisitor(std::marker::PhantomData))
+    }
+}
+
+struct RetryVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for RetryVisitor<T> {
+    type Value = Retry<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a value")
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Retry<T>, D::Error> {
+        T::deserialize(d).map(|value| Retry(Some(value)))
+    }
+
+    /// The reader's attempts: one key per attempt, the value under it read anew.
+    fn visit_map<A: de::MapAccess<'de>>(self, mut attempts: A) -> Result<Retry<T>, A::Error> {
+        while attempts.next_key::<()>()?.is_some() {
+            // A failed attempt is recorded by the reader, which says whether another helps.
+            if let Ok(value) = attempts.next_value::<T>() {
+                return Ok(Retry(Some(value)));
+            }
+        }
+        Ok(Retry(None))
+    }
+}
+
+/// Reads an array of `T`, refused as `expecting` when the value is no array; an element that
+/// cannot be read is left out (its problems reported), so the others are read all the same.
+pub(crate) fn array_of<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+    expecting: &'static str,
+) -> Result<Vec<T>, D::Error> {
+    d.deserialize_seq(ArrayVisitor {
+        expecting,
+        element: std::marker::PhantomData,
+    })
+}
+
+struct ArrayVisitor<T> {
+    expecting: &'static str,
+    element: std::marker::PhantomData<T>,
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ArrayVisitor<T> {
+    type Value = Vec<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(Retry(item)) = seq.next_element()? {
+            out.extend(item);
+        }
+        Ok(out)
+    }
+}
+
+/// Why `url` is not an absolute `https` URL (`http` only on a loopback host) without a fragment
+/// or credentials, in words naming `what`; `None` when it is one.
+pub(crate) fn https_url_problem(url: &str, what: &str) -> Option<String> {
+    match url::Url::parse(url) {
+        Err(e) => Some(format!("expected {what}: {e}")),
+        Ok(u) if u.fragment().is_some() => Some(format!("{what} has no `#fragment`")),
+        Ok(u) if !u.username().is_empty() || u.password().is_some() => {
+            Some(format!("{what} carries no credentials"))
+        }
+        Ok(u) if u.scheme() == "https" => None,
+        Ok(u) if u.scheme() == "http" && is_loopback(&u) => None,
+        Ok(_) => Some(format!(
+            "expected {what} with `https://` (`http://` only on a loopback host)"
+        )),
+    }
+}
+
+fn is_loopback(u: &url::Url) -> bool {
+    match u.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// A whole number of at least 1 (a count of things in memory: a `usize`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Positive(pub(crate) usize);
@@ -175,29 +350,33 @@ impl<const MIN: u64> JsonSchema for SizeAtLeast<MIN> {
 /// Implements `JsonSchema` for a typed value as the schema of the shape the file writes.
 macro_rules! schema_as {
     ($shape:ty => $($typed:ty),+) => {$(
-        impl JsonSchema for $typed {
+        impl ::schemars::JsonSchema for $typed {
             fn inline_schema() -> bool {
-                <$shape>::inline_schema()
+                <$shape as ::schemars::JsonSchema>::inline_schema()
             }
 
-            fn schema_name() -> Cow<'static, str> {
-                <$shape>::schema_name()
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                <$shape as ::schemars::JsonSchema>::schema_name()
             }
 
-            fn schema_id() -> Cow<'static, str> {
-                <$shape>::schema_id()
+            fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                <$shape as ::schemars::JsonSchema>::schema_id()
             }
 
-            fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-                <$shape>::json_schema(generator)
+            fn json_schema(generator: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                <$shape as ::schemars::JsonSchema>::json_schema(generator)
             }
         }
     )+};
 }
 
+pub(crate) use schema_as;
+
 schema_as!(SizeShape => Size);
 schema_as!(String => Duration, Timeout);
+schema_as!(SecondsShape => Seconds, SecondsOrZero);
 schema_as!(u64 => Whole, Positive);
+schema_as!(Vec<String> => Strings, NonEmptyStrings);
 
 /// A size: a string with a unit (`"64MiB"`, `"512KiB"`, `"10MB"`, `"1000"`) or a whole number
 /// of bytes. Never zero.
@@ -214,7 +393,8 @@ pub(crate) enum SizeShape {
 /// A number of seconds (fractions allowed), greater than zero.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub(crate) struct Seconds(#[schemars(range(min = 0))] pub(crate) f64);
+#[schemars(rename = "Seconds")]
+pub(crate) struct SecondsShape(#[schemars(range(min = 0))] pub(crate) f64);
 
 /// One of the risk levels, lowest first.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
