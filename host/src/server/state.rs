@@ -11,7 +11,7 @@ use rmcp::{Peer, RoleServer};
 
 use super::suspend::Suspensions;
 use codemode_upstream::oauth::Logins;
-use codemode_upstream::{UpstreamPool, upstream_specs};
+use codemode_upstream::{UpstreamPool, UpstreamSpec};
 
 /// Shared server state. See the module docs.
 pub struct ServerState {
@@ -163,7 +163,7 @@ impl ServerState {
             },
             None => None,
         };
-        let specs = upstream_specs(&config);
+        let specs = UpstreamSpec::of_config(&config);
         let applied = if wait {
             self.upstreams.set_upstreams(specs).await
         } else {
