@@ -291,7 +291,7 @@ impl CompileProgress {
         let flag = shown.clone();
         config.on_compile(move || {
             flag.store(true, std::sync::atomic::Ordering::Relaxed);
-            let where_ = codemode_runtime::default_cache_dir()
+            let where_ = codemode_runtime::RuntimeConfig::default_cache_dir()
                 .map(|d| format!(", cached in {}", d.display()))
                 .unwrap_or_default();
             eprint!("codemode: compiling the sandbox (first run only{where_})…");

@@ -323,8 +323,9 @@ impl UpstreamPool {
     }
 
     /// Reads `uri` (the upstream's own URI) from `server` for the eval lending `scope` (what the
-    /// server says meanwhile goes to it, its requests are put to it); the contents come back as the server sent them ([`MappedUri::map_contents`]
-    /// maps their URIs for codemode's own clients).
+    /// server says meanwhile goes to it, its requests are put to it); the contents come back as
+    /// the server sent them ([`MappedUri::map_contents`] maps their URIs for codemode's own
+    /// clients).
     ///
     /// # Errors
     /// [`UpstreamRequestError`] naming the server.

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use codemode_policies::{AuditSink, AuditWriter, Config};
-use codemode_runtime::{DEFAULT_THREAD_KEEP_ALIVE, Runtime, ThreadPool};
+use codemode_runtime::{Runtime, ThreadPool};
 use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 
@@ -79,7 +79,7 @@ impl ServerState {
             legacy: Arc::default(),
             eval_threads: ThreadPool::builder()
                 .name("codemode-eval")
-                .keep_alive(DEFAULT_THREAD_KEEP_ALIVE)
+                .keep_alive(ThreadPool::DEFAULT_KEEP_ALIVE)
                 .build(),
             durable: std::sync::OnceLock::new(),
             metrics: Arc::default(),

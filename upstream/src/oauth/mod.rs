@@ -163,7 +163,8 @@ impl Logins {
     ///
     /// # Errors
     /// [`OAuthError`] naming the upstream: discovery, registration, the person not coming back
-    /// within [`Browser::LOGIN_WAIT`], a redirect that does not match the login, the token endpoint.
+    /// within [`Browser::LOGIN_WAIT`], a redirect that does not match the login, the token
+    /// endpoint.
     pub async fn login(
         &self,
         server: &str,
