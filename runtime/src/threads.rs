@@ -270,6 +270,8 @@ impl ThreadPool {
         }
         let shared = self.shared.clone();
         self.shared.live.fetch_add(1, Ordering::Relaxed);
+        // Counted before the thread runs its job: whoever sees the job's effects sees it counted.
+        self.shared.started.fetch_add(1, Ordering::Relaxed);
         let mut builder = std::thread::Builder::new().name(self.shared.name.clone());
         if let Some(bytes) = self.shared.stack_size {
             builder = builder.stack_size(bytes);
@@ -279,12 +281,10 @@ impl ThreadPool {
             shared.live.fetch_sub(1, Ordering::Relaxed);
         });
         match started {
-            Ok(_) => {
-                self.shared.started.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
+            Ok(_) => Ok(()),
             Err(e) => {
                 self.shared.live.fetch_sub(1, Ordering::Relaxed);
+                self.shared.started.fetch_sub(1, Ordering::Relaxed);
                 Err(e)
             }
         }
@@ -514,9 +514,11 @@ mod tests {
         // The first parse holds its thread until it is released, after this one: this one
         // gets a thread of its own (were it queued behind the first, this would never return).
         assert_eq!(threads.run(|| "fast").unwrap().unwrap(), "fast");
+        until_idle(&threads, 1);
         assert_eq!((threads.started(), threads.idle()), (2, 1));
         release.send(()).unwrap();
         assert_eq!(slow.join().unwrap(), "slow");
+        until_idle(&threads, 2);
         assert_eq!((threads.started(), threads.idle()), (2, 2));
     }
 
@@ -525,6 +527,7 @@ mod tests {
         let threads = parse_pool(ThreadPool::DEFAULT_KEEP_ALIVE);
         let panicked = threads.run(|| -> u8 { panic!("a parser bug") });
         assert!(matches!(panicked, Ok(Err(_))));
+        until_idle(&threads, 1);
         assert_eq!(threads.idle(), 1);
         assert_eq!(threads.run_retiring(|| 2).unwrap().unwrap(), 2);
         // The retiring parse took the idle thread, which ended after it.
