@@ -5,13 +5,6 @@ use std::time::Duration;
 
 use crate::error::InvalidConfig;
 
-/// The shortest [`RuntimeConfig::epoch_tick`]: a ticker waking more often costs a core
-/// noticeable time for no useful precision.
-pub const MIN_EPOCH_TICK: Duration = Duration::from_micros(100);
-
-/// The largest [`RuntimeConfig::max_memory`]: a 32-bit WebAssembly memory addresses 4 GiB.
-pub const MAX_MEMORY_LIMIT: u64 = 4 << 30;
-
 /// How a [`crate::Runtime`] is built: shared by every eval it runs.
 ///
 /// Setters take and return `&mut Self`, so they chain; nothing is checked until
@@ -63,7 +56,7 @@ impl Default for RuntimeConfig {
             max_wasm_stack: 1 << 20,
             fuel: true,
             pooling: true,
-            cache_dir: default_cache_dir(),
+            cache_dir: RuntimeConfig::default_cache_dir(),
             epoch_tick: Duration::from_millis(2),
             epoch_interruption: true,
             snapshot: true,
@@ -76,17 +69,27 @@ impl Default for RuntimeConfig {
     }
 }
 
-/// `$CODEMODE_CACHE_DIR`, else `$XDG_CACHE_HOME/codemode`, else `$HOME/.cache/codemode`.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("CODEMODE_CACHE_DIR") {
-        return (!dir.is_empty()).then(|| PathBuf::from(dir));
+impl RuntimeConfig {
+    /// The shortest [`RuntimeConfig::epoch_tick`]: a ticker waking more often costs a core
+    /// noticeable time for no useful precision.
+    pub const MIN_EPOCH_TICK: Duration = Duration::from_micros(100);
+
+    /// The largest [`RuntimeConfig::max_memory`]: a 32-bit WebAssembly memory addresses 4 GiB.
+    pub const MAX_MEMORY_LIMIT: u64 = 4 << 30;
+
+    /// Where compiled modules are cached unless the config says: `$CODEMODE_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/codemode`, else `$HOME/.cache/codemode`.
+    pub fn default_cache_dir() -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("CODEMODE_CACHE_DIR") {
+            return (!dir.is_empty()).then(|| PathBuf::from(dir));
+        }
+        if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+            return Some(PathBuf::from(dir).join("codemode"));
+        }
+        std::env::var_os("HOME")
+            .filter(|d| !d.is_empty())
+            .map(|h| PathBuf::from(h).join(".cache").join("codemode"))
     }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir).join("codemode"));
-    }
-    std::env::var_os("HOME")
-        .filter(|d| !d.is_empty())
-        .map(|h| PathBuf::from(h).join(".cache").join("codemode"))
 }
 
 impl RuntimeConfig {
@@ -103,7 +106,7 @@ impl RuntimeConfig {
     }
 
     /// The largest linear memory any eval may ask for, in bytes. Default 256 MiB; at least 1,
-    /// at most [`MAX_MEMORY_LIMIT`] (4 GiB). An eval whose [`crate::EvalOptions::memory`] is
+    /// at most [`Self::MAX_MEMORY_LIMIT`] (4 GiB). An eval whose [`crate::EvalOptions::memory`] is
     /// larger fails with [`crate::ErrorKind::InvalidOptions`].
     pub fn max_memory(&mut self, bytes: u64) -> &mut Self {
         self.max_memory = bytes;
@@ -131,8 +134,8 @@ impl RuntimeConfig {
     }
 
     /// Where the compiled guest is cached between processes; `None` compiles at every start.
-    /// Default [`default_cache_dir`]. The cache prunes itself when it writes an entry: entries
-    /// unused for 30 days go, and at most the 16 most recently used stay.
+    /// Default [`Self::default_cache_dir`]. The cache prunes itself when it writes an entry:
+    /// entries unused for 30 days go, and at most the 16 most recently used stay.
     ///
     /// A cache entry is native code that the runtime loads and runs, so on Unix the cache is
     /// only used when it can be trusted: the directory, and the entry when it exists, must be
@@ -155,7 +158,7 @@ impl RuntimeConfig {
     }
 
     /// Granularity of wall-clock timeouts while guest code runs: a thread advances the
-    /// engine's epoch this often. Default 2 ms; at least [`MIN_EPOCH_TICK`] (100 µs).
+    /// engine's epoch this often. Default 2 ms; at least [`Self::MIN_EPOCH_TICK`] (100 µs).
     pub fn epoch_tick(&mut self, tick: Duration) -> &mut Self {
         self.epoch_tick = tick;
         self
@@ -244,11 +247,12 @@ impl RuntimeConfig {
                 "must be at least 1 (it is 0)",
             ));
         }
-        if self.max_memory == 0 || self.max_memory > MAX_MEMORY_LIMIT {
+        if self.max_memory == 0 || self.max_memory > RuntimeConfig::MAX_MEMORY_LIMIT {
             return Err(InvalidConfig::new(
                 "max_memory",
                 format!(
-                    "must be between 1 and {MAX_MEMORY_LIMIT} bytes (it is {})",
+                    "must be between 1 and {} bytes (it is {})",
+                    RuntimeConfig::MAX_MEMORY_LIMIT,
                     self.max_memory
                 ),
             ));
@@ -259,11 +263,12 @@ impl RuntimeConfig {
                 "must be at least 1 byte (it is 0)",
             ));
         }
-        if self.epoch_tick < MIN_EPOCH_TICK {
+        if self.epoch_tick < RuntimeConfig::MIN_EPOCH_TICK {
             return Err(InvalidConfig::new(
                 "epoch_tick",
                 format!(
-                    "must be at least {MIN_EPOCH_TICK:?} (it is {:?})",
+                    "must be at least {:?} (it is {:?})",
+                    RuntimeConfig::MIN_EPOCH_TICK,
                     self.epoch_tick
                 ),
             ));
@@ -309,7 +314,7 @@ mod tests {
             ),
             (
                 |c| {
-                    c.max_memory(MAX_MEMORY_LIMIT + 1);
+                    c.max_memory(RuntimeConfig::MAX_MEMORY_LIMIT + 1);
                 },
                 "max_memory",
                 "must be between 1 and 4294967296 bytes (it is 4294967297)",
@@ -340,9 +345,9 @@ mod tests {
         let mut config = RuntimeConfig::default();
         config
             .max_concurrent_evals(1)
-            .max_memory(MAX_MEMORY_LIMIT)
+            .max_memory(RuntimeConfig::MAX_MEMORY_LIMIT)
             .max_wasm_stack(1)
-            .epoch_tick(MIN_EPOCH_TICK);
+            .epoch_tick(RuntimeConfig::MIN_EPOCH_TICK);
         assert_eq!(config.validate(), Ok(()));
     }
 }

@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn the_committed_guest_can_be_saved() {
-        assert_eq!(check_saveable(crate::GUEST_WASM), Ok(()));
+        assert_eq!(check_saveable(crate::Runtime::GUEST_WASM), Ok(()));
     }
 
     #[test]

@@ -89,21 +89,18 @@ mod threads;
 mod tool;
 mod wasi;
 
-pub use abi::{ABI_VERSION, MAX_TOOL_ARGS_BYTES, MAX_TOOL_NAME_BYTES};
+pub use abi::{MAX_TOOL_ARGS_BYTES, MAX_TOOL_NAME_BYTES};
 pub use clock::TimeoutPause;
-pub use config::{MAX_MEMORY_LIMIT, MIN_EPOCH_TICK, RuntimeConfig, default_cache_dir};
+pub use config::RuntimeConfig;
 pub use error::{InvalidConfig, RuntimeError};
 pub use guest::GuestHash;
 pub use limits::*;
 pub use outcome::*;
 pub use park::{EvalControl, HumanWait, ParkRequest};
-pub use runtime::{GUEST_WASM, Runtime};
+pub use runtime::Runtime;
 pub use suggest::closest;
-pub use suspend::{
-    Answer, EvalStep, FORMAT_VERSION as SAVE_FORMAT_VERSION, LoadError,
-    OLDEST_VERSION as SAVE_OLDEST_VERSION, PendingCall, ResumeError, Suspended,
-};
-pub use threads::{DEFAULT_THREAD_KEEP_ALIVE, ThreadPool, ThreadPoolBuilder};
+pub use suspend::{Answer, EvalStep, LoadError, PendingCall, ResumeError, Suspended};
+pub use threads::{ThreadPool, ThreadPoolBuilder};
 /// Cancels an eval started with [`Runtime::eval_cancellable`].
 pub use tokio_util::sync::CancellationToken;
 pub use tool::*;

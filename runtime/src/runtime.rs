@@ -16,10 +16,6 @@ use crate::state::HostState;
 use crate::tool::EvalId;
 use crate::{abi, module_cache, snapshot};
 
-/// The committed guest module (built by guest/build.sh). Read through `runtime/`'s link to
-/// it, so that the packaged crate (`cargo package`) carries the module as a file of its own.
-pub const GUEST_WASM: &[u8] = include_bytes!("../codemode_guest.wasm");
-
 /// Runs scripts in fresh, isolated sandboxes. Cheap to clone (`Arc` inside), `Send + Sync`:
 /// build one per process and share it.
 ///
@@ -175,6 +171,10 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
+    /// The committed guest module (built by guest/build.sh). Read through `runtime/`'s link to
+    /// it, so that the packaged crate (`cargo package`) carries the module as a file of its own.
+    pub const GUEST_WASM: &[u8] = include_bytes!("../codemode_guest.wasm");
+
     /// Validates `config`, builds the engine and compiles (or loads from the cache) the guest.
     ///
     /// # Errors
@@ -184,7 +184,7 @@ impl Runtime {
     /// or [`RuntimeError::Link`] when the guest does not compile or link;
     /// [`RuntimeError::EpochTicker`] when the thread behind wall-clock timeouts cannot start.
     pub fn new(config: &RuntimeConfig) -> Result<Self, RuntimeError> {
-        Self::with_guest(config, GUEST_WASM)
+        Self::with_guest(config, Runtime::GUEST_WASM)
     }
 
     /// Like [`Runtime::new`] with another guest module (same ABI). For tests and experiments.

@@ -27,10 +27,6 @@ use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-/// How long an idle thread waits for work before it ends, by default (as tokio's blocking
-/// pool).
-pub const DEFAULT_THREAD_KEEP_ALIVE: Duration = Duration::from_secs(10);
-
 /// A job, which returns how to deliver its result, and whether its thread ends after it. The
 /// thread goes idle before it delivers: a caller of [`ThreadPool::run`] that gets its result
 /// finds the thread ready for its next job.
@@ -110,7 +106,7 @@ impl Default for ThreadPoolBuilder {
         ThreadPoolBuilder {
             name: "codemode-eval".into(),
             stack_size: None,
-            keep_alive: DEFAULT_THREAD_KEEP_ALIVE,
+            keep_alive: ThreadPool::DEFAULT_KEEP_ALIVE,
         }
     }
 }
@@ -132,8 +128,8 @@ impl ThreadPoolBuilder {
         self
     }
 
-    /// How long an idle thread waits for a job before it ends. Default [`DEFAULT_THREAD_KEEP_ALIVE`]
-    /// (10 s).
+    /// How long an idle thread waits for a job before it ends. Default
+    /// [`ThreadPool::DEFAULT_KEEP_ALIVE`] (10 s).
     pub fn keep_alive(&mut self, keep_alive: Duration) -> &mut Self {
         self.keep_alive = keep_alive;
         self
@@ -172,6 +168,10 @@ impl std::fmt::Debug for ThreadPool {
 }
 
 impl ThreadPool {
+    /// How long an idle thread waits for work before it ends, by default (as tokio's blocking
+    /// pool).
+    pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
     /// The settings of a new pool, each at its default.
     pub fn builder() -> ThreadPoolBuilder {
         ThreadPoolBuilder::default()
@@ -270,6 +270,8 @@ impl ThreadPool {
         }
         let shared = self.shared.clone();
         self.shared.live.fetch_add(1, Ordering::Relaxed);
+        // Counted before the thread runs its job: whoever sees the job's effects sees it counted.
+        self.shared.started.fetch_add(1, Ordering::Relaxed);
         let mut builder = std::thread::Builder::new().name(self.shared.name.clone());
         if let Some(bytes) = self.shared.stack_size {
             builder = builder.stack_size(bytes);
@@ -279,12 +281,10 @@ impl ThreadPool {
             shared.live.fetch_sub(1, Ordering::Relaxed);
         });
         match started {
-            Ok(_) => {
-                self.shared.started.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
+            Ok(_) => Ok(()),
             Err(e) => {
                 self.shared.live.fetch_sub(1, Ordering::Relaxed);
+                self.shared.started.fetch_sub(1, Ordering::Relaxed);
                 Err(e)
             }
         }
@@ -476,7 +476,7 @@ mod tests {
 
     #[test]
     fn one_kept_thread_runs_one_parse_after_another() {
-        let threads = parse_pool(DEFAULT_THREAD_KEEP_ALIVE);
+        let threads = parse_pool(ThreadPool::DEFAULT_KEEP_ALIVE);
         let first = threads
             .run(|| std::thread::current().id())
             .unwrap()
@@ -494,7 +494,7 @@ mod tests {
 
     #[test]
     fn no_parse_waits_for_a_running_one() {
-        let threads = Arc::new(parse_pool(DEFAULT_THREAD_KEEP_ALIVE));
+        let threads = Arc::new(parse_pool(ThreadPool::DEFAULT_KEEP_ALIVE));
         let (started_tx, started) = mpsc::channel();
         let (release, blocked) = mpsc::channel::<()>();
         let slow = {
@@ -514,17 +514,20 @@ mod tests {
         // The first parse holds its thread until it is released, after this one: this one
         // gets a thread of its own (were it queued behind the first, this would never return).
         assert_eq!(threads.run(|| "fast").unwrap().unwrap(), "fast");
+        until_idle(&threads, 1);
         assert_eq!((threads.started(), threads.idle()), (2, 1));
         release.send(()).unwrap();
         assert_eq!(slow.join().unwrap(), "slow");
+        until_idle(&threads, 2);
         assert_eq!((threads.started(), threads.idle()), (2, 2));
     }
 
     #[test]
     fn a_retiring_parse_ends_its_thread_and_a_panic_does_not() {
-        let threads = parse_pool(DEFAULT_THREAD_KEEP_ALIVE);
+        let threads = parse_pool(ThreadPool::DEFAULT_KEEP_ALIVE);
         let panicked = threads.run(|| -> u8 { panic!("a parser bug") });
         assert!(matches!(panicked, Ok(Err(_))));
+        until_idle(&threads, 1);
         assert_eq!(threads.idle(), 1);
         assert_eq!(threads.run_retiring(|| 2).unwrap().unwrap(), 2);
         // The retiring parse took the idle thread, which ended after it.
@@ -550,7 +553,7 @@ mod tests {
 
     #[test]
     fn threads_carry_the_pools_name() {
-        let named = parse_pool(DEFAULT_THREAD_KEEP_ALIVE);
+        let named = parse_pool(ThreadPool::DEFAULT_KEEP_ALIVE);
         let name = named
             .run(|| std::thread::current().name().map(str::to_string))
             .unwrap()

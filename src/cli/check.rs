@@ -11,7 +11,7 @@ use codemode_script::{Preview, extract_tool_calls};
 use serde::Serialize;
 
 use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE, load_config, read_script};
-use codemode_upstream::{UpstreamPool, upstream_specs};
+use codemode_upstream::{UpstreamPool, UpstreamSpec};
 
 /// `codemode check`: what a script would call, found without running it.
 ///
@@ -247,7 +247,7 @@ pub async fn check(args: CheckArgs) -> ExitCode {
 async fn tool_names(config: &Config) -> Result<Vec<String>, String> {
     let pool = UpstreamPool::new();
     pool.set_logins(super::common::saved_logins(config).await);
-    pool.set_upstreams(upstream_specs(config))
+    pool.set_upstreams(UpstreamSpec::of_config(config))
         .await
         .map_err(|e| e.to_string())?;
     let names = codemode_host::catalog(&pool)

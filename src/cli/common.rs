@@ -81,12 +81,12 @@ pub(crate) async fn saved_logins(config: &Config) -> codemode_upstream::oauth::L
 
 /// Prints the authorization URL of a login for the person at the terminal to open.
 pub(crate) fn print_login_url() -> codemode_upstream::oauth::Browser {
-    use codemode_upstream::oauth::{Browser, LOGIN_WAIT};
+    use codemode_upstream::oauth::Browser;
     Browser::Show(std::sync::Arc::new(|server: &str, url: &str| {
         eprintln!(
             "codemode: to log in to `{}`, open this URL in a browser (waiting up to {} minutes):\n  {}",
             codemode_policies::neutralize(server),
-            LOGIN_WAIT.as_secs() / 60,
+            Browser::LOGIN_WAIT.as_secs() / 60,
             codemode_policies::neutralize(url)
         );
     }))

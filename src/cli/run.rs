@@ -17,7 +17,7 @@ use codemode_host::{AuditTarget, GovernedEval, GovernedEvalBuilder, StoredRules}
 use codemode_policies::Caller;
 use codemode_policies::{Asker, NoAsker};
 use codemode_upstream::oauth::{Browser, Logins};
-use codemode_upstream::{UpstreamPool, upstream_specs};
+use codemode_upstream::{UpstreamPool, UpstreamSpec};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -175,7 +175,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
             Ok(logins) => pool.set_logins(logins),
             Err(code) => return code,
         }
-        if let Err(e) = pool.set_upstreams(upstream_specs(config)).await {
+        if let Err(e) = pool.set_upstreams(UpstreamSpec::of_config(config)).await {
             eprintln!("codemode: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
@@ -291,7 +291,7 @@ impl CompileProgress {
         let flag = shown.clone();
         config.on_compile(move || {
             flag.store(true, std::sync::atomic::Ordering::Relaxed);
-            let where_ = codemode_runtime::default_cache_dir()
+            let where_ = codemode_runtime::RuntimeConfig::default_cache_dir()
                 .map(|d| format!(", cached in {}", d.display()))
                 .unwrap_or_default();
             eprint!("codemode: compiling the sandbox (first run only{where_})…");

@@ -33,6 +33,14 @@ async fn eventually(tries: usize, mut f: impl AsyncFnMut() -> bool) -> bool {
     false
 }
 
+/// Whether every record under `prefix` has expired in `local`'s own view, polled as
+/// [`eventually`] does. That view, which a sweep reads, is the one to wait on: a [`Store`]
+/// takes a record's sealed deadline before its blocking write takes the file's, so under load
+/// the store can already call a record expired while its file still counts as live.
+async fn expired_on_disk(local: &LocalStore, prefix: &str) -> bool {
+    eventually(500, async || local.list(prefix).await.unwrap().is_empty()).await
+}
+
 fn file_names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -178,7 +186,8 @@ async fn a_take_or_a_claim_has_exactly_one_winner() {
 async fn a_restart_keeps_live_records_and_sweeps_expired_ones() {
     let dir = scratch("restart");
     {
-        let store = local(&dir, 1);
+        let local_store = LocalStore::open(&dir, false).unwrap();
+        let store = Store::local(local_store.clone(), &key(1));
         store.put("eval:live", b"kept", MINUTE).await.unwrap();
         store
             .put("eval:gone", b"x", Duration::from_millis(20))
@@ -192,6 +201,7 @@ async fn a_restart_keeps_live_records_and_sweeps_expired_ones() {
                 .is_none())
             .await
         );
+        assert!(expired_on_disk(&local_store, "eval:gone").await);
         // The file is still there until a sweep.
         assert_eq!(file_names(&dir), ["eval:gone", "eval:live"]);
         // Leftovers of a process that died mid-write and mid-take, an hour old.
@@ -241,6 +251,7 @@ async fn a_sweep_counts_what_it_removed() {
             .is_empty())
         .await
     );
+    assert!(expired_on_disk(&local_store, "x:").await);
     assert_eq!(
         local_store.sweep().unwrap(),
         Swept {

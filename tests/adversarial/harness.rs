@@ -18,7 +18,7 @@ use codemode_runtime::{
     CallStatus, CancellationToken, ErrorKind, EvalOptions, EvalOutcome, Runtime, RuntimeConfig,
 };
 use codemode_test_support::{peers, scratch_dir};
-use codemode_upstream::{UpstreamPool, upstream_specs};
+use codemode_upstream::{UpstreamPool, UpstreamSpec};
 use serde_json::{Value, json};
 
 /// What a case expects of its outcome.
@@ -165,7 +165,7 @@ impl Fixture {
             "audit": { "dir": root.join("audit") }
         });
         let config = Config::from_json_str(&config.to_string()).expect("the fixture's config");
-        let pool = UpstreamPool::connect(upstream_specs(&config))
+        let pool = UpstreamPool::connect(UpstreamSpec::of_config(&config))
             .await
             .expect("server-filesystem starts");
         let audit = Arc::new(AuditWriter::open(root.join("audit")).expect("audit dir"));

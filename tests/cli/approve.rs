@@ -32,6 +32,7 @@ fn approve_dialogue(config: &Path, code: &str, dialogue: &[(&str, &str)]) -> (St
         .arg(config)
         .arg(&addr)
         .arg(code)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -56,6 +57,7 @@ fn approve_dialogue(config: &Path, code: &str, dialogue: &[(&str, &str)]) -> (St
         .arg(format!("http://{addr}/approvals/ui"))
         .output()
         .expect("run the pty driver");
+    // Closes the client's stdin first: only now, its approvers done, may the server end.
     let eval = eval.wait_with_output().unwrap();
     let shown = text(&screen.stdout);
     assert_eq!(screen.status.code(), Some(0), "{shown}");

@@ -64,6 +64,7 @@ fn approve_shows_an_ask_it_may_not_decide_and_one_with_the_right_decides_it() {
         .arg(&config)
         .arg(&addr)
         .arg("return (await codemode.search_tools({query: \"time\", limit: 1})).results.length;")
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -114,6 +115,7 @@ fn approve_shows_an_ask_it_may_not_decide_and_one_with_the_right_decides_it() {
         ),
         "{shown}"
     );
+    // Closes the client's stdin first: only now, its approvers done, may the server end.
     let eval = eval.wait_with_output().unwrap();
     assert!(eval.status.success(), "{}", text(&eval.stderr));
     let outcome: Value = serde_json::from_slice(&eval.stdout).expect("the eval's outcome");

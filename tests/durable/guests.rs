@@ -4,7 +4,7 @@
 //! takes the old guest from the store and resumes the eval in it.
 
 use codemode_host::Server;
-use codemode_runtime::{GUEST_WASM, Runtime, RuntimeConfig};
+use codemode_runtime::{Runtime, RuntimeConfig};
 use codemode_test_support::{CHANGED_NOT_A_FUNCTION, NOT_A_FUNCTION, changed_guest};
 use serde_json::{Value, json};
 
@@ -65,7 +65,7 @@ fn an_eval_saved_by_the_old_deploy_resumes_in_the_new_process_with_its_own_guest
     write_json(&config_path, &config);
     let args = json!({"code": script(&files)});
 
-    let old_guest = changed_guest(GUEST_WASM);
+    let old_guest = changed_guest(Runtime::GUEST_WASM);
     let asked = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

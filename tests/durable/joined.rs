@@ -24,11 +24,14 @@ fn call(node: &Node, args: &Value, retry: Option<&Value>) -> Value {
         .result
 }
 
-/// The tool-call audit records under `dir` once its eval record is in.
+/// The tool-call audit records under `dir` once the record of an eval that succeeded is in: the
+/// audit writer thread writes a finished eval's calls before its record (a parked run's record
+/// says it did not succeed).
 fn calls_audited(dir: &Path) -> Vec<Value> {
-    await_some("the eval record", || {
+    await_some("the record of an eval that succeeded", || {
         let records = audit_records(dir);
-        records.iter().any(|r| r["event"] == "eval").then(|| {
+        let succeeded = |r: &Value| r["event"] == "eval" && r["ok"] == true;
+        records.iter().any(succeeded).then(|| {
             records
                 .into_iter()
                 .filter(|r| r["event"] == "tool_call")
@@ -156,9 +159,9 @@ fn an_eval_with_a_joined_ask_parks_and_its_answer_decides_every_joined_call() {
         "{reply}\n{}",
         node.log()
     );
-    let writes: Vec<_> = audit_records(&dir.join("audit"))
+    let writes: Vec<_> = calls_audited(&dir.join("audit"))
         .into_iter()
-        .filter(|r| r["event"] == "tool_call" && r["tool"] == "fs__write_file")
+        .filter(|r| r["tool"] == "fs__write_file")
         .filter(|r| r["status"] == "ok")
         .collect();
     assert_eq!(writes.len(), 2, "{writes:?}");

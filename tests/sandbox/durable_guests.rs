@@ -6,9 +6,7 @@
 //! writes, so a saved eval never carries them: after a resume the script reads its own guest's
 //! message only if the runtime really instantiated that guest.
 
-use codemode_runtime::{
-    EvalControl, EvalStep, GUEST_WASM, GuestHash, ResumeError, Runtime, RuntimeConfig,
-};
+use codemode_runtime::{EvalControl, EvalStep, GuestHash, ResumeError, Runtime, RuntimeConfig};
 use serde_json::json;
 
 use crate::durable::{Desk, Tools, parking, through_bytes};
@@ -16,7 +14,7 @@ use crate::{ok, opts, show};
 
 /// The committed guest with every "not a function" in its data changed.
 fn changed_guest() -> Vec<u8> {
-    codemode_test_support::changed_guest(GUEST_WASM)
+    codemode_test_support::changed_guest(Runtime::GUEST_WASM)
 }
 
 fn runtime(wasm: &[u8]) -> Runtime {
@@ -65,10 +63,10 @@ async fn resume_in(
 async fn each_saved_eval_resumes_in_the_guest_it_was_saved_with() {
     let changed = changed_guest();
     let old = runtime(&changed);
-    let new = runtime(GUEST_WASM);
+    let new = runtime(Runtime::GUEST_WASM);
     let tools = Tools::new(Desk::Human);
     assert_eq!(old.guest_hash(), GuestHash::of(&changed));
-    assert_eq!(new.guest_hash(), GuestHash::of(GUEST_WASM));
+    assert_eq!(new.guest_hash(), GuestHash::of(Runtime::GUEST_WASM));
 
     // Saved by the old deploy; the new one does not have its guest yet.
     let saved_old = park_in(&old, &tools).await;
@@ -110,7 +108,7 @@ async fn each_saved_eval_resumes_in_the_guest_it_was_saved_with() {
     assert_eq!(messages[0], messages[1]);
 
     // And the other way round: the old runtime given the new guest.
-    old.add_guest(GUEST_WASM).unwrap();
+    old.add_guest(Runtime::GUEST_WASM).unwrap();
     let result = resume_in(&old, &saved_new, &tools).await.unwrap();
     assert_eq!(result.as_array().unwrap()[1], messages[1]);
 }

@@ -3,7 +3,7 @@
 //! drives the guest module through a bare wasmtime linker and feeds `cm_resume` by hand. Each
 //! case must settle the script's `await` with a catchable error (or nothing), never trap.
 
-use codemode_runtime::GUEST_WASM;
+use codemode_runtime::Runtime;
 use serde_json::{Value, json};
 use wasmtime::{Caller, Engine, Instance, Linker, Memory, Module, Store, TypedFunc};
 
@@ -188,7 +188,7 @@ impl Waiting {
 #[test]
 fn a_misbehaving_host_gets_catchable_errors_not_traps() {
     let engine = Engine::default();
-    let module = Module::new(&engine, GUEST_WASM).unwrap();
+    let module = Module::new(&engine, Runtime::GUEST_WASM).unwrap();
     let invalid_json = "codemode.t: the host sent invalid JSON";
     let cases: &[(&str, bool, &[u8], Value)] = &[
         (

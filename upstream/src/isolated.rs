@@ -25,7 +25,7 @@ use crate::transport::Session;
 /// The connections of one eval to the servers that isolate their sessions, by server name.
 /// Closed when the last clone drops (with the eval's [`CallScope`](crate::CallScope)).
 #[derive(Clone, Default)]
-pub struct EvalSessions(Arc<std::sync::Mutex<HashMap<String, Slot>>>);
+pub(crate) struct EvalSessions(Arc<std::sync::Mutex<HashMap<String, Slot>>>);
 
 /// One server's place among an eval's connections: locked while the connection opens, so that
 /// the eval's concurrent first calls there wait for one opening — and only calls there (a

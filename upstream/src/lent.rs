@@ -118,7 +118,7 @@ pub(crate) struct Answerers {
 /// nor the eval's own. One per eval — the clones of its [`CallScope`](crate::CallScope) share
 /// it — so that another eval's question never stops the clock of this eval's calls.
 #[derive(Clone)]
-pub struct Answering(Arc<watch::Sender<usize>>);
+pub(crate) struct Answering(Arc<watch::Sender<usize>>);
 
 impl Default for Answering {
     fn default() -> Self {

@@ -20,7 +20,7 @@
 //! output policy masked or removed — which the script never saw — is never attached, and
 //! neither is another eval's.
 //!
-//! Every eval has a budget, `limits.maxMediaBytes` (default [`DEFAULT_MAX_MEDIA_BYTES`]): the
+//! Every eval has a budget, `limits.maxMediaBytes` (default [`Media::DEFAULT_MAX_BYTES`]): the
 //! bytes kept add up against it, and a block that would pass it is dropped at once; its value
 //! then has no `id` but an `omitted` note saying why, and the call still succeeds. A resource
 //! link has no bytes and costs nothing.
@@ -31,8 +31,6 @@ use std::sync::{Arc, Mutex};
 use codemode_policies::neutralize;
 use rmcp::model::{ContentBlock, ResourceContents};
 use serde_json::{Map, Value, json};
-
-pub use codemode_config::DEFAULT_MAX_MEDIA_BYTES;
 
 /// The media one eval received (see the module docs). A cheap handle: clones share the store,
 /// which lives as long as the last of them.
@@ -67,10 +65,18 @@ pub struct Attachment {
     pub block: ContentBlock,
 }
 
+impl Attachment {
+    /// The bytes its data decodes to (an image's or audio's data, an embedded blob); `None`
+    /// for a block that carries none (a resource link, an embedded text).
+    pub fn size(&self) -> Option<u64> {
+        data_len(&self.block)
+    }
+}
+
 impl Default for Media {
-    /// A store of [`DEFAULT_MAX_MEDIA_BYTES`].
+    /// A store of [`Media::DEFAULT_MAX_BYTES`].
     fn default() -> Self {
-        Media::new(DEFAULT_MAX_MEDIA_BYTES)
+        Media::new(Self::DEFAULT_MAX_BYTES)
     }
 }
 
@@ -86,6 +92,9 @@ impl std::fmt::Debug for Media {
 }
 
 impl Media {
+    /// The default budget of an eval's media (`limits.maxMediaBytes`'s default, 4 MiB).
+    pub const DEFAULT_MAX_BYTES: u64 = codemode_config::DEFAULT_MAX_MEDIA_BYTES;
+
     /// An empty store that keeps at most `max_bytes` of media.
     pub fn new(max_bytes: u64) -> Self {
         Media(Arc::new(Mutex::new(Shelf {
@@ -176,7 +185,9 @@ impl Media {
     }
 
     /// The blocks `result` refers to, in order of first reference, each once, and the ids of
-    /// references to nothing kept here (see [`references`]).
+    /// references to nothing kept here. A reference is an object, at any depth, whose `type` is
+    /// `image`, `audio`, `resource` or `resource_link` and whose `id` has the form of a media
+    /// id; other objects with a `type` and an `id` are the script's own data.
     pub fn referenced(&self, result: &Value) -> (Vec<Attachment>, Vec<String>) {
         let shelf = self.shelf();
         let mut attached: Vec<Attachment> = Vec::new();
@@ -199,21 +210,10 @@ impl Media {
     }
 }
 
-/// The media references in `value`: `(type, id)` of every object (at any depth) whose `type`
+/// Each media reference in `value` with its object: every object (at any depth) whose `type`
 /// is `image`, `audio`, `resource` or `resource_link` and whose `id` has the form of a media
 /// id (32 lowercase hex digits). Other objects with a `type` and an `id` are the script's own
 /// data, not references.
-pub fn references(value: &Value) -> Vec<(String, String)> {
-    references_in(value)
-        .into_iter()
-        .map(|(reference, id)| {
-            let kind = reference.get("type").and_then(Value::as_str);
-            (kind.unwrap_or_default().to_string(), id)
-        })
-        .collect()
-}
-
-/// Each media reference in `value` with its object, as [`references`] finds them.
 fn references_in(value: &Value) -> Vec<(&Value, String)> {
     fn walk<'v>(value: &'v Value, found: &mut Vec<(&'v Value, String)>) {
         match value {
@@ -251,25 +251,19 @@ fn describe(block: &ContentBlock) -> (Value, Option<u64>) {
         return (Value::Null, None);
     };
     let size = match block {
-        ContentBlock::Image(image) => Some(decoded_len(&image.data)),
-        ContentBlock::Audio(audio) => Some(decoded_len(&audio.data)),
         ContentBlock::ResourceLink(_) => Some(0),
-        ContentBlock::Resource(embedded) => {
-            let inner = fields.remove("resource");
-            let mut flat = Map::new();
-            flat.insert("type".into(), json!("resource"));
-            if let Some(Value::Object(inner)) = inner {
-                flat.extend(inner.into_iter().filter(|(k, _)| k != "blob"));
-            }
-            flat.extend(fields.into_iter().filter(|(k, _)| k != "type"));
-            fields = flat;
-            match &embedded.resource {
-                ResourceContents::BlobResourceContents { blob, .. } => Some(decoded_len(blob)),
-                _ => None,
-            }
-        }
-        _ => None,
+        _ => data_len(block),
     };
+    if let ContentBlock::Resource(_) = block {
+        let inner = fields.remove("resource");
+        let mut flat = Map::new();
+        flat.insert("type".into(), json!("resource"));
+        if let Some(Value::Object(inner)) = inner {
+            flat.extend(inner.into_iter().filter(|(k, _)| k != "blob"));
+        }
+        flat.extend(fields.into_iter().filter(|(k, _)| k != "type"));
+        fields = flat;
+    }
     if matches!(block, ContentBlock::Image(_) | ContentBlock::Audio(_)) {
         fields.remove("data");
     }
@@ -279,8 +273,22 @@ fn describe(block: &ContentBlock) -> (Value, Option<u64>) {
     (Value::Object(fields), size)
 }
 
+/// The bytes `block`'s data decodes to: an image's or audio's data, an embedded blob; `None`
+/// for a block that carries none.
+fn data_len(block: &ContentBlock) -> Option<u64> {
+    match block {
+        ContentBlock::Image(image) => Some(decoded_len(&image.data)),
+        ContentBlock::Audio(audio) => Some(decoded_len(&audio.data)),
+        ContentBlock::Resource(embedded) => match &embedded.resource {
+            ResourceContents::BlobResourceContents { blob, .. } => Some(decoded_len(blob)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The bytes `base64` decodes to (from its length and padding; not checked).
-pub fn decoded_len(base64: &str) -> u64 {
+pub(crate) fn decoded_len(base64: &str) -> u64 {
     let text = base64.trim_end();
     let padding = text.bytes().rev().take_while(|&b| b == b'=').count().min(2);
     let len = text.len() as u64;

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
+use codemode_policies::ToolSchemas;
 use rmcp::model::Tool;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -57,7 +58,7 @@ struct Inner {
     /// Serialises [`UpstreamPool::set_upstreams`].
     reconfigure: tokio::sync::Mutex<()>,
     /// The tools' compiled schemas, for the current [`UpstreamPool::version`].
-    schemas: crate::SchemaCache,
+    schemas: crate::schemas::SchemaCache,
     /// The result types seen of tools that declare none.
     observed: ObservedResults,
 }
@@ -349,15 +350,24 @@ impl UpstreamPool {
         *self.inner.changed.borrow()
     }
 
-    /// Where the compiled schemas of this pool's tools are kept, per tool-list version.
-    pub fn schema_cache(&self) -> &crate::SchemaCache {
-        &self.inner.schemas
+    /// The compiled schemas of this pool's tools for the current tool-list
+    /// [`version`](Self::version), shared by every eval on the pool: compiled with `compile`
+    /// (which also returns the schema problems found, each logged once) when the ones kept are
+    /// for another version. The version is read before `compile` reads the tools: if the list
+    /// changes in between, the next call sees a newer version and compiles again.
+    pub fn compiled_schemas(
+        &self,
+        compile: impl FnOnce() -> (ToolSchemas, Vec<String>),
+    ) -> Arc<ToolSchemas> {
+        let version = self.version();
+        self.inner.schemas.get_or_compile(version, compile)
     }
 
     /// Notes the shape of `value`, a result of the upstream tool `name` (`server__tool`) as a
     /// script under `profile` received it, when the tool declares no `outputSchema`: what
-    /// [`observed_type`](Self::observed_type) gives (see [`ObservedResults`]). Command tools and
-    /// names that are not an upstream's tool now are ignored.
+    /// [`observed_type`](Self::observed_type) gives (kept per profile and tool, and dropped when
+    /// the tool's definition changes). Command tools and names that are not an upstream's tool
+    /// now are ignored.
     pub fn observe(&self, profile: &str, name: &str, value: &Value) {
         if let Some(tool) = self.tool(name)
             && tool.output_schema.is_none()
@@ -377,6 +387,18 @@ impl UpstreamPool {
             return None;
         }
         self.inner.observed.get(profile, name, &tool.input_schema)
+    }
+
+    /// The type of the upstream tool `name`'s results on one line (`{ content: string }`), for
+    /// messages naming a value's shape: the `outputSchema` it declares, else the type observed
+    /// under `profile` ([`observed_type`](Self::observed_type)); `None` when it has neither.
+    /// Upstream-chosen names are [`neutralize`](codemode_policies::neutralize)d.
+    pub fn result_shape(&self, profile: &str, name: &str) -> Option<String> {
+        let schema = match self.output_schema(name) {
+            Some(declared) => declared,
+            None => self.observed_type(profile, name)?.schema,
+        };
+        Some(crate::catalog::compact_type(&schema))
     }
 
     /// The `outputSchema` the upstream tool `name` declares, if any.

@@ -3,7 +3,7 @@
 //! Each is named `<server>__<its name>` (as tools are), and each resource's URI is mapped to
 //! `codemode://<server>/<its original URI>` — a template's too, so that a client expanding the
 //! mapped template gets the mapped URI of the resource it means. The mapping is plain text:
-//! stable, reversible ([`unmap_uri`]), and the original stays visible in `_meta`
+//! stable, reversible ([`MappedUri`]), and the original stays visible in `_meta`
 //! (`codemode/server`, `codemode/uri`).
 
 use std::future::Future;
@@ -25,24 +25,62 @@ use super::relay::InFlight;
 use super::scope::CallScope;
 
 /// The scheme and authority prefix of a mapped URI.
-pub const URI_PREFIX: &str = "codemode://";
+const URI_PREFIX: &str = "codemode://";
+
+/// A resource URI as codemode's clients see it, `codemode://<server>/<original URI>` (see the
+/// module docs): parsed from that text ([`MappedUri::parse`]), written as it
+/// ([`Display`](std::fmt::Display)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MappedUri<'a> {
+    /// The upstream server.
+    pub server: &'a str,
+    /// The URI as the server knows it.
+    pub original: &'a str,
+}
+
+impl<'a> MappedUri<'a> {
+    /// The scheme and authority every mapped URI starts with.
+    pub const PREFIX: &'static str = URI_PREFIX;
+
+    /// The server and original URI of the mapped URI `uri`; `None` when `uri` is not one.
+    pub fn parse(uri: &'a str) -> Option<Self> {
+        unmap_uri(uri).map(|(server, original)| MappedUri { server, original })
+    }
+
+    /// The name a profile's `resources` globs are matched against: `<server>__<original>`,
+    /// the URI's percent-escapes decoded (once, as a server decodes them), so that `secre%74`
+    /// cannot slip past a glob written for `secret`.
+    pub fn policy_name(&self) -> String {
+        policy_name(self.server, self.original)
+    }
+
+    /// The contents of a read of this resource from its server, their URIs mapped (text and
+    /// blobs unchanged), for codemode's own clients.
+    pub fn map_contents(&self, result: ReadResourceResult) -> ReadResourceResult {
+        map_contents(self.server, result)
+    }
+}
+
+impl std::fmt::Display for MappedUri<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&map_uri(self.server, self.original))
+    }
+}
 
 /// `codemode://<server>/<uri>`.
-pub fn map_uri(server: &str, uri: &str) -> String {
+pub(crate) fn map_uri(server: &str, uri: &str) -> String {
     format!("{URI_PREFIX}{server}/{uri}")
 }
 
 /// `(server, original URI)` of a mapped URI; `None` when `uri` is not one.
-pub fn unmap_uri(uri: &str) -> Option<(&str, &str)> {
+pub(crate) fn unmap_uri(uri: &str) -> Option<(&str, &str)> {
     let rest = uri.strip_prefix(URI_PREFIX)?;
     let (server, original) = rest.split_once('/')?;
     (!server.is_empty() && !original.is_empty()).then_some((server, original))
 }
 
-/// The name a profile's `resources` globs are matched against: `<server>__<uri>`, the URI's
-/// percent-escapes decoded (once, as a server decodes them), so that `secre%74` cannot slip past
-/// a glob written for `secret`.
-pub fn policy_name(server: &str, uri: &str) -> String {
+/// [`MappedUri::policy_name`] of `uri` on `server`.
+pub(crate) fn policy_name(server: &str, uri: &str) -> String {
     let bytes = uri.as_bytes();
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -100,9 +138,8 @@ fn map_prompt(server: &str, mut p: Prompt) -> Prompt {
     p
 }
 
-/// The contents of a read, their URIs mapped (text and blobs unchanged), for codemode's own
-/// clients.
-pub fn map_contents(server: &str, mut result: ReadResourceResult) -> ReadResourceResult {
+/// [`MappedUri::map_contents`] for `server`.
+pub(crate) fn map_contents(server: &str, mut result: ReadResourceResult) -> ReadResourceResult {
     for contents in &mut result.contents {
         match contents {
             ResourceContents::TextResourceContents { uri, .. }
@@ -286,8 +323,9 @@ impl UpstreamPool {
     }
 
     /// Reads `uri` (the upstream's own URI) from `server` for the eval lending `scope` (what the
-    /// server says meanwhile goes to it, its requests are put to it); the contents come back as the server sent them ([`map_contents`]
-    /// maps their URIs for codemode's own clients).
+    /// server says meanwhile goes to it, its requests are put to it); the contents come back as
+    /// the server sent them ([`MappedUri::map_contents`] maps their URIs for codemode's own
+    /// clients).
     ///
     /// # Errors
     /// [`UpstreamRequestError`] naming the server.

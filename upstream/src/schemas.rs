@@ -11,7 +11,7 @@ use codemode_policies::ToolSchemas;
 /// The last compiled [`ToolSchemas`] and the tool-list version it was compiled for; the
 /// schema problems already logged (each is logged once, not at every recompilation).
 #[derive(Default)]
-pub struct SchemaCache {
+pub(crate) struct SchemaCache {
     state: Mutex<CacheState>,
 }
 
@@ -25,7 +25,7 @@ impl SchemaCache {
     /// The schemas compiled for tool-list `version`; compiled with `compile` (which also
     /// returns the schema problems found) when the cached ones are for another version. Each
     /// problem is logged once.
-    pub fn get_or_compile(
+    pub(crate) fn get_or_compile(
         &self,
         version: u64,
         compile: impl FnOnce() -> (ToolSchemas, Vec<String>),

@@ -21,7 +21,7 @@ pub struct UpstreamSpec {
     /// before the attempt counts as failed and is retried. By default 30 s.
     pub startup_timeout: Duration,
     /// Whether each eval calls it over a connection of its own (`isolateSessions`; see
-    /// [`EvalSessions`](crate::EvalSessions)). By default false.
+    /// [`CallScope`](crate::CallScope)). By default false.
     pub isolate_sessions: bool,
 }
 
@@ -35,11 +35,6 @@ pub struct UpstreamSpec {
 /// transport's own).
 pub use codemode_config::ServerTransport as UpstreamTransport;
 
-/// The default [`UpstreamSpec::call_timeout`].
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-/// The default [`UpstreamSpec::startup_timeout`].
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Environment variables a stdio child inherits from us (the MCP TypeScript SDK's list).
 pub(crate) const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
@@ -52,6 +47,28 @@ const RESERVED_HEADERS: &[&str] = &[
 ];
 
 impl UpstreamSpec {
+    /// The default [`UpstreamSpec::call_timeout`].
+    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+    /// The default [`UpstreamSpec::startup_timeout`].
+    pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// The config's `mcpServers`, by name, as upstream specs.
+    pub fn of_config(
+        config: &codemode_policies::Config,
+    ) -> std::collections::HashMap<String, UpstreamSpec> {
+        config
+            .servers
+            .iter()
+            .map(|(name, server)| {
+                let spec = UpstreamSpec::with_transport(server.transport.clone())
+                    .call_timeout(server.timeout)
+                    .startup_timeout(server.startup_timeout)
+                    .isolate_sessions(server.isolate_sessions);
+                (name.clone(), spec)
+            })
+            .collect()
+    }
+
     /// A stdio server: `command args…`, default timeouts, no extra environment.
     pub fn stdio<I, S>(command: impl Into<String>, args: I) -> Self
     where
@@ -79,8 +96,8 @@ impl UpstreamSpec {
     pub fn with_transport(transport: UpstreamTransport) -> Self {
         UpstreamSpec {
             transport,
-            call_timeout: DEFAULT_CALL_TIMEOUT,
-            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            call_timeout: Self::DEFAULT_CALL_TIMEOUT,
+            startup_timeout: Self::DEFAULT_STARTUP_TIMEOUT,
             isolate_sessions: false,
         }
     }
@@ -157,29 +174,12 @@ pub(crate) fn http_headers(
     Ok(out)
 }
 
-/// The config's `mcpServers`, by name, as upstream specs.
-pub fn upstream_specs(
-    config: &codemode_policies::Config,
-) -> std::collections::HashMap<String, UpstreamSpec> {
-    config
-        .servers
-        .iter()
-        .map(|(name, server)| {
-            let spec = UpstreamSpec::with_transport(server.transport.clone())
-                .call_timeout(server.timeout)
-                .startup_timeout(server.startup_timeout)
-                .isolate_sessions(server.isolate_sessions);
-            (name.clone(), spec)
-        })
-        .collect()
-}
-
 /// Checks an upstream server name.
 ///
 /// Scripts call `codemode.<server>__<tool>`, and the first `__` of such a name must end the
 /// server part, so a server name is non-empty ASCII letters, digits, `_` and `-`, without `__`
 /// and not ending in `_`.
-pub fn validate_server_name(name: &str) -> Result<(), UpstreamError> {
+pub(crate) fn validate_server_name(name: &str) -> Result<(), UpstreamError> {
     let bad = |reason| {
         Err(UpstreamError::InvalidName {
             name: name.into(),

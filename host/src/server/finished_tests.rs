@@ -9,7 +9,7 @@ use std::sync::Arc;
 use codemode_policies::{ApprovalAnswer, ApprovalDecision, Channel, Config};
 use codemode_runtime::{BoxFuture, CancellationToken, EvalId, ParkRequest, Runtime, RuntimeConfig};
 use codemode_test_support::peers;
-use codemode_upstream::{DEFAULT_MAX_MEDIA_BYTES, KeptMedia, UpstreamPool, UpstreamSpec};
+use codemode_upstream::{KeptMedia, Media, UpstreamPool, UpstreamSpec};
 use serde_json::json;
 
 use super::*;
@@ -116,7 +116,7 @@ async fn media_received_before_a_park_are_attached_after_the_resume() {
         }
     };
     let id = |value: &serde_json::Value| value["id"].as_str().unwrap_or_default().to_string();
-    let (finished, values) = resume(DEFAULT_MAX_MEDIA_BYTES).await;
+    let (finished, values) = resume(Media::DEFAULT_MAX_BYTES).await;
     let (before, after) = (id(&values["before"]), id(&values["after"]));
     assert_eq!(before, saved[0].id);
     assert!(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use codemode_policies::AuditRecord;
 use codemode_policies::{AccessAuditRecord, Caller, Decision, Profile, bounded, neutralize};
 use codemode_runtime::CallStatus;
-use codemode_upstream::resources::{UpstreamRequestError, map_contents, policy_name, unmap_uri};
+use codemode_upstream::resources::{MappedUri, UpstreamRequestError};
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult,
@@ -78,9 +78,9 @@ impl Governed {
     }
 }
 
-/// The policy name of a mapped URI (see [`policy_name`]).
+/// The policy name of a mapped URI (see [`MappedUri::policy_name`]).
 fn resource_name(mapped: &str) -> Option<String> {
-    unmap_uri(mapped).map(|(server, uri)| policy_name(server, uri))
+    MappedUri::parse(mapped).map(|m| m.policy_name())
 }
 
 pub(super) fn not_found(what: &str) -> McpError {
@@ -139,7 +139,7 @@ impl CodemodeServer {
     ) -> Result<ReadResourceResult, McpError> {
         let governed = self.governed(ctx);
         let shown = bounded(uri, SHOWN_CHARS);
-        let Some((server, original)) = unmap_uri(uri) else {
+        let Some(MappedUri { server, original }) = MappedUri::parse(uri) else {
             let mut record = AccessAuditRecord::now("", "resources/read", &shown);
             record.decision = Decision::Denied;
             record.status = CallStatus::Denied;
@@ -149,7 +149,7 @@ impl CodemodeServer {
                 "`{shown}` is not a resource of codemode: its resources are `codemode://<server>/<the upstream's URI>` (see resources/list)"
             )));
         };
-        let name = policy_name(server, original);
+        let name = MappedUri { server, original }.policy_name();
         let mut record = AccessAuditRecord::now("", "resources/read", &name);
         if !governed.lets_resource(&name) {
             record.decision = Decision::Denied;
@@ -165,7 +165,7 @@ impl CodemodeServer {
             .read_resource(server, original, None)
             .await;
         let result = match read {
-            Ok(result) => map_contents(server, result),
+            Ok(result) => MappedUri { server, original }.map_contents(result),
             Err(e) => {
                 record.status = CallStatus::Error;
                 record.reason = Some(e.to_string());
@@ -276,12 +276,10 @@ impl CodemodeServer {
             }
             Reference::Resource(resource) => {
                 let mapped = resource.uri.clone();
-                match unmap_uri(&mapped) {
-                    Some((server, original))
-                        if governed.lets_resource(&policy_name(server, original)) =>
-                    {
-                        resource.uri = original.to_string();
-                        Some(server.to_string())
+                match MappedUri::parse(&mapped) {
+                    Some(parsed) if governed.lets_resource(&parsed.policy_name()) => {
+                        resource.uri = parsed.original.to_string();
+                        Some(parsed.server.to_string())
                     }
                     _ => None,
                 }

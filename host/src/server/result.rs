@@ -21,7 +21,6 @@ use std::fmt::Write as _;
 use codemode_policies::{bounded, neutralize};
 use codemode_runtime::{CallStatus, EvalOutcome, ToolCallRecord};
 use codemode_upstream::Attachment;
-use codemode_upstream::media::decoded_len;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
@@ -79,20 +78,20 @@ fn media_entries(finished: &Finished) -> Vec<(String, Value)> {
 
 /// A block's type and `, image/png, 1,234 bytes` (or its URI), upstream text neutralised.
 fn about(a: &Attachment) -> (&'static str, String) {
-    let size = |b64: &str| group(usize::try_from(decoded_len(b64)).unwrap_or(usize::MAX));
+    let size = || group(usize::try_from(a.size().unwrap_or_default()).unwrap_or(usize::MAX));
     match &a.block {
         ContentBlock::Image(i) => (
             "image",
-            format!(", {}, {} bytes", neutralize(&i.mime_type), size(&i.data)),
+            format!(", {}, {} bytes", neutralize(&i.mime_type), size()),
         ),
         ContentBlock::Audio(i) => (
             "audio",
-            format!(", {}, {} bytes", neutralize(&i.mime_type), size(&i.data)),
+            format!(", {}, {} bytes", neutralize(&i.mime_type), size()),
         ),
         ContentBlock::Resource(r) => match &r.resource {
-            ResourceContents::BlobResourceContents { uri, blob, .. } => (
+            ResourceContents::BlobResourceContents { uri, .. } => (
                 "resource",
-                format!(" {}, {} bytes", neutralize(uri), size(blob)),
+                format!(" {}, {} bytes", neutralize(uri), size()),
             ),
             _ => ("resource", String::new()),
         },

@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use codemode_policies::{AuditSink, AuditWriter, Config};
-use codemode_runtime::{DEFAULT_THREAD_KEEP_ALIVE, Runtime, ThreadPool};
+use codemode_runtime::{Runtime, ThreadPool};
 use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 
 use super::suspend::Suspensions;
 use codemode_upstream::oauth::Logins;
-use codemode_upstream::{UpstreamPool, upstream_specs};
+use codemode_upstream::{UpstreamPool, UpstreamSpec};
 
 /// Shared server state. See the module docs.
 pub struct ServerState {
@@ -79,7 +79,7 @@ impl ServerState {
             legacy: Arc::default(),
             eval_threads: ThreadPool::builder()
                 .name("codemode-eval")
-                .keep_alive(DEFAULT_THREAD_KEEP_ALIVE)
+                .keep_alive(ThreadPool::DEFAULT_KEEP_ALIVE)
                 .build(),
             durable: std::sync::OnceLock::new(),
             metrics: Arc::default(),
@@ -163,7 +163,7 @@ impl ServerState {
             },
             None => None,
         };
-        let specs = upstream_specs(&config);
+        let specs = UpstreamSpec::of_config(&config);
         let applied = if wait {
             self.upstreams.set_upstreams(specs).await
         } else {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use codemode_policies::{AccessAuditRecord, Caller, Decision, bounded};
 use codemode_runtime::CallStatus;
-use codemode_upstream::resources::{policy_name, unmap_uri};
+use codemode_upstream::resources::MappedUri;
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer};
 
@@ -49,13 +49,13 @@ fn refusal(governed: &Governed, uri: &str) -> Option<(String, String, McpError)>
             McpError::invalid_params(reason, None),
         ));
     }
-    let Some((server, original)) = unmap_uri(uri) else {
+    let Some(MappedUri { server, original }) = MappedUri::parse(uri) else {
         let error = not_found(&format!(
             "`{shown}` is not a resource of codemode: its resources are `codemode://<server>/<the upstream's URI>` (see resources/list)"
         ));
         return Some((shown, "not a resource of codemode".into(), error));
     };
-    let name = policy_name(server, original);
+    let name = MappedUri { server, original }.policy_name();
     if !governed.lets_resource(&name) {
         let error = not_found(&format!("no resource `{shown}`"));
         return Some((
@@ -70,8 +70,8 @@ fn refusal(governed: &Governed, uri: &str) -> Option<(String, String, McpError)>
 /// The name a mapped URI is audited under: its policy name, or the URI itself (shortened)
 /// when it is not codemode's.
 fn audited_name(uri: &str) -> String {
-    match unmap_uri(uri) {
-        Some((server, original)) if too_long(uri).is_none() => policy_name(server, original),
+    match MappedUri::parse(uri) {
+        Some(mapped) if too_long(uri).is_none() => mapped.policy_name(),
         _ => bounded(uri, SHOWN_CHARS),
     }
 }

@@ -15,7 +15,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use codemode_policies::Caller;
-use codemode_upstream::resources::{UpstreamRequestError, map_uri, policy_name, unmap_uri};
+use codemode_upstream::resources::{MappedUri, UpstreamRequestError};
 use codemode_upstream::{ResourceUpdate, UpstreamPool};
 use futures::future::BoxFuture;
 use tokio::sync::broadcast::error::RecvError;
@@ -262,7 +262,7 @@ impl ResourceWatchers {
         key: &str,
         (listener, caller): (Arc<dyn Listener>, Caller),
     ) -> Result<(), WatchError> {
-        let Some((server, original)) = unmap_uri(mapped) else {
+        let Some(MappedUri { server, original }) = MappedUri::parse(mapped) else {
             return Ok(());
         };
         let ticket = self.ticket(mapped);
@@ -313,7 +313,7 @@ impl ResourceWatchers {
         let ticket = self.ticket(mapped);
         let _changing = ticket.gate.lock().await;
         if self.remove(mapped, key)
-            && let Some((server, original)) = unmap_uri(mapped)
+            && let Some(MappedUri { server, original }) = MappedUri::parse(mapped)
         {
             upstreams.unsubscribe(server, original).await;
         }
@@ -341,7 +341,9 @@ impl ResourceWatchers {
             .lock()
             .by_uri
             .keys()
-            .filter(|mapped| unmap_uri(mapped).is_some_and(|(s, _)| !upstreams.has_server(s)))
+            .filter(|mapped| {
+                MappedUri::parse(mapped).is_some_and(|m| !upstreams.has_server(m.server))
+            })
             .cloned()
             .collect();
         for mapped in &orphans {
@@ -370,8 +372,12 @@ impl ResourceWatchers {
         judge: &dyn Judge,
         (server, uri): (&str, &str),
     ) {
-        let mapped = map_uri(server, uri);
-        let name = policy_name(server, uri);
+        let resource = MappedUri {
+            server,
+            original: uri,
+        };
+        let mapped = resource.to_string();
+        let name = resource.policy_name();
         let hidden: Vec<String> = {
             let registry = self.lock();
             let Some(watches) = registry.by_uri.get(&mapped) else {

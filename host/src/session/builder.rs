@@ -190,7 +190,7 @@ impl GovernedEvalBuilder {
 
     /// The most bytes of media (images, audio, blobs of upstream results) the eval keeps for its
     /// result (`limits.maxMediaBytes`): see [`codemode_upstream::media`]. Default:
-    /// [`DEFAULT_MAX_MEDIA_BYTES`](codemode_upstream::DEFAULT_MAX_MEDIA_BYTES) (4 MiB).
+    /// [`Media::DEFAULT_MAX_BYTES`](codemode_upstream::Media::DEFAULT_MAX_BYTES) (4 MiB).
     pub fn max_media_bytes(mut self, bytes: u64) -> Self {
         self.eval.media = Media::new(bytes);
         self

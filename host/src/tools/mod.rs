@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use codemode_policies::{DispositionKind, MatchedBy, Profile, quoted};
 
 use crate::approvals::Asker;
-use codemode_upstream::catalog::{self, ToolInfo};
+use codemode_upstream::catalog::ToolInfo;
 use codemode_upstream::{CallRelay, CallSampler, CallScope, Media, UpstreamPool};
 
 /// `search_tools`'s name.
@@ -299,7 +299,7 @@ pub fn search_tools(tools: &[ToolInfo], args: &Value) -> Result<Value, ToolError
             .map(|n| (n as usize).min(MAX_LIMIT))
             .ok_or_else(|| ToolError::failed("`limit` must be a positive integer"))?,
     };
-    let hits = catalog::search(tools, query, limit);
+    let hits = ToolInfo::search(tools, query, limit);
     Ok(json!({ "results": hits }))
 }
 
@@ -337,7 +337,7 @@ pub fn get_tools(
                 // ranks (a name the script half remembers).
                 let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
                 let mut near = codemode_runtime::closest(name, &names, 3);
-                for hit in catalog::search(tools, name, 3) {
+                for hit in ToolInfo::search(tools, name, 3) {
                     if near.len() < 3 && !near.contains(&hit.name) {
                         near.push(hit.name);
                     }
@@ -346,7 +346,7 @@ pub fn get_tools(
             }
         }
     }
-    let declarations = catalog::declarations_with(&found, &|t| observed.of(&t.name));
+    let declarations = ToolInfo::declarations_with(&found, &|t| observed.of(&t.name));
     Ok(json!({ "declarations": declarations, "missing": missing }))
 }
 
@@ -411,10 +411,8 @@ impl ScriptTools {
     /// Upstream tools plus built-ins; `hitl_request`, and the upstreams' own elicitations
     /// during this eval's calls, ask through `asker`.
     pub fn new(upstreams: UpstreamPool, asker: Arc<dyn Asker>) -> Self {
-        let scope = CallScope {
-            elicitor: Some(Arc::new(ForwardElicitation::new(asker.clone()))),
-            ..CallScope::default()
-        };
+        let scope = CallScope::default()
+            .with_elicitor(Some(Arc::new(ForwardElicitation::new(asker.clone()))));
         ScriptTools {
             observed: ObservedTypes::new(upstreams.clone(), None, Arc::default()),
             upstreams,
@@ -428,21 +426,21 @@ impl ScriptTools {
     /// Where the upstreams' progress and log messages about this eval's calls go. Default:
     /// none (dropped).
     pub(crate) fn with_relay(mut self, relay: Option<Arc<dyn CallRelay>>) -> Self {
-        self.scope.relay = relay;
+        self.scope = self.scope.with_relay(relay);
         self
     }
 
     /// Where the media of upstream results go (the eval's store). Default: a store of this
-    /// host's own, of [`codemode_upstream::DEFAULT_MAX_MEDIA_BYTES`].
+    /// host's own, of [`codemode_upstream::Media::DEFAULT_MAX_BYTES`].
     pub(crate) fn with_media(mut self, media: Media) -> Self {
-        self.scope.media = media;
+        self.scope = self.scope.with_media(media);
         self
     }
 
     /// Who answers the upstreams' sampling requests during this eval's calls. Default: none
     /// (refused).
     pub(crate) fn with_sampler(mut self, sampler: Option<Arc<dyn CallSampler>>) -> Self {
-        self.scope.sampler = sampler;
+        self.scope = self.scope.with_sampler(sampler);
         self
     }
 
@@ -463,10 +461,10 @@ impl ScriptTools {
             return self.upstreams.call_in(name, args, cx, &self.scope).await;
         };
         let span = trace.upstream_request(cx.call_id);
-        let scope = CallScope {
-            traceparent: Some(span.traceparent()),
-            ..self.scope.clone()
-        };
+        let scope = self
+            .scope
+            .clone()
+            .with_traceparent(Some(span.traceparent()));
         let result = self.upstreams.call_in(name, args, cx, &scope).await;
         span.end(name, result.is_ok());
         result

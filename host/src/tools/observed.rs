@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use codemode_policies::{OutputPolicy, Profile, ResultObserver};
 use codemode_upstream::UpstreamPool;
-use codemode_upstream::catalog::{ObservedType, compact_type};
+use codemode_upstream::catalog::ObservedType;
 use serde_json::Value;
 
 /// The result types one profile's scripts have seen, kept by the upstream pool (see
@@ -51,11 +51,7 @@ impl ObservedTypes {
     /// The type of `tool`'s results on one line (`{ content: string }`): the one it declares,
     /// else the one observed.
     pub fn shape(&self, tool: &str) -> Option<String> {
-        let schema = match self.upstreams.output_schema(tool) {
-            Some(declared) => declared,
-            None => self.of(tool)?.schema,
-        };
-        Some(compact_type(&schema))
+        self.upstreams.result_shape(&self.view(tool), tool)
     }
 }
 

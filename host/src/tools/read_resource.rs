@@ -9,7 +9,7 @@
 use codemode_policies::Profile;
 use codemode_runtime::ToolError;
 
-use codemode_upstream::resources::{URI_PREFIX, UpstreamRequestError, policy_name, unmap_uri};
+use codemode_upstream::resources::{MappedUri, UpstreamRequestError};
 use codemode_upstream::{CallScope, UpstreamPool};
 use serde_json::{Value, json};
 
@@ -45,9 +45,9 @@ pub(super) async fn run(
     let server = text_arg(&args, "server")?;
     let mut uri = text_arg(&args, "uri")?;
     // A mapped URI (as codemode's own resources/list shows them) names its server itself.
-    if uri.starts_with(URI_PREFIX) {
-        match unmap_uri(uri) {
-            Some((mapped_server, original)) if mapped_server == server => uri = original,
+    if uri.starts_with(MappedUri::PREFIX) {
+        match MappedUri::parse(uri) {
+            Some(mapped) if mapped.server == server => uri = mapped.original,
             _ => {
                 return Err(ToolError::failed(format!(
                     "`{}` is not a resource of server `{}`: pass the server's own URI",
@@ -57,7 +57,11 @@ pub(super) async fn run(
             }
         }
     }
-    let name = policy_name(server, uri);
+    let name = MappedUri {
+        server,
+        original: uri,
+    }
+    .policy_name();
     if profile.is_some_and(|p| !p.lets_resource(&name)) {
         return Err(ToolError::Denied {
             tool: TOOL_NAME.into(),

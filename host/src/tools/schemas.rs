@@ -1,13 +1,13 @@
 //! The compiled schemas of the tools scripts can call ([`ToolSchemas`]): the built-ins and the
 //! upstream tools, compiled once per version of the tool list and shared by every eval on the
-//! same [`UpstreamPool`] (in its [`codemode_upstream::SchemaCache`]).
+//! same [`UpstreamPool`] ([`UpstreamPool::compiled_schemas`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use codemode_policies::{Class, SchemaSource, ToolSchemaSpec, ToolSchemas};
 use codemode_upstream::UpstreamPool;
-use codemode_upstream::catalog::declarations;
+use codemode_upstream::catalog::ToolInfo;
 
 use super::catalog;
 
@@ -26,18 +26,19 @@ impl CatalogSchemas {
 
 impl SchemaSource for CatalogSchemas {
     fn schemas(&self) -> Arc<ToolSchemas> {
-        // The version is read before the tools: if the list changes in between, the next call
-        // sees a newer version and compiles again.
-        let version = self.upstreams.version();
-        self.upstreams.schema_cache().get_or_compile(version, || {
+        self.upstreams.compiled_schemas(|| {
             let tools = catalog(&self.upstreams);
             let annotated = annotated_classes(&self.upstreams);
-            let (schemas, problems) = ToolSchemas::compile(tools.iter().map(|t| ToolSchemaSpec {
-                name: &t.name,
-                input_schema: &t.input_schema,
-                output_schema: t.output_schema.as_ref(),
-                signature: declarations(std::slice::from_ref(t)).trim_end().to_string(),
-                annotated: annotated.get(&t.name).copied(),
+            let (schemas, problems) = ToolSchemas::compile(tools.iter().map(|t| {
+                ToolSchemaSpec {
+                    name: &t.name,
+                    input_schema: &t.input_schema,
+                    output_schema: t.output_schema.as_ref(),
+                    signature: ToolInfo::declarations(std::slice::from_ref(t))
+                        .trim_end()
+                        .to_string(),
+                    annotated: annotated.get(&t.name).copied(),
+                }
             }));
             (schemas, problems.iter().map(ToString::to_string).collect())
         })

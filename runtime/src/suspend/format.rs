@@ -1,4 +1,5 @@
-//! The bytes of a saved eval (format version [`FORMAT_VERSION`]), all integers little-endian:
+//! The bytes of a saved eval (format version [`Suspended::FORMAT_VERSION`]), all integers
+//! little-endian:
 //!
 //! ```text
 //! magic "CMPARKED" (8) · format version u16 · guest sha256 (32) · crc32 of all the rest u32
@@ -30,13 +31,6 @@ use crate::guest::GuestHash;
 
 const MAGIC: &[u8; 8] = b"CMPARKED";
 
-/// The version of the format [`crate::Suspended::save`] writes. [`crate::Suspended::load`]
-/// reads it and every earlier version ([`OLDEST_VERSION`] on).
-pub const FORMAT_VERSION: u16 = 2;
-
-/// The oldest format version [`crate::Suspended::load`] reads.
-pub const OLDEST_VERSION: u16 = 1;
-
 const HEADER: usize = 8 + 2 + 32 + 4;
 
 const RAW: u8 = 0;
@@ -51,7 +45,14 @@ const ZSTD_LEVEL: i32 = -3;
 const COMPRESS_FROM: usize = 16 << 10;
 
 impl Suspended {
-    /// The eval as bytes: versioned ([`FORMAT_VERSION`]), checksummed, naming its guest's
+    /// The version of the format [`Suspended::save`] writes. [`Suspended::load`] reads it and
+    /// every earlier version ([`Suspended::OLDEST_FORMAT_VERSION`] on).
+    pub const FORMAT_VERSION: u16 = 2;
+
+    /// The oldest format version [`Suspended::load`] reads.
+    pub const OLDEST_FORMAT_VERSION: u16 = 1;
+
+    /// The eval as bytes: versioned ([`Self::FORMAT_VERSION`]), checksummed, naming its guest's
     /// sha256. [`Suspended::load`] reads them back, and so does a later runtime.
     pub fn save(&self) -> Vec<u8> {
         encode(self.guest, &self.state, &self.memory)
@@ -59,8 +60,8 @@ impl Suspended {
 
     /// Reads what [`Suspended::save`] wrote.
     ///
-    /// Reads every format version from [`OLDEST_VERSION`] to [`FORMAT_VERSION`]: evals saved
-    /// before an upgrade resume after it.
+    /// Reads every format version from [`Self::OLDEST_FORMAT_VERSION`] to
+    /// [`Self::FORMAT_VERSION`]: evals saved before an upgrade resume after it.
     ///
     /// # Errors
     /// [`LoadError`] saying what is wrong: not a saved eval, a newer format version, a
@@ -93,7 +94,7 @@ pub enum LoadError {
     /// Saved in a format version this runtime does not read (a newer one).
     #[error(
         "a saved eval of format version {found}; this runtime reads versions {} to {supported}",
-        OLDEST_VERSION
+        Suspended::OLDEST_FORMAT_VERSION
     )]
     Version {
         /// The version the bytes say.
@@ -141,7 +142,7 @@ pub(crate) fn encode(guest: GuestHash, state: &SavedEval, memory: &MemoryDiff) -
 
     let mut out = Vec::with_capacity(HEADER + 4 + state.len() + 5 + raw.len());
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&Suspended::FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&guest.0);
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&(state.len() as u32).to_le_bytes());
@@ -168,10 +169,10 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(GuestHash, SavedEval, MemoryDiff),
     }
     let mut r = Reader::new(bytes, MAGIC.len());
     let version = u16::from_le_bytes(r.array("the format version")?);
-    if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
+    if !(Suspended::OLDEST_FORMAT_VERSION..=Suspended::FORMAT_VERSION).contains(&version) {
         return Err(LoadError::Version {
             found: version,
-            supported: FORMAT_VERSION,
+            supported: Suspended::FORMAT_VERSION,
         });
     }
     let guest = GuestHash(r.array("the guest's hash")?);
@@ -218,7 +219,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(GuestHash, SavedEval, MemoryDiff),
 /// header, a run per page, a map bit per 4-byte word (version 1: per 8-byte word) and every
 /// word.
 fn largest_section(limit: u64) -> u64 {
-    let size = limit.min(crate::MAX_MEMORY_LIMIT);
+    let size = limit.min(crate::RuntimeConfig::MAX_MEMORY_LIMIT);
     let pages = size.div_ceil(PAGE as u64);
     12 + pages * 8 + pages * MAP_PER_PAGE as u64 + size
 }
@@ -441,7 +442,7 @@ mod tests {
     /// again is version 2.
     #[test]
     fn an_eval_saved_in_version_1_loads_and_resumes() {
-        use crate::{EvalControl, GUEST_WASM, Runtime, RuntimeConfig, Suspended};
+        use crate::{EvalControl, Runtime, RuntimeConfig, Suspended};
         use serde_json::json;
 
         let v1 = include_bytes!("fixtures/v1.bin");
@@ -459,7 +460,10 @@ mod tests {
             "9f55ad0fa933a8cc91f1e4f849fb9c6a6ccf25fc495472483ed6efcb113bd148"
         );
         assert_eq!(loaded.guest_hash(), v1_guest);
-        assert_eq!(runtime.guests(), vec![GuestHash::of(GUEST_WASM), v1_guest]);
+        assert_eq!(
+            runtime.guests(),
+            vec![GuestHash::of(Runtime::GUEST_WASM), v1_guest]
+        );
         assert_eq!(loaded.eval_id(), EvalId(42));
         assert_eq!(
             loaded.pending(),
@@ -475,7 +479,10 @@ mod tests {
         assert_eq!(loaded.logs()[0].message, "built 1000");
 
         let again = loaded.save();
-        assert_eq!(u16::from_le_bytes([again[8], again[9]]), FORMAT_VERSION);
+        assert_eq!(
+            u16::from_le_bytes([again[8], again[9]]),
+            Suspended::FORMAT_VERSION
+        );
         let reloaded = Suspended::load(&again).unwrap();
         assert_eq!(
             (&reloaded.memory, &reloaded.state),

@@ -197,7 +197,9 @@ impl MemoryDiff {
     /// Checks that the memory is at most 4 GiB and the runs lie inside it, ascending and
     /// disjoint; returns the number of pages they name.
     pub(crate) fn check_runs(&self) -> Result<usize, String> {
-        if self.size > crate::MAX_MEMORY_LIMIT || !self.size.is_multiple_of(PAGE as u64) {
+        if self.size > crate::RuntimeConfig::MAX_MEMORY_LIMIT
+            || !self.size.is_multiple_of(PAGE as u64)
+        {
             return Err(format!(
                 "a memory of {} bytes is not a whole number of pages up to 4 GiB",
                 self.size

@@ -44,7 +44,7 @@ mod format;
 pub(crate) mod memory;
 mod resident;
 
-pub use format::{FORMAT_VERSION, LoadError, OLDEST_VERSION};
+pub use format::LoadError;
 use memory::MemoryDiff;
 
 /// How an eval that may park ended: finished, or parked for later.
@@ -255,7 +255,7 @@ impl SavedEval {
             last = call.call_id;
         }
         let mut widest = crate::RuntimeConfig::default();
-        widest.max_memory(crate::MAX_MEMORY_LIMIT);
+        widest.max_memory(crate::RuntimeConfig::MAX_MEMORY_LIMIT);
         self.options
             .to_options()
             .validate(&widest)

@@ -47,7 +47,7 @@ struct Entry {
 
 /// The observed result types of a pool's tools, by profile and tool name.
 #[derive(Default)]
-pub struct ObservedResults {
+pub(crate) struct ObservedResults {
     entries: Mutex<HashMap<(String, String), Entry>>,
 }
 

@@ -71,9 +71,8 @@ fn terms(tool: &ToolInfo) -> Vec<String> {
     out
 }
 
-/// Ranks `tools` against `query`; returns at most `limit` hits with a positive score, best first
-/// (ties by name). An empty query lists tools by name.
-pub fn search(tools: &[ToolInfo], query: &str, limit: usize) -> Vec<SearchHit> {
+/// [`ToolInfo::search`].
+pub(crate) fn search(tools: &[ToolInfo], query: &str, limit: usize) -> Vec<SearchHit> {
     let query_terms: Vec<String> = words(query).iter().map(|w| stem(w)).collect();
     let docs: Vec<Vec<String>> = tools.iter().map(terms).collect();
     let n = docs.len().max(1) as f64;

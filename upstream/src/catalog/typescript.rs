@@ -25,7 +25,7 @@ fn member(name: &str) -> String {
 
 /// How a script calls the tool, with its required argument names:
 /// `await codemode.fs__read_file({ path })` or `await codemode["a-b"]({})`.
-pub fn js_call_form(tool: &ToolInfo) -> String {
+pub(crate) fn js_call_form(tool: &ToolInfo) -> String {
     let callee = if is_identifier(&tool.name) {
         format!("codemode.{}", tool.name)
     } else {
@@ -56,19 +56,13 @@ pub fn js_call_form(tool: &ToolInfo) -> String {
 /// The most optional arguments a call hint names.
 const MAX_HINTED: usize = 6;
 
-/// A `declare const codemode: { … }` block declaring each tool as a method. Everything in it
-/// the upstream chose (descriptions, names, property names, enum values) is shown as
-/// [`neutralize`](codemode_policies::neutralize) shows it: the block's own line breaks stay,
-/// every other control, format or invisible character is an escape — as in `search_tools`'s
-/// text.
-pub fn declarations(tools: &[ToolInfo]) -> String {
+/// [`ToolInfo::declarations`].
+pub(crate) fn declarations(tools: &[ToolInfo]) -> String {
     declarations_with(tools, &|_| None)
 }
 
-/// [`declarations`], a tool without an `outputSchema` typed by what `observed` gives for it
-/// (the results seen so far, see [`ObservedResults`](super::ObservedResults)), marked as
-/// observed by a comment: a model reads it as a likely shape, not a promise.
-pub fn declarations_with(
+/// [`ToolInfo::declarations_with`].
+pub(crate) fn declarations_with(
     tools: &[ToolInfo],
     observed: &dyn Fn(&ToolInfo) -> Option<ObservedType>,
 ) -> String {
@@ -105,7 +99,7 @@ pub fn declarations_with(
 /// A schema's TypeScript type on one line, without doc comments, at most `MAX_COMPACT`
 /// characters (then cut with `…`): for an error message naming a value's shape, e.g.
 /// `{ content: string }`. Upstream-chosen names are [`neutralize`](codemode_policies::neutralize)d.
-pub fn compact_type(schema: &Value) -> String {
+pub(crate) fn compact_type(schema: &Value) -> String {
     let full = ts_type(schema, schema, 0, 0);
     let mut out = String::new();
     let mut in_doc = false;

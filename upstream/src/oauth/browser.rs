@@ -9,15 +9,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::error::{OAuthError, safe_code};
 
-/// How long a login waits for the browser to come back.
-pub const LOGIN_WAIT: Duration = Duration::from_secs(5 * 60);
 /// The longest request head read from the browser.
 const MAX_HEAD: usize = 16 * 1024;
 /// How long one browser connection may take to send its request.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Shows a person the authorization URL of a login to an upstream: `(server, url)`.
-pub type ShowUrl = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 /// Why a `--browser CMD` is not a command ([`Browser::command`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +24,9 @@ pub enum BrowserCommandError {
     #[error("--browser: `{0}` has a quote that does not close")]
     UnclosedQuote(String),
 }
+
+/// Shows a person the authorization URL of a login to an upstream: `(server, url)`.
+pub type ShowUrl = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 /// How the authorization URL reaches a person.
 #[derive(Clone)]
@@ -49,6 +47,9 @@ impl std::fmt::Debug for Browser {
 }
 
 impl Browser {
+    /// How long a login waits for the browser to come back.
+    pub const LOGIN_WAIT: Duration = Duration::from_secs(5 * 60);
+
     /// `--browser CMD`: `CMD` split into words as a shell would (quotes, backslashes), no shell
     /// run.
     ///
@@ -164,7 +165,7 @@ impl Redirect {
                 });
             }
         });
-        let waited = tokio::time::timeout(LOGIN_WAIT, async {
+        let waited = tokio::time::timeout(Browser::LOGIN_WAIT, async {
             while let Some((stream, target)) = arrived.recv().await {
                 let verdict = target.as_deref().map(|t| judge(t, &self.path, state));
                 match verdict {
@@ -192,7 +193,7 @@ impl Redirect {
                 server,
                 format!(
                     "nobody completed the login within {} minutes",
-                    LOGIN_WAIT.as_secs() / 60
+                    Browser::LOGIN_WAIT.as_secs() / 60
                 ),
             )
         })??;

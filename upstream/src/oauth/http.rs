@@ -4,14 +4,14 @@
 use super::error::OAuthError;
 
 /// How long one OAuth HTTP request (discovery, the challenge probe, a token request) may take.
-pub const OAUTH_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+pub(crate) const OAUTH_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// How long one step of a login driven by rmcp (discovery, registration, the code exchange)
 /// may take: rmcp's own HTTP client has no time limit.
 pub(crate) const OAUTH_STEP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// The largest answer read from an authorization server.
-pub const MAX_OAUTH_RESPONSE: usize = 64 * 1024;
+pub(crate) const MAX_OAUTH_RESPONSE: usize = 64 * 1024;
 
-/// The HTTP client of codemode's own OAuth requests: no redirects, [`OAUTH_REQUEST_TIMEOUT`].
+/// The HTTP client of codemode's own OAuth requests: no redirects, 30 s a request.
 pub fn oauth_http(server: &str) -> Result<reqwest::Client, OAuthError> {
     crate::crypto::install();
     reqwest::Client::builder()
@@ -28,12 +28,12 @@ pub enum UnreadResponse {
     /// The connection failed while the body was read.
     #[error(transparent)]
     Read(reqwest::Error),
-    /// The body is longer than [`MAX_OAUTH_RESPONSE`].
+    /// The body is longer than 64 KiB.
     #[error("it is over {MAX_OAUTH_RESPONSE} bytes")]
     TooLong,
 }
 
-/// A response's body, at most [`MAX_OAUTH_RESPONSE`] bytes.
+/// A response's body, at most 64 KiB.
 ///
 /// # Errors
 /// [`UnreadResponse`] when the body cannot be read or is too long.

@@ -31,14 +31,12 @@ use rmcp::transport::auth::{
 use tokio::sync::watch;
 
 pub(crate) use authorizing::{Authorizing, Challenges};
-pub use browser::{Browser, BrowserCommandError, LOGIN_WAIT, ShowUrl};
+pub use browser::{Browser, BrowserCommandError, ShowUrl};
 use discovery::discover;
 pub use error::OAuthError;
 use error::describe;
 use http::bounded;
-pub use http::{
-    MAX_OAUTH_RESPONSE, OAUTH_REQUEST_TIMEOUT, UnreadResponse, oauth_http, read_bounded,
-};
+pub use http::{UnreadResponse, oauth_http, read_bounded};
 use record::{Backend, LoginRecord, SavedLogin, now_secs};
 use status::status_of;
 pub use status::{LoginState, LoginStatus};
@@ -165,7 +163,8 @@ impl Logins {
     ///
     /// # Errors
     /// [`OAuthError`] naming the upstream: discovery, registration, the person not coming back
-    /// within [`LOGIN_WAIT`], a redirect that does not match the login, the token endpoint.
+    /// within [`Browser::LOGIN_WAIT`], a redirect that does not match the login, the token
+    /// endpoint.
     pub async fn login(
         &self,
         server: &str,

@@ -91,10 +91,7 @@ async fn forwards_elicitation_and_pauses_the_call_timeout() {
     });
     let pool = eliciting_everything(Duration::from_secs(2)).await;
     // The eval lends its human to its calls.
-    let scope = CallScope {
-        elicitor: Some(handler.clone()),
-        ..CallScope::default()
-    };
+    let scope = CallScope::default().with_elicitor(Some(handler.clone()));
     let r = pool
         .call_in(
             "everything__trigger-elicitation-request",
@@ -159,10 +156,7 @@ async fn another_evals_question_does_not_pause_a_calls_timeout() {
         asked: tokio::sync::Notify::new(),
         released: tokio::sync::Notify::new(),
     });
-    let asked_eval = CallScope {
-        elicitor: Some(human.clone()),
-        ..CallScope::default()
-    };
+    let asked_eval = CallScope::default().with_elicitor(Some(human.clone()));
     let asking = tokio::spawn({
         let (pool, scope) = (pool.clone(), asked_eval.clone());
         async move {

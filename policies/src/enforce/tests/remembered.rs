@@ -31,6 +31,49 @@ fn rules(audit: &Arc<MemoryAuditSink>) -> (Arc<RememberedRules>, Arc<AtomicU64>)
     (Arc::new(rules), now)
 }
 
+/// What every test here starts from: rules in memory, audited to `audit`, read against the
+/// clock `now` the test moves, and a human who answers "from now on".
+struct Fixture {
+    audit: Arc<MemoryAuditSink>,
+    rules: Arc<RememberedRules>,
+    now: Arc<AtomicU64>,
+    human: Arc<FakeApprover>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let audit = Arc::new(MemoryAuditSink::new());
+        let (rules, now) = rules(&audit);
+        let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
+        Fixture {
+            audit,
+            rules,
+            now,
+            human,
+        }
+    }
+
+    /// A host of alice under `p`, asking `asker`, keeping its rules here.
+    fn host(&self, p: Arc<Profile>, asker: Arc<dyn Asker>) -> (PolicyToolHost, Arc<AtomicUsize>) {
+        self.host_for(p, "alice", asker)
+    }
+
+    /// A host of `caller` under `p`, asking `asker`, keeping its rules here.
+    fn host_for(
+        &self,
+        p: Arc<Profile>,
+        caller: &str,
+        asker: Arc<dyn Asker>,
+    ) -> (PolicyToolHost, Arc<AtomicUsize>) {
+        host(p, caller, asker, Some(self.rules.clone()), &self.audit)
+    }
+}
+
+/// A human who declines.
+fn declining() -> Arc<FakeApprover> {
+    FakeApprover::new(ApprovalDecision::Decline, Duration::ZERO)
+}
+
 fn host(
     p: Arc<Profile>,
     caller: &str,
@@ -71,26 +114,18 @@ fn rule_records(audit: &MemoryAuditSink) -> Vec<crate::RuleAuditRecord> {
 
 #[tokio::test]
 async fn an_answer_from_now_on_allows_exactly_that_call_without_asking() {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let (rules, _) = rules(&audit);
-    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
-    let (first, _) = host(
-        remembering(json!({})),
-        "alice",
-        human.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let f = Fixture::new();
+    let (first, _) = f.host(remembering(json!({})), f.human.clone());
     write(&first, "/x").await.unwrap();
-    assert_eq!(human.asked(), 1);
-    let request = human.requests.lock().unwrap()[0].clone();
+    assert_eq!(f.human.asked(), 1);
+    let request = f.human.requests.lock().unwrap()[0].clone();
     assert!(
         request
             .risk_policy
             .allowed_decisions()
             .contains(&ApprovalDecision::ApproveRemember)
     );
-    let rule = rules.list().await.unwrap().remove(0);
+    let rule = f.rules.list().await.unwrap().remove(0);
     assert_eq!(
         (
             rule.caller.as_str(),
@@ -101,12 +136,12 @@ async fn an_answer_from_now_on_allows_exactly_that_call_without_asking() {
     );
     assert_eq!(rule.args_sha256, args_sha256(&json!({"path": "/x"})));
     assert_eq!(rule.approved_by.as_deref(), Some("alice"));
-    let created = &audit.tool_calls()[0];
+    let created = &f.audit.tool_calls()[0];
     assert_eq!(
         created.decision_reason.as_deref(),
         Some(format!("remembered as rule {} until {}", rule.id, rule.expires_at()).as_str())
     );
-    let records = rule_records(&audit);
+    let records = rule_records(&f.audit);
     assert_eq!(records.len(), 1);
     assert_eq!(
         (
@@ -118,17 +153,11 @@ async fn an_answer_from_now_on_allows_exactly_that_call_without_asking() {
     );
 
     // Another eval (another host, another session) of the same caller: not asked.
-    let nobody = FakeApprover::new(ApprovalDecision::Decline, Duration::ZERO);
-    let (second, calls) = host(
-        remembering(json!({})),
-        "alice",
-        nobody.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let nobody = declining();
+    let (second, calls) = f.host(remembering(json!({})), nobody.clone());
     write(&second, "/x").await.unwrap();
     assert_eq!((nobody.asked(), calls.load(Ordering::SeqCst)), (0, 1));
-    let allowed = audit.tool_calls().pop().unwrap();
+    let allowed = f.audit.tool_calls().pop().unwrap();
     assert_eq!(
         (
             allowed.decision,
@@ -152,13 +181,7 @@ async fn an_answer_from_now_on_allows_exactly_that_call_without_asking() {
     // Other arguments, another caller, another profile: asked as before (and declined here).
     let r = write(&second, "/y").await;
     assert_eq!(reason_of(&r), Some("elicitation_declined"));
-    let (bob, _) = host(
-        remembering(json!({})),
-        "bob",
-        nobody.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let (bob, _) = f.host_for(remembering(json!({})), "bob", nobody.clone());
     assert_eq!(
         reason_of(&write(&bob, "/x").await),
         Some("elicitation_declined")
@@ -170,7 +193,7 @@ async fn an_answer_from_now_on_allows_exactly_that_call_without_asking() {
         )
         .unwrap(),
     );
-    let (elsewhere, _) = host(other, "alice", nobody.clone(), Some(rules.clone()), &audit);
+    let (elsewhere, _) = f.host(other, nobody.clone());
     assert_eq!(
         reason_of(&write(&elsewhere, "/x").await),
         Some("elicitation_declined")
@@ -179,13 +202,7 @@ async fn an_answer_from_now_on_allows_exactly_that_call_without_asking() {
     let critical = remembering(
         json!({"risk": {"fs__write": "critical"}, "riskPolicies": {"medium": {"rememberFor": "1h"}, "critical": {"rememberFor": "1h"}}}),
     );
-    let (riskier, _) = host(
-        critical,
-        "alice",
-        nobody.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let (riskier, _) = f.host(critical, nobody.clone());
     assert_eq!(
         reason_of(&write(&riskier, "/x").await),
         Some("elicitation_declined")
@@ -195,32 +212,28 @@ async fn an_answer_from_now_on_allows_exactly_that_call_without_asking() {
 
 #[tokio::test]
 async fn a_rule_ends_at_its_expiry_and_on_revocation() {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let (rules, now) = rules(&audit);
-    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
-    let (h, _) = host(
-        remembering(json!({})),
-        "alice",
-        human.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let f = Fixture::new();
+    let (h, _) = f.host(remembering(json!({})), f.human.clone());
     write(&h, "/x").await.unwrap();
     write(&h, "/x").await.unwrap();
-    assert_eq!(human.asked(), 1);
+    assert_eq!(f.human.asked(), 1);
     // An hour later the rule is over: asked again (which remembers it anew).
-    now.fetch_add(HOUR_MS, Ordering::SeqCst);
-    assert!(rules.list().await.unwrap().is_empty());
+    f.now.fetch_add(HOUR_MS, Ordering::SeqCst);
+    assert!(f.rules.list().await.unwrap().is_empty());
     write(&h, "/x").await.unwrap();
-    assert_eq!(human.asked(), 2);
-    let id = rules.list().await.unwrap()[0].id.clone();
-    let revoked = rules.revoke(&id, Some("ops".into()), "cli").await.unwrap();
+    assert_eq!(f.human.asked(), 2);
+    let id = f.rules.list().await.unwrap()[0].id.clone();
+    let revoked = f
+        .rules
+        .revoke(&id, Some("ops".into()), "cli")
+        .await
+        .unwrap();
     assert_eq!(revoked.map(|r| r.id), Some(id.clone()));
-    assert_eq!(rules.revoke(&id, None, "cli").await.unwrap(), None);
-    assert_eq!(rules.revoke("../etc", None, "cli").await.unwrap(), None);
+    assert_eq!(f.rules.revoke(&id, None, "cli").await.unwrap(), None);
+    assert_eq!(f.rules.revoke("../etc", None, "cli").await.unwrap(), None);
     write(&h, "/x").await.unwrap();
-    assert_eq!(human.asked(), 3);
-    let last = rule_records(&audit);
+    assert_eq!(f.human.asked(), 3);
+    let last = rule_records(&f.audit);
     let revocation = last
         .iter()
         .find(|r| r.action == RuleAction::Revoked)
@@ -237,32 +250,18 @@ async fn a_rule_ends_at_its_expiry_and_on_revocation() {
 
 #[tokio::test]
 async fn a_deny_wins_over_a_remembered_approval() {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let (rules, _) = rules(&audit);
-    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
-    let (h, _) = host(
-        remembering(json!({})),
-        "alice",
-        human.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let f = Fixture::new();
+    let (h, _) = f.host(remembering(json!({})), f.human.clone());
     write(&h, "/x").await.unwrap();
     // The profile, reloaded, denies the tool: the rule does not lift the deny.
     let denying = remembering(json!({"denylist": ["fs__write"]}));
-    let (denied, calls) = host(denying, "alice", human.clone(), Some(rules.clone()), &audit);
+    let (denied, calls) = f.host(denying, f.human.clone());
     assert_eq!(reason_of(&write(&denied, "/x").await), Some("denied"));
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     // Nor does it apply once the level no longer remembers (`rememberFor` removed).
     let forgetting = profile(json!({"asklist": ["fs__write"]}));
-    let decline = FakeApprover::new(ApprovalDecision::Decline, Duration::ZERO);
-    let (asked, _) = host(
-        forgetting,
-        "alice",
-        decline.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let decline = declining();
+    let (asked, _) = f.host(forgetting, decline.clone());
     assert_eq!(
         reason_of(&write(&asked, "/x").await),
         Some("elicitation_declined")
@@ -307,29 +306,15 @@ async fn from_now_on_is_offered_only_with_remember_for_and_a_place_to_keep_rules
 /// does (a config reload): the answer was not given by one of them, so an approver is asked.
 #[tokio::test]
 async fn a_rule_not_given_by_an_approver_covers_nothing_once_the_level_names_approvers() {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let (rules, _) = rules(&audit);
-    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
-    let (first, _) = host(
-        remembering(json!({})),
-        "alice",
-        human.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let f = Fixture::new();
+    let (first, _) = f.host(remembering(json!({})), f.human.clone());
     write(&first, "/x").await.unwrap();
-    assert_eq!(rules.list().await.unwrap().len(), 1);
+    assert_eq!(f.rules.list().await.unwrap().len(), 1);
     let supervised = remembering(json!({"riskPolicies": {"medium": {
         "rememberFor": "1h",
         "approvers": ["approve:medium"]
     }}}));
-    let (second, calls) = host(
-        supervised.clone(),
-        "alice",
-        human.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let (second, calls) = f.host(supervised.clone(), f.human.clone());
     assert_eq!(reason_of(&write(&second, "/x").await), Some("permission"));
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 
@@ -337,90 +322,62 @@ async fn a_rule_not_given_by_an_approver_covers_nothing_once_the_level_names_app
     let (calls, inner) = inner();
     let approver = PolicyToolHost::builder(inner)
         .profile(Some(supervised.clone()))
-        .asker(human.clone())
+        .asker(f.human.clone())
         .caller(Caller::new("alice", ["approve:medium"]))
-        .remembered(Some(rules.clone()))
+        .remembered(Some(f.rules.clone()))
         .build();
     write(&approver, "/x").await.unwrap();
-    assert_eq!((human.asked(), calls.load(Ordering::SeqCst)), (2, 1));
-    let rule = rules.list().await.unwrap().remove(0);
+    assert_eq!((f.human.asked(), calls.load(Ordering::SeqCst)), (2, 1));
+    let rule = f.rules.list().await.unwrap().remove(0);
     assert_eq!(rule.approved_with.as_deref(), Some("approve:medium"));
-    let (third, calls) = host(supervised, "alice", human.clone(), Some(rules), &audit);
+    let (third, calls) = f.host(supervised, f.human.clone());
     write(&third, "/x").await.unwrap();
-    assert_eq!((human.asked(), calls.load(Ordering::SeqCst)), (2, 1));
+    assert_eq!((f.human.asked(), calls.load(Ordering::SeqCst)), (2, 1));
 }
 
 /// A config reload that shortens `rememberFor` shortens the rules already recorded: a rule
 /// covers a call only within the level's current period of its creation.
 #[tokio::test]
 async fn a_shortened_remember_for_shortens_the_rules_already_recorded() {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let (rules, now) = rules(&audit);
-    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
-    let (before, _) = host(
-        remembering(json!({})),
-        "alice",
-        human.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let f = Fixture::new();
+    let (before, _) = f.host(remembering(json!({})), f.human.clone());
     write(&before, "/x").await.unwrap();
     let shortened = remembering(json!({"riskPolicies": {"medium": {"rememberFor": "10m"}}}));
-    let (after, _) = host(shortened, "alice", human.clone(), Some(rules), &audit);
+    let (after, _) = f.host(shortened, f.human.clone());
     let minute = HOUR_MS / 60;
-    now.fetch_add(9 * minute, Ordering::SeqCst);
+    f.now.fetch_add(9 * minute, Ordering::SeqCst);
     write(&after, "/x").await.unwrap();
-    assert_eq!(human.asked(), 1, "within the new period: covered");
-    now.fetch_add(2 * minute, Ordering::SeqCst);
+    assert_eq!(f.human.asked(), 1, "within the new period: covered");
+    f.now.fetch_add(2 * minute, Ordering::SeqCst);
     write(&after, "/x").await.unwrap();
     assert_eq!(
-        human.asked(),
+        f.human.asked(),
         2,
         "past the new period, within the old: asked"
     );
     // The earlier (longer) period still holds where the level still has it.
     write(&before, "/x").await.unwrap();
-    assert_eq!(human.asked(), 2);
+    assert_eq!(f.human.asked(), 2);
 }
 
 /// A rule a reload stops (here: the level's `rememberFor` removed) is not deleted: the reload
 /// undone, it covers the call again until its own expiry (revoking ends it for good).
 #[tokio::test]
 async fn a_rule_a_reload_stopped_applies_again_once_the_reload_is_undone() {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let (rules, _) = rules(&audit);
-    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
-    let (first, _) = host(
-        remembering(json!({})),
-        "alice",
-        human.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let f = Fixture::new();
+    let (first, _) = f.host(remembering(json!({})), f.human.clone());
     write(&first, "/x").await.unwrap();
-    let nobody = FakeApprover::new(ApprovalDecision::Decline, Duration::ZERO);
+    let nobody = declining();
     let stopped = remembering(json!({"riskPolicies": {"medium": {}}}));
-    let (stopped, _) = host(
-        stopped,
-        "alice",
-        nobody.clone(),
-        Some(rules.clone()),
-        &audit,
-    );
+    let (stopped, _) = f.host(stopped, nobody.clone());
     assert_eq!(
         reason_of(&write(&stopped, "/x").await),
         Some("elicitation_declined")
     );
-    assert_eq!(rules.list().await.unwrap().len(), 1, "still listed");
-    let (undone, _) = host(
-        remembering(json!({})),
-        "alice",
-        nobody.clone(),
-        Some(rules),
-        &audit,
-    );
+    assert_eq!(f.rules.list().await.unwrap().len(), 1, "still listed");
+    let (undone, _) = f.host(remembering(json!({})), nobody.clone());
     write(&undone, "/x").await.unwrap();
-    assert_eq!((human.asked(), nobody.asked()), (1, 1));
+    assert_eq!((f.human.asked(), nobody.asked()), (1, 1));
 }
 
 /// A rule records what identified the tool's upstream: once a reload gives the server's name
@@ -428,9 +385,7 @@ async fn a_rule_a_reload_stopped_applies_again_once_the_reload_is_undone() {
 /// "from now on" records the new upstream).
 #[tokio::test]
 async fn a_rule_covers_nothing_once_its_server_name_means_another_upstream() {
-    let audit = Arc::new(MemoryAuditSink::new());
-    let (rules, _) = rules(&audit);
-    let human = FakeApprover::new(ApprovalDecision::ApproveRemember, Duration::ZERO);
+    let f = Fixture::new();
     let upstream = Arc::new(Mutex::new("command-a".to_string()));
     let current = upstream.clone();
     let identity: crate::UpstreamIdentity = Arc::new(move |tool: &str| {
@@ -440,26 +395,26 @@ async fn a_rule_covers_nothing_once_its_server_name_means_another_upstream() {
     let (_, inner) = inner();
     let h = PolicyToolHost::builder(inner)
         .profile(Some(remembering(json!({}))))
-        .asker(human.clone())
+        .asker(f.human.clone())
         .caller(Caller::new("alice", Vec::<String>::new()))
-        .audit(audit.clone(), false)
-        .remembered(Some(rules.clone()))
+        .audit(f.audit.clone(), false)
+        .remembered(Some(f.rules.clone()))
         .upstream_identity(Some(identity))
         .build();
     write(&h, "/x").await.unwrap();
     write(&h, "/x").await.unwrap();
-    assert_eq!(human.asked(), 1);
+    assert_eq!(f.human.asked(), 1);
     assert_eq!(
-        rules.list().await.unwrap()[0].upstream.as_deref(),
+        f.rules.list().await.unwrap()[0].upstream.as_deref(),
         Some("command-a")
     );
     *upstream.lock().unwrap() = "command-b".to_string();
     write(&h, "/x").await.unwrap();
-    assert_eq!(human.asked(), 2);
+    assert_eq!(f.human.asked(), 2);
     assert_eq!(
-        rules.list().await.unwrap()[0].upstream.as_deref(),
+        f.rules.list().await.unwrap()[0].upstream.as_deref(),
         Some("command-b")
     );
     write(&h, "/x").await.unwrap();
-    assert_eq!(human.asked(), 2);
+    assert_eq!(f.human.asked(), 2);
 }
