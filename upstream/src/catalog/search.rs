@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use super::ToolInfo;
+use super::typescript::js_call_form;
 
 /// One ranked result.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -125,10 +126,18 @@ pub(crate) fn search(tools: &[ToolInfo], query: &str, limit: usize) -> Vec<Searc
         .map(|(score, tool)| SearchHit {
             name: tool.name.clone(),
             description: tool.summary(),
-            call: super::js_call_form(tool),
+            call: js_call_form(tool),
             score: (score * 1000.0).round() / 1000.0,
         })
         .collect()
+}
+
+impl ToolInfo {
+    /// Ranks `tools` against `query`; returns at most `limit` hits with a positive score, best
+    /// first (ties by name). An empty query lists tools by name.
+    pub fn search(tools: &[ToolInfo], query: &str, limit: usize) -> Vec<SearchHit> {
+        search(tools, query, limit)
+    }
 }
 
 #[cfg(test)]

@@ -320,6 +320,28 @@ fn object_type(
     out
 }
 
+impl ToolInfo {
+    /// A `declare const codemode: { … }` block declaring each tool as a method. Everything in
+    /// it the upstream chose (descriptions, names, property names, enum values) is shown as
+    /// [`neutralize`](codemode_policies::neutralize) shows it: the block's own line breaks
+    /// stay, every other control, format or invisible character is an escape — as in
+    /// `search_tools`'s text.
+    pub fn declarations(tools: &[ToolInfo]) -> String {
+        declarations(tools)
+    }
+
+    /// [`ToolInfo::declarations`], a tool without an `outputSchema` typed by what `observed`
+    /// gives for it (the results seen so far, see
+    /// [`UpstreamPool::observed_type`](crate::UpstreamPool::observed_type)), marked as observed
+    /// by a comment: a model reads it as a likely shape, not a promise.
+    pub fn declarations_with(
+        tools: &[ToolInfo],
+        observed: &dyn Fn(&ToolInfo) -> Option<ObservedType>,
+    ) -> String {
+        declarations_with(tools, observed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
