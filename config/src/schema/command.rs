@@ -70,10 +70,8 @@ pub(crate) struct Program(pub(crate) String);
 
 impl<'de> Deserialize<'de> for Program {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let command = String::deserialize(d)?;
-        if command.is_empty() {
-            return Err(de::Error::custom("the command is empty"));
-        }
+        // Not empty, as a server's.
+        let super::servers::Program(command) = super::servers::Program::deserialize(d)?;
         crate::program::resolve_command(&command).map_err(de::Error::custom)?;
         Ok(Program(command))
     }
