@@ -5,16 +5,18 @@
 //! (`upstream/src/commands/`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::de;
 use crate::error::ConfigErrorKind;
+pub use crate::program::{COMMAND_PATH, UnresolvedCommand, resolve_command};
 use crate::reader::{JsonPath, Reader, describe};
-use crate::schema::sections;
-use crate::values::{positive_seconds, size};
+use crate::schema::command::{self, Template};
+use crate::schema::values::Indexed;
 
 /// The names of the built-in script tools, which a command may not take (the host checks that
 /// this list is its own).
@@ -25,9 +27,6 @@ pub const BUILTIN_TOOL_NAMES: &[&str] = &[
     "human_intervention_request",
     "read_resource",
 ];
-
-/// Where a relative `command` is looked up: this fixed list, never the caller's `PATH`.
-pub const COMMAND_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// A command's `timeoutSeconds` when not given: 10 seconds.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -133,43 +132,6 @@ pub struct InvalidCommandArgs {
     pub problems: Vec<String>,
 }
 
-/// The program `command` names: itself when absolute, else the first executable file of that
-/// name in [`COMMAND_PATH`].
-///
-/// # Errors
-/// A message saying what was not found, or why the name is not allowed (a relative path with
-/// `/`).
-pub fn resolve_command(command: &str) -> Result<PathBuf, UnresolvedCommand> {
-    resolve_command_text(command).map_err(UnresolvedCommand)
-}
-
-fn resolve_command_text(command: &str) -> Result<PathBuf, String> {
-    let path = Path::new(command);
-    if path.is_absolute() {
-        return if is_executable(path) {
-            Ok(path.to_path_buf())
-        } else {
-            Err(format!("`{command}` is not an executable file"))
-        };
-    }
-    if command.contains('/') {
-        return Err(format!(
-            "`{command}` is a relative path; give an absolute path or a bare program name \
-             (looked up in {COMMAND_PATH})"
-        ));
-    }
-    COMMAND_PATH
-        .split(':')
-        .map(|dir| Path::new(dir).join(command))
-        .find(|p| is_executable(p))
-        .ok_or_else(|| format!("`{command}` was not found in {COMMAND_PATH}"))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
 /// Reads `commands` at `path`.
 pub(crate) fn read_commands(
     r: &mut Reader,
@@ -217,55 +179,43 @@ fn check_command_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Reads one command through its serde type (each value's own checks in document order), then
+/// checks its placeholders against `inputSchema`; `None` when anything in it was wrong.
 fn read_command(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<CommandConfig> {
-    let map = r.object(v, path, crate::schema::keys::of::<sections::Command>())?;
-    let errors_before = r.errors.len();
-    let command = match map.get("command") {
-        Some(c) => read_program(r, c, &path.key("command")),
-        None => {
-            r.error(path, ConfigErrorKind::MissingField, "missing `command`");
-            None
-        }
-    };
-    let (input_schema, validator, args) = read_args(r, map, path);
-    let description = match map.get("description") {
-        Some(v) => r.string(v, &path.key("description")).map(str::to_string),
-        None => None,
-    };
-    let cwd = map
-        .get("cwd")
-        .and_then(|v| read_cwd(r, v, &path.key("cwd")));
-    let env = match map.get("env") {
-        Some(v) => read_env(r, v, &path.key("env")),
-        None => BTreeMap::new(),
-    };
-    let timeout = match map.get("timeoutSeconds") {
-        Some(t) => positive_seconds(r, t, &path.key("timeoutSeconds")),
-        None => Some(DEFAULT_COMMAND_TIMEOUT),
-    };
-    let max_output = match map.get("maxOutput") {
-        Some(v) => size(r, v, &path.key("maxOutput")),
-        None => Some(DEFAULT_COMMAND_MAX_OUTPUT),
-    };
-    let output = match map.get("output") {
-        Some(v) => read_output(r, v, &path.key("output")),
-        None => Some(CommandOutput::Text),
-    };
-    if r.errors.len() > errors_before {
+    let errors_before = r.error_count();
+    let read = de::read::<command::Command>(r, v, path)?;
+    let command_path = path.key("command");
+    if read.command.is_none() && !r.reported(&command_path) {
+        r.error(path, ConfigErrorKind::MissingField, "missing `command`");
+    }
+    let (input_schema, validator, args) = read_args(r, read.args, read.input_schema, path);
+    let env = read.env.unwrap_or_default().0;
+    check_env(r, &env, &path.key("env"));
+    if r.error_count() > errors_before {
         return None;
     }
-    let command = command?;
-    let description = description.unwrap_or_else(|| default_description(&command, &args));
+    let command = read.command?.0;
+    let description = read
+        .description
+        .unwrap_or_else(|| default_description(&command, &args));
+    let output = match read.output {
+        None | Some(command::CommandOutput::Text) => CommandOutput::Text,
+        Some(command::CommandOutput::Lines) => CommandOutput::Lines,
+        Some(command::CommandOutput::Json) => CommandOutput::Json,
+        Some(command::CommandOutput::Jsonl) => CommandOutput::Jsonl,
+    };
     Some(CommandConfig {
         command,
         args,
         input_schema,
         description,
-        cwd,
+        cwd: read.cwd.map(|dir| PathBuf::from(dir.0)),
         env,
-        timeout: timeout?,
-        max_output: max_output?,
-        output: output?,
+        timeout: read
+            .timeout_seconds
+            .map_or(DEFAULT_COMMAND_TIMEOUT, |t| t.0),
+        max_output: read.max_output.map_or(DEFAULT_COMMAND_MAX_OUTPUT, |s| s.0),
+        output,
         validator: validator?,
     })
 }
@@ -275,26 +225,21 @@ fn read_command(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<CommandCon
 /// arguments that are right (the errors are in `r`).
 fn read_args(
     r: &mut Reader,
-    map: &Map<String, Value>,
+    templates: Option<Indexed<Template>>,
+    input_schema: Option<Value>,
     path: &JsonPath,
 ) -> (Value, Option<Arc<jsonschema::Validator>>, Vec<CommandArg>) {
-    let templates = match map.get("args") {
-        Some(v) => r.strings(v, &path.key("args")).unwrap_or_default(),
-        None => Vec::new(),
-    };
+    let args_path = path.key("args");
     let parsed: Vec<(JsonPath, Template)> = templates
+        .map(|t| t.0)
+        .unwrap_or_default()
         .into_iter()
-        .filter_map(|(p, s)| match parse_template(&s) {
-            Ok(t) => Some((p, t)),
-            Err(msg) => {
-                r.error(&p, ConfigErrorKind::InvalidValue, msg);
-                None
-            }
-        })
+        .enumerate()
+        .filter_map(|(i, t)| Some((args_path.index(i), t?)))
         .collect();
     let schema_path = path.key("inputSchema");
-    let input_schema = match map.get("inputSchema") {
-        Some(s) => s.clone(),
+    let input_schema = match input_schema {
+        Some(s) => s,
         None if parsed
             .iter()
             .any(|(_, t)| matches!(t, Template::Param { .. })) =>
@@ -333,79 +278,6 @@ fn read_args(
         }
     }
     (input_schema, validator, args)
-}
-
-fn read_program(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<String> {
-    let command = r.string(v, path)?;
-    if command.is_empty() {
-        r.error(path, ConfigErrorKind::InvalidValue, "the command is empty");
-        return None;
-    }
-    if let Err(msg) = resolve_command(command) {
-        r.error(path, ConfigErrorKind::InvalidValue, msg.to_string());
-        return None;
-    }
-    Some(command.to_string())
-}
-
-/// An `args` element as written.
-enum Template {
-    Literal(String),
-    Param { name: String, optional: bool },
-}
-
-/// `{name}` / `{name?}` when the whole element is one placeholder; a placeholder inside a
-/// longer string is refused (it would have to be spliced into one argument with other text);
-/// other braces (`HEAD@{1}`, find's `{}`) are literal.
-fn parse_template(s: &str) -> Result<Template, String> {
-    if let Some(inner) = s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-        let (name, optional) = match inner.strip_suffix('?') {
-            Some(n) => (n, true),
-            None => (inner, false),
-        };
-        if is_param_name(name) {
-            return Ok(Template::Param {
-                name: name.to_string(),
-                optional,
-            });
-        }
-    }
-    if let Some(found) = embedded_placeholder(s) {
-        return Err(format!(
-            "the placeholder `{found}` is part of the longer argument \"{s}\"; a placeholder must \
-             be a whole `args` element (it becomes exactly one argument): split it, e.g. \
-             [\"--format\", \"{{format}}\"]"
-        ));
-    }
-    Ok(Template::Literal(s.to_string()))
-}
-
-fn is_param_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// The first `{name}` or `{name?}` inside `s`.
-fn embedded_placeholder(s: &str) -> Option<&str> {
-    let mut rest = s;
-    let mut offset = 0;
-    while let Some(open) = rest.find('{') {
-        let start = offset + open;
-        let after = &s[start + 1..];
-        if let Some(close) = after.find('}') {
-            let inner = &after[..close];
-            let name = inner.strip_suffix('?').unwrap_or(inner);
-            if is_param_name(name) {
-                return Some(&s[start..start + close + 2]);
-            }
-        }
-        offset = start + 1;
-        rest = &s[offset..];
-    }
-    None
 }
 
 fn compile_schema(
@@ -506,13 +378,13 @@ fn check_param(
     }
     let allow_option = match property.get("x-allowOption") {
         None => false,
-        Some(v) => r.bool(
-            v,
-            &schema_path
+        Some(v) => {
+            let at = schema_path
                 .key("properties")
                 .key(&name)
-                .key("x-allowOption"),
-        )?,
+                .key("x-allowOption");
+            de::read::<bool>(r, v, &at)?
+        }
     };
     Some(CommandArg::Param {
         name,
@@ -521,22 +393,9 @@ fn check_param(
     })
 }
 
-fn read_cwd(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<PathBuf> {
-    let dir = r.string(v, path)?;
-    if !Path::new(dir).is_dir() {
-        r.error(
-            path,
-            ConfigErrorKind::InvalidValue,
-            format!("`{dir}` is not an existing directory"),
-        );
-        return None;
-    }
-    Some(PathBuf::from(dir))
-}
-
-fn read_env(r: &mut Reader, v: &Value, path: &JsonPath) -> BTreeMap<String, String> {
-    let env = r.string_map(v, path).unwrap_or_default();
-    for (k, v) in &env {
+/// The names and values of `env` (at `path`) that no environment can hold.
+fn check_env(r: &mut Reader, env: &BTreeMap<String, String>, path: &JsonPath) {
+    for (k, v) in env {
         if k.is_empty() || k.contains('=') || k.contains('\0') {
             r.error(
                 &path.key(k),
@@ -549,26 +408,6 @@ fn read_env(r: &mut Reader, v: &Value, path: &JsonPath) -> BTreeMap<String, Stri
                 ConfigErrorKind::InvalidValue,
                 "an environment value cannot contain a NUL character",
             );
-        }
-    }
-    env
-}
-
-fn read_output(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<CommandOutput> {
-    match r.string(v, path)? {
-        "text" => Some(CommandOutput::Text),
-        "lines" => Some(CommandOutput::Lines),
-        "json" => Some(CommandOutput::Json),
-        "jsonl" => Some(CommandOutput::Jsonl),
-        other => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                format!(
-                    "unknown output `{other}`; expected \"text\", \"lines\", \"json\" or \"jsonl\""
-                ),
-            );
-            None
         }
     }
 }
@@ -586,11 +425,6 @@ fn default_description(command: &str, args: &[CommandArg]) -> String {
     }
     format!("Runs `{line}`.")
 }
-
-/// Why a command tool's program was not found, or why its name is not allowed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UnresolvedCommand(String);
 
 #[cfg(test)]
 #[path = "commands_tests.rs"]

@@ -331,3 +331,103 @@ fn free_string_arguments_are_warned_about() {
         .collect();
     assert_eq!(got, [warning("pid"), warning("any")]);
 }
+
+#[test]
+fn every_error_of_the_section_is_reported_at_once() {
+    let got = errors(
+        r#"{"commands": {
+            "a__b": {"command": "", "args": ["x{y}z", 3], "cwd": "/no/such/dir",
+                     "env": {"A": 1, "D=E": "v"}, "timeoutSeconds": 0, "maxOutput": "x",
+                     "output": "yaml", "shell": true},
+            "ok": {"args": ["{p}"], "inputSchema": {"type": "object", "properties": {}}}
+        }}"#,
+    );
+    use ConfigErrorKind::*;
+    let want: Vec<(String, ConfigErrorKind, String)> = [
+        (
+            "commands.a__b",
+            InvalidName,
+            "invalid command tool name `a__b`: `__` is reserved for upstream tools (`server__tool`)",
+        ),
+        (
+            "commands.a__b.shell",
+            UnknownKey,
+            "unknown key `shell`; allowed keys: `command`, `args`, `inputSchema`, `description`, `cwd`, `env`, `timeoutSeconds`, `maxOutput`, `output`",
+        ),
+        ("commands.a__b.command", InvalidValue, "the command is empty"),
+        (
+            "commands.a__b.args[0]",
+            InvalidValue,
+            "the placeholder `{y}` is part of the longer argument \"x{y}z\"; a placeholder must be a whole `args` element (it becomes exactly one argument): split it, e.g. [\"--format\", \"{format}\"]",
+        ),
+        (
+            "commands.a__b.args[1]",
+            WrongType,
+            "expected a string, found a number (3)",
+        ),
+        (
+            "commands.a__b.cwd",
+            InvalidValue,
+            "`/no/such/dir` is not an existing directory",
+        ),
+        (
+            "commands.a__b.env.A",
+            WrongType,
+            "expected a string, found a number (1)",
+        ),
+        (
+            "commands.a__b.timeoutSeconds",
+            InvalidValue,
+            "expected a positive number of seconds, found a number (0)",
+        ),
+        (
+            "commands.a__b.maxOutput",
+            InvalidValue,
+            "`x` does not start with a whole number (e.g. 64MiB)",
+        ),
+        (
+            "commands.a__b.output",
+            InvalidValue,
+            "unknown output `yaml`; expected \"text\", \"lines\", \"json\" or \"jsonl\"",
+        ),
+        (
+            "commands.a__b.env[\"D=E\"]",
+            InvalidName,
+            "`D=E` is not an environment variable name (empty, `=` or NUL)",
+        ),
+        ("commands.ok", MissingField, "missing `command`"),
+        (
+            "commands.ok.args[0]",
+            InvalidValue,
+            "`{p}` is not a property of `inputSchema`; declare it there",
+        ),
+    ]
+    .iter()
+    .map(|(p, k, m)| (p.to_string(), *k, m.to_string()))
+    .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_command_given_with_a_wrong_value_is_not_also_missing() {
+    assert_eq!(
+        errors(r#"{"commands": {"x": {"command": 5}}}"#),
+        [(
+            "commands.x.command".into(),
+            ConfigErrorKind::WrongType,
+            "expected a string, found a number (5)".into()
+        )]
+    );
+}
+
+#[test]
+fn env_is_an_object_of_strings() {
+    assert_eq!(
+        errors(r#"{"commands": {"x": {"command": "echo", "env": ["A=1"]}}}"#),
+        [(
+            "commands.x.env".into(),
+            ConfigErrorKind::WrongType,
+            "expected an object, found an array".into()
+        )]
+    );
+}

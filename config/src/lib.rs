@@ -65,6 +65,7 @@ mod limits;
 mod log_format;
 mod logging;
 mod origin;
+mod program;
 mod reader;
 mod schema;
 mod server;

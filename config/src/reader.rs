@@ -1,7 +1,7 @@
 //! A checked walk over a `serde_json::Value`: type checks and unknown-key checks that record
 //! every problem with its JSON path, so that one pass reports all of them.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -298,22 +298,6 @@ impl Reader {
             let p = path.index(i);
             if let Some(s) = self.string(item, &p) {
                 out.push((p, s.to_string()));
-            }
-        }
-        Some(out)
-    }
-
-    /// An object whose values are all strings (`env`, `headers`).
-    pub(crate) fn string_map(
-        &mut self,
-        v: &Value,
-        path: &JsonPath,
-    ) -> Option<BTreeMap<String, String>> {
-        let map = self.any_object(v, path)?;
-        let mut out = BTreeMap::new();
-        for (k, v) in map {
-            if let Some(s) = self.string(v, &path.key(k)) {
-                out.insert(k.clone(), s.to_string());
             }
         }
         Some(out)

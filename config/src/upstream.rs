@@ -19,12 +19,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::de;
 use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader};
-use crate::schema::servers;
-use crate::values::positive_seconds;
+use crate::schema::servers::{self, ServerType};
+use crate::schema::values::{Indexed, StringMap};
 
 mod oauth;
 
@@ -109,6 +110,8 @@ fn check_server_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Reads `mcpServers` (or `servers`) at `path`: by name, each entry read once through its serde
+/// type after its name is checked; a disabled one is skipped unread.
 pub(crate) fn read_servers(
     r: &mut Reader,
     v: &Value,
@@ -119,12 +122,11 @@ pub(crate) fn read_servers(
         return out;
     };
     for (name, entry) in map {
-        let p = path.key(name);
-        if let Some(disabled) = entry.get("disabled")
-            && r.bool(disabled, &p.key("disabled")) == Some(true)
-        {
+        // A `disabled` that is no boolean is the entry's read's error.
+        if entry.get("disabled") == Some(&Value::Bool(true)) {
             continue;
         }
+        let p = path.key(name);
         if let Err(msg) = check_server_name(name) {
             r.error(&p, ConfigErrorKind::InvalidName, msg);
         }
@@ -135,10 +137,62 @@ pub(crate) fn read_servers(
     out
 }
 
+/// One entry: its values through its serde type (each value's own checks), then the transport
+/// its keys name, with `${VAR}` references replaced and the keys of the other transport
+/// refused.
 fn read_server(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<ServerConfig> {
-    let map = r.object(v, path, crate::schema::keys::of::<servers::Server>())?;
-    for key in CLIENT_ONLY_KEYS {
-        if map.contains_key(*key) {
+    let read = de::read::<servers::Server>(r, v, path)?;
+    warn_client_only(r, &read, path);
+    let kind = read.kind.map(|kind| match kind {
+        ServerType::Stdio => Kind::Stdio,
+        _ => Kind::Http,
+    });
+    // A key given with a wrong value counts as given: its error is reported already.
+    let given = |r: &Reader, value: bool, key: &str| value || r.reported(&path.key(key));
+    let transport = match (
+        given(r, read.command.is_some(), "command"),
+        given(r, read.url.is_some(), "url"),
+    ) {
+        (true, true) => {
+            r.error(
+                path,
+                ConfigErrorKind::ConflictingKeys,
+                "give either `command` (stdio server) or `url` (HTTP server), not both",
+            );
+            None
+        }
+        (false, false) => {
+            r.error(
+                path,
+                ConfigErrorKind::MissingField,
+                "missing `command` (stdio server) or `url` (HTTP server)",
+            );
+            None
+        }
+        (true, false) => {
+            check_type(r, kind, Kind::Stdio, path);
+            read_stdio(r, &read, path)
+        }
+        (false, true) => {
+            check_type(r, kind, Kind::Http, path);
+            read_http(r, &read, path)
+        }
+    };
+    Some(ServerConfig {
+        transport: transport?,
+        timeout: read.timeout_seconds.map_or(DEFAULT_SERVER_TIMEOUT, |t| t.0),
+        startup_timeout: read
+            .start_timeout_seconds
+            .map_or(DEFAULT_SERVER_START_TIMEOUT, |t| t.0),
+        isolate_sessions: read.isolate_sessions.unwrap_or(false),
+    })
+}
+
+/// A warning for each key of another MCP client's that the entry holds.
+fn warn_client_only(r: &mut Reader, read: &servers::Server, path: &JsonPath) {
+    let given = [read.auto_approve.is_some(), read.always_allow.is_some()];
+    for (key, given) in CLIENT_ONLY_KEYS.iter().zip(given) {
+        if given {
             r.warn(
                 &path.key(key),
                 format!(
@@ -147,83 +201,6 @@ fn read_server(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<ServerConfi
                      (`evaluation.profiles.<name>.allowlist`, see the README's Profiles)"
                 ),
             );
-        }
-    }
-    let kind = match map.get("type") {
-        Some(t) => read_type(r, t, &path.key("type")),
-        None => Some(None),
-    };
-    let timeout = match map.get("timeoutSeconds") {
-        Some(t) => positive_seconds(r, t, &path.key("timeoutSeconds")),
-        None => Some(DEFAULT_SERVER_TIMEOUT),
-    };
-    let startup_timeout = match map.get("startTimeoutSeconds") {
-        Some(t) => positive_seconds(r, t, &path.key("startTimeoutSeconds")),
-        None => Some(DEFAULT_SERVER_START_TIMEOUT),
-    };
-    let isolate_sessions = match map.get("isolateSessions") {
-        Some(v) => r.bool(v, &path.key("isolateSessions")),
-        None => Some(false),
-    };
-    let transport = match (map.get("command"), map.get("url")) {
-        (Some(_), Some(_)) => {
-            r.error(
-                path,
-                ConfigErrorKind::ConflictingKeys,
-                "give either `command` (stdio server) or `url` (HTTP server), not both",
-            );
-            None
-        }
-        (None, None) => {
-            r.error(
-                path,
-                ConfigErrorKind::MissingField,
-                "missing `command` (stdio server) or `url` (HTTP server)",
-            );
-            None
-        }
-        (Some(command), None) => {
-            check_type(r, kind.flatten(), Kind::Stdio, path);
-            read_stdio(r, map, command, path)
-        }
-        (None, Some(url)) => {
-            check_type(r, kind.flatten(), Kind::Http, path);
-            read_http(r, map, url, path)
-        }
-    };
-    kind?;
-    Some(ServerConfig {
-        transport: transport?,
-        timeout: timeout?,
-        startup_timeout: startup_timeout?,
-        isolate_sessions: isolate_sessions?,
-    })
-}
-
-/// `type`: the kind it names; `None` when it is invalid (the error is recorded).
-fn read_type(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Option<Kind>> {
-    match r.string(v, path)? {
-        "stdio" => Some(Some(Kind::Stdio)),
-        "http" | "streamable-http" | "streamableHttp" => Some(Some(Kind::Http)),
-        "sse" => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                "`sse` (the old HTTP+SSE transport) is not supported: codemode's MCP client \
-                 (rmcp) has no client for it; use the server's streamable HTTP endpoint instead \
-                 (`\"type\": \"http\"` with its URL, often ending in `/mcp`)",
-            );
-            None
-        }
-        other => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                format!(
-                    "unknown server type `{other}`; allowed: `stdio`, `http`, `streamable-http`"
-                ),
-            );
-            None
         }
     }
 }
@@ -245,16 +222,11 @@ fn check_type(r: &mut Reader, declared: Option<Kind>, found: Kind, path: &JsonPa
     }
 }
 
-/// Errors for each of `keys` present in `map`, which do not apply to this kind of server.
-fn reject_keys(
-    r: &mut Reader,
-    map: &Map<String, Value>,
-    keys: &[&str],
-    path: &JsonPath,
-    why: &str,
-) {
-    for key in keys {
-        if map.contains_key(*key) {
+/// Errors for each of `keys` that is given (`true`), which do not apply to this kind of
+/// server.
+fn reject_keys(r: &mut Reader, keys: &[(&str, bool)], path: &JsonPath, why: &str) {
+    for (key, given) in keys {
+        if *given || r.reported(&path.key(key)) {
             r.error(
                 &path.key(key),
                 ConfigErrorKind::ConflictingKeys,
@@ -264,15 +236,19 @@ fn reject_keys(
     }
 }
 
-/// A string map (`env`, `headers`) with its values substituted.
-fn substituted_map(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<BTreeMap<String, String>> {
-    let map = r.string_map(v, path)?;
+/// The values of `map` (`env`, `headers`, at `path`) with their references replaced; `None`
+/// when one could not be.
+fn substituted_map(
+    r: &mut Reader,
+    map: Option<&StringMap>,
+    path: &JsonPath,
+) -> Option<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     let mut ok = true;
-    for (k, text) in map {
-        match r.substituted(&text, &path.key(&k)) {
+    for (k, text) in map.map(|m| &m.0).into_iter().flatten() {
+        match r.substituted(text, &path.key(k)) {
             Some(value) => {
-                out.insert(k, value);
+                out.insert(k.clone(), value);
             }
             None => ok = false,
         }
@@ -280,71 +256,55 @@ fn substituted_map(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<BTreeMa
     ok.then_some(out)
 }
 
-fn read_stdio(
+/// The strings of `list` (at `path`) with their references replaced, each named by its index;
+/// `None` when one could not be read.
+fn substituted_list(
     r: &mut Reader,
-    map: &Map<String, Value>,
-    command: &Value,
+    list: Option<&Indexed<String>>,
     path: &JsonPath,
-) -> Option<ServerTransport> {
+) -> Option<Vec<String>> {
+    let items = list.map(|l| l.0.as_slice()).unwrap_or_default();
+    let substituted: Vec<Option<String>> = items
+        .iter()
+        .enumerate()
+        .map(|(i, text)| r.substituted(text.as_ref()?, &path.index(i)))
+        .collect();
+    substituted.into_iter().collect()
+}
+
+fn read_stdio(r: &mut Reader, read: &servers::Server, path: &JsonPath) -> Option<ServerTransport> {
     reject_keys(
         r,
-        map,
-        &["headers", "oauth"],
+        &[
+            ("headers", read.headers.is_some()),
+            ("oauth", read.oauth.is_some()),
+        ],
         path,
         "applies to HTTP servers (with `url`) only",
     );
-    let cpath = path.key("command");
-    let command = r.string(command, &cpath).map(str::to_string);
-    if command.as_deref() == Some("") {
-        r.error(
-            &cpath,
-            ConfigErrorKind::InvalidValue,
-            "the command is empty",
-        );
-    }
-    let args = match map.get("args") {
-        Some(v) => r.strings(v, &path.key("args")).and_then(|args| {
-            let substituted: Vec<Option<String>> = args
-                .into_iter()
-                .map(|(p, text)| r.substituted(&text, &p))
-                .collect();
-            substituted.into_iter().collect::<Option<Vec<String>>>()
-        }),
-        None => Some(Vec::new()),
-    };
-    let env = match map.get("env") {
-        Some(v) => substituted_map(r, v, &path.key("env")),
-        None => Some(BTreeMap::new()),
-    };
-    let cwd = match map.get("cwd") {
-        Some(v) => r
-            .string(v, &path.key("cwd"))
-            .map(|s| Some(PathBuf::from(s))),
-        None => Some(None),
-    };
+    let args = substituted_list(r, read.args.as_ref(), &path.key("args"));
+    let env = substituted_map(r, read.env.as_ref(), &path.key("env"));
     Some(ServerTransport::Stdio {
-        command: command?,
+        command: read.command.as_ref()?.0.clone(),
         args: args?,
         env: env?,
-        cwd: cwd?,
+        cwd: read.cwd.as_ref().map(PathBuf::from),
     })
 }
 
-fn read_http(
-    r: &mut Reader,
-    map: &Map<String, Value>,
-    url: &Value,
-    path: &JsonPath,
-) -> Option<ServerTransport> {
+fn read_http(r: &mut Reader, read: &servers::Server, path: &JsonPath) -> Option<ServerTransport> {
     reject_keys(
         r,
-        map,
-        &["args", "env", "cwd"],
+        &[
+            ("args", read.args.is_some()),
+            ("env", read.env.is_some()),
+            ("cwd", read.cwd.is_some()),
+        ],
         path,
         "applies to stdio servers (with `command`) only",
     );
     let upath = path.key("url");
-    let written = r.string(url, &upath);
+    let written = read.url.as_deref();
     let url = written.and_then(|text| r.substituted(text, &upath));
     if let (Some(written), Some(u)) = (written, &url)
         && !(u.starts_with("http://") || u.starts_with("https://"))
@@ -356,13 +316,10 @@ fn read_http(
             format!("`{written}` is not an http:// or https:// URL"),
         );
     }
-    let headers = match map.get("headers") {
-        Some(v) => substituted_map(r, v, &path.key("headers")),
-        None => Some(BTreeMap::new()),
-    };
-    let oauth = match map.get("oauth") {
-        Some(v) => read_oauth(r, v, &path.key("oauth")).map(Some),
-        None => Some(None),
+    let headers = substituted_map(r, read.headers.as_ref(), &path.key("headers"));
+    let oauth = match &read.oauth {
+        Some(oauth) => read_oauth(r, oauth, &path.key("oauth")).map(Some),
+        None => (!r.reported(&path.key("oauth"))).then_some(None),
     };
     if let (Some(headers), Some(Some(_))) = (&headers, &oauth)
         && headers

@@ -1,4 +1,4 @@
-//! Readers of the values several sections share: counts, seconds, sizes and durations. Each
+//! Readers of the values the policy sections share: counts, seconds and durations. Each
 //! records its error in the [`Reader`] and returns `None`, as the reader's own checks do.
 
 use std::time::Duration;
@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader, describe};
-use crate::units::{parse_duration, parse_size};
+use crate::units::parse_duration;
 
 /// A positive number of seconds (fractions allowed), e.g. `timeoutSeconds`.
 pub fn positive_seconds(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
@@ -23,43 +23,6 @@ pub fn positive_seconds(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Du
                     describe(v)
                 ),
             );
-            None
-        }
-    }
-}
-
-/// A size: a string like `"64MiB"` or a whole number of bytes; must not be zero.
-pub fn size(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<u64> {
-    let parsed = match v {
-        Value::String(s) => {
-            parse_size(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
-        }
-        Value::Number(n) => n.as_u64().ok_or_else(|| {
-            (
-                ConfigErrorKind::InvalidValue,
-                format!("expected a whole number of bytes, found {n}"),
-            )
-        }),
-        _ => Err((
-            ConfigErrorKind::WrongType,
-            format!(
-                "expected a size such as \"64MiB\" or a number of bytes, found {}",
-                describe(v)
-            ),
-        )),
-    };
-    match parsed {
-        Ok(0) => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                "must be greater than zero",
-            );
-            None
-        }
-        Ok(n) => Some(n),
-        Err((kind, msg)) => {
-            r.error(path, kind, msg);
             None
         }
     }

@@ -12,6 +12,7 @@
     reason = "the types exist for their shape (the schema, and the key lists `keys` reads from their `Deserialize`), not to hold a file's values: their fields are never read"
 )]
 
+pub(crate) mod command;
 pub(crate) mod keys;
 mod policies;
 pub(crate) mod sections;
@@ -51,7 +52,7 @@ pub(crate) struct File {
     /// How `codemode serve --http` accepts requests: hosts, origins, auth.
     pub(crate) server: Option<server::Server>,
     /// Local programs offered to scripts as tools, by tool name.
-    pub(crate) commands: Option<BTreeMap<String, sections::Command>>,
+    pub(crate) commands: Option<BTreeMap<String, command::Command>>,
     /// What is masked or removed from tool results before scripts see them.
     pub(crate) outputs: Option<Vec<policies::OutputRule>>,
     /// Where waiting evals, pending approvals and legacy MCP sessions are kept.

@@ -1,15 +1,10 @@
-//! The settings sections: `limits`, `audit`, `approvals`, `commands`, `durable`, `logging`,
-//! `telemetry` (`server` is in [`super::server`]).
-
-use std::collections::BTreeMap;
+//! The settings sections: `limits`, `audit`, `approvals`, `durable`, `logging`, `telemetry`
+//! (`server` is in [`super::server`], `commands` in [`super::command`]).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::values::{
-    Duration, Positive, Seconds, SecondsOrZero, Size, SizeAtLeast, Timeout, Whole,
-};
+use super::values::{Duration, Positive, SecondsOrZero, Size, SizeAtLeast, Timeout, Whole};
 
 /// The smallest `limits.maxResultText`: room for any value elided to its markers.
 pub const MIN_RESULT_TEXT: u64 = 256;
@@ -138,44 +133,6 @@ pub(crate) enum LogFormatName {
     Text,
     /// One JSON object per line.
     Json,
-}
-
-/// A local program offered to scripts as a tool.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct Command {
-    /// The program: a path, or a name looked up in a fixed `PATH`.
-    pub(crate) command: String,
-    /// Argument templates: literal, `{param}` (one argument) or `{param...}` (an array).
-    pub(crate) args: Option<Vec<String>>,
-    /// The JSON Schema of the tool's arguments (an object schema declaring every placeholder).
-    pub(crate) input_schema: Option<Value>,
-    /// The tool's description. Default: "Runs `command args…`."
-    pub(crate) description: Option<String>,
-    /// The program's working directory.
-    pub(crate) cwd: Option<String>,
-    /// The program's environment variables (nothing else is inherited but a fixed set).
-    pub(crate) env: Option<BTreeMap<String, String>>,
-    /// How long a run may take. Default: 10.
-    pub(crate) timeout_seconds: Option<Seconds>,
-    /// Most bytes of output read. Default: `"1MiB"`.
-    pub(crate) max_output: Option<Size>,
-    /// How the output is returned. Default: `"text"`.
-    pub(crate) output: Option<CommandOutput>,
-}
-
-/// How a command's output is returned to the script.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum CommandOutput {
-    /// One string.
-    Text,
-    /// An array of lines.
-    Lines,
-    /// Parsed JSON.
-    Json,
-    /// An array of parsed JSON lines.
-    Jsonl,
 }
 
 /// Where evals waiting for a human, pending approvals and legacy MCP sessions are kept.

@@ -1,12 +1,11 @@
 //! `mcpServers` (alias `servers`): entries as MCP clients write them.
 
-use std::collections::BTreeMap;
-
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
+use serde::de::{self, Deserializer};
 use serde_json::Value;
 
-use super::values::Seconds;
+use super::values::{Indexed, Seconds, StringMap, schema_as};
 
 /// One upstream MCP server: `command` (stdio) or `url` (streamable HTTP), not both. An entry
 /// with `"disabled": true` is skipped unread, whatever else it holds.
@@ -51,17 +50,17 @@ pub(crate) struct Server {
     #[serde(rename = "type")]
     pub(crate) kind: Option<ServerType>,
     /// The program of a stdio server.
-    pub(crate) command: Option<String>,
+    pub(crate) command: Option<Program>,
     /// Its arguments; `${VAR}`, `${env:VAR}` and `${VAR:-default}` are replaced.
-    pub(crate) args: Option<Vec<String>>,
+    pub(crate) args: Option<Indexed<String>>,
     /// Extra environment variables of the program (`${VAR}` replaced).
-    pub(crate) env: Option<BTreeMap<String, String>>,
+    pub(crate) env: Option<StringMap>,
     /// The program's working directory. Default: the current one.
     pub(crate) cwd: Option<String>,
     /// The endpoint of an HTTP server, `http://` or `https://` (`${VAR}` replaced).
     pub(crate) url: Option<String>,
     /// Extra request headers of an HTTP server, e.g. `Authorization` (`${VAR}` replaced).
-    pub(crate) headers: Option<BTreeMap<String, String>>,
+    pub(crate) headers: Option<StringMap>,
     /// How codemode logs in to an HTTP server that uses OAuth (the MCP authorization spec).
     /// `{}` turns discovery and registration on with every default.
     pub(crate) oauth: Option<OAuth>,
@@ -82,8 +81,24 @@ pub(crate) struct Server {
     pub(crate) always_allow: Option<Value>,
 }
 
+/// The program of a stdio server, not empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Program(pub(crate) String);
+
+impl<'de> Deserialize<'de> for Program {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match String::deserialize(d)? {
+            command if command.is_empty() => Err(de::Error::custom("the command is empty")),
+            command => Ok(Program(command)),
+        }
+    }
+}
+
+schema_as!(String => Program);
+
 /// A server's `type`.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+// (Read by its name with the reader's messages, `sse` refused with the reason.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
 pub(crate) enum ServerType {
     /// A child process speaking MCP on stdin/stdout.
     #[serde(rename = "stdio")]
@@ -99,6 +114,25 @@ pub(crate) enum ServerType {
     StreamableHttpCamel,
 }
 
+impl<'de> Deserialize<'de> for ServerType {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "stdio" => Ok(ServerType::Stdio),
+            "http" => Ok(ServerType::Http),
+            "streamable-http" => Ok(ServerType::StreamableHttp),
+            "streamableHttp" => Ok(ServerType::StreamableHttpCamel),
+            "sse" => Err(de::Error::custom(
+                "`sse` (the old HTTP+SSE transport) is not supported: codemode's MCP client \
+                 (rmcp) has no client for it; use the server's streamable HTTP endpoint instead \
+                 (`\"type\": \"http\"` with its URL, often ending in `/mcp`)",
+            )),
+            other => Err(de::Error::custom(format!(
+                "unknown server type `{other}`; allowed: `stdio`, `http`, `streamable-http`"
+            ))),
+        }
+    }
+}
+
 /// `oauth` of an HTTP server: every string accepts `${env:VAR}`; the secrets never appear in
 /// messages, logs or the audit.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -112,12 +146,15 @@ pub(crate) struct OAuth {
     /// A PEM private key for `private_key_jwt` (the client-credentials grant only).
     pub(crate) private_key: Option<String>,
     /// The private key's algorithm. Default: ES256 for an EC key, RS256 for an RSA key.
-    pub(crate) signing_algorithm: Option<SigningAlgorithm>,
+    // (A name, read after its `${VAR}` references are replaced.)
+    #[schemars(with = "Option<SigningAlgorithm>")]
+    pub(crate) signing_algorithm: Option<String>,
     /// `authorization_code` (default: a person logs in with `codemode auth login`) or
     /// `client_credentials` (headless, with `clientSecret` or `privateKey`).
-    pub(crate) grant_type: Option<GrantType>,
+    #[schemars(with = "Option<GrantType>")]
+    pub(crate) grant_type: Option<String>,
     /// Scopes to ask for. Default: the server's challenge, else its `scopes_supported`.
-    pub(crate) scopes: Option<Vec<String>>,
+    pub(crate) scopes: Option<Indexed<String>>,
     /// HTTPS URL of this client's metadata document, used as its client ID where supported.
     pub(crate) client_metadata_url: Option<String>,
     /// A loopback `http://127.0.0.1:<port>/<path>` codemode listens on during a login.
@@ -126,7 +163,7 @@ pub(crate) struct OAuth {
 }
 
 /// An OAuth grant.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum GrantType {
     /// A person logs in once; refresh tokens keep it alive.
@@ -136,7 +173,7 @@ pub(crate) enum GrantType {
 }
 
 /// A JOSE signature algorithm.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, JsonSchema)]
 pub(crate) enum SigningAlgorithm {
     /// RSASSA-PKCS1-v1_5 with SHA-256.
     #[serde(rename = "RS256")]

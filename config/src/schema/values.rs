@@ -3,6 +3,7 @@
 //! the shape the file writes (a `Size` is a string or a number).
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -266,10 +267,44 @@ pub(crate) fn array_of<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
     expecting: &'static str,
 ) -> Result<Vec<T>, D::Error> {
-    d.deserialize_seq(ArrayVisitor {
+    let elements = d.deserialize_seq(ArrayVisitor {
         expecting,
         element: std::marker::PhantomData,
-    })
+    })?;
+    Ok(elements.into_iter().flatten().collect())
+}
+
+/// An array of strings read as `T`s, an element that cannot be read a `None` where it stood:
+/// the conversion names each other element by its index (`args[2]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Indexed<T>(pub(crate) Vec<Option<T>>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Indexed<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_seq(ArrayVisitor {
+            expecting: "an array of strings",
+            element: std::marker::PhantomData,
+        })
+        .map(Indexed)
+    }
+}
+
+impl<T> JsonSchema for Indexed<T> {
+    fn schema_name() -> Cow<'static, str> {
+        Vec::<String>::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        Vec::<String>::schema_id()
+    }
+
+    fn inline_schema() -> bool {
+        Vec::<String>::inline_schema()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        Vec::<String>::json_schema(generator)
+    }
 }
 
 struct ArrayVisitor<T> {
@@ -278,18 +313,49 @@ struct ArrayVisitor<T> {
 }
 
 impl<'de, T: Deserialize<'de>> Visitor<'de> for ArrayVisitor<T> {
-    type Value = Vec<T>;
+    type Value = Vec<Option<T>>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.expecting)
     }
 
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         while let Some(Retry(item)) = seq.next_element()? {
-            out.extend(item);
+            out.push(item);
         }
         Ok(out)
+    }
+}
+
+/// An object whose values are strings (`env`, `headers`), refused as "an object" when it is
+/// not one; an entry whose value is no string is left out (its error reported).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct StringMap(pub(crate) BTreeMap<String, String>);
+
+impl<'de> Deserialize<'de> for StringMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(StringMapVisitor)
+    }
+}
+
+struct StringMapVisitor;
+
+impl<'de> Visitor<'de> for StringMapVisitor {
+    type Value = StringMap;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<StringMap, A::Error> {
+        let mut out = BTreeMap::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if let Retry(Some(value)) = map.next_value::<Retry<String>>()? {
+                out.insert(key, value);
+            }
+        }
+        Ok(StringMap(out))
     }
 }
 
@@ -377,6 +443,7 @@ schema_as!(String => Duration, Timeout);
 schema_as!(SecondsShape => Seconds, SecondsOrZero);
 schema_as!(u64 => Whole, Positive);
 schema_as!(Vec<String> => Strings, NonEmptyStrings);
+schema_as!(BTreeMap<String, String> => StringMap);
 
 /// A size: a string with a unit (`"64MiB"`, `"512KiB"`, `"10MB"`, `"1000"`) or a whole number
 /// of bytes. Never zero.

@@ -3,11 +3,10 @@
 //! every default; a server that answers `401` with a `resource_metadata` challenge gets the
 //! same without the key.
 
-use serde_json::{Map, Value};
-
 use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader};
 use crate::schema::servers::OAuth;
+use crate::schema::values::Indexed;
 
 /// How codemode gets an access token for one HTTP upstream (`oauth`). Every string accepts
 /// `${env:VAR}`; the secrets (`clientSecret`, `privateKey`) never appear in messages, logs or
@@ -103,22 +102,19 @@ impl SigningAlgorithm {
     }
 }
 
-/// Reads `oauth`; `None` when it had errors (recorded).
-pub(crate) fn read_oauth(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<UpstreamOAuth> {
-    let map = r.object(v, path, crate::schema::keys::of::<OAuth>())?;
-    let before = r.error_count();
-    let text = |r: &mut Reader, key: &str| -> Option<String> {
-        let p = path.key(key);
-        let written = r.string(map.get(key)?, &p)?;
-        r.substituted(written, &p)
+/// `oauth` as read (at `path`), its references replaced and its names and keys checked; `None`
+/// when anything in it was wrong (recorded).
+pub(crate) fn read_oauth(r: &mut Reader, read: &OAuth, path: &JsonPath) -> Option<UpstreamOAuth> {
+    let text = |r: &mut Reader, written: &Option<String>, key: &str| -> Option<String> {
+        r.substituted(written.as_deref()?, &path.key(key))
     };
     let oauth = UpstreamOAuth {
-        client_id: text(r, "clientId"),
-        client_secret: text(r, "clientSecret"),
-        private_key: text(r, "privateKey"),
-        signing_algorithm: text(r, "signingAlgorithm")
+        client_id: text(r, &read.client_id, "clientId"),
+        client_secret: text(r, &read.client_secret, "clientSecret"),
+        private_key: text(r, &read.private_key, "privateKey"),
+        signing_algorithm: text(r, &read.signing_algorithm, "signingAlgorithm")
             .and_then(|name| algorithm(r, &name, &path.key("signingAlgorithm"))),
-        grant: match text(r, "grantType").as_deref() {
+        grant: match text(r, &read.grant_type, "grantType").as_deref() {
             None | Some("authorization_code") => OAuthGrant::AuthorizationCode,
             Some("client_credentials") => OAuthGrant::ClientCredentials,
             Some(other) => {
@@ -132,12 +128,13 @@ pub(crate) fn read_oauth(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<U
                 OAuthGrant::AuthorizationCode
             }
         },
-        scopes: scopes(r, map, path),
-        client_metadata_url: text(r, "clientMetadataUrl"),
-        redirect_uri: text(r, "redirectUri"),
+        scopes: scopes(r, read.scopes.as_ref(), &path.key("scopes")),
+        client_metadata_url: text(r, &read.client_metadata_url, "clientMetadataUrl"),
+        redirect_uri: text(r, &read.redirect_uri, "redirectUri"),
     };
     check(r, &oauth, path);
-    (r.error_count() == before).then_some(oauth)
+    // Its errors, the read's included, are at or inside its path.
+    (!r.reported(path)).then_some(oauth)
 }
 
 fn algorithm(r: &mut Reader, name: &str, path: &JsonPath) -> Option<SigningAlgorithm> {
@@ -156,16 +153,14 @@ fn algorithm(r: &mut Reader, name: &str, path: &JsonPath) -> Option<SigningAlgor
     found
 }
 
-fn scopes(r: &mut Reader, map: &Map<String, Value>, path: &JsonPath) -> Vec<String> {
-    let Some(v) = map.get("scopes") else {
-        return Vec::new();
-    };
-    let Some(items) = r.strings(v, &path.key("scopes")) else {
-        return Vec::new();
-    };
+/// The scopes (at `path`), each one word once its references are replaced.
+fn scopes(r: &mut Reader, read: Option<&Indexed<String>>, path: &JsonPath) -> Vec<String> {
     let mut out = Vec::new();
-    for (p, text) in items {
-        match r.substituted(&text, &p) {
+    let items = read.map(|l| l.0.as_slice()).unwrap_or_default();
+    for (i, text) in items.iter().enumerate() {
+        let Some(text) = text else { continue };
+        let p = path.index(i);
+        match r.substituted(text, &p) {
             Some(scope) if scope.is_empty() || scope.contains(char::is_whitespace) => r.error(
                 &p,
                 ConfigErrorKind::InvalidValue,

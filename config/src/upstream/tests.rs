@@ -357,3 +357,123 @@ fn oauth_mistakes_are_named_where_they_are_without_the_secrets() {
         );
     }
 }
+
+#[test]
+fn every_error_of_the_servers_is_reported_at_once() {
+    let got = errors(
+        r#"{"mcpServers": {
+            "a b": {"type": 1, "command": "", "args": ["${UNSET}", 2], "env": {"K": 3, "L": "${UNSET2}"},
+                    "headers": {}, "timeoutSeconds": 0, "isolateSessions": "no", "disabled": "x",
+                    "extra": 1},
+            "h": {"url": 5, "cwd": "/"},
+            "z": {"url": "https://z/mcp", "args": [],
+                  "oauth": {"scopes": ["a b", 3, "${GITHUB_TOKEN}"], "grantType": 2}}
+        }}"#,
+    );
+    use ConfigErrorKind::*;
+    let unset = |name: &str| {
+        format!(
+            "the environment variable `{name}` is not set (referenced as `${{{name}}}`); set it, or give a default: `${{{name}:-value}}`"
+        )
+    };
+    let want: Vec<(String, ConfigErrorKind, String)> = [
+        (
+            r#"mcpServers["a b"]"#,
+            InvalidName,
+            "invalid server name `a b`: use 1 to 64 ASCII letters, digits, `_` or `-`".to_string(),
+        ),
+        (
+            r#"mcpServers["a b"].extra"#,
+            UnknownKey,
+            "unknown key `extra`; allowed keys: `type`, `command`, `args`, `env`, `cwd`, `url`, `headers`, `oauth`, `timeoutSeconds`, `startTimeoutSeconds`, `isolateSessions`, `disabled`, `autoApprove`, `alwaysAllow`".to_string(),
+        ),
+        (
+            r#"mcpServers["a b"].type"#,
+            WrongType,
+            "expected a string, found a number (1)".to_string(),
+        ),
+        (
+            r#"mcpServers["a b"].command"#,
+            InvalidValue,
+            "the command is empty".to_string(),
+        ),
+        (
+            r#"mcpServers["a b"].args[1]"#,
+            WrongType,
+            "expected a string, found a number (2)".to_string(),
+        ),
+        (
+            r#"mcpServers["a b"].env.K"#,
+            WrongType,
+            "expected a string, found a number (3)".to_string(),
+        ),
+        (
+            r#"mcpServers["a b"].timeoutSeconds"#,
+            InvalidValue,
+            "expected a positive number of seconds, found a number (0)".to_string(),
+        ),
+        (
+            r#"mcpServers["a b"].isolateSessions"#,
+            WrongType,
+            "expected a boolean, found a string (\"no\")".to_string(),
+        ),
+        (
+            r#"mcpServers["a b"].disabled"#,
+            WrongType,
+            "expected a boolean, found a string (\"x\")".to_string(),
+        ),
+        (
+            r#"mcpServers["a b"].headers"#,
+            ConflictingKeys,
+            "`headers` applies to HTTP servers (with `url`) only".to_string(),
+        ),
+        (r#"mcpServers["a b"].args[0]"#, MissingEnv, unset("UNSET")),
+        (r#"mcpServers["a b"].env.L"#, MissingEnv, unset("UNSET2")),
+        (
+            "mcpServers.h.url",
+            WrongType,
+            "expected a string, found a number (5)".to_string(),
+        ),
+        (
+            "mcpServers.h.cwd",
+            ConflictingKeys,
+            "`cwd` applies to stdio servers (with `command`) only".to_string(),
+        ),
+        (
+            "mcpServers.z.oauth.grantType",
+            WrongType,
+            "expected a string, found a number (2)".to_string(),
+        ),
+        (
+            "mcpServers.z.oauth.scopes[1]",
+            WrongType,
+            "expected a string, found a number (3)".to_string(),
+        ),
+        (
+            "mcpServers.z.args",
+            ConflictingKeys,
+            "`args` applies to stdio servers (with `command`) only".to_string(),
+        ),
+        (
+            "mcpServers.z.oauth.scopes[0]",
+            InvalidValue,
+            "a scope is one non-empty word without spaces".to_string(),
+        ),
+    ]
+    .into_iter()
+    .map(|(p, k, m)| (p.to_string(), k, m))
+    .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_url_given_with_a_wrong_value_is_not_also_missing() {
+    assert_eq!(
+        errors(r#"{"mcpServers": {"s": {"url": true}}}"#),
+        [(
+            "mcpServers.s.url".to_string(),
+            ConfigErrorKind::WrongType,
+            "expected a string, found a boolean (true)".to_string()
+        )]
+    );
+}
