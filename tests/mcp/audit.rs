@@ -5,7 +5,6 @@
 //! still verifies, and `audit query --where` finds the records by the new fields.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -81,25 +80,7 @@ fn observe(setup: &Setup, mode: Mode, token: Option<&str>) -> Vec<Value> {
         "{obs}"
     );
     assert_eq!(obs["asked"], json!([["decision"], ["answer"]]));
-    audit_once_the_eval_is_recorded(setup)
-}
-
-/// The audit records once the eval's own record is in. The writer thread writes an eval's tool
-/// calls before its record, and an HTTP server still runs when the client has its answer, so
-/// reading at once may find nothing yet.
-fn audit_once_the_eval_is_recorded(setup: &Setup) -> Vec<Value> {
-    let started = Instant::now();
-    loop {
-        let records = setup.audit();
-        if records.iter().any(|r| r["event"] == "eval") {
-            return records;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no eval record in the audit: {records:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    setup.audit_once(&[("eval", 1)])
 }
 
 fn hitl_record(records: &[Value]) -> Value {

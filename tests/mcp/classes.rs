@@ -43,10 +43,13 @@ fn observe(setup: &Setup, token: Option<&str>) -> Value {
     setup.python("classes.py", Mode::Auto, &env)
 }
 
+/// The evals classes.py runs.
+const EVALS: usize = 2;
+
 /// `[tool, decision, status, reason, classification, stage]` of each `fs__` record.
 fn fs_records(setup: &Setup) -> Vec<Value> {
     setup
-        .audit()
+        .audit_once(&[("eval", EVALS)])
         .iter()
         .filter(|r| {
             r["event"] == "tool_call" && r["tool"].as_str().is_some_and(|t| t.starts_with("fs__"))
@@ -111,7 +114,7 @@ fn assert_outputs(setup: &Setup, obs: &Value) {
             "the result of `everything__echo` was withheld: it is text, and the `outputs` rules for the tool allow only JSON fields"
         ]
     );
-    let records = setup.audit();
+    let records = setup.audit_once(&[("eval", EVALS)]);
     let redacted = |tool: &str| {
         records
             .iter()

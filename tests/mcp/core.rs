@@ -136,7 +136,7 @@ fn core(transport: Transport, mode: Mode) {
 
     // The audit log: one tool_call record per attempt (allowed, denied, approved, declined,
     // timed out), one eval record per eval.
-    let records = setup.audit();
+    let records = setup.audit_once(&[("eval", 8)]);
     let ledger_len: usize = [
         "parallel",
         "failing",

@@ -36,7 +36,7 @@ fn no_elicitation(mode: Mode) {
     assert_json(&format!("{name}: eval results"), &got, &want);
     assert_json(
         &format!("{name}: audit"),
-        &json!(audit_calls(&setup.audit())),
+        &json!(audit_calls(&setup.audit_once(&[("eval", 3)]))),
         &sorted(json!([
             ["everything__echo", "lenient", "unsupported", "ok", null],
             [

@@ -18,6 +18,8 @@ pub const CODEMODE: &str = env!("CARGO_BIN_EXE_codemode");
 const CLIENT_DEADLINE: Duration = Duration::from_secs(90);
 /// Longest `codemode serve --http` may take to accept connections.
 const SERVER_DEADLINE: Duration = Duration::from_secs(60);
+/// Longest the audit log may take to hold the records a test expects.
+const AUDIT_DEADLINE: Duration = Duration::from_secs(30);
 
 /// How the client reaches codemode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,8 +241,30 @@ impl Setup {
         })
     }
 
-    /// Every record of the audit log (all `*.jsonl` files of `<scratch>/audit`).
-    pub fn audit(&self) -> Vec<Value> {
+    /// Every record of the audit log (all `*.jsonl` files of `<scratch>/audit`) once it holds
+    /// at least `count` records of each `(event, count)` of `expected`: the evals and accesses
+    /// the test made. A client has its answer before the server's audit writer thread has
+    /// written the records (over HTTP the server runs on; an eval's record is written after its
+    /// calls'), so the log is read when they are in, within [`AUDIT_DEADLINE`].
+    pub fn audit_once(&self, expected: &[(&str, usize)]) -> Vec<Value> {
+        let started = Instant::now();
+        loop {
+            let records = self.read_audit();
+            let short = expected.iter().find(|(event, count)| {
+                records.iter().filter(|r| r["event"] == *event).count() < *count
+            });
+            let Some((event, count)) = short else {
+                return records;
+            };
+            assert!(
+                started.elapsed() < AUDIT_DEADLINE,
+                "the audit log has fewer than {count} `{event}` records: {records:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn read_audit(&self) -> Vec<Value> {
         let dir = self.scratch.path("audit");
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("no audit dir {}: {e}", dir.display()))

@@ -189,22 +189,15 @@ fn the_approval_api_and_missing_scopes_get_the_oauth_challenges() {
     assert_eq!(eval_records(&setup)[0]["caller"], "carol");
 }
 
-/// The audit's eval records once one is written (the writer thread may write it after the
-/// response went out), asserting there is exactly one.
+/// The audit's eval records once one is written, asserting there is exactly one.
 fn eval_records(setup: &Setup) -> Vec<Value> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let evals: Vec<Value> = setup
-            .audit()
-            .into_iter()
-            .filter(|r| r["event"] == "eval")
-            .collect();
-        if !evals.is_empty() || std::time::Instant::now() > deadline {
-            assert_eq!(evals.len(), 1, "{evals:?}");
-            return evals;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let evals: Vec<Value> = setup
+        .audit_once(&[("eval", 1)])
+        .into_iter()
+        .filter(|r| r["event"] == "eval")
+        .collect();
+    assert_eq!(evals.len(), 1, "{evals:?}");
+    evals
 }
 
 /// The scope challenge with a real OAuth client: the Python SDK's `OAuthClientProvider` logs

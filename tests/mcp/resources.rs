@@ -53,7 +53,7 @@ fn resources(name: &str, mode: Mode) {
         }),
     );
     let access: Vec<Value> = setup
-        .audit()
+        .audit_once(&[("eval", 2), ("access", 8)])
         .into_iter()
         .filter(|r| r["event"] == "access")
         .map(|r| {

@@ -77,7 +77,7 @@ fn approver_rights(mode: Mode) {
         }),
     );
     let call = setup
-        .audit()
+        .audit_once(&[("eval", 1)])
         .into_iter()
         .find(|r| r["event"] == "tool_call" && r["tool"] == "everything__echo")
         .expect("the call's audit record");

@@ -144,7 +144,7 @@ fn sampling_reaches_the_eval_client_as_its_profile_says() {
             "modern_protocol": Mode::Auto.protocol(),
         }),
     );
-    assert_audit(&setup.audit());
+    assert_audit(&setup.audit_once(&[("eval", 11)]));
     let log = std::fs::read_to_string(setup.scratch.path("server.log")).unwrap_or_default();
     assert_eq!(
         log.matches("refused a sampling request from upstream `chatty`: calls of several scripts are in flight on the server").count(),
@@ -262,7 +262,7 @@ fn a_sampling_request_is_decided_on_the_http_approval_api() {
         }),
     );
     let rows: Vec<Value> = setup
-        .audit()
+        .audit_once(&[("eval", 2)])
         .iter()
         .filter(|r| r["event"] == "sampling")
         .map(|r| {

@@ -75,7 +75,7 @@ fn schemas(mode: Mode) {
     assert!(warnings[0].contains("/temperature: expected number, got string"));
     assert!(!warnings[0].contains("warm"), "{}", warnings[0]);
 
-    let records = setup.audit();
+    let records = setup.audit_once(&[("eval", 3)]);
     let tool_calls: Vec<&Value> = records
         .iter()
         .filter(|r| r["event"] == "tool_call")

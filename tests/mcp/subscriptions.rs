@@ -21,10 +21,10 @@ fn setup(name: &str) -> Setup {
 
 const DOC: &str = "codemode://everything/demo://resource/static/document/architecture.md";
 
-/// The `fields` of each `access` record of the audit log, in order.
-fn access(setup: &Setup, fields: &[&str]) -> Vec<serde_json::Value> {
+/// The `fields` of each `access` record of the audit log, in order, once there are `count`.
+fn access(setup: &Setup, fields: &[&str], count: usize) -> Vec<serde_json::Value> {
     setup
-        .audit()
+        .audit_once(&[("access", count)])
         .into_iter()
         .filter(|r| r["event"] == "access")
         .map(|r| fields.iter().map(|f| r[*f].clone()).collect())
@@ -60,7 +60,11 @@ fn a_client_hears_an_upstream_resources_updates_on_2025_11_25() {
             "too_long": "a resource URI of 9029 bytes is longer than the 8192 codemode subscribes to",
         }),
     );
-    let access = access(&setup, &["method", "name", "decision", "reason"]);
+    let access = access(
+        &setup,
+        &["method", "name", "decision", "reason"],
+        3 + 256 + 4,
+    );
     assert_eq!(access.len(), 3 + 256 + 1 + 1 + 1 + 1, "{access:?}");
     // The unsubscribe of DOC is audited too (before, it was not; red-team finding).
     assert_eq!(
@@ -115,7 +119,11 @@ fn a_listen_stream_hears_an_upstream_resources_updates_on_2026_07_28() {
     );
     // Each URI of the stream's `resourceSubscriptions` is audited like a subscribe (before,
     // none was; red-team finding).
-    let access = access(&setup, &["method", "name", "decision", "status", "reason"]);
+    let access = access(
+        &setup,
+        &["method", "name", "decision", "status", "reason"],
+        2,
+    );
     assert_eq!(
         access,
         [
