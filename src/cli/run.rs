@@ -109,38 +109,16 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let config = match super::common::config_path(args.config.as_deref()) {
-        Some(path) => match load_config(Some(&path)) {
-            Ok(c) => Some(c),
-            Err(code) => return code,
-        },
-        None if args.profile.is_some() => {
-            eprintln!(
-                "codemode: --profile needs a config: give --config FILE or set {}",
-                super::common::CONFIG_ENV
-            );
-            return ExitCode::from(EXIT_USAGE);
-        }
-        None => None,
+    let config = match run_config(&args) {
+        Ok(config) => config,
+        Err(code) => return code,
     };
     let options = options(&args, config.as_ref());
-    let mut runtime_config = RuntimeConfig::default();
-    // One eval per process: a small pool, sized to the memory asked for.
-    runtime_config
-        .max_concurrent_evals(2)
-        .max_memory(options.memory.max(64 << 20));
-    let progress = CompileProgress::on_terminal(&mut runtime_config);
-    let runtime = Runtime::new(&runtime_config);
-    progress.done();
-    let runtime = match runtime {
-        Ok(rt) => rt,
-        Err(e) => {
-            // `{:#}`: the error and its causes (wasmtime's, say), on one line.
-            eprintln!("codemode: {:#}", anyhow::Error::new(e));
-            return ExitCode::from(EXIT_USAGE);
-        }
+    let runtime = match start_runtime(&options) {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
     };
-    let mut eval = GovernedEval::builder(runtime)
+    let eval = GovernedEval::builder(runtime)
         .caller(Caller::local())
         .options(options)
         .lifetime(Some(
@@ -150,54 +128,91 @@ pub async fn run(args: RunArgs) -> ExitCode {
                     c.limits.max_eval_lifetime
                 }),
         ));
-    let mut upstreams = None;
-    if let Some(config) = &config {
-        let profile = match config.resolve_profile(args.profile.as_deref()) {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("codemode: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        };
-        let audit = match open_audit(config) {
-            Ok(audit) => audit,
+    let (eval, upstreams) = match &config {
+        Some(config) => match governed(eval, config, &args).await {
+            Ok((eval, pool)) => (eval, Some(pool)),
             Err(code) => return code,
-        };
-        // Prompts need the terminal: not available when the script itself comes on stdin.
-        let interactive = args.file.as_os_str() != "-" && TerminalAsker::available();
-        let asker: Arc<dyn Asker> = if interactive {
-            Arc::new(TerminalAsker::default())
-        } else {
-            Arc::new(NoAsker)
-        };
-        let pool = UpstreamPool::new();
-        match logins(config, args.browser.as_deref()).await {
-            Ok(logins) => pool.set_logins(logins),
-            Err(code) => return code,
-        }
-        if let Err(e) = pool.set_upstreams(UpstreamSpec::of_config(config)).await {
-            eprintln!("codemode: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-        pool.set_commands(codemode_upstream::CommandTools::from_config(config));
-        eval = remembering(eval, config, audit.as_ref())
-            .await
-            .tools(pool.clone())
-            .profile(profile)
-            .asker(asker)
-            .audit(audit)
-            .outputs(config.outputs.clone())
-            .classification(config.evaluation.classification.clone())
-            // Media values and budget notes as `codemode serve` gives them; the result's JSON
-            // printed here shows media as their references, never their bytes.
-            .max_media_bytes(config.limits.max_media_bytes);
-        upstreams = Some(pool);
-    }
+        },
+        None => (eval, None),
+    };
     let outcome = eval.build().run(&code, &CancellationToken::new()).await;
     if let Some(pool) = upstreams {
         pool.shutdown().await;
     }
     report(&display_name, &outcome, args.json)
+}
+
+/// The config `--config` or the environment names, if any (`--profile` needs one).
+fn run_config(args: &RunArgs) -> Result<Option<Config>, ExitCode> {
+    match super::common::config_path(args.config.as_deref()) {
+        Some(path) => load_config(Some(&path)).map(Some),
+        None if args.profile.is_some() => {
+            eprintln!(
+                "codemode: --profile needs a config: give --config FILE or set {}",
+                super::common::CONFIG_ENV
+            );
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+        None => Ok(None),
+    }
+}
+
+/// The sandbox for one eval: a small pool, sized to the memory `options` ask for.
+fn start_runtime(options: &EvalOptions) -> Result<Runtime, ExitCode> {
+    let mut runtime_config = RuntimeConfig::default();
+    runtime_config
+        .max_concurrent_evals(2)
+        .max_memory(options.memory.max(64 << 20));
+    let progress = CompileProgress::on_terminal(&mut runtime_config);
+    let runtime = Runtime::new(&runtime_config);
+    progress.done();
+    runtime.map_err(|e| {
+        // `{:#}`: the error and its causes (wasmtime's, say), on one line.
+        eprintln!("codemode: {:#}", anyhow::Error::new(e));
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+/// `eval` governed by `config`: its profile, audit, asker, upstreams and commands, outputs and
+/// classification; with the upstream pool, to shut down once the eval is over.
+async fn governed(
+    eval: GovernedEvalBuilder,
+    config: &Config,
+    args: &RunArgs,
+) -> Result<(GovernedEvalBuilder, UpstreamPool), ExitCode> {
+    let profile = config
+        .resolve_profile(args.profile.as_deref())
+        .map_err(|e| {
+            eprintln!("codemode: {e}");
+            ExitCode::from(EXIT_USAGE)
+        })?;
+    let audit = open_audit(config)?;
+    // Prompts need the terminal: not available when the script itself comes on stdin.
+    let interactive = args.file.as_os_str() != "-" && TerminalAsker::available();
+    let asker: Arc<dyn Asker> = if interactive {
+        Arc::new(TerminalAsker::default())
+    } else {
+        Arc::new(NoAsker)
+    };
+    let pool = UpstreamPool::new();
+    pool.set_logins(logins(config, args.browser.as_deref()).await?);
+    if let Err(e) = pool.set_upstreams(UpstreamSpec::of_config(config)).await {
+        eprintln!("codemode: {e}");
+        return Err(ExitCode::from(EXIT_USAGE));
+    }
+    pool.set_commands(codemode_upstream::CommandTools::from_config(config));
+    let eval = remembering(eval, config, audit.as_ref())
+        .await
+        .tools(pool.clone())
+        .profile(profile)
+        .asker(asker)
+        .audit(audit)
+        .outputs(config.outputs.clone())
+        .classification(config.evaluation.classification.clone())
+        // Media values and budget notes as `codemode serve` gives them; the result's JSON
+        // printed here shows media as their references, never their bytes.
+        .max_media_bytes(config.limits.max_media_bytes);
+    Ok((eval, pool))
 }
 
 /// The upstreams' OAuth logins: those `codemode auth login` saved in the durable store (this

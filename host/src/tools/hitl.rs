@@ -90,79 +90,34 @@ fn reads_as(option: &str) -> String {
         .join(" ")
 }
 
+/// The arguments a script may give.
+const KEYS: [&str; 7] = [
+    "metadata",
+    "question",
+    "options",
+    "requireConfirmation",
+    "confirmationMessage",
+    "defaultOption",
+    "timeoutMs",
+];
+
 fn parse(args: &Value) -> Result<Request, String> {
     let obj = args.as_object().ok_or("arguments must be an object")?;
-    const KEYS: [&str; 7] = [
-        "metadata",
-        "question",
-        "options",
-        "requireConfirmation",
-        "confirmationMessage",
-        "defaultOption",
-        "timeoutMs",
-    ];
     if let Some(unknown) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
         return Err(format!(
             "unknown argument `{unknown}` (allowed: {})",
             KEYS.join(", ")
         ));
     }
-    let text = |key: &str, required: bool| -> Result<Option<String>, String> {
-        match obj.get(key) {
-            None | Some(Value::Null) if !required => Ok(None),
-            Some(Value::String(s)) if !codemode_policies::is_blank(s) && s.len() <= MAX_TEXT => {
-                Ok(Some(s.clone()))
-            }
-            Some(Value::String(s)) if s.len() > MAX_TEXT => {
-                Err(format!("`{key}` is longer than {MAX_TEXT} bytes"))
-            }
-            _ => Err(format!("`{key}` must be a non-empty string")),
-        }
-    };
-    let question = text("question", true)?.unwrap_or_default();
-    let options = match obj.get("options") {
-        Some(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_OPTIONS => {
-            let mut out: Vec<String> = Vec::with_capacity(items.len());
-            for item in items {
-                match item.as_str() {
-                    Some(s) if !s.trim().is_empty() && s.len() <= MAX_TEXT => {
-                        // What a human reads is what comes back: an option is shown as it is
-                        // (a button, a form's choice), so it must have nothing to neutralise.
-                        let shown = codemode_policies::neutralize(s);
-                        if shown != s {
-                            return Err(format!(
-                                "option `{shown}` has a control or invisible character (shown escaped): \
-                                 an option is shown to the human as it is and must read as what it is"
-                            ));
-                        }
-                        // Options that read the same are one option to a human: equal after
-                        // neutralisation once runs of white space (which a button or a list
-                        // does not show apart) are folded.
-                        if out.iter().any(|o| reads_as(o) == reads_as(s)) {
-                            return Err(format!(
-                                "`options` must be unique; `{}` appears twice (options are compared as a human reads them: Unicode-normalised (NFC), white space folded)",
-                                reads_as(s)
-                            ));
-                        }
-                        out.push(s.to_string());
-                    }
-                    _ => return Err("every option must be a non-empty string".into()),
-                }
-            }
-            out
-        }
-        Some(Value::Array(items)) if items.len() > MAX_OPTIONS => {
-            return Err(format!("at most {MAX_OPTIONS} options"));
-        }
-        _ => return Err("`options` must be a non-empty array of strings".into()),
-    };
+    let question = text(obj, "question", true)?.unwrap_or_default();
+    let options = options(obj.get("options"))?;
     let require_confirmation = match obj.get("requireConfirmation") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         _ => return Err("`requireConfirmation` must be a boolean".into()),
     };
-    let confirmation_message = text("confirmationMessage", false)?;
-    let default_option = text("defaultOption", false)?;
+    let confirmation_message = text(obj, "confirmationMessage", false)?;
+    let default_option = text(obj, "defaultOption", false)?;
     if let Some(d) = &default_option
         && !options.contains(d)
     {
@@ -184,6 +139,58 @@ fn parse(args: &Value) -> Result<Request, String> {
         timeout,
         metadata: obj.get("metadata").cloned(),
     })
+}
+
+/// The text argument `key`: a non-blank string of at most [`MAX_TEXT`] bytes; `None` when an
+/// optional one is absent or null.
+fn text(obj: &Map<String, Value>, key: &str, required: bool) -> Result<Option<String>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) if !required => Ok(None),
+        Some(Value::String(s)) if !codemode_policies::is_blank(s) && s.len() <= MAX_TEXT => {
+            Ok(Some(s.clone()))
+        }
+        Some(Value::String(s)) if s.len() > MAX_TEXT => {
+            Err(format!("`{key}` is longer than {MAX_TEXT} bytes"))
+        }
+        _ => Err(format!("`{key}` must be a non-empty string")),
+    }
+}
+
+/// The `options` argument: 1 to [`MAX_OPTIONS`] plain-text strings that read apart.
+fn options(given: Option<&Value>) -> Result<Vec<String>, String> {
+    let items = match given {
+        Some(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_OPTIONS => items,
+        Some(Value::Array(items)) if items.len() > MAX_OPTIONS => {
+            return Err(format!("at most {MAX_OPTIONS} options"));
+        }
+        _ => return Err("`options` must be a non-empty array of strings".into()),
+    };
+    let mut out: Vec<String> = Vec::with_capacity(items.len());
+    for item in items {
+        let s = match item.as_str() {
+            Some(s) if !s.trim().is_empty() && s.len() <= MAX_TEXT => s,
+            _ => return Err("every option must be a non-empty string".into()),
+        };
+        // What a human reads is what comes back: an option is shown as it is (a button, a
+        // form's choice), so it must have nothing to neutralise.
+        let shown = codemode_policies::neutralize(s);
+        if shown != s {
+            return Err(format!(
+                "option `{shown}` has a control or invisible character (shown escaped): \
+                 an option is shown to the human as it is and must read as what it is"
+            ));
+        }
+        // Options that read the same are one option to a human: equal after neutralisation
+        // once runs of white space (which a button or a list does not show apart) are folded.
+        if out.iter().any(|o| reads_as(o) == reads_as(s)) {
+            return Err(format!(
+                "`options` must be unique; `{}` appears twice (options are compared as a human reads them: Unicode-normalised (NFC), white space folded)",
+                reads_as(s)
+            ));
+        }
+        out.push(s.to_string());
+    }
+    Ok(out)
 }
 
 fn result(
@@ -302,82 +309,72 @@ async fn ask(req: &Request, asker: &dyn Asker, request_id: &str, cx: &CallContex
         .filter(|s| req.require_confirmation && req.options.contains(s));
     let (selected, confirming) = match chosen {
         Some(selected) => (selected, resumed.as_ref()),
-        None => {
-            let answer = step(
-                asker,
-                cx,
-                (choice_question(req), req.timeout),
-                resumed.as_ref(),
-                None,
-            )
-            .await;
-            let selected = match answer {
-                Answer::Accept(content) => match content.get("answer").and_then(Value::as_str) {
-                    Some(a) if req.options.iter().any(|o| o == a) => a.to_string(),
-                    Some(a) => {
-                        return result(
-                            "error",
-                            None,
-                            "system",
-                            request_id,
-                            Some(format!("the answer `{a}` is not one of the options")),
-                        );
-                    }
-                    None => {
-                        return result(
-                            "error",
-                            None,
-                            "system",
-                            request_id,
-                            Some("the answer names no option".into()),
-                        );
-                    }
-                },
-                Answer::Decline | Answer::Cancel => {
-                    return result("canceled", None, "user", request_id, None);
-                }
-                Answer::Timeout => {
-                    return result(
-                        "timeout",
-                        req.default_option.as_deref(),
-                        "timeout",
-                        request_id,
-                        Some("nobody answered in time".into()),
-                    );
-                }
-                Answer::Failed(e) => return result("error", None, "system", request_id, Some(e)),
-            };
-            (selected, None)
-        }
+        None => match choose(req, asker, request_id, cx, resumed.as_ref()).await {
+            Ok(selected) => (selected, None),
+            Err(ended) => return ended,
+        },
     };
     if !req.require_confirmation {
         return result("confirmed", Some(&selected), "user", request_id, None);
     }
-    let answer = step(
-        asker,
-        cx,
-        (confirm_question(req, &selected), req.timeout),
-        confirming,
-        Some(&selected),
-    )
-    .await;
-    match answer {
+    confirm(req, asker, request_id, cx, (&selected, confirming)).await
+}
+
+/// The choice step: the option the human chose, or the request's result when the step ended
+/// it (declined, timed out, failed, or an answer that is no option).
+async fn choose(
+    req: &Request,
+    asker: &dyn Asker,
+    request_id: &str,
+    cx: &CallContext,
+    resumed: Option<&ParkedAsk>,
+) -> Result<String, Value> {
+    let question = (choice_question(req), req.timeout);
+    let error = |message: String| result("error", None, "system", request_id, Some(message));
+    match step(asker, cx, question, resumed, None).await {
+        Answer::Accept(content) => match content.get("answer").and_then(Value::as_str) {
+            Some(a) if req.options.iter().any(|o| o == a) => Ok(a.to_string()),
+            Some(a) => Err(error(format!("the answer `{a}` is not one of the options"))),
+            None => Err(error("the answer names no option".into())),
+        },
+        Answer::Decline | Answer::Cancel => Err(result("canceled", None, "user", request_id, None)),
+        Answer::Timeout => Err(result(
+            "timeout",
+            req.default_option.as_deref(),
+            "timeout",
+            request_id,
+            Some("nobody answered in time".into()),
+        )),
+        Answer::Failed(e) => Err(error(e)),
+    }
+}
+
+/// The confirmation step for `selected` (`resumed`: the step as its eval was parked in it).
+async fn confirm(
+    req: &Request,
+    asker: &dyn Asker,
+    request_id: &str,
+    cx: &CallContext,
+    (selected, resumed): (&str, Option<&ParkedAsk>),
+) -> Value {
+    let question = (confirm_question(req, selected), req.timeout);
+    match step(asker, cx, question, resumed, Some(selected)).await {
         Answer::Accept(content)
             if content.get("confirm").and_then(Value::as_str) == Some("confirm") =>
         {
-            result("confirmed", Some(&selected), "user", request_id, None)
+            result("confirmed", Some(selected), "user", request_id, None)
         }
         Answer::Accept(_) | Answer::Decline | Answer::Cancel => {
-            result("canceled", Some(&selected), "user", request_id, None)
+            result("canceled", Some(selected), "user", request_id, None)
         }
         Answer::Timeout => result(
             "timeout",
-            Some(&selected),
+            Some(selected),
             "timeout",
             request_id,
             Some("nobody confirmed in time".into()),
         ),
-        Answer::Failed(e) => result("error", Some(&selected), "system", request_id, Some(e)),
+        Answer::Failed(e) => result("error", Some(selected), "system", request_id, Some(e)),
     }
 }
 

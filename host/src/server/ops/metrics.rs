@@ -110,96 +110,97 @@ impl Default for Metrics {
 impl Metrics {
     /// Every metric at zero, on.
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("codemode");
-        let evals = Family::<EvalLabels, Counter>::default();
-        let eval_duration = Histogram::new(exponential_buckets(0.001, 4.0, 10));
-        let tool_calls = Family::<ToolCallLabels, Counter>::default();
-        let approvals = Family::<ApprovalLabels, Counter>::default();
-        let approvals_pending = Gauge::default();
-        let approvals_joined = Counter::default();
-        let parked_evals = Gauge::default();
-        let upstream_up = Family::<ServerLabel, Gauge>::default();
-        let upstream_restarts = Family::<ServerLabel, Counter>::default();
-        let http_responses = Family::<StatusLabel, Counter>::default();
-        let refusals = Family::<CapLabel, Counter>::default();
-        let pool_slots_in_use = Gauge::default();
+        let mut metrics = Metrics {
+            enabled: AtomicBool::new(true),
+            registry: Registry::with_prefix("codemode"),
+            evals: Family::default(),
+            eval_duration: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
+            tool_calls: Family::default(),
+            approvals: Family::default(),
+            approvals_pending: Gauge::default(),
+            approvals_joined: Counter::default(),
+            parked_evals: Gauge::default(),
+            upstream_up: Family::default(),
+            upstream_restarts: Family::default(),
+            restarts_seen: Mutex::default(),
+            http_responses: Family::default(),
+            refusals: Family::default(),
+            pool_slots_in_use: Gauge::default(),
+        };
+        metrics.register_eval_metrics();
+        metrics.register_server_metrics();
+        metrics
+    }
+
+    /// Registers what evals and their calls and asks count. A metric and its registered
+    /// handle share their value: the registry gets a clone.
+    fn register_eval_metrics(&mut self) {
+        let registry = &mut self.registry;
         registry.register(
             "evals",
             "Evals finished, by profile and outcome (ok, or the error kind)",
-            evals.clone(),
+            self.evals.clone(),
         );
         registry.register(
             "eval_duration_seconds",
             "Wall-clock time of finished evals, time waiting for a human included",
-            eval_duration.clone(),
+            self.eval_duration.clone(),
         );
         registry.register(
             "tool_calls",
             "Tool-call attempts, by tool and decision",
-            tool_calls.clone(),
+            self.tool_calls.clone(),
         );
         registry.register(
             "approvals",
             "Asks decided, by where the decision came from and what it was",
-            approvals.clone(),
+            self.approvals.clone(),
         );
         registry.register(
             "approvals_pending",
             "Asks waiting for a human now",
-            approvals_pending.clone(),
+            self.approvals_pending.clone(),
         );
         registry.register(
             "approvals_joined",
             "Calls that joined an identical pending ask instead of prompting again",
-            approvals_joined.clone(),
+            self.approvals_joined.clone(),
         );
         registry.register(
             "parked_evals",
             "Evals this node parked in the durable store, waiting for a human",
-            parked_evals.clone(),
+            self.parked_evals.clone(),
         );
+    }
+
+    /// Registers what the server itself counts: upstreams, responses, refusals, slots.
+    fn register_server_metrics(&mut self) {
+        let registry = &mut self.registry;
         registry.register(
             "upstream_up",
             "Whether an upstream server's session is up (1) or not (0)",
-            upstream_up.clone(),
+            self.upstream_up.clone(),
         );
         registry.register(
             "upstream_restarts",
             "Sessions re-established with an upstream server after its first",
-            upstream_restarts.clone(),
+            self.upstream_restarts.clone(),
         );
         registry.register(
             "http_responses",
             "HTTP responses, by status code",
-            http_responses.clone(),
+            self.http_responses.clone(),
         );
         registry.register(
             "refusals",
             "Requests refused by a cap, by the cap's config key",
-            refusals.clone(),
+            self.refusals.clone(),
         );
         registry.register(
             "pool_slots_in_use",
             "Sandbox instance slots held by running evals",
-            pool_slots_in_use.clone(),
+            self.pool_slots_in_use.clone(),
         );
-        Metrics {
-            enabled: AtomicBool::new(true),
-            registry,
-            evals,
-            eval_duration,
-            tool_calls,
-            approvals,
-            approvals_pending,
-            approvals_joined,
-            parked_evals,
-            upstream_up,
-            upstream_restarts,
-            restarts_seen: Mutex::default(),
-            http_responses,
-            refusals,
-            pool_slots_in_use,
-        }
     }
 
     /// Whether metrics are kept (`server.admin.metrics`).
