@@ -41,7 +41,7 @@ use codemode_policies::{
 use codemode_runtime::{
     CancellationToken, ErrorKind, EvalControl, EvalError, EvalId, EvalOptions, EvalOutcome,
     EvalStats, EvalStep, LargestUnit, NoTools, ParkRequest, ResumeError, Runtime, Suspended,
-    ToolHost, spell_duration,
+    ToolHost,
 };
 use codemode_script::{Preview, locate_syntax_error, normalize_with_preview, result_use};
 
@@ -513,7 +513,7 @@ fn lifetime_error(lifetime: Duration) -> EvalError {
         ErrorKind::Timeout,
         format!(
             "the eval exceeded its lifetime of {} (limits.maxEvalLifetime), which counts time spent waiting for a human",
-            spell_duration(lifetime, LargestUnit::Minutes)
+            LargestUnit::Minutes.spell(lifetime)
         ),
     )
 }

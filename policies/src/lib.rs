@@ -181,8 +181,8 @@ pub(crate) use audit::{args_sha256, canonical_json, now_rfc3339, rfc3339_utc, sh
 // The audit chain, its verification and queries (issue 15 §7).
 // What a `tool_call` record keeps of a `hitl_request` (issue 28 B.2).
 pub use audit::{
-    AuditEvent, AuditFormat, AuditKey, AuditQuery, AuditQueryError, ChainBreak, ChainHead,
-    EvalAuditContext, QueriedRecord, QueryResult, Verified,
+    AuditEvent, AuditFormat, AuditQuery, AuditQueryError, ChainBreak, ChainHead, EvalAuditContext,
+    QueriedRecord, QueryResult, Verified,
 };
 pub use audit::{HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST};
 
@@ -211,8 +211,7 @@ pub use profile::{
 };
 pub(crate) use remember::spell_period;
 pub use remember::{
-    Approved, AuditSource, Clock, RememberedRule, RememberedRules, RuleStore, RuleStoreError,
-    UpstreamIdentity,
+    Approved, RememberedRule, RememberedRules, RuleStore, RuleStoreError, UpstreamIdentity,
 };
 
 pub(crate) use risk::needed_permissions;

@@ -213,10 +213,10 @@ impl RuleStore for MemoryRuleStore {
 
 /// Where the audit records of rules go, looked up at each write (a config reload may change
 /// the sink).
-pub type AuditSource = Arc<dyn Fn() -> Option<Arc<dyn AuditSink>> + Send + Sync>;
+pub(crate) type AuditSource = Arc<dyn Fn() -> Option<Arc<dyn AuditSink>> + Send + Sync>;
 
 /// Milliseconds since the Unix epoch: the clock expiries are read against.
-pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+pub(crate) type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// What identifies the upstream server of a tool (`server__tool`) now, from the current
 /// config: `None` for a tool of no upstream. Looked up at each call, so that a config reload
@@ -276,13 +276,14 @@ impl RememberedRules {
         Self::new(Arc::new(MemoryRuleStore::default()))
     }
 
-    /// Writes the creation and revocation of rules to the sink `audit` gives.
+    /// Writes the creation and revocation of rules to the sink `audit` gives, looked up at each
+    /// write (a config reload may change the sink).
     pub fn with_audit(mut self, audit: AuditSource) -> Self {
         self.audit = Some(audit);
         self
     }
 
-    /// Reads expiries against `clock` (tests move it).
+    /// Reads expiries against `clock`, milliseconds since the Unix epoch (tests move it).
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
         self

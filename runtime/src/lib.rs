@@ -28,7 +28,9 @@
 //! refer to the user's code.
 //!
 //! ## Limits
-//! See [`EvalOptions`] for each limit and its default, and [`ErrorKind`] for what each produces.
+//! See [`EvalOptions`] for each limit and its default (`EvalOptions::DEFAULT_*`), and
+//! [`ErrorKind`] for what each produces. A tool call's name and arguments have limits of
+//! their own ([`Runtime::MAX_TOOL_NAME_BYTES`], [`Runtime::MAX_TOOL_ARGS_BYTES`]).
 //! Options out of range end an eval with [`ErrorKind::InvalidOptions`] before it runs; a
 //! [`RuntimeConfig`] out of range is an error from [`Runtime::new`].
 //!
@@ -36,7 +38,7 @@
 //! What codemode's own crates use beside the sandbox, offered so that an embedder gets the same
 //! behaviour: [`ThreadPool`] (threads to run evals on, off the async workers),
 //! [`private_file`] (files and directories created readable by their owner only) and
-//! [`spell_duration`] (a limit's duration as messages spell it).
+//! [`LargestUnit::spell`] (a limit's duration as messages spell it).
 //!
 //! ## Durable suspension
 //! A script waiting inside a tool call for a human need not stay in memory. A tool call says it
@@ -89,7 +91,6 @@ mod threads;
 mod tool;
 mod wasi;
 
-pub use abi::{MAX_TOOL_ARGS_BYTES, MAX_TOOL_NAME_BYTES};
 pub use clock::TimeoutPause;
 pub use config::RuntimeConfig;
 pub use error::{InvalidConfig, RuntimeError};

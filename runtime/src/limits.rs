@@ -5,18 +5,11 @@ use std::time::Duration;
 use crate::config::RuntimeConfig;
 use crate::error::InvalidConfig;
 
-/// Default fuel budget: 20 billion WebAssembly instructions (tens of seconds of compute).
-pub const DEFAULT_FUEL: u64 = 20_000_000_000;
-/// Default linear-memory limit: 64 MiB.
-pub const DEFAULT_MEMORY: u64 = 64 << 20;
-/// Default wall-clock timeout: 30 s, time in tool calls included.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default cap on logs + result: 1 MiB.
-pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 20;
-/// Default cap on the number of tool calls of one eval: 1000.
-pub const DEFAULT_MAX_TOOL_CALLS: u64 = 1000;
-/// Default cap on tool calls running at once within one eval: 16 (more wait their turn).
-pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 16;
+/// [`EvalOptions::DEFAULT_FUEL`], for readers of the config's limits that name it here.
+pub const DEFAULT_FUEL: u64 = EvalOptions::DEFAULT_FUEL;
+/// [`EvalOptions::DEFAULT_MAX_TOOL_CALLS`], for readers of the config's limits that name it
+/// here.
+pub const DEFAULT_MAX_TOOL_CALLS: u64 = EvalOptions::DEFAULT_MAX_TOOL_CALLS;
 
 /// Limits and identity of one eval.
 ///
@@ -39,47 +32,64 @@ pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 16;
 #[non_exhaustive]
 pub struct EvalOptions {
     /// WebAssembly instructions the eval may execute; `None` = unlimited. Default
-    /// [`DEFAULT_FUEL`]. Ignored (and `fuel_used` is 0) when the runtime was built with fuel off.
+    /// [`Self::DEFAULT_FUEL`]. Ignored (and `fuel_used` is 0) when the runtime was built with
+    /// fuel off.
     pub fuel: Option<u64>,
-    /// Linear-memory bytes; also bounds the QuickJS heap. Default [`DEFAULT_MEMORY`]; at most
-    /// the runtime's [`crate::RuntimeConfig::max_memory`] ([`EvalOptions::validate`]).
+    /// Linear-memory bytes; also bounds the QuickJS heap. Default [`Self::DEFAULT_MEMORY`]; at
+    /// most the runtime's [`crate::RuntimeConfig::max_memory`] ([`EvalOptions::validate`]).
     pub memory: u64,
     /// Wall-clock time for the whole eval, tool calls included; `None` = unlimited. Default
-    /// [`DEFAULT_TIMEOUT`]. Time a [`crate::ToolHost`] spends under
+    /// [`Self::DEFAULT_TIMEOUT`]. Time a [`crate::ToolHost`] spends under
     /// [`crate::CallContext::pause_timeout`] (a human deciding) does not count.
     pub timeout: Option<Duration>,
-    /// Bytes of console output plus the JSON result. Default [`DEFAULT_MAX_OUTPUT`].
+    /// Bytes of console output plus the JSON result. Default [`Self::DEFAULT_MAX_OUTPUT`].
     pub max_output: u64,
-    /// Tool calls the script may start; `None` = unlimited. Default [`DEFAULT_MAX_TOOL_CALLS`].
+    /// Tool calls the script may start; `None` = unlimited. Default
+    /// [`Self::DEFAULT_MAX_TOOL_CALLS`].
     pub max_tool_calls: Option<u64>,
     /// Tool calls in flight at once; further calls wait (no error). Default
-    /// [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`]; at least 1 ([`EvalOptions::validate`]).
+    /// [`Self::DEFAULT_MAX_CONCURRENT_TOOL_CALLS`]; at least 1 ([`EvalOptions::validate`]).
     pub max_concurrent_tool_calls: usize,
+}
+
+impl EvalOptions {
+    /// Default fuel budget: 20 billion WebAssembly instructions (tens of seconds of compute).
+    pub const DEFAULT_FUEL: u64 = 20_000_000_000;
+    /// Default linear-memory limit: 64 MiB.
+    pub const DEFAULT_MEMORY: u64 = 64 << 20;
+    /// Default wall-clock timeout: 30 s, time in tool calls included.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Default cap on logs + result: 1 MiB.
+    pub const DEFAULT_MAX_OUTPUT: u64 = 1 << 20;
+    /// Default cap on the number of tool calls of one eval: 1000.
+    pub const DEFAULT_MAX_TOOL_CALLS: u64 = 1000;
+    /// Default cap on tool calls running at once within one eval: 16 (more wait their turn).
+    pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 16;
 }
 
 impl Default for EvalOptions {
     fn default() -> Self {
         EvalOptions {
-            fuel: Some(DEFAULT_FUEL),
-            memory: DEFAULT_MEMORY,
-            timeout: Some(DEFAULT_TIMEOUT),
-            max_output: DEFAULT_MAX_OUTPUT,
-            max_tool_calls: Some(DEFAULT_MAX_TOOL_CALLS),
-            max_concurrent_tool_calls: DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
+            fuel: Some(Self::DEFAULT_FUEL),
+            memory: Self::DEFAULT_MEMORY,
+            timeout: Some(Self::DEFAULT_TIMEOUT),
+            max_output: Self::DEFAULT_MAX_OUTPUT,
+            max_tool_calls: Some(Self::DEFAULT_MAX_TOOL_CALLS),
+            max_concurrent_tool_calls: Self::DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
         }
     }
 }
 
 impl EvalOptions {
     /// Sets [`EvalOptions::fuel`]: WebAssembly instructions the eval may execute, `None` for
-    /// unlimited. Default [`DEFAULT_FUEL`] (20 billion).
+    /// unlimited. Default [`Self::DEFAULT_FUEL`] (20 billion).
     pub fn fuel(&mut self, fuel: Option<u64>) -> &mut Self {
         self.fuel = fuel;
         self
     }
 
     /// Sets [`EvalOptions::memory`], the linear-memory limit in bytes. Default
-    /// [`DEFAULT_MEMORY`] (64 MiB); at most the runtime's
+    /// [`Self::DEFAULT_MEMORY`] (64 MiB); at most the runtime's
     /// [`crate::RuntimeConfig::max_memory`] (256 MiB by default).
     pub fn memory(&mut self, bytes: u64) -> &mut Self {
         self.memory = bytes;
@@ -87,28 +97,28 @@ impl EvalOptions {
     }
 
     /// Sets [`EvalOptions::timeout`], the wall-clock limit of the whole eval, `None` for
-    /// unlimited. Default [`DEFAULT_TIMEOUT`] (30 s).
+    /// unlimited. Default [`Self::DEFAULT_TIMEOUT`] (30 s).
     pub fn timeout(&mut self, timeout: Option<Duration>) -> &mut Self {
         self.timeout = timeout;
         self
     }
 
     /// Sets [`EvalOptions::max_output`], the bytes of logs plus result. Default
-    /// [`DEFAULT_MAX_OUTPUT`] (1 MiB).
+    /// [`Self::DEFAULT_MAX_OUTPUT`] (1 MiB).
     pub fn max_output(&mut self, bytes: u64) -> &mut Self {
         self.max_output = bytes;
         self
     }
 
     /// Sets [`EvalOptions::max_tool_calls`], the tool calls the script may start, `None` for
-    /// unlimited. Default [`DEFAULT_MAX_TOOL_CALLS`] (1000).
+    /// unlimited. Default [`Self::DEFAULT_MAX_TOOL_CALLS`] (1000).
     pub fn max_tool_calls(&mut self, calls: Option<u64>) -> &mut Self {
         self.max_tool_calls = calls;
         self
     }
 
     /// Sets [`EvalOptions::max_concurrent_tool_calls`], the tool calls in flight at once.
-    /// Default [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`] (16); at least 1.
+    /// Default [`Self::DEFAULT_MAX_CONCURRENT_TOOL_CALLS`] (16); at least 1.
     pub fn max_concurrent_tool_calls(&mut self, calls: usize) -> &mut Self {
         self.max_concurrent_tool_calls = calls;
         self
@@ -141,7 +151,7 @@ impl EvalOptions {
     }
 }
 
-/// The largest unit [`spell_duration`] writes.
+/// The largest unit [`LargestUnit::spell`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LargestUnit {
@@ -151,32 +161,34 @@ pub enum LargestUnit {
     Minutes,
 }
 
-/// A limit's duration in a message, as the config and the command line spell durations:
-/// milliseconds when it is not whole seconds (`250ms`), else seconds (`2s`), and with
-/// [`LargestUnit::Minutes`] minutes and seconds from one minute on (`15m`, `1m30s`).
-///
-/// Two largest units because two messages have long said it their way, and callers (models
-/// among them) read them: an eval's timeout (`the script exceeded its wall-clock timeout of
-/// 90s`) in seconds, `limits.maxEvalLifetime` (`the eval exceeded its lifetime of 15m`) as its
-/// config usually spells it, in minutes.
-///
-/// ```
-/// use std::time::Duration;
-/// use codemode_runtime::{LargestUnit, spell_duration};
-/// assert_eq!(spell_duration(Duration::from_millis(1500), LargestUnit::Minutes), "1500ms");
-/// assert_eq!(spell_duration(Duration::from_secs(90), LargestUnit::Seconds), "90s");
-/// assert_eq!(spell_duration(Duration::from_secs(90), LargestUnit::Minutes), "1m30s");
-/// ```
-pub fn spell_duration(d: Duration, largest: LargestUnit) -> String {
-    let ms = d.as_millis();
-    if !ms.is_multiple_of(1000) {
-        return format!("{ms}ms");
-    }
-    let s = ms / 1000;
-    match (largest, s / 60, s % 60) {
-        (LargestUnit::Seconds, _, _) | (LargestUnit::Minutes, 0, _) => format!("{s}s"),
-        (LargestUnit::Minutes, m, 0) => format!("{m}m"),
-        (LargestUnit::Minutes, m, s) => format!("{m}m{s}s"),
+impl LargestUnit {
+    /// A limit's duration in a message, as the config and the command line spell durations:
+    /// milliseconds when it is not whole seconds (`250ms`), else seconds (`2s`), and with
+    /// [`LargestUnit::Minutes`] minutes and seconds from one minute on (`15m`, `1m30s`).
+    ///
+    /// Two largest units because two messages have long said it their way, and callers (models
+    /// among them) read them: an eval's timeout (`the script exceeded its wall-clock timeout of
+    /// 90s`) in seconds, `limits.maxEvalLifetime` (`the eval exceeded its lifetime of 15m`) as its
+    /// config usually spells it, in minutes.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use codemode_runtime::LargestUnit;
+    /// assert_eq!(LargestUnit::Minutes.spell(Duration::from_millis(1500)), "1500ms");
+    /// assert_eq!(LargestUnit::Seconds.spell(Duration::from_secs(90)), "90s");
+    /// assert_eq!(LargestUnit::Minutes.spell(Duration::from_secs(90)), "1m30s");
+    /// ```
+    pub fn spell(self, d: Duration) -> String {
+        let ms = d.as_millis();
+        if !ms.is_multiple_of(1000) {
+            return format!("{ms}ms");
+        }
+        let s = ms / 1000;
+        match (self, s / 60, s % 60) {
+            (LargestUnit::Seconds, _, _) | (LargestUnit::Minutes, 0, _) => format!("{s}s"),
+            (LargestUnit::Minutes, m, 0) => format!("{m}m"),
+            (LargestUnit::Minutes, m, s) => format!("{m}m{s}s"),
+        }
     }
 }
 
@@ -201,8 +213,8 @@ mod tests {
             (Duration::from_secs(3600), "3600s", "60m"),
         ];
         for &(d, seconds, minutes) in cases {
-            assert_eq!(spell_duration(d, LargestUnit::Seconds), seconds, "{d:?}");
-            assert_eq!(spell_duration(d, LargestUnit::Minutes), minutes, "{d:?}");
+            assert_eq!(LargestUnit::Seconds.spell(d), seconds, "{d:?}");
+            assert_eq!(LargestUnit::Minutes.spell(d), minutes, "{d:?}");
         }
     }
 

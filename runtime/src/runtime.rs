@@ -175,6 +175,14 @@ impl Runtime {
     /// it, so that the packaged crate (`cargo package`) carries the module as a file of its own.
     pub const GUEST_WASM: &[u8] = include_bytes!("../codemode_guest.wasm");
 
+    /// The longest tool name a script may call: 1 KiB. No tool has a longer name; the guest
+    /// rejects a call with one itself (an `UnknownToolError`) without calling the host.
+    pub const MAX_TOOL_NAME_BYTES: usize = codemode_abi::MAX_TOOL_NAME_BYTES;
+
+    /// The largest arguments of one tool call, as JSON: 8 MiB. The guest rejects a call with
+    /// bigger ones itself (a `ToolError`) without calling the host.
+    pub const MAX_TOOL_ARGS_BYTES: usize = codemode_abi::MAX_TOOL_ARGS_BYTES;
+
     /// Validates `config`, builds the engine and compiles (or loads from the cache) the guest.
     ///
     /// # Errors

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::{Args, Subcommand, ValueEnum};
-use codemode_policies::{AuditEvent, AuditFormat, AuditKey, AuditQuery, Verified};
+use codemode_config::AuditKey;
+use codemode_policies::{AuditEvent, AuditFormat, AuditQuery, Verified};
 
 use super::common::{EXIT_SCRIPT_FAILED, EXIT_USAGE};
 

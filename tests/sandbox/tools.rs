@@ -459,13 +459,13 @@ async fn codemode_answers_every_tool_name_and_cannot_be_changed() {
 }
 
 /// Red team (error kinds): a tool name is chosen by the script, so a name past
-/// [`codemode_runtime::MAX_TOOL_NAME_BYTES`] is rejected by the guest itself, catchably, as an
-/// `UnknownToolError` that never reaches the host (no ledger row) — it used to end the eval with
-/// kind `internal` ("malformed host call"), which only a host bug may produce. Names at the limit
-/// are ordinary unknown tools.
+/// [`codemode_runtime::Runtime::MAX_TOOL_NAME_BYTES`] is rejected by the guest itself,
+/// catchably, as an `UnknownToolError` that never reaches the host (no ledger row) — it used to
+/// end the eval with kind `internal` ("malformed host call"), which only a host bug may
+/// produce. Names at the limit are ordinary unknown tools.
 #[tokio::test]
 async fn an_overlong_tool_name_is_rejected_catchably() {
-    let max = codemode_runtime::MAX_TOOL_NAME_BYTES;
+    let max = codemode_runtime::Runtime::MAX_TOOL_NAME_BYTES;
     let cases: &[(String, usize)] = &[
         (format!("codemode['x'.repeat({})]({{}})", max + 1), max + 1),
         ("codemode['x'.repeat(100000)]({})".to_string(), 100_000),
@@ -515,11 +515,11 @@ async fn an_overlong_tool_name_is_rejected_catchably() {
     assert_eq!(ok(&outcome), &json!(["UnknownToolError", true]));
 }
 
-/// Arguments past [`codemode_runtime::MAX_TOOL_ARGS_BYTES`] are rejected by the guest itself,
-/// catchably, as a `ToolError` that never reaches the host.
+/// Arguments past [`codemode_runtime::Runtime::MAX_TOOL_ARGS_BYTES`] are rejected by the guest
+/// itself, catchably, as a `ToolError` that never reaches the host.
 #[tokio::test]
 async fn overlong_arguments_are_rejected_catchably() {
-    let max = codemode_runtime::MAX_TOOL_ARGS_BYTES;
+    let max = codemode_runtime::Runtime::MAX_TOOL_ARGS_BYTES;
     let cases: &[(&str, usize)] = &[
         ("codemode.echo({s: 'x'.repeat(9 << 20)})", (9 << 20) + 8),
         (

@@ -16,7 +16,7 @@
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-pub use codemode_config::AuditKey;
+use codemode_config::AuditKey;
 
 /// The prefix hashed before a file's name for its genesis hash.
 const GENESIS_PREFIX: &str = "codemode-audit:";

@@ -21,7 +21,6 @@ mod writer;
 
 use std::sync::Mutex;
 
-pub use chain::AuditKey;
 pub(crate) use eval_id::audit_eval_id;
 pub use hitl::{HITL_DEFAULT_TIMEOUT, HITL_MAX_TIMEOUT, HITL_REQUEST};
 pub use query::{AuditEvent, AuditFormat, AuditQuery, AuditQueryError, QueriedRecord, QueryResult};

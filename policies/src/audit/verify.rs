@@ -3,9 +3,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use codemode_config::AuditKey;
 use serde_json::Value;
 
-use super::chain::{AuditKey, chain_hash, genesis, unseal};
+use super::chain::{chain_hash, genesis, unseal};
 
 /// The end of one verified file: the head hash to keep elsewhere (an *anchor*).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
+use codemode_config::AuditKey;
 use codemode_runtime::private_file::{self, Existing};
 
-use super::chain::{AuditKey, chain_hash, genesis, seal, unseal};
+use super::chain::{chain_hash, genesis, seal, unseal};
 use super::{AuditRecord, AuditSink};
 
 /// How many bytes of serialised records may wait for the writer thread at once (16 MiB), by

@@ -4,7 +4,7 @@
 use wasmtime::{Store, Trap};
 
 use super::running::Eval;
-use crate::limits::{EvalOptions, LargestUnit, spell_duration};
+use crate::limits::{EvalOptions, LargestUnit};
 use crate::outcome::{ErrorKind, EvalError};
 use crate::state::HostState;
 use crate::tool::ToolHost;
@@ -52,7 +52,7 @@ impl<T: ToolHost + ?Sized> Eval<'_, T> {
 pub(super) fn timeout_error(options: &EvalOptions) -> EvalError {
     let limit = options
         .timeout
-        .map(|t| format!(" of {}", spell_duration(t, LargestUnit::Seconds)))
+        .map(|t| format!(" of {}", LargestUnit::Seconds.spell(t)))
         .unwrap_or_default();
     EvalError::new(
         ErrorKind::Timeout,
