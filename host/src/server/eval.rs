@@ -77,6 +77,16 @@ impl CodemodeServer {
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         // Refused at once, before a pool slot is taken, when the client is over a cap.
         let client = client_key(&ctx, &caller, modern, &self.session_id);
+        // Who may share this eval's upstream log messages (see `CallRelay::audience`): one
+        // caller, or one session; an anonymous 2026-07-28 request, which has no session, is alone.
+        let audience = if modern && caller.name == crate::session::Caller::local().name {
+            // Unique in this process is enough: it is compared, never shown nor guessed.
+            static REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            format!("request:{n}")
+        } else {
+            client.clone()
+        };
         let slot = match self
             .state
             .clients
@@ -98,13 +108,6 @@ impl CodemodeServer {
         // progress share its increasing values.
         let progress = Arc::new(Progress::new(&ctx));
         ctx.extensions.insert(progress.clone());
-        // Who may share this eval's upstream log messages (see `CallRelay::audience`): one
-        // caller, or one session; an anonymous 2026-07-28 request, which has no session, is alone.
-        let audience = if modern && caller.name == crate::session::Caller::local().name {
-            format!("request:{}", super::suspend::random_token())
-        } else {
-            client_key(&ctx, &caller, modern, &self.session_id)
-        };
         let relay = RelayOpen(EvalRelay::new(
             &ctx,
             progress,

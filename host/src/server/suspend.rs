@@ -206,7 +206,13 @@ pub(super) fn random_token() -> String {
         let seed = format!("{:?}{:p}", Instant::now(), &bytes);
         bytes.copy_from_slice(&sha2::Sha256::digest(seed.as_bytes())[..16]);
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        text.push(char::from(HEX[usize::from(b >> 4)]));
+        text.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    text
 }
 
 #[derive(Default)]
