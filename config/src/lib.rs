@@ -65,6 +65,7 @@ mod limits;
 mod log_format;
 mod logging;
 mod origin;
+mod policies;
 mod program;
 mod reader;
 mod schema;
@@ -98,6 +99,7 @@ pub use limits::{DEFAULT_MAX_MEDIA_BYTES, DEFAULT_RESULT_TEXT, Limits, MIN_RESUL
 pub use log_format::LogFormat;
 pub use logging::LoggingConfig;
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
+pub use policies::{OutputRuleRead, read_output_rule};
 pub use reader::{JsonPath, Reader, describe};
 pub use schema::keys::policy as policy_keys;
 pub use schema::{SCHEMA_DRAFT, json_schema, json_schema_text, schema_problems};
