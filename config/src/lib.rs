@@ -86,8 +86,7 @@ pub use commands::{
     resolve_command,
 };
 pub use durable::{
-    DEFAULT_MAX_PARKED_BYTES, DEFAULT_REDIS_PORT, DEFAULT_STATE_KEY_ENV,
-    DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, InvalidRedisUrl, RedisUrl, StoreLocation,
+    DEFAULT_MAX_PARKED_BYTES, DurableConfig, InvalidRedisUrl, RedisUrl, StoreLocation,
     default_state_dir,
 };
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning};
