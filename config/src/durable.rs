@@ -13,12 +13,6 @@ use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader, describe};
 use crate::schema::sections;
 
-/// The default of `durable.keyEnv`: `CODEMODE_STATE_KEY`.
-pub const DEFAULT_STATE_KEY_ENV: &str = "CODEMODE_STATE_KEY";
-
-/// The default of `durable.suspendToStoreAfterSeconds`: 5 seconds.
-pub const DEFAULT_SUSPEND_TO_STORE_AFTER: Duration = Duration::from_secs(5);
-
 /// The `durable` section. [`DurableConfig::default`] is a local store in
 /// [`default_state_dir`], which needs no set-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,11 +29,12 @@ pub struct DurableConfig {
     /// hex digits, or base64 (standard or URL-safe alphabet, padding optional). When it is not
     /// set, a local store uses a key generated in `dir/state.key` (mode `0600`); a Redis store
     /// refuses to start, since the nodes of a cluster must share one key. Default:
-    /// [`DEFAULT_STATE_KEY_ENV`]. Read when the store is opened, not when the file is loaded.
+    /// [`DurableConfig::DEFAULT_KEY_ENV`]. Read when the store is opened, not when the file is
+    /// loaded.
     pub key_env: String,
     /// How long an eval waits for a human in memory before it is saved to the store and its
     /// sandbox freed (`suspendToStoreAfterSeconds`, `0` = at once). Default:
-    /// [`DEFAULT_SUSPEND_TO_STORE_AFTER`] (5 s).
+    /// [`DurableConfig::DEFAULT_SUSPEND_TO_STORE_AFTER`] (5 s).
     pub suspend_to_store_after: Duration,
     /// Whether the local store makes each record durable on disk (`fsync` of the file and of
     /// its directory) before a write returns (`fsync`). Without it, a record written just
@@ -55,13 +50,21 @@ pub struct DurableConfig {
 /// The default `durable.maxParkedBytes`: 4 GiB.
 pub const DEFAULT_MAX_PARKED_BYTES: u64 = 4 << 30;
 
+impl DurableConfig {
+    /// The default of `durable.keyEnv`: `CODEMODE_STATE_KEY`.
+    pub const DEFAULT_KEY_ENV: &str = "CODEMODE_STATE_KEY";
+
+    /// The default of `durable.suspendToStoreAfterSeconds`: 5 seconds.
+    pub const DEFAULT_SUSPEND_TO_STORE_AFTER: Duration = Duration::from_secs(5);
+}
+
 impl Default for DurableConfig {
     fn default() -> Self {
         DurableConfig {
             store: StoreLocation::Local,
             dir: default_state_dir(),
-            key_env: DEFAULT_STATE_KEY_ENV.to_string(),
-            suspend_to_store_after: DEFAULT_SUSPEND_TO_STORE_AFTER,
+            key_env: Self::DEFAULT_KEY_ENV.to_string(),
+            suspend_to_store_after: Self::DEFAULT_SUSPEND_TO_STORE_AFTER,
             fsync: true,
             max_parked_bytes: DEFAULT_MAX_PARKED_BYTES,
         }
@@ -88,10 +91,10 @@ pub struct RedisUrl {
     db: u32,
 }
 
-/// The port Redis listens on when a URL names none.
-pub const DEFAULT_REDIS_PORT: u16 = 6379;
-
 impl RedisUrl {
+    /// The port Redis listens on when a URL names none.
+    pub const DEFAULT_PORT: u16 = 6379;
+
     /// Checks `text`: scheme `redis`, a host, an optional port, an optional database number as
     /// the path, nothing else.
     ///
@@ -141,7 +144,7 @@ impl RedisUrl {
                 format!("the path must be a database number such as `/0`, found `/{n}`")
             })?,
         };
-        let port = url.port().unwrap_or(DEFAULT_REDIS_PORT);
+        let port = url.port().unwrap_or(Self::DEFAULT_PORT);
         let user = match (url.username(), url.password()) {
             ("", None) => String::new(),
             (user, None) => format!("{user}@"),
@@ -284,7 +287,8 @@ fn store_location(r: &mut Reader, written: &str, path: &JsonPath) -> Option<Stor
 fn key_env_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         Some(format!(
-            "the variable name is empty; leave `keyEnv` out for `{DEFAULT_STATE_KEY_ENV}`"
+            "the variable name is empty; leave `keyEnv` out for `{}`",
+            DurableConfig::DEFAULT_KEY_ENV
         ))
     } else if name.contains('=') || name.contains('\0') {
         Some(format!(

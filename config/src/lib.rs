@@ -65,6 +65,7 @@ mod limits;
 mod log_format;
 mod logging;
 mod origin;
+mod policies;
 mod program;
 mod reader;
 mod schema;
@@ -85,8 +86,7 @@ pub use commands::{
     resolve_command,
 };
 pub use durable::{
-    DEFAULT_MAX_PARKED_BYTES, DEFAULT_REDIS_PORT, DEFAULT_STATE_KEY_ENV,
-    DEFAULT_SUSPEND_TO_STORE_AFTER, DurableConfig, InvalidRedisUrl, RedisUrl, StoreLocation,
+    DEFAULT_MAX_PARKED_BYTES, DurableConfig, InvalidRedisUrl, RedisUrl, StoreLocation,
     default_state_dir,
 };
 pub use error::{ConfigError, ConfigErrorKind, ConfigErrors, ConfigWarning};
@@ -98,6 +98,7 @@ pub use limits::{DEFAULT_MAX_MEDIA_BYTES, DEFAULT_RESULT_TEXT, Limits, MIN_RESUL
 pub use log_format::LogFormat;
 pub use logging::LoggingConfig;
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
+pub use policies::{OutputRuleRead, read_output_rule};
 pub use reader::{JsonPath, Reader, describe};
 pub use schema::keys::policy as policy_keys;
 pub use schema::{SCHEMA_DRAFT, json_schema, json_schema_text, schema_problems};

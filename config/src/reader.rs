@@ -130,7 +130,7 @@ impl Reader {
 
     /// Whether an error was recorded at `path` or inside it: a value read as absent because it
     /// was wrong (not missing), or a list read without its wrong elements (not empty).
-    pub(crate) fn reported(&self, path: &JsonPath) -> bool {
+    pub fn reported(&self, path: &JsonPath) -> bool {
         self.reported.contains(&path.to_string())
     }
 

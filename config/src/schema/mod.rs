@@ -14,7 +14,7 @@
 
 pub(crate) mod command;
 pub(crate) mod keys;
-mod policies;
+pub(crate) mod policies;
 pub(crate) mod sections;
 pub(crate) mod server;
 pub(crate) mod servers;

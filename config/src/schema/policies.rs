@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::values::{Disposition, Globs, Risk, Seconds};
+use super::values::{Disposition, Globs, Indexed, Risk, Seconds};
 
 /// Profiles and which one evals run under.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -191,14 +191,15 @@ pub(crate) struct RiskPolicy {
 #[serde(deny_unknown_fields)]
 pub(crate) struct OutputRule {
     /// The tools it applies to (at least one glob).
-    pub(crate) tools: Globs,
+    #[schemars(required)]
+    pub(crate) tools: Option<Indexed<String>>,
     /// JSON Pointers (`*` for any key or index) whose values are masked.
-    pub(crate) mask: Option<Vec<String>>,
+    pub(crate) mask: Option<Indexed<String>>,
     /// JSON Pointers (`*` for any key or index) whose values are removed.
-    pub(crate) redact: Option<Vec<String>>,
+    pub(crate) redact: Option<Indexed<String>>,
     /// JSON Pointers (`*` for any key or index) of the only fields kept (with their subtrees
     /// and the structure leading to them); every other field is removed. Deny by default.
-    pub(crate) allow: Option<Vec<String>>,
+    pub(crate) allow: Option<Indexed<String>>,
     /// A result that breaks the tool's `outputSchema` fails the call (error `invalid_output`,
     /// the value not returned) instead of reaching the script with a warning. Default false.
     #[serde(rename = "strictSchema")]

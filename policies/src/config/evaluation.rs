@@ -311,12 +311,7 @@ fn read_fallback(r: &mut Reader, v: &Value, path: &JsonPath) -> Fallback {
     }
 }
 
-pub(super) fn read_tools(
-    r: &mut Reader,
-    v: Option<&Value>,
-    rule: &JsonPath,
-    what: &str,
-) -> Option<GlobList> {
+fn read_tools(r: &mut Reader, v: Option<&Value>, rule: &JsonPath, what: &str) -> Option<GlobList> {
     match v {
         Some(Value::Array(a)) if a.is_empty() => {
             r.error(
@@ -340,6 +335,11 @@ pub(super) fn read_tools(
 
 pub(super) fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<GlobList> {
     let items = r.strings(v, path)?;
+    globs_at(r, items)
+}
+
+/// The globs of a list, each given with its path: each bad one is an error there.
+pub(super) fn globs_at(r: &mut Reader, items: Vec<(JsonPath, String)>) -> Option<GlobList> {
     let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
     match GlobList::new(globs) {
         Ok(list) => Some(list),

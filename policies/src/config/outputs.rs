@@ -1,11 +1,14 @@
 //! The `outputs` section: masks and removals applied to tool results ([`OutputPolicy`]).
+//! `codemode_config` reads it into typed rules ([`OutputRuleRead`]); here each becomes an
+//! [`OutputRule`], its globs and JSON Pointers checked.
 
 use serde_json::Value;
 
-use super::evaluation::read_tools;
+use super::evaluation::globs_at;
 use crate::ConfigErrorKind;
 use crate::outputs::{OutputPolicy, OutputRule, PathPattern};
-use codemode_config::{JsonPath, Reader};
+use crate::profile::GlobList;
+use codemode_config::{JsonPath, OutputRuleRead, Reader};
 
 /// Reads `outputs` at `path`: an array of `{tools, mask?, redact?, allow?, strictSchema?}`, each
 /// rule with at least one glob and at least one of `mask`, `redact`, `allow` and `strictSchema`.
@@ -18,32 +21,36 @@ pub(crate) fn read_outputs(r: &mut Reader, v: &Value, path: &JsonPath) -> Output
         );
         return OutputPolicy::default();
     };
-    let rules = items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, item)| read_rule(r, item, &path.index(i)))
-        .collect();
+    // Each rule converted once read, so that its errors come together.
+    let mut rules = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        if let Some(rule) = codemode_config::read_output_rule(r, item, &path.index(i)) {
+            rules.extend(convert_rule(r, rule));
+        }
+    }
     OutputPolicy::new(rules)
 }
 
-fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<OutputRule> {
-    let map = r.object(v, path, codemode_config::policy_keys::output_rule())?;
-    let tools = read_tools(
+fn convert_rule(r: &mut Reader, rule: OutputRuleRead) -> Option<OutputRule> {
+    let path = &rule.path;
+    let tools = rule_tools(
         r,
-        map.get("tools"),
+        rule.tools,
         path,
         "the tool-name globs whose results this rule changes",
     );
-    let mask = map.get("mask").map(|v| read_paths(r, v, &path.key("mask")));
-    let redact = map
-        .get("redact")
-        .map(|v| read_paths(r, v, &path.key("redact")));
-    let allow = map
-        .get("allow")
-        .map(|v| read_paths(r, v, &path.key("allow")));
-    let strict = map
-        .get("strictSchema")
-        .and_then(|v| r.bool(v, &path.key("strictSchema")));
+    let given = |key: &str, list: Option<Vec<Option<String>>>, r: &mut Reader| {
+        let at = path.key(key);
+        match list {
+            Some(list) => Some(parse_paths(r, list, &at)),
+            // Given with a wrong value: given all the same.
+            None => r.reported(&at).then(Vec::new),
+        }
+    };
+    let mask = given("mask", rule.mask, r);
+    let redact = given("redact", rule.redact, r);
+    let allow = given("allow", rule.allow, r);
+    let strict = rule.strict_schema;
     if mask.is_none() && redact.is_none() && allow.is_none() && strict.is_none() {
         r.error(
             path,
@@ -63,16 +70,59 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<OutputRule> {
     )
 }
 
-/// An array of JSON Pointers with `*` segments; each bad one is an error at its index.
-fn read_paths(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<PathPattern> {
-    let Some(items) = r.strings(v, path) else {
-        return Vec::new();
-    };
-    let mut out = Vec::with_capacity(items.len());
-    for (p, text) in items {
+/// A rule's `tools` (read by `codemode_config`): required, at least one glob, each valid.
+fn rule_tools(
+    r: &mut Reader,
+    tools: Option<Vec<Option<String>>>,
+    rule: &JsonPath,
+    what: &str,
+) -> Option<GlobList> {
+    let at = rule.key("tools");
+    match tools {
+        Some(list) if list.is_empty() => {
+            r.error(
+                &at,
+                ConfigErrorKind::InvalidValue,
+                "needs at least one glob (e.g. \"server__*\")",
+            );
+            None
+        }
+        Some(list) => check_globs(r, list, &at),
+        None if r.reported(&at) => None,
+        None => {
+            r.error(
+                rule,
+                ConfigErrorKind::MissingField,
+                format!("missing `tools` ({what})"),
+            );
+            None
+        }
+    }
+}
+
+/// Globs read as strings, a wrong element `None` where it stood; each bad glob is an error at
+/// its index.
+fn check_globs(r: &mut Reader, list: Vec<Option<String>>, path: &JsonPath) -> Option<GlobList> {
+    let items = list
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, glob)| Some((path.index(i), glob?)))
+        .collect();
+    globs_at(r, items)
+}
+
+/// JSON Pointers with `*` segments; each bad one is an error at its index.
+fn parse_paths(r: &mut Reader, list: Vec<Option<String>>, path: &JsonPath) -> Vec<PathPattern> {
+    let mut out = Vec::with_capacity(list.len());
+    for (i, text) in list.into_iter().enumerate() {
+        let Some(text) = text else { continue };
         match PathPattern::parse(&text) {
             Ok(pattern) => out.push(pattern),
-            Err(msg) => r.error(&p, ConfigErrorKind::InvalidPointer, msg.to_string()),
+            Err(msg) => r.error(
+                &path.index(i),
+                ConfigErrorKind::InvalidPointer,
+                msg.to_string(),
+            ),
         }
     }
     out

@@ -301,3 +301,91 @@ fn the_fingerprint_changes_with_the_rules_for_the_tool_only() {
             .fingerprint("db__get_user")
     );
 }
+
+/// Every problem of the section at once, each at its path with its kind and words: within a
+/// rule, the values read wrong (unknown keys, wrong types) in written order before what the
+/// rule's conversion finds (globs, pointers, what is missing). `tools` given with a wrong value
+/// is reported once (not also missing), and `allow` given with one counts as given.
+#[test]
+fn every_problem_of_the_section_at_once() {
+    use crate::ConfigErrorKind as K;
+    let json = r#"{"outputs": [
+        {"tools": "fs__*", "mask": ["/a", 7], "stict": true},
+        3,
+        {"tools": ["a[", "ok"], "redact": ["nope"], "strictSchema": "yes"},
+        {"allow": "x"},
+        {"tools": ["*"]}
+    ]}"#;
+    let errors = Config::from_json_str(json).unwrap_err().errors;
+    let got: Vec<(&str, K, &str)> = errors
+        .iter()
+        .map(|e| (e.path(), e.kind(), e.message()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "outputs[0].stict",
+                K::UnknownKey,
+                "unknown key `stict`; allowed keys: `tools`, `mask`, `redact`, `allow`, `strictSchema`"
+            ),
+            (
+                "outputs[0].tools",
+                K::WrongType,
+                "expected an array of strings, found a string (\"fs__*\")"
+            ),
+            (
+                "outputs[0].mask[1]",
+                K::WrongType,
+                "expected a string, found a number (7)"
+            ),
+            (
+                "outputs[1]",
+                K::WrongType,
+                "expected an object, found a number (3)"
+            ),
+            (
+                "outputs[2].strictSchema",
+                K::WrongType,
+                "expected a boolean, found a string (\"yes\")"
+            ),
+            (
+                "outputs[2].tools[0]",
+                K::InvalidGlob,
+                "invalid glob `a[`: unclosed character class; missing ']'"
+            ),
+            (
+                "outputs[2].redact[0]",
+                K::InvalidPointer,
+                "`nope` is not a JSON Pointer: it must be \"\" (the whole result) or start with `/` (e.g. \"/nope\")"
+            ),
+            (
+                "outputs[3].allow",
+                K::WrongType,
+                "expected an array of strings, found a string (\"x\")"
+            ),
+            (
+                "outputs[3]",
+                K::MissingField,
+                "missing `tools` (the tool-name globs whose results this rule changes)"
+            ),
+            (
+                "outputs[4]",
+                K::MissingField,
+                "needs `mask`, `redact` (the JSON Pointers to hide), `allow` (the only ones to keep) or `strictSchema`"
+            ),
+        ]
+    );
+    // A wrong element keeps the others' places: the bad glob is named at its own index.
+    let errors = Config::from_json_str(r#"{"outputs": [{"tools": [1, "b["], "mask": ["/a"]}]}"#)
+        .unwrap_err()
+        .errors;
+    let got: Vec<(&str, K)> = errors.iter().map(|e| (e.path(), e.kind())).collect();
+    assert_eq!(
+        got,
+        [
+            ("outputs[0].tools[0]", K::WrongType),
+            ("outputs[0].tools[1]", K::InvalidGlob)
+        ]
+    );
+}
