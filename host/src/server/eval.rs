@@ -77,16 +77,7 @@ impl CodemodeServer {
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         // Refused at once, before a pool slot is taken, when the client is over a cap.
         let client = client_key(&ctx, &caller, modern, &self.session_id);
-        // Who may share this eval's upstream log messages (see `CallRelay::audience`): one
-        // caller, or one session; an anonymous 2026-07-28 request, which has no session, is alone.
-        let audience = if modern && caller.name == crate::session::Caller::local().name {
-            // Unique in this process is enough: it is compared, never shown nor guessed.
-            static REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let n = REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            format!("request:{n}")
-        } else {
-            client.clone()
-        };
+        let audience = log_audience(&client, &caller, modern);
         let slot = match self
             .state
             .clients
@@ -424,6 +415,20 @@ impl Waited {
 }
 
 /// The client's trace context: the HTTP request's `traceparent` header, else the MCP request's
+/// Who may share an eval's upstream log messages (see `CallRelay::audience`): its client
+/// (one caller, or one session); an anonymous 2026-07-28 request, which has no session, is
+/// alone.
+fn log_audience(client: &str, caller: &Caller, modern: bool) -> String {
+    if modern && caller.name == Caller::local().name {
+        // Unique in this process is enough: it is compared, never shown nor guessed.
+        static REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("request:{n}")
+    } else {
+        client.to_string()
+    }
+}
+
 /// `_meta.traceparent`; one that does not parse is ignored (the W3C rule).
 fn client_trace(
     req: &CallToolRequestParams,
