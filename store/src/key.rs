@@ -252,13 +252,13 @@ pub(crate) fn sync_dir(dir: &Path) {
 
 /// `bytes` as lowercase hex (record keys derived from digests are written so).
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        text.push(char::from(DIGITS[usize::from(b >> 4)]));
+        text.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    text
 }
 
 /// Why a text is not a [`StateKey`] (never repeating the text: it may be a key).
@@ -269,6 +269,12 @@ pub struct InvalidStateKey(String);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_two_lowercase_digits_per_byte() {
+        assert_eq!(hex(&[]), "");
+        assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff, 0x5c]), "000fa0ff5c");
+    }
 
     fn scratch(name: &str) -> PathBuf {
         codemode_test_support::scratch_dir("store-key", name)

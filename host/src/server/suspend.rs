@@ -206,13 +206,7 @@ pub(super) fn random_token() -> String {
         let seed = format!("{:?}{:p}", Instant::now(), &bytes);
         bytes.copy_from_slice(&sha2::Sha256::digest(seed.as_bytes())[..16]);
     }
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(2 * bytes.len());
-    for b in bytes {
-        text.push(char::from(HEX[usize::from(b >> 4)]));
-        text.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
-    text
+    codemode_store::hex(&bytes)
 }
 
 #[derive(Default)]

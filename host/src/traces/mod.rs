@@ -61,7 +61,11 @@ impl SpanContext {
 
     /// The `traceparent` value naming this span (sampled).
     pub(crate) fn traceparent(&self) -> String {
-        format!("00-{}-{}-01", to_hex(&self.trace_id), to_hex(&self.span_id))
+        format!(
+            "00-{}-{}-01",
+            codemode_store::hex(&self.trace_id),
+            codemode_store::hex(&self.span_id)
+        )
     }
 }
 
@@ -79,10 +83,6 @@ fn hex<const N: usize>(text: &str) -> Option<[u8; N]> {
         *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
     }
     Some(out)
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn random<const N: usize>() -> [u8; N] {
@@ -204,9 +204,9 @@ impl EvalTrace {
     /// What a parked eval keeps of its trace, for [`Traces::resumed`].
     pub(crate) fn saved(&self) -> SavedTrace {
         SavedTrace {
-            trace_id: to_hex(&self.0.trace_id),
-            eval_span: to_hex(&self.0.eval_span),
-            parent: self.0.parent.as_ref().map(|p| to_hex(p)),
+            trace_id: codemode_store::hex(&self.0.trace_id),
+            eval_span: codemode_store::hex(&self.0.eval_span),
+            parent: self.0.parent.as_ref().map(|p| codemode_store::hex(p)),
         }
     }
 
