@@ -16,6 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 
+mod answers;
 mod resume;
 mod retry;
 mod stored;
@@ -35,6 +36,7 @@ use crate::approvals::{Asker, NoAsker, PeerAsker};
 use crate::session::Caller;
 use crate::tools::SamplingRoute;
 use crate::traces::{EvalTrace, SpanContext};
+use answers::RetryAnswers;
 pub use resume::enable_durable;
 pub(super) use resume::resume_from_store;
 use stored::{ABANDONED, Stored, UNREACHABLE, wait_for_stored};
@@ -131,7 +133,9 @@ impl CodemodeServer {
         match wait.suspended.clone() {
             Some(s) => {
                 s.set_cancel(cancel);
-                self.await_suspended(s, &ctx, &[]).await.response()
+                self.await_suspended(s, &ctx, RetryAnswers::none())
+                    .await
+                    .response()
             }
             None => {
                 self.await_legacy((cancel, wait.legacy.clone()), &tool, done_rx, &ctx)
@@ -345,7 +349,7 @@ impl CodemodeServer {
         &self,
         suspended: Arc<Suspended>,
         ctx: &RequestContext<RoleServer>,
-        answered: &[String],
+        mut answers: RetryAnswers,
     ) -> Waited {
         let progress = Progress::of(ctx);
         let next = suspended.next_event();
@@ -359,14 +363,21 @@ impl CodemodeServer {
                     return match event {
                         Event::Complete(outcome) => {
                             self.state.suspensions.remove(suspended.token());
+                            answers.warn_unclaimed();
                             Waited::Response(Ok(eval_result(&outcome, self.text_budget()).into()))
                         }
-                        Event::Parked(requests)
-                            if answered.iter().any(|key| requests.contains_key(key)) =>
-                        {
+                        Event::Parked(requests) if answers.answered_any(&requests) => {
                             Waited::Saved(input(requests))
                         }
+                        Event::Input(requests) if answers.unclaimed_any(&requests) => {
+                            if let Err(why) = answers.give(&suspended, &requests) {
+                                return Waited::Response(Err(McpError::invalid_params(why.to_string(), None)));
+                            }
+                            next.set(suspended.next_event());
+                            continue;
+                        }
                         Event::Input(requests) | Event::Parked(requests) => {
+                            answers.warn_unclaimed();
                             Waited::Response(Ok(input(requests).into()))
                         }
                     };

@@ -7,6 +7,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, Conte
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
+use super::answers::RetryAnswers;
 use super::stored::{
     ABANDONED, RESULT_PATIENCE_STEPS, STORE_PATIENCE_STEP, STORE_PATIENCE_STEPS, Stored,
     UNREACHABLE, wait_for_stored,
@@ -81,26 +82,18 @@ impl CodemodeServer {
         if let Err(e) = suspended.owner().admits(tool, caller) {
             return Some(Err(McpError::invalid_params(e.to_string(), None)));
         }
-        let (mut answered, mut refused) = (Vec::new(), Vec::new());
+        let mut answers = RetryAnswers::none();
         if let Some(responses) = &req.input_responses {
             // An answer that does not fit its question is the client's mistake: it is told,
             // and the question stays open for a retry with a valid answer.
             if let Err(why) = suspended.check(responses) {
                 return Some(Err(McpError::invalid_params(why.to_string(), None)));
             }
-            refused = suspended.answer(responses);
-            answered = responses.keys().cloned().collect();
+            let refused = suspended.answer(responses);
+            answers = RetryAnswers::new(responses, &refused);
         }
-        match self.await_suspended(suspended, ctx, &answered).await {
-            Waited::Response(response) => {
-                if !refused.is_empty() {
-                    tracing::warn!(
-                        "refused answers to questions this eval has not asked (or no longer asks): {}",
-                        refused.join(", ")
-                    );
-                }
-                Some(response)
-            }
+        match self.await_suspended(suspended, ctx, answers).await {
+            Waited::Response(response) => Some(response),
             Waited::Saved(_) => None,
         }
     }
@@ -136,7 +129,11 @@ impl CodemodeServer {
         }
         match resume_from_store(&self.state, token).await {
             Ok(Some((entry, _claim))) => {
-                return Some(self.await_suspended(entry, ctx, &[]).await.response());
+                return Some(
+                    self.await_suspended(entry, ctx, RetryAnswers::none())
+                        .await
+                        .response(),
+                );
             }
             Ok(None) => {}
             Err(message) => {
