@@ -161,9 +161,41 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// Marks a [`de::Error::custom`] message that carries its kind (see [`refused`]): serde's errors
+/// have no kind of their own, and a typed value refused as a bad glob, regex or JSON Pointer
+/// must be reported as one.
+const KIND_MARK: char = '\u{1}';
+
+/// The kinds a typed value may give its refusal besides [`ConfigErrorKind::InvalidValue`], by
+/// their tag in a marked message.
+const KINDS: [ConfigErrorKind; 3] = [
+    ConfigErrorKind::InvalidGlob,
+    ConfigErrorKind::InvalidRegex,
+    ConfigErrorKind::InvalidPointer,
+];
+
+/// The error a typed value's `Deserialize` returns to refuse its value as a problem of `kind`
+/// (one of [`KINDS`]), worded `message`. Read by [`read`]; another deserializer would show the
+/// marks, but only [`read`] reads the types that use it.
+pub(crate) fn refused<E: de::Error>(kind: ConfigErrorKind, message: impl fmt::Display) -> E {
+    let tag = KINDS.iter().position(|k| *k == kind).unwrap_or(usize::MAX);
+    E::custom(format_args!("{KIND_MARK}{tag}{KIND_MARK}{message}"))
+}
+
 impl de::Error for Error {
     fn custom<T: fmt::Display>(message: T) -> Self {
-        Error::Message(ConfigErrorKind::InvalidValue, message.to_string())
+        let text = message.to_string();
+        let marked = text
+            .strip_prefix(KIND_MARK)
+            .and_then(|rest| rest.split_once(KIND_MARK))
+            .and_then(|(tag, message)| {
+                let kind = KINDS.get(tag.parse::<usize>().ok()?)?;
+                Some((*kind, message.to_string()))
+            });
+        match marked {
+            Some((kind, message)) => Error::Message(kind, message),
+            None => Error::Message(ConfigErrorKind::InvalidValue, text),
+        }
     }
 
     fn invalid_type(_: Unexpected<'_>, expected: &dyn Expected) -> Self {

@@ -1,4 +1,4 @@
-//! Readers of the values the policy sections share: counts, seconds and durations. Each
+//! Readers of the values the policy sections share: counts and seconds. Each
 //! records its error in the [`Reader`] and returns `None`, as the reader's own checks do.
 
 use std::time::Duration;
@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader, describe};
-use crate::units::parse_duration;
 
 /// A positive number of seconds (fractions allowed), e.g. `timeoutSeconds`.
 pub fn positive_seconds(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
@@ -23,34 +22,6 @@ pub fn positive_seconds(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Du
                     describe(v)
                 ),
             );
-            None
-        }
-    }
-}
-
-/// A duration string greater than zero (`"15m"`, `"10s"`).
-pub fn duration(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Duration> {
-    let parsed = match v {
-        Value::String(s) => {
-            parse_duration(s).map_err(|e| (ConfigErrorKind::InvalidValue, e.to_string()))
-        }
-        _ => Err((
-            ConfigErrorKind::WrongType,
-            format!("expected a duration such as \"30s\", found {}", describe(v)),
-        )),
-    };
-    match parsed {
-        Ok(d) if d.is_zero() => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                "must be greater than zero",
-            );
-            None
-        }
-        Ok(d) => Some(d),
-        Err((kind, msg)) => {
-            r.error(path, kind, msg);
             None
         }
     }

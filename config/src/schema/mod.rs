@@ -14,6 +14,7 @@
 
 pub(crate) mod command;
 pub(crate) mod keys;
+pub(crate) mod leaves;
 pub(crate) mod policies;
 pub(crate) mod sections;
 pub(crate) mod server;

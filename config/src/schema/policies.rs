@@ -2,11 +2,14 @@
 //! reads into its decision types.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
 
-use super::values::{Disposition, Globs, Indexed, Risk, Seconds};
+use super::leaves::{Approvers, Globs, Permissions, RiskKey, RiskMap};
+use super::values::{Disposition, Indexed, Retry, Risk, Seconds};
 
 /// Profiles and which one evals run under.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -17,7 +20,7 @@ pub(crate) struct Evaluation {
     /// The profiles, by name (1 to 32 ASCII letters, digits or `_`).
     pub(crate) profiles: Option<BTreeMap<String, Profile>>,
     /// The permissions a caller needs to use the base `eval` tool.
-    pub(crate) eval_requires_permissions: Option<Vec<String>>,
+    pub(crate) eval_requires_permissions: Option<Permissions>,
     /// Tool-name globs by class. A tool the globs do not name gets its class from the
     /// upstream's annotations (`readOnlyHint` → read, `destructiveHint` → destructive, else
     /// write); a tool without annotations (and a command tool) is write. Globs of several
@@ -68,9 +71,9 @@ pub(crate) struct Profile {
     /// What a call no list or rule matched gets. Default: `"allow"`.
     pub(crate) default_disposition: Option<Disposition>,
     /// The permissions a caller needs to use this profile.
-    pub(crate) require_permissions: Option<Vec<String>>,
+    pub(crate) require_permissions: Option<Permissions>,
     /// Tool-name globs → risk level, tried in written order (the first match wins).
-    pub(crate) risk: Option<BTreeMap<String, Risk>>,
+    pub(crate) risk: Option<RiskMap>,
     /// The risk of a call nothing else rates. Default: `"medium"`.
     pub(crate) default_risk: Option<Risk>,
     /// What a human may answer to a call of each risk level.
@@ -142,13 +145,14 @@ pub(crate) struct Rule {
     /// Why, shown to the script and to the human asked.
     pub(crate) reason: Option<String>,
     /// Permissions the caller needs; a missing one denies the call.
-    pub(crate) require_permissions: Option<Vec<String>>,
+    pub(crate) require_permissions: Option<Permissions>,
     /// The risk of a matching call.
     pub(crate) risk: Option<Risk>,
 }
 
 /// What a human may answer, by risk level.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+// Read as a map of levels, its `Deserialize` in `leaves`.
+#[derive(Debug, Clone, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RiskPolicies {
     /// For `low` calls.
@@ -176,7 +180,7 @@ pub(crate) struct RiskPolicy {
     /// The permissions of which a decider must hold one to decide such a call, on every
     /// channel (at least one). Default: anyone who may approve.
     #[schemars(length(min = 1))]
-    pub(crate) approvers: Option<Vec<String>>,
+    pub(crate) approvers: Option<Approvers>,
     /// Whether every such call is asked about, even one the profile allows. Default false.
     pub(crate) require_approval: Option<bool>,
     /// How long "approve this call from now on" lasts (`"7d"`, `"12h"`): the answer is
@@ -204,4 +208,42 @@ pub(crate) struct OutputRule {
     /// the value not returned) instead of reaching the script with a warning. Default false.
     #[serde(rename = "strictSchema")]
     pub(crate) strict_schema: Option<bool>,
+}
+
+/// Read as a map of levels, not as a struct: a key that is no level is "an unknown risk level"
+/// (not an unknown key), and a wrong policy is left out without failing the others.
+impl<'de> Deserialize<'de> for RiskPolicies {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(RiskPoliciesVisitor)
+    }
+}
+
+struct RiskPoliciesVisitor;
+
+impl<'de> Visitor<'de> for RiskPoliciesVisitor {
+    type Value = RiskPolicies;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RiskPolicies, A::Error> {
+        let mut out = RiskPolicies {
+            low: None,
+            medium: None,
+            high: None,
+            critical: None,
+        };
+        while let Some(RiskKey(level)) = map.next_key()? {
+            let Retry(policy) = map.next_value::<Retry<RiskPolicy>>()?;
+            let slot = match level {
+                Risk::Low => &mut out.low,
+                Risk::Medium => &mut out.medium,
+                Risk::High => &mut out.high,
+                Risk::Critical => &mut out.critical,
+            };
+            *slot = policy;
+        }
+        Ok(out)
+    }
 }

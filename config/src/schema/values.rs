@@ -464,9 +464,11 @@ pub(crate) enum SizeShape {
 pub(crate) struct SecondsShape(#[schemars(range(min = 0))] pub(crate) f64);
 
 /// One of the risk levels, lowest first.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+// (Its doc is its schema's description; it is read with the wording of its own `Deserialize`,
+// in `leaves`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Risk {
+pub enum Risk {
     /// Reads, harmless calls.
     Low,
     /// The default level.
@@ -488,6 +490,3 @@ pub(crate) enum Disposition {
     /// A human approves or declines it.
     Ask,
 }
-
-/// Tool-name globs (`fs__*`, `time__now`); `*` matches across `__`.
-pub(crate) type Globs = Vec<String>;

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::evaluation::read_globs;
+use super::gateway_keys::glob_list;
 use crate::profile::GlobList;
 use crate::{Class, Classification};
 use codemode_config::{JsonPath, Reader};
@@ -17,22 +17,17 @@ pub(crate) fn read_classification(
     local: Option<&Value>,
     path: &JsonPath,
 ) -> Classification {
-    let local_allow = local
-        .and_then(|v| r.bool(v, &path.key("localAllowDestructive")))
-        .unwrap_or(true);
+    let read = codemode_config::read_classification(r, classes, local, path);
+    let cpath = path.key("classification");
     let mut globs: [GlobList; 3] = Default::default();
-    if let Some(v) = classes {
-        let cpath = path.key("classification");
-        let keys = codemode_config::policy_keys::classification();
-        if let Some(map) = r.object(v, &cpath, keys) {
-            for class in Class::ALL {
-                if let Some(v) = map.get(class.as_str())
-                    && let Some(list) = read_globs(r, v, &cpath.key(class.as_str()))
-                {
-                    globs[class as usize] = list;
-                }
-            }
+    for (class, list) in [
+        (Class::Read, read.read),
+        (Class::Write, read.write),
+        (Class::Destructive, read.destructive),
+    ] {
+        if let Some(list) = list.and_then(|l| glob_list(r, l, &cpath.key(class.as_str()))) {
+            globs[class as usize] = list;
         }
     }
-    Classification::new(globs, local_allow)
+    Classification::new(globs, read.local_allow_destructive.unwrap_or(true))
 }
