@@ -76,7 +76,6 @@ mod substitute;
 mod telemetry;
 mod units;
 mod upstream;
-pub mod values;
 
 pub use approvals::ApprovalsConfig;
 pub use audit::{AuditConfig, AuditKey};
@@ -99,13 +98,14 @@ pub use log_format::LogFormat;
 pub use logging::LoggingConfig;
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
 pub use policies::{
-    ClassificationRead, OutputRuleRead, RiskPolicyRead, read_classification, read_output_rule,
-    read_permissions, read_risk, read_risk_map, read_risk_policies,
+    AccessRead, ClassificationRead, OutputRuleRead, ProfileRead, RiskPolicyRead,
+    read_classification, read_output_rule, read_permissions, read_profile, read_risk,
 };
 pub use reader::{JsonPath, Reader, describe};
 pub use schema::keys::policy as policy_keys;
 pub use schema::leaves::tool_glob;
-pub use schema::values::Risk;
+pub use schema::policies::Fallback;
+pub use schema::values::{Disposition, Risk};
 pub use schema::{SCHEMA_DRAFT, json_schema, json_schema_text, schema_problems};
 pub use server::{
     AdminSettings, AuthSettings, HttpSettings, JwtKeySource, JwtSettings, LOCAL_CALLER,

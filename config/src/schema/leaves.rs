@@ -3,13 +3,15 @@
 //! comes at its path and in the order of the file, with the kind and wording the section's
 //! readers have always given it; its schema is the shape the file writes.
 
+use std::borrow::Cow;
 use std::fmt;
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Unexpected, Visitor};
 use serde_json::Value;
 
-use super::values::{Risk, array_of, schema_as};
+use super::values::{Disposition, Risk, array_of, schema_as};
 use crate::de::refused;
 use crate::error::ConfigErrorKind;
 
@@ -107,30 +109,103 @@ impl<'de> Deserialize<'de> for Approvers {
     }
 }
 
-/// The words of a wrong risk level.
-const RISK_LEVELS: &str = "\"low\", \"medium\", \"high\" or \"critical\"";
+/// The value named one of `names` (`(name, value)`, as the file writes them), for the
+/// enums of names: anything else, of whatever JSON type, is the one `invalid_value`
+/// "expected `expected`" (not `Other`: the value is described as it is written).
+pub(crate) fn one_of<'de, D: Deserializer<'de>, T: Copy>(
+    d: D,
+    names: &[(&str, T)],
+    expected: &'static str,
+) -> Result<T, D::Error> {
+    let value = Value::deserialize(d)?;
+    let name = value.as_str();
+    match names.iter().find(|(n, _)| Some(*n) == name) {
+        Some((_, value)) => Ok(*value),
+        None => Err(de::Error::invalid_value(Unexpected::Unit, &expected)),
+    }
+}
+
+/// The risk levels by name.
+const RISK_LEVELS: [(&str, Risk); 4] = [
+    ("low", Risk::Low),
+    ("medium", Risk::Medium),
+    ("high", Risk::High),
+    ("critical", Risk::Critical),
+];
 
 impl<'de> Deserialize<'de> for Risk {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // Any value that is not a level's name, of whatever JSON type, is the one
-        // `invalid_value` (not `Other`: the value is described as it is written).
-        match Value::deserialize(d)?.as_str().and_then(Risk::named) {
-            Some(risk) => Ok(risk),
-            None => Err(de::Error::invalid_value(Unexpected::Unit, &RISK_LEVELS)),
-        }
+        let expected = "\"low\", \"medium\", \"high\" or \"critical\"";
+        one_of(d, &RISK_LEVELS, expected)
     }
 }
 
 impl Risk {
     /// The level written `name`.
     fn named(name: &str) -> Option<Risk> {
-        match name {
-            "low" => Some(Risk::Low),
-            "medium" => Some(Risk::Medium),
-            "high" => Some(Risk::High),
-            "critical" => Some(Risk::Critical),
-            _ => None,
+        RISK_LEVELS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, r)| *r)
+    }
+}
+
+impl<'de> Deserialize<'de> for Disposition {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let names = [
+            ("allow", Disposition::Allow),
+            ("deny", Disposition::Deny),
+            ("ask", Disposition::Ask),
+        ];
+        one_of(d, &names, "\"allow\", \"deny\" or \"ask\"")
+    }
+}
+
+/// The longest profile `description`, in characters: it goes into a tool description.
+const MAX_DESCRIPTION_CHARS: usize = 500;
+
+/// A profile's `description`: a string of at most [`MAX_DESCRIPTION_CHARS`] characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Description(pub(crate) String);
+
+impl<'de> Deserialize<'de> for Description {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.chars().count() {
+            n if n > MAX_DESCRIPTION_CHARS => Err(de::Error::custom(format!(
+                "at most {MAX_DESCRIPTION_CHARS} characters (it goes into a tool description), found {n}"
+            ))),
+            _ => Ok(Description(text)),
         }
+    }
+}
+
+/// A value read as it is written (its type's problems not checked yet), for a reader that
+/// checks it later; its schema is `T`'s.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Raw<T>(pub(crate) Value, std::marker::PhantomData<T>);
+
+impl<'de, T> Deserialize<'de> for Raw<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(|v| Raw(v, std::marker::PhantomData))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Raw<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
     }
 }
 
@@ -196,4 +271,5 @@ impl<'de> Deserialize<'de> for RiskKey {
 }
 
 schema_as!(Vec<String> => Globs, Permissions, Approvers);
+schema_as!(String => Description);
 schema_as!(std::collections::BTreeMap<String, Risk> => RiskMap);

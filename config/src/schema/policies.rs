@@ -8,8 +8,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 
-use super::leaves::{Approvers, Globs, Permissions, RiskKey, RiskMap};
-use super::values::{Disposition, Indexed, Retry, Risk, Seconds};
+use super::leaves::{Approvers, Description, Globs, Permissions, Raw, RiskKey, RiskMap, one_of};
+use super::values::{Disposition, Indexed, Positive, Retry, Risk, Seconds};
 
 /// Profiles and which one evals run under.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -51,7 +51,7 @@ pub(crate) struct Classification {
 pub(crate) struct Profile {
     /// What the profile is for, in the operator's words (at most 500 characters), shown in its
     /// eval tool's description.
-    pub(crate) description: Option<String>,
+    pub(crate) description: Option<Description>,
     /// With it, a tool matching none of these globs is denied.
     pub(crate) allowlist: Option<Globs>,
     /// Tools always denied (no rule overrides it).
@@ -59,7 +59,7 @@ pub(crate) struct Profile {
     /// Tools a human must approve.
     pub(crate) asklist: Option<Globs>,
     /// Rules on the call's arguments; the first that matches decides.
-    pub(crate) rules: Option<Vec<Rule>>,
+    pub(crate) rules: Option<Raw<Vec<Rule>>>,
     /// What an ask becomes when no human can be asked: `"deny"` (the default) or `"allow"`.
     pub(crate) elicitation_fallback: Option<Fallback>,
     /// How long a human has to answer. Default: 60.
@@ -67,7 +67,7 @@ pub(crate) struct Profile {
     /// Most approvals waiting for a human at once in one eval; further asks wait for a slot, up
     /// to their approval timeout (then: `queue_timeout`). Default: 4.
     #[schemars(range(min = 1))]
-    pub(crate) max_pending_approvals: Option<u64>,
+    pub(crate) max_pending_approvals: Option<Positive>,
     /// What a call no list or rule matched gets. Default: `"allow"`.
     pub(crate) default_disposition: Option<Disposition>,
     /// The permissions a caller needs to use this profile.
@@ -89,7 +89,7 @@ pub(crate) struct Profile {
     pub(crate) sampling: Option<Disposition>,
     /// Tools that write a file, by exact name → how to read the file first, so that the
     /// approval prompt shows the write as a diff. Default: none (no tool is read first).
-    pub(crate) approval_diffs: Option<BTreeMap<String, ApprovalDiff>>,
+    pub(crate) approval_diffs: Option<Raw<BTreeMap<String, ApprovalDiff>>>,
 }
 
 /// How an approval prompt shows a write as a diff: the current content is read with `read`,
@@ -118,9 +118,10 @@ pub(crate) struct Access {
 }
 
 /// `"deny"` or `"allow"`.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+// Read with the wording of its own `Deserialize`, below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Fallback {
+pub enum Fallback {
     /// The call is denied.
     Deny,
     /// The call runs.
@@ -245,5 +246,12 @@ impl<'de> Visitor<'de> for RiskPoliciesVisitor {
             *slot = policy;
         }
         Ok(out)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fallback {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let names = [("deny", Fallback::Deny), ("allow", Fallback::Allow)];
+        one_of(d, &names, "\"deny\" or \"allow\"")
     }
 }

@@ -464,8 +464,7 @@ pub(crate) enum SizeShape {
 pub(crate) struct SecondsShape(#[schemars(range(min = 0))] pub(crate) f64);
 
 /// One of the risk levels, lowest first.
-// (Its doc is its schema's description; it is read with the wording of its own `Deserialize`,
-// in `leaves`.)
+// Read with the wording of its own `Deserialize`, in `leaves`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Risk {
@@ -480,9 +479,10 @@ pub enum Risk {
 }
 
 /// What a call gets: `"allow"`, `"deny"` or `"ask"` (a human decides).
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+// Read with the wording of its own `Deserialize`, in `leaves`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Disposition {
+pub enum Disposition {
     /// It runs.
     Allow,
     /// It fails with a denial the script can catch.

@@ -6,17 +6,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::EvaluationConfig;
-use super::gateway_keys::{read_permissions, read_risk, read_risk_map, read_risk_policies};
+use super::gateway_keys::{glob_list, read_permissions, read_risk, risk_map, risk_policies};
 use crate::profile::{
     Access, ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS,
     DispositionKind, Fallback, GlobList, PathCondition, Profile, Rule,
 };
 use crate::{ConfigErrorKind, ConfigErrors, Risk};
-use codemode_config::values::{positive, positive_seconds};
-use codemode_config::{JsonPath, Reader, describe};
+use codemode_config::{AccessRead, JsonPath, Reader, describe};
 
-/// The longest profile `description`, in characters.
-const MAX_DESCRIPTION_CHARS: usize = 500;
 pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationConfig {
     let mut out = EvaluationConfig::default();
     let Some(map) = r.object(v, path, codemode_config::policy_keys::evaluation()) else {
@@ -91,6 +88,8 @@ fn valid_profile_name(name: &str) -> bool {
 }
 
 /// One profile; `None` if anything in it is wrong (the errors are in `r`).
+/// `codemode_config` reads it (every value checked at its path); here it becomes a
+/// [`Profile`], with the documented defaults.
 fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Option<Profile> {
     let before = r.error_count();
     if !valid_profile_name(name) {
@@ -100,91 +99,68 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
             format!("invalid profile name `{name}`: use 1 to 32 ASCII letters, digits or `_`"),
         );
     }
-    let map = r.object(v, path, codemode_config::policy_keys::profile())?;
-    let list = |r: &mut Reader, key: &str| {
-        map.get(key)
-            .map(|v| read_globs(r, v, &path.key(key)).unwrap_or_default())
+    let read = codemode_config::read_profile(r, v, path)?;
+    let list = |r: &mut Reader, globs: Option<Vec<String>>, key: &str| {
+        globs.map(|g| glob_list(r, g, &path.key(key)).unwrap_or_default())
     };
-    let description = map
-        .get("description")
-        .and_then(|v| read_description(r, v, &path.key("description")));
-    let allowlist = list(r, "allowlist");
-    let denylist = list(r, "denylist").unwrap_or_default();
-    let asklist = list(r, "asklist").unwrap_or_default();
-    let rules = map
-        .get("rules")
-        .map(|v| read_rules(r, v, &path.key("rules")))
+    let allowlist = list(r, read.allowlist, "allowlist");
+    let denylist = list(r, read.denylist, "denylist").unwrap_or_default();
+    let asklist = list(r, read.asklist, "asklist").unwrap_or_default();
+    let rules = read
+        .rules
+        .map(|v| read_rules(r, &v, &path.key("rules")))
         .unwrap_or_default();
-    let elicitation_fallback = map
-        .get("elicitationFallback")
-        .map(|v| read_fallback(r, v, &path.key("elicitationFallback")))
-        .unwrap_or_default();
-    let approval_timeout = match map.get("approvalTimeoutSeconds") {
-        Some(v) => positive_seconds(r, v, &path.key("approvalTimeoutSeconds")),
-        None => Some(DEFAULT_APPROVAL_TIMEOUT),
-    };
-    let max_pending_approvals = map
-        .get("maxPendingApprovals")
-        .and_then(|v| positive(r, v, &path.key("maxPendingApprovals")))
-        .unwrap_or(DEFAULT_MAX_PENDING_APPROVALS);
-    let default_disposition = match map.get("defaultDisposition") {
-        Some(v) => read_disposition(r, v, &path.key("defaultDisposition")),
-        None => Some(DispositionKind::Allow),
-    };
-    let require_permissions = match map.get("requirePermissions") {
-        Some(v) => read_permissions(r, v, &path.key("requirePermissions")),
-        None => Vec::new(),
-    };
-    let (risk_globs, risk_levels) = match map.get("risk") {
-        Some(v) => read_risk_map(r, v, &path.key("risk")).unwrap_or_default(),
+    let (risk_globs, risk_levels) = match read.risk {
+        Some(entries) => risk_map(r, entries, &path.key("risk")).unwrap_or_default(),
         None => (GlobList::default(), Vec::new()),
     };
-    let default_risk = match map.get("defaultRisk") {
-        Some(v) => read_risk(r, v, &path.key("defaultRisk")),
-        None => Some(Risk::default()),
+    let access = |r: &mut Reader, access: Option<AccessRead>, key: &str| {
+        let path = path.key(key);
+        access.map_or_else(Access::default, |a| Access {
+            allow: a.allow.and_then(|g| glob_list(r, g, &path.key("allow"))),
+            deny: a
+                .deny
+                .and_then(|g| glob_list(r, g, &path.key("deny")))
+                .unwrap_or_default(),
+        })
     };
-    let risk_policies = match map.get("riskPolicies") {
-        Some(v) => read_risk_policies(r, v, &path.key("riskPolicies")),
-        None => BTreeMap::new(),
-    };
-    let resources = map
-        .get("resources")
-        .and_then(|v| read_access(r, v, &path.key("resources")))
-        .unwrap_or_default();
-    let prompts = map
-        .get("prompts")
-        .and_then(|v| read_access(r, v, &path.key("prompts")))
-        .unwrap_or_default();
-    let sampling = match map.get("sampling") {
-        Some(v) => read_disposition(r, v, &path.key("sampling")),
-        None => Some(DispositionKind::Ask),
-    };
-    let approval_diffs = map
-        .get("approvalDiffs")
-        .map(|v| read_approval_diffs(r, v, &path.key("approvalDiffs")))
+    let resources = access(r, read.resources, "resources");
+    let prompts = access(r, read.prompts, "prompts");
+    let approval_diffs = read
+        .approval_diffs
+        .map(|v| read_approval_diffs(r, &v, &path.key("approvalDiffs")))
         .unwrap_or_default();
     if r.error_count() > before {
         return None;
     }
     Some(Profile {
         name: name.to_string(),
-        description,
+        description: read.description,
         allowlist,
         denylist,
         asklist,
         rules,
-        elicitation_fallback,
-        approval_timeout: approval_timeout?,
-        max_pending_approvals,
-        default_disposition: default_disposition?,
-        require_permissions,
+        elicitation_fallback: read
+            .elicitation_fallback
+            .map(Fallback::from)
+            .unwrap_or_default(),
+        approval_timeout: read.approval_timeout.unwrap_or(DEFAULT_APPROVAL_TIMEOUT),
+        max_pending_approvals: read
+            .max_pending_approvals
+            .unwrap_or(DEFAULT_MAX_PENDING_APPROVALS),
+        default_disposition: read
+            .default_disposition
+            .map_or(DispositionKind::Allow, DispositionKind::from),
+        require_permissions: read.require_permissions.unwrap_or_default(),
         risk_globs,
         risk_levels,
-        default_risk: default_risk?,
-        risk_policies,
+        default_risk: read.default_risk.map(Risk::from).unwrap_or_default(),
+        risk_policies: read.risk_policies.map(risk_policies).unwrap_or_default(),
         resources,
         prompts,
-        sampling: sampling?,
+        sampling: read
+            .sampling
+            .map_or(DispositionKind::Ask, DispositionKind::from),
         approval_diffs,
     })
 }
@@ -240,44 +216,6 @@ fn read_approval_diffs(
     out
 }
 
-/// A profile's `resources` or `prompts`: `{"allow"?: [globs], "deny"?: [globs]}`.
-fn read_access(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Access> {
-    let map = r.object(v, path, codemode_config::policy_keys::access())?;
-    let allow = map
-        .get("allow")
-        .and_then(|v| read_globs(r, v, &path.key("allow")));
-    let deny = map
-        .get("deny")
-        .and_then(|v| read_globs(r, v, &path.key("deny")))
-        .unwrap_or_default();
-    Some(Access { allow, deny })
-}
-
-/// An array of globs, compiled; each bad glob is an error at its index.
-/// A rule's required `tools`: at least one glob. `what` says what they select, for the error
-/// when the key is missing.
-/// A profile's `description`: a string of at most [`MAX_DESCRIPTION_CHARS`] characters.
-fn read_description(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<String> {
-    match v.as_str() {
-        Some(d) if d.chars().count() > MAX_DESCRIPTION_CHARS => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                format!(
-                    "at most {MAX_DESCRIPTION_CHARS} characters (it goes into a tool description), found {}",
-                    d.chars().count()
-                ),
-            );
-            None
-        }
-        Some(d) => Some(d.to_string()),
-        None => {
-            r.expected(path, "a string", v);
-            None
-        }
-    }
-}
-
 /// A profile's `rules`, without the ones that are wrong (the errors are in `r`).
 fn read_rules(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<Rule> {
     let mut rules = Vec::new();
@@ -292,23 +230,6 @@ fn read_rules(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<Rule> {
         _ => r.expected(path, "an array of rules", v),
     }
     rules
-}
-
-/// `elicitationFallback`: `"deny"` or `"allow"`; the default when it is wrong (the error is in
-/// `r`).
-fn read_fallback(r: &mut Reader, v: &Value, path: &JsonPath) -> Fallback {
-    match v.as_str() {
-        Some("deny") => Fallback::Deny,
-        Some("allow") => Fallback::Allow,
-        _ => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                format!("expected \"deny\" or \"allow\", found {}", describe(v)),
-            );
-            Fallback::default()
-        }
-    }
 }
 
 fn read_tools(r: &mut Reader, v: Option<&Value>, rule: &JsonPath, what: &str) -> Option<GlobList> {

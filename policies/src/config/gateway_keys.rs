@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::profile::GlobList;
 use crate::{ConfigErrorKind, Risk, RiskPolicy};
-use codemode_config::{JsonPath, Reader};
+use codemode_config::{JsonPath, Reader, RiskPolicyRead};
 
 pub(super) use codemode_config::read_permissions;
 
@@ -18,19 +18,16 @@ pub(super) fn read_risk(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Ri
     codemode_config::read_risk(r, v, path).map(Risk::from)
 }
 
-/// The `risk` map, `{"<glob>": "<level>"}`, its globs compiled in written order; `None` when
-/// any of it was wrong.
-pub(super) fn read_risk_map(
+/// The `risk` map as `codemode_config` read it, `(glob, level)` in written order: its globs
+/// compiled in that order.
+pub(super) fn risk_map(
     r: &mut Reader,
-    v: &Value,
+    entries: Vec<(String, codemode_config::Risk)>,
     path: &JsonPath,
 ) -> Option<(GlobList, Vec<Risk>)> {
-    let before = r.error_count();
-    let entries = codemode_config::read_risk_map(r, v, path)?;
     let (globs, levels): (Vec<String>, Vec<_>) = entries.into_iter().unzip();
     let list = glob_list(r, globs, path)?;
-    let levels = levels.into_iter().map(Risk::from).collect();
-    (r.error_count() == before).then_some((list, levels))
+    Some((list, levels.into_iter().map(Risk::from).collect()))
 }
 
 /// Globs each of which `codemode_config` has compiled already, compiled as one set: what can
@@ -47,15 +44,10 @@ pub(super) fn glob_list(r: &mut Reader, globs: Vec<String>, path: &JsonPath) -> 
     }
 }
 
-/// `riskPolicies`: `{"<level>": {approvalTimeoutSeconds, allowSessionApproval,
-/// allowEvalApproval, requireReason, approvers, requireApproval, rememberFor}}`, what is not
-/// given the default.
-pub(super) fn read_risk_policies(
-    r: &mut Reader,
-    v: &Value,
-    path: &JsonPath,
+/// `riskPolicies` as `codemode_config` read them, what is not given the default.
+pub(super) fn risk_policies(
+    policies: Vec<(codemode_config::Risk, RiskPolicyRead)>,
 ) -> BTreeMap<Risk, RiskPolicy> {
-    let policies = codemode_config::read_risk_policies(r, v, path);
     let mut out = BTreeMap::new();
     for (level, read) in policies {
         let default = RiskPolicy::default();

@@ -1,7 +1,5 @@
-//! The policy sections read into plain typed values, for `codemode_policies` to convert into
-//! its decision types (globs, JSON Pointers and what concerns several keys are checked there).
-//! Each value is read through [`de::read`] into the schema's type, so the walk reports every
-//! wrong value at its path, and the schema types stay this crate's.
+//! The `evaluation` section read into plain typed values: its profiles, their lists, risk
+//! keys and rules, and the tools' classes.
 
 use std::time::Duration;
 
@@ -9,42 +7,90 @@ use serde_json::Value;
 
 use crate::de;
 use crate::reader::{JsonPath, Reader};
-use crate::schema::leaves::{Globs, Permissions, RiskMap};
-use crate::schema::policies;
-use crate::schema::values::{Indexed, Risk};
+use crate::schema::leaves::{Globs, Permissions};
+use crate::schema::policies::{self, Fallback};
+use crate::schema::values::{Disposition, Risk};
 
-/// One `outputs` rule as the file writes it, its values typed. A list holds `None` where an
-/// element was wrong (its error recorded), so that each other element keeps its index; a value
-/// that was wrong is `None` and [`Reader::reported`] at its path.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A profile (`evaluation.profiles.<name>`) as the file writes it, its values typed: each
+/// `None` when not given (or wrong, its error recorded; a list keeps its right elements).
+#[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
-pub struct OutputRuleRead {
-    /// Where the rule is (`outputs[i]`).
-    pub path: JsonPath,
-    /// `tools`: the tool-name globs, unchecked.
-    pub tools: Option<Vec<Option<String>>>,
-    /// `mask`: JSON Pointers, unparsed.
-    pub mask: Option<Vec<Option<String>>>,
-    /// `redact`: JSON Pointers, unparsed.
-    pub redact: Option<Vec<Option<String>>>,
-    /// `allow`: JSON Pointers, unparsed.
-    pub allow: Option<Vec<Option<String>>>,
-    /// `strictSchema`.
-    pub strict_schema: Option<bool>,
+pub struct ProfileRead {
+    /// `description`, at most 500 characters.
+    pub description: Option<String>,
+    /// `allowlist`: tool-name globs, each valid.
+    pub allowlist: Option<Vec<String>>,
+    /// `denylist`: tool-name globs, each valid.
+    pub denylist: Option<Vec<String>>,
+    /// `asklist`: tool-name globs, each valid.
+    pub asklist: Option<Vec<String>>,
+    /// `rules`, as written (checked by the caller).
+    pub rules: Option<Value>,
+    /// `elicitationFallback`.
+    pub elicitation_fallback: Option<Fallback>,
+    /// `approvalTimeoutSeconds`.
+    pub approval_timeout: Option<Duration>,
+    /// `maxPendingApprovals`, at least 1.
+    pub max_pending_approvals: Option<usize>,
+    /// `defaultDisposition`.
+    pub default_disposition: Option<Disposition>,
+    /// `requirePermissions`: each once, in written order.
+    pub require_permissions: Option<Vec<String>>,
+    /// `risk`: (tool-name glob, level) in written order, each glob valid.
+    pub risk: Option<Vec<(String, Risk)>>,
+    /// `defaultRisk`.
+    pub default_risk: Option<Risk>,
+    /// `riskPolicies`, lowest level first.
+    pub risk_policies: Option<Vec<(Risk, RiskPolicyRead)>>,
+    /// `resources`.
+    pub resources: Option<AccessRead>,
+    /// `prompts`.
+    pub prompts: Option<AccessRead>,
+    /// `sampling`.
+    pub sampling: Option<Disposition>,
+    /// `approvalDiffs`, as written (checked by the caller).
+    pub approval_diffs: Option<Value>,
 }
 
-/// Reads one `outputs` rule, `v` at `path` (`outputs[i]`): `None` when it is no object (its
-/// error recorded, as every wrong value's).
-pub fn read_output_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<OutputRuleRead> {
-    let rule: policies::OutputRule = de::read(r, v, path)?;
-    let list = |l: Option<Indexed<String>>| l.map(|l| l.0);
-    Some(OutputRuleRead {
-        path: path.clone(),
-        tools: list(rule.tools),
-        mask: list(rule.mask),
-        redact: list(rule.redact),
-        allow: list(rule.allow),
-        strict_schema: rule.strict_schema,
+/// A profile's `resources` or `prompts`: glob lists, each glob valid.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AccessRead {
+    /// `allow`.
+    pub allow: Option<Vec<String>>,
+    /// `deny`.
+    pub deny: Option<Vec<String>>,
+}
+
+/// Reads one profile, `v` at `path`: `None` when it is no object (its error recorded, as every
+/// wrong value's).
+pub fn read_profile(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<ProfileRead> {
+    let p: policies::Profile = de::read(r, v, path)?;
+    let globs = |g: Option<Globs>| g.map(|g| g.0);
+    let access = |a: Option<policies::Access>| {
+        a.map(|a| AccessRead {
+            allow: globs(a.allow),
+            deny: globs(a.deny),
+        })
+    };
+    Some(ProfileRead {
+        description: p.description.map(|d| d.0),
+        allowlist: globs(p.allowlist),
+        denylist: globs(p.denylist),
+        asklist: globs(p.asklist),
+        rules: p.rules.map(|raw| raw.0),
+        elicitation_fallback: p.elicitation_fallback,
+        approval_timeout: p.approval_timeout_seconds.map(|s| s.0),
+        max_pending_approvals: p.max_pending_approvals.map(|n| n.0),
+        default_disposition: p.default_disposition,
+        require_permissions: p.require_permissions.map(|p| p.0),
+        risk: p.risk.map(|m| m.0),
+        default_risk: p.default_risk,
+        risk_policies: p.risk_policies.map(risk_policies),
+        resources: access(p.resources),
+        prompts: access(p.prompts),
+        sampling: p.sampling,
+        approval_diffs: p.approval_diffs.map(|raw| raw.0),
     })
 }
 
@@ -60,13 +106,6 @@ pub fn read_permissions(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<Strin
 /// Reads a risk level (`defaultRisk`, a rule's `risk`), `v` at `path`.
 pub fn read_risk(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Risk> {
     de::read(r, v, path)
-}
-
-/// Reads a profile's `risk` map, `v` at `path`: its (glob, level) entries in written order,
-/// each glob a valid [`tool_glob`](crate::tool_glob); an entry that is wrong is left out (its
-/// error recorded).
-pub fn read_risk_map(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Vec<(String, Risk)>> {
-    de::read::<RiskMap>(r, v, path).map(|m| m.0)
 }
 
 /// What a human may answer to a call of one risk level (`riskPolicies.<level>`), as the file
@@ -90,16 +129,8 @@ pub struct RiskPolicyRead {
     pub remember_for: Option<Duration>,
 }
 
-/// Reads a profile's `riskPolicies`, `v` at `path`: each level's policy, lowest level first; a
-/// key that is no level, or a policy that is no object, is left out (its error recorded).
-pub fn read_risk_policies(
-    r: &mut Reader,
-    v: &Value,
-    path: &JsonPath,
-) -> Vec<(Risk, RiskPolicyRead)> {
-    let Some(policies) = de::read::<policies::RiskPolicies>(r, v, path) else {
-        return Vec::new();
-    };
+/// A profile's `riskPolicies`, lowest level first.
+fn risk_policies(policies: policies::RiskPolicies) -> Vec<(Risk, RiskPolicyRead)> {
     let levels = [
         (Risk::Low, policies.low),
         (Risk::Medium, policies.medium),
