@@ -37,8 +37,13 @@ use serde::de::{self, DeserializeSeed, Deserializer, Expected, Unexpected, Visit
 use serde_json::Value;
 
 use crate::error::{ConfigError, ConfigErrorKind};
+
+mod marks;
+
 use crate::reader::{JsonPath, Reader, describe};
-use crate::schema::values::{RETRY, Retry};
+use crate::schema::values::{HOLES, RETRY, Retry};
+use marks::{Marked, NOTE, unmark};
+pub(crate) use marks::{missing, noted, refused};
 
 /// Reads `v` (found at `path`) as a `T`, recording every problem in `r`: `None` when `v` itself
 /// is unusable (then its error is recorded); otherwise a `T` without the values that were wrong
@@ -145,6 +150,8 @@ pub(crate) enum Error {
     Message(ConfigErrorKind, String),
     /// A struct's required field was not given.
     Missing(&'static str),
+    /// Required fields not given, each `(field, message)` (see [`missing`]).
+    MissingFields(Vec<(String, String)>),
 }
 
 impl fmt::Display for Error {
@@ -155,45 +162,22 @@ impl fmt::Display for Error {
             Error::Invalid { expected, .. } => write!(f, "expected {expected}"),
             Error::Message(_, message) => f.write_str(message),
             Error::Missing(field) => write!(f, "`{field}` is required"),
+            Error::MissingFields(fields) => {
+                let messages: Vec<&str> = fields.iter().map(|(_, m)| m.as_str()).collect();
+                f.write_str(&messages.join("; "))
+            }
         }
     }
 }
 
 impl std::error::Error for Error {}
 
-/// Marks a [`de::Error::custom`] message that carries its kind (see [`refused`]): serde's errors
-/// have no kind of their own, and a typed value refused as a bad glob, regex or JSON Pointer
-/// must be reported as one.
-const KIND_MARK: char = '\u{1}';
-
-/// The kinds a typed value may give its refusal besides [`ConfigErrorKind::InvalidValue`], by
-/// their tag in a marked message.
-const KINDS: [ConfigErrorKind; 3] = [
-    ConfigErrorKind::InvalidGlob,
-    ConfigErrorKind::InvalidRegex,
-    ConfigErrorKind::InvalidPointer,
-];
-
-/// The error a typed value's `Deserialize` returns to refuse its value as a problem of `kind`
-/// (one of [`KINDS`]), worded `message`. Read by [`read`]; another deserializer would show the
-/// marks, but only [`read`] reads the types that use it.
-pub(crate) fn refused<E: de::Error>(kind: ConfigErrorKind, message: impl fmt::Display) -> E {
-    let tag = KINDS.iter().position(|k| *k == kind).unwrap_or(usize::MAX);
-    E::custom(format_args!("{KIND_MARK}{tag}{KIND_MARK}{message}"))
-}
-
 impl de::Error for Error {
     fn custom<T: fmt::Display>(message: T) -> Self {
         let text = message.to_string();
-        let marked = text
-            .strip_prefix(KIND_MARK)
-            .and_then(|rest| rest.split_once(KIND_MARK))
-            .and_then(|(tag, message)| {
-                let kind = KINDS.get(tag.parse::<usize>().ok()?)?;
-                Some((*kind, message.to_string()))
-            });
-        match marked {
-            Some((kind, message)) => Error::Message(kind, message),
+        match unmark(&text) {
+            Some(Marked::Problem(kind, message)) => Error::Message(kind, message),
+            Some(Marked::Missing(fields)) => Error::MissingFields(fields),
             None => Error::Message(ConfigErrorKind::InvalidValue, text),
         }
     }
@@ -240,11 +224,25 @@ impl<'de, 'w> Collecting<'de, 'w> {
         if matches!(error, Error::Reported) {
             return Error::Reported;
         }
+        if let Error::MissingFields(fields) = error {
+            // Each unless its field was given with a wrong value (reported already).
+            for (field, message) in fields {
+                if !self.walk.skips(&self.path.key(&field)) {
+                    let error = ConfigError::new(
+                        self.path.to_string(),
+                        ConfigErrorKind::MissingField,
+                        message,
+                    );
+                    self.walk.record(error);
+                }
+            }
+            return self.fail();
+        }
         if self.consequence(&error) {
             return self.fail();
         }
         let (kind, message) = match error {
-            Error::Reported => return Error::Reported,
+            Error::Reported | Error::MissingFields(_) => return Error::Reported,
             Error::Missing(field) => (
                 ConfigErrorKind::MissingField,
                 format!("`{field}` is required"),
@@ -335,12 +333,24 @@ impl<'de> Deserializer<'de> for Collecting<'de, '_> {
         name: &'static str,
         visitor: V,
     ) -> Result<V::Value, Error> {
+        if name == RETRY && self.walk.skips(&self.path) {
+            // A hole of a list read with its holes: absent.
+            return visitor.visit_map(Absent);
+        }
         if name == RETRY {
             // A [`Retry`]: its visitor reads the value once per attempt.
             return visitor.visit_map(Attempts {
                 at: self,
                 started: false,
             });
+        }
+        if name == NOTE {
+            // A [`noted`] problem, carried as the visitor's `expecting`.
+            let problem = (&visitor as &dyn Expected).to_string();
+            if let Error::Message(kind, message) = <Error as de::Error>::custom(problem) {
+                let error = ConfigError::new(self.path.to_string(), kind, message);
+                self.walk.record(error);
+            }
         }
         visitor.visit_newtype_struct(self)
     }
@@ -372,9 +382,35 @@ impl<'de> Deserializer<'de> for Collecting<'de, '_> {
         self.settle(result)
     }
 
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        let Value::Array(items) = self.value else {
+            return self.deserialize_any(visitor);
+        };
+        if name != HOLES {
+            return self.deserialize_any(visitor);
+        }
+        // Every element, those read as absent too (each a `Retry` that reads as `None`), so
+        // that each keeps its index however often the list is read again.
+        let elements = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (self.path.index(i), item))
+            .collect::<Vec<_>>();
+        let result = visitor.visit_seq(Elements {
+            items: elements.into_iter(),
+            walk: self.walk,
+        });
+        self.settle(result)
+    }
+
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        unit unit_struct seq tuple tuple_struct map enum identifier ignored_any
+        unit unit_struct seq tuple map enum identifier ignored_any
     }
 }
 
@@ -453,6 +489,21 @@ impl<'de> de::MapAccess<'de> for Attempts<'de, '_> {
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Error> {
         let at = &self.at;
         read_value(seed, at.value, at.path.clone(), at.walk)
+    }
+}
+
+/// No attempt: a [`Retry`] of a value read as absent.
+struct Absent;
+
+impl<'de> de::MapAccess<'de> for Absent {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, _: K) -> Result<Option<K::Value>, Error> {
+        Ok(None)
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, _: S) -> Result<S::Value, Error> {
+        Err(de::Error::custom("no value to read"))
     }
 }
 

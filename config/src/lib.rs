@@ -98,10 +98,11 @@ pub use log_format::LogFormat;
 pub use logging::LoggingConfig;
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
 pub use policies::{
-    AccessRead, ClassificationRead, OutputRuleRead, ProfileRead, RiskPolicyRead,
-    read_classification, read_output_rule, read_permissions, read_profile, read_risk,
+    AccessRead, ApprovalDiffRead, ClassificationRead, OutputRuleRead, ProfileRead, RiskPolicyRead,
+    RuleRead, read_classification, read_output_rule, read_permissions, read_profile,
 };
 pub use reader::{JsonPath, Reader, describe};
+pub use schema::conditions::path_glob;
 pub use schema::keys::policy as policy_keys;
 pub use schema::leaves::tool_glob;
 pub use schema::policies::Fallback;

@@ -13,7 +13,7 @@ use crate::schema::values::{Disposition, Risk};
 
 /// A profile (`evaluation.profiles.<name>`) as the file writes it, its values typed: each
 /// `None` when not given (or wrong, its error recorded; a list keeps its right elements).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ProfileRead {
     /// `description`, at most 500 characters.
@@ -24,8 +24,8 @@ pub struct ProfileRead {
     pub denylist: Option<Vec<String>>,
     /// `asklist`: tool-name globs, each valid.
     pub asklist: Option<Vec<String>>,
-    /// `rules`, as written (checked by the caller).
-    pub rules: Option<Value>,
+    /// `rules`, less those that are no object.
+    pub rules: Option<Vec<RuleRead>>,
     /// `elicitationFallback`.
     pub elicitation_fallback: Option<Fallback>,
     /// `approvalTimeoutSeconds`.
@@ -48,8 +48,8 @@ pub struct ProfileRead {
     pub prompts: Option<AccessRead>,
     /// `sampling`.
     pub sampling: Option<Disposition>,
-    /// `approvalDiffs`, as written (checked by the caller).
-    pub approval_diffs: Option<Value>,
+    /// `approvalDiffs`: tool → how to read it first, in written order.
+    pub approval_diffs: Option<Vec<(String, ApprovalDiffRead)>>,
 }
 
 /// A profile's `resources` or `prompts`: glob lists, each glob valid.
@@ -60,6 +60,68 @@ pub struct AccessRead {
     pub allow: Option<Vec<String>>,
     /// `deny`.
     pub deny: Option<Vec<String>>,
+}
+
+/// A profile's rule (`rules[i]`) as the file writes it, its values typed: each `None` when not
+/// given (or wrong, its error recorded; [`Reader::reported`] at its path).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RuleRead {
+    /// Where the rule is (`…rules[i]`).
+    pub path: JsonPath,
+    /// `tools`: the tool-name globs, unchecked, a wrong element `None` where it stood.
+    pub tools: Option<Vec<Option<String>>>,
+    /// `when`: (JSON Pointer, regex) in written order.
+    pub when: Vec<(String, regex::Regex)>,
+    /// `whenPath`: (JSON Pointer, absolute path globs, at least one) in written order.
+    pub when_path: Option<Vec<(String, Vec<String>)>>,
+    /// `base`, unchecked.
+    pub base: Option<String>,
+    /// `disposition`.
+    pub disposition: Option<Disposition>,
+    /// `reason`.
+    pub reason: Option<String>,
+    /// `requirePermissions`: each once, in written order.
+    pub require_permissions: Option<Vec<String>>,
+    /// `risk`.
+    pub risk: Option<Risk>,
+}
+
+/// An `approvalDiffs` entry: how to read a written file first (each a non-empty string).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApprovalDiffRead {
+    /// `read`: the tool that reads the current content.
+    pub read: String,
+    /// `path`: the argument naming the file.
+    pub path: String,
+    /// `content`: the write's argument holding the new content.
+    pub content: String,
+}
+
+/// The rules read, each with its path (`rules` at `path`); a wrong one is left out.
+fn rules_read(rules: policies::Rules, path: &JsonPath) -> Vec<RuleRead> {
+    let rules = rules.0.into_iter().enumerate();
+    rules
+        .filter_map(|(i, rule)| {
+            let rule = rule?;
+            Some(RuleRead {
+                path: path.index(i),
+                tools: rule.tools.map(|t| t.0),
+                when: rule.when.map_or_else(Vec::new, |w| {
+                    w.0.into_iter().map(|(p, pattern)| (p, pattern.0)).collect()
+                }),
+                when_path: rule
+                    .when_path
+                    .map(|w| w.0.into_iter().map(|(p, globs)| (p, globs.0)).collect()),
+                base: rule.base,
+                disposition: rule.disposition,
+                reason: rule.reason,
+                require_permissions: rule.require_permissions.map(|p| p.0),
+                risk: rule.risk,
+            })
+        })
+        .collect()
 }
 
 /// Reads one profile, `v` at `path`: `None` when it is no object (its error recorded, as every
@@ -78,7 +140,7 @@ pub fn read_profile(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Profil
         allowlist: globs(p.allowlist),
         denylist: globs(p.denylist),
         asklist: globs(p.asklist),
-        rules: p.rules.map(|raw| raw.0),
+        rules: p.rules.map(|rules| rules_read(rules, &path.key("rules"))),
         elicitation_fallback: p.elicitation_fallback,
         approval_timeout: p.approval_timeout_seconds.map(|s| s.0),
         max_pending_approvals: p.max_pending_approvals.map(|n| n.0),
@@ -90,7 +152,14 @@ pub fn read_profile(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Profil
         resources: access(p.resources),
         prompts: access(p.prompts),
         sampling: p.sampling,
-        approval_diffs: p.approval_diffs.map(|raw| raw.0),
+        approval_diffs: p.approval_diffs.map(|diffs| {
+            let diff = |d: policies::ApprovalDiff| ApprovalDiffRead {
+                read: d.read,
+                path: d.path,
+                content: d.content,
+            };
+            diffs.into_iter().map(|(tool, d)| (tool, diff(d))).collect()
+        }),
     })
 }
 
@@ -101,11 +170,6 @@ pub fn read_permissions(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<Strin
     de::read::<Permissions>(r, v, path)
         .map(|p| p.0)
         .unwrap_or_default()
-}
-
-/// Reads a risk level (`defaultRisk`, a rule's `risk`), `v` at `path`.
-pub fn read_risk(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Risk> {
-    de::read(r, v, path)
 }
 
 /// What a human may answer to a call of one risk level (`riskPolicies.<level>`), as the file

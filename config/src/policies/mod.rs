@@ -6,8 +6,8 @@
 mod evaluation;
 
 pub use evaluation::{
-    AccessRead, ClassificationRead, ProfileRead, RiskPolicyRead, read_classification,
-    read_permissions, read_profile, read_risk,
+    AccessRead, ApprovalDiffRead, ClassificationRead, ProfileRead, RiskPolicyRead, RuleRead,
+    read_classification, read_permissions, read_profile,
 };
 
 use serde_json::Value;

@@ -3,10 +3,8 @@
 //! comes at its path and in the order of the file, with the kind and wording the section's
 //! readers have always given it; its schema is the shape the file writes.
 
-use std::borrow::Cow;
 use std::fmt;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Unexpected, Visitor};
 use serde_json::Value;
@@ -26,8 +24,14 @@ pub fn tool_glob(glob: &str) -> Result<globset::Glob, String> {
     if glob.is_empty() {
         return Err("empty glob (matches nothing); use `*` to match every tool".to_string());
     }
+    compile_glob(glob, false)
+}
+
+/// Compiles `glob` in globset syntax, `\` escaping and case-sensitive, `*` crossing `/` unless
+/// `literal_separator`: a message naming the glob when it does not compile.
+pub(crate) fn compile_glob(glob: &str, literal_separator: bool) -> Result<globset::Glob, String> {
     globset::GlobBuilder::new(glob)
-        .literal_separator(false)
+        .literal_separator(literal_separator)
         .backslash_escape(true)
         .case_insensitive(false)
         .build()
@@ -180,32 +184,16 @@ impl<'de> Deserialize<'de> for Description {
     }
 }
 
-/// A value read as it is written (its type's problems not checked yet), for a reader that
-/// checks it later; its schema is `T`'s.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Raw<T>(pub(crate) Value, std::marker::PhantomData<T>);
+/// A string that must not be empty (an `approvalDiffs` entry's tool and arguments).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Filled(pub(crate) String);
 
-impl<'de, T> Deserialize<'de> for Raw<T> {
+impl<'de> Deserialize<'de> for Filled {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(|v| Raw(v, std::marker::PhantomData))
-    }
-}
-
-impl<T: JsonSchema> JsonSchema for Raw<T> {
-    fn inline_schema() -> bool {
-        T::inline_schema()
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        T::schema_name()
-    }
-
-    fn schema_id() -> Cow<'static, str> {
-        T::schema_id()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        T::json_schema(generator)
+        match String::deserialize(d)? {
+            text if text.is_empty() => Err(de::Error::custom("must not be empty")),
+            text => Ok(Filled(text)),
+        }
     }
 }
 

@@ -13,6 +13,7 @@
 )]
 
 pub(crate) mod command;
+pub(crate) mod conditions;
 pub(crate) mod keys;
 pub(crate) mod leaves;
 pub(crate) mod policies;

@@ -8,8 +8,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 
-use super::leaves::{Approvers, Description, Globs, Permissions, Raw, RiskKey, RiskMap, one_of};
-use super::values::{Disposition, Indexed, Positive, Retry, Risk, Seconds};
+use crate::de::missing;
+
+use super::conditions::{PathGlobs, Pattern, PointerMap};
+use super::leaves::{Approvers, Description, Filled, Globs, Permissions, RiskKey, RiskMap, one_of};
+use super::values::{Disposition, Indexed, Positive, Retry, Risk, Seconds, elements_of, schema_as};
 
 /// Profiles and which one evals run under.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -59,7 +62,7 @@ pub(crate) struct Profile {
     /// Tools a human must approve.
     pub(crate) asklist: Option<Globs>,
     /// Rules on the call's arguments; the first that matches decides.
-    pub(crate) rules: Option<Raw<Vec<Rule>>>,
+    pub(crate) rules: Option<Rules>,
     /// What an ask becomes when no human can be asked: `"deny"` (the default) or `"allow"`.
     pub(crate) elicitation_fallback: Option<Fallback>,
     /// How long a human has to answer. Default: 60.
@@ -89,12 +92,13 @@ pub(crate) struct Profile {
     pub(crate) sampling: Option<Disposition>,
     /// Tools that write a file, by exact name → how to read the file first, so that the
     /// approval prompt shows the write as a diff. Default: none (no tool is read first).
-    pub(crate) approval_diffs: Option<Raw<BTreeMap<String, ApprovalDiff>>>,
+    pub(crate) approval_diffs: Option<BTreeMap<String, ApprovalDiff>>,
 }
 
 /// How an approval prompt shows a write as a diff: the current content is read with `read`,
 /// called with `{ <path>: <the write's path> }`, and compared with the write's `content`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+// Read through `ApprovalDiffFields`, below: a missing field is said in its own words.
+#[derive(Debug, Clone, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct ApprovalDiff {
     /// The tool that reads the current content (e.g. `filesystem__read_text_file`); its result
@@ -133,16 +137,18 @@ pub enum Fallback {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct Rule {
     /// The tools it applies to (at least one glob).
-    pub(crate) tools: Globs,
+    #[schemars(required)]
+    pub(crate) tools: Option<Indexed<String>>,
     /// JSON Pointer into the arguments → a regex the value there must match.
-    pub(crate) when: Option<BTreeMap<String, String>>,
+    pub(crate) when: Option<PointerMap<Pattern>>,
     /// JSON Pointer into the arguments → absolute path globs the path there (normalised) must
     /// match.
-    pub(crate) when_path: Option<BTreeMap<String, Globs>>,
+    pub(crate) when_path: Option<PointerMap<PathGlobs>>,
     /// The absolute directory relative `whenPath` values are resolved against.
     pub(crate) base: Option<String>,
     /// What a matching call gets.
-    pub(crate) disposition: Disposition,
+    #[schemars(with = "Disposition")]
+    pub(crate) disposition: Option<Disposition>,
     /// Why, shown to the script and to the human asked.
     pub(crate) reason: Option<String>,
     /// Permissions the caller needs; a missing one denies the call.
@@ -253,5 +259,58 @@ impl<'de> Deserialize<'de> for Fallback {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let names = [("deny", Fallback::Deny), ("allow", Fallback::Allow)];
         one_of(d, &names, "\"deny\" or \"allow\"")
+    }
+}
+
+/// A profile's `rules`, each wrong one a `None` where it stood (its errors reported), so that
+/// each other keeps its index.
+#[derive(Debug, Clone)]
+pub(crate) struct Rules(pub(crate) Vec<Option<Rule>>);
+
+impl<'de> Deserialize<'de> for Rules {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        elements_of(d, "an array of rules").map(Rules)
+    }
+}
+
+schema_as!(Vec<Rule> => Rules);
+
+/// An [`ApprovalDiff`]'s keys as given: each a non-empty string.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalDiffFields {
+    read: Option<Filled>,
+    path: Option<Filled>,
+    content: Option<Filled>,
+}
+
+impl<'de> Deserialize<'de> for ApprovalDiff {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let fields = ApprovalDiffFields::deserialize(d)?;
+        if let (Some(read), Some(path), Some(content)) =
+            (&fields.read, &fields.path, &fields.content)
+        {
+            return Ok(ApprovalDiff {
+                read: read.0.clone(),
+                path: path.0.clone(),
+                content: content.0.clone(),
+            });
+        }
+        let given = [
+            ("read", fields.read.is_some()),
+            ("path", fields.path.is_some()),
+            ("content", fields.content.is_some()),
+        ];
+        let absent: Vec<(&str, String)> = given
+            .iter()
+            .filter(|(_, given)| !given)
+            .map(|(key, _)| {
+                let message = format!(
+                    "`{key}` is required (the read tool, the path argument and the content argument)"
+                );
+                (*key, message)
+            })
+            .collect();
+        Err(missing(&absent))
     }
 }

@@ -267,11 +267,25 @@ pub(crate) fn array_of<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
     expecting: &'static str,
 ) -> Result<Vec<T>, D::Error> {
-    let elements = d.deserialize_seq(ArrayVisitor {
+    let elements = elements_of(d, expecting)?;
+    Ok(elements.into_iter().flatten().collect())
+}
+
+/// The name by which a list asks `codemode_config`'s reader for every element, those read as
+/// absent included (as `None`): each element keeps its index.
+pub(crate) const HOLES: &str = "$codemode::Holes";
+
+/// Reads an array of `T`, refused as `expecting` when the value is no array; an element that
+/// cannot be read is a `None` where it stood (its problems reported).
+pub(crate) fn elements_of<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+    expecting: &'static str,
+) -> Result<Vec<Option<T>>, D::Error> {
+    let visitor = ArrayVisitor {
         expecting,
         element: std::marker::PhantomData,
-    })?;
-    Ok(elements.into_iter().flatten().collect())
+    };
+    d.deserialize_tuple_struct(HOLES, 0, visitor)
 }
 
 /// An array of strings read as `T`s, an element that cannot be read a `None` where it stood:
@@ -281,11 +295,7 @@ pub(crate) struct Indexed<T>(pub(crate) Vec<Option<T>>);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Indexed<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_seq(ArrayVisitor {
-            expecting: "an array of strings",
-            element: std::marker::PhantomData,
-        })
-        .map(Indexed)
+        elements_of(d, "an array of strings").map(Indexed)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::gateway_keys::glob_list;
+use super::globs::glob_list;
 use crate::profile::GlobList;
 use crate::{Class, Classification};
 use codemode_config::{JsonPath, Reader};

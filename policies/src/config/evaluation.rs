@@ -1,18 +1,18 @@
 //! Builds the `evaluation` section: profiles, their lists and rules.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::EvaluationConfig;
-use super::gateway_keys::{glob_list, read_permissions, read_risk, risk_map, risk_policies};
+use super::gateway_keys::{read_permissions, risk_map, risk_policies};
+use super::globs::{glob_list, rule_tools};
 use crate::profile::{
     Access, ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS,
     DispositionKind, Fallback, GlobList, PathCondition, Profile, Rule,
 };
 use crate::{ConfigErrorKind, ConfigErrors, Risk};
-use codemode_config::{AccessRead, JsonPath, Reader, describe};
+use codemode_config::{AccessRead, JsonPath, Reader, RuleRead};
 
 pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationConfig {
     let mut out = EvaluationConfig::default();
@@ -108,7 +108,7 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
     let asklist = list(r, read.asklist, "asklist").unwrap_or_default();
     let rules = read
         .rules
-        .map(|v| read_rules(r, &v, &path.key("rules")))
+        .map(|rules| convert_rules(r, rules))
         .unwrap_or_default();
     let (risk_globs, risk_levels) = match read.risk {
         Some(entries) => risk_map(r, entries, &path.key("risk")).unwrap_or_default(),
@@ -128,8 +128,17 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
     let prompts = access(r, read.prompts, "prompts");
     let approval_diffs = read
         .approval_diffs
-        .map(|v| read_approval_diffs(r, &v, &path.key("approvalDiffs")))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(tool, d)| {
+            let diff = ApprovalDiff {
+                read: d.read,
+                path: d.path,
+                content: d.content,
+            };
+            (tool, diff)
+        })
+        .collect();
     if r.error_count() > before {
         return None;
     }
@@ -165,125 +174,28 @@ fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Optio
     })
 }
 
-/// A profile's `approvalDiffs`: `{"<tool>": {"read", "path", "content"}}`, each a non-empty
-/// string.
-fn read_approval_diffs(
-    r: &mut Reader,
-    v: &Value,
-    path: &JsonPath,
-) -> BTreeMap<String, ApprovalDiff> {
-    let mut out = BTreeMap::new();
-    let Some(tools) = r.any_object(v, path) else {
-        return out;
-    };
-    for (tool, spec) in tools {
-        let at = path.key(tool);
-        let Some(map) = r.object(spec, &at, codemode_config::policy_keys::approval_diff()) else {
-            continue;
-        };
-        let field = |r: &mut Reader, key: &str| -> Option<String> {
-            let Some(v) = map.get(key) else {
-                r.error(
-                    &at,
-                    ConfigErrorKind::MissingField,
-                    format!("`{key}` is required (the read tool, the path argument and the content argument)"),
-                );
-                return None;
-            };
-            let s = r.string(v, &at.key(key))?;
-            if s.is_empty() {
-                r.error(
-                    &at.key(key),
-                    ConfigErrorKind::InvalidValue,
-                    "must not be empty",
-                );
-                return None;
-            }
-            Some(s.to_string())
-        };
-        let (read, arg, content) = (field(r, "read"), field(r, "path"), field(r, "content"));
-        if let (Some(read), Some(path), Some(content)) = (read, arg, content) {
-            out.insert(
-                tool.clone(),
-                ApprovalDiff {
-                    read,
-                    path,
-                    content,
-                },
-            );
-        }
-    }
-    out
-}
-
-/// A profile's `rules`, without the ones that are wrong (the errors are in `r`).
-fn read_rules(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<Rule> {
-    let mut rules = Vec::new();
-    match v {
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                if let Some(rule) = read_rule(r, item, &path.index(i)) {
-                    rules.push(rule);
-                }
-            }
-        }
-        _ => r.expected(path, "an array of rules", v),
-    }
+/// A profile's rules as `codemode_config` read them; a rule with a problem is left out (its
+/// errors in `r`).
+fn convert_rules(r: &mut Reader, rules: Vec<RuleRead>) -> Vec<Rule> {
     rules
+        .into_iter()
+        .filter_map(|rule| convert_rule(r, rule))
+        .collect()
 }
 
-fn read_tools(r: &mut Reader, v: Option<&Value>, rule: &JsonPath, what: &str) -> Option<GlobList> {
-    match v {
-        Some(Value::Array(a)) if a.is_empty() => {
-            r.error(
-                &rule.key("tools"),
-                ConfigErrorKind::InvalidValue,
-                "needs at least one glob (e.g. \"server__*\")",
-            );
-            None
-        }
-        Some(v) => read_globs(r, v, &rule.key("tools")),
-        None => {
-            r.error(
-                rule,
-                ConfigErrorKind::MissingField,
-                format!("missing `tools` ({what})"),
-            );
-            None
-        }
-    }
-}
-
-pub(super) fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<GlobList> {
-    let items = r.strings(v, path)?;
-    globs_at(r, items)
-}
-
-/// The globs of a list, each given with its path: each bad one is an error there.
-pub(super) fn globs_at(r: &mut Reader, items: Vec<(JsonPath, String)>) -> Option<GlobList> {
-    let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
-    match GlobList::new(globs) {
-        Ok(list) => Some(list),
-        Err(errors) => {
-            for (i, msg) in errors {
-                r.error(&paths[i], ConfigErrorKind::InvalidGlob, msg);
-            }
-            None
-        }
-    }
-}
-
-fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
+fn convert_rule(r: &mut Reader, rule: RuleRead) -> Option<Rule> {
     let before = r.error_count();
-    let map = r.object(v, path, codemode_config::policy_keys::rule())?;
-    let tools = read_tools(
+    let path = &rule.path;
+    let tools = rule_tools(
         r,
-        map.get("tools"),
+        rule.tools,
         path,
         "the tool-name globs this rule applies to",
     );
-    let disposition = match map.get("disposition") {
-        Some(v) => read_disposition(r, v, &path.key("disposition")),
+    let disposition = match rule.disposition {
+        Some(d) => Some(DispositionKind::from(d)),
+        // Given with a wrong value: not also missing.
+        None if r.reported(&path.key("disposition")) => None,
         None => {
             r.error(
                 path,
@@ -293,42 +205,23 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
             None
         }
     };
-    let reason = match map.get("reason") {
-        Some(v) => r.string(v, &path.key("reason")).map(str::to_string),
-        None => None,
-    };
-    let require_permissions = match map.get("requirePermissions") {
-        Some(v) => read_permissions(r, v, &path.key("requirePermissions")),
-        None => Vec::new(),
-    };
-    let risk = map
-        .get("risk")
-        .and_then(|v| read_risk(r, v, &path.key("risk")));
-    let mut when = Vec::new();
-    if let Some(v) = map.get("when") {
-        let wpath = path.key("when");
-        if let Some(conds) = r.any_object(v, &wpath) {
-            for (pointer, rv) in conds {
-                if let Some(c) = read_condition(r, pointer, rv, &wpath.key(pointer)) {
-                    when.push(c);
-                }
-            }
-        }
-    }
+    let when = rule
+        .when
+        .into_iter()
+        .map(|(pointer, regex)| Condition { pointer, regex })
+        .collect();
+    let has_when_path = rule.when_path.is_some() || r.reported(&path.key("whenPath"));
     let mut when_path = Vec::new();
-    if let Some(v) = map.get("whenPath") {
-        let wpath = path.key("whenPath");
-        if let Some(conds) = r.any_object(v, &wpath) {
-            for (pointer, gv) in conds {
-                if let Some(c) = read_path_condition(r, pointer, gv, &wpath.key(pointer)) {
-                    when_path.push(c);
-                }
-            }
+    for (pointer, globs) in rule.when_path.unwrap_or_default() {
+        let at = path.key("whenPath").key(&pointer);
+        match PathCondition::new(pointer, globs) {
+            Ok(c) => when_path.push(c),
+            Err((i, msg)) => r.error(&at.index(i), ConfigErrorKind::InvalidGlob, msg),
         }
     }
-    let base = map
-        .get("base")
-        .and_then(|v| read_base(r, v, &path.key("base"), map.contains_key("whenPath")));
+    let base = rule
+        .base
+        .and_then(|base| check_base(r, &base, &path.key("base"), has_when_path));
     if r.error_count() > before {
         return None;
     }
@@ -338,83 +231,14 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         when_path,
         base,
         disposition: disposition?,
-        reason,
-        require_permissions,
-        risk,
+        reason: rule.reason,
+        require_permissions: rule.require_permissions.unwrap_or_default(),
+        risk: rule.risk.map(Risk::from),
     })
 }
 
-/// `"allow"`, `"deny"` or `"ask"`.
-fn read_disposition(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<DispositionKind> {
-    match v.as_str() {
-        Some("allow") => Some(DispositionKind::Allow),
-        Some("deny") => Some(DispositionKind::Deny),
-        Some("ask") => Some(DispositionKind::Ask),
-        _ => {
-            let found = describe(v);
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                format!("expected \"allow\", \"deny\" or \"ask\", found {found}"),
-            );
-            None
-        }
-    }
-}
-
-fn read_condition(r: &mut Reader, pointer: &str, v: &Value, path: &JsonPath) -> Option<Condition> {
-    if let Err(msg) = check_pointer(pointer) {
-        r.error(path, ConfigErrorKind::InvalidPointer, msg);
-    }
-    let pattern = r.string(v, path)?;
-    match regex::Regex::new(pattern) {
-        Ok(regex) => Some(Condition {
-            pointer: pointer.to_string(),
-            regex,
-        }),
-        Err(e) => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidRegex,
-                format!("invalid regex `{pattern}`: {}", regex_problem(pattern, &e)),
-            );
-            None
-        }
-    }
-}
-
-/// One `whenPath` entry: a JSON Pointer → a non-empty array of absolute path globs.
-fn read_path_condition(
-    r: &mut Reader,
-    pointer: &str,
-    v: &Value,
-    path: &JsonPath,
-) -> Option<PathCondition> {
-    if let Err(msg) = check_pointer(pointer) {
-        r.error(path, ConfigErrorKind::InvalidPointer, msg);
-    }
-    if matches!(v, Value::Array(a) if a.is_empty()) {
-        r.error(
-            path,
-            ConfigErrorKind::InvalidValue,
-            "needs at least one path glob (e.g. [\"/etc/**\"])",
-        );
-        return None;
-    }
-    let items = r.strings(v, path)?;
-    let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
-    match PathCondition::new(pointer.to_string(), globs) {
-        Ok(c) => Some(c),
-        Err((i, msg)) => {
-            r.error(&paths[i], ConfigErrorKind::InvalidGlob, msg);
-            None
-        }
-    }
-}
-
 /// A rule's `base`: an absolute directory, meaningful only with `whenPath`.
-fn read_base(r: &mut Reader, v: &Value, path: &JsonPath, has_when_path: bool) -> Option<String> {
-    let base = r.string(v, path)?;
+fn check_base(r: &mut Reader, base: &str, path: &JsonPath, has_when_path: bool) -> Option<String> {
     if !has_when_path {
         r.error(
             path,
@@ -434,68 +258,9 @@ fn read_base(r: &mut Reader, v: &Value, path: &JsonPath, has_when_path: bool) ->
     Some(crate::profile::normalize_path(base))
 }
 
-/// RFC 6901: `""`, or `/`-separated tokens where `~` is only in `~0` and `~1`.
-fn check_pointer(pointer: &str) -> Result<(), String> {
-    if !(pointer.is_empty() || pointer.starts_with('/')) {
-        return Err(format!(
-            "`{pointer}` is not a JSON Pointer: it must be \"\" (the whole arguments) or start with `/` (e.g. \"/{pointer}\")"
-        ));
-    }
-    let mut chars = pointer.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-            return Err(format!(
-                "`{pointer}` is not a JSON Pointer: `~` must be followed by 0 (for `~`) or 1 (for `/`)"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The regex crate's message on one line, with the position when it is a syntax error.
-fn regex_problem(pattern: &str, e: &regex::Error) -> String {
-    let span = match regex_syntax::Parser::new().parse(pattern) {
-        Err(regex_syntax::Error::Parse(e)) => Some((e.kind().to_string(), *e.span())),
-        Err(regex_syntax::Error::Translate(e)) => Some((e.kind().to_string(), *e.span())),
-        _ => None,
-    };
-    match (e, span) {
-        (regex::Error::Syntax(_), Some((kind, span))) => {
-            format!("{kind} (at character {})", span.start.column)
-        }
-        (regex::Error::CompiledTooBig(limit), _) => {
-            format!("the compiled regex exceeds the size limit of {limit} bytes")
-        }
-        _ => e
-            .to_string()
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join(" "),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pointers() {
-        let ok = ["", "/", "/a", "/a/0/b", "/a~0b", "/a~1b", "/~01"];
-        for p in ok {
-            assert_eq!(check_pointer(p), Ok(()), "{p}");
-        }
-        let bad = [
-            ("path", "start with `/`"),
-            ("/a~2", "`~` must be followed"),
-            ("/a~", "`~` must"),
-        ];
-        for (p, want) in bad {
-            let err = check_pointer(p).unwrap_err();
-            assert!(err.contains(want), "{p}: {err}");
-        }
-    }
 
     #[test]
     fn profile_names() {
@@ -510,22 +275,5 @@ mod tests {
         }
         assert!(valid_profile_name(&"x".repeat(32)));
         assert!(!valid_profile_name(&"x".repeat(33)));
-    }
-
-    #[test]
-    fn regex_messages_are_one_line_with_a_position() {
-        let cases = [
-            ("^/etc/(", "unclosed group (at character 7)"),
-            ("a{2,1}", "invalid repetition count range"),
-            ("\\p{Nope}", "Unicode property not found"),
-        ];
-        for (pattern, want) in cases {
-            let e = regex::Regex::new(pattern).unwrap_err();
-            let msg = regex_problem(pattern, &e);
-            assert!(
-                msg.contains(want) && !msg.contains('\n'),
-                "{pattern}: {msg}"
-            );
-        }
     }
 }

@@ -5,18 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
+use super::globs::glob_list;
 use crate::profile::GlobList;
-use crate::{ConfigErrorKind, Risk, RiskPolicy};
+use crate::{Risk, RiskPolicy};
 use codemode_config::{JsonPath, Reader, RiskPolicyRead};
 
 pub(super) use codemode_config::read_permissions;
-
-/// `"low"`, `"medium"`, `"high"` or `"critical"`.
-pub(super) fn read_risk(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Risk> {
-    codemode_config::read_risk(r, v, path).map(Risk::from)
-}
 
 /// The `risk` map as `codemode_config` read it, `(glob, level)` in written order: its globs
 /// compiled in that order.
@@ -28,20 +22,6 @@ pub(super) fn risk_map(
     let (globs, levels): (Vec<String>, Vec<_>) = entries.into_iter().unzip();
     let list = glob_list(r, globs, path)?;
     Some((list, levels.into_iter().map(Risk::from).collect()))
-}
-
-/// Globs each of which `codemode_config` has compiled already, compiled as one set: what can
-/// still fail (the set as a whole) is an error at the list's `path`.
-pub(super) fn glob_list(r: &mut Reader, globs: Vec<String>, path: &JsonPath) -> Option<GlobList> {
-    match GlobList::new(globs) {
-        Ok(list) => Some(list),
-        Err(errors) => {
-            for (_, msg) in errors {
-                r.error(path, ConfigErrorKind::InvalidGlob, msg);
-            }
-            None
-        }
-    }
 }
 
 /// `riskPolicies` as `codemode_config` read them, what is not given the default.

@@ -8,6 +8,7 @@
 mod classification;
 mod evaluation;
 mod gateway_keys;
+mod globs;
 mod outputs;
 mod sections;
 
