@@ -828,4 +828,34 @@ mod tests {
         assert_eq!(read.map(|p| p.count), Some(None));
         assert_eq!(r.error_count(), 2);
     }
+
+    /// The leaf types' wrong-type errors describe the value as the reader's own checks did
+    /// (moved here from `reader.rs` with those checks, which these types replace).
+    #[test]
+    fn type_errors_describe_the_value() {
+        let mut r = Reader::default();
+        let p = JsonPath::root().key("x");
+        let (three, minus_one, yes, list) = (json!(3), json!(-1), json!("yes"), json!(["a", 1]));
+        assert_eq!(read::<String>(&mut r, &three, &p), None);
+        assert_eq!(read::<Whole>(&mut r, &minus_one, &p), None);
+        assert_eq!(read::<bool>(&mut r, &yes, &p), None);
+        assert!(read::<Strings>(&mut r, &list, &p).is_some());
+        let errors = r.into_errors();
+        let msgs: Vec<&str> = errors.iter().map(ConfigError::message).collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "expected a string, found a number (3)",
+                "expected a non-negative whole number, found a number (-1)",
+                "expected a boolean, found a string (\"yes\")",
+                "expected a string, found a number (1)",
+            ]
+        );
+        assert_eq!(errors[3].path(), "x[1]");
+        assert!(
+            errors
+                .iter()
+                .all(|e| e.kind() == ConfigErrorKind::WrongType)
+        );
+    }
 }

@@ -98,12 +98,11 @@ pub use log_format::LogFormat;
 pub use logging::LoggingConfig;
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
 pub use policies::{
-    AccessRead, ApprovalDiffRead, ClassificationRead, OutputRuleRead, ProfileRead, RiskPolicyRead,
-    RuleRead, read_classification, read_output_rule, read_permissions, read_profile,
+    AccessRead, ApprovalDiffRead, ClassificationRead, EvaluationRead, OutputRuleRead, ProfileRead,
+    RiskPolicyRead, RuleRead, read_evaluation, read_output_rule, read_profile,
 };
 pub use reader::{JsonPath, Reader, describe};
 pub use schema::conditions::path_glob;
-pub use schema::keys::policy as policy_keys;
 pub use schema::leaves::tool_glob;
 pub use schema::policies::Fallback;
 pub use schema::values::{Disposition, Risk};

@@ -17,10 +17,11 @@ const KIND_MARK: char = '\u{1}';
 
 /// The kinds a typed value may give its refusal besides [`ConfigErrorKind::InvalidValue`], by
 /// their tag in a marked message.
-const KINDS: [ConfigErrorKind; 3] = [
+const KINDS: [ConfigErrorKind; 4] = [
     ConfigErrorKind::InvalidGlob,
     ConfigErrorKind::InvalidRegex,
     ConfigErrorKind::InvalidPointer,
+    ConfigErrorKind::InvalidName,
 ];
 
 /// `message` marked with `kind` (one of [`KINDS`]).

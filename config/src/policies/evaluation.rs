@@ -6,10 +6,27 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::de;
+use crate::error::ConfigErrorKind;
 use crate::reader::{JsonPath, Reader};
-use crate::schema::leaves::{Globs, Permissions};
+use crate::schema::leaves::Globs;
 use crate::schema::policies::{self, Fallback};
 use crate::schema::values::{Disposition, Risk};
+
+/// The `evaluation` section as the file writes it, its values typed: each `None` when not given
+/// (or wrong, its error recorded).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct EvaluationRead {
+    /// `evalRequiresPermissions`: each once, in written order.
+    pub eval_requires_permissions: Option<Vec<String>>,
+    /// `profiles`: those that could be read (a wrong value in one is left out of it, its
+    /// error recorded at its path), in written order.
+    pub profiles: Vec<(String, ProfileRead)>,
+    /// `defaultProfile`, naming one of the profiles.
+    pub default_profile: Option<String>,
+    /// `classification` and `localAllowDestructive`.
+    pub classification: ClassificationRead,
+}
 
 /// A profile (`evaluation.profiles.<name>`) as the file writes it, its values typed: each
 /// `None` when not given (or wrong, its error recorded; a list keeps its right elements).
@@ -124,10 +141,75 @@ fn rules_read(rules: policies::Rules, path: &JsonPath) -> Vec<RuleRead> {
         .collect()
 }
 
-/// Reads one profile, `v` at `path`: `None` when it is no object (its error recorded, as every
-/// wrong value's).
-pub fn read_profile(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<ProfileRead> {
+/// Reads the `evaluation` section, `v` at `path`: every problem recorded in `r`, each at its
+/// path, in the order of the file.
+pub fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationRead {
+    let Some(e) = de::read::<policies::Evaluation>(r, v, path) else {
+        return EvaluationRead::default();
+    };
+    let profiles_at = path.key("profiles");
+    let profiles = e.profiles.map_or_else(Vec::new, |p| p.0);
+    let profiles = profiles
+        .into_iter()
+        .filter_map(|(name, p)| {
+            let read = profile_read(p?, &profiles_at.key(&name));
+            Some((name, read))
+        })
+        .collect();
+    let default_profile = e
+        .default_profile
+        .filter(|name| names_a_profile(r, v, name, &path.key("defaultProfile")));
+    let classes = e.classification;
+    let list = |globs: Option<Globs>| globs.map(|g| g.0);
+    let classification = ClassificationRead {
+        read: classes.as_ref().and_then(|c| list(c.read.clone())),
+        write: classes.as_ref().and_then(|c| list(c.write.clone())),
+        destructive: classes.and_then(|c| list(c.destructive)),
+        local_allow_destructive: e.local_allow_destructive,
+    };
+    EvaluationRead {
+        eval_requires_permissions: e.eval_requires_permissions.map(|p| p.0),
+        profiles,
+        default_profile,
+        classification,
+    }
+}
+
+/// Whether `name` (`defaultProfile`, at `path`) is one of the profiles of the `evaluation`
+/// object `v`, read or not; when not, the error says which there are.
+fn names_a_profile(r: &mut Reader, v: &Value, name: &str, path: &JsonPath) -> bool {
+    let names: Vec<&str> = match v.get("profiles") {
+        Some(Value::Object(profiles)) => profiles.keys().map(String::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if names.contains(&name) {
+        return true;
+    }
+    let have = if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    };
+    r.error(
+        path,
+        ConfigErrorKind::UnknownProfile,
+        format!("no profile is called `{name}`; profiles: {have}"),
+    );
+    false
+}
+
+/// Reads one profile called `name`, `v` at `path` (for a profile given on its own): `None` when
+/// it is no object (its error recorded, as every wrong value's).
+pub fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Option<ProfileRead> {
+    if let Some(problem) = policies::profile_name_problem(name) {
+        r.error(path, ConfigErrorKind::InvalidName, problem);
+    }
     let p: policies::Profile = de::read(r, v, path)?;
+    Some(profile_read(p, path))
+}
+
+/// A profile read, its values made plain.
+fn profile_read(p: policies::Profile, path: &JsonPath) -> ProfileRead {
     let globs = |g: Option<Globs>| g.map(|g| g.0);
     let access = |a: Option<policies::Access>| {
         a.map(|a| AccessRead {
@@ -135,7 +217,7 @@ pub fn read_profile(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Profil
             deny: globs(a.deny),
         })
     };
-    Some(ProfileRead {
+    ProfileRead {
         description: p.description.map(|d| d.0),
         allowlist: globs(p.allowlist),
         denylist: globs(p.denylist),
@@ -160,16 +242,7 @@ pub fn read_profile(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Profil
             };
             diffs.into_iter().map(|(tool, d)| (tool, diff(d))).collect()
         }),
-    })
-}
-
-/// Reads permission names (`requirePermissions`, `evalRequiresPermissions`), `v` at `path`:
-/// free strings but not blank ones, each kept once in written order; what is wrong is left
-/// out (its error recorded).
-pub fn read_permissions(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<String> {
-    de::read::<Permissions>(r, v, path)
-        .map(|p| p.0)
-        .unwrap_or_default()
+    }
 }
 
 /// What a human may answer to a call of one risk level (`riskPolicies.<level>`), as the file
@@ -235,29 +308,26 @@ pub struct ClassificationRead {
     pub local_allow_destructive: Option<bool>,
 }
 
-/// Reads `classification` and `localAllowDestructive`, the values (if given) of the
-/// `evaluation` object at `path`: `localAllowDestructive` first, as it always was.
-pub fn read_classification(
-    r: &mut Reader,
-    classes: Option<&Value>,
-    local: Option<&Value>,
-    path: &JsonPath,
-) -> ClassificationRead {
-    let local_allow_destructive =
-        local.and_then(|v| de::read(r, v, &path.key("localAllowDestructive")));
-    let classes = classes
-        .and_then(|v| de::read::<policies::Classification>(r, v, &path.key("classification")));
-    let list = |globs: Option<Globs>| globs.map(|g| g.0);
-    match classes {
-        Some(c) => ClassificationRead {
-            read: list(c.read),
-            write: list(c.write),
-            destructive: list(c.destructive),
-            local_allow_destructive,
-        },
-        None => ClassificationRead {
-            local_allow_destructive,
-            ..ClassificationRead::default()
-        },
+#[cfg(test)]
+mod tests {
+    use crate::schema::policies::profile_name_problem;
+
+    fn valid_profile_name(name: &str) -> bool {
+        profile_name_problem(name).is_none()
+    }
+
+    #[test]
+    fn profile_names() {
+        for (name, ok) in [
+            ("safe", true),
+            ("a_B_9", true),
+            ("", false),
+            ("a-b", false),
+            ("é", false),
+        ] {
+            assert_eq!(valid_profile_name(name), ok, "{name}");
+        }
+        assert!(valid_profile_name(&"x".repeat(32)));
+        assert!(!valid_profile_name(&"x".repeat(33)));
     }
 }

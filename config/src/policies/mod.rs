@@ -6,8 +6,8 @@
 mod evaluation;
 
 pub use evaluation::{
-    AccessRead, ApprovalDiffRead, ClassificationRead, ProfileRead, RiskPolicyRead, RuleRead,
-    read_classification, read_permissions, read_profile,
+    AccessRead, ApprovalDiffRead, ClassificationRead, EvaluationRead, ProfileRead, RiskPolicyRead,
+    RuleRead, read_evaluation, read_profile,
 };
 
 use serde_json::Value;

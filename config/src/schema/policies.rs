@@ -6,33 +6,93 @@ use std::fmt;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 
-use crate::de::missing;
+use crate::de::{missing, noted};
+use crate::error::ConfigErrorKind;
 
 use super::conditions::{PathGlobs, Pattern, PointerMap};
 use super::leaves::{Approvers, Description, Filled, Globs, Permissions, RiskKey, RiskMap, one_of};
-use super::values::{Disposition, Indexed, Positive, Retry, Risk, Seconds, elements_of, schema_as};
+use super::values::{
+    Disposition, Indexed, Positive, Retry, RetryWith, Risk, Seconds, elements_of, schema_as,
+};
 
 /// Profiles and which one evals run under.
+// The keys in the order they are read, which is the order of their errors.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct Evaluation {
-    /// The profile evals run under when none is requested. Default: none (unrestricted).
-    pub(crate) default_profile: Option<String>,
-    /// The profiles, by name (1 to 32 ASCII letters, digits or `_`).
-    pub(crate) profiles: Option<BTreeMap<String, Profile>>,
     /// The permissions a caller needs to use the base `eval` tool.
     pub(crate) eval_requires_permissions: Option<Permissions>,
+    /// The profiles, by name (1 to 32 ASCII letters, digits or `_`).
+    pub(crate) profiles: Option<Profiles>,
+    /// The profile evals run under when none is requested. Default: none (unrestricted).
+    pub(crate) default_profile: Option<String>,
+    /// Whether the local caller (stdio, `codemode run`, unauthenticated loopback HTTP) may make
+    /// destructive calls, as if granted `allow_destructive`. Default: true.
+    pub(crate) local_allow_destructive: Option<bool>,
     /// Tool-name globs by class. A tool the globs do not name gets its class from the
     /// upstream's annotations (`readOnlyHint` → read, `destructiveHint` → destructive, else
     /// write); a tool without annotations (and a command tool) is write. Globs of several
     /// classes matching one tool: the most restrictive wins (destructive > write > read).
     pub(crate) classification: Option<Classification>,
-    /// Whether the local caller (stdio, `codemode run`, unauthenticated loopback HTTP) may make
-    /// destructive calls, as if granted `allow_destructive`. Default: true.
-    pub(crate) local_allow_destructive: Option<bool>,
 }
+
+/// `evaluation.profiles`: name → profile, in written order. A name that is not one is an
+/// error at its profile, which is read all the same; a profile that cannot be read is `None`.
+#[derive(Debug, Clone)]
+pub(crate) struct Profiles(pub(crate) Vec<(String, Option<Profile>)>);
+
+impl<'de> Deserialize<'de> for Profiles {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ProfilesVisitor)
+    }
+}
+
+struct ProfilesVisitor;
+
+impl<'de> Visitor<'de> for ProfilesVisitor {
+    type Value = Profiles;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Profiles, A::Error> {
+        let mut out = Vec::new();
+        while let Some(name) = map.next_key::<String>()? {
+            let profile = map.next_value_seed(RetryWith(NamedProfile(&name)))?;
+            out.push((name, profile));
+        }
+        Ok(Profiles(out))
+    }
+}
+
+/// A profile read under its name, the name checked first.
+#[derive(Clone, Copy)]
+struct NamedProfile<'n>(&'n str);
+
+impl<'de> DeserializeSeed<'de> for NamedProfile<'_> {
+    type Value = Profile;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Profile, D::Error> {
+        match profile_name_problem(self.0) {
+            None => Profile::deserialize(d),
+            Some(problem) => noted(d, ConfigErrorKind::InvalidName, problem),
+        }
+    }
+}
+
+/// What is wrong with `name` as a profile's name (`^[A-Za-z0-9_]{1,32}$`): it names its eval
+/// tool (`codemode_eval_<name>`).
+pub(crate) fn profile_name_problem(name: &str) -> Option<String> {
+    let valid = (1..=32).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (!valid)
+        .then(|| format!("invalid profile name `{name}`: use 1 to 32 ASCII letters, digits or `_`"))
+}
+
+schema_as!(BTreeMap<String, Profile> => Profiles);
 
 /// `evaluation.classification`: tool-name globs by class. A destructive call needs the
 /// caller's `allow_destructive` permission.

@@ -8,7 +8,7 @@ use std::fmt;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
-use serde::de::{self, Deserializer, Unexpected, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, Unexpected, Visitor};
 
 use crate::units::{parse_duration, parse_size};
 
@@ -232,32 +232,46 @@ pub(crate) struct Retry<T>(pub(crate) Option<T>);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Retry<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_newtype_struct(RETRY, RetryVisitor(std::marker::PhantomData))
+        RetryWith(std::marker::PhantomData::<T>)
+            .deserialize(d)
+            .map(Retry)
     }
 }
 
-struct RetryVisitor<T>(std::marker::PhantomData<T>);
+/// A [`Retry`] of a value read with a seed (each attempt with a copy of it): `None` when it
+/// cannot be read.
+pub(crate) struct RetryWith<S>(pub(crate) S);
 
-impl<'de, T: Deserialize<'de>> Visitor<'de> for RetryVisitor<T> {
-    type Value = Retry<T>;
+impl<'de, S: DeserializeSeed<'de> + Clone> DeserializeSeed<'de> for RetryWith<S> {
+    type Value = Option<S::Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_newtype_struct(RETRY, RetryVisitor(self.0))
+    }
+}
+
+struct RetryVisitor<S>(S);
+
+impl<'de, S: DeserializeSeed<'de> + Clone> Visitor<'de> for RetryVisitor<S> {
+    type Value = Option<S::Value>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a value")
     }
 
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Retry<T>, D::Error> {
-        T::deserialize(d).map(|value| Retry(Some(value)))
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        self.0.deserialize(d).map(Some)
     }
 
     /// The reader's attempts: one key per attempt, the value under it read anew.
-    fn visit_map<A: de::MapAccess<'de>>(self, mut attempts: A) -> Result<Retry<T>, A::Error> {
+    fn visit_map<A: de::MapAccess<'de>>(self, mut attempts: A) -> Result<Self::Value, A::Error> {
         while attempts.next_key::<()>()?.is_some() {
             // A failed attempt is recorded by the reader, which says whether another helps.
-            if let Ok(value) = attempts.next_value::<T>() {
-                return Ok(Retry(Some(value)));
+            if let Ok(value) = attempts.next_value_seed(self.0.clone()) {
+                return Ok(Some(value));
             }
         }
-        Ok(Retry(None))
+        Ok(None)
     }
 }
 

@@ -1,23 +1,19 @@
 //! `evaluation.classification` and `evaluation.localAllowDestructive`: the tools' classes
 //! ([`Classification`]).
 
-use serde_json::Value;
-
 use super::globs::glob_list;
 use crate::profile::GlobList;
 use crate::{Class, Classification};
-use codemode_config::{JsonPath, Reader};
+use codemode_config::{ClassificationRead, JsonPath, Reader};
 
-/// Reads `classification` (`{"read"?: [globs], "write"?: [globs], "destructive"?: [globs]}`;
-/// another key, such as a misspelt class, is an unknown-key error naming the three) and
-/// `localAllowDestructive` (a boolean, default `true`) of the `evaluation` object at `path`.
+/// The classes as `codemode_config` read them from the `evaluation` object at `path`
+/// (`classification`: `{"read"?: [globs], "write"?: [globs], "destructive"?: [globs]}`, and
+/// `localAllowDestructive`, default `true`).
 pub(crate) fn read_classification(
     r: &mut Reader,
-    classes: Option<&Value>,
-    local: Option<&Value>,
+    read: ClassificationRead,
     path: &JsonPath,
 ) -> Classification {
-    let read = codemode_config::read_classification(r, classes, local, path);
     let cpath = path.key("classification");
     let mut globs: [GlobList; 3] = Default::default();
     for (class, list) in [

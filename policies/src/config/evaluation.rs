@@ -1,60 +1,43 @@
 //! Builds the `evaluation` section: profiles, their lists and rules.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::EvaluationConfig;
-use super::gateway_keys::{read_permissions, risk_map, risk_policies};
+use super::classification::read_classification;
+use super::gateway_keys::{risk_map, risk_policies};
 use super::globs::{glob_list, rule_tools};
 use crate::profile::{
     Access, ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS,
     DispositionKind, Fallback, GlobList, PathCondition, Profile, Rule,
 };
 use crate::{ConfigErrorKind, ConfigErrors, Risk};
-use codemode_config::{AccessRead, JsonPath, Reader, RuleRead};
+use codemode_config::{AccessRead, JsonPath, ProfileRead, Reader, RuleRead};
 
+/// Reads the `evaluation` section at `path`: `codemode_config` reads it (every value checked
+/// at its path, in the order of the file); here its profiles and classes become this crate's.
 pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationConfig {
-    let mut out = EvaluationConfig::default();
-    let Some(map) = r.object(v, path, codemode_config::policy_keys::evaluation()) else {
-        return out;
-    };
-    if let Some(v) = map.get("evalRequiresPermissions") {
-        out.eval_requires_permissions =
-            read_permissions(r, v, &path.key("evalRequiresPermissions"));
-    }
-    let mut names: Vec<&str> = Vec::new();
-    if let Some(v) = map.get("profiles") {
-        let ppath = path.key("profiles");
-        if let Some(profiles) = r.any_object(v, &ppath) {
-            for (name, pv) in profiles {
-                names.push(name);
-                if let Some(p) = read_profile(r, name, pv, &ppath.key(name)) {
-                    out.profiles.insert(name.clone(), Arc::new(p));
-                }
-            }
+    let read = codemode_config::read_evaluation(r, v, path);
+    let profiles_at = path.key("profiles");
+    let mut profiles = BTreeMap::new();
+    for (name, profile) in read.profiles {
+        let at = profiles_at.key(&name);
+        // A profile with a problem anywhere in it is left out, as it always was.
+        if let Some(p) = convert_profile(r, &name, profile, &at)
+            && !r.reported(&at)
+        {
+            profiles.insert(name, Arc::new(p));
         }
     }
-    if let Some(v) = map.get("defaultProfile") {
-        let dpath = path.key("defaultProfile");
-        if let Some(name) = r.string(v, &dpath) {
-            if names.contains(&name) {
-                out.default_profile = Some(name.to_string());
-            } else {
-                let have = if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                };
-                r.error(
-                    &dpath,
-                    ConfigErrorKind::UnknownProfile,
-                    format!("no profile is called `{name}`; profiles: {have}"),
-                );
-            }
-        }
+    let classification = read_classification(r, read.classification, path);
+    EvaluationConfig {
+        default_profile: read.default_profile,
+        profiles,
+        eval_requires_permissions: read.eval_requires_permissions.unwrap_or_default(),
+        classification: Arc::new(classification),
     }
-    out
 }
 
 impl Profile {
@@ -72,7 +55,9 @@ impl Profile {
     /// Every problem found (see [`crate::Config::from_json_str`]).
     pub fn from_json(name: &str, value: &Value) -> Result<Profile, ConfigErrors> {
         let mut r = Reader::new();
-        let profile = read_profile(&mut r, name, value, &JsonPath::root());
+        let root = JsonPath::root();
+        let profile = codemode_config::read_profile(&mut r, name, value, &root)
+            .and_then(|read| convert_profile(&mut r, name, read, &root));
         match profile {
             Some(p) if r.error_count() == 0 => Ok(p),
             _ => Err(ConfigErrors {
@@ -82,24 +67,15 @@ impl Profile {
     }
 }
 
-/// `^[A-Za-z0-9_]{1,32}$`
-fn valid_profile_name(name: &str) -> bool {
-    (1..=32).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// One profile; `None` if anything in it is wrong (the errors are in `r`).
-/// `codemode_config` reads it (every value checked at its path); here it becomes a
-/// [`Profile`], with the documented defaults.
-fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Option<Profile> {
+/// One profile as `codemode_config` read it, made a [`Profile`] with the documented defaults;
+/// `None` if anything in it is wrong (the errors are in `r`).
+fn convert_profile(
+    r: &mut Reader,
+    name: &str,
+    read: ProfileRead,
+    path: &JsonPath,
+) -> Option<Profile> {
     let before = r.error_count();
-    if !valid_profile_name(name) {
-        r.error(
-            path,
-            ConfigErrorKind::InvalidName,
-            format!("invalid profile name `{name}`: use 1 to 32 ASCII letters, digits or `_`"),
-        );
-    }
-    let read = codemode_config::read_profile(r, v, path)?;
     let list = |r: &mut Reader, globs: Option<Vec<String>>, key: &str| {
         globs.map(|g| glob_list(r, g, &path.key(key)).unwrap_or_default())
     };
@@ -256,24 +232,4 @@ fn check_base(r: &mut Reader, base: &str, path: &JsonPath, has_when_path: bool) 
         return None;
     }
     Some(crate::profile::normalize_path(base))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn profile_names() {
-        for (name, ok) in [
-            ("safe", true),
-            ("a_B_9", true),
-            ("", false),
-            ("a-b", false),
-            ("é", false),
-        ] {
-            assert_eq!(valid_profile_name(name), ok, "{name}");
-        }
-        assert!(valid_profile_name(&"x".repeat(32)));
-        assert!(!valid_profile_name(&"x".repeat(33)));
-    }
 }

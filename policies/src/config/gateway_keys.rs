@@ -10,8 +10,6 @@ use crate::profile::GlobList;
 use crate::{Risk, RiskPolicy};
 use codemode_config::{JsonPath, Reader, RiskPolicyRead};
 
-pub(super) use codemode_config::read_permissions;
-
 /// The `risk` map as `codemode_config` read it, `(glob, level)` in written order: its globs
 /// compiled in that order.
 pub(super) fn risk_map(
