@@ -86,7 +86,8 @@ pub struct AccessRead {
 pub struct RuleRead {
     /// Where the rule is (`…rules[i]`).
     pub path: JsonPath,
-    /// `tools`: the tool-name globs, unchecked, a wrong element `None` where it stood.
+    /// `tools`: the tool-name globs, each valid, a wrong element `None` where it stood (an
+    /// empty list is the caller's to refuse).
     pub tools: Option<Vec<Option<String>>>,
     /// `when`: (JSON Pointer, regex) in written order.
     pub when: Vec<(String, regex::Regex)>,
@@ -124,7 +125,9 @@ fn rules_read(rules: policies::Rules, path: &JsonPath) -> Vec<RuleRead> {
             let rule = rule?;
             Some(RuleRead {
                 path: path.index(i),
-                tools: rule.tools.map(|t| t.0),
+                tools: rule
+                    .tools
+                    .map(|t| t.0.into_iter().map(|g| g.map(|g| g.0)).collect()),
                 when: rule.when.map_or_else(Vec::new, |w| {
                     w.0.into_iter().map(|(p, pattern)| (p, pattern.0)).collect()
                 }),

@@ -12,7 +12,9 @@ use crate::de::{missing, noted};
 use crate::error::ConfigErrorKind;
 
 use super::conditions::{PathGlobs, Pattern, PointerMap};
-use super::leaves::{Approvers, Description, Filled, Globs, Permissions, RiskKey, RiskMap, one_of};
+use super::leaves::{
+    Approvers, Description, Filled, Glob, Globs, Permissions, RiskKey, RiskMap, one_of,
+};
 use super::values::{
     Disposition, Indexed, Positive, Retry, RetryWith, Risk, Seconds, elements_of, schema_as,
 };
@@ -197,8 +199,10 @@ pub enum Fallback {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct Rule {
     /// The tools it applies to (at least one glob).
+    // Each glob checked as it is read; what is missing or empty is said by the conversion,
+    // as for an `outputs` rule.
     #[schemars(required)]
-    pub(crate) tools: Option<Indexed<String>>,
+    pub(crate) tools: Option<Indexed<Glob>>,
     /// JSON Pointer into the arguments → a regex the value there must match.
     pub(crate) when: Option<PointerMap<Pattern>>,
     /// JSON Pointer into the arguments → absolute path globs the path there (normalised) must
