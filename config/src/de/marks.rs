@@ -31,15 +31,15 @@ fn marked(kind: ConfigErrorKind, message: impl fmt::Display) -> String {
 }
 
 /// The error a typed value's `Deserialize` returns to refuse its value as a problem of `kind`
-/// (one of [`KINDS`]), worded `message`. Read by [`read`]; another deserializer would show the
-/// marks, but only [`read`](super::read) reads the types that use it.
+/// (one of [`KINDS`]), worded `message`. Read by [`read`](super::read); another deserializer
+/// would show the marks, but only [`read`](super::read) reads the types that use it.
 pub(crate) fn refused<E: de::Error>(kind: ConfigErrorKind, message: impl fmt::Display) -> E {
     E::custom(marked(kind, message))
 }
 
 /// The error a struct's `Deserialize` returns when required fields are missing, each
-/// `(field, message)` in its own words: [`read`](super::read) records each at the struct's path, but not
-/// one whose field was given with a wrong value (that error is reported already).
+/// `(field, message)` in its own words: [`read`](super::read) records each at the struct's
+/// path, but not one whose field was given with a wrong value (that error is reported already).
 pub(crate) fn missing<E: de::Error>(fields: &[(&str, String)]) -> E {
     let text: String = fields
         .iter()
@@ -48,8 +48,8 @@ pub(crate) fn missing<E: de::Error>(fields: &[(&str, String)]) -> E {
     E::custom(text)
 }
 
-/// The name by which a value asks [`read`](super::read) to record a problem at its path and to read it all
-/// the same (see [`noted`]).
+/// The name by which a value asks [`read`](super::read) to record a problem at its path and
+/// to read it all the same (see [`noted`]).
 pub(super) const NOTE: &str = "$codemode::Note";
 
 /// Reads a `T` from `d` after recording a problem of `kind` (one of [`KINDS`]) at its path: a
@@ -67,7 +67,8 @@ pub(crate) fn noted<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d.deserialize_newtype_struct(NOTE, visitor)
 }
 
-/// Carries a [`noted`] problem (as its `expecting`) to the reader's deserializer, then reads the value.
+/// Carries a [`noted`] problem (as its `expecting`) to the reader's deserializer, then reads
+/// the value.
 struct Noted<T> {
     problem: String,
     value: std::marker::PhantomData<T>,
