@@ -41,7 +41,7 @@ use crate::error::{ConfigError, ConfigErrorKind};
 mod marks;
 
 use crate::reader::{JsonPath, Reader, describe};
-use crate::schema::values::{HOLES, RETRY, Retry};
+use crate::schema::values::{HOLES, RETRY, RetryWith};
 use marks::{Marked, NOTE, unmark};
 pub(crate) use marks::{missing, noted, refused};
 
@@ -53,6 +53,16 @@ pub(crate) fn read<'de, T: Deserialize<'de>>(
     v: &'de Value,
     path: &JsonPath,
 ) -> Option<T> {
+    read_with(r, v, path, std::marker::PhantomData::<T>)
+}
+
+/// [`read`] with a seed: for a type whose reading needs what the caller knows.
+pub(crate) fn read_with<'de, S: DeserializeSeed<'de> + Clone>(
+    r: &mut Reader,
+    v: &'de Value,
+    path: &JsonPath,
+    seed: S,
+) -> Option<S::Value> {
     let walk = Walk {
         reader: RefCell::new(std::mem::take(r)),
         recorded: RefCell::new(HashSet::new()),
@@ -60,9 +70,9 @@ pub(crate) fn read<'de, T: Deserialize<'de>>(
         holes: RefCell::new(HashSet::new()),
         failed_at: RefCell::new(None),
     };
-    let read = Retry::<T>::deserialize(Collecting::new(v, path.clone(), &walk));
+    let read = RetryWith(seed).deserialize(Collecting::new(v, path.clone(), &walk));
     *r = walk.reader.into_inner();
-    read.ok().and_then(|read| read.0)
+    read.ok().flatten()
 }
 
 /// Reads `value` (at `path`) with `seed`, recording what goes wrong there: also what the

@@ -17,11 +17,12 @@ const KIND_MARK: char = '\u{1}';
 
 /// The kinds a typed value may give its refusal besides [`ConfigErrorKind::InvalidValue`], by
 /// their tag in a marked message.
-const KINDS: [ConfigErrorKind; 4] = [
+const KINDS: [ConfigErrorKind; 5] = [
     ConfigErrorKind::InvalidGlob,
     ConfigErrorKind::InvalidRegex,
     ConfigErrorKind::InvalidPointer,
     ConfigErrorKind::InvalidName,
+    ConfigErrorKind::UnknownProfile,
 ];
 
 /// `message` marked with `kind` (one of [`KINDS`]).

@@ -147,7 +147,13 @@ fn rules_read(rules: policies::Rules, path: &JsonPath) -> Vec<RuleRead> {
 /// Reads the `evaluation` section, `v` at `path`: every problem recorded in `r`, each at its
 /// path, in the order of the file.
 pub fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationRead {
-    let Some(e) = de::read::<policies::Evaluation>(r, v, path) else {
+    // Every profile given, read or not, for `defaultProfile` to name.
+    let names: Vec<String> = match v.get("profiles") {
+        Some(Value::Object(profiles)) => profiles.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    let seed = policies::EvaluationSeed { profiles: &names };
+    let Some(e) = de::read_with(r, v, path, seed) else {
         return EvaluationRead::default();
     };
     let profiles_at = path.key("profiles");
@@ -159,9 +165,6 @@ pub fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> Evaluation
             Some((name, read))
         })
         .collect();
-    let default_profile = e
-        .default_profile
-        .filter(|name| names_a_profile(r, v, name, &path.key("defaultProfile")));
     let classes = e.classification;
     let list = |globs: Option<Globs>| globs.map(|g| g.0);
     let classification = ClassificationRead {
@@ -173,32 +176,9 @@ pub fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> Evaluation
     EvaluationRead {
         eval_requires_permissions: e.eval_requires_permissions.map(|p| p.0),
         profiles,
-        default_profile,
+        default_profile: e.default_profile,
         classification,
     }
-}
-
-/// Whether `name` (`defaultProfile`, at `path`) is one of the profiles of the `evaluation`
-/// object `v`, read or not; when not, the error says which there are.
-fn names_a_profile(r: &mut Reader, v: &Value, name: &str, path: &JsonPath) -> bool {
-    let names: Vec<&str> = match v.get("profiles") {
-        Some(Value::Object(profiles)) => profiles.keys().map(String::as_str).collect(),
-        _ => Vec::new(),
-    };
-    if names.contains(&name) {
-        return true;
-    }
-    let have = if names.is_empty() {
-        "none".to_string()
-    } else {
-        names.join(", ")
-    };
-    r.error(
-        path,
-        ConfigErrorKind::UnknownProfile,
-        format!("no profile is called `{name}`; profiles: {have}"),
-    );
-    false
 }
 
 /// Reads one profile called `name`, `v` at `path` (for a profile given on its own): `None` when

@@ -6,9 +6,9 @@ use std::fmt;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
-use crate::de::{missing, noted};
+use crate::de::{missing, noted, refused};
 use crate::error::ConfigErrorKind;
 
 use super::conditions::{PathGlobs, Pattern, PointerMap};
@@ -38,6 +38,80 @@ pub(crate) struct Evaluation {
     /// write); a tool without annotations (and a command tool) is write. Globs of several
     /// classes matching one tool: the most restrictive wins (destructive > write > read).
     pub(crate) classification: Option<Classification>,
+}
+
+/// Reads an [`Evaluation`] knowing the names of the profiles given (read or not), so that
+/// `defaultProfile` is checked where it is read, after the profiles, as it always was.
+#[derive(Clone, Copy)]
+pub(crate) struct EvaluationSeed<'n> {
+    /// Every profile's name, sorted.
+    pub(crate) profiles: &'n [String],
+}
+
+impl<'de> DeserializeSeed<'de> for EvaluationSeed<'_> {
+    type Value = Evaluation;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Evaluation, D::Error> {
+        let keys = super::keys::of::<Evaluation>();
+        d.deserialize_struct("Evaluation", keys, self)
+    }
+}
+
+impl<'de> Visitor<'de> for EvaluationSeed<'_> {
+    type Value = Evaluation;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Evaluation, A::Error> {
+        let mut e = Evaluation {
+            eval_requires_permissions: None,
+            profiles: None,
+            default_profile: None,
+            local_allow_destructive: None,
+            classification: None,
+        };
+        // The reader offers the known keys only (an unknown one is its error), in this order.
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "evalRequiresPermissions" => e.eval_requires_permissions = map.next_value()?,
+                "profiles" => e.profiles = map.next_value()?,
+                "defaultProfile" => {
+                    e.default_profile = Some(map.next_value_seed(ProfileNamed(self.profiles))?);
+                }
+                "localAllowDestructive" => e.local_allow_destructive = map.next_value()?,
+                "classification" => e.classification = map.next_value()?,
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(e)
+    }
+}
+
+/// `defaultProfile`: the name of one of the profiles given.
+struct ProfileNamed<'n>(&'n [String]);
+
+impl<'de> DeserializeSeed<'de> for ProfileNamed<'_> {
+    type Value = String;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        let name = String::deserialize(d)?;
+        if self.0.contains(&name) {
+            return Ok(name);
+        }
+        let have = if self.0.is_empty() {
+            "none".to_string()
+        } else {
+            self.0.join(", ")
+        };
+        Err(refused(
+            ConfigErrorKind::UnknownProfile,
+            format!("no profile is called `{name}`; profiles: {have}"),
+        ))
+    }
 }
 
 /// `evaluation.profiles`: name → profile, in written order. A name that is not one is an
