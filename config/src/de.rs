@@ -37,8 +37,13 @@ use serde::de::{self, DeserializeSeed, Deserializer, Expected, Unexpected, Visit
 use serde_json::Value;
 
 use crate::error::{ConfigError, ConfigErrorKind};
+
+mod marks;
+
 use crate::reader::{JsonPath, Reader, describe};
-use crate::schema::values::{RETRY, Retry};
+use crate::schema::values::{HOLES, RETRY, RetryWith};
+use marks::{Marked, NOTE, unmark};
+pub(crate) use marks::{missing, noted, refused};
 
 /// Reads `v` (found at `path`) as a `T`, recording every problem in `r`: `None` when `v` itself
 /// is unusable (then its error is recorded); otherwise a `T` without the values that were wrong
@@ -48,6 +53,16 @@ pub(crate) fn read<'de, T: Deserialize<'de>>(
     v: &'de Value,
     path: &JsonPath,
 ) -> Option<T> {
+    read_with(r, v, path, std::marker::PhantomData::<T>)
+}
+
+/// [`read`] with a seed: for a type whose reading needs what the caller knows.
+pub(crate) fn read_with<'de, S: DeserializeSeed<'de> + Clone>(
+    r: &mut Reader,
+    v: &'de Value,
+    path: &JsonPath,
+    seed: S,
+) -> Option<S::Value> {
     let walk = Walk {
         reader: RefCell::new(std::mem::take(r)),
         recorded: RefCell::new(HashSet::new()),
@@ -55,9 +70,9 @@ pub(crate) fn read<'de, T: Deserialize<'de>>(
         holes: RefCell::new(HashSet::new()),
         failed_at: RefCell::new(None),
     };
-    let read = Retry::<T>::deserialize(Collecting::new(v, path.clone(), &walk));
+    let read = RetryWith(seed).deserialize(Collecting::new(v, path.clone(), &walk));
     *r = walk.reader.into_inner();
-    read.ok().and_then(|read| read.0)
+    read.ok().flatten()
 }
 
 /// Reads `value` (at `path`) with `seed`, recording what goes wrong there: also what the
@@ -145,6 +160,8 @@ pub(crate) enum Error {
     Message(ConfigErrorKind, String),
     /// A struct's required field was not given.
     Missing(&'static str),
+    /// Required fields not given, each `(field, message)` (see [`missing`]).
+    MissingFields(Vec<(String, String)>),
 }
 
 impl fmt::Display for Error {
@@ -155,6 +172,10 @@ impl fmt::Display for Error {
             Error::Invalid { expected, .. } => write!(f, "expected {expected}"),
             Error::Message(_, message) => f.write_str(message),
             Error::Missing(field) => write!(f, "`{field}` is required"),
+            Error::MissingFields(fields) => {
+                let messages: Vec<&str> = fields.iter().map(|(_, m)| m.as_str()).collect();
+                f.write_str(&messages.join("; "))
+            }
         }
     }
 }
@@ -163,7 +184,12 @@ impl std::error::Error for Error {}
 
 impl de::Error for Error {
     fn custom<T: fmt::Display>(message: T) -> Self {
-        Error::Message(ConfigErrorKind::InvalidValue, message.to_string())
+        let text = message.to_string();
+        match unmark(&text) {
+            Some(Marked::Problem(kind, message)) => Error::Message(kind, message),
+            Some(Marked::Missing(fields)) => Error::MissingFields(fields),
+            None => Error::Message(ConfigErrorKind::InvalidValue, text),
+        }
     }
 
     fn invalid_type(_: Unexpected<'_>, expected: &dyn Expected) -> Self {
@@ -208,11 +234,25 @@ impl<'de, 'w> Collecting<'de, 'w> {
         if matches!(error, Error::Reported) {
             return Error::Reported;
         }
+        if let Error::MissingFields(fields) = error {
+            // Each unless its field was given with a wrong value (reported already).
+            for (field, message) in fields {
+                if !self.walk.skips(&self.path.key(&field)) {
+                    let error = ConfigError::new(
+                        self.path.to_string(),
+                        ConfigErrorKind::MissingField,
+                        message,
+                    );
+                    self.walk.record(error);
+                }
+            }
+            return self.fail();
+        }
         if self.consequence(&error) {
             return self.fail();
         }
         let (kind, message) = match error {
-            Error::Reported => return Error::Reported,
+            Error::Reported | Error::MissingFields(_) => return Error::Reported,
             Error::Missing(field) => (
                 ConfigErrorKind::MissingField,
                 format!("`{field}` is required"),
@@ -303,12 +343,24 @@ impl<'de> Deserializer<'de> for Collecting<'de, '_> {
         name: &'static str,
         visitor: V,
     ) -> Result<V::Value, Error> {
+        if name == RETRY && self.walk.skips(&self.path) {
+            // A hole of a list read with its holes: absent.
+            return visitor.visit_map(Absent);
+        }
         if name == RETRY {
             // A [`Retry`]: its visitor reads the value once per attempt.
             return visitor.visit_map(Attempts {
                 at: self,
                 started: false,
             });
+        }
+        if name == NOTE {
+            // A [`noted`] problem, carried as the visitor's `expecting`.
+            let problem = (&visitor as &dyn Expected).to_string();
+            if let Error::Message(kind, message) = <Error as de::Error>::custom(problem) {
+                let error = ConfigError::new(self.path.to_string(), kind, message);
+                self.walk.record(error);
+            }
         }
         visitor.visit_newtype_struct(self)
     }
@@ -340,9 +392,35 @@ impl<'de> Deserializer<'de> for Collecting<'de, '_> {
         self.settle(result)
     }
 
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        let Value::Array(items) = self.value else {
+            return self.deserialize_any(visitor);
+        };
+        if name != HOLES {
+            return self.deserialize_any(visitor);
+        }
+        // Every element, those read as absent too (each a `Retry` that reads as `None`), so
+        // that each keeps its index however often the list is read again.
+        let elements = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (self.path.index(i), item))
+            .collect::<Vec<_>>();
+        let result = visitor.visit_seq(Elements {
+            items: elements.into_iter(),
+            walk: self.walk,
+        });
+        self.settle(result)
+    }
+
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        unit unit_struct seq tuple tuple_struct map enum identifier ignored_any
+        unit unit_struct seq tuple map enum identifier ignored_any
     }
 }
 
@@ -421,6 +499,21 @@ impl<'de> de::MapAccess<'de> for Attempts<'de, '_> {
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Error> {
         let at = &self.at;
         read_value(seed, at.value, at.path.clone(), at.walk)
+    }
+}
+
+/// No attempt: a [`Retry`] of a value read as absent.
+struct Absent;
+
+impl<'de> de::MapAccess<'de> for Absent {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, _: K) -> Result<Option<K::Value>, Error> {
+        Ok(None)
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, _: S) -> Result<S::Value, Error> {
+        Err(de::Error::custom("no value to read"))
     }
 }
 
@@ -744,5 +837,35 @@ mod tests {
         let read = read::<Probe>(&mut r, &v, &path);
         assert_eq!(read.map(|p| p.count), Some(None));
         assert_eq!(r.error_count(), 2);
+    }
+
+    /// The leaf types' wrong-type errors describe the value as the reader's own checks did
+    /// (moved here from `reader.rs` with those checks, which these types replace).
+    #[test]
+    fn type_errors_describe_the_value() {
+        let mut r = Reader::default();
+        let p = JsonPath::root().key("x");
+        let (three, minus_one, yes, list) = (json!(3), json!(-1), json!("yes"), json!(["a", 1]));
+        assert_eq!(read::<String>(&mut r, &three, &p), None);
+        assert_eq!(read::<Whole>(&mut r, &minus_one, &p), None);
+        assert_eq!(read::<bool>(&mut r, &yes, &p), None);
+        assert!(read::<Strings>(&mut r, &list, &p).is_some());
+        let errors = r.into_errors();
+        let msgs: Vec<&str> = errors.iter().map(ConfigError::message).collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "expected a string, found a number (3)",
+                "expected a non-negative whole number, found a number (-1)",
+                "expected a boolean, found a string (\"yes\")",
+                "expected a string, found a number (1)",
+            ]
+        );
+        assert_eq!(errors[3].path(), "x[1]");
+        assert!(
+            errors
+                .iter()
+                .all(|e| e.kind() == ConfigErrorKind::WrongType)
+        );
     }
 }

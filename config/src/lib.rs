@@ -76,7 +76,6 @@ mod substitute;
 mod telemetry;
 mod units;
 mod upstream;
-pub mod values;
 
 pub use approvals::ApprovalsConfig;
 pub use audit::{AuditConfig, AuditKey};
@@ -98,9 +97,15 @@ pub use limits::{DEFAULT_MAX_MEDIA_BYTES, DEFAULT_RESULT_TEXT, Limits, MIN_RESUL
 pub use log_format::LogFormat;
 pub use logging::LoggingConfig;
 pub use origin::{explicit_default_ports, origin_allowed, valid_allowed_origin};
-pub use policies::{OutputRuleRead, read_output_rule};
+pub use policies::{
+    AccessRead, ApprovalDiffRead, ClassificationRead, EvaluationRead, OutputRuleRead, ProfileRead,
+    RiskPolicyRead, RuleRead, read_evaluation, read_output_rule, read_profile,
+};
 pub use reader::{JsonPath, Reader, describe};
-pub use schema::keys::policy as policy_keys;
+pub use schema::conditions::path_glob;
+pub use schema::leaves::tool_glob;
+pub use schema::policies::Fallback;
+pub use schema::values::{Disposition, Risk};
 pub use schema::{SCHEMA_DRAFT, json_schema, json_schema_text, schema_problems};
 pub use server::{
     AdminSettings, AuthSettings, HttpSettings, JwtKeySource, JwtSettings, LOCAL_CALLER,

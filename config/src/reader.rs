@@ -252,56 +252,6 @@ impl Reader {
             None => map.iter().collect(),
         }
     }
-
-    /// A string.
-    pub fn string<'v>(&mut self, v: &'v Value, path: &JsonPath) -> Option<&'v str> {
-        match v {
-            Value::String(s) => Some(s),
-            _ => {
-                self.expected(path, "a string", v);
-                None
-            }
-        }
-    }
-
-    /// A boolean.
-    pub fn bool(&mut self, v: &Value, path: &JsonPath) -> Option<bool> {
-        match v {
-            Value::Bool(b) => Some(*b),
-            _ => {
-                self.expected(path, "a boolean", v);
-                None
-            }
-        }
-    }
-
-    /// A non-negative whole number.
-    pub fn u64(&mut self, v: &Value, path: &JsonPath) -> Option<u64> {
-        match v.as_u64() {
-            Some(n) => Some(n),
-            None => {
-                self.expected(path, "a non-negative whole number", v);
-                None
-            }
-        }
-    }
-
-    /// An array of strings, each paired with its path. Non-string elements are errors and are
-    /// left out.
-    pub fn strings(&mut self, v: &Value, path: &JsonPath) -> Option<Vec<(JsonPath, String)>> {
-        let Value::Array(items) = v else {
-            self.expected(path, "an array of strings", v);
-            return None;
-        };
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let p = path.index(i);
-            if let Some(s) = self.string(item, &p) {
-                out.push((p, s.to_string()));
-            }
-        }
-        Some(out)
-    }
 }
 
 /// The allowed key closest to `key` (Levenshtein distance, ignoring ASCII case), if it is close
@@ -357,32 +307,6 @@ mod tests {
                 "p.asklst: unknown key `asklst` (did you mean `asklist`?); allowed keys: `allowlist`, `asklist`",
                 "p.zzz: unknown key `zzz`; allowed keys: `allowlist`, `asklist`",
             ]
-        );
-    }
-
-    #[test]
-    fn type_errors_describe_the_value() {
-        let mut r = Reader::default();
-        let p = JsonPath::root().key("x");
-        assert_eq!(r.string(&json!(3), &p), None);
-        assert_eq!(r.u64(&json!(-1), &p), None);
-        assert_eq!(r.bool(&json!("yes"), &p), None);
-        assert!(r.strings(&json!(["a", 1]), &p).is_some());
-        let msgs: Vec<&str> = r.errors.iter().map(ConfigError::message).collect();
-        assert_eq!(
-            msgs,
-            vec![
-                "expected a string, found a number (3)",
-                "expected a non-negative whole number, found a number (-1)",
-                "expected a boolean, found a string (\"yes\")",
-                "expected a string, found a number (1)",
-            ]
-        );
-        assert_eq!(r.errors[3].path(), "x[1]");
-        assert!(
-            r.errors
-                .iter()
-                .all(|e| e.kind() == ConfigErrorKind::WrongType)
         );
     }
 }

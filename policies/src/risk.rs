@@ -45,6 +45,18 @@ impl Risk {
     }
 }
 
+/// The level `codemode_config` read from the file.
+impl From<codemode_config::Risk> for Risk {
+    fn from(risk: codemode_config::Risk) -> Risk {
+        match risk {
+            codemode_config::Risk::Low => Risk::Low,
+            codemode_config::Risk::Medium => Risk::Medium,
+            codemode_config::Risk::High => Risk::High,
+            codemode_config::Risk::Critical => Risk::Critical,
+        }
+    }
+}
+
 impl fmt::Display for Risk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -40,52 +40,6 @@ impl<'de> Deserializer<'de> for &mut FieldCatcher {
     }
 }
 
-/// The keys the policy sections may hold, for the reader of those sections
-/// (`codemode_policies`), each in the order its "allowed keys" lists them.
-pub mod policy {
-    use super::super::policies;
-
-    /// `evaluation`.
-    pub fn evaluation() -> &'static [&'static str] {
-        super::of::<policies::Evaluation>()
-    }
-
-    /// A profile, `evaluation.profiles.<name>`.
-    pub fn profile() -> &'static [&'static str] {
-        super::of::<policies::Profile>()
-    }
-
-    /// A profile's rule, `rules[i]`.
-    pub fn rule() -> &'static [&'static str] {
-        super::of::<policies::Rule>()
-    }
-
-    /// A risk level's policy, `riskPolicies.<level>`.
-    pub fn risk_policy() -> &'static [&'static str] {
-        super::of::<policies::RiskPolicy>()
-    }
-
-    /// `evaluation.classification`.
-    pub fn classification() -> &'static [&'static str] {
-        super::of::<policies::Classification>()
-    }
-
-    /// An `outputs` rule.
-    pub fn output_rule() -> &'static [&'static str] {
-        super::of::<policies::OutputRule>()
-    }
-
-    /// A profile's `resources` or `prompts`.
-    pub fn access() -> &'static [&'static str] {
-        super::of::<policies::Access>()
-    }
-
-    /// A profile's `approvalDiffs.<tool>`.
-    pub fn approval_diff() -> &'static [&'static str] {
-        super::of::<policies::ApprovalDiff>()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,10 +51,13 @@ mod tests {
             ["$schema", "mcpServers", "servers"]
         );
         assert_eq!(
-            policy::output_rule(),
+            of::<super::super::policies::OutputRule>(),
             ["tools", "mask", "redact", "allow", "strictSchema"]
         );
-        assert_eq!(policy::classification(), ["read", "write", "destructive"]);
+        assert_eq!(
+            of::<super::super::policies::Classification>(),
+            ["read", "write", "destructive"]
+        );
         assert_eq!(of::<String>(), Vec::<&str>::new());
     }
 }

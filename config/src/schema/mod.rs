@@ -13,7 +13,9 @@
 )]
 
 pub(crate) mod command;
+pub(crate) mod conditions;
 pub(crate) mod keys;
+pub(crate) mod leaves;
 pub(crate) mod policies;
 pub(crate) mod sections;
 pub(crate) mod server;

@@ -8,7 +8,7 @@ use std::fmt;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
-use serde::de::{self, Deserializer, Unexpected, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, Unexpected, Visitor};
 
 use crate::units::{parse_duration, parse_size};
 
@@ -232,32 +232,46 @@ pub(crate) struct Retry<T>(pub(crate) Option<T>);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Retry<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_newtype_struct(RETRY, RetryVisitor(std::marker::PhantomData))
+        RetryWith(std::marker::PhantomData::<T>)
+            .deserialize(d)
+            .map(Retry)
     }
 }
 
-struct RetryVisitor<T>(std::marker::PhantomData<T>);
+/// A [`Retry`] of a value read with a seed (each attempt with a copy of it): `None` when it
+/// cannot be read.
+pub(crate) struct RetryWith<S>(pub(crate) S);
 
-impl<'de, T: Deserialize<'de>> Visitor<'de> for RetryVisitor<T> {
-    type Value = Retry<T>;
+impl<'de, S: DeserializeSeed<'de> + Clone> DeserializeSeed<'de> for RetryWith<S> {
+    type Value = Option<S::Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_newtype_struct(RETRY, RetryVisitor(self.0))
+    }
+}
+
+struct RetryVisitor<S>(S);
+
+impl<'de, S: DeserializeSeed<'de> + Clone> Visitor<'de> for RetryVisitor<S> {
+    type Value = Option<S::Value>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a value")
     }
 
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Retry<T>, D::Error> {
-        T::deserialize(d).map(|value| Retry(Some(value)))
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        self.0.deserialize(d).map(Some)
     }
 
     /// The reader's attempts: one key per attempt, the value under it read anew.
-    fn visit_map<A: de::MapAccess<'de>>(self, mut attempts: A) -> Result<Retry<T>, A::Error> {
+    fn visit_map<A: de::MapAccess<'de>>(self, mut attempts: A) -> Result<Self::Value, A::Error> {
         while attempts.next_key::<()>()?.is_some() {
             // A failed attempt is recorded by the reader, which says whether another helps.
-            if let Ok(value) = attempts.next_value::<T>() {
-                return Ok(Retry(Some(value)));
+            if let Ok(value) = attempts.next_value_seed(self.0.clone()) {
+                return Ok(Some(value));
             }
         }
-        Ok(Retry(None))
+        Ok(None)
     }
 }
 
@@ -267,11 +281,25 @@ pub(crate) fn array_of<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
     expecting: &'static str,
 ) -> Result<Vec<T>, D::Error> {
-    let elements = d.deserialize_seq(ArrayVisitor {
+    let elements = elements_of(d, expecting)?;
+    Ok(elements.into_iter().flatten().collect())
+}
+
+/// The name by which a list asks `codemode_config`'s reader for every element, those read as
+/// absent included (as `None`): each element keeps its index.
+pub(crate) const HOLES: &str = "$codemode::Holes";
+
+/// Reads an array of `T`, refused as `expecting` when the value is no array; an element that
+/// cannot be read is a `None` where it stood (its problems reported).
+pub(crate) fn elements_of<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+    expecting: &'static str,
+) -> Result<Vec<Option<T>>, D::Error> {
+    let visitor = ArrayVisitor {
         expecting,
         element: std::marker::PhantomData,
-    })?;
-    Ok(elements.into_iter().flatten().collect())
+    };
+    d.deserialize_tuple_struct(HOLES, 0, visitor)
 }
 
 /// An array of strings read as `T`s, an element that cannot be read a `None` where it stood:
@@ -281,11 +309,7 @@ pub(crate) struct Indexed<T>(pub(crate) Vec<Option<T>>);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Indexed<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_seq(ArrayVisitor {
-            expecting: "an array of strings",
-            element: std::marker::PhantomData,
-        })
-        .map(Indexed)
+        elements_of(d, "an array of strings").map(Indexed)
     }
 }
 
@@ -464,9 +488,10 @@ pub(crate) enum SizeShape {
 pub(crate) struct SecondsShape(#[schemars(range(min = 0))] pub(crate) f64);
 
 /// One of the risk levels, lowest first.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+// Read with the wording of its own `Deserialize`, in `leaves`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Risk {
+pub enum Risk {
     /// Reads, harmless calls.
     Low,
     /// The default level.
@@ -478,9 +503,10 @@ pub(crate) enum Risk {
 }
 
 /// What a call gets: `"allow"`, `"deny"` or `"ask"` (a human decides).
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+// Read with the wording of its own `Deserialize`, in `leaves`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Disposition {
+pub enum Disposition {
     /// It runs.
     Allow,
     /// It fails with a denial the script can catch.
@@ -488,6 +514,3 @@ pub(crate) enum Disposition {
     /// A human approves or declines it.
     Ask,
 }
-
-/// Tool-name globs (`fs__*`, `time__now`); `*` matches across `__`.
-pub(crate) type Globs = Vec<String>;

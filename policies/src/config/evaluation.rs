@@ -6,58 +6,38 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::EvaluationConfig;
-use super::gateway_keys::{read_permissions, read_risk, read_risk_map, read_risk_policies};
+use super::classification::read_classification;
+use super::gateway_keys::{risk_map, risk_policies};
+use super::globs::{glob_list, rule_tools};
 use crate::profile::{
     Access, ApprovalDiff, Condition, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_PENDING_APPROVALS,
     DispositionKind, Fallback, GlobList, PathCondition, Profile, Rule,
 };
 use crate::{ConfigErrorKind, ConfigErrors, Risk};
-use codemode_config::values::{positive, positive_seconds};
-use codemode_config::{JsonPath, Reader, describe};
+use codemode_config::{AccessRead, JsonPath, ProfileRead, Reader, RuleRead};
 
-/// The longest profile `description`, in characters.
-const MAX_DESCRIPTION_CHARS: usize = 500;
+/// Reads the `evaluation` section at `path`: `codemode_config` reads it (every value checked
+/// at its path, in the order of the file); here its profiles and classes become this crate's.
 pub(crate) fn read_evaluation(r: &mut Reader, v: &Value, path: &JsonPath) -> EvaluationConfig {
-    let mut out = EvaluationConfig::default();
-    let Some(map) = r.object(v, path, codemode_config::policy_keys::evaluation()) else {
-        return out;
-    };
-    if let Some(v) = map.get("evalRequiresPermissions") {
-        out.eval_requires_permissions =
-            read_permissions(r, v, &path.key("evalRequiresPermissions"));
-    }
-    let mut names: Vec<&str> = Vec::new();
-    if let Some(v) = map.get("profiles") {
-        let ppath = path.key("profiles");
-        if let Some(profiles) = r.any_object(v, &ppath) {
-            for (name, pv) in profiles {
-                names.push(name);
-                if let Some(p) = read_profile(r, name, pv, &ppath.key(name)) {
-                    out.profiles.insert(name.clone(), Arc::new(p));
-                }
-            }
+    let read = codemode_config::read_evaluation(r, v, path);
+    let profiles_at = path.key("profiles");
+    let mut profiles = BTreeMap::new();
+    for (name, profile) in read.profiles {
+        let at = profiles_at.key(&name);
+        // A profile with a problem anywhere in it is left out, as it always was.
+        if let Some(p) = convert_profile(r, &name, profile, &at)
+            && !r.reported(&at)
+        {
+            profiles.insert(name, Arc::new(p));
         }
     }
-    if let Some(v) = map.get("defaultProfile") {
-        let dpath = path.key("defaultProfile");
-        if let Some(name) = r.string(v, &dpath) {
-            if names.contains(&name) {
-                out.default_profile = Some(name.to_string());
-            } else {
-                let have = if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                };
-                r.error(
-                    &dpath,
-                    ConfigErrorKind::UnknownProfile,
-                    format!("no profile is called `{name}`; profiles: {have}"),
-                );
-            }
-        }
+    let classification = read_classification(r, read.classification, path);
+    EvaluationConfig {
+        default_profile: read.default_profile,
+        profiles,
+        eval_requires_permissions: read.eval_requires_permissions.unwrap_or_default(),
+        classification: Arc::new(classification),
     }
-    out
 }
 
 impl Profile {
@@ -75,7 +55,9 @@ impl Profile {
     /// Every problem found (see [`crate::Config::from_json_str`]).
     pub fn from_json(name: &str, value: &Value) -> Result<Profile, ConfigErrors> {
         let mut r = Reader::new();
-        let profile = read_profile(&mut r, name, value, &JsonPath::root());
+        let root = JsonPath::root();
+        let profile = codemode_config::read_profile(&mut r, name, value, &root)
+            .and_then(|read| convert_profile(&mut r, name, read, &root));
         match profile {
             Some(p) if r.error_count() == 0 => Ok(p),
             _ => Err(ConfigErrors {
@@ -85,284 +67,111 @@ impl Profile {
     }
 }
 
-/// `^[A-Za-z0-9_]{1,32}$`
-fn valid_profile_name(name: &str) -> bool {
-    (1..=32).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// One profile; `None` if anything in it is wrong (the errors are in `r`).
-fn read_profile(r: &mut Reader, name: &str, v: &Value, path: &JsonPath) -> Option<Profile> {
+/// One profile as `codemode_config` read it, made a [`Profile`] with the documented defaults;
+/// `None` if anything in it is wrong (the errors are in `r`).
+fn convert_profile(
+    r: &mut Reader,
+    name: &str,
+    read: ProfileRead,
+    path: &JsonPath,
+) -> Option<Profile> {
     let before = r.error_count();
-    if !valid_profile_name(name) {
-        r.error(
-            path,
-            ConfigErrorKind::InvalidName,
-            format!("invalid profile name `{name}`: use 1 to 32 ASCII letters, digits or `_`"),
-        );
-    }
-    let map = r.object(v, path, codemode_config::policy_keys::profile())?;
-    let list = |r: &mut Reader, key: &str| {
-        map.get(key)
-            .map(|v| read_globs(r, v, &path.key(key)).unwrap_or_default())
+    let list = |r: &mut Reader, globs: Option<Vec<String>>, key: &str| {
+        globs.map(|g| glob_list(r, g, &path.key(key)).unwrap_or_default())
     };
-    let description = map
-        .get("description")
-        .and_then(|v| read_description(r, v, &path.key("description")));
-    let allowlist = list(r, "allowlist");
-    let denylist = list(r, "denylist").unwrap_or_default();
-    let asklist = list(r, "asklist").unwrap_or_default();
-    let rules = map
-        .get("rules")
-        .map(|v| read_rules(r, v, &path.key("rules")))
+    let allowlist = list(r, read.allowlist, "allowlist");
+    let denylist = list(r, read.denylist, "denylist").unwrap_or_default();
+    let asklist = list(r, read.asklist, "asklist").unwrap_or_default();
+    let rules = read
+        .rules
+        .map(|rules| convert_rules(r, rules))
         .unwrap_or_default();
-    let elicitation_fallback = map
-        .get("elicitationFallback")
-        .map(|v| read_fallback(r, v, &path.key("elicitationFallback")))
-        .unwrap_or_default();
-    let approval_timeout = match map.get("approvalTimeoutSeconds") {
-        Some(v) => positive_seconds(r, v, &path.key("approvalTimeoutSeconds")),
-        None => Some(DEFAULT_APPROVAL_TIMEOUT),
-    };
-    let max_pending_approvals = map
-        .get("maxPendingApprovals")
-        .and_then(|v| positive(r, v, &path.key("maxPendingApprovals")))
-        .unwrap_or(DEFAULT_MAX_PENDING_APPROVALS);
-    let default_disposition = match map.get("defaultDisposition") {
-        Some(v) => read_disposition(r, v, &path.key("defaultDisposition")),
-        None => Some(DispositionKind::Allow),
-    };
-    let require_permissions = match map.get("requirePermissions") {
-        Some(v) => read_permissions(r, v, &path.key("requirePermissions")),
-        None => Vec::new(),
-    };
-    let (risk_globs, risk_levels) = match map.get("risk") {
-        Some(v) => read_risk_map(r, v, &path.key("risk")).unwrap_or_default(),
+    let (risk_globs, risk_levels) = match read.risk {
+        Some(entries) => risk_map(r, entries, &path.key("risk")).unwrap_or_default(),
         None => (GlobList::default(), Vec::new()),
     };
-    let default_risk = match map.get("defaultRisk") {
-        Some(v) => read_risk(r, v, &path.key("defaultRisk")),
-        None => Some(Risk::default()),
+    let access = |r: &mut Reader, access: Option<AccessRead>, key: &str| {
+        let path = path.key(key);
+        access.map_or_else(Access::default, |a| Access {
+            allow: a.allow.and_then(|g| glob_list(r, g, &path.key("allow"))),
+            deny: a
+                .deny
+                .and_then(|g| glob_list(r, g, &path.key("deny")))
+                .unwrap_or_default(),
+        })
     };
-    let risk_policies = match map.get("riskPolicies") {
-        Some(v) => read_risk_policies(r, v, &path.key("riskPolicies")),
-        None => BTreeMap::new(),
-    };
-    let resources = map
-        .get("resources")
-        .and_then(|v| read_access(r, v, &path.key("resources")))
-        .unwrap_or_default();
-    let prompts = map
-        .get("prompts")
-        .and_then(|v| read_access(r, v, &path.key("prompts")))
-        .unwrap_or_default();
-    let sampling = match map.get("sampling") {
-        Some(v) => read_disposition(r, v, &path.key("sampling")),
-        None => Some(DispositionKind::Ask),
-    };
-    let approval_diffs = map
-        .get("approvalDiffs")
-        .map(|v| read_approval_diffs(r, v, &path.key("approvalDiffs")))
-        .unwrap_or_default();
+    let resources = access(r, read.resources, "resources");
+    let prompts = access(r, read.prompts, "prompts");
+    let approval_diffs = read
+        .approval_diffs
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(tool, d)| {
+            let diff = ApprovalDiff {
+                read: d.read,
+                path: d.path,
+                content: d.content,
+            };
+            (tool, diff)
+        })
+        .collect();
     if r.error_count() > before {
         return None;
     }
     Some(Profile {
         name: name.to_string(),
-        description,
+        description: read.description,
         allowlist,
         denylist,
         asklist,
         rules,
-        elicitation_fallback,
-        approval_timeout: approval_timeout?,
-        max_pending_approvals,
-        default_disposition: default_disposition?,
-        require_permissions,
+        elicitation_fallback: read
+            .elicitation_fallback
+            .map(Fallback::from)
+            .unwrap_or_default(),
+        approval_timeout: read.approval_timeout.unwrap_or(DEFAULT_APPROVAL_TIMEOUT),
+        max_pending_approvals: read
+            .max_pending_approvals
+            .unwrap_or(DEFAULT_MAX_PENDING_APPROVALS),
+        default_disposition: read
+            .default_disposition
+            .map_or(DispositionKind::Allow, DispositionKind::from),
+        require_permissions: read.require_permissions.unwrap_or_default(),
         risk_globs,
         risk_levels,
-        default_risk: default_risk?,
-        risk_policies,
+        default_risk: read.default_risk.map(Risk::from).unwrap_or_default(),
+        risk_policies: read.risk_policies.map(risk_policies).unwrap_or_default(),
         resources,
         prompts,
-        sampling: sampling?,
+        sampling: read
+            .sampling
+            .map_or(DispositionKind::Ask, DispositionKind::from),
         approval_diffs,
     })
 }
 
-/// A profile's `approvalDiffs`: `{"<tool>": {"read", "path", "content"}}`, each a non-empty
-/// string.
-fn read_approval_diffs(
-    r: &mut Reader,
-    v: &Value,
-    path: &JsonPath,
-) -> BTreeMap<String, ApprovalDiff> {
-    let mut out = BTreeMap::new();
-    let Some(tools) = r.any_object(v, path) else {
-        return out;
-    };
-    for (tool, spec) in tools {
-        let at = path.key(tool);
-        let Some(map) = r.object(spec, &at, codemode_config::policy_keys::approval_diff()) else {
-            continue;
-        };
-        let field = |r: &mut Reader, key: &str| -> Option<String> {
-            let Some(v) = map.get(key) else {
-                r.error(
-                    &at,
-                    ConfigErrorKind::MissingField,
-                    format!("`{key}` is required (the read tool, the path argument and the content argument)"),
-                );
-                return None;
-            };
-            let s = r.string(v, &at.key(key))?;
-            if s.is_empty() {
-                r.error(
-                    &at.key(key),
-                    ConfigErrorKind::InvalidValue,
-                    "must not be empty",
-                );
-                return None;
-            }
-            Some(s.to_string())
-        };
-        let (read, arg, content) = (field(r, "read"), field(r, "path"), field(r, "content"));
-        if let (Some(read), Some(path), Some(content)) = (read, arg, content) {
-            out.insert(
-                tool.clone(),
-                ApprovalDiff {
-                    read,
-                    path,
-                    content,
-                },
-            );
-        }
-    }
-    out
-}
-
-/// A profile's `resources` or `prompts`: `{"allow"?: [globs], "deny"?: [globs]}`.
-fn read_access(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Access> {
-    let map = r.object(v, path, codemode_config::policy_keys::access())?;
-    let allow = map
-        .get("allow")
-        .and_then(|v| read_globs(r, v, &path.key("allow")));
-    let deny = map
-        .get("deny")
-        .and_then(|v| read_globs(r, v, &path.key("deny")))
-        .unwrap_or_default();
-    Some(Access { allow, deny })
-}
-
-/// An array of globs, compiled; each bad glob is an error at its index.
-/// A rule's required `tools`: at least one glob. `what` says what they select, for the error
-/// when the key is missing.
-/// A profile's `description`: a string of at most [`MAX_DESCRIPTION_CHARS`] characters.
-fn read_description(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<String> {
-    match v.as_str() {
-        Some(d) if d.chars().count() > MAX_DESCRIPTION_CHARS => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                format!(
-                    "at most {MAX_DESCRIPTION_CHARS} characters (it goes into a tool description), found {}",
-                    d.chars().count()
-                ),
-            );
-            None
-        }
-        Some(d) => Some(d.to_string()),
-        None => {
-            r.expected(path, "a string", v);
-            None
-        }
-    }
-}
-
-/// A profile's `rules`, without the ones that are wrong (the errors are in `r`).
-fn read_rules(r: &mut Reader, v: &Value, path: &JsonPath) -> Vec<Rule> {
-    let mut rules = Vec::new();
-    match v {
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                if let Some(rule) = read_rule(r, item, &path.index(i)) {
-                    rules.push(rule);
-                }
-            }
-        }
-        _ => r.expected(path, "an array of rules", v),
-    }
+/// A profile's rules as `codemode_config` read them; a rule with a problem is left out (its
+/// errors in `r`).
+fn convert_rules(r: &mut Reader, rules: Vec<RuleRead>) -> Vec<Rule> {
     rules
+        .into_iter()
+        .filter_map(|rule| convert_rule(r, rule))
+        .collect()
 }
 
-/// `elicitationFallback`: `"deny"` or `"allow"`; the default when it is wrong (the error is in
-/// `r`).
-fn read_fallback(r: &mut Reader, v: &Value, path: &JsonPath) -> Fallback {
-    match v.as_str() {
-        Some("deny") => Fallback::Deny,
-        Some("allow") => Fallback::Allow,
-        _ => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                format!("expected \"deny\" or \"allow\", found {}", describe(v)),
-            );
-            Fallback::default()
-        }
-    }
-}
-
-fn read_tools(r: &mut Reader, v: Option<&Value>, rule: &JsonPath, what: &str) -> Option<GlobList> {
-    match v {
-        Some(Value::Array(a)) if a.is_empty() => {
-            r.error(
-                &rule.key("tools"),
-                ConfigErrorKind::InvalidValue,
-                "needs at least one glob (e.g. \"server__*\")",
-            );
-            None
-        }
-        Some(v) => read_globs(r, v, &rule.key("tools")),
-        None => {
-            r.error(
-                rule,
-                ConfigErrorKind::MissingField,
-                format!("missing `tools` ({what})"),
-            );
-            None
-        }
-    }
-}
-
-pub(super) fn read_globs(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<GlobList> {
-    let items = r.strings(v, path)?;
-    globs_at(r, items)
-}
-
-/// The globs of a list, each given with its path: each bad one is an error there.
-pub(super) fn globs_at(r: &mut Reader, items: Vec<(JsonPath, String)>) -> Option<GlobList> {
-    let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
-    match GlobList::new(globs) {
-        Ok(list) => Some(list),
-        Err(errors) => {
-            for (i, msg) in errors {
-                r.error(&paths[i], ConfigErrorKind::InvalidGlob, msg);
-            }
-            None
-        }
-    }
-}
-
-fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
+fn convert_rule(r: &mut Reader, rule: RuleRead) -> Option<Rule> {
     let before = r.error_count();
-    let map = r.object(v, path, codemode_config::policy_keys::rule())?;
-    let tools = read_tools(
+    let path = &rule.path;
+    let tools = rule_tools(
         r,
-        map.get("tools"),
+        rule.tools,
         path,
         "the tool-name globs this rule applies to",
     );
-    let disposition = match map.get("disposition") {
-        Some(v) => read_disposition(r, v, &path.key("disposition")),
+    let disposition = match rule.disposition {
+        Some(d) => Some(DispositionKind::from(d)),
+        // Given with a wrong value: not also missing.
+        None if r.reported(&path.key("disposition")) => None,
         None => {
             r.error(
                 path,
@@ -372,42 +181,23 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
             None
         }
     };
-    let reason = match map.get("reason") {
-        Some(v) => r.string(v, &path.key("reason")).map(str::to_string),
-        None => None,
-    };
-    let require_permissions = match map.get("requirePermissions") {
-        Some(v) => read_permissions(r, v, &path.key("requirePermissions")),
-        None => Vec::new(),
-    };
-    let risk = map
-        .get("risk")
-        .and_then(|v| read_risk(r, v, &path.key("risk")));
-    let mut when = Vec::new();
-    if let Some(v) = map.get("when") {
-        let wpath = path.key("when");
-        if let Some(conds) = r.any_object(v, &wpath) {
-            for (pointer, rv) in conds {
-                if let Some(c) = read_condition(r, pointer, rv, &wpath.key(pointer)) {
-                    when.push(c);
-                }
-            }
-        }
-    }
+    let when = rule
+        .when
+        .into_iter()
+        .map(|(pointer, regex)| Condition { pointer, regex })
+        .collect();
+    let has_when_path = rule.when_path.is_some() || r.reported(&path.key("whenPath"));
     let mut when_path = Vec::new();
-    if let Some(v) = map.get("whenPath") {
-        let wpath = path.key("whenPath");
-        if let Some(conds) = r.any_object(v, &wpath) {
-            for (pointer, gv) in conds {
-                if let Some(c) = read_path_condition(r, pointer, gv, &wpath.key(pointer)) {
-                    when_path.push(c);
-                }
-            }
+    for (pointer, globs) in rule.when_path.unwrap_or_default() {
+        let at = path.key("whenPath").key(&pointer);
+        match PathCondition::new(pointer, globs) {
+            Ok(c) => when_path.push(c),
+            Err((i, msg)) => r.error(&at.index(i), ConfigErrorKind::InvalidGlob, msg),
         }
     }
-    let base = map
-        .get("base")
-        .and_then(|v| read_base(r, v, &path.key("base"), map.contains_key("whenPath")));
+    let base = rule
+        .base
+        .and_then(|base| check_base(r, &base, &path.key("base"), has_when_path));
     if r.error_count() > before {
         return None;
     }
@@ -417,83 +207,14 @@ fn read_rule(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<Rule> {
         when_path,
         base,
         disposition: disposition?,
-        reason,
-        require_permissions,
-        risk,
+        reason: rule.reason,
+        require_permissions: rule.require_permissions.unwrap_or_default(),
+        risk: rule.risk.map(Risk::from),
     })
 }
 
-/// `"allow"`, `"deny"` or `"ask"`.
-fn read_disposition(r: &mut Reader, v: &Value, path: &JsonPath) -> Option<DispositionKind> {
-    match v.as_str() {
-        Some("allow") => Some(DispositionKind::Allow),
-        Some("deny") => Some(DispositionKind::Deny),
-        Some("ask") => Some(DispositionKind::Ask),
-        _ => {
-            let found = describe(v);
-            r.error(
-                path,
-                ConfigErrorKind::InvalidValue,
-                format!("expected \"allow\", \"deny\" or \"ask\", found {found}"),
-            );
-            None
-        }
-    }
-}
-
-fn read_condition(r: &mut Reader, pointer: &str, v: &Value, path: &JsonPath) -> Option<Condition> {
-    if let Err(msg) = check_pointer(pointer) {
-        r.error(path, ConfigErrorKind::InvalidPointer, msg);
-    }
-    let pattern = r.string(v, path)?;
-    match regex::Regex::new(pattern) {
-        Ok(regex) => Some(Condition {
-            pointer: pointer.to_string(),
-            regex,
-        }),
-        Err(e) => {
-            r.error(
-                path,
-                ConfigErrorKind::InvalidRegex,
-                format!("invalid regex `{pattern}`: {}", regex_problem(pattern, &e)),
-            );
-            None
-        }
-    }
-}
-
-/// One `whenPath` entry: a JSON Pointer → a non-empty array of absolute path globs.
-fn read_path_condition(
-    r: &mut Reader,
-    pointer: &str,
-    v: &Value,
-    path: &JsonPath,
-) -> Option<PathCondition> {
-    if let Err(msg) = check_pointer(pointer) {
-        r.error(path, ConfigErrorKind::InvalidPointer, msg);
-    }
-    if matches!(v, Value::Array(a) if a.is_empty()) {
-        r.error(
-            path,
-            ConfigErrorKind::InvalidValue,
-            "needs at least one path glob (e.g. [\"/etc/**\"])",
-        );
-        return None;
-    }
-    let items = r.strings(v, path)?;
-    let (paths, globs): (Vec<JsonPath>, Vec<String>) = items.into_iter().unzip();
-    match PathCondition::new(pointer.to_string(), globs) {
-        Ok(c) => Some(c),
-        Err((i, msg)) => {
-            r.error(&paths[i], ConfigErrorKind::InvalidGlob, msg);
-            None
-        }
-    }
-}
-
 /// A rule's `base`: an absolute directory, meaningful only with `whenPath`.
-fn read_base(r: &mut Reader, v: &Value, path: &JsonPath, has_when_path: bool) -> Option<String> {
-    let base = r.string(v, path)?;
+fn check_base(r: &mut Reader, base: &str, path: &JsonPath, has_when_path: bool) -> Option<String> {
     if !has_when_path {
         r.error(
             path,
@@ -511,100 +232,4 @@ fn read_base(r: &mut Reader, v: &Value, path: &JsonPath, has_when_path: bool) ->
         return None;
     }
     Some(crate::profile::normalize_path(base))
-}
-
-/// RFC 6901: `""`, or `/`-separated tokens where `~` is only in `~0` and `~1`.
-fn check_pointer(pointer: &str) -> Result<(), String> {
-    if !(pointer.is_empty() || pointer.starts_with('/')) {
-        return Err(format!(
-            "`{pointer}` is not a JSON Pointer: it must be \"\" (the whole arguments) or start with `/` (e.g. \"/{pointer}\")"
-        ));
-    }
-    let mut chars = pointer.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-            return Err(format!(
-                "`{pointer}` is not a JSON Pointer: `~` must be followed by 0 (for `~`) or 1 (for `/`)"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The regex crate's message on one line, with the position when it is a syntax error.
-fn regex_problem(pattern: &str, e: &regex::Error) -> String {
-    let span = match regex_syntax::Parser::new().parse(pattern) {
-        Err(regex_syntax::Error::Parse(e)) => Some((e.kind().to_string(), *e.span())),
-        Err(regex_syntax::Error::Translate(e)) => Some((e.kind().to_string(), *e.span())),
-        _ => None,
-    };
-    match (e, span) {
-        (regex::Error::Syntax(_), Some((kind, span))) => {
-            format!("{kind} (at character {})", span.start.column)
-        }
-        (regex::Error::CompiledTooBig(limit), _) => {
-            format!("the compiled regex exceeds the size limit of {limit} bytes")
-        }
-        _ => e
-            .to_string()
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join(" "),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pointers() {
-        let ok = ["", "/", "/a", "/a/0/b", "/a~0b", "/a~1b", "/~01"];
-        for p in ok {
-            assert_eq!(check_pointer(p), Ok(()), "{p}");
-        }
-        let bad = [
-            ("path", "start with `/`"),
-            ("/a~2", "`~` must be followed"),
-            ("/a~", "`~` must"),
-        ];
-        for (p, want) in bad {
-            let err = check_pointer(p).unwrap_err();
-            assert!(err.contains(want), "{p}: {err}");
-        }
-    }
-
-    #[test]
-    fn profile_names() {
-        for (name, ok) in [
-            ("safe", true),
-            ("a_B_9", true),
-            ("", false),
-            ("a-b", false),
-            ("é", false),
-        ] {
-            assert_eq!(valid_profile_name(name), ok, "{name}");
-        }
-        assert!(valid_profile_name(&"x".repeat(32)));
-        assert!(!valid_profile_name(&"x".repeat(33)));
-    }
-
-    #[test]
-    fn regex_messages_are_one_line_with_a_position() {
-        let cases = [
-            ("^/etc/(", "unclosed group (at character 7)"),
-            ("a{2,1}", "invalid repetition count range"),
-            ("\\p{Nope}", "Unicode property not found"),
-        ];
-        for (pattern, want) in cases {
-            let e = regex::Regex::new(pattern).unwrap_err();
-            let msg = regex_problem(pattern, &e);
-            assert!(
-                msg.contains(want) && !msg.contains('\n'),
-                "{pattern}: {msg}"
-            );
-        }
-    }
 }

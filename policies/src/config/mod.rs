@@ -2,12 +2,14 @@
 //!
 //! Parsed by [`Config::from_json_str`] / [`Config::load`], which check everything at once and
 //! report every problem with its JSON path ([`crate::ConfigErrors`]). See the crate docs for
-//! the format. The settings sections and the reading machinery are `codemode_config`'s; the
-//! policy sections (`evaluation`, `outputs`) are read here, into this crate's decision types.
+//! the format. The settings sections and the reading machinery are `codemode_config`'s; it
+//! reads the policy sections (`evaluation`, `outputs`) too, into plain typed values (every
+//! value checked at its path), which are converted here into this crate's decision types.
 
 mod classification;
 mod evaluation;
 mod gateway_keys;
+mod globs;
 mod outputs;
 mod sections;
 

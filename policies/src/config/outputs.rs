@@ -4,10 +4,9 @@
 
 use serde_json::Value;
 
-use super::evaluation::globs_at;
+use super::globs::rule_tools;
 use crate::ConfigErrorKind;
 use crate::outputs::{OutputPolicy, OutputRule, PathPattern};
-use crate::profile::GlobList;
 use codemode_config::{JsonPath, OutputRuleRead, Reader};
 
 /// Reads `outputs` at `path`: an array of `{tools, mask?, redact?, allow?, strictSchema?}`, each
@@ -68,47 +67,6 @@ fn convert_rule(r: &mut Reader, rule: OutputRuleRead) -> Option<OutputRule> {
         )
         .strict_schema(strict.unwrap_or(false)),
     )
-}
-
-/// A rule's `tools` (read by `codemode_config`): required, at least one glob, each valid.
-fn rule_tools(
-    r: &mut Reader,
-    tools: Option<Vec<Option<String>>>,
-    rule: &JsonPath,
-    what: &str,
-) -> Option<GlobList> {
-    let at = rule.key("tools");
-    match tools {
-        Some(list) if list.is_empty() => {
-            r.error(
-                &at,
-                ConfigErrorKind::InvalidValue,
-                "needs at least one glob (e.g. \"server__*\")",
-            );
-            None
-        }
-        Some(list) => check_globs(r, list, &at),
-        None if r.reported(&at) => None,
-        None => {
-            r.error(
-                rule,
-                ConfigErrorKind::MissingField,
-                format!("missing `tools` ({what})"),
-            );
-            None
-        }
-    }
-}
-
-/// Globs read as strings, a wrong element `None` where it stood; each bad glob is an error at
-/// its index.
-fn check_globs(r: &mut Reader, list: Vec<Option<String>>, path: &JsonPath) -> Option<GlobList> {
-    let items = list
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, glob)| Some((path.index(i), glob?)))
-        .collect();
-    globs_at(r, items)
 }
 
 /// JSON Pointers with `*` segments; each bad one is an error at its index.

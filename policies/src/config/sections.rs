@@ -8,7 +8,6 @@ use std::sync::Arc;
 use codemode_config::{ConfigErrors, Document, JsonPath, PolicySections, Reader, Settings};
 use serde_json::Value;
 
-use super::classification::read_classification;
 use super::evaluation::read_evaluation;
 use super::{Config, EvaluationConfig};
 use crate::OutputPolicy;
@@ -103,13 +102,6 @@ struct Policies {
 impl PolicySections for Policies {
     fn evaluation(&mut self, r: &mut Reader, v: &Value, path: &JsonPath) {
         self.evaluation = read_evaluation(r, v, path);
-        // Read beside the profiles (an object `read_evaluation` has checked the keys of).
-        self.evaluation.classification = Arc::new(read_classification(
-            r,
-            v.get("classification"),
-            v.get("localAllowDestructive"),
-            path,
-        ));
     }
 
     fn outputs(&mut self, r: &mut Reader, v: &Value, path: &JsonPath) {

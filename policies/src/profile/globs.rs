@@ -5,7 +5,7 @@
 //! `filesystem__*` matches `filesystem__dir__list`), `[abc]` classes, `{a,b}` alternatives, and
 //! `\` escapes. Matching is case-sensitive.
 
-use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Candidate, GlobSet, GlobSetBuilder};
 
 /// Globs in configuration order, plus their compiled set.
 #[derive(Debug, Clone)]
@@ -30,7 +30,7 @@ impl GlobList {
         let mut builder = GlobSetBuilder::new();
         let mut errors = Vec::new();
         for (i, g) in globs.iter().enumerate() {
-            match compile(g) {
+            match codemode_config::tool_glob(g) {
                 Ok(glob) => {
                     builder.add(glob);
                 }
@@ -82,19 +82,6 @@ impl Access {
                 .as_ref()
                 .is_none_or(|allow| allow.first_index(name).is_some())
     }
-}
-
-/// Compiles one glob with explicit options, so that matching is the same on every platform.
-pub(crate) fn compile(glob: &str) -> Result<globset::Glob, String> {
-    if glob.is_empty() {
-        return Err("empty glob (matches nothing); use `*` to match every tool".to_string());
-    }
-    GlobBuilder::new(glob)
-        .literal_separator(false)
-        .backslash_escape(true)
-        .case_insensitive(false)
-        .build()
-        .map_err(|e| format!("invalid glob `{glob}`: {}", e.kind()))
 }
 
 #[cfg(test)]

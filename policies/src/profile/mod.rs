@@ -33,6 +33,16 @@ pub enum Fallback {
     Allow,
 }
 
+/// The fallback `codemode_config` read from the file.
+impl From<codemode_config::Fallback> for Fallback {
+    fn from(fallback: codemode_config::Fallback) -> Fallback {
+        match fallback {
+            codemode_config::Fallback::Deny => Fallback::Deny,
+            codemode_config::Fallback::Allow => Fallback::Allow,
+        }
+    }
+}
+
 /// The default of `approvalTimeoutSeconds`: 60 seconds.
 pub(crate) const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default of `maxPendingApprovals`: 4.

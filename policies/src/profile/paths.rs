@@ -10,7 +10,7 @@
 //! backslash separator; a NUL): no rule can know what such a value names, so none judges it
 //! as a path, with or without `base` (see `expandable`).
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
 /// One `whenPath` entry: a JSON Pointer into the call's arguments and the path globs the
@@ -33,26 +33,13 @@ pub enum PathValue {
 }
 
 impl PathCondition {
-    /// Compiles the globs (globset syntax; `*` stays within one path component, `**` crosses
-    /// them; case-sensitive). On error, the index of the bad glob and a message naming it.
+    /// Compiles the globs ([`codemode_config::path_glob`]: globset syntax; `*` stays within
+    /// one path component, `**` crosses them; case-sensitive). On error, the index of the bad
+    /// glob and a message naming it.
     pub(crate) fn new(pointer: String, globs: Vec<String>) -> Result<Self, (usize, String)> {
         let mut builder = GlobSetBuilder::new();
         for (i, g) in globs.iter().enumerate() {
-            if !g.starts_with('/') {
-                return Err((
-                    i,
-                    format!(
-                        "`{g}` is not an absolute path glob: values are normalised to absolute paths, so a glob must start with `/` (e.g. \"/{g}\")"
-                    ),
-                ));
-            }
-            let glob = GlobBuilder::new(g)
-                .literal_separator(true)
-                .backslash_escape(true)
-                .case_insensitive(false)
-                .build()
-                .map_err(|e| (i, format!("invalid glob `{g}`: {}", e.kind())))?;
-            builder.add(glob);
+            builder.add(codemode_config::path_glob(g).map_err(|msg| (i, msg))?);
         }
         let set = builder
             .build()

@@ -21,6 +21,17 @@ pub enum DispositionKind {
     Ask,
 }
 
+/// The disposition `codemode_config` read from the file.
+impl From<codemode_config::Disposition> for DispositionKind {
+    fn from(disposition: codemode_config::Disposition) -> DispositionKind {
+        match disposition {
+            codemode_config::Disposition::Allow => DispositionKind::Allow,
+            codemode_config::Disposition::Deny => DispositionKind::Deny,
+            codemode_config::Disposition::Ask => DispositionKind::Ask,
+        }
+    }
+}
+
 impl DispositionKind {
     /// The lowercase name, as in the configuration and the audit log.
     pub fn as_str(self) -> &'static str {

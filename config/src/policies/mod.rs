@@ -3,6 +3,13 @@
 //! Each value is read through [`de::read`] into the schema's type, so the walk reports every
 //! wrong value at its path, and the schema types stay this crate's.
 
+mod evaluation;
+
+pub use evaluation::{
+    AccessRead, ApprovalDiffRead, ClassificationRead, EvaluationRead, ProfileRead, RiskPolicyRead,
+    RuleRead, read_evaluation, read_profile,
+};
+
 use serde_json::Value;
 
 use crate::de;
