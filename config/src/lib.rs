@@ -5,7 +5,8 @@
 //! `server`, `commands`, `durable`, VS Code's `inputs`, `$schema` — into [`Settings`], and hands
 //! the sections that are policies (`evaluation`: profiles; `outputs`: masks) to a
 //! [`PolicySections`] reader, which `codemode_policies` implements to build its decision types
-//! (its `Config` is these settings plus those policies). Both read with the same [`Reader`], so
+//! (its `Config` is these settings plus those policies) from what [`read_evaluation`] and
+//! [`read_output_rule`] read here, every value typed and checked. Both read with the same [`Reader`], so
 //! that one pass reports every problem of the file, each with its JSON path
 //! ([`ConfigErrors`]).
 //!

@@ -6,10 +6,14 @@
 //! superset of what the reader accepts in values, and exactly its keys: an unknown key at any
 //! level is refused (`additionalProperties: false`), as the reader refuses it. Editors use it
 //! through `"$schema"`; the reader ignores that key.
+//!
+//! The policy sections' types (`policies`, with the typed values of `leaves` and `conditions`)
+//! are also what those sections are read into (`de::read`): each of their values is checked as
+//! the walk reads it, with the kind and wording the reader has always given.
 
 #![expect(
     dead_code,
-    reason = "the types exist for their shape (the schema, and the key lists `keys` reads from their `Deserialize`), not to hold a file's values: their fields are never read"
+    reason = "most types exist for their shape (the schema, and the key lists `keys` reads from their `Deserialize`), not to hold a file's values: their fields are never read (the policy sections' are)"
 )]
 
 pub(crate) mod command;
