@@ -104,6 +104,19 @@ async fn server(name: &str) -> (Arc<ServerState>, Arc<HeldSaves>, String) {
 /// `tools/call` of `eval` with `code`, as a 2026-07-28 client that can elicit; with `retry`,
 /// the retry `(requestState, inputResponses)`. The JSON-RPC result.
 async fn call(url: &str, code: &str, retry: Option<(&str, Value)>) -> Value {
+    result_of(send(url, code, retry).await)
+}
+
+/// The result of a JSON-RPC response.
+fn result_of(message: Value) -> Value {
+    message
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("no result: {message}"))
+}
+
+/// [`call`]'s JSON-RPC response, an error or a result.
+async fn send(url: &str, code: &str, retry: Option<(&str, Value)>) -> Value {
     let mut params = json!({
         "name": "eval",
         "arguments": {"code": code},
@@ -144,9 +157,6 @@ async fn call(url: &str, code: &str, retry: Option<(&str, Value)>) -> Value {
     }
     .unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
     message
-        .get("result")
-        .cloned()
-        .unwrap_or_else(|| panic!("no result: {message}"))
 }
 
 /// The single question of an input-required result, and its `requestState`.
@@ -172,7 +182,7 @@ fn choose(key: &str, option: &str) -> Value {
 /// Starts an eval asking [`SHIP`], and retries it with `answers(key)` while its save is held
 /// (the eval has left memory, its asks and owner are in the store, its `eval:` record waits)
 /// and lets the save through once the retry waits on the eval's entry. The question's key, the
-/// `requestState` and the retry's result.
+/// `requestState` and the retry's JSON-RPC response.
 async fn retry_while_saving(
     (state, held, url): &(Arc<ServerState>, Arc<HeldSaves>, String),
     answers: impl FnOnce(&str) -> Value,
@@ -185,7 +195,7 @@ async fn retry_while_saving(
     assert!(!entry.is_awaited());
     let retry = tokio::spawn({
         let (url, token, answers) = (url.clone(), token.clone(), answers(&key));
-        async move { call(&url, SHIP, Some((&token, answers))).await }
+        async move { send(&url, SHIP, Some((&token, answers))).await }
     });
     while !entry.is_awaited() {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -210,8 +220,8 @@ fn shipped(result: &Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_that_arrives_while_its_eval_is_being_saved_is_not_refused() {
     let server = server("saving").await;
-    let (_, _, result) = retry_while_saving(&server, |key| choose(key, "ship")).await;
-    shipped(&result);
+    let (_, _, response) = retry_while_saving(&server, |key| choose(key, "ship")).await;
+    shipped(&result_of(response));
 }
 
 /// Race found in the durable suite (1 CI run in 4): in the same window, the save fails and the
@@ -222,10 +232,28 @@ async fn an_answer_that_arrives_while_its_eval_is_being_saved_is_not_refused() {
 async fn an_answer_that_arrives_while_its_save_fails_is_given_to_the_question_asked_again() {
     let server = server("spilling").await;
     server.1.refuse.store(true, Ordering::SeqCst);
-    let (_, token, result) = retry_while_saving(&server, |key| choose(key, "ship")).await;
-    shipped(&result);
+    let (_, token, response) = retry_while_saving(&server, |key| choose(key, "ship")).await;
+    shipped(&result_of(response));
     let durable = server.0.durable().expect("a store");
     assert_eq!(durable.is_parked(&token).await.ok(), Some(false));
+}
+
+/// In that window, a late answer that does not fit the question asked again (no such option)
+/// is refused as it would be on arrival, naming the question, which stays open: the client's
+/// next retry with one of the options gets the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_that_does_not_fit_the_question_asked_again_is_refused() {
+    let server = server("spilling-unfit").await;
+    server.1.refuse.store(true, Ordering::SeqCst);
+    let (key, token, response) = retry_while_saving(&server, |key| choose(key, "sink")).await;
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+    assert!(
+        message.starts_with(&format!("the answer to `{key}` was refused: ")),
+        "{response}"
+    );
+    let result = call(&server.2, SHIP, Some((&token, choose(&key, "ship")))).await;
+    shipped(&result);
 }
 
 /// In the same window, a retry whose answers name none of the questions the eval was saved
@@ -236,7 +264,7 @@ async fn an_answer_to_no_saved_question_gets_the_saved_question_again() {
     let server = server("saving-unasked").await;
     let unasked = "codemode-00000000000000000000000000000001";
     let (key, token, again) = retry_while_saving(&server, |_| choose(unasked, "ship")).await;
-    assert_eq!(asked(&again), (key.clone(), token.clone()));
+    assert_eq!(asked(&result_of(again)), (key.clone(), token.clone()));
     // Still parked: nothing took the eval from the store for an answer it does not wait for.
     let durable = server.0.durable().expect("a store");
     assert_eq!(durable.is_parked(&token).await.ok(), Some(true));
