@@ -367,7 +367,10 @@ impl Suspended {
             notified.as_mut().enable();
             {
                 let mut state = self.lock();
-                if let Some(outcome) = state.outcome.take() {
+                // Cloned, not taken: every request waiting here gets it (two retries of the
+                // same eval can wait at once; the one left without it would wait forever). The
+                // request given it removes the entry.
+                if let Some(outcome) = state.outcome.clone() {
                     return Event::Complete(Box::new(outcome));
                 }
                 if let Some(parked) = &state.parked {

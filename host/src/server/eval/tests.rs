@@ -271,3 +271,144 @@ async fn an_answer_to_no_saved_question_gets_the_saved_question_again() {
     let result = call(&server.2, SHIP, Some((&token, choose(&key, "ship")))).await;
     shipped(&result);
 }
+
+/// Red team: in the spill window, an answer to a key the eval never showed (a guessed one) is
+/// kept only for that key: the question asked again after the failed save is not given it, and
+/// the client is asked that question, under its own key, once more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_to_a_guessed_key_is_not_given_to_the_question_asked_again() {
+    let server = server("spilling-guessed").await;
+    server.1.refuse.store(true, Ordering::SeqCst);
+    let guessed = "codemode-00000000000000000000000000000001";
+    let (key, token, again) = retry_while_saving(&server, |_| choose(guessed, "ship")).await;
+    assert_ne!(key, guessed);
+    assert_eq!(asked(&result_of(again)), (key.clone(), token.clone()));
+    let durable = server.0.durable().expect("a store");
+    assert_eq!(durable.is_parked(&token).await.ok(), Some(false));
+    let result = call(&server.2, SHIP, Some((&token, choose(&key, "ship")))).await;
+    shipped(&result);
+}
+
+/// Red team: in the spill window, a late answer that is not an elicitation result (a bare
+/// string, not an object) is refused when the question is asked again, as on arrival, and the
+/// question stays open for the client's next retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_that_is_not_an_object_is_refused() {
+    let server = server("spilling-string").await;
+    server.1.refuse.store(true, Ordering::SeqCst);
+    let (key, token, response) = retry_while_saving(&server, |key| json!({key: "ship"})).await;
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!("the answer to `{key}` was refused: ")),
+        "{response}"
+    );
+    let result = call(&server.2, SHIP, Some((&token, choose(&key, "ship")))).await;
+    shipped(&result);
+}
+
+/// Red team: in the spill window, a late `decline` is given as a decline (as on arrival:
+/// `hitl_request` reports it `canceled` by the user), never as a choice of an option.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_decline_is_given_as_a_decline() {
+    let server = server("spilling-decline").await;
+    server.1.refuse.store(true, Ordering::SeqCst);
+    let (_, _, response) =
+        retry_while_saving(&server, |key| json!({key: {"action": "decline"}})).await;
+    let result = result_of(response);
+    let chosen = &result["structuredContent"]["result"];
+    assert_eq!(chosen["status"], "canceled", "{result}");
+    assert_eq!(chosen["confirmed"], false, "{result}");
+    assert_eq!(chosen["selectedOption"], Value::Null, "{result}");
+    assert_eq!(chosen["source"], "user", "{result}");
+}
+
+/// Red team: two retries land in the spill window with the same answer. The question asked
+/// again is answered once (by whichever gives it first); the other retry's kept answer reaches
+/// no question, and both retries get the eval's one result. Found: the eval's outcome was taken
+/// by the first waiter (`Suspended::next_event`), and the other retry, which the kept answer now
+/// keeps waiting where it used to be asked the question again, waited forever (its client's
+/// connection held, no response); now every waiter gets the outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_late_answers_in_the_window_answer_the_question_once() {
+    let (state, held, url) = server("spilling-twice").await;
+    held.refuse.store(true, Ordering::SeqCst);
+    let first = call(&url, SHIP, None).await;
+    let (key, token) = asked(&first);
+    held.reached.notified().await;
+    let entry = state.suspensions.get(&token).expect("the eval's entry");
+    let retry = || {
+        let (url, token, answers) = (url.clone(), token.clone(), choose(&key, "ship"));
+        tokio::spawn(async move { send(&url, SHIP, Some((&token, answers))).await })
+    };
+    let one = retry();
+    while !entry.is_awaited() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let two = retry();
+    // The second retry reaches the entry and waits on it too.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!entry.is_parked());
+    held.release.add_permits(1);
+    let patience = Duration::from_secs(20);
+    let one = tokio::time::timeout(patience, one)
+        .await
+        .expect("the first retry answers");
+    let two = tokio::time::timeout(patience, two)
+        .await
+        .expect("the second retry answers");
+    let (one, two) = (one.expect("one"), two.expect("two"));
+    shipped(&result_of(one));
+    shipped(&result_of(two));
+    let durable = state.durable().expect("a store");
+    assert_eq!(durable.is_parked(&token).await.ok(), Some(false));
+}
+
+/// Red team: a client that drops its retry in the spill window (its connection closes) leaves
+/// no request waiting on the eval: the drop is the request's cancellation, which stops the eval
+/// and forgets its entry, so the kept answer is never given, and the client's next retry is
+/// told the eval no longer waits (the failed save left nothing parked in the store).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_dropped_in_the_window_leaves_no_wait_behind() {
+    let (state, held, url) = server("spilling-dropped").await;
+    held.refuse.store(true, Ordering::SeqCst);
+    let first = call(&url, SHIP, None).await;
+    let (key, token) = asked(&first);
+    held.reached.notified().await;
+    let entry = state.suspensions.get(&token).expect("the eval's entry");
+    let retry = tokio::spawn({
+        let (url, token, answers) = (url.clone(), token.clone(), choose(&key, "ship"));
+        async move { send(&url, SHIP, Some((&token, answers))).await }
+    });
+    while !entry.is_awaited() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    retry.abort();
+    let _ = retry.await;
+    let patience = tokio::time::Instant::now() + Duration::from_secs(5);
+    while entry.is_awaited() {
+        assert!(
+            tokio::time::Instant::now() < patience,
+            "the dropped retry still waits"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(state.suspensions.get(&token).is_none());
+    held.release.add_permits(1);
+    let durable = state.durable().expect("a store");
+    let patience = tokio::time::Instant::now() + Duration::from_secs(5);
+    while durable.is_parked(&token).await.ok() != Some(false) {
+        assert!(
+            tokio::time::Instant::now() < patience,
+            "the save still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let again = call(&url, SHIP, Some((&token, choose(&key, "ship")))).await;
+    assert_eq!(again["isError"], true, "{again}");
+    assert_eq!(
+        again["content"][0]["text"],
+        "this eval is no longer waiting for input (it finished, timed out, or the server restarted); run it again",
+        "{again}"
+    );
+}
