@@ -412,3 +412,34 @@ async fn a_retry_dropped_in_the_window_leaves_no_wait_behind() {
         "{again}"
     );
 }
+
+/// Red team: in the spill window of eval B, a retry of B carries an answer to the question of
+/// another eval A (its key, seen by the same or another client). B's question asked again is
+/// not given it, and it never reaches A, which stays parked on its question: A's own retry
+/// decides it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_to_another_evals_key_answers_neither_eval() {
+    let server = server("spilling-other").await;
+    let (state, held, url) = &server;
+    let other = call(url, SHIP, None).await;
+    let (other_key, other_token) = asked(&other);
+    held.reached.notified().await;
+    held.release.add_permits(1);
+    let durable = state.durable().expect("a store");
+    let patience = tokio::time::Instant::now() + Duration::from_secs(5);
+    while durable.is_parked(&other_token).await.ok() != Some(true) {
+        assert!(tokio::time::Instant::now() < patience, "A is not saved");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    held.refuse.store(true, Ordering::SeqCst);
+    let (key, token, again) = retry_while_saving(&server, |_| choose(&other_key, "ship")).await;
+    assert_ne!(key, other_key);
+    assert_eq!(asked(&result_of(again)), (key.clone(), token.clone()));
+    assert_eq!(durable.is_parked(&token).await.ok(), Some(false));
+    assert_eq!(durable.is_parked(&other_token).await.ok(), Some(true));
+    let held_back = call(url, SHIP, Some((&other_token, choose(&other_key, "hold")))).await;
+    let chosen = &held_back["structuredContent"]["result"];
+    assert_eq!(chosen["selectedOption"], "hold", "{held_back}");
+    assert_eq!(chosen["status"], "confirmed", "{held_back}");
+    shipped(&call(url, SHIP, Some((&token, choose(&key, "ship")))).await);
+}
