@@ -344,6 +344,12 @@ impl Suspended {
         self.lock().waiters > 0
     }
 
+    /// How many requests wait for this eval's next event now (the tests' synchronisation).
+    #[cfg(test)]
+    pub(crate) fn waiting(&self) -> usize {
+        self.lock().waiters
+    }
+
     /// Waits until the eval finishes or has questions nobody answered yet.
     pub async fn next_event(&self) -> Event {
         struct Waiting<'a>(&'a Suspended);
@@ -367,10 +373,14 @@ impl Suspended {
             notified.as_mut().enable();
             {
                 let mut state = self.lock();
-                // Cloned, not taken: every request waiting here gets it (two retries of the
-                // same eval can wait at once; the one left without it would wait forever). The
-                // request given it removes the entry.
-                if let Some(outcome) = state.outcome.clone() {
+                // Every request waiting here gets it (two retries of the same eval can wait at
+                // once; the one left without it would wait forever): taken by the last one
+                // waiting, cloned for the others. The request given it removes the entry.
+                let outcome = match state.waiters {
+                    0 | 1 => state.outcome.take(),
+                    _ => state.outcome.clone(),
+                };
+                if let Some(outcome) = outcome {
                     return Event::Complete(Box::new(outcome));
                 }
                 if let Some(parked) = &state.parked {

@@ -347,7 +347,9 @@ async fn two_late_answers_in_the_window_answer_the_question_once() {
     }
     let two = retry();
     // The second retry reaches the entry and waits on it too.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    while entry.waiting() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert!(!entry.is_parked());
     held.release.add_permits(1);
     let patience = Duration::from_secs(20);
