@@ -344,12 +344,6 @@ impl Suspended {
         self.lock().waiters > 0
     }
 
-    /// How many requests wait for this eval's next event now (the tests' synchronisation).
-    #[cfg(test)]
-    pub(crate) fn waiting(&self) -> usize {
-        self.lock().waiters
-    }
-
     /// Waits until the eval finishes or has questions nobody answered yet.
     pub async fn next_event(&self) -> Event {
         struct Waiting<'a>(&'a Suspended);
@@ -373,9 +367,8 @@ impl Suspended {
             notified.as_mut().enable();
             {
                 let mut state = self.lock();
-                // Every request waiting here gets it (two retries of the same eval can wait at
-                // once; the one left without it would wait forever): taken by the last one
-                // waiting, cloned for the others. The request given it removes the entry.
+                // Every request waiting gets it (two retries can wait at once): cloned while others
+                // wait, taken by the last one. The request given it removes the entry.
                 let outcome = match state.waiters {
                     0 | 1 => state.outcome.take(),
                     _ => state.outcome.clone(),
@@ -604,6 +597,13 @@ impl Drop for Withdraw<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Suspended {
+        /// How many requests wait for this eval's next event now (the tests' synchronisation).
+        pub(crate) fn waiting(&self) -> usize {
+            self.lock().waiters
+        }
+    }
     use serde_json::json;
 
     fn responses(pairs: &[(&str, Value)]) -> InputResponses {

@@ -75,11 +75,32 @@ impl RetryAnswers {
     /// Logs the answers no question took (the request ends without them).
     pub(super) fn warn_unclaimed(&self) {
         if !self.unclaimed.is_empty() {
-            let keys: Vec<&str> = self.unclaimed.keys().map(String::as_str).collect();
+            let keys: Vec<String> = self.unclaimed.keys().map(|k| shown_key(k)).collect();
             tracing::warn!(
                 "refused answers to questions this eval has not asked (or no longer asks): {}",
                 keys.join(", ")
             );
         }
+    }
+}
+
+/// A question key a client sent, as a log line may show it: the client chooses it, so its
+/// control and invisible characters are neutralised (no forged line) and it is bounded.
+pub(super) fn shown_key(key: &str) -> String {
+    codemode_policies::bounded(&codemode_policies::neutralize(key), 80)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Red team: a key is the client's text; a newline in it must not start a log line of its
+    /// own (the text log format writes messages as they are).
+    #[test]
+    fn a_key_in_a_log_line_cannot_forge_a_line() {
+        assert_eq!(
+            super::shown_key("q\n2026-11-29T00:00:00Z  INFO approved by admin\u{202e}"),
+            r"q\n2026-11-29T00:00:00Z  INFO approved by admin\u202e"
+        );
+        let long = super::shown_key(&"k".repeat(500));
+        assert!(long.contains(" … (420 more characters) … "), "{long}");
     }
 }

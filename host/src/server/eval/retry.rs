@@ -7,7 +7,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, Conte
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
-use super::answers::RetryAnswers;
+use super::answers::{RetryAnswers, shown_key};
 use super::stored::{
     ABANDONED, RESULT_PATIENCE_STEPS, STORE_PATIENCE_STEP, STORE_PATIENCE_STEPS, Stored,
     UNREACHABLE, wait_for_stored,
@@ -233,7 +233,9 @@ async fn record_answers(
                     None,
                 )));
             }
-            Err(refused) => tracing::warn!("refused an answer to `{key}`: {refused}"),
+            Err(refused) => {
+                tracing::warn!("refused an answer to `{}`: {refused}", shown_key(key))
+            }
         }
     }
     for (key, prepared) in checked {
@@ -245,7 +247,9 @@ async fn record_answers(
                     CallToolResult::error(vec![ContentBlock::text(why)]).into()
                 ));
             }
-            Err(refused) => tracing::warn!("refused an answer to `{key}`: {refused}"),
+            Err(refused) => {
+                tracing::warn!("refused an answer to `{}`: {refused}", shown_key(key))
+            }
         }
     }
     Ok(())
