@@ -142,6 +142,7 @@ pub fn init() {
                 unsafe {
                     crate::namespace::set_tool_maker(cx.as_raw().as_ptr(), make_tool.as_raw())
                 };
+                crate::adoption::keep(&cx)?;
                 let math: Object = cx.globals().get("Math")?;
                 math.set("random", javy::quickjs::prelude::Func::from(math_random))?;
                 let entry = |name: &str| -> javy::quickjs::Result<Persistent<Function<'static>>> {
@@ -228,6 +229,8 @@ const MODE_ASYNC: i32 = 1;
 const MODE_VALUE: i32 = 2;
 /// 3: the value was thrown by a plain script.
 const MODE_THROWN: i32 = 3;
+/// 4: the value is the promise the async-function wrapper returned when called.
+const MODE_CALLED: i32 = 4;
 
 /// How the code was compiled.
 enum Form {
@@ -236,6 +239,9 @@ enum Form {
     Async,
     /// A plain script (no `await` in the source): its completion value is the value itself.
     Plain,
+    /// The async-function wrapper around code with top-level `return` and no `await`, compiled
+    /// as a plain script: its completion value is the wrapper, which [`run_body`] calls.
+    Body,
 }
 
 /// Whether the source could need top-level `await`: it holds `await`, or a `\u` escape (an
@@ -256,8 +262,8 @@ fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, Form, i32), (
         Form::Plain
     };
     let flags = match form {
-        Form::Async => COMPILE | ASYNC,
         Form::Plain => COMPILE,
+        Form::Async | Form::Body => COMPILE | ASYNC,
     };
     let script_error = match eval_raw(cx, code, FILE_NAME, flags) {
         Ok(f) => return Ok((f, form, 0)),
@@ -271,17 +277,57 @@ fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, Form, i32), (
         return Err((script_error, 0));
     }
     // A declaration, not a parenthesised function expression: QuickJS keeps exact positions
-    // inside declarations. The script's completion value is the function, which `start` calls.
+    // inside declarations. The script's completion value is the function, which `start` calls
+    // (or, with no `await` to compile, `run_body`: the top level then needs no promise).
     let wrapped = [
         b"async function codemode_main() {\n".as_slice(),
         code,
         b"\n}\ncodemode_main",
     ]
     .concat();
-    match eval_raw(cx, &wrapped, FILE_NAME, COMPILE | ASYNC) {
-        Ok(f) => Ok((f, Form::Async, 1)),
+    let (flags, form) = match form {
+        Form::Plain => (COMPILE, Form::Body),
+        _ => (COMPILE | ASYNC, Form::Async),
+    };
+    match eval_raw(cx, &wrapped, FILE_NAME, flags) {
+        Ok(f) => Ok((f, form, 1)),
         Err(e) => Err((e, 1)),
     }
+}
+
+/// Calls the async-function wrapper (`wrapper`, the completion value of [`Form::Body`]) as the
+/// prelude's `start` would have in its first job: no user code ran before it and none is queued,
+/// so calling it now runs the body at the same point relative to every job the body queues. A
+/// body that ended with a primitive, queued no job and left the promise built-ins alone ends the
+/// eval at once (the jobs that adopt its promise could run nothing of the script's); otherwise
+/// the prelude adopts the wrapper's promise, in the jobs an async script's result takes.
+fn run_body<'js>(cx: &Ctx<'js>, p: &Prelude, wrapper: Value<'js>) {
+    let called = match wrapper.as_function() {
+        Some(f) => f.call::<_, Value<'js>>(()),
+        None => Err(javy::quickjs::Error::Exception),
+    };
+    let promise = match called {
+        Ok(promise) => promise,
+        // Only the memory limit can stop an async function from returning its promise.
+        Err(_) => {
+            let e = cx.catch();
+            return call_internal(cx, &p.fail, (e, "exception"));
+        }
+    };
+    if !job_pending(cx) && crate::adoption::runs_no_script(cx) {
+        let settled = promise
+            .as_promise()
+            .filter(|pr| pr.state() == javy::quickjs::promise::PromiseState::Resolved)
+            .and_then(|pr| pr.result::<Value<'js>>())
+            .and_then(Result::ok);
+        if let Some(value) = settled.filter(|v| !v.is_object()) {
+            return match primitive_json(&value) {
+                Some(json) => finish_ok(cx, &json),
+                None => call_internal(cx, &p.succeed, (value,)),
+            };
+        }
+    }
+    call_internal(cx, &p.start, (MODE_CALLED, promise));
 }
 
 /// Calls one of the prelude's entry points. They catch everything themselves; an exception here
@@ -434,7 +480,10 @@ fn run_code(code: &[u8], heap_limit: usize) -> u32 {
                         (Form::Async, Ok(value)) => {
                             call_internal(&cx, &p.start, (MODE_ASYNC, value))
                         }
-                        (Form::Async, Err(e)) => call_internal(&cx, &p.fail, (e, "exception")),
+                        (Form::Async | Form::Body, Err(e)) => {
+                            call_internal(&cx, &p.fail, (e, "exception"))
+                        }
+                        (Form::Body, Ok(wrapper)) => run_body(&cx, p, wrapper),
                         // A plain script: with no job queued, nothing can run between its end and
                         // the result, so a primitive completion value or an exception ends the eval
                         // at once. Otherwise the prelude takes the same number of jobs as the async

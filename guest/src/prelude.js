@@ -360,6 +360,8 @@
   // mode 1: an async script (it used `await`), `value` is the promise of `{ value: completion }`.
   // mode 2: a plain script (no `await`), `value` is its completion value.
   // mode 3: a plain script threw `value`.
+  // mode 4: `value` is the promise the async-function wrapper (top-level `return`, no `await`)
+  // returned when the Rust side called it, as mode 1's reaction would have.
   // Modes 2 and 3 take exactly the jobs mode 1 takes (one reaction, then the result's), so jobs
   // the script queued run in the same order relative to the result as in an async script.
   // A plain promise chain: fewer jobs and no async frame per eval than an async wrapper.
@@ -386,6 +388,10 @@
     let result;
     if (mode === 1) {
       result = then(plain(value), (c) => call(c.value));
+    } else if (mode === 4) {
+      // Resolving with the wrapper's promise adopts it in the jobs mode 1's reaction takes when
+      // it returns that promise.
+      result = new NativePromise((resolve) => resolve(value));
     } else if (mode === 3) {
       result = then(READY, () => { throw value; });
     } else if ("then" in ObjectPrototype) {
