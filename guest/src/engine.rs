@@ -301,11 +301,21 @@ fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, Form, i32), (
 /// body that ended with a primitive, queued no job and left the promise built-ins alone ends the
 /// eval at once (the jobs that adopt its promise could run nothing of the script's); otherwise
 /// the prelude adopts the wrapper's promise, in the jobs an async script's result takes.
+///
+/// Code can close the wrapper's body early (`return 1 }\n…\n{`): what it writes after that runs
+/// at the top level, before the call, where it can queue jobs, give `Object.prototype` a `then`
+/// (the async form's completion record would be adopted through it) or replace the completion
+/// value. Unless the value is an async function (its promise is the engine's own, out of the
+/// script's reach) and neither happened, the prelude calls it in a job as it calls a plain
+/// script's completion value (mode 2: the jobs mode 1 takes).
 fn run_body<'js>(cx: &Ctx<'js>, p: &Prelude, wrapper: Value<'js>) {
-    let called = match wrapper.as_function() {
-        Some(f) => f.call::<_, Value<'js>>(()),
-        None => Err(javy::quickjs::Error::Exception),
+    // SAFETY: reads the value's class only.
+    let is_async_function = unsafe { qjs::JS_IsAsyncFunction(wrapper.as_raw()) };
+    let f = match wrapper.as_function() {
+        Some(f) if is_async_function && !job_pending(cx) && !object_prototype_has_then(cx) => f,
+        _ => return call_internal(cx, &p.start, (MODE_VALUE, wrapper)),
     };
+    let called = f.call::<_, Value<'js>>(());
     let promise = match called {
         Ok(promise) => promise,
         // Only the memory limit can stop an async function from returning its promise.
@@ -480,9 +490,7 @@ fn run_code(code: &[u8], heap_limit: usize) -> u32 {
                         (Form::Async, Ok(value)) => {
                             call_internal(&cx, &p.start, (MODE_ASYNC, value))
                         }
-                        (Form::Async | Form::Body, Err(e)) => {
-                            call_internal(&cx, &p.fail, (e, "exception"))
-                        }
+                        (Form::Async, Err(e)) => call_internal(&cx, &p.fail, (e, "exception")),
                         (Form::Body, Ok(wrapper)) => run_body(&cx, p, wrapper),
                         // A plain script: with no job queued, nothing can run between its end and
                         // the result, so a primitive completion value or an exception ends the eval
@@ -504,10 +512,14 @@ fn run_code(code: &[u8], heap_limit: usize) -> u32 {
                         (Form::Plain, Ok(value)) => {
                             call_internal(&cx, &p.start, (MODE_VALUE, value))
                         }
-                        (Form::Plain, Err(e)) if !job_pending(&cx) => {
+                        // A plain script threw (or, for the wrapper, code after a `}` closing
+                        // its body early).
+                        (Form::Plain | Form::Body, Err(e)) if !job_pending(&cx) => {
                             call_internal(&cx, &p.fail, (e, "exception"))
                         }
-                        (Form::Plain, Err(e)) => call_internal(&cx, &p.start, (MODE_THROWN, e)),
+                        (Form::Plain | Form::Body, Err(e)) => {
+                            call_internal(&cx, &p.start, (MODE_THROWN, e))
+                        }
                     }
                 }
                 Err((e, offset)) => {

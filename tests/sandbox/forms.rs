@@ -423,6 +423,19 @@ const PLAIN_AND_ASYNC: &[&str] = &[
     "let p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\nreturn {done: true}",
     "let p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\nthrow new Error('x')\nreturn 1",
     "let p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\nreturn Promise.resolve('p')",
+    // Code that closes the wrapper's body early runs at the top level, before the wrapper is
+    // called, and can replace the completion value the wrapper's call is taken from.
+    "return 1\n}\ncodemode_main = 5;\n{",
+    "return 1\n}\ncodemode_main = undefined;\n{",
+    "return 1\n}\ncodemode_main = () => 'not async';\n{",
+    "return 1\n}\ncodemode_main = () => { const p = Promise.resolve(1); p.then = function (r) { console.log('own then'); r(2) }; return p };\n{",
+    "return 1\n}\nclass P extends Promise { constructor(e) { console.log('new P'); super(e) } }\ncodemode_main = () => P.resolve(1);\n{",
+    "return 1\n}\ncodemode_main = new Proxy(async () => 1, { apply() { console.log('trap'); return 3 } });\n{",
+    "return 1\n}\ncodemode_main = async function () { return typeof this };\n{",
+    "console.log('body'); return 1\n}\nPromise.resolve().then(() => console.log('queued at the top level'));\n{",
+    "return 1\n}\nObject.defineProperty(Object.prototype, 'then', { get() { console.log('then read'); return undefined }, configurable: true });\n{",
+    "return 1\n}\nlet p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\nthrow new Error('at the top level');\n{",
+    "return 1\n}\nlet p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\ncodemode_main = () => { throw new Error('sync') };\n{",
     "const a = 1;\nconst b = ;",
     "1 +",
 ];
