@@ -44,6 +44,8 @@ struct Prelude {
     start: Persistent<Function<'static>>,
     fail: Persistent<Function<'static>>,
     succeed: Persistent<Function<'static>>,
+    /// Mode 1's reaction, which calls the completion value of a `{ value }` record.
+    call_completion: Persistent<Function<'static>>,
     set_source: Persistent<Function<'static>>,
 }
 
@@ -152,6 +154,7 @@ pub fn init() {
                     start: entry("start")?,
                     fail: entry("fail")?,
                     succeed: entry("succeed")?,
+                    call_completion: entry("callCompletion")?,
                     set_source: entry("setSource")?,
                 })
             })
@@ -311,11 +314,17 @@ fn compile<'js>(cx: &Ctx<'js>, code: &[u8]) -> Result<(Value<'js>, Form, i32), (
 fn run_body<'js>(cx: &Ctx<'js>, p: &Prelude, wrapper: Value<'js>) {
     // SAFETY: reads the value's class only.
     let is_async_function = unsafe { qjs::JS_IsAsyncFunction(wrapper.as_raw()) };
-    let f = match wrapper.as_function() {
-        Some(f) if is_async_function && !job_pending(cx) && !object_prototype_has_then(cx) => f,
-        _ => return call_internal(cx, &p.start, (MODE_VALUE, wrapper)),
-    };
-    let called = f.call::<_, Value<'js>>(());
+    if !is_async_function || job_pending(cx) || object_prototype_has_then(cx) {
+        return call_internal(cx, &p.start, (MODE_VALUE, wrapper));
+    }
+    // Through mode 1's reaction, with the record an async script's completion would be, so that
+    // the stack below the body has the frames it has in the async form.
+    let called = completion_record(cx, &wrapper).and_then(|record| {
+        p.call_completion
+            .clone()
+            .restore(cx)?
+            .call::<_, Value<'js>>((record,))
+    });
     let promise = match called {
         Ok(promise) => promise,
         // Only the memory limit can stop an async function from returning its promise.
@@ -338,6 +347,27 @@ fn run_body<'js>(cx: &Ctx<'js>, p: &Prelude, wrapper: Value<'js>) {
         }
     }
     call_internal(cx, &p.start, (MODE_CALLED, promise));
+}
+
+/// `{ value }`, as an async script's completion record (a data property: defining it runs no
+/// setter).
+fn completion_record<'js>(cx: &Ctx<'js>, value: &Value<'js>) -> javy::quickjs::Result<Object<'js>> {
+    let record = Object::new(cx.clone())?;
+    let ctx = cx.as_raw().as_ptr();
+    // SAFETY: `ctx` is live and both values are of it; the call takes the dup'd reference.
+    let defined = unsafe {
+        qjs::JS_DefinePropertyValue(
+            ctx,
+            record.as_raw(),
+            qjs::JS_ATOM_value as qjs::JSAtom,
+            qjs::JS_DupValue(ctx, value.as_raw()),
+            qjs::JS_PROP_C_W_E as i32,
+        )
+    };
+    if defined < 0 {
+        return Err(javy::quickjs::Error::Exception);
+    }
+    Ok(record)
 }
 
 /// Calls one of the prelude's entry points. They catch everything themselves; an exception here

@@ -377,29 +377,30 @@
   const defineProperty = Object.defineProperty;
   const plain = (promise) => defineProperty(promise, "constructor", NO_CONSTRUCTOR);
   const READY = plain(Promise.resolve());
-  const ObjectPrototype = Object.prototype;
   const failException = (e) => fail(e, "exception");
+  const call = (v) => {
+    if (typeof v === "function") return v();
+    if (v === undefined) noCompletion();
+    return v;
+  };
+  // Mode 1's reaction to an async script's `{ value: completion }`. Mode 2 and the guest's own
+  // call of the async-function wrapper go through it too: the frames below the script's code in
+  // a stack it reads (`new Error().stack`) are then the same whatever the form.
+  const callCompletion = (c) => call(c.value);
   function start(mode, value) {
-    const call = (v) => {
-      if (typeof v === "function") return v();
-      if (v === undefined) noCompletion();
-      return v;
-    };
     let result;
     if (mode === 1) {
-      result = then(plain(value), (c) => call(c.value));
+      result = then(plain(value), callCompletion);
     } else if (mode === 4) {
       // Resolving with the wrapper's promise adopts it in the jobs mode 1's reaction takes when
       // it returns that promise.
       result = new NativePromise((resolve) => resolve(value));
     } else if (mode === 3) {
       result = then(READY, () => { throw value; });
-    } else if ("then" in ObjectPrototype) {
-      // The script gave every object a `then`: an async script's `{ value }` is then a thenable
-      // too, adopted before the reaction runs. Do exactly that.
-      result = then(plain(new NativePromise((resolve) => resolve({ value }))), (c) => call(c.value));
     } else {
-      result = then(READY, () => call(value));
+      // As an async script's `{ value }`, which is a thenable too when the script gave every
+      // object a `then` (then adopted before the reaction runs).
+      result = then(plain(new NativePromise((resolve) => resolve({ value }))), callCompletion);
     }
     then(plain(result), succeed, failException);
   }
@@ -411,6 +412,7 @@
     callEncoded,
     fail,
     succeed,
+    callCompletion,
     setSource: (offset, lines) => { lineOffset = offset; lineCount = max(1, lines); },
   };
 })

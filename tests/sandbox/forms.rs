@@ -423,6 +423,11 @@ const PLAIN_AND_ASYNC: &[&str] = &[
     "let p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\nreturn {done: true}",
     "let p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\nthrow new Error('x')\nreturn 1",
     "let p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\nreturn Promise.resolve('p')",
+    // The frames below the script's code in a stack it reads.
+    "() => new Error('x').stack",
+    "return new Error('x').stack",
+    "try { null.x } catch (e) { return e.stack }",
+    "function f() { return new Error('deep').stack }\nreturn {a: f()}",
     // Code that closes the wrapper's body early runs at the top level, before the wrapper is
     // called, and can replace the completion value the wrapper's call is taken from.
     "return 1\n}\ncodemode_main = 5;\n{",
