@@ -406,11 +406,35 @@ fn object_prototype_has_then(cx: &Ctx<'_>) -> bool {
     }
 }
 
+/// Longer result strings are left to the prelude's `succeed`, as the async form leaves them:
+/// encoding one in Rust takes copies outside the QuickJS heap, which could exhaust the linear
+/// memory (a `memory_limit`) where the prelude's encoding stops at the heap or output limit and
+/// says which.
+const FAST_STRING_MAX: i64 = 1 << 16;
+
 /// The JSON text of a primitive result that needs no JavaScript to encode: `undefined` is
-/// `null` (as the prelude's `succeed` gives), the rest as [`crate::fast_json::primitive`].
+/// `null` (as the prelude's `succeed` gives), the rest as [`crate::fast_json::primitive`]
+/// (strings up to [`FAST_STRING_MAX`] characters).
 fn primitive_json(value: &Value<'_>) -> Option<String> {
     if value.is_undefined() {
         return Some("null".into());
+    }
+    if value.is_string() {
+        let ctx = value.ctx().as_raw().as_ptr();
+        let mut len = 0i64;
+        // SAFETY: a live string of a live context; its `length` is read without a lookup
+        // (no getter runs). An exception (out of memory) is cleared and counts as too long.
+        let long = unsafe {
+            if qjs::JS_GetLength(ctx, value.as_raw(), &mut len) < 0 {
+                qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
+                true
+            } else {
+                len > FAST_STRING_MAX
+            }
+        };
+        if long {
+            return None;
+        }
     }
     crate::fast_json::primitive(value)
 }

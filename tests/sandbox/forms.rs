@@ -423,6 +423,12 @@ const PLAIN_AND_ASYNC: &[&str] = &[
     "let p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\nreturn {done: true}",
     "let p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\nthrow new Error('x')\nreturn 1",
     "let p = Promise.resolve();\nfor (let i = 1; i <= 7; i++) p = p.then(() => { console.log(i); codemode.echo({i}) });\nreturn Promise.resolve('p')",
+    // Results too large for the output limit, encoded where the async form encodes them (in
+    // Rust, the copies could exhaust the linear memory first).
+    "'a'.repeat(16000000)",
+    "return 'a'.repeat(16000000)",
+    "return 'a'.repeat(24000000)",
+    "return String.fromCharCode(256).repeat(8000000)",
     // The frames below the script's code in a stack it reads.
     "() => new Error('x').stack",
     "return new Error('x').stack",
