@@ -478,6 +478,36 @@ async fn code_without_await_behaves_as_an_async_script() {
     }
 }
 
+/// The deepest recursion `code` (with `N` for the depth) runs without overflowing the stack,
+/// with `suffix` appended.
+async fn deepest(code: &str, suffix: &str) -> u32 {
+    let tools = crate::basic_tools();
+    let (mut ok, mut overflows) = (1u32, 1u32 << 17);
+    while ok + 1 < overflows {
+        let depth = ok + (overflows - ok) / 2;
+        let code = format!("{}{suffix}", code.replace('N', &depth.to_string()));
+        let outcome = crate::eval_with(&code, &crate::opts(), &tools).await;
+        if outcome.ok {
+            ok = depth;
+        } else {
+            failed(&outcome, ErrorKind::StackOverflow);
+            overflows = depth;
+        }
+    }
+    ok
+}
+
+/// Code with top-level `return` runs its body on the stack the async form runs it on: the guest
+/// calls the wrapper through the frames the prelude calls it through, so the same recursion
+/// fits (on 4d5b16c, two more levels did without `await`).
+#[tokio::test]
+async fn the_body_has_the_same_stack_in_both_forms() {
+    let code = "function f(n) { return n ? f(n - 1) + 1 : 0 }\nreturn f(N)";
+    let (plain, as_async) = (deepest(code, "").await, deepest(code, " // await").await);
+    assert!(plain > 100, "{plain}");
+    assert_eq!(plain, as_async);
+}
+
 #[tokio::test]
 async fn code_without_await_keeps_its_outcomes() {
     let (tools, options) = (crate::basic_tools(), crate::opts());
