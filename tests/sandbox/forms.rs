@@ -429,6 +429,13 @@ const PLAIN_AND_ASYNC: &[&str] = &[
     "return 'a'.repeat(16000000)",
     "return 'a'.repeat(24000000)",
     "return String.fromCharCode(256).repeat(8000000)",
+    // An async script's completion record gets its `value` defined (as the plain form's
+    // record in the prelude): what the script put on `Object.prototype` is not reached.
+    "Object.defineProperty(Object.prototype, 'value', { get() { console.log('value read') }, set(v) { console.log('value set') }, configurable: true }); 1",
+    "Object.defineProperty(Object.prototype, 'value', { value: 0 }); 1",
+    "Object.defineProperty(Object.prototype, 'value', { value: 0 }); ({a: 1})",
+    "Object.defineProperty(Object.prototype, 'value', { set(v) { throw new Error('no value') } }); () => 2",
+    "return 1\n}\nObject.defineProperty(Object.prototype, 'value', { get() { console.log('value read') }, set(v) { console.log('value set') }, configurable: true });\n{",
     // The frames below the script's code in a stack it reads.
     "() => new Error('x').stack",
     "return new Error('x').stack",
