@@ -1,7 +1,8 @@
 //! The codemode guest: QuickJS (javy) for wasm32-wasip1, JS semantics only.
 //!
 //! [`abi`] is the only place that touches host imports; [`engine`] drives the JS runtime;
-//! [`calls`] starts tool calls and settles them;
+//! [`forms`] compiles the code as a plain script, with top-level `await` or as a function body
+//! (top-level `return`) and starts its outcome; [`calls`] starts tool calls and settles them;
 //! [`heap`] fixes how QuickJS measures and limits its heap on WASI; [`fast_json`] encodes simple
 //! tool arguments without `JSON.stringify`; [`namespace`] is the `codemode` object; `prelude.js`
 //! makes its tool functions and defines `console`, the error classes and result encoding;
@@ -14,6 +15,7 @@ mod adoption;
 mod calls;
 mod engine;
 mod fast_json;
+mod forms;
 mod heap;
 mod namespace;
 mod patch;
