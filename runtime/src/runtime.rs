@@ -195,7 +195,9 @@ impl Runtime {
         Self::with_guest(config, Runtime::GUEST_WASM)
     }
 
-    /// Like [`Runtime::new`] with another guest module (same ABI). For tests and experiments.
+    /// Like [`Runtime::new`] with another guest module (same ABI), in the binary format (a test
+    /// that writes one as text converts it first, e.g. with the `wat` crate). For tests and
+    /// experiments.
     ///
     /// # Errors
     /// As [`Runtime::new`].

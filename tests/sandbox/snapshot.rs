@@ -144,6 +144,7 @@ fn a_guest_without_cm_init_runs_without_a_snapshot() {
       (func (export "cm_resume") (param i32 i32 i32 i32) (result i32) i32.const 0))"#;
     let mut config = RuntimeConfig::default();
     config.cache_dir(None);
-    let runtime = Runtime::with_guest(&config, wat.as_bytes()).expect("building the runtime");
+    let runtime =
+        Runtime::with_guest(&config, &wat::parse_str(wat).unwrap()).expect("building the runtime");
     assert_eq!(ok(&eval_on(&runtime, "anything")), json!(7));
 }

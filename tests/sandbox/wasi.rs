@@ -61,7 +61,8 @@ fn run(trap: &str) -> EvalOutcome {
     let mut config = RuntimeConfig::default();
     config.cache_dir(None).max_concurrent_evals(2);
     let guest = GUEST.replace("{trap}", trap);
-    let runtime = Runtime::with_guest(&config, guest.as_bytes()).expect("building the runtime");
+    let runtime = Runtime::with_guest(&config, &wat::parse_str(&guest).unwrap())
+        .expect("building the runtime");
     // On a worker of a multi-thread runtime, as a server runs evals.
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -148,7 +149,7 @@ fn a_guest_importing_other_wasi_functions_is_refused_naming_the_import() {
       (func (export "cm_run") (param i32 i32 i32) (result i32) i32.const 0))"#;
     let mut config = RuntimeConfig::default();
     config.cache_dir(None);
-    let Err(error) = Runtime::with_guest(&config, guest.as_bytes()) else {
+    let Err(error) = Runtime::with_guest(&config, &wat::parse_str(guest).unwrap()) else {
         panic!("a guest importing path_open was linked");
     };
     assert!(matches!(error, RuntimeError::Link(_)), "{error:?}");
