@@ -64,8 +64,8 @@ pub fn runs_no_script(cx: &Ctx<'_>) -> bool {
     }
 }
 
-/// Whether `obj`'s own property `atom` is an accessor (`accessor`) or a data property whose
-/// getter or value is `expected`.
+/// Whether `obj` has an own property `atom` of the kind `accessor` names (an accessor when
+/// true, a data property when false) whose getter or value is `expected`.
 ///
 /// # Safety
 /// `ctx` is live; `obj` and `expected` are values of it.
