@@ -45,6 +45,7 @@ mod case;
 mod session;
 mod verdict;
 
+use codemode_runtime::BoxFuture;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -122,28 +123,30 @@ impl Options {
 
 /// Runs `case` (the `index`-th of the run) with `runtime`; never fails: what went wrong is
 /// among the report's reasons.
-pub async fn run_case(
-    options: &Options,
-    runtime: &Runtime,
+pub fn run_case<'a>(
+    options: &'a Options,
+    runtime: &'a Runtime,
     index: usize,
-    case: &Case,
-) -> CaseReport {
-    let dir = options.audit_root.join(index.to_string());
-    let answer = converse(options, runtime, &dir, case).await;
-    let mut report = match read_audit(&dir) {
-        Ok(records) => verdict::judge(case, &answer, &records),
-        Err(e) => {
-            let mut report = verdict::judge(case, &answer, &[]);
-            report.verdict = Verdict::Fail;
-            report.reasons.push(e);
-            report
+    case: &'a Case,
+) -> BoxFuture<'a, CaseReport> {
+    Box::pin(async move {
+        let dir = options.audit_root.join(index.to_string());
+        let answer = converse(options, runtime, &dir, case).await;
+        let mut report = match read_audit(&dir) {
+            Ok(records) => verdict::judge(case, &answer, &records),
+            Err(e) => {
+                let mut report = verdict::judge(case, &answer, &[]);
+                report.verdict = Verdict::Fail;
+                report.reasons.push(e);
+                report
+            }
+        };
+        // An endpoint may echo the key (in an error about it, in a reply): the report never shows it.
+        if let Some(key) = &options.api_key {
+            report.redact(key);
         }
-    };
-    // An endpoint may echo the key (in an error about it, in a reply): the report never shows it.
-    if let Some(key) = &options.api_key {
-        report.redact(key);
-    }
-    report
+        report
+    })
 }
 
 /// Checks that every case's `profile` is one of `config`'s, before any case runs: a case

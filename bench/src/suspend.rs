@@ -43,38 +43,42 @@ impl ToolHost for Human {
 ///
 /// # Panics
 /// When the eval finishes instead.
-pub async fn park_typical(runtime: &Runtime) -> Suspended {
-    let request = ParkRequest::new();
-    request.request();
-    let mut control = EvalControl::new();
-    control.park(request);
-    let id = runtime.allocate_eval_id();
-    match runtime
-        .eval_parkable(id, workloads::PARK, &eval_options(), &Human, &control)
-        .await
-    {
-        EvalStep::Suspended(suspended) => suspended,
-        EvalStep::Finished(outcome) => panic!("the eval finished: {:?}", outcome.error),
-    }
+pub fn park_typical<'a>(runtime: &'a Runtime) -> BoxFuture<'a, Suspended> {
+    Box::pin(async move {
+        let request = ParkRequest::new();
+        request.request();
+        let mut control = EvalControl::new();
+        control.park(request);
+        let id = runtime.allocate_eval_id();
+        match runtime
+            .eval_parkable(id, workloads::PARK, &eval_options(), &Human, &control)
+            .await
+        {
+            EvalStep::Suspended(suspended) => suspended,
+            EvalStep::Finished(outcome) => panic!("the eval finished: {:?}", outcome.error),
+        }
+    })
 }
 
 /// Resumes a parked [`workloads::PARK`] with its answer, to the end.
 ///
 /// # Panics
 /// When it does not finish with the expected result.
-pub async fn resume_typical(runtime: &Runtime, suspended: &Suspended) {
-    let call = suspended.pending()[0].call_id;
-    let step = runtime
-        .resume(
-            suspended,
-            vec![(call, Ok(json!(1)))],
-            &Human,
-            &EvalControl::new(),
-        )
-        .await
-        .expect("resuming");
-    let outcome = step.finished().expect("finishes");
-    assert_eq!(outcome.result, json!(10_001), "{:?}", outcome.error);
+pub fn resume_typical<'a>(runtime: &'a Runtime, suspended: &'a Suspended) -> BoxFuture<'a, ()> {
+    Box::pin(async move {
+        let call = suspended.pending()[0].call_id;
+        let step = runtime
+            .resume(
+                suspended,
+                vec![(call, Ok(json!(1)))],
+                &Human,
+                &EvalControl::new(),
+            )
+            .await
+            .expect("resuming");
+        let outcome = step.finished().expect("finishes");
+        assert_eq!(outcome.result, json!(10_001), "{:?}", outcome.error);
+    })
 }
 
 /// Writes `bytes` to a new file at `path` as a store would, syncing it to disk when `fsync`.

@@ -45,3 +45,12 @@ pub use server::{
 };
 pub use session::{AuditTarget, GovernedEval, GovernedEvalBuilder, GovernedStep};
 pub use tools::{ForwardElicitation, catalog};
+
+use codemode_runtime::BoxFuture;
+
+/// `future`, boxed so that it is compiled in this crate only (see [`BoxFuture`]): for trait
+/// methods whose return type is an `impl Future`, such as the server's MCP handlers, which every
+/// transport's service loop polls.
+pub(crate) fn boxed<'a, T>(future: impl Future<Output = T> + Send + 'a) -> BoxFuture<'a, T> {
+    Box::pin(future)
+}

@@ -29,6 +29,7 @@
 //! # }
 //! ```
 
+use codemode_runtime::BoxFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -180,70 +181,82 @@ impl GovernedEval {
     /// eval by exactly one `eval` record, even when the future is dropped before it completes
     /// (an aborted task, an MCP cancellation): then with `error_kind: "cancelled"`
     /// ([`EvalAuditRecord::abandoned`]).
-    pub async fn run(&self, code: &str, cancel: &CancellationToken) -> EvalOutcome {
-        match self.run_step(code, cancel).await {
-            GovernedStep::Finished(outcome) => outcome,
-            // Without a park request the runtime never parks; should it, the eval is not lost
-            // silently: it reads as cancelled.
-            GovernedStep::Parked(_) => EvalOutcome {
-                ok: false,
-                result: serde_json::Value::Null,
-                error: Some(EvalError::new(
-                    ErrorKind::Internal,
-                    "the eval parked without a park request",
-                )),
-                warnings: Vec::new(),
-                logs: Vec::new(),
-                tool_calls: Vec::new(),
-                stats: EvalStats::default(),
-            },
-        }
-    }
-
-    /// [`run`](Self::run), able to park (see [`GovernedEvalBuilder::park`]).
-    pub async fn run_step(&self, code: &str, cancel: &CancellationToken) -> GovernedStep {
-        let guard = EvalRecordGuard {
-            eval: self,
-            code,
-            started: std::time::Instant::now(),
-            done: false,
-        };
-        let (script, preview) = match normalize_with_preview(code) {
-            Ok(prepared) => prepared,
-            Err(e) => {
-                let outcome = EvalOutcome {
+    pub fn run<'a>(
+        &'a self,
+        code: &'a str,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, EvalOutcome> {
+        Box::pin(async move {
+            match self.run_step(code, cancel).await {
+                GovernedStep::Finished(outcome) => outcome,
+                // Without a park request the runtime never parks; should it, the eval is not lost
+                // silently: it reads as cancelled.
+                GovernedStep::Parked(_) => EvalOutcome {
                     ok: false,
                     result: serde_json::Value::Null,
-                    error: Some(e.to_eval_error()),
+                    error: Some(EvalError::new(
+                        ErrorKind::Internal,
+                        "the eval parked without a park request",
+                    )),
                     warnings: Vec::new(),
                     logs: Vec::new(),
                     tool_calls: Vec::new(),
                     stats: EvalStats::default(),
-                };
-                guard.finish(&outcome);
-                return GovernedStep::Finished(outcome);
+                },
             }
-        };
-        let tools = StartupGate {
-            inner: self.tool_host(preview),
-            upstreams: self.upstreams.clone(),
-        };
-        let script_ref: &str = &script;
-        let step = self
-            .bounded(cancel, |control| async move {
-                let script = script_ref;
-                Ok::<_, std::convert::Infallible>(
-                    self.runtime
-                        .eval_parkable(self.id, script, &self.options, &tools, &control)
-                        .await,
-                )
-            })
-            .await;
-        let step = match step {
-            Ok(step) => step,
-            Err(never) => match never {},
-        };
-        self.ended(step, guard, Some(script_ref))
+        })
+    }
+
+    /// [`run`](Self::run), able to park (see [`GovernedEvalBuilder::park`]).
+    pub fn run_step<'a>(
+        &'a self,
+        code: &'a str,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, GovernedStep> {
+        Box::pin(async move {
+            let guard = EvalRecordGuard {
+                eval: self,
+                code,
+                started: std::time::Instant::now(),
+                done: false,
+            };
+            let (script, preview) = match normalize_with_preview(code) {
+                Ok(prepared) => prepared,
+                Err(e) => {
+                    let outcome = EvalOutcome {
+                        ok: false,
+                        result: serde_json::Value::Null,
+                        error: Some(e.to_eval_error()),
+                        warnings: Vec::new(),
+                        logs: Vec::new(),
+                        tool_calls: Vec::new(),
+                        stats: EvalStats::default(),
+                    };
+                    guard.finish(&outcome);
+                    return GovernedStep::Finished(outcome);
+                }
+            };
+            let tools = StartupGate {
+                inner: self.tool_host(preview),
+                upstreams: self.upstreams.clone(),
+            };
+            let script_ref: &str = &script;
+            let step = self
+                .bounded(cancel, |control| async move {
+                    let script = script_ref;
+                    Ok::<_, std::convert::Infallible>(
+                        self.runtime
+                            .eval_parkable(self.id, script, &self.options, &tools, &control)
+                            .await,
+                    )
+                })
+                .await;
+            let step = match step {
+                Ok(step) => step,
+                Err(never) => match never {},
+            };
+            self.ended(step, guard, Some(script_ref))
+        })
     }
 
     /// Resumes `suspended`, an eval of `code` parked earlier (here or on another node): its
@@ -252,34 +265,36 @@ impl GovernedEval {
     /// # Errors
     /// [`ResumeError`] when the runtime cannot resume it (its guest is unknown here, …); no
     /// audit record is written then.
-    pub async fn resume(
-        &self,
-        code: &str,
-        suspended: &Suspended,
-        cancel: &CancellationToken,
-    ) -> Result<GovernedStep, ResumeError> {
-        let preview = match normalize_with_preview(code) {
-            Ok((_, preview)) => preview,
-            Err(_) => Preview::default(),
-        };
-        let tools = StartupGate {
-            inner: self.tool_host(preview),
-            upstreams: self.upstreams.clone(),
-        };
-        let step = self
-            .bounded(cancel, |control| async move {
-                self.runtime
-                    .resume(suspended, Vec::new(), &tools, &control)
-                    .await
-            })
-            .await?;
-        let guard = EvalRecordGuard {
-            eval: self,
-            code,
-            started: std::time::Instant::now(),
-            done: false,
-        };
-        Ok(self.ended(step, guard, None))
+    pub fn resume<'a>(
+        &'a self,
+        code: &'a str,
+        suspended: &'a Suspended,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<GovernedStep, ResumeError>> {
+        Box::pin(async move {
+            let preview = match normalize_with_preview(code) {
+                Ok((_, preview)) => preview,
+                Err(_) => Preview::default(),
+            };
+            let tools = StartupGate {
+                inner: self.tool_host(preview),
+                upstreams: self.upstreams.clone(),
+            };
+            let step = self
+                .bounded(cancel, |control| async move {
+                    self.runtime
+                        .resume(suspended, Vec::new(), &tools, &control)
+                        .await
+                })
+                .await?;
+            let guard = EvalRecordGuard {
+                eval: self,
+                code,
+                started: std::time::Instant::now(),
+                done: false,
+            };
+            Ok(self.ended(step, guard, None))
+        })
     }
 
     /// Runs `start` under `cancel`, the eval's lifetime and its park request. The lifetime left

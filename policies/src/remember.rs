@@ -300,61 +300,65 @@ impl RememberedRules {
     ///
     /// # Errors
     /// The store could not be read.
-    pub async fn matching(
-        &self,
-        caller: &str,
-        profile: &str,
-        tool: &str,
-        args: &Value,
+    pub fn matching<'a>(
+        &'a self,
+        caller: &'a str,
+        profile: &'a str,
+        tool: &'a str,
+        args: &'a Value,
         risk: Risk,
-    ) -> Result<Option<RememberedRule>, RuleStoreError> {
-        let hash = args_sha256(args);
-        let id = RememberedRule::id_of(caller, profile, tool, &hash);
-        let Some(rule) = self.store.get(&id).await? else {
-            return Ok(None);
-        };
-        // The id is a digest: the rule must still say exactly what was approved.
-        let same = rule.caller == caller
-            && rule.profile == profile
-            && rule.tool == tool
-            && rule.args_sha256 == hash;
-        Ok((same && risk <= rule.risk && rule.expires_at_ms > (self.clock)()).then_some(rule))
+    ) -> BoxFuture<'a, Result<Option<RememberedRule>, RuleStoreError>> {
+        Box::pin(async move {
+            let hash = args_sha256(args);
+            let id = RememberedRule::id_of(caller, profile, tool, &hash);
+            let Some(rule) = self.store.get(&id).await? else {
+                return Ok(None);
+            };
+            // The id is a digest: the rule must still say exactly what was approved.
+            let same = rule.caller == caller
+                && rule.profile == profile
+                && rule.tool == tool
+                && rule.args_sha256 == hash;
+            Ok((same && risk <= rule.risk && rule.expires_at_ms > (self.clock)()).then_some(rule))
+        })
     }
 
     /// Records `approved` as a rule lasting `period`, and audits it.
     ///
     /// # Errors
     /// The store could not be written; nothing was audited.
-    pub async fn remember(
-        &self,
-        approved: Approved<'_>,
+    pub fn remember<'a>(
+        &'a self,
+        approved: Approved<'a>,
         period: Duration,
-    ) -> Result<RememberedRule, RuleStoreError> {
-        let hash = args_sha256(approved.args);
-        let now = (self.clock)();
-        let period_ms = u64::try_from(period.as_millis()).unwrap_or(u64::MAX);
-        let rule = RememberedRule {
-            id: RememberedRule::id_of(approved.caller, approved.profile, approved.tool, &hash),
-            caller: approved.caller.to_string(),
-            profile: approved.profile.to_string(),
-            tool: approved.tool.to_string(),
-            args_sha256: hash,
-            risk: approved.risk,
-            created_at: crate::rfc3339_utc(UNIX_EPOCH + Duration::from_millis(now)),
-            created_at_ms: now,
-            expires_at_ms: now.saturating_add(period_ms),
-            upstream: approved.upstream,
-            approved_by: approved.approved_by.clone(),
-            approved_with: approved.approved_with,
-            channel: approved.channel,
-        };
-        self.store.put(&rule, period).await?;
-        self.audit(rule.audit_record(
-            RuleAction::Created,
-            approved.approved_by,
-            approved.channel.as_str(),
-        ));
-        Ok(rule)
+    ) -> BoxFuture<'a, Result<RememberedRule, RuleStoreError>> {
+        Box::pin(async move {
+            let hash = args_sha256(approved.args);
+            let now = (self.clock)();
+            let period_ms = u64::try_from(period.as_millis()).unwrap_or(u64::MAX);
+            let rule = RememberedRule {
+                id: RememberedRule::id_of(approved.caller, approved.profile, approved.tool, &hash),
+                caller: approved.caller.to_string(),
+                profile: approved.profile.to_string(),
+                tool: approved.tool.to_string(),
+                args_sha256: hash,
+                risk: approved.risk,
+                created_at: crate::rfc3339_utc(UNIX_EPOCH + Duration::from_millis(now)),
+                created_at_ms: now,
+                expires_at_ms: now.saturating_add(period_ms),
+                upstream: approved.upstream,
+                approved_by: approved.approved_by.clone(),
+                approved_with: approved.approved_with,
+                channel: approved.channel,
+            };
+            self.store.put(&rule, period).await?;
+            self.audit(rule.audit_record(
+                RuleAction::Created,
+                approved.approved_by,
+                approved.channel.as_str(),
+            ));
+            Ok(rule)
+        })
     }
 
     /// The time now on the clock rules are read against, in milliseconds since the Unix epoch.
@@ -366,33 +370,40 @@ impl RememberedRules {
     ///
     /// # Errors
     /// The store could not be read.
-    pub async fn get(&self, id: &str) -> Result<Option<RememberedRule>, RuleStoreError> {
-        if !is_rule_id(id) {
-            return Ok(None);
-        }
-        let now = (self.clock)();
-        Ok(self
-            .store
-            .get(id)
-            .await?
-            .filter(|rule| rule.expires_at_ms > now))
+    pub fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RememberedRule>, RuleStoreError>> {
+        Box::pin(async move {
+            if !is_rule_id(id) {
+                return Ok(None);
+            }
+            let now = (self.clock)();
+            Ok(self
+                .store
+                .get(id)
+                .await?
+                .filter(|rule| rule.expires_at_ms > now))
+        })
     }
 
     /// The rules not yet expired, oldest first.
     ///
     /// # Errors
     /// The store could not be read.
-    pub async fn list(&self) -> Result<Vec<RememberedRule>, RuleStoreError> {
-        let now = (self.clock)();
-        let mut rules: Vec<RememberedRule> = self
-            .store
-            .list()
-            .await?
-            .into_iter()
-            .filter(|r| r.expires_at_ms > now)
-            .collect();
-        rules.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
-        Ok(rules)
+    pub fn list<'a>(&'a self) -> BoxFuture<'a, Result<Vec<RememberedRule>, RuleStoreError>> {
+        Box::pin(async move {
+            let now = (self.clock)();
+            let mut rules: Vec<RememberedRule> = self
+                .store
+                .list()
+                .await?
+                .into_iter()
+                .filter(|r| r.expires_at_ms > now)
+                .collect();
+            rules.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
+            Ok(rules)
+        })
     }
 
     /// Revokes the rule `id` (by `by`, through `channel`: `http`, `cli`), and audits it; `None`
@@ -400,23 +411,25 @@ impl RememberedRules {
     ///
     /// # Errors
     /// The store could not be read or written.
-    pub async fn revoke(
-        &self,
-        id: &str,
+    pub fn revoke<'a>(
+        &'a self,
+        id: &'a str,
         by: Option<String>,
-        channel: &str,
-    ) -> Result<Option<RememberedRule>, RuleStoreError> {
-        if !is_rule_id(id) {
-            return Ok(None);
-        }
-        let Some(rule) = self.store.get(id).await? else {
-            return Ok(None);
-        };
-        if !self.store.delete(id).await? || rule.expires_at_ms <= (self.clock)() {
-            return Ok(None);
-        }
-        self.audit(rule.audit_record(RuleAction::Revoked, by, channel));
-        Ok(Some(rule))
+        channel: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RememberedRule>, RuleStoreError>> {
+        Box::pin(async move {
+            if !is_rule_id(id) {
+                return Ok(None);
+            }
+            let Some(rule) = self.store.get(id).await? else {
+                return Ok(None);
+            };
+            if !self.store.delete(id).await? || rule.expires_at_ms <= (self.clock)() {
+                return Ok(None);
+            }
+            self.audit(rule.audit_record(RuleAction::Revoked, by, channel));
+            Ok(Some(rule))
+        })
     }
 }
 

@@ -17,6 +17,13 @@ use crate::park::{HumanWait, HumanWaits};
 
 /// A boxed, `Send` future: the return type of [`ToolHost::call`], so that the trait stays
 /// object-safe (`dyn ToolHost`) for hosts whose tools change at run time.
+///
+/// It is also what the workspace's library crates return from their public async functions,
+/// for build time. rustc compiles an `async` body again in every crate that polls it (it treats
+/// the body as it treats a closure: always inlinable), and with it every `async` body it awaits
+/// in turn. A boxed future is polled through its vtable, made where the future is boxed, so
+/// the body is compiled once, in its own crate. Before, the `codemode` binary compiled the
+/// whole server a second time. One allocation per call is the price.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Identifies one evaluation. Unique within a process.

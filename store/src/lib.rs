@@ -30,6 +30,7 @@ mod records;
 mod redis;
 mod seal;
 
+use codemode_runtime::BoxFuture;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -97,39 +98,41 @@ impl Store {
     /// [`StoreErrorKind::SealingKey`] (see [`StateKey::resolve`]);
     /// [`StoreErrorKind::Unavailable`] when the directory cannot be created or Redis cannot be
     /// reached.
-    pub async fn open(config: &DurableConfig) -> Result<Store, StoreError> {
-        let no_dir = || {
-            StoreError::new(
-                StoreErrorKind::NoStateDir,
-                "no state directory for the local store: set `durable.dir`, \
+    pub fn open<'a>(config: &'a DurableConfig) -> BoxFuture<'a, Result<Store, StoreError>> {
+        Box::pin(async move {
+            let no_dir = || {
+                StoreError::new(
+                    StoreErrorKind::NoStateDir,
+                    "no state directory for the local store: set `durable.dir`, \
                  CODEMODE_STATE_DIR, XDG_STATE_HOME or HOME",
-            )
-        };
-        match &config.store {
-            StoreLocation::Local => {
-                let dir = config.dir.as_deref().ok_or_else(no_dir)?;
-                let key = StateKey::resolve(&config.key_env, Some(dir))?;
-                let local = {
-                    let dir = dir.join(RECORDS_DIR);
-                    let fsync = config.fsync;
-                    tokio::task::spawn_blocking(move || LocalStore::open(dir, fsync))
-                        .await
-                        .map_err(|e| {
-                            StoreError::new(
-                                StoreErrorKind::Unavailable,
-                                format!("opening the local store failed: {e}"),
-                            )
-                        })??
-                };
-                Ok(Store::local(local, &key))
+                )
+            };
+            match &config.store {
+                StoreLocation::Local => {
+                    let dir = config.dir.as_deref().ok_or_else(no_dir)?;
+                    let key = StateKey::resolve(&config.key_env, Some(dir))?;
+                    let local = {
+                        let dir = dir.join(RECORDS_DIR);
+                        let fsync = config.fsync;
+                        tokio::task::spawn_blocking(move || LocalStore::open(dir, fsync))
+                            .await
+                            .map_err(|e| {
+                                StoreError::new(
+                                    StoreErrorKind::Unavailable,
+                                    format!("opening the local store failed: {e}"),
+                                )
+                            })??
+                    };
+                    Ok(Store::local(local, &key))
+                }
+                StoreLocation::Redis(url) => {
+                    // No generated key: every node must hold the same one.
+                    let key = StateKey::resolve(&config.key_env, None)?;
+                    let redis = RedisStore::connect(url).await?;
+                    Ok(Store::new(Arc::new(redis), &key))
+                }
             }
-            StoreLocation::Redis(url) => {
-                // No generated key: every node must hold the same one.
-                let key = StateKey::resolve(&config.key_env, None)?;
-                let redis = RedisStore::connect(url).await?;
-                Ok(Store::new(Arc::new(redis), &key))
-            }
-        }
+        })
     }
 
     /// A store over any backend, sealing with `key`.
@@ -181,9 +184,16 @@ impl Store {
     ///
     /// [`StoreErrorKind::InvalidArgument`] for a bad key or a TTL under 1 ms;
     /// [`StoreErrorKind::Unavailable`] when the store cannot be written.
-    pub async fn put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        let sealed = self.seal_for(key, value, ttl)?;
-        self.records.put(key, sealed, ttl).await
+    pub fn put<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let sealed = self.seal_for(key, value, ttl)?;
+            self.records.put(key, sealed, ttl).await
+        })
     }
 
     /// Writes `value` under `key` for `ttl` unless a live record is there (a claim); `true`
@@ -192,14 +202,16 @@ impl Store {
     /// # Errors
     ///
     /// As [`Store::put`].
-    pub async fn put_if_absent(
-        &self,
-        key: &str,
-        value: &[u8],
+    pub fn put_if_absent<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
         ttl: Duration,
-    ) -> Result<bool, StoreError> {
-        let sealed = self.seal_for(key, value, ttl)?;
-        self.records.put_if_absent(key, sealed, ttl).await
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let sealed = self.seal_for(key, value, ttl)?;
+            self.records.put_if_absent(key, sealed, ttl).await
+        })
     }
 
     /// The live record under `key`.
@@ -208,11 +220,13 @@ impl Store {
     ///
     /// [`StoreErrorKind::Unreadable`] when the record does not open (it is left there);
     /// [`StoreErrorKind::Unavailable`]; [`StoreErrorKind::InvalidArgument`] for a bad key.
-    pub async fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
-        match self.records.get(key).await? {
-            Some(sealed) => self.open_record(key, &sealed),
-            None => Ok(None),
-        }
+    pub fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
+        Box::pin(async move {
+            match self.records.get(key).await? {
+                Some(sealed) => self.open_record(key, &sealed),
+                None => Ok(None),
+            }
+        })
     }
 
     /// Whether a live record is under `key`, without reading or opening its value: for a look
@@ -225,8 +239,8 @@ impl Store {
     ///
     /// [`StoreErrorKind::Unavailable`]; [`StoreErrorKind::Unreadable`] when a local store's
     /// file under `key` is not a record; [`StoreErrorKind::InvalidArgument`] for a bad key.
-    pub async fn exists(&self, key: &str) -> Result<bool, StoreError> {
-        self.records.exists(key).await
+    pub fn exists<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move { self.records.exists(key).await })
     }
 
     /// Removes and returns the live record under `key` in one step: of concurrent takers on
@@ -235,11 +249,13 @@ impl Store {
     /// # Errors
     ///
     /// As [`Store::get`]; a record that does not open is removed all the same (it was taken).
-    pub async fn take(&self, key: &str) -> Result<Option<Record>, StoreError> {
-        match self.records.take(key).await? {
-            Some(sealed) => self.open_record(key, &sealed),
-            None => Ok(None),
-        }
+    pub fn take<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
+        Box::pin(async move {
+            match self.records.take(key).await? {
+                Some(sealed) => self.open_record(key, &sealed),
+                None => Ok(None),
+            }
+        })
     }
 
     /// Removes the record under `key`; `true` when there was one.
@@ -247,8 +263,8 @@ impl Store {
     /// # Errors
     ///
     /// [`StoreErrorKind::Unavailable`]; [`StoreErrorKind::InvalidArgument`] for a bad key.
-    pub async fn delete(&self, key: &str) -> Result<bool, StoreError> {
-        self.records.delete(key).await
+    pub fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move { self.records.delete(key).await })
     }
 
     /// The live records whose keys start with `prefix` (e.g. every pending approval of the
@@ -257,17 +273,19 @@ impl Store {
     /// # Errors
     ///
     /// [`StoreErrorKind::Unavailable`]; [`StoreErrorKind::InvalidArgument`] for a bad prefix.
-    pub async fn list(&self, prefix: &str) -> Result<Listing, StoreError> {
-        let mut listing = Listing::default();
-        for (key, sealed) in self.records.list(prefix).await? {
-            match self.open_record(&key, &sealed) {
-                Ok(Some(record)) => listing.records.push(record),
-                Ok(None) => {}
-                Err(e) => listing.unreadable.push(e),
+    pub fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Listing, StoreError>> {
+        Box::pin(async move {
+            let mut listing = Listing::default();
+            for (key, sealed) in self.records.list(prefix).await? {
+                match self.open_record(&key, &sealed) {
+                    Ok(Some(record)) => listing.records.push(record),
+                    Ok(None) => {}
+                    Err(e) => listing.unreadable.push(e),
+                }
             }
-        }
-        listing.records.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(listing)
+            listing.records.sort_by(|a, b| a.key.cmp(&b.key));
+            Ok(listing)
+        })
     }
 
     fn seal_for(&self, key: &str, value: &[u8], ttl: Duration) -> Result<Vec<u8>, StoreError> {

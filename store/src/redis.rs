@@ -8,6 +8,7 @@
 //! drops (a command sent while it is down fails with [`StoreErrorKind::Unavailable`]; later
 //! ones succeed once Redis is back). Every command times out after [`REDIS_TIMEOUT`].
 
+use codemode_runtime::BoxFuture;
 use std::time::Duration;
 
 use codemode_config::RedisUrl;
@@ -43,52 +44,54 @@ impl RedisStore {
     ///
     /// [`StoreErrorKind::Unavailable`] naming the URL (without its password) when the server
     /// cannot be reached, refuses the credentials, or is older than 6.2.
-    pub async fn connect(url: &RedisUrl) -> Result<RedisStore, StoreError> {
-        let describe = url.to_string();
-        let fail = |what: &str, e: redis::RedisError| {
-            StoreError::with_source(
-                StoreErrorKind::Unavailable,
-                format!("{describe}: {what}: {}", url.redact(&e.to_string())),
-                e,
-            )
-        };
-        let client =
-            redis::Client::open(url.as_secret_str()).map_err(|e| fail("not a Redis URL", e))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(REDIS_TIMEOUT))
-            .set_response_timeout(Some(REDIS_TIMEOUT))
-            .set_number_of_retries(3)
-            .set_max_delay(Duration::from_secs(2));
-        let connection = ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(|e| fail("cannot connect", e))?;
-        let store = RedisStore {
-            connection,
-            describe,
-        };
-        let info: String = store
-            .query(redis::cmd("INFO").arg("server"), "INFO")
-            .await?;
-        let version = info
-            .lines()
-            .find_map(|l| l.strip_prefix("redis_version:"))
-            .map(str::trim)
-            .unwrap_or("unknown");
-        let parts: Vec<u32> = version
-            .split('.')
-            .take(2)
-            .map(|p| p.parse().unwrap_or(0))
-            .collect();
-        if parts.len() == 2 && (parts[0], parts[1]) < (6, 2) {
-            return Err(StoreError::new(
-                StoreErrorKind::Unavailable,
-                format!(
-                    "{}: the server is Redis {version}; codemode needs 6.2 or later (GETDEL)",
-                    store.describe
-                ),
-            ));
-        }
-        Ok(store)
+    pub fn connect<'a>(url: &'a RedisUrl) -> BoxFuture<'a, Result<RedisStore, StoreError>> {
+        Box::pin(async move {
+            let describe = url.to_string();
+            let fail = |what: &str, e: redis::RedisError| {
+                StoreError::with_source(
+                    StoreErrorKind::Unavailable,
+                    format!("{describe}: {what}: {}", url.redact(&e.to_string())),
+                    e,
+                )
+            };
+            let client =
+                redis::Client::open(url.as_secret_str()).map_err(|e| fail("not a Redis URL", e))?;
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(REDIS_TIMEOUT))
+                .set_response_timeout(Some(REDIS_TIMEOUT))
+                .set_number_of_retries(3)
+                .set_max_delay(Duration::from_secs(2));
+            let connection = ConnectionManager::new_with_config(client, config)
+                .await
+                .map_err(|e| fail("cannot connect", e))?;
+            let store = RedisStore {
+                connection,
+                describe,
+            };
+            let info: String = store
+                .query(redis::cmd("INFO").arg("server"), "INFO")
+                .await?;
+            let version = info
+                .lines()
+                .find_map(|l| l.strip_prefix("redis_version:"))
+                .map(str::trim)
+                .unwrap_or("unknown");
+            let parts: Vec<u32> = version
+                .split('.')
+                .take(2)
+                .map(|p| p.parse().unwrap_or(0))
+                .collect();
+            if parts.len() == 2 && (parts[0], parts[1]) < (6, 2) {
+                return Err(StoreError::new(
+                    StoreErrorKind::Unavailable,
+                    format!(
+                        "{}: the server is Redis {version}; codemode needs 6.2 or later (GETDEL)",
+                        store.describe
+                    ),
+                ));
+            }
+            Ok(store)
+        })
     }
 
     async fn query<T: redis::FromRedisValue>(

@@ -108,10 +108,14 @@ impl UpstreamPool {
     ///
     /// # Errors
     /// As [`set_upstreams`](Self::set_upstreams).
-    pub async fn connect(upstreams: HashMap<String, UpstreamSpec>) -> Result<Self, UpstreamError> {
-        let pool = Self::new();
-        pool.set_upstreams(upstreams).await?;
-        Ok(pool)
+    pub fn connect(
+        upstreams: HashMap<String, UpstreamSpec>,
+    ) -> BoxFuture<'static, Result<Self, UpstreamError>> {
+        Box::pin(async move {
+            let pool = Self::new();
+            pool.set_upstreams(upstreams).await?;
+            Ok(pool)
+        })
     }
 
     /// Keeps the upstreams' OAuth logins in `logins` (default: this process's memory). Applies
@@ -150,13 +154,15 @@ impl UpstreamPool {
     ///
     /// # Errors
     /// [`UpstreamError`] for an invalid server name or spec; the pool is then left unchanged.
-    pub async fn set_upstreams(
-        &self,
+    pub fn set_upstreams<'a>(
+        &'a self,
         upstreams: HashMap<String, UpstreamSpec>,
-    ) -> Result<(), UpstreamError> {
-        let started = self.reconcile(upstreams).await?;
-        futures::future::join_all(started.iter().map(|up| up.first_attempt())).await;
-        Ok(())
+    ) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        Box::pin(async move {
+            let started = self.reconcile(upstreams).await?;
+            futures::future::join_all(started.iter().map(|up| up.first_attempt())).await;
+            Ok(())
+        })
     }
 
     /// [`set_upstreams`](Self::set_upstreams) without waiting: the new servers start in the
@@ -165,20 +171,22 @@ impl UpstreamPool {
     ///
     /// # Errors
     /// As [`set_upstreams`](Self::set_upstreams).
-    pub async fn start_upstreams(
-        &self,
+    pub fn start_upstreams<'a>(
+        &'a self,
         upstreams: HashMap<String, UpstreamSpec>,
-    ) -> Result<(), UpstreamError> {
-        self.reconcile(upstreams).await.map(drop)
+    ) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        Box::pin(async move { self.reconcile(upstreams).await.map(drop) })
     }
 
     /// Waits until `server` has finished its first connection attempt, either way (at once for
     /// an unknown server or one already past it). The attempt itself is bounded by the
     /// server's [`startup_timeout`](UpstreamSpec::startup_timeout).
-    pub async fn wait_started(&self, server: &str) {
-        if let Some(up) = self.upstream(server) {
-            up.first_attempt().await;
-        }
+    pub fn wait_started<'a>(&'a self, server: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Some(up) = self.upstream(server) {
+                up.first_attempt().await;
+            }
+        })
     }
 
     /// Whether `server` is configured now.
@@ -275,20 +283,22 @@ impl UpstreamPool {
 
     /// Disconnects every upstream (`set_upstreams` with an empty map), and waits (up to 3 s)
     /// for their sessions to close.
-    pub async fn shutdown(&self) {
-        let running: Vec<Arc<Upstream>> = self
-            .inner
-            .servers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        // An empty map is always valid.
-        let _ = self.set_upstreams(HashMap::new()).await;
-        // HTTP sessions close within their grace; a stdio child is killed in the background.
-        let finished = futures::future::join_all(running.iter().map(|up| up.finished()));
-        let _ = tokio::time::timeout(SHUTDOWN_WAIT, finished).await;
+    pub fn shutdown<'a>(&'a self) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let running: Vec<Arc<Upstream>> = self
+                .inner
+                .servers
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .cloned()
+                .collect();
+            // An empty map is always valid.
+            let _ = self.set_upstreams(HashMap::new()).await;
+            // HTTP sessions close within their grace; a stdio child is killed in the background.
+            let finished = futures::future::join_all(running.iter().map(|up| up.finished()));
+            let _ = tokio::time::timeout(SHUTDOWN_WAIT, finished).await;
+        })
     }
 
     /// Every tool of every upstream as `(qualified name, tool)`, ordered by server name then
@@ -452,21 +462,23 @@ impl UpstreamPool {
     /// is not an object, the server is down, the call times out, the connection closes during
     /// the call, or the tool reports an error (`isError`; its text is the message and its
     /// `structuredContent` the data).
-    pub async fn call_in(
-        &self,
-        name: &str,
+    pub fn call_in<'a>(
+        &'a self,
+        name: &'a str,
         args: Value,
-        cx: &CallContext,
-        scope: &CallScope,
-    ) -> Result<Value, ToolError> {
-        let not_found = || ToolError::NotFound {
-            tool: name.to_string(),
-        };
-        let (server, tool) = split_qualified(name).ok_or_else(not_found)?;
-        let up = self.upstream(server).ok_or_else(not_found)?;
-        // A server still starting is waited for (at most its startup timeout).
-        up.first_attempt().await;
-        up.call((name, tool), args, cx, scope).await
+        cx: &'a CallContext,
+        scope: &'a CallScope,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let not_found = || ToolError::NotFound {
+                tool: name.to_string(),
+            };
+            let (server, tool) = split_qualified(name).ok_or_else(not_found)?;
+            let up = self.upstream(server).ok_or_else(not_found)?;
+            // A server still starting is waited for (at most its startup timeout).
+            up.first_attempt().await;
+            up.call((name, tool), args, cx, scope).await
+        })
     }
 }
 

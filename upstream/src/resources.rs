@@ -6,6 +6,7 @@
 //! stable, reversible ([`MappedUri`]), and the original stays visible in `_meta`
 //! (`codemode/server`, `codemode/uri`).
 
+use codemode_runtime::BoxFuture;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -277,36 +278,42 @@ impl UpstreamPool {
 
     /// Every upstream's resources, named `<server>__<name>`, their URIs mapped (see the
     /// module docs).
-    pub async fn list_resources(&self) -> Vec<Resource> {
-        self.gather(
-            Offer::Resources,
-            "resources/list",
-            |p| async move { p.list_all_resources().await },
-            map_resource,
-        )
-        .await
+    pub fn list_resources<'a>(&'a self) -> BoxFuture<'a, Vec<Resource>> {
+        Box::pin(async move {
+            self.gather(
+                Offer::Resources,
+                "resources/list",
+                |p| async move { p.list_all_resources().await },
+                map_resource,
+            )
+            .await
+        })
     }
 
     /// Every upstream's resource templates, named and mapped like resources.
-    pub async fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
-        self.gather(
-            Offer::Resources,
-            "resources/templates/list",
-            |p| async move { p.list_all_resource_templates().await },
-            map_template,
-        )
-        .await
+    pub fn list_resource_templates<'a>(&'a self) -> BoxFuture<'a, Vec<ResourceTemplate>> {
+        Box::pin(async move {
+            self.gather(
+                Offer::Resources,
+                "resources/templates/list",
+                |p| async move { p.list_all_resource_templates().await },
+                map_template,
+            )
+            .await
+        })
     }
 
     /// Every upstream's prompts, named `<server>__<name>`.
-    pub async fn list_prompts(&self) -> Vec<Prompt> {
-        self.gather(
-            Offer::Prompts,
-            "prompts/list",
-            |p| async move { p.list_all_prompts().await },
-            map_prompt,
-        )
-        .await
+    pub fn list_prompts<'a>(&'a self) -> BoxFuture<'a, Vec<Prompt>> {
+        Box::pin(async move {
+            self.gather(
+                Offer::Prompts,
+                "prompts/list",
+                |p| async move { p.list_all_prompts().await },
+                map_prompt,
+            )
+            .await
+        })
     }
 
     pub(crate) fn server_for(
@@ -329,54 +336,58 @@ impl UpstreamPool {
     ///
     /// # Errors
     /// [`UpstreamRequestError`] naming the server.
-    pub async fn read_resource(
-        &self,
-        server: &str,
-        uri: &str,
-        scope: Option<&CallScope>,
-    ) -> Result<ReadResourceResult, UpstreamRequestError> {
-        let up = self.server_for(server, "resources/read")?;
-        let params = ReadResourceRequestParams::new(uri.to_string());
-        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
-        let name = up.name.clone();
-        let result = ask_as_call(&up, ("resources/read", scope), |p, call| async move {
-            match call
-                .send((&p, &name), request)
-                .await?
-                .await_response()
-                .await?
-            {
-                ServerResult::ReadResourceResult(result) => Ok(result),
-                _ => Err(ServiceError::UnexpectedResponse),
-            }
+    pub fn read_resource<'a>(
+        &'a self,
+        server: &'a str,
+        uri: &'a str,
+        scope: Option<&'a CallScope>,
+    ) -> BoxFuture<'a, Result<ReadResourceResult, UpstreamRequestError>> {
+        Box::pin(async move {
+            let up = self.server_for(server, "resources/read")?;
+            let params = ReadResourceRequestParams::new(uri.to_string());
+            let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+            let name = up.name.clone();
+            let result = ask_as_call(&up, ("resources/read", scope), |p, call| async move {
+                match call
+                    .send((&p, &name), request)
+                    .await?
+                    .await_response()
+                    .await?
+                {
+                    ServerResult::ReadResourceResult(result) => Ok(result),
+                    _ => Err(ServiceError::UnexpectedResponse),
+                }
+            })
+            .await?;
+            let mut result = result;
+            // Forwarded as complete results: an older upstream's answer has no `resultType`, which
+            // 2026-07-28 clients require (rmcp clears it again for older ones).
+            result.result_type = Some(ResultType::COMPLETE);
+            Ok(result)
         })
-        .await?;
-        let mut result = result;
-        // Forwarded as complete results: an older upstream's answer has no `resultType`, which
-        // 2026-07-28 clients require (rmcp clears it again for older ones).
-        result.result_type = Some(ResultType::COMPLETE);
-        Ok(result)
     }
 
     /// Gets prompt `name` (the upstream's own name) of `server` with `arguments`.
     ///
     /// # Errors
     /// [`UpstreamRequestError`] naming the server.
-    pub async fn get_prompt(
-        &self,
-        server: &str,
-        name: &str,
+    pub fn get_prompt<'a>(
+        &'a self,
+        server: &'a str,
+        name: &'a str,
         arguments: Option<serde_json::Map<String, Value>>,
-    ) -> Result<GetPromptResult, UpstreamRequestError> {
-        let up = self.server_for(server, "prompts/get")?;
-        let mut params = GetPromptRequestParams::new(name.to_string());
-        params.arguments = arguments;
-        let mut result = ask(&up, ("prompts/get", None), |p| async move {
-            p.get_prompt(params).await
+    ) -> BoxFuture<'a, Result<GetPromptResult, UpstreamRequestError>> {
+        Box::pin(async move {
+            let up = self.server_for(server, "prompts/get")?;
+            let mut params = GetPromptRequestParams::new(name.to_string());
+            params.arguments = arguments;
+            let mut result = ask(&up, ("prompts/get", None), |p| async move {
+                p.get_prompt(params).await
+            })
+            .await?;
+            result.result_type = Some(ResultType::COMPLETE);
+            Ok(result)
         })
-        .await?;
-        result.result_type = Some(ResultType::COMPLETE);
-        Ok(result)
     }
 
     /// `completion/complete` at `server`, whose reference (already unmapped) is in `params`;
@@ -384,21 +395,23 @@ impl UpstreamPool {
     ///
     /// # Errors
     /// [`UpstreamRequestError`] naming the server.
-    pub async fn complete(
-        &self,
-        server: &str,
+    pub fn complete<'a>(
+        &'a self,
+        server: &'a str,
         params: CompleteRequestParams,
-    ) -> Result<CompleteResult, UpstreamRequestError> {
-        let up = self.server_for(server, "completion/complete")?;
-        if !up.peer().is_some_and(|p| offers(&p, Offer::Completions)) {
-            return Ok(CompleteResult::default());
-        }
-        let mut result = ask(&up, ("completion/complete", None), |p| async move {
-            p.complete(params).await
+    ) -> BoxFuture<'a, Result<CompleteResult, UpstreamRequestError>> {
+        Box::pin(async move {
+            let up = self.server_for(server, "completion/complete")?;
+            if !up.peer().is_some_and(|p| offers(&p, Offer::Completions)) {
+                return Ok(CompleteResult::default());
+            }
+            let mut result = ask(&up, ("completion/complete", None), |p| async move {
+                p.complete(params).await
+            })
+            .await?;
+            result.result_type = Some(ResultType::COMPLETE);
+            Ok(result)
         })
-        .await?;
-        result.result_type = Some(ResultType::COMPLETE);
-        Ok(result)
     }
 }
 

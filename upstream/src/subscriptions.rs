@@ -5,6 +5,7 @@
 //! `notifications/resources/updated` the upstreams send handed to whoever listens
 //! ([`UpstreamPool::resource_updates`]), the server named.
 
+use codemode_runtime::BoxFuture;
 use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
 use tokio::sync::broadcast;
 
@@ -20,63 +21,67 @@ impl UpstreamPool {
     /// # Errors
     /// [`UpstreamRequestError`] naming the server: unknown, not connected, offering no
     /// subscriptions, or refusing this one (nothing is then held).
-    pub async fn subscribe_resource(
-        &self,
-        server: &str,
-        uri: &str,
-    ) -> Result<(), UpstreamRequestError> {
-        let up = self.server_for(server, "resources/subscribe")?;
-        let offered = up.peer().and_then(|p| p.peer_info()).is_some_and(|info| {
-            info.capabilities
-                .resources
-                .as_ref()
-                .is_some_and(|r| r.subscribe == Some(true))
-        });
-        if up.peer().is_some() && !offered {
-            return Err(UpstreamRequestError::NotFound(format!(
-                "upstream server `{}` offers no resource subscriptions",
-                codemode_policies::neutralize(server)
-            )));
-        }
-        if !up.subscribed().insert(uri) {
-            return Ok(());
-        }
-        let params = SubscribeRequestParams::new(uri.to_string());
-        #[expect(
-            deprecated,
-            reason = "resources/subscribe is how upstreams of 2025-11-25 and older take subscriptions"
-        )]
-        let subscribed = ask(&up, ("resources/subscribe", None), |p| async move {
-            p.subscribe(params).await
+    pub fn subscribe_resource<'a>(
+        &'a self,
+        server: &'a str,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<(), UpstreamRequestError>> {
+        Box::pin(async move {
+            let up = self.server_for(server, "resources/subscribe")?;
+            let offered = up.peer().and_then(|p| p.peer_info()).is_some_and(|info| {
+                info.capabilities
+                    .resources
+                    .as_ref()
+                    .is_some_and(|r| r.subscribe == Some(true))
+            });
+            if up.peer().is_some() && !offered {
+                return Err(UpstreamRequestError::NotFound(format!(
+                    "upstream server `{}` offers no resource subscriptions",
+                    codemode_policies::neutralize(server)
+                )));
+            }
+            if !up.subscribed().insert(uri) {
+                return Ok(());
+            }
+            let params = SubscribeRequestParams::new(uri.to_string());
+            #[expect(
+                deprecated,
+                reason = "resources/subscribe is how upstreams of 2025-11-25 and older take subscriptions"
+            )]
+            let subscribed = ask(&up, ("resources/subscribe", None), |p| async move {
+                p.subscribe(params).await
+            })
+            .await;
+            if subscribed.is_err() {
+                up.subscribed().remove(uri);
+            }
+            subscribed
         })
-        .await;
-        if subscribed.is_err() {
-            up.subscribed().remove(uri);
-        }
-        subscribed
     }
 
     /// Ends the subscription to `uri` on `server`, if held. A server that is gone, down or
     /// refusing leaves nothing held here either.
-    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) {
-        let Some(up) = self.upstream(server) else {
-            return;
-        };
-        if !up.subscribed().remove(uri) {
-            return;
-        }
-        let params = UnsubscribeRequestParams::new(uri.to_string());
-        #[expect(
-            deprecated,
-            reason = "resources/unsubscribe is how upstreams of 2025-11-25 and older end subscriptions"
-        )]
-        let ended = ask(&up, ("resources/unsubscribe", None), |p| async move {
-            p.unsubscribe(params).await
+    pub fn unsubscribe_resource<'a>(&'a self, server: &'a str, uri: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(up) = self.upstream(server) else {
+                return;
+            };
+            if !up.subscribed().remove(uri) {
+                return;
+            }
+            let params = UnsubscribeRequestParams::new(uri.to_string());
+            #[expect(
+                deprecated,
+                reason = "resources/unsubscribe is how upstreams of 2025-11-25 and older end subscriptions"
+            )]
+            let ended = ask(&up, ("resources/unsubscribe", None), |p| async move {
+                p.unsubscribe(params).await
+            })
+            .await;
+            if let Err(e) = ended {
+                tracing::debug!("{e}");
+            }
         })
-        .await;
-        if let Err(e) = ended {
-            tracing::debug!("{e}");
-        }
     }
 
     /// The upstreams' `notifications/resources/updated`, from now on.

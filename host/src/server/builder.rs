@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use codemode_config::{AdminSettings, StoreLocation, TokenSecret};
 use codemode_policies::Config;
+use codemode_runtime::BoxFuture;
 use codemode_runtime::{Runtime, RuntimeConfig};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +29,9 @@ use codemode_upstream::oauth::Logins;
 /// The embedded default config: what `codemode serve` and `codemode run` use without a config
 /// file (`codemode config default` prints it).
 pub const DEFAULT_CONFIG: &str = include_str!("../default-config.json");
+
+/// What [`ServerBuilder::start`] gives the transport: the state, and the config file's watcher.
+type Started = (Arc<ServerState>, Option<notify::RecommendedWatcher>);
 
 /// Applies configs to a running [`Server`] (see [`ServerBuilder::reloader`]).
 #[derive(Clone)]
@@ -160,8 +164,8 @@ impl ServerBuilder {
     ///
     /// # Errors
     /// See [`ServeError`].
-    pub async fn serve_stdio(self) -> Result<(), ServeError> {
-        self.serve_io(rmcp::transport::stdio()).await
+    pub fn serve_stdio(self) -> BoxFuture<'static, Result<(), ServeError>> {
+        Box::pin(async move { self.serve_io(rmcp::transport::stdio()).await })
     }
 
     /// Serves one client on `transport` (any rmcp transport: an in-memory pipe such as
@@ -185,22 +189,28 @@ impl ServerBuilder {
     ///
     /// # Errors
     /// See [`ServeError`].
-    pub async fn serve_http(mut self, addr: SocketAddr) -> Result<(), ServeError> {
-        let mut options = self.http_options(addr)?;
-        let (state, _watcher) = self.start(Some(&mut options)).await?;
-        let bound = self.bound.take();
-        let served =
-            super::serve_http(state.clone(), addr, options, self.shutdown.clone(), bound).await;
-        finish(&state, served).await
+    pub fn serve_http(mut self, addr: SocketAddr) -> BoxFuture<'static, Result<(), ServeError>> {
+        Box::pin(async move {
+            let mut options = self.http_options(addr)?;
+            let (state, _watcher) = self.start(Some(&mut options)).await?;
+            let bound = self.bound.take();
+            let served =
+                super::serve_http(state.clone(), addr, options, self.shutdown.clone(), bound).await;
+            finish(&state, served).await
+        })
     }
 
     /// Everything but the transport, in the order the module docs give; `http` is the HTTP
     /// listener's options (the durable store is for HTTP servers only). The config file is
     /// watched until the returned watcher is dropped.
-    async fn start(
-        &mut self,
-        http: Option<&mut HttpOptions>,
-    ) -> Result<(Arc<ServerState>, Option<notify::RecommendedWatcher>), ServeError> {
+    fn start<'a>(
+        &'a mut self,
+        http: Option<&'a mut HttpOptions>,
+    ) -> BoxFuture<'a, Result<Started, ServeError>> {
+        Box::pin(self.start_here(http))
+    }
+
+    async fn start_here(&mut self, http: Option<&mut HttpOptions>) -> Result<Started, ServeError> {
         // The approval API's own listener authenticates as the MCP endpoint does.
         let approvals_auth = auth::from_settings(self.config.server.auth.as_ref())?;
         let runtime = match self.runtime.take() {
@@ -406,16 +416,18 @@ fn bind_admin(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
 }
 
 /// The way out, after the transport closed: the upstreams stop and the audit log is flushed.
-async fn finish(
+fn finish(
     state: &Arc<ServerState>,
     served: Result<(), ServeError>,
-) -> Result<(), ServeError> {
-    state.shutdown_upstreams().await;
-    // The audit writer writes on a thread of its own: wait for the records still queued.
-    if let Some(audit) = state.audit() {
-        let _ = tokio::task::spawn_blocking(move || audit.flush()).await;
-    }
-    served
+) -> BoxFuture<'_, Result<(), ServeError>> {
+    Box::pin(async move {
+        state.shutdown_upstreams().await;
+        // The audit writer writes on a thread of its own: wait for the records still queued.
+        if let Some(audit) = state.audit() {
+            let _ = tokio::task::spawn_blocking(move || audit.flush()).await;
+        }
+        served
+    })
 }
 
 /// SIGTERM or Ctrl-C: every eval waiting for a human is saved, then `shutdown` starts the

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::eval_tools::{EVAL_TOOL, PROFILE_TOOL_PREFIX};
 use super::relay::SessionLogLevel;
 use super::state::ServerState;
+use crate::boxed;
 use crate::tools::{self, GET_TOOLS, SEARCH_TOOLS};
 
 /// One handler per MCP session (per request for stateless 2026-07-28 HTTP clients): the shared
@@ -102,17 +103,24 @@ impl ServerHandler for CodemodeServer {
         deprecated,
         reason = "MCP logging, deprecated from 2026-07-28 on, is what clients of 2025-11-25 and older set levels with"
     )]
-    async fn set_level(
+    fn set_level(
         &self,
         request: SetLevelRequestParams,
         _ctx: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        self.log_level.set(&request.level);
-        Ok(())
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        boxed(async move {
+            self.log_level.set(&request.level);
+            Ok(())
+        })
     }
 
-    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
-        self.state.add_legacy_peer(ctx.peer.clone());
+    fn on_initialized(
+        &self,
+        ctx: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        boxed(async move {
+            self.state.add_legacy_peer(ctx.peer.clone());
+        })
     }
 
     fn accepted_subscription_filter(
@@ -122,139 +130,156 @@ impl ServerHandler for CodemodeServer {
         Some(requested.clone())
     }
 
-    async fn listen(&self, ctx: SubscriptionContext) -> Result<(), McpError> {
-        self.state.add_subscriber(ctx.sink().clone());
-        let watched = self.watch_stream_resources(&ctx).await;
-        ctx.cancelled().await;
-        self.unwatch_stream_resources(watched).await;
-        Ok(())
+    fn listen(
+        &self,
+        ctx: SubscriptionContext,
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        boxed(async move {
+            self.state.add_subscriber(ctx.sink().clone());
+            let watched = self.watch_stream_resources(&ctx).await;
+            ctx.cancelled().await;
+            self.unwatch_stream_resources(watched).await;
+            Ok(())
+        })
     }
 
-    async fn subscribe(
+    fn subscribe(
         &self,
         req: SubscribeRequestParams,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        self.resource_subscribe(&req.uri, &ctx).await
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        boxed(async move { self.resource_subscribe(&req.uri, &ctx).await })
     }
 
-    async fn unsubscribe(
+    fn unsubscribe(
         &self,
         req: UnsubscribeRequestParams,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        self.resource_unsubscribe(&req.uri, &ctx).await;
-        Ok(())
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        boxed(async move {
+            self.resource_unsubscribe(&req.uri, &ctx).await;
+            Ok(())
+        })
     }
 
-    async fn list_resources(
+    fn list_resources(
         &self,
         _req: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, McpError> {
-        Ok(self.resources_list(&ctx).await)
+    ) -> impl Future<Output = Result<ListResourcesResult, McpError>> + Send + '_ {
+        boxed(async move { Ok(self.resources_list(&ctx).await) })
     }
 
-    async fn list_resource_templates(
+    fn list_resource_templates(
         &self,
         _req: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(self.resource_templates_list(&ctx).await)
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, McpError>> + Send + '_ {
+        boxed(async move { Ok(self.resource_templates_list(&ctx).await) })
     }
 
-    async fn read_resource(
+    fn read_resource(
         &self,
         req: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, McpError> {
-        self.resource_read(&req.uri, &ctx).await.map(Into::into)
+    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + Send + '_ {
+        boxed(async move { self.resource_read(&req.uri, &ctx).await.map(Into::into) })
     }
 
-    async fn list_prompts(
+    fn list_prompts(
         &self,
         _req: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, McpError> {
-        Ok(self.prompts_list(&ctx).await)
+    ) -> impl Future<Output = Result<ListPromptsResult, McpError>> + Send + '_ {
+        boxed(async move { Ok(self.prompts_list(&ctx).await) })
     }
 
-    async fn get_prompt(
+    fn get_prompt(
         &self,
         req: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, McpError> {
-        self.prompt_get(req, &ctx).await.map(Into::into)
+    ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + Send + '_ {
+        boxed(async move { self.prompt_get(req, &ctx).await.map(Into::into) })
     }
 
-    async fn complete(
+    fn complete(
         &self,
         req: CompleteRequestParams,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, McpError> {
-        Ok(self.completion(req, &ctx).await)
+    ) -> impl Future<Output = Result<CompleteResult, McpError>> + Send + '_ {
+        boxed(async move { Ok(self.completion(req, &ctx).await) })
     }
 
-    async fn list_tools(
+    fn list_tools(
         &self,
         _req: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let caller = crate::auth::caller_of(&ctx.extensions);
-        Ok(ListToolsResult::with_all_items(self.tools(&caller)))
+    ) -> impl Future<Output = Result<ListToolsResult, McpError>> + Send + '_ {
+        boxed(async move {
+            let caller = crate::auth::caller_of(&ctx.extensions);
+            Ok(ListToolsResult::with_all_items(self.tools(&caller)))
+        })
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         req: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let name = req.name.as_ref();
-        let args = req
-            .arguments
-            .clone()
-            .map(Value::Object)
-            .unwrap_or_else(|| json!({}));
-        match name {
-            SEARCH_TOOLS | GET_TOOLS => {
-                let profile = self.discovery_profile(&args, &ctx)?;
-                if name == GET_TOOLS {
-                    tools::wait_for_named_servers(&self.state.upstreams, &args, profile.as_deref())
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + '_ {
+        boxed(async move {
+            let name = req.name.as_ref();
+            let args = req
+                .arguments
+                .clone()
+                .map(Value::Object)
+                .unwrap_or_else(|| json!({}));
+            match name {
+                SEARCH_TOOLS | GET_TOOLS => {
+                    let profile = self.discovery_profile(&args, &ctx)?;
+                    if name == GET_TOOLS {
+                        tools::wait_for_named_servers(
+                            &self.state.upstreams,
+                            &args,
+                            profile.as_deref(),
+                        )
                         .await;
-                }
-                let (catalog, asked) =
-                    tools::visible_to(tools::catalog(&self.state.upstreams), profile.as_deref());
-                let result = if name == SEARCH_TOOLS {
-                    tools::search_tools(&catalog, &args)
-                } else {
-                    let observed = tools::ObservedTypes::new(
-                        self.state.upstreams.clone(),
-                        profile.as_deref(),
-                        self.state.config().outputs.clone(),
-                    );
-                    tools::get_tools(&catalog, &args, &observed)
-                }
-                .map(|v| tools::mark_asked(v, &asked))
-                .map(|v| tools::mark_unavailable(v, &self.state.upstreams, profile.as_deref()));
-                Ok(match result {
-                    Ok(value) => {
-                        let text = if name == GET_TOOLS {
-                            tools::get_tools_text(&value)
-                        } else {
-                            neutralize(&serde_json::to_string(&value).unwrap_or_default())
-                        };
-                        let mut r = CallToolResult::structured(value);
-                        r.content = vec![ContentBlock::text(text)];
-                        r
                     }
-                    Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+                    let (catalog, asked) = tools::visible_to(
+                        tools::catalog(&self.state.upstreams),
+                        profile.as_deref(),
+                    );
+                    let result = if name == SEARCH_TOOLS {
+                        tools::search_tools(&catalog, &args)
+                    } else {
+                        let observed = tools::ObservedTypes::new(
+                            self.state.upstreams.clone(),
+                            profile.as_deref(),
+                            self.state.config().outputs.clone(),
+                        );
+                        tools::get_tools(&catalog, &args, &observed)
+                    }
+                    .map(|v| tools::mark_asked(v, &asked))
+                    .map(|v| tools::mark_unavailable(v, &self.state.upstreams, profile.as_deref()));
+                    Ok(match result {
+                        Ok(value) => {
+                            let text = if name == GET_TOOLS {
+                                tools::get_tools_text(&value)
+                            } else {
+                                neutralize(&serde_json::to_string(&value).unwrap_or_default())
+                            };
+                            let mut r = CallToolResult::structured(value);
+                            r.content = vec![ContentBlock::text(text)];
+                            r
+                        }
+                        Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+                    }
+                    .into())
                 }
-                .into())
+                EVAL_TOOL => self.call_eval(req, ctx).await,
+                _ if name.starts_with(PROFILE_TOOL_PREFIX) => self.call_eval(req, ctx).await,
+                _ => Err(super::eval_tools::unknown_tool(name)),
             }
-            EVAL_TOOL => self.call_eval(req, ctx).await,
-            _ if name.starts_with(PROFILE_TOOL_PREFIX) => self.call_eval(req, ctx).await,
-            _ => Err(super::eval_tools::unknown_tool(name)),
-        }
+        })
     }
 }
 

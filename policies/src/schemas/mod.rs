@@ -344,7 +344,9 @@ impl ToolSchemas {
         let mut problems = Vec::new();
         let mut out = HashMap::new();
         for spec in tools {
-            let mut build = |schema: &Value, kind| match jsonschema::options().build(schema) {
+            // `validator_for`, not `options().build`: the builder is generic, so each crate calling
+            // it compiled jsonschema's whole schema compiler again.
+            let mut build = |schema: &Value, kind| match jsonschema::validator_for(schema) {
                 Ok(v) => Some(v),
                 Err(e) => {
                     problems.push(SchemaProblem {

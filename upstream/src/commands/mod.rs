@@ -15,6 +15,7 @@ mod argv;
 mod process;
 mod reaper;
 
+use codemode_runtime::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -78,46 +79,52 @@ impl CommandTools {
     /// started, a timeout, too much output, a non-zero exit (data `{"exitCode", "stderr"}`; a
     /// program killed by a signal has `exitCode: null` and `signal`), or output that the
     /// `json`/`jsonl` modes cannot parse.
-    pub async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let command = self.tools.get(name).ok_or_else(|| ToolError::NotFound {
-            tool: name.to_string(),
-        })?;
-        let args = if args.is_null() { json!({}) } else { args };
-        if let Err(invalid) = command.validate_args(&args) {
-            return Err(ToolError::Failed {
-                message: format!("invalid arguments for `{name}`: {invalid}"),
-                data: Some(json!({ "errors": invalid.problems })),
-            });
-        }
-        let argv = argv::argv(command, &args)
-            .map_err(|e| ToolError::failed(format!("invalid arguments for `{name}`: {e}")))?;
-        let program = resolve_command(&command.command)
-            .map_err(|e| ToolError::failed(format!("cannot run `{name}`: {e}")))?;
-        let done = process::run(&program, &argv, command)
-            .await
-            .map_err(|e| run_error(name, command, e))?;
-        let stderr = clean(&done.stderr_tail);
-        if !done.status.success() {
-            use std::os::unix::process::ExitStatusExt;
-            let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
-            let how = match (done.status.code(), done.status.signal()) {
-                (Some(code), _) => format!("exited with code {code}"),
-                (None, Some(sig)) => format!("was killed by signal {sig}"),
-                (None, None) => "failed".to_string(),
-            };
-            let mut data = json!({"exitCode": done.status.code(), "stderr": stderr});
-            if let Some(sig) = done.status.signal() {
-                data["signal"] = json!(sig);
+    pub fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let command = self.tools.get(name).ok_or_else(|| ToolError::NotFound {
+                tool: name.to_string(),
+            })?;
+            let args = if args.is_null() { json!({}) } else { args };
+            if let Err(invalid) = command.validate_args(&args) {
+                return Err(ToolError::Failed {
+                    message: format!("invalid arguments for `{name}`: {invalid}"),
+                    data: Some(json!({ "errors": invalid.problems })),
+                });
             }
-            return Err(ToolError::Failed {
-                message: match last {
-                    Some(line) => format!("`{name}` {how}: {}", line.trim()),
-                    None => format!("`{name}` {how}"),
-                },
-                data: Some(data),
-            });
-        }
-        decode(name, command.output, &clean(&done.stdout))
+            let argv = argv::argv(command, &args)
+                .map_err(|e| ToolError::failed(format!("invalid arguments for `{name}`: {e}")))?;
+            let program = resolve_command(&command.command)
+                .map_err(|e| ToolError::failed(format!("cannot run `{name}`: {e}")))?;
+            let done = process::run(&program, &argv, command)
+                .await
+                .map_err(|e| run_error(name, command, e))?;
+            let stderr = clean(&done.stderr_tail);
+            if !done.status.success() {
+                use std::os::unix::process::ExitStatusExt;
+                let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+                let how = match (done.status.code(), done.status.signal()) {
+                    (Some(code), _) => format!("exited with code {code}"),
+                    (None, Some(sig)) => format!("was killed by signal {sig}"),
+                    (None, None) => "failed".to_string(),
+                };
+                let mut data = json!({"exitCode": done.status.code(), "stderr": stderr});
+                if let Some(sig) = done.status.signal() {
+                    data["signal"] = json!(sig);
+                }
+                return Err(ToolError::Failed {
+                    message: match last {
+                        Some(line) => format!("`{name}` {how}: {}", line.trim()),
+                        None => format!("`{name}` {how}"),
+                    },
+                    data: Some(data),
+                });
+            }
+            decode(name, command.output, &clean(&done.stdout))
+        })
     }
 }
 

@@ -21,6 +21,7 @@ mod http;
 mod record;
 mod status;
 
+use codemode_runtime::BoxFuture;
 use std::sync::Arc;
 
 use codemode_config::{OAuthGrant, UpstreamOAuth};
@@ -165,34 +166,36 @@ impl Logins {
     /// [`OAuthError`] naming the upstream: discovery, registration, the person not coming back
     /// within [`Browser::LOGIN_WAIT`], a redirect that does not match the login, the token
     /// endpoint.
-    pub async fn login(
-        &self,
-        server: &str,
-        url: &str,
-        oauth: Option<&UpstreamOAuth>,
-        browser: &Browser,
-        challenge: Option<&str>,
-    ) -> Result<LoginStatus, OAuthError> {
-        let default = UpstreamOAuth::default();
-        let oauth = oauth.unwrap_or(&default);
-        let challenge = match challenge {
-            Some(c) => Some(c.to_string()),
-            None => discovery::probe(server, url).await?,
-        };
-        let discovered = self.manager(server, url, challenge.as_deref());
-        let (manager, metadata) = bounded(server, "OAuth discovery", discovered).await?;
-        match oauth.grant {
-            OAuthGrant::ClientCredentials => {
-                let granted = self.client_credentials(server, url, oauth, &metadata);
-                bounded(server, "the token request", granted).await?
+    pub fn login<'a>(
+        &'a self,
+        server: &'a str,
+        url: &'a str,
+        oauth: Option<&'a UpstreamOAuth>,
+        browser: &'a Browser,
+        challenge: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<LoginStatus, OAuthError>> {
+        Box::pin(async move {
+            let default = UpstreamOAuth::default();
+            let oauth = oauth.unwrap_or(&default);
+            let challenge = match challenge {
+                Some(c) => Some(c.to_string()),
+                None => discovery::probe(server, url).await?,
+            };
+            let discovered = self.manager(server, url, challenge.as_deref());
+            let (manager, metadata) = bounded(server, "OAuth discovery", discovered).await?;
+            match oauth.grant {
+                OAuthGrant::ClientCredentials => {
+                    let granted = self.client_credentials(server, url, oauth, &metadata);
+                    bounded(server, "the token request", granted).await?
+                }
+                OAuthGrant::AuthorizationCode => {
+                    self.authorize(server, (url, oauth), (manager, metadata), browser)
+                        .await?
+                }
             }
-            OAuthGrant::AuthorizationCode => {
-                self.authorize(server, (url, oauth), (manager, metadata), browser)
-                    .await?
-            }
-        }
-        self.inner.changed.send_modify(|n| *n += 1);
-        self.status(server, url).await
+            self.inner.changed.send_modify(|n| *n += 1);
+            self.status(server, url).await
+        })
     }
 
     /// A manager for `url` over its login record, the server's metadata discovered.
@@ -229,27 +232,39 @@ impl Logins {
     ///
     /// # Errors
     /// When the store cannot be reached.
-    pub async fn logout(&self, server: &str, url: &str) -> Result<bool, OAuthError> {
-        let removed = self
-            .record(server, url)
-            .remove()
-            .await
-            .map_err(|e| OAuthError::auth(server, &e))?;
-        self.inner.changed.send_modify(|n| *n += 1);
-        Ok(removed)
+    pub fn logout<'a>(
+        &'a self,
+        server: &'a str,
+        url: &'a str,
+    ) -> BoxFuture<'a, Result<bool, OAuthError>> {
+        Box::pin(async move {
+            let removed = self
+                .record(server, url)
+                .remove()
+                .await
+                .map_err(|e| OAuthError::auth(server, &e))?;
+            self.inner.changed.send_modify(|n| *n += 1);
+            Ok(removed)
+        })
     }
 
     /// Where the login of `server` stands.
     ///
     /// # Errors
     /// When the store cannot be reached or the record does not open.
-    pub async fn status(&self, server: &str, url: &str) -> Result<LoginStatus, OAuthError> {
-        let saved = self
-            .record(server, url)
-            .read()
-            .await
-            .map_err(|e| OAuthError::auth(server, &e))?;
-        Ok(status_of(server, saved.as_ref()))
+    pub fn status<'a>(
+        &'a self,
+        server: &'a str,
+        url: &'a str,
+    ) -> BoxFuture<'a, Result<LoginStatus, OAuthError>> {
+        Box::pin(async move {
+            let saved = self
+                .record(server, url)
+                .read()
+                .await
+                .map_err(|e| OAuthError::auth(server, &e))?;
+            Ok(status_of(server, saved.as_ref()))
+        })
     }
 
     /// A manager for a connection to `url`: its saved login loaded (metadata discovered, the
