@@ -45,12 +45,11 @@ mod case;
 mod session;
 mod verdict;
 
-use codemode_runtime::BoxFuture;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use codemode_policies::{AuditQuery, Config};
-use codemode_runtime::Runtime;
+use codemode_runtime::{BoxFuture, Runtime};
 use serde_json::{Map, Value};
 
 pub use api::{Api, MAX_CALLS_PER_TURN, check_model_url};

@@ -29,7 +29,6 @@
 //! # }
 //! ```
 
-use codemode_runtime::BoxFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -40,9 +39,9 @@ use codemode_policies::{
     PolicyToolHost, Profile, SessionApprovals, neutralize,
 };
 use codemode_runtime::{
-    CancellationToken, ErrorKind, EvalControl, EvalError, EvalId, EvalOptions, EvalOutcome,
-    EvalStats, EvalStep, LargestUnit, NoTools, ParkRequest, ResumeError, Runtime, Suspended,
-    ToolHost,
+    BoxFuture, CancellationToken, ErrorKind, EvalControl, EvalError, EvalId, EvalOptions,
+    EvalOutcome, EvalStats, EvalStep, LargestUnit, NoTools, ParkRequest, ResumeError, Runtime,
+    Suspended, ToolHost,
 };
 use codemode_script::{Preview, locate_syntax_error, normalize_with_preview, result_use};
 

@@ -30,11 +30,11 @@ mod records;
 mod redis;
 mod seal;
 
-use codemode_runtime::BoxFuture;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use codemode_config::{DurableConfig, StoreLocation};
+use codemode_runtime::BoxFuture;
 
 pub use error::{StoreError, StoreErrorKind};
 pub use key::{InvalidStateKey, KEY_FILE, StateKey, hex};

@@ -8,10 +8,10 @@
 //! drops (a command sent while it is down fails with [`StoreErrorKind::Unavailable`]; later
 //! ones succeed once Redis is back). Every command times out after [`REDIS_TIMEOUT`].
 
-use codemode_runtime::BoxFuture;
 use std::time::Duration;
 
 use codemode_config::RedisUrl;
+use codemode_runtime::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::error::{StoreError, StoreErrorKind};

@@ -6,11 +6,11 @@
 //! stable, reversible ([`MappedUri`]), and the original stays visible in `_meta`
 //! (`codemode/server`, `codemode/uri`).
 
-use codemode_runtime::BoxFuture;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use codemode_runtime::BoxFuture;
 use rmcp::model::{
     ClientRequest, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
     MetaObject, Prompt, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResult,

@@ -14,8 +14,7 @@ use std::sync::Arc;
 
 use codemode_config::{AdminSettings, StoreLocation, TokenSecret};
 use codemode_policies::Config;
-use codemode_runtime::BoxFuture;
-use codemode_runtime::{Runtime, RuntimeConfig};
+use codemode_runtime::{BoxFuture, Runtime, RuntimeConfig};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -203,6 +202,9 @@ impl ServerBuilder {
     /// Everything but the transport, in the order the module docs give; `http` is the HTTP
     /// listener's options (the durable store is for HTTP servers only). The config file is
     /// watched until the returned watcher is dropped.
+    ///
+    /// Boxed: [`serve_io`](Self::serve_io) is generic, so it is compiled in each crate that calls
+    /// it, and without the box the whole start-up would be too.
     fn start<'a>(
         &'a mut self,
         http: Option<&'a mut HttpOptions>,

@@ -15,13 +15,12 @@ mod argv;
 mod process;
 mod reaper;
 
-use codemode_runtime::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use codemode_config::{CommandConfig, CommandOutput, resolve_command};
 use codemode_policies::Config;
-use codemode_runtime::ToolError;
+use codemode_runtime::{BoxFuture, ToolError};
 use serde_json::{Value, json};
 
 use crate::catalog::ToolInfo;

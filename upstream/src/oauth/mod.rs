@@ -21,10 +21,10 @@ mod http;
 mod record;
 mod status;
 
-use codemode_runtime::BoxFuture;
 use std::sync::Arc;
 
 use codemode_config::{OAuthGrant, UpstreamOAuth};
+use codemode_runtime::BoxFuture;
 use codemode_store::Store;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, CredentialStore, OAuthClientConfig,
