@@ -44,11 +44,11 @@ impl UpstreamSubscriptions for UpstreamPool {
         server: &'a str,
         uri: &'a str,
     ) -> BoxFuture<'a, Result<(), UpstreamRequestError>> {
-        Box::pin(self.subscribe_resource(server, uri))
+        self.subscribe_resource(server, uri)
     }
 
     fn unsubscribe<'a>(&'a self, server: &'a str, uri: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(self.unsubscribe_resource(server, uri))
+        self.unsubscribe_resource(server, uri)
     }
 
     fn has_server(&self, server: &str) -> bool {
